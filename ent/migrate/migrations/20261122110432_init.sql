@@ -1,0 +1,32 @@
+-- Create "accounts" table
+CREATE TABLE "accounts" ("id" character varying NOT NULL, "created_at" timestamptz NOT NULL, "updated_at" timestamptz NOT NULL, "name" character varying NOT NULL, "plan" character varying NOT NULL, "storage_bundle_bytes" bigint NOT NULL, "max_splats" bigint NULL, "overage" boolean NOT NULL DEFAULT false, "used_bytes" bigint NOT NULL DEFAULT 0, "splat_count" bigint NOT NULL DEFAULT 0, PRIMARY KEY ("id"));
+-- Create "integrations" table
+CREATE TABLE "integrations" ("id" character varying NOT NULL, "created_at" timestamptz NOT NULL, "updated_at" timestamptz NOT NULL, "product_slug" character varying NOT NULL, "capabilities" jsonb NOT NULL, "rest_access" boolean NOT NULL DEFAULT true, "public_key" character varying NOT NULL, "secret_hash" bytea NOT NULL, "frame_ancestors" jsonb NULL, "revoked_at" timestamptz NULL, "account_id" character varying NOT NULL, PRIMARY KEY ("id"), CONSTRAINT "integrations_accounts_integrations" FOREIGN KEY ("account_id") REFERENCES "accounts" ("id") ON UPDATE NO ACTION ON DELETE NO ACTION);
+-- Create index "integration_secret_hash" to table: "integrations"
+CREATE UNIQUE INDEX "integration_secret_hash" ON "integrations" ("secret_hash");
+-- Create index "integrations_public_key_key" to table: "integrations"
+CREATE UNIQUE INDEX "integrations_public_key_key" ON "integrations" ("public_key");
+-- Create "external_users" table
+CREATE TABLE "external_users" ("id" character varying NOT NULL, "created_at" timestamptz NOT NULL, "updated_at" timestamptz NOT NULL, "external_user_id" character varying NOT NULL, "display_name" character varying NULL, "avatar_url" character varying NULL, "email_hash" character varying NULL, "metadata" jsonb NULL, "status" character varying NOT NULL DEFAULT 'active', "billing_state" character varying NOT NULL DEFAULT 'active', "billing_state_changed_at" timestamptz NULL, "used_bytes" bigint NOT NULL DEFAULT 0, "limit_bytes" bigint NOT NULL, "max_splats" bigint NULL, "splat_count" bigint NOT NULL DEFAULT 0, "deleted_at" timestamptz NULL, "integration_id" character varying NOT NULL, PRIMARY KEY ("id"), CONSTRAINT "external_users_integrations_external_users" FOREIGN KEY ("integration_id") REFERENCES "integrations" ("id") ON UPDATE NO ACTION ON DELETE NO ACTION);
+-- Create index "externaluser_integration_id_external_user_id" to table: "external_users"
+CREATE UNIQUE INDEX "externaluser_integration_id_external_user_id" ON "external_users" ("integration_id", "external_user_id");
+-- Create "scenes" table
+CREATE TABLE "scenes" ("id" character varying NOT NULL, "created_at" timestamptz NOT NULL, "updated_at" timestamptz NOT NULL, "title" character varying NOT NULL, "description" character varying NOT NULL DEFAULT '', "image_url" character varying NOT NULL DEFAULT '', "thumbnail_depth_url" character varying NULL, "splat_url" character varying NOT NULL, "splat_type" character varying NOT NULL DEFAULT 'file', "lod_folder_key" character varying NULL, "visibility" character varying NOT NULL DEFAULT 'private', "allow_embed" boolean NOT NULL DEFAULT true, "allow_comments" boolean NOT NULL DEFAULT true, "allow_reactions" boolean NOT NULL DEFAULT true, "allow_clone" boolean NOT NULL DEFAULT false, "remixed_from" jsonb NULL, "level_data" jsonb NULL, "initial_camera_position" jsonb NULL, "initial_camera_rotation" jsonb NULL, "view_count" bigint NOT NULL DEFAULT 0, "like_count" bigint NOT NULL DEFAULT 0, "file_size_bytes" bigint NOT NULL DEFAULT 0, "featured" boolean NOT NULL DEFAULT false, "featured_at" timestamptz NULL, "asset_keys" jsonb NULL, "cloned_from_id" character varying NULL, "holds_splat_slot" boolean NOT NULL DEFAULT true, "first_published_at" timestamptz NULL, "archived_at" timestamptz NULL, "archive_protected" boolean NOT NULL DEFAULT false, "archived_prior_visibility" character varying NULL, "archived_prior_allow_embed" boolean NULL, "owner_id" character varying NOT NULL, "integration_id" character varying NOT NULL, PRIMARY KEY ("id"), CONSTRAINT "scenes_external_users_scenes" FOREIGN KEY ("owner_id") REFERENCES "external_users" ("id") ON UPDATE NO ACTION ON DELETE NO ACTION, CONSTRAINT "scenes_integrations_scenes" FOREIGN KEY ("integration_id") REFERENCES "integrations" ("id") ON UPDATE NO ACTION ON DELETE NO ACTION);
+-- Create index "scene_archived_at" to table: "scenes"
+CREATE INDEX "scene_archived_at" ON "scenes" ("archived_at");
+-- Create index "scene_integration_id_created_at_id" to table: "scenes"
+CREATE INDEX "scene_integration_id_created_at_id" ON "scenes" ("integration_id", "created_at", "id");
+-- Create index "scene_integration_id_featured_featured_at_id" to table: "scenes"
+CREATE INDEX "scene_integration_id_featured_featured_at_id" ON "scenes" ("integration_id", "featured", "featured_at", "id");
+-- Create index "scene_integration_id_updated_at_id" to table: "scenes"
+CREATE INDEX "scene_integration_id_updated_at_id" ON "scenes" ("integration_id", "updated_at", "id");
+-- Create index "scene_integration_id_view_count_id" to table: "scenes"
+CREATE INDEX "scene_integration_id_view_count_id" ON "scenes" ("integration_id", "view_count", "id");
+-- Create index "scene_owner_id_created_at_id" to table: "scenes"
+CREATE INDEX "scene_owner_id_created_at_id" ON "scenes" ("owner_id", "created_at", "id");
+-- Create "upload_tickets" table
+CREATE TABLE "upload_tickets" ("id" character varying NOT NULL, "created_at" timestamptz NOT NULL, "updated_at" timestamptz NOT NULL, "kind" character varying NOT NULL, "prefix" character varying NOT NULL, "objects" jsonb NOT NULL, "total_bytes" bigint NOT NULL, "expires_at" timestamptz NOT NULL, "committed_at" timestamptz NULL, "scene_id" character varying NULL, "owner_id" character varying NOT NULL, "integration_id" character varying NOT NULL, PRIMARY KEY ("id"), CONSTRAINT "upload_tickets_external_users_upload_tickets" FOREIGN KEY ("owner_id") REFERENCES "external_users" ("id") ON UPDATE NO ACTION ON DELETE NO ACTION, CONSTRAINT "upload_tickets_integrations_upload_tickets" FOREIGN KEY ("integration_id") REFERENCES "integrations" ("id") ON UPDATE NO ACTION ON DELETE NO ACTION);
+-- Create index "upload_tickets_prefix_key" to table: "upload_tickets"
+CREATE UNIQUE INDEX "upload_tickets_prefix_key" ON "upload_tickets" ("prefix");
+-- Create index "uploadticket_committed_at_expires_at" to table: "upload_tickets"
+CREATE INDEX "uploadticket_committed_at_expires_at" ON "upload_tickets" ("committed_at", "expires_at");

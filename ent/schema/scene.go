@@ -1,0 +1,85 @@
+package schema
+
+import (
+	"entgo.io/ent"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+)
+
+// RemixedFrom records the source of a remix (a clone of another owner's public scene).
+type RemixedFrom struct {
+	SplatID   string `json:"splatId"`
+	OwnerName string `json:"ownerName"`
+	ClonedAt  string `json:"clonedAt"`
+}
+
+// Scene is a hosted Gaussian-splat scene (a "splat" in the interface).
+type Scene struct{ ent.Schema }
+
+// Mixin of the Scene.
+func (Scene) Mixin() []ent.Mixin { return []ent.Mixin{IDMixin{}, TimeMixin{}} }
+
+// Fields of the Scene.
+func (Scene) Fields() []ent.Field {
+	return []ent.Field{
+		field.String("integration_id").MaxLen(24).NotEmpty().Immutable(),
+		field.String("owner_id").MaxLen(24).NotEmpty(),
+		field.String("title").MaxLen(200),
+		field.String("description").MaxLen(2000).Default(""),
+		field.String("image_url").Default(""),
+		field.String("thumbnail_depth_url").Optional().Nillable(),
+		field.String("splat_url"),
+		field.Enum("splat_type").Values("file", "lod").Default("file"),
+		field.String("lod_folder_key").Optional().Nillable(),
+		field.Enum("visibility").Values("private", "public").Default("private"),
+		field.Bool("allow_embed").Default(true),
+		field.Bool("allow_comments").Default(true),
+		field.Bool("allow_reactions").Default(true),
+		field.Bool("allow_clone").Default(false),
+		field.JSON("remixed_from", &RemixedFrom{}).Optional(),
+		field.JSON("level_data", map[string]any{}).Optional(),
+		field.Floats("initial_camera_position").Optional(),
+		field.Floats("initial_camera_rotation").Optional(),
+		field.Int64("view_count").Default(0),
+		field.Int64("like_count").Default(0),
+		field.Int64("file_size_bytes").Default(0),
+		field.Bool("featured").Default(false),
+		field.Time("featured_at").Optional().Nillable(),
+		// asset_keys lists every stored object of the scene (file or LOD tiles, thumbnails,
+		// audio) so delete, clone and purge need no bucket listing.
+		field.Strings("asset_keys").Optional(),
+		// Clone bookkeeping: a clone holds no scene slot until its first publish, which then
+		// consumes the slot permanently.
+		field.String("cloned_from_id").Optional().Nillable().MaxLen(24),
+		field.Bool("holds_splat_slot").Default(true),
+		field.Time("first_published_at").Optional().Nillable(),
+		// Retained archive (billing lifecycle): archived scenes are hidden, private,
+		// non-embeddable and released from the storage and scene counters.
+		field.Time("archived_at").Optional().Nillable(),
+		field.Bool("archive_protected").Default(false),
+		field.Enum("archived_prior_visibility").Values("private", "public").Optional().Nillable(),
+		field.Bool("archived_prior_allow_embed").Optional().Nillable(),
+	}
+}
+
+// Edges of the Scene.
+func (Scene) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.From("integration", Integration.Type).Ref("scenes").Field("integration_id").Unique().Required().Immutable(),
+		edge.From("owner", ExternalUser.Type).Ref("scenes").Field("owner_id").Unique().Required(),
+	}
+}
+
+// Indexes of the Scene.
+func (Scene) Indexes() []ent.Index {
+	return []ent.Index{
+		// List pages: (integration, sort key, id) keeps keyset pagination an index range scan.
+		index.Fields("integration_id", "created_at", "id"),
+		index.Fields("integration_id", "updated_at", "id"),
+		index.Fields("integration_id", "view_count", "id"),
+		index.Fields("integration_id", "featured", "featured_at", "id"),
+		index.Fields("owner_id", "created_at", "id"),
+		index.Fields("archived_at"),
+	}
+}

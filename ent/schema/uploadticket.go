@@ -1,0 +1,55 @@
+package schema
+
+import (
+	"entgo.io/ent"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+)
+
+// UploadObject is one object a ticket allows to be uploaded.
+type UploadObject struct {
+	Key          string `json:"key"`
+	RelativePath string `json:"relativePath,omitempty"`
+	ContentType  string `json:"contentType"`
+	Size         int64  `json:"size"`
+}
+
+// UploadTicket records signed upload URLs handed out, so a commit can prove the objects were
+// issued to the same customer and the orphan sweep can delete what was never committed.
+type UploadTicket struct{ ent.Schema }
+
+// Mixin of the UploadTicket.
+func (UploadTicket) Mixin() []ent.Mixin { return []ent.Mixin{IDMixin{}, TimeMixin{}} }
+
+// Fields of the UploadTicket.
+func (UploadTicket) Fields() []ent.Field {
+	return []ent.Field{
+		field.String("integration_id").MaxLen(24).NotEmpty().Immutable(),
+		field.String("owner_id").MaxLen(24).NotEmpty().Immutable(),
+		field.Enum("kind").Values("splat_file", "lod_folder", "splat_images").Immutable(),
+		// prefix is the unique key prefix every object of the ticket lives under.
+		field.String("prefix").NotEmpty().Unique().Immutable(),
+		field.JSON("objects", []UploadObject{}).Immutable(),
+		field.Int64("total_bytes").Min(0).Immutable(),
+		field.Time("expires_at").Immutable(),
+		field.Time("committed_at").Optional().Nillable(),
+		field.String("scene_id").Optional().Nillable().MaxLen(24),
+	}
+}
+
+// Edges of the UploadTicket.
+func (UploadTicket) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.From("integration", Integration.Type).Ref("upload_tickets").Field("integration_id").Unique().Required().Immutable(),
+		edge.From("owner", ExternalUser.Type).Ref("upload_tickets").Field("owner_id").Unique().Required().Immutable(),
+	}
+}
+
+// Indexes of the UploadTicket.
+func (UploadTicket) Indexes() []ent.Index {
+	return []ent.Index{
+		// The orphan sweep scans uncommitted tickets past their window.
+		index.Fields("committed_at", "expires_at"),
+	}
+}

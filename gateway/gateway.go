@@ -1,0 +1,220 @@
+// Package gateway is splathost's only public HTTP surface. It authenticates every request
+// (secret + public key, secret bearer, session bearer, admin token), applies CORS, request ids,
+// tracing and the error envelope, and routes each path to its service: mounted in the same
+// process, or forwarded over keep-alive HTTP with the caller signed into a header. It holds no
+// business rules.
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"log/slog"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/cors"
+
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/services/user"
+)
+
+// SessionVerifier turns a session bearer token into a caller. The session service provides it;
+// until one is configured every session bearer is rejected.
+type SessionVerifier interface {
+	VerifySession(ctx context.Context, token string) (*httpx.Caller, error)
+}
+
+// Upstream is one service behind the gateway: either Register (same process) or URL (another
+// process) is set.
+type Upstream struct {
+	Name     string
+	Prefixes []string
+	Register func(fiber.Router)
+	URL      string
+}
+
+// Options configures the gateway.
+type Options struct {
+	Log            *slog.Logger
+	BodyLimit      int
+	AdminToken     string
+	InternalSecret []byte
+	Integrations   *user.Integrations
+	Sessions       SessionVerifier
+	Upstreams      []Upstream
+	// Ready are extra readiness checks (the dependencies of in-process services).
+	Ready map[string]httpx.Check
+}
+
+// corsAPI is the interface's CORS policy for /api/v1/*.
+var corsAPI = cors.New(cors.Config{
+	AllowOrigins:  "*",
+	AllowMethods:  "GET,POST,PUT,PATCH,DELETE,OPTIONS",
+	AllowHeaders:  "Authorization,X-Service-Public-Key,X-Service-External-User-Id,Content-Type",
+	ExposeHeaders: httpx.RequestIDHeader,
+})
+
+// New builds the gateway app.
+func New(o Options) (*fiber.App, error) {
+	app := httpx.NewApp("gateway", o.Log, o.BodyLimit)
+	a := &auth{opts: o, adminHash: sha256.Sum256([]byte(o.AdminToken))}
+
+	checks := map[string]httpx.Check{"postgres": func(ctx context.Context) error {
+		if !o.Integrations.Live() {
+			return errListenerDown
+		}
+		return nil
+	}}
+	for name, check := range o.Ready {
+		checks[name] = check
+	}
+	for _, up := range o.Upstreams {
+		if up.URL != "" {
+			checks[up.Name] = upstreamReady(up.URL)
+		}
+	}
+	httpx.MountHealth(app, o.Log, checks)
+
+	// A caller identity only ever comes from this gateway's own authentication.
+	app.Use(func(c *fiber.Ctx) error {
+		c.Request().Header.Del(httpx.CallerHeader)
+		return c.Next()
+	})
+	app.Use("/api/v1", corsAPI, a.keys)
+	app.Use("/api/editor/embed-sessions", a.secretBearer)
+	app.Use("/api/embed", a.sessionBearer)
+	app.Use("/admin", a.admin)
+
+	for _, up := range o.Upstreams {
+		if up.Register != nil {
+			up.Register(app)
+			continue
+		}
+		fwd, err := newForwarder(up.URL, o.InternalSecret)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range up.Prefixes {
+			p = strings.TrimSuffix(p, "/")
+			app.All(p, fwd.handle)
+			app.All(p+"/*", fwd.handle)
+		}
+	}
+	app.Use(httpx.Fallback(app))
+	return app, nil
+}
+
+type auth struct {
+	opts      Options
+	adminHash [32]byte
+}
+
+// bearer returns the token of an "Authorization: Bearer <token>" header.
+func bearer(c *fiber.Ctx) (string, bool) {
+	h := c.Get(fiber.HeaderAuthorization)
+	if len(h) < 8 || !strings.EqualFold(h[:7], "bearer ") {
+		return "", false
+	}
+	tok := strings.TrimSpace(h[7:])
+	return tok, tok != ""
+}
+
+func (a *auth) keys(c *fiber.Ctx) error {
+	secret, ok := bearer(c)
+	if !ok || !strings.HasPrefix(secret, user.SecretKeyPrefix) {
+		return apperr.Unauthorized("missing or invalid Authorization header: expected Bearer <secret key>")
+	}
+	pk := c.Get(httpx.PublicKeyHeader)
+	if pk == "" {
+		return apperr.Unauthorized("missing " + httpx.PublicKeyHeader + " header")
+	}
+	in, err := a.opts.Integrations.Authenticate(c.UserContext(), pk, secret)
+	if err != nil {
+		return err
+	}
+	if !in.RestAccess {
+		return apperr.Forbidden("REST API access is disabled for this integration")
+	}
+	return a.admit(c, callerOf(in, httpx.SchemeKey))
+}
+
+func (a *auth) secretBearer(c *fiber.Ctx) error {
+	secret, ok := bearer(c)
+	if !ok || !strings.HasPrefix(secret, user.SecretKeyPrefix) {
+		return apperr.Unauthorized("missing or invalid Authorization header: expected Bearer <secret key>")
+	}
+	in, err := a.opts.Integrations.AuthenticateSecret(c.UserContext(), secret)
+	if err != nil {
+		return err
+	}
+	return a.admit(c, callerOf(in, httpx.SchemeSecret))
+}
+
+func (a *auth) sessionBearer(c *fiber.Ctx) error {
+	tok, ok := bearer(c)
+	if !ok {
+		return apperr.Unauthorized("missing Authorization header: expected Bearer <session token>")
+	}
+	if a.opts.Sessions == nil {
+		return apperr.Unauthorized("invalid session token")
+	}
+	caller, err := a.opts.Sessions.VerifySession(c.UserContext(), tok)
+	if err != nil {
+		return err
+	}
+	return a.admit(c, caller)
+}
+
+func (a *auth) admin(c *fiber.Ctx) error {
+	tok, ok := bearer(c)
+	got := sha256.Sum256([]byte(tok))
+	if !ok || subtle.ConstantTimeCompare(got[:], a.adminHash[:]) != 1 {
+		return apperr.Unauthorized("missing or invalid admin token")
+	}
+	httpx.SetCaller(c, &httpx.Caller{Scheme: httpx.SchemeAdmin})
+	return c.Next()
+}
+
+// admit validates the EU header and hands the request on with its caller.
+func (a *auth) admit(c *fiber.Ctx, caller *httpx.Caller) error {
+	if raw := c.Request().Header.Peek(httpx.ExternalUserHeader); len(raw) > 0 {
+		eu := string(raw)
+		if problem := externalUserProblem(eu); problem != "" {
+			return apperr.Invalid("invalid "+httpx.ExternalUserHeader+" header", httpx.ExternalUserHeader+": "+problem)
+		}
+		caller.ExternalUserID, caller.HasExternalUser = eu, true
+	}
+	httpx.SetCaller(c, caller)
+	return c.Next()
+}
+
+// externalUserProblem applies the interface's EU rule: up to 256 characters, no line breaks
+// (nor any other control character, which no opaque id needs).
+func externalUserProblem(eu string) string {
+	n := len(eu)
+	if utf8.ValidString(eu) {
+		n = utf8.RuneCountInString(eu)
+	}
+	if n > 256 {
+		return "must be at most 256 characters"
+	}
+	for i := 0; i < len(eu); i++ {
+		if eu[i] < 0x20 || eu[i] == 0x7f {
+			return "must not contain line breaks or control characters"
+		}
+	}
+	if strings.TrimSpace(eu) == "" {
+		return "must not be blank"
+	}
+	return ""
+}
+
+func callerOf(in *user.Integration, scheme httpx.Scheme) *httpx.Caller {
+	return &httpx.Caller{
+		Scheme: scheme, IntegrationID: in.ID, AccountID: in.AccountID, ProductSlug: in.ProductSlug,
+		PublicKey: in.PublicKey, Capabilities: in.Capabilities,
+	}
+}

@@ -1,0 +1,93 @@
+// Package apperr is the one error type of splathost and its mapping to the interface's error
+// envelope: { status: 'error', message, issues?, ...extra fields }.
+package apperr
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Error is an error a client may see. Status is the HTTP status, Message is safe to show,
+// Issues name each validation problem (400-level only), and Extra carries the extra fields some
+// envelopes have (code, scope, dimension, limit, jobId, ...). Cause is logged, never sent.
+type Error struct {
+	Status  int
+	Message string
+	Issues  []string
+	Extra   map[string]any
+	Cause   error
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.Cause != nil {
+		return fmt.Sprintf("%d %s: %v", e.Status, e.Message, e.Cause)
+	}
+	return fmt.Sprintf("%d %s", e.Status, e.Message)
+}
+
+// Unwrap exposes the cause to errors.Is and errors.As.
+func (e *Error) Unwrap() error { return e.Cause }
+
+// With returns a copy of e with an extra envelope field set.
+func (e *Error) With(key string, value any) *Error {
+	c := *e
+	c.Extra = make(map[string]any, len(e.Extra)+1)
+	for k, v := range e.Extra {
+		c.Extra[k] = v
+	}
+	c.Extra[key] = value
+	return &c
+}
+
+// New returns an error with the given status and client-safe message.
+func New(status int, message string) *Error { return &Error{Status: status, Message: message} }
+
+// Invalid is a 400 whose issues name each problem of the request.
+func Invalid(message string, issues ...string) *Error {
+	return &Error{Status: http.StatusBadRequest, Message: message, Issues: issues}
+}
+
+// Unauthorized is a 401.
+func Unauthorized(message string) *Error { return New(http.StatusUnauthorized, message) }
+
+// Forbidden is a 403.
+func Forbidden(message string) *Error { return New(http.StatusForbidden, message) }
+
+// NotFound is a 404. Its message never says whether the resource exists elsewhere.
+func NotFound(message string) *Error { return New(http.StatusNotFound, message) }
+
+// Conflict is a 409.
+func Conflict(message string) *Error { return New(http.StatusConflict, message) }
+
+// Gone is a 410, the answer to every call made with a revoked integration's keys.
+func Gone(message string) *Error { return New(http.StatusGone, message) }
+
+// Internal wraps an unexpected failure: the client sees a generic 500, the cause is logged.
+func Internal(cause error) *Error {
+	return &Error{Status: http.StatusInternalServerError, Message: "internal server error", Cause: cause}
+}
+
+// From returns err as an *Error, wrapping anything unexpected as Internal.
+func From(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return Internal(err)
+}
+
+// Body is the JSON envelope of e. Issues appear only on 4xx errors that have them.
+func (e *Error) Body() map[string]any {
+	body := make(map[string]any, 3+len(e.Extra))
+	for k, v := range e.Extra {
+		body[k] = v
+	}
+	body["status"] = "error"
+	body["message"] = e.Message
+	if len(e.Issues) > 0 && e.Status >= 400 && e.Status < 500 {
+		body["issues"] = e.Issues
+	}
+	return body
+}

@@ -1,0 +1,102 @@
+package boot
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/gofiber/fiber/v2"
+	"go.temporal.io/sdk/client"
+
+	"github.com/splathost/splathost/gateway"
+	"github.com/splathost/splathost/internal/config"
+	"github.com/splathost/splathost/internal/db"
+	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/services/scene"
+	"github.com/splathost/splathost/services/session"
+	"github.com/splathost/splathost/services/user"
+)
+
+// Process is a running all-in-one splathost: the gateway with every service mounted in-process,
+// and the worker.
+type Process struct {
+	App      *fiber.App
+	DB       *db.DB
+	Temporal client.Client
+	CH       driver.Conn
+	stop     context.CancelFunc
+	done     chan struct{}
+}
+
+// AllInOne builds the whole product in one process. Serve App; Close stops the rest.
+func AllInOne(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, error) {
+	if err := cfg.RequireSecrets(); err != nil {
+		return nil, err
+	}
+	d, err := OpenDB(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	store, err := OpenStore(cfg)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	ch, err := OpenClickHouse(ctx, cfg)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	tc, err := DialTemporal(cfg, log)
+	if err != nil {
+		d.Close()
+		ch.Close()
+		return nil, err
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	p := &Process{DB: d, Temporal: tc, CH: ch, stop: stop, done: make(chan struct{})}
+
+	ints := user.NewIntegrations(d.Pool, log)
+	users := user.New(d, log)
+	scenes := scene.New(d, store, log)
+	sessions := session.New(d, log)
+	app, err := gateway.New(gateway.Options{
+		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken,
+		InternalSecret: []byte(cfg.InternalSecret), Integrations: ints,
+		Upstreams: []gateway.Upstream{
+			{Name: "user", Prefixes: user.Prefixes, Register: users.Register},
+			{Name: "scene", Prefixes: scene.Prefixes, Register: scenes.Register},
+			{Name: "session", Prefixes: session.Prefixes, Register: sessions.Register},
+		},
+		Ready: map[string]httpx.Check{
+			"objectstore": store.Ready,
+			"clickhouse":  func(ctx context.Context) error { return ch.Ping(ctx) },
+			"temporal":    TemporalReady(tc),
+		},
+	})
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	p.App = app
+	go func() {
+		defer close(p.done)
+		go ints.Listen(runCtx)
+		if err := RunWorker(runCtx, tc, cfg, log); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("worker stopped", "error", err)
+		}
+	}()
+	return p, nil
+}
+
+// Close stops the worker and releases every connection.
+func (p *Process) Close() {
+	p.stop()
+	if p.App != nil {
+		<-p.done
+	}
+	p.Temporal.Close()
+	p.CH.Close()
+	p.DB.Close()
+}

@@ -1,0 +1,146 @@
+// Package config is the one configuration loader of splathost: every binary reads its settings
+// from SPLATHOST_* environment variables, with defaults that match `make dev`.
+package config
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config holds every setting of every binary. A binary reads only the fields it needs, which
+// keeps one loader and one set of names across the gateway, the services and the worker.
+type Config struct {
+	// PostgresURL is the pgx connection string of the product database.
+	PostgresURL string
+	// TemporalAddr is the host:port of the Temporal frontend.
+	TemporalAddr string
+	// TemporalNamespace is the namespace the worker and clients use.
+	TemporalNamespace string
+	// TaskQueue is the Temporal task queue the worker polls.
+	TaskQueue string
+	// ClickHouseAddr is the host:port of ClickHouse's native protocol.
+	ClickHouseAddr string
+	// ClickHouseDB is the analytics database name.
+	ClickHouseDB string
+	// S3Endpoint is the object store URL (versitygw locally, any S3 in production).
+	S3Endpoint string
+	// S3Region is the signing region.
+	S3Region string
+	// S3AccessKey and S3SecretKey are the object store credentials.
+	S3AccessKey, S3SecretKey string
+	// S3Bucket holds every scene asset.
+	S3Bucket string
+	// AdminToken authorizes the operator API (Authorization: Bearer <token>).
+	AdminToken string
+	// InternalSecret signs the caller identity the gateway forwards to a service in another
+	// process; services reject requests whose identity header does not verify.
+	InternalSecret string
+	// GatewayAddr is the gateway's (or the all-in-one binary's) listen address.
+	GatewayAddr string
+	// UserAddr, SceneAddr and SessionAddr are the listen addresses of the service binaries.
+	UserAddr, SceneAddr, SessionAddr string
+	// UserURL, SceneURL and SessionURL are where a split gateway forwards to.
+	UserURL, SceneURL, SessionURL string
+	// WorkerHealthAddr serves the worker's /healthz and /readyz.
+	WorkerHealthAddr string
+	// OTLPEndpoint enables OpenTelemetry trace export over OTLP/HTTP when set (host:port).
+	OTLPEndpoint string
+	// LogLevel is debug, info, warn or error.
+	LogLevel string
+	// BodyLimit is the largest request body the gateway accepts, in bytes.
+	BodyLimit int
+	// ShutdownTimeout bounds graceful shutdown.
+	ShutdownTimeout time.Duration
+}
+
+// Load reads the environment. It returns an error naming every malformed variable rather than
+// silently falling back, so a typo in production configuration is caught at start.
+func Load() (Config, error) {
+	l := loader{}
+	c := Config{
+		PostgresURL:       l.str("SPLATHOST_POSTGRES_URL", "postgres://postgres@127.0.0.1:15432/splathost?sslmode=disable"),
+		TemporalAddr:      l.str("SPLATHOST_TEMPORAL_ADDR", "127.0.0.1:7233"),
+		TemporalNamespace: l.str("SPLATHOST_TEMPORAL_NAMESPACE", "default"),
+		TaskQueue:         l.str("SPLATHOST_TASK_QUEUE", "splathost"),
+		ClickHouseAddr:    l.str("SPLATHOST_CLICKHOUSE_ADDR", "127.0.0.1:19000"),
+		ClickHouseDB:      l.str("SPLATHOST_CLICKHOUSE_DB", "splathost"),
+		S3Endpoint:        l.str("SPLATHOST_S3_ENDPOINT", "http://127.0.0.1:7070"),
+		S3Region:          l.str("SPLATHOST_S3_REGION", "us-east-1"),
+		S3AccessKey:       l.str("SPLATHOST_S3_ACCESS_KEY", "splathost"),
+		S3SecretKey:       l.str("SPLATHOST_S3_SECRET_KEY", "splathost-dev-secret"),
+		S3Bucket:          l.str("SPLATHOST_S3_BUCKET", "splathost"),
+		AdminToken:        l.str("SPLATHOST_ADMIN_TOKEN", ""),
+		InternalSecret:    l.str("SPLATHOST_INTERNAL_SECRET", ""),
+		GatewayAddr:       l.str("SPLATHOST_GATEWAY_ADDR", "127.0.0.1:8080"),
+		UserAddr:          l.str("SPLATHOST_USER_ADDR", "127.0.0.1:8081"),
+		SceneAddr:         l.str("SPLATHOST_SCENE_ADDR", "127.0.0.1:8082"),
+		SessionAddr:       l.str("SPLATHOST_SESSION_ADDR", "127.0.0.1:8083"),
+		UserURL:           l.str("SPLATHOST_USER_URL", "http://127.0.0.1:8081"),
+		SceneURL:          l.str("SPLATHOST_SCENE_URL", "http://127.0.0.1:8082"),
+		SessionURL:        l.str("SPLATHOST_SESSION_URL", "http://127.0.0.1:8083"),
+		WorkerHealthAddr:  l.str("SPLATHOST_WORKER_HEALTH_ADDR", "127.0.0.1:8084"),
+		OTLPEndpoint:      l.str("SPLATHOST_OTLP_ENDPOINT", ""),
+		LogLevel:          l.str("SPLATHOST_LOG_LEVEL", "info"),
+		BodyLimit:         l.int("SPLATHOST_BODY_LIMIT", 8<<20),
+		ShutdownTimeout:   l.dur("SPLATHOST_SHUTDOWN_TIMEOUT", 10*time.Second),
+	}
+	if len(l.errs) > 0 {
+		return Config{}, fmt.Errorf("config: %s", strings.Join(l.errs, "; "))
+	}
+	return c, nil
+}
+
+// RequireSecrets reports an error when the secrets a public-facing binary needs are missing:
+// an empty admin token would let anyone in, an empty internal secret would let anyone forge
+// a caller identity.
+func (c Config) RequireSecrets() error {
+	var missing []string
+	if len(c.AdminToken) < 16 {
+		missing = append(missing, "SPLATHOST_ADMIN_TOKEN (at least 16 characters)")
+	}
+	if len(c.InternalSecret) < 16 {
+		missing = append(missing, "SPLATHOST_INTERNAL_SECRET (at least 16 characters)")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("config: missing %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+type loader struct{ errs []string }
+
+func (l *loader) str(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func (l *loader) int(key string, def int) int {
+	v, ok := os.LookupEnv(key)
+	if !ok || v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		l.errs = append(l.errs, key+" must be a positive integer")
+		return def
+	}
+	return n
+}
+
+func (l *loader) dur(key string, def time.Duration) time.Duration {
+	v, ok := os.LookupEnv(key)
+	if !ok || v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		l.errs = append(l.errs, key+" must be a positive duration such as 10s")
+		return def
+	}
+	return d
+}

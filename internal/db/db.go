@@ -1,0 +1,56 @@
+// Package db opens the product database: one pgx pool shared by ent (through database/sql) and
+// by the few hot paths and LISTEN loops that use pgx directly.
+package db
+
+import (
+	"context"
+	"fmt"
+
+	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/splathost/splathost/ent"
+)
+
+// DB is the product database handle.
+type DB struct {
+	Pool *pgxpool.Pool
+	Ent  *ent.Client
+}
+
+// Open connects and checks the connection.
+func Open(ctx context.Context, url string) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres url: %w", err)
+	}
+	if cfg.MaxConns < 16 {
+		// Every request is a short query; a pool sized by CPU count (pgx's default) would queue
+		// requests on a two-core machine while Postgres sits idle.
+		cfg.MaxConns = 16
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres ping: %w", err)
+	}
+	sqlDB := stdlib.OpenDBFromPool(pool)
+	// database/sql must not hold more idle connections than the pool can lend.
+	sqlDB.SetMaxIdleConns(int(cfg.MaxConns))
+	client := ent.NewClient(ent.Driver(entsql.OpenDB(dialect.Postgres, sqlDB)))
+	return &DB{Pool: pool, Ent: client}, nil
+}
+
+// Close releases every connection.
+func (d *DB) Close() {
+	_ = d.Ent.Close()
+	d.Pool.Close()
+}
+
+// Ping checks the database answers.
+func (d *DB) Ping(ctx context.Context) error { return d.Pool.Ping(ctx) }

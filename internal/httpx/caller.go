@@ -1,0 +1,159 @@
+// Package httpx is the HTTP plumbing shared by the gateway and the services: the caller identity
+// the gateway establishes, its signed transport between processes, middleware, the error
+// mapper, health endpoints and strict JSON decoding.
+package httpx
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/splathost/splathost/internal/apperr"
+)
+
+// Scheme names how the gateway authenticated a request.
+type Scheme string
+
+// The authentication schemes of the interface, plus the operator's admin token.
+const (
+	SchemeKey     Scheme = "key"     // secret + public key (/api/v1/*)
+	SchemeSecret  Scheme = "secret"  // secret bearer (embed-session minting)
+	SchemeSession Scheme = "session" // session bearer (inside an embed)
+	SchemeAdmin   Scheme = "admin"   // operator API
+)
+
+// CallerHeader carries the signed caller from a gateway to a service in another process. The
+// gateway strips it from public requests, and services accept only a valid signature.
+const CallerHeader = "X-Splathost-Caller"
+
+// ExternalUserHeader is the interface's customer id header (EU in the spec).
+const ExternalUserHeader = "X-Service-External-User-Id"
+
+// PublicKeyHeader is the interface's public key header (PK in the spec).
+const PublicKeyHeader = "X-Service-Public-Key"
+
+// RequestIDHeader correlates a request across the gateway, the services and the logs.
+const RequestIDHeader = "X-Request-Id"
+
+// Caller is who is calling, as established by the gateway. Services trust it and never look at
+// credentials themselves.
+type Caller struct {
+	Scheme        Scheme   `json:"s"`
+	IntegrationID string   `json:"i,omitempty"`
+	AccountID     string   `json:"a,omitempty"`
+	ProductSlug   string   `json:"p,omitempty"`
+	PublicKey     string   `json:"k,omitempty"`
+	Capabilities  []string `json:"c,omitempty"`
+	// ExternalUserID is the validated EU header; HasExternalUser tells an absent header from
+	// an empty one (which the gateway rejects).
+	ExternalUserID  string `json:"e,omitempty"`
+	HasExternalUser bool   `json:"h,omitempty"`
+	// Session holds the verified session-token claims for SchemeSession.
+	Session map[string]any `json:"t,omitempty"`
+}
+
+const callerKey = "splathost.caller"
+
+// SetCaller stores the caller for the handlers of this request.
+func SetCaller(c *fiber.Ctx, caller *Caller) { c.Locals(callerKey, caller) }
+
+// CallerOf returns the request's caller. A handler behind the gateway always has one; nil means
+// the route was mounted without authentication, a wiring bug.
+func CallerOf(c *fiber.Ctx) *Caller {
+	caller, _ := c.Locals(callerKey).(*Caller)
+	return caller
+}
+
+// RequireCaller returns the caller or a 401 when none was established.
+func RequireCaller(c *fiber.Ctx) (*Caller, error) {
+	caller := CallerOf(c)
+	if caller == nil {
+		return nil, apperr.Unauthorized("missing credentials")
+	}
+	return caller, nil
+}
+
+// RequireExternalUser returns the EU header value or the spec's 400 for a missing header.
+func (c *Caller) RequireExternalUser() (string, error) {
+	if !c.HasExternalUser {
+		return "", apperr.Invalid("missing "+ExternalUserHeader+" header", ExternalUserHeader+": required")
+	}
+	return c.ExternalUserID, nil
+}
+
+// callerMaxAge bounds replay of a captured caller header inside the private network.
+const callerMaxAge = 2 * time.Minute
+
+// SignCaller encodes caller for CallerHeader: version, issue time, payload and an HMAC-SHA256
+// over the three.
+func SignCaller(secret []byte, caller *Caller, now time.Time) (string, error) {
+	payload, err := json.Marshal(caller)
+	if err != nil {
+		return "", err
+	}
+	msg := "v1." + strconv.FormatInt(now.Unix(), 10) + "." + base64.RawURLEncoding.EncodeToString(payload)
+	return msg + "." + base64.RawURLEncoding.EncodeToString(mac(secret, msg)), nil
+}
+
+// VerifyCaller checks a CallerHeader value and returns the caller it carries.
+func VerifyCaller(secret []byte, header string, now time.Time) (*Caller, error) {
+	i := strings.LastIndexByte(header, '.')
+	if i < 0 || !strings.HasPrefix(header, "v1.") {
+		return nil, errors.New("malformed caller header")
+	}
+	msg, sig := header[:i], header[i+1:]
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, mac(secret, msg)) {
+		return nil, errors.New("bad caller signature")
+	}
+	parts := strings.SplitN(msg, ".", 3)
+	if len(parts) != 3 {
+		return nil, errors.New("malformed caller header")
+	}
+	ts, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return nil, errors.New("malformed caller time")
+	}
+	if d := now.Sub(time.Unix(ts, 0)); d > callerMaxAge || d < -callerMaxAge {
+		return nil, errors.New("caller header expired")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil {
+		return nil, errors.New("malformed caller payload")
+	}
+	var caller Caller
+	if err := json.Unmarshal(payload, &caller); err != nil {
+		return nil, errors.New("malformed caller payload")
+	}
+	return &caller, nil
+}
+
+func mac(secret []byte, msg string) []byte {
+	h := hmac.New(sha256.New, secret)
+	h.Write([]byte(msg))
+	return h.Sum(nil)
+}
+
+// TrustSignedCaller is the middleware of a service running in its own process: it accepts a
+// request only with a caller header signed by a gateway holding the same internal secret.
+func TrustSignedCaller(secret []byte) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		h := c.Get(CallerHeader)
+		if h == "" {
+			return apperr.Unauthorized("missing credentials")
+		}
+		caller, err := VerifyCaller(secret, h, time.Now())
+		if err != nil {
+			return apperr.Unauthorized("invalid credentials")
+		}
+		SetCaller(c, caller)
+		return c.Next()
+	}
+}

@@ -1,0 +1,258 @@
+package httpx
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/splathost/splathost/internal/apperr"
+)
+
+// Fields is a JSON object body decoded field by field, so that every problem is reported as an
+// issue naming its field, an omitted field can be told from an explicit null, and unknown
+// fields are caught.
+type Fields struct {
+	raw    map[string]json.RawMessage
+	issues []string
+}
+
+// DecodeObject parses body as one JSON object. An empty body is an empty object when
+// emptyOK, since every field of some bodies is optional.
+func DecodeObject(body []byte, emptyOK bool) (*Fields, error) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		if emptyOK {
+			return &Fields{raw: map[string]json.RawMessage{}}, nil
+		}
+		return nil, apperr.Invalid("invalid JSON body", "body: must be a JSON object")
+	}
+	if trimmed[0] != '{' {
+		return nil, apperr.Invalid("invalid JSON body", "body: must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.UseNumber()
+	var raw map[string]json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return nil, apperr.Invalid("invalid JSON body", "body: "+jsonProblem(err))
+	}
+	if dec.More() {
+		return nil, apperr.Invalid("invalid JSON body", "body: unexpected data after the JSON object")
+	}
+	return &Fields{raw: raw}, nil
+}
+
+func jsonProblem(err error) string {
+	switch e := err.(type) {
+	case *json.SyntaxError:
+		return fmt.Sprintf("malformed JSON at byte %d", e.Offset)
+	case *json.UnmarshalTypeError:
+		return "must be a JSON object"
+	}
+	return "malformed JSON"
+}
+
+// Len is the number of fields present.
+func (f *Fields) Len() int { return len(f.raw) }
+
+// Has reports whether name is present (even as null).
+func (f *Fields) Has(name string) bool { _, ok := f.raw[name]; return ok }
+
+// IsNull reports whether name is present with the value null.
+func (f *Fields) IsNull(name string) bool {
+	v, ok := f.raw[name]
+	return ok && string(bytes.TrimSpace(v)) == "null"
+}
+
+// Issuef records a problem with the request.
+func (f *Fields) Issuef(format string, args ...any) {
+	f.issues = append(f.issues, fmt.Sprintf(format, args...))
+}
+
+// Only records an issue for each present field not in allowed.
+func (f *Fields) Only(allowed ...string) {
+	ok := make(map[string]bool, len(allowed))
+	for _, a := range allowed {
+		ok[a] = true
+	}
+	var unknown []string
+	for k := range f.raw {
+		if !ok[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	for _, k := range unknown {
+		f.Issuef("%s: unknown field", printable(k))
+	}
+}
+
+// Err returns the 400 for the recorded issues, or nil.
+func (f *Fields) Err() error {
+	if len(f.issues) == 0 {
+		return nil
+	}
+	return apperr.Invalid("validation failed", f.issues...)
+}
+
+// String returns a present, non-null string field whose length in characters is within
+// [min, max]; ok is false when absent, null or invalid (invalid records an issue).
+func (f *Fields) String(name string, min, max int) (string, bool) {
+	v, ok := f.raw[name]
+	if !ok || f.IsNull(name) {
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		f.Issuef("%s: must be a string", name)
+		return "", false
+	}
+	if n := utf8.RuneCountInString(s); n < min || n > max {
+		if min > 0 {
+			f.Issuef("%s: must be %d-%d characters", name, min, max)
+		} else {
+			f.Issuef("%s: must be at most %d characters", name, max)
+		}
+		return "", false
+	}
+	return s, true
+}
+
+// Enum returns a present, non-null string field that is one of values.
+func (f *Fields) Enum(name string, values ...string) (string, bool) {
+	v, ok := f.raw[name]
+	if !ok || f.IsNull(name) {
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err == nil {
+		for _, allowed := range values {
+			if s == allowed {
+				return s, true
+			}
+		}
+	}
+	f.Issuef("%s: must be one of %s", name, quoteList(values))
+	return "", false
+}
+
+// Int returns a present, non-null integer field within [min, max]. Fractions, exponents and
+// numbers beyond int64 are rejected rather than rounded.
+func (f *Fields) Int(name string, min, max int64) (int64, bool) {
+	v, ok := f.raw[name]
+	if !ok || f.IsNull(name) {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
+	if err != nil || n < min || n > max {
+		if max == math.MaxInt64 {
+			f.Issuef("%s: must be an integer >= %d", name, min)
+		} else {
+			f.Issuef("%s: must be an integer from %d to %d", name, min, max)
+		}
+		return 0, false
+	}
+	return n, true
+}
+
+// Bool returns a present, non-null boolean field.
+func (f *Fields) Bool(name string) (bool, bool) {
+	v, ok := f.raw[name]
+	if !ok || f.IsNull(name) {
+		return false, false
+	}
+	switch string(bytes.TrimSpace(v)) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	f.Issuef("%s: must be a boolean", name)
+	return false, false
+}
+
+// Raw returns a present field's raw JSON.
+func (f *Fields) Raw(name string) (json.RawMessage, bool) {
+	v, ok := f.raw[name]
+	return v, ok
+}
+
+// NotNull records an issue when name is present as null.
+func (f *Fields) NotNull(name string) {
+	if f.IsNull(name) {
+		f.Issuef("%s: must not be null", name)
+	}
+}
+
+func quoteList(values []string) string {
+	s := ""
+	for i, v := range values {
+		if i > 0 {
+			s += ", "
+		}
+		s += "'" + v + "'"
+	}
+	return s
+}
+
+// printable keeps an attacker-supplied field name short and free of control characters before it
+// is echoed in an issue.
+func printable(s string) string {
+	out := make([]rune, 0, len(s))
+	for _, r := range s {
+		if len(out) >= 64 {
+			out = append(out, '…')
+			break
+		}
+		if r < 0x20 || r == 0x7f {
+			r = '?'
+		}
+		out = append(out, r)
+	}
+	return string(out)
+}
+
+// StringList returns a present, non-null array of distinct strings, at most maxItems long,
+// each accepted by valid (problem says what a valid item is).
+func (f *Fields) StringList(name string, maxItems int, valid func(string) bool, problem string) ([]string, bool) {
+	v, ok := f.raw[name]
+	if !ok || f.IsNull(name) {
+		return nil, false
+	}
+	var items []any
+	if err := json.Unmarshal(v, &items); err != nil {
+		f.Issuef("%s: must be an array of strings", name)
+		return nil, false
+	}
+	if len(items) > maxItems {
+		f.Issuef("%s: at most %d items", name, maxItems)
+		return nil, false
+	}
+	out := make([]string, 0, len(items))
+	seen := make(map[string]bool, len(items))
+	bad := false
+	for i, item := range items {
+		s, isString := item.(string)
+		switch {
+		case !isString:
+			f.Issuef("%s[%d]: must be a string", name, i)
+			bad = true
+		case !valid(s):
+			f.Issuef("%s[%d]: %s", name, i, problem)
+			bad = true
+		case seen[s]:
+			f.Issuef("%s[%d]: duplicate value", name, i)
+			bad = true
+		default:
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	if bad {
+		return nil, false
+	}
+	return out, true
+}

@@ -1,0 +1,125 @@
+package httpx
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+const requestIDKey = "splathost.requestId"
+
+// RequestIDs accepts a well-formed incoming X-Request-Id (so an integrator can correlate) or
+// makes one, and echoes it on the response.
+func RequestIDs() fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		id := c.Get(RequestIDHeader)
+		if !validRequestID(id) {
+			var b [12]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+			c.Request().Header.Set(RequestIDHeader, id)
+		}
+		c.Locals(requestIDKey, id)
+		c.Set(RequestIDHeader, id)
+		return c.Next()
+	}
+}
+
+func validRequestID(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '-' || ch == '_' || ch == '.' || ch == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+// RequestID returns the request's id.
+func RequestID(c *fiber.Ctx) string {
+	id, _ := c.Locals(requestIDKey).(string)
+	return id
+}
+
+// AccessLog writes one JSON line per request. It logs the path without the query string, which
+// may hold a session token, and never a header value.
+func AccessLog(log *slog.Logger) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		start := time.Now()
+		err := c.Next()
+		if err != nil {
+			// Run the error handler now so the logged status is the one the client gets.
+			if herr := c.App().ErrorHandler(c, err); herr != nil {
+				_ = c.SendStatus(fiber.StatusInternalServerError)
+			}
+		}
+		attrs := []any{
+			"requestId", RequestID(c), "method", c.Method(), "path", c.Path(),
+			"status", c.Response().StatusCode(), "durationMs", float64(time.Since(start).Microseconds()) / 1000,
+		}
+		if caller := CallerOf(c); caller != nil && caller.IntegrationID != "" {
+			attrs = append(attrs, "integrationId", caller.IntegrationID)
+		}
+		log.InfoContext(c.UserContext(), "request", attrs...)
+		return nil
+	}
+}
+
+// Tracing starts a server span per request, continuing a trace the caller propagated
+// (W3C traceparent), so a request is one trace from the gateway through the service.
+func Tracing(component string) fiber.Handler {
+	tracer := otel.Tracer("github.com/splathost/splathost/" + component)
+	return func(c *fiber.Ctx) error {
+		carrier := headerCarrier{c}
+		ctx := otel.GetTextMapPropagator().Extract(c.UserContext(), carrier)
+		ctx, span := tracer.Start(ctx, c.Method()+" "+c.Path(), trace.WithSpanKind(trace.SpanKindServer))
+		defer span.End()
+		c.SetUserContext(ctx)
+		err := c.Next()
+		status := c.Response().StatusCode()
+		if err != nil {
+			status = toAppErr(err).Status
+		}
+		span.SetAttributes(attribute.String("http.request.method", c.Method()),
+			attribute.Int("http.response.status_code", status),
+			attribute.String("splathost.request_id", RequestID(c)))
+		if status >= 500 {
+			span.SetStatus(codes.Error, "server error")
+		}
+		return err
+	}
+}
+
+// InjectTrace writes the current trace context into outgoing request headers.
+func InjectTrace(c *fiber.Ctx, set func(key, value string)) {
+	otel.GetTextMapPropagator().Inject(c.UserContext(), setterCarrier(set))
+}
+
+type headerCarrier struct{ c *fiber.Ctx }
+
+func (h headerCarrier) Get(key string) string { return h.c.Get(key) }
+func (h headerCarrier) Set(key, value string) { h.c.Request().Header.Set(key, value) }
+func (h headerCarrier) Keys() []string {
+	var keys []string
+	h.c.Request().Header.VisitAll(func(k, _ []byte) { keys = append(keys, string(k)) })
+	return keys
+}
+
+type setterCarrier func(key, value string)
+
+func (s setterCarrier) Get(string) string     { return "" }
+func (s setterCarrier) Set(key, value string) { s(key, value) }
+func (s setterCarrier) Keys() []string        { return nil }
+
+var _ propagation.TextMapCarrier = setterCarrier(nil)

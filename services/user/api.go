@@ -1,0 +1,349 @@
+package user
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"net/url"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/externaluser"
+	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/ids"
+)
+
+// Limits of the PUT /api/v1/external-user body (interface spec, Limits).
+const (
+	maxMetadataKeys  = 20
+	maxMetadataBytes = 4096
+	maxSplatIDLists  = 1000
+)
+
+// customerPatch is a validated PUT body: nil pointers are omitted fields.
+type customerPatch struct {
+	limitBytes   *int64
+	maxSplats    *int64
+	clearMax     bool
+	status       *string
+	billingState *string
+	displayName  **string // set to a nil *string to clear
+	avatarURL    **string
+	emailHash    **string
+	metadata     *map[string]any // set to a nil map to clear
+	keepSplatIDs []string
+	protectedIDs []string
+	hasRetention bool
+}
+
+// parseCustomerPatch applies every field rule of the spec's PUT table and names each problem.
+func parseCustomerPatch(body []byte) (*customerPatch, error) {
+	f, err := httpx.DecodeObject(body, true)
+	if err != nil {
+		return nil, err
+	}
+	f.Only("limitBytes", "maxSplats", "status", "billingState", "keepSplatIds", "protectedSplatIds",
+		"displayName", "avatarUrl", "emailHash", "metadata")
+	for _, name := range []string{"limitBytes", "status", "billingState", "keepSplatIds", "protectedSplatIds"} {
+		f.NotNull(name)
+	}
+	p := &customerPatch{}
+	if v, ok := f.Int("limitBytes", 0, math.MaxInt64); ok {
+		p.limitBytes = &v
+	}
+	if v, ok := f.Int("maxSplats", 0, math.MaxInt64); ok {
+		p.maxSplats = &v
+	}
+	p.clearMax = f.IsNull("maxSplats")
+	if v, ok := f.Enum("status", "active", "inactive"); ok {
+		p.status = &v
+	}
+	if v, ok := f.Enum("billingState", "active", "suspended", "canceled"); ok {
+		p.billingState = &v
+	}
+	p.displayName = optionalString(f, "displayName", 1, 120, nil)
+	p.avatarURL = optionalString(f, "avatarUrl", 1, 2048, func(s string) string {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return "must be an absolute http(s) URL"
+		}
+		return ""
+	})
+	p.emailHash = optionalString(f, "emailHash", 8, 128, func(s string) string {
+		for _, r := range s {
+			if r < 0x21 || r == 0x7f {
+				return "must not contain spaces or control characters"
+			}
+		}
+		return ""
+	})
+	if f.Has("metadata") {
+		if f.IsNull("metadata") {
+			var none map[string]any
+			p.metadata = &none
+		} else if m, ok := parseMetadata(f); ok {
+			p.metadata = &m
+		}
+	}
+	p.keepSplatIDs, _ = f.StringList("keepSplatIds", maxSplatIDLists, ids.Valid, "must be a 24-character hexadecimal scene id")
+	p.protectedIDs, _ = f.StringList("protectedSplatIds", maxSplatIDLists, ids.Valid, "must be a 24-character hexadecimal scene id")
+	p.hasRetention = f.Has("billingState") || f.Has("limitBytes") || f.Has("maxSplats") ||
+		f.Has("keepSplatIds") || f.Has("protectedSplatIds")
+	if err := f.Err(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// optionalString validates a nullable string field; check returns a problem or "".
+func optionalString(f *httpx.Fields, name string, min, max int, check func(string) string) **string {
+	if !f.Has(name) {
+		return nil
+	}
+	if f.IsNull(name) {
+		var none *string
+		return &none
+	}
+	s, ok := f.String(name, min, max)
+	if !ok {
+		return nil
+	}
+	if check != nil {
+		if problem := check(s); problem != "" {
+			f.Issuef("%s: %s", name, problem)
+			return nil
+		}
+	}
+	v := &s
+	return &v
+}
+
+func parseMetadata(f *httpx.Fields) (map[string]any, bool) {
+	raw, _ := f.Raw("metadata")
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil || m == nil {
+		f.Issuef("metadata: must be an object")
+		return nil, false
+	}
+	if len(m) > maxMetadataKeys {
+		f.Issuef("metadata: at most %d keys", maxMetadataKeys)
+		return nil, false
+	}
+	for k, v := range m {
+		switch v.(type) {
+		case string, json.Number, bool, nil:
+		default:
+			f.Issuef("metadata.%s: values must be a string, number, boolean or null", k)
+			return nil, false
+		}
+	}
+	serialized, _ := json.Marshal(m)
+	if len(serialized) > maxMetadataBytes {
+		f.Issuef("metadata: at most %d bytes serialized", maxMetadataBytes)
+		return nil, false
+	}
+	return m, true
+}
+
+func (s *Service) putExternalUser(c *fiber.Ctx) error {
+	caller, eu, err := keyCallerWithEU(c)
+	if err != nil {
+		return err
+	}
+	p, err := parseCustomerPatch(c.Body())
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	var out *ent.ExternalUser
+	err = s.withTx(ctx, func(tx *ent.Tx) error {
+		// Create-if-missing with ON CONFLICT DO NOTHING, then lock the row: concurrent first
+		// PUTs of one customer serialize on the unique index and produce exactly one record.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO external_users
+			(id, created_at, updated_at, integration_id, external_user_id, limit_bytes, status, billing_state, used_bytes, splat_count)
+			SELECT $1, now(), now(), $2, $3, a.storage_bundle_bytes, 'active', 'active', 0, 0 FROM accounts a WHERE a.id = $4
+			ON CONFLICT (integration_id, external_user_id) DO NOTHING`,
+			ids.New(), caller.IntegrationID, eu, caller.AccountID); err != nil {
+			return err
+		}
+		u, err := tx.ExternalUser.Query().
+			Where(externaluser.IntegrationID(caller.IntegrationID), externaluser.ExternalUserID(eu)).
+			ForUpdate().Only(ctx)
+		if err != nil {
+			return err
+		}
+		out, err = applyPatch(ctx, u, p)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"status": "success", "externalUser": externalUserJSON(out, caller.ProductSlug)})
+}
+
+// applyPatch writes the supplied fields. Suspended and canceled force the customer inactive and
+// default omitted caps to 0 (spec, States and transitions); the retained-archive effects of the
+// billing lifecycle are applied by the lifecycle itself.
+func applyPatch(ctx context.Context, u *ent.ExternalUser, p *customerPatch) (*ent.ExternalUser, error) {
+	up := u.Update()
+	if u.Status == externaluser.StatusDeleted {
+		// A PUT for a soft-deleted customer provisions them again.
+		up.SetStatus(externaluser.StatusActive).ClearDeletedAt()
+	}
+	if p.limitBytes != nil {
+		up.SetLimitBytes(*p.limitBytes)
+	}
+	if p.maxSplats != nil {
+		up.SetMaxSplats(*p.maxSplats)
+	} else if p.clearMax {
+		up.ClearMaxSplats()
+	}
+	if p.status != nil {
+		up.SetStatus(externaluser.Status(*p.status))
+	}
+	if p.billingState != nil {
+		state := externaluser.BillingState(*p.billingState)
+		up.SetBillingState(state)
+		if state != u.BillingState {
+			up.SetBillingStateChangedAt(time.Now())
+		}
+		if state != externaluser.BillingStateActive {
+			up.SetStatus(externaluser.StatusInactive)
+			if p.limitBytes == nil {
+				up.SetLimitBytes(0)
+			}
+			if p.maxSplats == nil && !p.clearMax {
+				up.SetMaxSplats(0)
+			}
+		}
+	}
+	if p.displayName != nil {
+		up.SetNillableDisplayName(*p.displayName)
+		if *p.displayName == nil {
+			up.ClearDisplayName()
+		}
+	}
+	if p.avatarURL != nil {
+		up.SetNillableAvatarURL(*p.avatarURL)
+		if *p.avatarURL == nil {
+			up.ClearAvatarURL()
+		}
+	}
+	if p.emailHash != nil {
+		up.SetNillableEmailHash(*p.emailHash)
+		if *p.emailHash == nil {
+			up.ClearEmailHash()
+		}
+	}
+	if p.metadata != nil {
+		if *p.metadata == nil {
+			up.ClearMetadata()
+		} else {
+			up.SetMetadata(*p.metadata)
+		}
+	}
+	return up.Save(ctx)
+}
+
+func (s *Service) getExternalUser(c *fiber.Ctx) error {
+	caller, eu, err := keyCallerWithEU(c)
+	if err != nil {
+		return err
+	}
+	u, err := s.customer(c, caller.IntegrationID, eu)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"status": "success", "externalUser": externalUserJSON(u, caller.ProductSlug)})
+}
+
+func (s *Service) getUsage(c *fiber.Ctx) error {
+	caller, eu, err := keyCallerWithEU(c)
+	if err != nil {
+		return err
+	}
+	u, err := s.customer(c, caller.IntegrationID, eu)
+	if err != nil {
+		return err
+	}
+	used, err := s.db.Ent.Scene.Query().Where(scene.OwnerID(u.ID), scene.ArchivedAtIsNil()).Count(c.UserContext())
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	return c.JSON(fiber.Map{"status": "success", "usage": fiber.Map{
+		"storage": storageJSON(u.UsedBytes, u.LimitBytes),
+		"splats":  fiber.Map{"used": used, "limit": u.MaxSplats},
+	}})
+}
+
+func (s *Service) customer(c *fiber.Ctx, integrationID, eu string) (*ent.ExternalUser, error) {
+	u, err := s.db.Ent.ExternalUser.Query().
+		Where(externaluser.IntegrationID(integrationID), externaluser.ExternalUserID(eu)).
+		Only(c.UserContext())
+	if ent.IsNotFound(err) {
+		return nil, apperr.NotFound("external user not found")
+	}
+	if err != nil {
+		return nil, apperr.Internal(err)
+	}
+	return u, nil
+}
+
+// keyCallerWithEU admits secret + public key callers and returns the required EU header.
+func keyCallerWithEU(c *fiber.Ctx) (*httpx.Caller, string, error) {
+	caller := httpx.CallerOf(c)
+	if caller == nil || caller.Scheme != httpx.SchemeKey {
+		return nil, "", apperr.Unauthorized("missing or invalid credentials")
+	}
+	eu, err := caller.RequireExternalUser()
+	if err != nil {
+		return nil, "", err
+	}
+	return caller, eu, nil
+}
+
+// storageJSON is the interface's usage snapshot: remainingBytes = max(0, limit - used) and
+// percentUsed in 0-100 (contract.md item 7), 0 when the limit is 0.
+func storageJSON(used, limit int64) fiber.Map {
+	remaining := limit - used
+	if remaining < 0 {
+		remaining = 0
+	}
+	return fiber.Map{"usedBytes": used, "limitBytes": limit, "remainingBytes": remaining, "percentUsed": PercentUsed(used, limit)}
+}
+
+// PercentUsed is used/limit as a percentage clamped to 0-100 and rounded to two decimals.
+func PercentUsed(used, limit int64) float64 {
+	if limit <= 0 {
+		return 0
+	}
+	p := float64(used) / float64(limit) * 100
+	p = math.Max(0, math.Min(100, p))
+	return math.Round(p*100) / 100
+}
+
+func externalUserJSON(u *ent.ExternalUser, productSlug string) fiber.Map {
+	m := storageJSON(u.UsedBytes, u.LimitBytes)
+	m["id"] = u.ID
+	m["integrationId"] = u.IntegrationID
+	m["externalUserId"] = u.ExternalUserID
+	m["productSlug"] = productSlug
+	m["displayName"] = u.DisplayName
+	m["avatarUrl"] = u.AvatarURL
+	m["emailHash"] = u.EmailHash
+	m["metadata"] = u.Metadata
+	m["status"] = u.Status
+	m["billingState"] = u.BillingState
+	m["maxSplats"] = u.MaxSplats
+	m["deletedAt"] = httpx.ISOTimePtr(u.DeletedAt)
+	m["createdAt"] = httpx.ISOTime(u.CreatedAt)
+	m["updatedAt"] = httpx.ISOTime(u.UpdatedAt)
+	return m
+}

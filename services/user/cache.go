@@ -1,0 +1,171 @@
+package user
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// integrationsChannel is the Postgres NOTIFY channel every change to an integration is
+// announced on, so each process drops its cached copy.
+const integrationsChannel = "splathost_integrations"
+
+// Integration is the part of an integration authentication needs.
+type Integration struct {
+	ID           string
+	AccountID    string
+	ProductSlug  string
+	PublicKey    string
+	SecretHash   []byte
+	Capabilities []string
+	RestAccess   bool
+	Revoked      bool
+}
+
+// Integrations answers "which integration holds this key?" from memory, so authenticating a
+// request costs no database round trip. Entries (including "no such key") live until a NOTIFY
+// on integrationsChannel says something changed; while the LISTEN connection is down the cache
+// is bypassed, because a missed notification would let a revoked key keep working.
+type Integrations struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+
+	mu       sync.RWMutex
+	byPublic map[string]*Integration // nil value: known not to exist
+	bySecret map[string]*Integration // keyed by string(hash)
+	gen      uint64                  // bumped on every flush; stale loads are not cached
+	live     atomic.Bool             // LISTEN connection is up
+}
+
+// NewIntegrations returns a cache over pool; call Listen to enable caching.
+func NewIntegrations(pool *pgxpool.Pool, log *slog.Logger) *Integrations {
+	return &Integrations{pool: pool, log: log, byPublic: map[string]*Integration{}, bySecret: map[string]*Integration{}}
+}
+
+// ByPublicKey returns the integration owning publicKey, or nil when there is none.
+func (s *Integrations) ByPublicKey(ctx context.Context, publicKey string) (*Integration, error) {
+	if s.live.Load() {
+		s.mu.RLock()
+		in, ok := s.byPublic[publicKey]
+		gen := s.gen
+		s.mu.RUnlock()
+		if ok {
+			return in, nil
+		}
+		in, err := s.load(ctx, "public_key = $1", publicKey)
+		if err != nil {
+			return nil, err
+		}
+		s.store(gen, func() { s.byPublic[publicKey] = in })
+		return in, nil
+	}
+	return s.load(ctx, "public_key = $1", publicKey)
+}
+
+// BySecret returns the integration whose secret key is secret, or nil when there is none.
+func (s *Integrations) BySecret(ctx context.Context, secret string) (*Integration, error) {
+	hash := HashSecret(secret)
+	if s.live.Load() {
+		key := string(hash)
+		s.mu.RLock()
+		in, ok := s.bySecret[key]
+		gen := s.gen
+		s.mu.RUnlock()
+		if ok {
+			return in, nil
+		}
+		in, err := s.load(ctx, "secret_hash = $1", hash)
+		if err != nil {
+			return nil, err
+		}
+		s.store(gen, func() { s.bySecret[key] = in })
+		return in, nil
+	}
+	return s.load(ctx, "secret_hash = $1", hash)
+}
+
+// store caches a loaded entry unless a flush happened since the load began, which would mean
+// the loaded row may already be stale.
+func (s *Integrations) store(gen uint64, put func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen == gen && len(s.byPublic)+len(s.bySecret) < 100_000 {
+		put()
+	}
+}
+
+func (s *Integrations) load(ctx context.Context, where string, arg any) (*Integration, error) {
+	var in Integration
+	var revokedAt *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT id, account_id, product_slug, public_key, secret_hash,
+		capabilities, rest_access, revoked_at FROM integrations WHERE `+where, arg).
+		Scan(&in.ID, &in.AccountID, &in.ProductSlug, &in.PublicKey, &in.SecretHash, &in.Capabilities, &in.RestAccess, &revokedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	in.Revoked = revokedAt != nil
+	return &in, nil
+}
+
+// Flush drops every cached entry.
+func (s *Integrations) Flush() {
+	s.mu.Lock()
+	s.byPublic = map[string]*Integration{}
+	s.bySecret = map[string]*Integration{}
+	s.gen++
+	s.mu.Unlock()
+}
+
+// Listen keeps a LISTEN connection open until ctx ends, flushing the cache on every
+// notification and on every reconnect. It returns when ctx is done.
+func (s *Integrations) Listen(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx)
+		s.live.Store(false)
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("integration cache listener lost its connection; cache bypassed until it is back", "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func (s *Integrations) listenOnce(ctx context.Context) error {
+	pooled, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// The connection will have run LISTEN, so it must never return to the pool.
+	conn := pooled.Hijack()
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+integrationsChannel); err != nil {
+		return err
+	}
+	// Anything may have changed while we were not listening.
+	s.Flush()
+	s.live.Store(true)
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		s.Flush()
+	}
+}
+
+// Live reports whether the cache is in use (its LISTEN connection is up).
+func (s *Integrations) Live() bool { return s.live.Load() }

@@ -1,0 +1,62 @@
+// Package user is the user service: the operator API (accounts, integrations and their keys)
+// and the integrator's customers (external users) with their storage usage.
+package user
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/db"
+)
+
+// Service handles the user service's routes.
+type Service struct {
+	db  *db.DB
+	log *slog.Logger
+}
+
+// New returns the user service over the product database.
+func New(d *db.DB, log *slog.Logger) *Service {
+	return &Service{db: d, log: log}
+}
+
+// Prefixes are the path prefixes this service owns; a split gateway forwards them here.
+var Prefixes = []string{"/api/v1/external-user", "/admin/v1/"}
+
+// Register mounts the service's routes. The router must already establish the caller
+// (the gateway in-process, or httpx.TrustSignedCaller in a service binary).
+func (s *Service) Register(r fiber.Router) {
+	r.Put("/api/v1/external-user", s.putExternalUser)
+	r.Get("/api/v1/external-user", s.getExternalUser)
+	r.Get("/api/v1/external-user/usage", s.getUsage)
+
+	r.Post("/admin/v1/accounts", s.createAccount)
+	r.Get("/admin/v1/accounts/:id", s.getAccount)
+	r.Patch("/admin/v1/accounts/:id", s.patchAccount)
+	r.Post("/admin/v1/integrations", s.createIntegration)
+	r.Get("/admin/v1/integrations/:id", s.getIntegration)
+	r.Patch("/admin/v1/integrations/:id", s.patchIntegration)
+	r.Post("/admin/v1/integrations/:id/rotate", s.rotateIntegration)
+	r.Post("/admin/v1/integrations/:id/revoke", s.revokeIntegration)
+}
+
+// withTx runs fn in a transaction, committing on success. An *apperr.Error from fn passes
+// through unchanged; anything else becomes a 500.
+func (s *Service) withTx(ctx context.Context, fn func(tx *ent.Tx) error) error {
+	tx, err := s.db.Ent.Tx(ctx)
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return apperr.From(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return apperr.Internal(err)
+	}
+	return nil
+}

@@ -1,0 +1,8 @@
+// Package workflows holds splathost's Temporal workflows: deterministic code only, every side
+// effect lives in package activities. Workflow ids come from business keys.
+package workflows
+
+import "go.temporal.io/sdk/worker"
+
+// Register adds every workflow to w and reports how many it registered.
+func Register(w worker.Registry) int { return 0 }
