@@ -11,6 +11,7 @@ import (
 	"crypto/subtle"
 	"log/slog"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
@@ -203,6 +204,11 @@ func externalUserProblem(eu string) string {
 	}
 	for i := 0; i < len(eu); i++ {
 		if eu[i] < 0x20 || eu[i] == 0x7f {
+			return "must not contain line breaks or control characters"
+		}
+	}
+	for _, r := range eu {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 			return "must not contain line breaks or control characters"
 		}
 	}

@@ -31,7 +31,8 @@ func main() {
 		boot.Fatal(log, "postgres", err)
 	}
 	defer d.Close()
-	svc := user.New(d, log)
+	// Gateways in other processes drop their cached integrations on the NOTIFY.
+	svc := user.New(d, log, nil)
 	app := boot.ServiceApp("user", cfg, log, user.Prefixes, svc.Register,
 		map[string]httpx.Check{"postgres": d.Ping})
 	log.Info("listening", "addr", cfg.UserAddr)

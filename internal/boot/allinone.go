@@ -58,7 +58,7 @@ func AllInOne(ctx context.Context, cfg config.Config, log *slog.Logger) (*Proces
 	p := &Process{DB: d, Temporal: tc, CH: ch, stop: stop, done: make(chan struct{})}
 
 	ints := user.NewIntegrations(d.Pool, log)
-	users := user.New(d, log)
+	users := user.New(d, log, ints.Flush)
 	scenes := scene.New(d, store, log)
 	sessions := session.New(d, log)
 	app, err := gateway.New(gateway.Options{

@@ -40,8 +40,9 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		return nil, fmt.Errorf("postgres ping: %w", err)
 	}
 	sqlDB := stdlib.OpenDBFromPool(pool)
-	// database/sql must not hold more idle connections than the pool can lend.
-	sqlDB.SetMaxIdleConns(int(cfg.MaxConns))
+	// An idle database/sql connection keeps its pgx connection acquired, starving the pgx users
+	// of the same pool (authentication, LISTEN); let pgxpool alone keep idle connections.
+	sqlDB.SetMaxIdleConns(0)
 	client := ent.NewClient(ent.Driver(entsql.OpenDB(dialect.Postgres, sqlDB)))
 	return &DB{Pool: pool, Ent: client}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strconv"
@@ -39,7 +40,8 @@ func DecodeObject(body []byte, emptyOK bool) (*Fields, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return nil, apperr.Invalid("invalid JSON body", "body: "+jsonProblem(err))
 	}
-	if dec.More() {
+	// dec.More is false before a stray '}' or ']', so check that nothing but the object was sent.
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, apperr.Invalid("invalid JSON body", "body: unexpected data after the JSON object")
 	}
 	return &Fields{raw: raw}, nil
@@ -86,7 +88,7 @@ func (f *Fields) Only(allowed ...string) {
 	}
 	sort.Strings(unknown)
 	for _, k := range unknown {
-		f.Issuef("%s: unknown field", printable(k))
+		f.Issuef("%s: unknown field", Printable(k))
 	}
 }
 
@@ -198,9 +200,9 @@ func quoteList(values []string) string {
 	return s
 }
 
-// printable keeps an attacker-supplied field name short and free of control characters before it
+// Printable keeps an attacker-supplied field name short and free of control characters before it
 // is echoed in an issue.
-func printable(s string) string {
+func Printable(s string) string {
 	out := make([]rune, 0, len(s))
 	for _, r := range s {
 		if len(out) >= 64 {

@@ -242,6 +242,7 @@ func (s *Service) createIntegration(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	s.changed()
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"status": "success", "integration": integrationJSON(in, secretKey)})
 }
 
@@ -300,6 +301,7 @@ func (s *Service) patchIntegration(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	s.changed()
 	return c.JSON(fiber.Map{"status": "success", "integration": integrationJSON(out, "")})
 }
 
@@ -325,6 +327,7 @@ func (s *Service) rotateIntegration(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	s.changed()
 	return c.JSON(fiber.Map{"status": "success", "integration": integrationJSON(out, secretKey)})
 }
 
@@ -348,6 +351,7 @@ func (s *Service) revokeIntegration(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	s.changed()
 	return c.JSON(fiber.Map{"status": "success"})
 }
 

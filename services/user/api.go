@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/url"
+	"sort"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -136,16 +137,25 @@ func parseMetadata(f *httpx.Fields) (map[string]any, bool) {
 		f.Issuef("metadata: at most %d keys", maxMetadataKeys)
 		return nil, false
 	}
-	for k, v := range m {
-		switch v.(type) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		switch m[k].(type) {
 		case string, json.Number, bool, nil:
 		default:
-			f.Issuef("metadata.%s: values must be a string, number, boolean or null", k)
+			f.Issuef("metadata.%s: values must be a string, number, boolean or null", httpx.Printable(k))
 			return nil, false
 		}
 	}
-	serialized, _ := json.Marshal(m)
-	if len(serialized) > maxMetadataBytes {
+	// Measure the size as a client's JSON.stringify would write it: without Go's HTML escaping.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(m)
+	if buf.Len()-1 > maxMetadataBytes { // Encode appends a newline
 		f.Issuef("metadata: at most %d bytes serialized", maxMetadataBytes)
 		return nil, false
 	}

@@ -17,11 +17,19 @@ import (
 type Service struct {
 	db  *db.DB
 	log *slog.Logger
+	// changed runs after an integration change commits. In one process it flushes the
+	// gateway's cache at once, so an operator's revoke is in force when the call returns;
+	// other processes hear the NOTIFY milliseconds later.
+	changed func()
 }
 
-// New returns the user service over the product database.
-func New(d *db.DB, log *slog.Logger) *Service {
-	return &Service{db: d, log: log}
+// New returns the user service over the product database. onIntegrationChange, if not nil,
+// runs after every committed change to an integration.
+func New(d *db.DB, log *slog.Logger, onIntegrationChange func()) *Service {
+	if onIntegrationChange == nil {
+		onIntegrationChange = func() {}
+	}
+	return &Service{db: d, log: log, changed: onIntegrationChange}
 }
 
 // Prefixes are the path prefixes this service owns; a split gateway forwards them here.

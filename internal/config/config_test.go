@@ -1,0 +1,162 @@
+package config
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// clearEnv blanks every SPLATHOST_* variable for the test (an empty value means the default).
+func clearEnv(t *testing.T) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "SPLATHOST_") {
+			t.Setenv(k, "")
+		}
+	}
+}
+
+func TestLoadDefaults(t *testing.T) {
+	clearEnv(t)
+	c, err := Load()
+	require.NoError(t, err)
+	require.Equal(t, "postgres://postgres@127.0.0.1:15432/splathost?sslmode=disable", c.PostgresURL)
+	require.Equal(t, "127.0.0.1:8080", c.GatewayAddr)
+	require.Equal(t, "info", c.LogLevel)
+	require.Equal(t, 8<<20, c.BodyLimit)
+	require.Equal(t, 10*time.Second, c.ShutdownTimeout)
+	require.Empty(t, c.AdminToken)
+	require.Empty(t, c.InternalSecret)
+	require.Empty(t, c.OTLPEndpoint)
+	require.Error(t, c.RequireSecrets(), "the defaults have no secrets")
+}
+
+func TestLoadValues(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("SPLATHOST_POSTGRES_URL", "postgres://db/x")
+	t.Setenv("SPLATHOST_BODY_LIMIT", "1024")
+	t.Setenv("SPLATHOST_SHUTDOWN_TIMEOUT", "1m30s")
+	t.Setenv("SPLATHOST_ADMIN_TOKEN", "tok")
+	t.Setenv("SPLATHOST_LOG_LEVEL", "debug")
+	c, err := Load()
+	require.NoError(t, err)
+	require.Equal(t, "postgres://db/x", c.PostgresURL)
+	require.Equal(t, 1024, c.BodyLimit)
+	require.Equal(t, 90*time.Second, c.ShutdownTimeout)
+	require.Equal(t, "tok", c.AdminToken)
+	require.Equal(t, "debug", c.LogLevel)
+}
+
+func TestLoadRejectsBadValues(t *testing.T) {
+	const (
+		bodyErr = "SPLATHOST_BODY_LIMIT must be a positive integer"
+		durErr  = "SPLATHOST_SHUTDOWN_TIMEOUT must be a positive duration"
+	)
+	tests := []struct {
+		name      string
+		bodyLimit string
+		shutdown  string
+		wantErrs  []string
+	}{
+		{name: "body limit words", bodyLimit: "lots", wantErrs: []string{bodyErr}},
+		{name: "body limit with unit", bodyLimit: "8MB", wantErrs: []string{bodyErr}},
+		{name: "body limit zero", bodyLimit: "0", wantErrs: []string{bodyErr}},
+		{name: "body limit negative", bodyLimit: "-1", wantErrs: []string{bodyErr}},
+		{name: "body limit fraction", bodyLimit: "1.5", wantErrs: []string{bodyErr}},
+		{name: "body limit exponent", bodyLimit: "1e6", wantErrs: []string{bodyErr}},
+		{name: "body limit padded", bodyLimit: " 1024", wantErrs: []string{bodyErr}},
+		{name: "body limit overflow", bodyLimit: "99999999999999999999", wantErrs: []string{bodyErr}},
+		{name: "duration without unit", shutdown: "10", wantErrs: []string{durErr}},
+		{name: "duration zero", shutdown: "0s", wantErrs: []string{durErr}},
+		{name: "duration negative", shutdown: "-5s", wantErrs: []string{durErr}},
+		{name: "duration words", shutdown: "ten seconds", wantErrs: []string{durErr}},
+		{name: "both named", bodyLimit: "x", shutdown: "y", wantErrs: []string{bodyErr, durErr}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearEnv(t)
+			if tt.bodyLimit != "" {
+				t.Setenv("SPLATHOST_BODY_LIMIT", tt.bodyLimit)
+			}
+			if tt.shutdown != "" {
+				t.Setenv("SPLATHOST_SHUTDOWN_TIMEOUT", tt.shutdown)
+			}
+			c, err := Load()
+			require.Error(t, err)
+			require.Equal(t, Config{}, c, "no partial configuration on error")
+			require.True(t, strings.HasPrefix(err.Error(), "config: "), err.Error())
+			for _, want := range tt.wantErrs {
+				require.Contains(t, err.Error(), want)
+			}
+			if len(tt.wantErrs) == 1 {
+				require.NotContains(t, err.Error(), ";", "only the bad variable is named")
+			}
+		})
+	}
+}
+
+func TestLoadEmptyMeansDefault(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("SPLATHOST_BODY_LIMIT", "")
+	t.Setenv("SPLATHOST_SHUTDOWN_TIMEOUT", "")
+	t.Setenv("SPLATHOST_GATEWAY_ADDR", "")
+	c, err := Load()
+	require.NoError(t, err)
+	require.Equal(t, 8<<20, c.BodyLimit)
+	require.Equal(t, 10*time.Second, c.ShutdownTimeout)
+	require.Equal(t, "127.0.0.1:8080", c.GatewayAddr)
+}
+
+func TestRequireSecrets(t *testing.T) {
+	long := strings.Repeat("s", 16)
+	tests := []struct {
+		name            string
+		admin, internal string
+		wantErr         bool
+		mentions        []string
+	}{
+		{name: "both 16", admin: long, internal: long},
+		{name: "both long", admin: long + long, internal: long + "x"},
+		{name: "both empty", wantErr: true, mentions: []string{"SPLATHOST_ADMIN_TOKEN", "SPLATHOST_INTERNAL_SECRET"}},
+		{name: "admin 15", admin: long[:15], internal: long, wantErr: true, mentions: []string{"SPLATHOST_ADMIN_TOKEN"}},
+		{name: "internal 15", admin: long, internal: long[:15], wantErr: true, mentions: []string{"SPLATHOST_INTERNAL_SECRET"}},
+		{name: "admin missing", internal: long, wantErr: true, mentions: []string{"SPLATHOST_ADMIN_TOKEN"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Config{AdminToken: tt.admin, InternalSecret: tt.internal}.RequireSecrets()
+			if !tt.wantErr {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			for _, m := range tt.mentions {
+				require.Contains(t, err.Error(), m)
+			}
+			for _, v := range []string{"SPLATHOST_ADMIN_TOKEN", "SPLATHOST_INTERNAL_SECRET"} {
+				in := false
+				for _, m := range tt.mentions {
+					in = in || m == v
+				}
+				if !in {
+					require.NotContains(t, err.Error(), v)
+				}
+			}
+			if tt.admin != "" {
+				require.NotContains(t, err.Error(), tt.admin, "a secret is never echoed")
+			}
+		})
+	}
+}
+
+func TestLoadThenRequireSecrets(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("SPLATHOST_ADMIN_TOKEN", "admin-token-0123456789")
+	t.Setenv("SPLATHOST_INTERNAL_SECRET", "internal-secret-0123456789")
+	c, err := Load()
+	require.NoError(t, err)
+	require.NoError(t, c.RequireSecrets())
+}

@@ -1,0 +1,334 @@
+// Package testenv is the one test harness of splathost. It starts the real infrastructure
+// (Postgres, ClickHouse, versitygw, Temporal) once per test binary through the same stack runner
+// `make dev` uses, on random loopback ports with temporary data, and runs the whole product
+// in-process against it. Tests isolate themselves by creating their own accounts, integrations
+// and customers, never by restarting servers.
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/splathost/splathost/internal/boot"
+	"github.com/splathost/splathost/internal/config"
+)
+
+// State is the part of the stack runner's stack.json the harness reads.
+type State struct {
+	GatewayURL        string `json:"gatewayUrl"`
+	AdminToken        string `json:"adminToken"`
+	TemporalUIURL     string `json:"temporalUiUrl"`
+	ObjectStoreURL    string `json:"objectStoreUrl"`
+	PostgresURL       string `json:"postgresUrl"`
+	ClickHouseAddr    string `json:"clickhouseAddr"`
+	TemporalAddr      string `json:"temporalAddr"`
+	TemporalNamespace string `json:"temporalNamespace"`
+	TaskQueue         string `json:"taskQueue"`
+	S3Bucket          string `json:"s3Bucket"`
+	S3Region          string `json:"s3Region"`
+	S3AccessKey       string `json:"s3AccessKey"`
+	S3SecretKey       string `json:"s3SecretKey"`
+	InternalSecret    string `json:"internalSecret"`
+}
+
+// Config turns the stack's state into the product's configuration.
+func (s State) Config() config.Config {
+	cfg, _ := config.Load()
+	cfg.PostgresURL = s.PostgresURL
+	cfg.ClickHouseAddr = s.ClickHouseAddr
+	cfg.TemporalAddr = s.TemporalAddr
+	if s.TemporalNamespace != "" {
+		cfg.TemporalNamespace = s.TemporalNamespace
+	}
+	if s.TaskQueue != "" {
+		cfg.TaskQueue = s.TaskQueue
+	}
+	cfg.S3Endpoint = s.ObjectStoreURL
+	cfg.S3Bucket = s.S3Bucket
+	if s.S3Region != "" {
+		cfg.S3Region = s.S3Region
+	}
+	cfg.S3AccessKey = s.S3AccessKey
+	cfg.S3SecretKey = s.S3SecretKey
+	cfg.AdminToken = s.AdminToken
+	cfg.InternalSecret = s.InternalSecret
+	return cfg
+}
+
+// Env is a running test environment.
+type Env struct {
+	State State
+	// Config is what the in-process product runs with.
+	Config config.Config
+	// URL is the in-process gateway's base URL.
+	URL string
+	// Dir holds the stack's data and every log.
+	Dir string
+	// Process is the in-process product.
+	Process *boot.Process
+
+	stack  *Stack
+	ln     net.Listener
+	cancel context.CancelFunc
+	served chan error
+}
+
+// RepoRoot finds the repository root (the directory holding go.work).
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.work not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// StackBinary is the stack runner the harness starts: $SPLATHOST_STACK_BIN or bin/stack.
+func StackBinary() (string, error) {
+	if p := os.Getenv("SPLATHOST_STACK_BIN"); p != "" {
+		return p, nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(root, "bin", "stack")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("stack runner %s not built: run `make test` (or `make bin/stack`)", p)
+	}
+	return p, nil
+}
+
+// StartStack starts the infrastructure only, with extra runner flags, and waits for its state.
+func StartStack(dir string, extra ...string) (*Stack, State, error) {
+	bin, err := StackBinary()
+	if err != nil {
+		return nil, State{}, err
+	}
+	stateFile := filepath.Join(dir, "stack.json")
+	args := append([]string{"--dir", dir, "--random-ports", "--state-file", stateFile}, extra...)
+	cmd := exec.Command(bin, args...)
+	logf, err := os.Create(filepath.Join(dir, "stack-runner.log"))
+	if err != nil {
+		return nil, State{}, err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// If the test binary dies, the runner still gets to stop Postgres and the rest.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return nil, State{}, err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			return nil, State{}, fmt.Errorf("stack runner exited (%v); log:\n%s", err, tail(logf.Name()))
+		case <-time.After(100 * time.Millisecond):
+		}
+		b, err := os.ReadFile(stateFile)
+		if err != nil {
+			continue
+		}
+		var st State
+		if err := json.Unmarshal(b, &st); err != nil {
+			continue
+		}
+		return &Stack{cmd: cmd, exited: exited}, st, nil
+	}
+	s := &Stack{cmd: cmd, exited: exited}
+	s.Stop()
+	return nil, State{}, fmt.Errorf("stack not ready within 3 minutes; log:\n%s", tail(logf.Name()))
+}
+
+// Stack is a running stack runner.
+type Stack struct {
+	cmd    *exec.Cmd
+	exited chan error
+}
+
+// Pid is the runner's process id.
+func (s *Stack) Pid() int { return s.cmd.Process.Pid }
+
+// Stop asks the runner to shut everything down and waits for it (killing it after 30 s).
+func (s *Stack) Stop() {
+	if s == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// Start brings up the stack and the in-process product.
+func Start() (*Env, error) {
+	dir, err := os.MkdirTemp("", "splathost-test-")
+	if err != nil {
+		return nil, err
+	}
+	// Postgres runs as the postgres user and must reach its data directory.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
+	stack, st, err := StartStack(dir, "--services", "none")
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{State: st, Dir: dir, stack: stack, Config: st.Config()}
+	logf, err := os.Create(filepath.Join(dir, "splathost.log"))
+	if err != nil {
+		e.Stop()
+		return nil, err
+	}
+	log := slog.New(slog.NewJSONHandler(logf, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	if _, err := boot.Telemetry(ctx, e.Config, "test"); err != nil {
+		e.Stop()
+		return nil, err
+	}
+	e.Process, err = boot.AllInOne(ctx, e.Config, log)
+	if err != nil {
+		e.Stop()
+		return nil, err
+	}
+	e.ln, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		e.Stop()
+		return nil, err
+	}
+	e.URL = "http://" + e.ln.Addr().String()
+	e.served = make(chan error, 1)
+	go func() { e.served <- boot.ServeListener(ctx, e.Process.App, e.ln, 5*time.Second) }()
+	if err := e.waitReady(); err != nil {
+		e.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Env) waitReady() error {
+	var last string
+	for i := 0; i < 300; i++ {
+		resp, err := http.Get(e.URL + "/readyz")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = string(b)
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("product not ready: %s", last)
+}
+
+// Stop shuts everything down and removes the temporary data unless SPLATHOST_KEEP_TEST_DIR is
+// set (to read the logs after a failure).
+func (e *Env) Stop() {
+	if e.cancel != nil {
+		e.cancel()
+		if e.served != nil {
+			<-e.served
+		}
+	}
+	if e.Process != nil {
+		e.Process.Close()
+	}
+	e.stack.Stop()
+	if os.Getenv("SPLATHOST_KEEP_TEST_DIR") == "" {
+		_ = os.RemoveAll(e.Dir)
+	} else {
+		fmt.Fprintln(os.Stderr, "test data kept in", e.Dir)
+	}
+}
+
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// Response is a decoded JSON response.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   map[string]any
+	Raw    []byte
+}
+
+// Do sends a request to base+path with headers and a body (a string is sent as is, anything
+// else as JSON) and decodes a JSON object response.
+func Do(base, method, path string, headers map[string]string, body any) (*Response, error) {
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		buf, err := json.Marshal(b)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(buf)
+	}
+	req, err := http.NewRequest(method, base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := &Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+	if len(bytes.TrimSpace(raw)) > 0 && raw[0] == '{' {
+		if err := json.Unmarshal(raw, &out.Body); err != nil {
+			return nil, fmt.Errorf("decode %s %s response %q: %w", method, path, raw, err)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,130 @@
+// Command stack runs the splathost dev stack: Postgres, ClickHouse, versitygw, an in-process
+// Temporal server with its UI, the migrations and the product binaries, all on loopback with
+// their data under one directory.
+//
+//	bin/stack --dir .dev                       # make dev: fixed ports, every service
+//	bin/stack --dir $TMP --random-ports --services none --state-file $TMP/stack.json
+//	                                           # integration tests: infrastructure only
+//
+// It stays up until SIGINT or SIGTERM (a second one exits at once; the children then get their
+// parent-death signal), or until its parent process goes away.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/splathost/splathost/tools/stack"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "stack:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var opts stack.Options
+	opts.Ports = stack.DefaultPorts()
+	var randomPorts bool
+	var logLevel string
+
+	fs := flag.NewFlagSet("stack", flag.ContinueOnError)
+	fs.StringVar(&opts.Dir, "dir", ".dev", "data directory (created if missing; a second run reuses its data)")
+	fs.StringVar(&opts.BinDir, "bin", "bin", "directory holding the product binaries")
+	fs.StringVar(&opts.Services, "services", stack.ServicesSplit, "product processes to run: split, allinone or none")
+	fs.StringVar(&opts.StateFile, "state-file", "", "where to write the state JSON once healthy (default DIR/stack.json)")
+	fs.StringVar(&opts.Bucket, "bucket", "splathost", "S3 bucket to create")
+	fs.StringVar(&opts.Namespace, "namespace", "default", "Temporal namespace to register")
+	fs.StringVar(&opts.TaskQueue, "task-queue", "splathost", "Temporal task queue the worker polls")
+	fs.StringVar(&opts.VersityGW, "versitygw", stack.DefaultVersityGW(), "versitygw binary ($SPLATHOST_VERSITYGW)")
+	fs.DurationVar(&opts.StartTimeout, "start-timeout", 60*time.Second, "how long each part may take to become healthy")
+	fs.DurationVar(&opts.MigrateTimeout, "migrate-timeout", 5*time.Minute, "how long the migrations may take")
+	fs.DurationVar(&opts.StopTimeout, "stop-timeout", 20*time.Second, "how long a store gets to stop before it is killed")
+	fs.BoolVar(&randomPorts, "random-ports", false, "use free random loopback ports for every port not set by a flag")
+	fs.StringVar(&logLevel, "log-level", "info", "runner log level: debug, info, warn or error")
+	fields := opts.Ports.Fields()
+	for _, f := range fields {
+		fs.IntVar(f.Port, f.Flag, *f.Port, f.Label+" port")
+	}
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if err == flag.ErrHelp {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	if randomPorts {
+		// Flags given explicitly win over random picks.
+		explicit := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+		random, err := stack.RandomPorts()
+		if err != nil {
+			return err
+		}
+		randomFields := random.Fields()
+		for i, f := range fields {
+			if !explicit[f.Flag] {
+				*f.Port = *randomFields[i].Port
+			}
+		}
+	}
+
+	ctx, cancel := signalContext(log)
+	defer cancel()
+	return stack.Run(ctx, opts, log, os.Stdout)
+}
+
+// signalContext is cancelled by the first SIGINT or SIGTERM, or when the parent process exits
+// (the test harness may die without signalling us). A second signal exits at once: the children
+// then receive their parent-death signal, which still shuts the databases down cleanly.
+func signalContext(log *slog.Logger) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		log.Info("signal received, stopping (again to force)", "signal", sig)
+		cancel()
+		<-sigs
+		log.Warn("second signal: exiting without waiting")
+		os.Exit(1)
+	}()
+	// Polling the parent pid works whoever the parent is; Pdeathsig on ourselves would depend
+	// on which of the parent's threads happened to fork us.
+	parent := os.Getppid()
+	go func() {
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if os.Getppid() != parent {
+					log.Info("parent process exited, stopping")
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return ctx, cancel
+}

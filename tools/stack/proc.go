@@ -1,0 +1,239 @@
+package stack
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// procSpec describes one child process of the stack.
+type procSpec struct {
+	name    string
+	path    string
+	args    []string
+	env     []string // nil inherits the runner's environment
+	dir     string
+	logPath string
+	// cred runs the child as another user (Postgres refuses to run as root).
+	cred *syscall.Credential
+	// stopSignal asks the child to shut down cleanly; SIGTERM when zero.
+	stopSignal syscall.Signal
+	// deathSignal is what the kernel sends the child when the runner dies without stopping it;
+	// SIGKILL when zero. Stateful servers get their clean-shutdown signal instead, so a killed
+	// runner does not leave a database needing crash recovery.
+	deathSignal syscall.Signal
+}
+
+// process is a running child. Its output goes to its log file, never to the runner's terminal.
+type process struct {
+	spec     procSpec
+	cmd      *exec.Cmd
+	logFile  *os.File
+	logStart int64         // log size before this run, so error tails skip earlier runs
+	done     chan struct{} // closed once the child has exited and been reaped
+	waitErr  error         // the exit status; read only after done is closed
+	stopping atomic.Bool   // set before a deliberate stop, so the exit is not reported as a crash
+}
+
+// spawnJob hands a command to the spawner thread.
+type spawnJob struct {
+	cmd    *exec.Cmd
+	result chan error
+}
+
+var (
+	spawnOnce sync.Once
+	spawnCh   chan spawnJob
+)
+
+// spawn starts cmd from one dedicated, never-exiting OS thread. Linux delivers Pdeathsig when the
+// thread that forked the child exits, not when the process does; Go may retire an idle thread at
+// any time, which would kill children of a healthy runner. Forking from a locked thread that lives
+// as long as the process ties the signal to the runner's own death.
+func spawn(cmd *exec.Cmd) error {
+	spawnOnce.Do(func() {
+		spawnCh = make(chan spawnJob)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread must outlive every child
+			for job := range spawnCh {
+				job.result <- job.cmd.Start()
+			}
+		}()
+	})
+	job := spawnJob{cmd: cmd, result: make(chan error, 1)}
+	spawnCh <- job
+	return <-job.result
+}
+
+// startProcess launches a child with its stdout and stderr appended to spec.logPath.
+func startProcess(spec procSpec) (*process, error) {
+	logFile, err := os.OpenFile(spec.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%s: open log: %w", spec.name, err)
+	}
+	fmt.Fprintf(logFile, "\n==== %s: starting %s %s\n", time.Now().Format(time.RFC3339), spec.path, strings.Join(spec.args, " "))
+	var logStart int64
+	if st, err := logFile.Stat(); err == nil {
+		logStart = st.Size()
+	}
+
+	death := spec.deathSignal
+	if death == 0 {
+		death = syscall.SIGKILL
+	}
+	cmd := exec.Command(spec.path, spec.args...)
+	cmd.Env = spec.env
+	cmd.Dir = spec.dir
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Pdeathsig: death,
+		// A separate process group keeps a terminal Ctrl-C from reaching the children directly:
+		// the runner alone decides the shutdown order (services before the stores they use).
+		Setpgid:    true,
+		Credential: spec.cred,
+	}
+	if err := spawn(cmd); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("%s: start %s: %w", spec.name, spec.path, err)
+	}
+	p := &process{spec: spec, cmd: cmd, logFile: logFile, logStart: logStart, done: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// pid is the child's process id.
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+// exited reports whether the child has exited.
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// exitError describes how the child ended, with the tail of what it logged in this run.
+func (p *process) exitError(when string) error {
+	status := "exit status 0"
+	if p.waitErr != nil {
+		status = p.waitErr.Error()
+	}
+	return fmt.Errorf("%s exited %s (%s); see %s:\n%s", p.spec.name, when, status, p.spec.logPath, logTailFrom(p.spec.logPath, p.logStart, 20))
+}
+
+// stop asks the child to exit with its stop signal and kills it once timeout has passed.
+func (p *process) stop(timeout time.Duration) error {
+	p.stopping.Store(true)
+	if p.exited() {
+		return nil
+	}
+	sig := p.spec.stopSignal
+	if sig == 0 {
+		sig = syscall.SIGTERM
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("%s: signal: %w", p.spec.name, err)
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(timeout):
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+	return fmt.Errorf("%s did not stop within %s and was killed", p.spec.name, timeout)
+}
+
+// logTail returns the last n lines of a log file, for error messages that should be readable
+// without opening the file.
+func logTail(path string, n int) string { return logTailFrom(path, 0, n) }
+
+// logTailFrom is logTail ignoring everything before offset from.
+func logTailFrom(path string, from int64, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "  (no log: " + err.Error() + ")"
+	}
+	defer f.Close()
+	const maxRead = 16 << 10
+	if st, err := f.Stat(); err == nil {
+		from = max(from, st.Size()-maxRead)
+		if from > 0 && from <= st.Size() {
+			_, _ = f.Seek(from, io.SeekStart)
+		}
+	}
+	b, _ := io.ReadAll(f)
+	if len(bytes.TrimSpace(b)) == 0 {
+		return "  (nothing logged)\n"
+	}
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	var sb strings.Builder
+	for _, l := range lines {
+		sb.WriteString("  | ")
+		sb.Write(l)
+		sb.WriteByte('\n')
+	}
+	return sb.String()
+}
+
+// pidAlive reports whether a process with this id exists.
+func pidAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// pidCmdline returns a process's command line with arguments joined by spaces, or "" if it is gone.
+func pidCmdline(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+}
+
+// stopOrphan stops a server left running by a runner that died without cleaning up (for example
+// one started by an older runner or killed with SIGKILL before Pdeathsig existed). It is called
+// only while holding the data directory lock, so the server cannot belong to a live runner.
+func stopOrphan(pid int, sig syscall.Signal, timeout time.Duration) error {
+	if err := syscall.Kill(pid, sig); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if !pidAlive(pid) {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	time.Sleep(200 * time.Millisecond)
+	if pidAlive(pid) {
+		return fmt.Errorf("pid %d survived SIGKILL", pid)
+	}
+	return nil
+}

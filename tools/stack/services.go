@@ -1,0 +1,157 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/splathost/splathost/internal/config"
+)
+
+// Service modes for Options.Services.
+const (
+	// ServicesSplit runs the gateway, user, scene, session and worker binaries.
+	ServicesSplit = "split"
+	// ServicesAllInOne runs the single splathost binary.
+	ServicesAllInOne = "allinone"
+	// ServicesNone starts the infrastructure only, for the integration-test harness, which runs
+	// the product in its own test processes.
+	ServicesNone = "none"
+)
+
+// serviceDef is one product binary and the address its /readyz answers on.
+type serviceDef struct {
+	name      string
+	readyAddr string
+}
+
+// serviceDefs lists the binaries of a services mode, in start order.
+func serviceDefs(mode string, cfg config.Config) ([]serviceDef, error) {
+	switch mode {
+	case ServicesSplit:
+		return []serviceDef{
+			{"user", cfg.UserAddr},
+			{"scene", cfg.SceneAddr},
+			{"session", cfg.SessionAddr},
+			{"worker", cfg.WorkerHealthAddr},
+			{"gateway", cfg.GatewayAddr},
+		}, nil
+	case ServicesAllInOne:
+		return []serviceDef{{"splathost", cfg.GatewayAddr}}, nil
+	case ServicesNone:
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("unknown services mode %q (want %s, %s or %s)", mode, ServicesSplit, ServicesAllInOne, ServicesNone)
+	}
+}
+
+// service is a running product binary.
+type service struct {
+	def  serviceDef
+	proc *process
+}
+
+// checkServiceBinaries reports missing product binaries before anything starts.
+func checkServiceBinaries(mode, binDir string) error {
+	defs, err := serviceDefs(mode, config.Config{})
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, d := range defs {
+		path := filepath.Join(binDir, d.name)
+		if st, err := os.Stat(path); err != nil || st.IsDir() {
+			missing = append(missing, path)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("services: %s not found: build the binaries first (make build), or pass --bin or --services none", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// startServices launches every binary of the mode, then waits until each answers /readyz. They
+// start together: none depends on another being ready (the gateway retries its upstreams).
+func startServices(ctx context.Context, mode, binDir, logDir string, cfg config.Config, timeout time.Duration) ([]*service, error) {
+	defs, err := serviceDefs(mode, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkServiceBinaries(mode, binDir); err != nil {
+		return nil, err
+	}
+	env := serviceEnv(cfg)
+	var started []*service
+	for _, d := range defs {
+		p, err := startProcess(procSpec{
+			name:    d.name,
+			path:    filepath.Join(binDir, d.name),
+			env:     env,
+			logPath: filepath.Join(logDir, d.name+".log"),
+		})
+		if err != nil {
+			return started, err
+		}
+		started = append(started, &service{def: d, proc: p})
+	}
+	for _, s := range started {
+		err := waitHealthy(ctx, s.def.name, s.proc, s.proc.spec.logPath, timeout, httpCheck("http://"+s.def.readyAddr+"/readyz", ""))
+		if err != nil {
+			return started, err
+		}
+	}
+	return started, nil
+}
+
+// serviceEnv is the runner's environment with the stack's SPLATHOST_* values on top. Variables
+// the stack does not set (SPLATHOST_OTLP_ENDPOINT, for example) pass through, so a developer can
+// still tune the services from the shell.
+func serviceEnv(cfg config.Config) []string {
+	vars := [][2]string{
+		{"SPLATHOST_POSTGRES_URL", cfg.PostgresURL},
+		{"SPLATHOST_TEMPORAL_ADDR", cfg.TemporalAddr},
+		{"SPLATHOST_TEMPORAL_NAMESPACE", cfg.TemporalNamespace},
+		{"SPLATHOST_TASK_QUEUE", cfg.TaskQueue},
+		{"SPLATHOST_CLICKHOUSE_ADDR", cfg.ClickHouseAddr},
+		{"SPLATHOST_CLICKHOUSE_DB", cfg.ClickHouseDB},
+		{"SPLATHOST_S3_ENDPOINT", cfg.S3Endpoint},
+		{"SPLATHOST_S3_REGION", cfg.S3Region},
+		{"SPLATHOST_S3_ACCESS_KEY", cfg.S3AccessKey},
+		{"SPLATHOST_S3_SECRET_KEY", cfg.S3SecretKey},
+		{"SPLATHOST_S3_BUCKET", cfg.S3Bucket},
+		{"SPLATHOST_ADMIN_TOKEN", cfg.AdminToken},
+		{"SPLATHOST_INTERNAL_SECRET", cfg.InternalSecret},
+		{"SPLATHOST_GATEWAY_ADDR", cfg.GatewayAddr},
+		{"SPLATHOST_USER_ADDR", cfg.UserAddr},
+		{"SPLATHOST_SCENE_ADDR", cfg.SceneAddr},
+		{"SPLATHOST_SESSION_ADDR", cfg.SessionAddr},
+		{"SPLATHOST_USER_URL", cfg.UserURL},
+		{"SPLATHOST_SCENE_URL", cfg.SceneURL},
+		{"SPLATHOST_SESSION_URL", cfg.SessionURL},
+		{"SPLATHOST_WORKER_HEALTH_ADDR", cfg.WorkerHealthAddr},
+		{"SPLATHOST_OTLP_ENDPOINT", cfg.OTLPEndpoint},
+		{"SPLATHOST_LOG_LEVEL", cfg.LogLevel},
+		{"SPLATHOST_BODY_LIMIT", strconv.Itoa(cfg.BodyLimit)},
+		{"SPLATHOST_SHUTDOWN_TIMEOUT", cfg.ShutdownTimeout.String()},
+	}
+	set := make(map[string]bool, len(vars))
+	for _, v := range vars {
+		set[v[0]] = true
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !set[k] {
+			env = append(env, kv)
+		}
+	}
+	for _, v := range vars {
+		if v[1] != "" {
+			env = append(env, v[0]+"="+v[1])
+		}
+	}
+	return env
+}
