@@ -39,7 +39,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 // own transaction, and returns how many it applied. It refuses to run when atlas.sum does not
 // match the files, which catches a migration edited after it shipped.
 func Postgres(ctx context.Context, url string) (int, error) {
-	files, err := load()
+	files, err := load(migrations.FS)
 	if err != nil {
 		return 0, err
 	}
@@ -97,10 +97,10 @@ func Postgres(ctx context.Context, url string) (int, error) {
 	return n, nil
 }
 
-// load reads the embedded directory into an atlas directory and validates its checksum.
-func load() ([]atlas.File, error) {
+// load reads a migration directory into an atlas directory and validates its checksum.
+func load(src fs.FS) ([]atlas.File, error) {
 	dir := &atlas.MemDir{}
-	entries, err := fs.ReadDir(migrations.FS, ".")
+	entries, err := fs.ReadDir(src, ".")
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func load() ([]atlas.File, error) {
 		if !strings.HasSuffix(name, ".sql") && name != atlas.HashFileName {
 			continue
 		}
-		b, err := fs.ReadFile(migrations.FS, name)
+		b, err := fs.ReadFile(src, name)
 		if err != nil {
 			return nil, err
 		}

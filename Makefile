@@ -1,0 +1,83 @@
+# splathost — the two commands that matter: `make dev` (whole stack) and `make test`.
+SHELL := /bin/bash
+export GOTOOLCHAIN := local
+export GOFLAGS := -buildvcs=false
+
+VERSITYGW_VERSION := v1.8.0
+TOOLS_CACHE ?= $(HOME)/.cache/splathost/bin
+VERSITYGW := $(TOOLS_CACHE)/versitygw-$(VERSITYGW_VERSION)/versitygw
+export SPLATHOST_VERSITYGW := $(VERSITYGW)
+PG_BIN := /usr/lib/postgresql/15/bin
+BINARIES := splathost gateway user scene session worker
+GO_SOURCES = $(shell find . -name '*.go' -not -path './.dev/*' -not -path './bin/*') go.mod go.sum go.work tools/go.mod tools/go.sum $(wildcard ent/migrate/migrations/*)
+
+.PHONY: dev test unit e2e bench build deps migrate generate migration fuzz clean help
+
+help:
+	@echo "make dev       run the whole stack (Postgres, ClickHouse, versitygw, Temporal + UI, services) under .dev/"
+	@echo "make test      vet, unit and integration tests against the real stack"
+	@echo "make bench     benchmarks with ratios against bare limits measured in the same run"
+	@echo "make migrate   apply migrations to the running dev stack"
+	@echo "make generate  regenerate ent code;  make migration NAME=x  write a new versioned migration"
+
+## deps: install what the stack needs and is missing (apt packages, pinned versitygw).
+deps: $(VERSITYGW)
+	@missing=""; \
+	[ -x $(PG_BIN)/initdb ] || missing="$$missing postgresql"; \
+	command -v clickhouse-server >/dev/null || [ -x /usr/sbin/clickhouse-server ] || [ -x /usr/bin/clickhouse-server ] || missing="$$missing clickhouse-server clickhouse-client"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+		for s in postgresql clickhouse-server; do service $$s stop >/dev/null 2>&1 || true; done; \
+	fi
+
+$(VERSITYGW):
+	@echo "building versitygw $(VERSITYGW_VERSION) into $(dir $@) (a few minutes, once)"
+	@mkdir -p $(dir $@)
+	GOBIN=$(dir $@) GOWORK=off go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+
+## build: every product binary and the stack runner into bin/.
+build: bin/stack $(addprefix bin/,$(BINARIES))
+
+bin/stack: $(GO_SOURCES)
+	@mkdir -p bin
+	go build -o $@ ./tools/cmd/stack
+
+$(addprefix bin/,$(BINARIES)) &: $(GO_SOURCES)
+	@mkdir -p bin
+	go build -o bin/ $(addprefix ./cmd/,$(BINARIES))
+
+bin/bench: $(GO_SOURCES)
+	@mkdir -p bin
+	go build -o $@ ./tools/cmd/bench
+
+dev: deps build
+	bin/stack --dir .dev
+
+migrate: bin/splathost
+	bin/splathost migrate
+
+## test: vet both modules, then unit and integration tests (the harness starts the real stack).
+test: deps bin/stack
+	go vet ./... ./tools/...
+	go test -count=1 -timeout 20m ./...
+
+bench: deps build bin/bench
+	bin/bench
+
+generate:
+	go generate ./ent
+
+# A new migration is the diff between the committed ones, replayed on a scratch database of the
+# running dev stack, and the ent schema.
+migration:
+	@test -n "$(NAME)" || { echo "usage: make migration NAME=add_something"; exit 1; }
+	psql "$$(sed -n 's/.*"postgresUrl": *"\([^"]*\)".*/\1/p' .dev/stack.json | sed 's#/splathost?#/postgres?#')" -qc 'DROP DATABASE IF EXISTS migration_scratch' -c 'CREATE DATABASE migration_scratch'
+	go run internal/migrate/gen/main.go -dev "$$(sed -n 's/.*"postgresUrl": *"\([^"]*\)".*/\1/p' .dev/stack.json | sed 's#/splathost?#/migration_scratch?#')" $(NAME)
+
+fuzz:
+	go test -run '^$$' -fuzz FuzzDecodeObject -fuzztime 30s ./internal/httpx/
+	go test -run '^$$' -fuzz FuzzParseCustomerPatch -fuzztime 30s ./services/user/
+
+clean:
+	rm -rf bin
