@@ -1,0 +1,68 @@
+package arch
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const mod = "github.com/splathost/splathost/"
+
+// forbidden maps a package prefix to the prefixes it must never import (directly or not).
+var forbidden = map[string][]string{
+	// Stores know nothing of who uses them.
+	"ent":                  {"gateway", "services/", "workflows", "activities", "internal/boot", "analytics"},
+	"internal/db":          {"gateway", "services/", "workflows", "activities", "internal/boot"},
+	"internal/objectstore": {"gateway", "services/", "workflows", "activities", "internal/boot"},
+	"analytics":            {"gateway", "services/", "workflows", "activities", "internal/boot"},
+	// Shared plumbing stays below the domains.
+	"internal/httpx":  {"gateway", "services/", "internal/boot", "ent"},
+	"internal/apperr": {"gateway", "services/", "internal/boot", "ent"},
+	// Services never reach up to the gateway or across to the wiring.
+	"services/": {"gateway", "internal/boot", "cmd/"},
+	// Workflows stay deterministic: activities may be referenced, never the reverse.
+	"activities": {"workflows", "gateway", "services/", "internal/boot"},
+	"workflows":  {"gateway", "services/", "internal/boot", "internal/db", "internal/objectstore", "analytics"},
+	"gateway":    {"internal/boot", "cmd/"},
+}
+
+type pkg struct {
+	ImportPath string
+	Deps       []string
+}
+
+func TestImportDirection(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Deps", mod+"...").Output()
+	require.NoError(t, err)
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	checked := 0
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		rel := strings.TrimPrefix(p.ImportPath, mod)
+		for from, bans := range forbidden {
+			if !strings.HasPrefix(rel, from) {
+				continue
+			}
+			checked++
+			for _, d := range p.Deps {
+				if !strings.HasPrefix(d, mod) {
+					continue
+				}
+				dep := strings.TrimPrefix(d, mod)
+				for _, ban := range bans {
+					require.False(t, strings.HasPrefix(dep, ban), "%s must not import %s", rel, dep)
+				}
+			}
+		}
+	}
+	require.Greater(t, checked, 8, "the rules matched the packages")
+}
