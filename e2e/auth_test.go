@@ -121,3 +121,25 @@ func rawRequest(t *testing.T, req string) (int, string) {
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
 }
+
+func TestAuthenticationHitsTheCacheNotTheDatabase(t *testing.T) {
+	a := newTenant(t)
+	require.Equal(t, 200, do(t, "PUT", "/api/v1/external-user", a.keys("c"), nil).Status)
+	before := env.Process.Integrations.Loads()
+	for i := 0; i < 20; i++ {
+		require.Equal(t, 200, do(t, "GET", "/api/v1/external-user", a.keys("c"), nil).Status)
+	}
+	require.Equal(t, before, env.Process.Integrations.Loads(), "cached integrations need no lookup")
+	// A change flushes the cache, so the next request reads the row again.
+	require.Equal(t, 200, do(t, "PATCH", "/admin/v1/integrations/"+a.IntegrationID, admin(), map[string]any{"productSlug": "new.example.com"}).Status)
+	r := do(t, "GET", "/api/v1/external-user", a.keys("c"), nil)
+	require.Equal(t, "new.example.com", r.Body["externalUser"].(map[string]any)["productSlug"])
+	require.Greater(t, env.Process.Integrations.Loads(), before)
+}
+
+func TestSessionBearerRejectedWithoutVerifier(t *testing.T) {
+	a := newTenant(t)
+	for _, h := range []map[string]string{nil, {"Authorization": "Bearer eyJhbGciOiJub25lIn0.e30."}, {"Authorization": "Bearer " + a.SecretKey}} {
+		requireEnvelope(t, do(t, "POST", "/api/embed/views", h, map[string]any{"splatId": "x"}), 401)
+	}
+}

@@ -21,12 +21,14 @@ import (
 // Process is a running all-in-one splathost: the gateway with every service mounted in-process,
 // and the worker.
 type Process struct {
-	App      *fiber.App
-	DB       *db.DB
-	Temporal client.Client
-	CH       driver.Conn
-	stop     context.CancelFunc
-	done     chan struct{}
+	App *fiber.App
+	DB  *db.DB
+	// Integrations is the gateway's credential cache.
+	Integrations *user.Integrations
+	Temporal     client.Client
+	CH           driver.Conn
+	stop         context.CancelFunc
+	done         chan struct{}
 }
 
 // AllInOne builds the whole product in one process. Serve App; Close stops the rest.
@@ -80,6 +82,7 @@ func AllInOne(ctx context.Context, cfg config.Config, log *slog.Logger) (*Proces
 		return nil, err
 	}
 	p.App = app
+	p.Integrations = ints
 	go func() {
 		defer close(p.done)
 		go ints.Listen(runCtx)

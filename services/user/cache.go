@@ -41,6 +41,7 @@ type Integrations struct {
 	bySecret map[string]*Integration // keyed by string(hash)
 	gen      uint64                  // bumped on every flush; stale loads are not cached
 	live     atomic.Bool             // LISTEN connection is up
+	loads    atomic.Int64            // database lookups, for tests and metrics
 }
 
 // NewIntegrations returns a cache over pool; call Listen to enable caching.
@@ -101,6 +102,7 @@ func (s *Integrations) store(gen uint64, put func()) {
 }
 
 func (s *Integrations) load(ctx context.Context, where string, arg any) (*Integration, error) {
+	s.loads.Add(1)
 	var in Integration
 	var revokedAt *time.Time
 	err := s.pool.QueryRow(ctx, `SELECT id, account_id, product_slug, public_key, secret_hash,
@@ -166,6 +168,9 @@ func (s *Integrations) listenOnce(ctx context.Context) error {
 		s.Flush()
 	}
 }
+
+// Loads is how many times an integration was read from the database.
+func (s *Integrations) Loads() int64 { return s.loads.Load() }
 
 // Live reports whether the cache is in use (its LISTEN connection is up).
 func (s *Integrations) Live() bool { return s.live.Load() }
