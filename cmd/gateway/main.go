@@ -3,41 +3,22 @@
 package main
 
 import (
-	"context"
-
 	"github.com/splathost/splathost/gateway"
 	"github.com/splathost/splathost/internal/boot"
-	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
 	"github.com/splathost/splathost/services/user"
 )
 
 func main() {
-	cfg, err := config.Load()
-	log := boot.Logger(cfg, "gateway")
-	if err == nil {
-		err = cfg.RequireSecrets()
-	}
-	if err != nil {
-		boot.Fatal(log, "configuration", err)
-	}
-	ctx, cancel := boot.SignalContext()
-	defer cancel()
-	stopTel, err := boot.Telemetry(ctx, cfg, "gateway")
-	if err != nil {
-		boot.Fatal(log, "telemetry", err)
-	}
-	defer stopTel(context.Background())
-	d, err := boot.OpenDB(ctx, cfg)
-	if err != nil {
-		boot.Fatal(log, "postgres", err)
-	}
-	defer d.Close()
-	ints := user.NewIntegrations(d.Pool, log)
-	go ints.Listen(ctx)
+	rt := boot.Init("gateway", true)
+	defer rt.Close()
+	cfg := rt.Config
+	d := rt.DB()
+	ints := user.NewIntegrations(d.Pool, rt.Log)
+	go ints.Listen(rt.Ctx)
 	app, err := gateway.New(gateway.Options{
-		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken,
+		Log: rt.Log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken,
 		InternalSecret: []byte(cfg.InternalSecret), Integrations: ints,
 		Upstreams: []gateway.Upstream{
 			{Name: "user", Prefixes: user.Prefixes, URL: cfg.UserURL},
@@ -46,10 +27,10 @@ func main() {
 		},
 	})
 	if err != nil {
-		boot.Fatal(log, "gateway", err)
+		boot.Fatal(rt.Log, "gateway", err)
 	}
-	log.Info("listening", "addr", cfg.GatewayAddr)
-	if err := boot.Serve(ctx, app, cfg.GatewayAddr, cfg.ShutdownTimeout); err != nil {
-		log.Error("serve", "error", err)
+	rt.Log.Info("listening", "addr", cfg.GatewayAddr)
+	if err := boot.Serve(rt.Ctx, app, cfg.GatewayAddr, cfg.ShutdownTimeout); err != nil {
+		rt.Log.Error("serve", "error", err)
 	}
 }

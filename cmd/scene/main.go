@@ -5,48 +5,30 @@ import (
 	"context"
 
 	"github.com/splathost/splathost/internal/boot"
-	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/services/scene"
 )
 
 func main() {
-	cfg, err := config.Load()
-	log := boot.Logger(cfg, "scene")
-	if err == nil {
-		err = cfg.RequireSecrets()
-	}
+	rt := boot.Init("scene", true)
+	defer rt.Close()
+	d := rt.DB()
+	store, err := boot.OpenStore(rt.Config)
 	if err != nil {
-		boot.Fatal(log, "configuration", err)
+		boot.Fatal(rt.Log, "object store", err)
 	}
-	ctx, cancel := boot.SignalContext()
-	defer cancel()
-	stopTel, err := boot.Telemetry(ctx, cfg, "scene")
+	ch, err := boot.OpenClickHouse(rt.Ctx, rt.Config)
 	if err != nil {
-		boot.Fatal(log, "telemetry", err)
-	}
-	defer stopTel(context.Background())
-	d, err := boot.OpenDB(ctx, cfg)
-	if err != nil {
-		boot.Fatal(log, "postgres", err)
-	}
-	defer d.Close()
-	store, err := boot.OpenStore(cfg)
-	if err != nil {
-		boot.Fatal(log, "object store", err)
-	}
-	ch, err := boot.OpenClickHouse(ctx, cfg)
-	if err != nil {
-		boot.Fatal(log, "clickhouse", err)
+		boot.Fatal(rt.Log, "clickhouse", err)
 	}
 	defer ch.Close()
-	svc := scene.New(d, store, log)
-	app := boot.ServiceApp("scene", cfg, log, scene.Prefixes, svc.Register, map[string]httpx.Check{
+	svc := scene.New(d, store, rt.Log)
+	app := boot.ServiceApp("scene", rt.Config, rt.Log, scene.Prefixes, svc.Register, map[string]httpx.Check{
 		"postgres": d.Ping, "objectstore": store.Ready,
 		"clickhouse": func(ctx context.Context) error { return ch.Ping(ctx) },
 	})
-	log.Info("listening", "addr", cfg.SceneAddr)
-	if err := boot.Serve(ctx, app, cfg.SceneAddr, cfg.ShutdownTimeout); err != nil {
-		log.Error("serve", "error", err)
+	rt.Log.Info("listening", "addr", rt.Config.SceneAddr)
+	if err := boot.Serve(rt.Ctx, app, rt.Config.SceneAddr, rt.Config.ShutdownTimeout); err != nil {
+		rt.Log.Error("serve", "error", err)
 	}
 }

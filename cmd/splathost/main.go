@@ -4,44 +4,33 @@
 package main
 
 import (
-	"context"
 	"os"
 
 	"github.com/splathost/splathost/internal/boot"
-	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/migrate"
 )
 
 func main() {
-	cfg, err := config.Load()
-	log := boot.Logger(cfg, "splathost")
-	if err != nil {
-		boot.Fatal(log, "configuration", err)
+	migrating := len(os.Args) > 1 && os.Args[1] == "migrate"
+	if len(os.Args) > 1 && !migrating {
+		os.Stderr.WriteString("usage: splathost [migrate]\n")
+		os.Exit(2)
 	}
-	ctx, cancel := boot.SignalContext()
-	defer cancel()
-	if len(os.Args) > 1 {
-		if os.Args[1] != "migrate" {
-			log.Error("unknown subcommand; the only one is migrate", "arg", os.Args[1])
-			os.Exit(2)
-		}
-		if err := migrate.Run(ctx, cfg, log); err != nil {
-			boot.Fatal(log, "migrate", err)
+	rt := boot.Init("splathost", !migrating)
+	defer rt.Close()
+	if migrating {
+		if err := migrate.Run(rt.Ctx, rt.Config, rt.Log); err != nil {
+			boot.Fatal(rt.Log, "migrate", err)
 		}
 		return
 	}
-	stopTel, err := boot.Telemetry(ctx, cfg, "splathost")
+	p, err := boot.AllInOne(rt.Ctx, rt.Config, rt.Log)
 	if err != nil {
-		boot.Fatal(log, "telemetry", err)
-	}
-	defer stopTel(context.Background())
-	p, err := boot.AllInOne(ctx, cfg, log)
-	if err != nil {
-		boot.Fatal(log, "start", err)
+		boot.Fatal(rt.Log, "start", err)
 	}
 	defer p.Close()
-	log.Info("listening", "addr", cfg.GatewayAddr)
-	if err := boot.Serve(ctx, p.App, cfg.GatewayAddr, cfg.ShutdownTimeout); err != nil {
-		log.Error("serve", "error", err)
+	rt.Log.Info("listening", "addr", rt.Config.GatewayAddr)
+	if err := boot.Serve(rt.Ctx, p.App, rt.Config.GatewayAddr, rt.Config.ShutdownTimeout); err != nil {
+		rt.Log.Error("serve", "error", err)
 	}
 }

@@ -3,40 +3,26 @@
 package main
 
 import (
-	"context"
-
 	"github.com/splathost/splathost/internal/boot"
-	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/httpx"
 )
 
 func main() {
-	cfg, err := config.Load()
-	log := boot.Logger(cfg, "worker")
+	rt := boot.Init("worker", false)
+	defer rt.Close()
+	tc, err := boot.DialTemporal(rt.Config, rt.Log)
 	if err != nil {
-		boot.Fatal(log, "configuration", err)
-	}
-	ctx, cancel := boot.SignalContext()
-	defer cancel()
-	stopTel, err := boot.Telemetry(ctx, cfg, "worker")
-	if err != nil {
-		boot.Fatal(log, "telemetry", err)
-	}
-	defer stopTel(context.Background())
-	tc, err := boot.DialTemporal(cfg, log)
-	if err != nil {
-		boot.Fatal(log, "temporal", err)
+		boot.Fatal(rt.Log, "temporal", err)
 	}
 	defer tc.Close()
-	health := httpx.NewApp("worker", log, 4096)
-	httpx.MountHealth(health, log, map[string]httpx.Check{"temporal": boot.TemporalReady(tc)})
+	health := httpx.NewApp("worker", rt.Log, 4096)
+	httpx.MountHealth(health, rt.Log, map[string]httpx.Check{"temporal": boot.TemporalReady(tc)})
 	go func() {
-		if err := boot.Serve(ctx, health, cfg.WorkerHealthAddr, cfg.ShutdownTimeout); err != nil {
-			log.Error("health server", "error", err)
-			cancel()
+		if err := boot.Serve(rt.Ctx, health, rt.Config.WorkerHealthAddr, rt.Config.ShutdownTimeout); err != nil {
+			boot.Fatal(rt.Log, "health server", err)
 		}
 	}()
-	if err := boot.RunWorker(ctx, tc, cfg, log); err != nil {
-		boot.Fatal(log, "worker", err)
+	if err := boot.RunWorker(rt.Ctx, tc, rt.Config, rt.Log); err != nil {
+		boot.Fatal(rt.Log, "worker", err)
 	}
 }

@@ -263,11 +263,7 @@ func applyPatch(ctx context.Context, u *ent.ExternalUser, p *customerPatch) (*en
 }
 
 func (s *Service) getExternalUser(c *fiber.Ctx) error {
-	caller, eu, err := keyCallerWithEU(c)
-	if err != nil {
-		return err
-	}
-	u, err := s.customer(c, caller.IntegrationID, eu)
+	caller, u, err := s.callerCustomer(c)
 	if err != nil {
 		return err
 	}
@@ -275,11 +271,7 @@ func (s *Service) getExternalUser(c *fiber.Ctx) error {
 }
 
 func (s *Service) getUsage(c *fiber.Ctx) error {
-	caller, eu, err := keyCallerWithEU(c)
-	if err != nil {
-		return err
-	}
-	u, err := s.customer(c, caller.IntegrationID, eu)
+	_, u, err := s.callerCustomer(c)
 	if err != nil {
 		return err
 	}
@@ -293,17 +285,22 @@ func (s *Service) getUsage(c *fiber.Ctx) error {
 	}})
 }
 
-func (s *Service) customer(c *fiber.Ctx, integrationID, eu string) (*ent.ExternalUser, error) {
+// callerCustomer authenticates a key caller and loads the customer its EU header names.
+func (s *Service) callerCustomer(c *fiber.Ctx) (*httpx.Caller, *ent.ExternalUser, error) {
+	caller, eu, err := keyCallerWithEU(c)
+	if err != nil {
+		return nil, nil, err
+	}
 	u, err := s.db.Ent.ExternalUser.Query().
-		Where(externaluser.IntegrationID(integrationID), externaluser.ExternalUserID(eu)).
+		Where(externaluser.IntegrationID(caller.IntegrationID), externaluser.ExternalUserID(eu)).
 		Only(c.UserContext())
 	if ent.IsNotFound(err) {
-		return nil, apperr.NotFound("external user not found")
+		return nil, nil, apperr.NotFound("external user not found")
 	}
 	if err != nil {
-		return nil, apperr.Internal(err)
+		return nil, nil, apperr.Internal(err)
 	}
-	return u, nil
+	return caller, u, nil
 }
 
 // keyCallerWithEU admits secret + public key callers and returns the required EU header.

@@ -1,0 +1,54 @@
+package boot
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/splathost/splathost/internal/config"
+	"github.com/splathost/splathost/internal/db"
+)
+
+// Runtime is what every binary starts from: its configuration, logger and a context cancelled
+// on SIGINT or SIGTERM, with tracing installed.
+type Runtime struct {
+	Ctx    context.Context
+	Config config.Config
+	Log    *slog.Logger
+	stop   []func()
+}
+
+// Init loads the configuration (and, with secrets, insists on the admin token and internal
+// secret), installs tracing and the signal context; it exits the process on a bad setup.
+func Init(component string, secrets bool) *Runtime {
+	cfg, err := config.Load()
+	log := Logger(cfg, component)
+	if err == nil && secrets {
+		err = cfg.RequireSecrets()
+	}
+	if err != nil {
+		Fatal(log, "configuration", err)
+	}
+	ctx, cancel := SignalContext()
+	stopTel, err := Telemetry(ctx, cfg, component)
+	if err != nil {
+		Fatal(log, "telemetry", err)
+	}
+	return &Runtime{Ctx: ctx, Config: cfg, Log: log, stop: []func(){cancel, func() { _ = stopTel(context.Background()) }}}
+}
+
+// DB opens Postgres or exits; Close releases it.
+func (r *Runtime) DB() *db.DB {
+	d, err := OpenDB(r.Ctx, r.Config)
+	if err != nil {
+		Fatal(r.Log, "postgres", err)
+	}
+	r.stop = append(r.stop, d.Close)
+	return d
+}
+
+// Close releases everything Init and DB opened, last opened first.
+func (r *Runtime) Close() {
+	for i := len(r.stop) - 1; i >= 0; i-- {
+		r.stop[i]()
+	}
+}

@@ -1,0 +1,201 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// BareQuery is the one query the bare server runs per request: the same single-row lookup
+// the user service makes for GET /api/v1/external-user.
+const BareQuery = `SELECT id, integration_id, external_user_id, display_name, avatar_url, email_hash, metadata, status, billing_state, used_bytes, limit_bytes, max_splats, deleted_at, created_at, updated_at FROM external_users WHERE integration_id=$1 AND external_user_id=$2`
+
+// BareIntegrationHeader carries the integration id to the bare server, which authenticates
+// nothing: it stands for the least any implementation of the endpoint must do.
+const BareIntegrationHeader = "X-Bench-Integration-Id"
+
+// externalUserHeader is the interface's customer header, sent to both servers alike.
+const externalUserHeader = "X-Service-External-User-Id"
+
+// BarePath is the bare server's route.
+const BarePath = "/api/v1/external-user"
+
+// bareUser is one external_users row as the bare server returns it.
+type bareUser struct {
+	ID             string          `json:"id"`
+	IntegrationID  string          `json:"integrationId"`
+	ExternalUserID string          `json:"externalUserId"`
+	DisplayName    *string         `json:"displayName"`
+	AvatarURL      *string         `json:"avatarUrl"`
+	EmailHash      *string         `json:"emailHash"`
+	Metadata       json.RawMessage `json:"metadata"`
+	Status         string          `json:"status"`
+	BillingState   string          `json:"billingState"`
+	UsedBytes      int64           `json:"usedBytes"`
+	LimitBytes     int64           `json:"limitBytes"`
+	MaxSplats      *int64          `json:"maxSplats"`
+	DeletedAt      *time.Time      `json:"deletedAt"`
+	CreatedAt      time.Time       `json:"createdAt"`
+	UpdatedAt      time.Time       `json:"updatedAt"`
+}
+
+// BareServerOptions configures the bare-server subcommand.
+type BareServerOptions struct {
+	// PostgresURL is the stack's product database.
+	PostgresURL string
+	// Addr is the listen address; port 0 picks a free port, printed on stdout.
+	Addr string
+	// PoolSize is the pgxpool size, the same as the product's.
+	PoolSize int
+}
+
+// RunBareServer serves GET BarePath with one pgx query and a JSON response until ctx ends. It
+// prints "listening HOST:PORT" on stdout once it accepts connections.
+func RunBareServer(ctx context.Context, o BareServerOptions, stdout io.Writer) error {
+	cfg, err := pgxpool.ParseConfig(o.PostgresURL)
+	if err != nil {
+		return fmt.Errorf("postgres url: %w", err)
+	}
+	cfg.MaxConns = int32(o.PoolSize)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("postgres pool: %w", err)
+	}
+	defer pool.Close()
+	if err := pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres ping: %w", err)
+	}
+
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	app.Get(BarePath, func(c *fiber.Ctx) error {
+		var u bareUser
+		err := pool.QueryRow(c.UserContext(), BareQuery, c.Get(BareIntegrationHeader), c.Get(externalUserHeader)).Scan(
+			&u.ID, &u.IntegrationID, &u.ExternalUserID, &u.DisplayName, &u.AvatarURL, &u.EmailHash, &u.Metadata,
+			&u.Status, &u.BillingState, &u.UsedBytes, &u.LimitBytes, &u.MaxSplats, &u.DeletedAt, &u.CreatedAt, &u.UpdatedAt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return c.Status(fiber.StatusNotFound).JSON(fiber.Map{"status": "error", "message": "external user not found"})
+		}
+		if err != nil {
+			return c.Status(fiber.StatusInternalServerError).JSON(fiber.Map{"status": "error", "message": err.Error()})
+		}
+		return c.JSON(fiber.Map{"status": "success", "externalUser": u})
+	})
+
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return err
+	}
+	served := make(chan error, 1)
+	go func() { served <- app.Listener(ln) }()
+	fmt.Fprintf(stdout, "listening %s\n", ln.Addr())
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	if err := app.ShutdownWithTimeout(5 * time.Second); err != nil {
+		return err
+	}
+	return <-served
+}
+
+// BareServer is a running bare-server child process.
+type BareServer struct {
+	// URL is the server's base URL.
+	URL  string
+	proc *child
+}
+
+// StartBareServer runs `EXE bare-server` against pgURL as a separate process, so the bare side
+// pays the same process boundaries (client → server → Postgres) as the product, and waits
+// until it answers.
+func StartBareServer(ctx context.Context, exe, pgURL string, poolSize int, logPath string) (*BareServer, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	addr := &firstLine{ch: make(chan string, 1)}
+	cmd := exec.Command(exe, "bare-server", "--pg", pgURL, "--addr", "127.0.0.1:0", "--pool", strconv.Itoa(poolSize))
+	cmd.Stdout, cmd.Stderr = addr, logf
+	proc, err := startManaged("bare server", cmd, syscall.SIGKILL)
+	if err != nil {
+		return nil, err
+	}
+	b := &BareServer{proc: proc}
+	fail := func(err error) (*BareServer, error) {
+		_ = proc.stop(5 * time.Second)
+		return nil, fmt.Errorf("bare server: %w; log:\n%s", err, tailFile(logPath, 20))
+	}
+	select {
+	case line := <-addr.ch:
+		host, ok := strings.CutPrefix(line, "listening ")
+		if !ok {
+			return fail(fmt.Errorf("unexpected first line %q", line))
+		}
+		b.URL = "http://" + host
+	case <-proc.done:
+		return fail(fmt.Errorf("exited at start-up (%v)", proc.waitErr))
+	case <-time.After(30 * time.Second):
+		return fail(errors.New("no listen address within 30s"))
+	case <-ctx.Done():
+		return fail(ctx.Err())
+	}
+	client := &http.Client{Timeout: 2 * time.Second}
+	for i := 0; ; i++ {
+		resp, err := client.Get(b.URL + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return b, nil
+			}
+		}
+		if i >= 100 || ctx.Err() != nil {
+			return fail(fmt.Errorf("not healthy: %v", err))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Stop shuts the bare server down.
+func (b *BareServer) Stop() error { return b.proc.stop(10 * time.Second) }
+
+// firstLine is a child's stdout that hands on its first line and discards the rest.
+type firstLine struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	sent bool
+	ch   chan string
+}
+
+// Write implements io.Writer.
+func (f *firstLine) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.sent {
+		return len(p), nil
+	}
+	f.buf.Write(p)
+	if line, _, ok := bytes.Cut(f.buf.Bytes(), []byte("\n")); ok {
+		f.ch <- strings.TrimSpace(string(line))
+		f.sent = true
+	}
+	return len(p), nil
+}

@@ -1,0 +1,222 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// LoadOptions configures one closed-loop load run.
+type LoadOptions struct {
+	// URL is the full loopback URL to GET.
+	URL string
+	// Headers are sent with every request.
+	Headers map[string]string
+	// Concurrency is the number of workers, each with one keep-alive connection and one
+	// request in flight.
+	Concurrency int
+	// Warmup is run and discarded before the measured Duration.
+	Warmup, Duration time.Duration
+	// MaxRequests bounds the requests of the whole run (warm-up included), so a server that
+	// answers implausibly fast cannot keep the loops spinning without end.
+	MaxRequests int64
+	// Timeout bounds each request.
+	Timeout time.Duration
+}
+
+// LoadResult is what one load run measured. Only responses completed inside the measured window
+// count; OK counts the 200s alone.
+type LoadResult struct {
+	OK          int64         `json:"ok"`
+	Non200      int64         `json:"non200"`
+	Errors      int64         `json:"errors"`
+	Statuses    map[int]int64 `json:"statuses,omitempty"`
+	FirstError  string        `json:"firstError,omitempty"`
+	Window      time.Duration `json:"windowNanos"`
+	RPS         float64       `json:"rps"`
+	P50         time.Duration `json:"p50Nanos"`
+	P99         time.Duration `json:"p99Nanos"`
+	CappedCount bool          `json:"cappedCount,omitempty"`
+}
+
+// Failures is the number of measured requests that did not get a 200.
+func (r LoadResult) Failures() int64 { return r.Non200 + r.Errors }
+
+// Summary is a short human description: latencies and failures.
+func (r LoadResult) Summary() string {
+	s := fmt.Sprintf("p50 %s p99 %s", fmtLatency(r.P50), fmtLatency(r.P99))
+	if f := r.Failures(); f > 0 {
+		codes := make([]string, 0, len(r.Statuses))
+		for code, n := range r.Statuses {
+			codes = append(codes, fmt.Sprintf("%d×%d", n, code))
+		}
+		sort.Strings(codes)
+		s += fmt.Sprintf(", %d failed (%d transport errors", f, r.Errors)
+		if len(codes) > 0 {
+			s += "; statuses " + strings.Join(codes, " ")
+		}
+		s += ")"
+		if r.FirstError != "" {
+			s += ": " + r.FirstError
+		}
+	}
+	if r.CappedCount {
+		s += ", stopped at the request cap"
+	}
+	return s
+}
+
+func fmtLatency(d time.Duration) string {
+	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+}
+
+// workerResult is one worker's tally, merged after the run so the hot loop shares nothing.
+type workerResult struct {
+	ok, non200, errors int64
+	statuses           map[int]int64
+	firstErr           error
+	latencies          []time.Duration
+	capped             bool
+}
+
+// RunLoad drives GET requests at o.URL from o.Concurrency workers for o.Warmup + o.Duration
+// and reports the measured window. It returns an error only when the run cannot happen at all;
+// failed requests are counted in the result.
+func RunLoad(ctx context.Context, o LoadOptions) (LoadResult, error) {
+	u, err := url.Parse(o.URL)
+	if err != nil {
+		return LoadResult{}, err
+	}
+	if u.Scheme != "http" {
+		return LoadResult{}, fmt.Errorf("load target %s: only plain http is supported", o.URL)
+	}
+	// The measures compare servers on this machine; a remote target would measure the network.
+	if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return LoadResult{}, fmt.Errorf("load target %s is not a loopback address", o.URL)
+	}
+	if o.Concurrency < 1 || o.Duration <= 0 || o.MaxRequests < 1 {
+		return LoadResult{}, errors.New("load: concurrency, duration and the request cap must be positive")
+	}
+	hc := &fasthttp.HostClient{
+		Addr:                     u.Host,
+		MaxConns:                 o.Concurrency,
+		ReadTimeout:              o.Timeout,
+		WriteTimeout:             o.Timeout,
+		MaxIdleConnDuration:      time.Minute,
+		MaxConnWaitTimeout:       o.Timeout,
+		NoDefaultUserAgentHeader: true,
+	}
+	defer hc.CloseIdleConnections()
+
+	start := time.Now()
+	measureFrom := start.Add(o.Warmup)
+	measureTo := measureFrom.Add(o.Duration)
+	perWorker := max(1, o.MaxRequests/int64(o.Concurrency))
+	results := make([]workerResult, o.Concurrency)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() {
+			results[i] = worker(ctx, hc, o, measureFrom, measureTo, perWorker)
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return LoadResult{}, err
+	}
+
+	res := LoadResult{Statuses: map[int]int64{}, Window: o.Duration}
+	var lat []time.Duration
+	for _, w := range results {
+		res.OK += w.ok
+		res.Non200 += w.non200
+		res.Errors += w.errors
+		for code, n := range w.statuses {
+			res.Statuses[code] += n
+		}
+		if w.firstErr != nil && res.FirstError == "" {
+			res.FirstError = w.firstErr.Error()
+		}
+		res.CappedCount = res.CappedCount || w.capped
+		lat = append(lat, w.latencies...)
+	}
+	// A worker that hit the cap stopped early: the rate is then over the time actually used.
+	if res.CappedCount {
+		if used := time.Since(measureFrom); used > 0 && used < o.Duration {
+			res.Window = used
+		}
+	}
+	res.RPS = float64(res.OK) / res.Window.Seconds()
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		res.P50 = lat[len(lat)/2]
+		res.P99 = lat[min(len(lat)-1, len(lat)*99/100)]
+	}
+	return res, nil
+}
+
+// worker runs one closed loop: send, wait for the answer, tally it if it completed inside the
+// measured window, repeat until the window closes or the cap is reached.
+func worker(ctx context.Context, hc *fasthttp.HostClient, o LoadOptions, from, to time.Time, limit int64) workerResult {
+	w := workerResult{statuses: map[int]int64{}}
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(o.URL)
+	req.Header.SetMethod(fasthttp.MethodGet)
+	for k, v := range o.Headers {
+		req.Header.Set(k, v)
+	}
+	for n := int64(0); ; n++ {
+		if n >= limit {
+			w.capped = true
+			return w
+		}
+		if ctx.Err() != nil {
+			return w
+		}
+		t0 := time.Now()
+		if t0.After(to) {
+			return w
+		}
+		err := hc.Do(req, resp)
+		now := time.Now()
+		if now.Before(from) || now.After(to) {
+			// Warm-up, or an answer that arrived after the window closed.
+			if err != nil {
+				time.Sleep(5 * time.Millisecond) // a refusing server must not turn this into a spin
+			}
+			continue
+		}
+		switch {
+		case err != nil:
+			w.errors++
+			if w.firstErr == nil {
+				w.firstErr = err
+			}
+			time.Sleep(5 * time.Millisecond)
+		case resp.StatusCode() == fasthttp.StatusOK:
+			w.ok++
+			w.latencies = append(w.latencies, now.Sub(t0))
+		default:
+			w.non200++
+			w.statuses[resp.StatusCode()]++
+			if w.firstErr == nil {
+				body := resp.Body()
+				if len(body) > 200 {
+					body = body[:200]
+				}
+				w.firstErr = fmt.Errorf("status %d: %s", resp.StatusCode(), body)
+			}
+		}
+	}
+}
