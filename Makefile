@@ -58,7 +58,7 @@ migrate: bin/splathost
 	bin/splathost migrate
 
 ## test: vet both modules, then unit and integration tests (the harness starts the real stack).
-test: deps bin/stack
+test: deps build
 	go vet ./... ./tools/...
 	go test -count=1 -timeout 20m ./...
 

@@ -1,0 +1,90 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/splathost/splathost/internal/testenv"
+)
+
+// TestDevStackRunsSplitBinaries is `make dev` in miniature: the stack runner starts every part
+// and the real gateway, user, scene, session and worker binaries, writes stack.json with the
+// contract's keys, serves an operator and an integrator, and stops every process cleanly.
+func TestDevStackRunsSplitBinaries(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o755))
+	stack, st, err := testenv.StartStack(dir, "--services", "split", "--bin", filepath.Join(root, "bin"))
+	require.NoError(t, err)
+	stopped := false
+	defer func() {
+		if !stopped {
+			stack.Stop()
+		}
+	}()
+
+	raw, err := os.ReadFile(filepath.Join(dir, "stack.json"))
+	require.NoError(t, err)
+	var state map[string]any
+	require.NoError(t, json.Unmarshal(raw, &state))
+	for _, k := range []string{"gatewayUrl", "adminToken", "temporalUiUrl", "objectStoreUrl", "postgresUrl", "clickhouseAddr"} {
+		require.NotEmpty(t, state[k], k)
+	}
+
+	h := map[string]string{"Authorization": "Bearer " + st.AdminToken}
+	r, err := testenv.Do(st.GatewayURL, "POST", "/admin/v1/accounts", h,
+		map[string]any{"name": "Dev", "plan": "free", "storageBundleBytes": 1000})
+	require.NoError(t, err)
+	require.Equal(t, 201, r.Status, string(r.Raw))
+	r, err = testenv.Do(st.GatewayURL, "POST", "/admin/v1/integrations", h, map[string]any{
+		"accountId": r.Body["account"].(map[string]any)["id"], "productSlug": "dev.example", "capabilities": []string{"viewer"}})
+	require.NoError(t, err)
+	require.Equal(t, 201, r.Status, string(r.Raw))
+	in := r.Body["integration"].(map[string]any)
+	keys := map[string]string{"Authorization": "Bearer " + in["secretKey"].(string),
+		"X-Service-Public-Key": in["publicKey"].(string), "X-Service-External-User-Id": "dev-customer"}
+	r, err = testenv.Do(st.GatewayURL, "PUT", "/api/v1/external-user", keys, map[string]any{"maxSplats": 2})
+	require.NoError(t, err)
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	require.EqualValues(t, 1000, r.Body["externalUser"].(map[string]any)["limitBytes"])
+	r, err = testenv.Do(st.GatewayURL, "GET", "/api/v1/external-user/usage", keys, nil)
+	require.NoError(t, err)
+	require.Equal(t, 200, r.Status, string(r.Raw))
+
+	resp, err := http.Get(st.TemporalUIURL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+
+	var procs struct {
+		Processes []struct {
+			Name string `json:"name"`
+			Pid  int    `json:"pid"`
+		} `json:"processes"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &procs))
+	names := map[string]bool{}
+	for _, p := range procs.Processes {
+		names[p.Name] = true
+	}
+	for _, want := range []string{"postgres", "clickhouse", "versitygw", "gateway", "user", "scene", "session", "worker"} {
+		require.True(t, names[want], "process %s listed", want)
+	}
+
+	stack.Stop()
+	stopped = true
+	for _, p := range procs.Processes {
+		require.Eventually(t, func() bool { return syscall.Kill(p.Pid, 0) != nil }, 10*time.Second, 50*time.Millisecond,
+			"%s (pid %d) still running after shutdown", p.Name, p.Pid)
+	}
+	_, err = os.Stat(filepath.Join(dir, "stack.json"))
+	require.True(t, os.IsNotExist(err), "stack.json is removed on shutdown")
+}

@@ -1,0 +1,308 @@
+// Package bench is splathost's benchmark: the gateway's authenticated customer read against a
+// bare Fiber + pgx server doing the same query on the same Postgres, the dev stack's ready time
+// cold and warm, and the idle memory of every stack process. Every measure is compared with a
+// goal; a missed goal is reported, never an error, because a slow machine is not a fault.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Goals of the benchmark.
+var (
+	// GoalAllInOne is the least gateway/bare throughput ratio with every service in one process.
+	GoalAllInOne = &Goal{AtLeast: true, Target: 0.70}
+	// GoalSplit is the least ratio with the services in separate processes (one more hop).
+	GoalSplit = &Goal{AtLeast: true, Target: 0.45}
+	// GoalServiceRSS caps the idle memory of each splathost service binary.
+	GoalServiceRSS = &Goal{Target: 40, Unit: "MiB"}
+	// GoalStackRSS caps the idle memory of the whole stack.
+	GoalStackRSS = &Goal{Target: 700, Unit: "MiB"}
+)
+
+// serviceNames are the split-mode product binaries that GoalServiceRSS applies to.
+var serviceNames = map[string]bool{"gateway": true, "user": true, "scene": true, "session": true, "worker": true}
+
+// maxFailureFraction is the share of failed requests above which a load run counts as broken:
+// a plain read of one row should not fail under a load of a few dozen connections.
+const maxFailureFraction = 0.01
+
+// Options configures a benchmark run.
+type Options struct {
+	// Runner is the stack runner binary; BinDir holds the product binaries.
+	Runner, BinDir string
+	// Exe is this binary, run again as the bare server.
+	Exe string
+	// TempDir is where the stack data directory is created ("" for the system default).
+	TempDir string
+	// Keep leaves the data directory (with every log) in place.
+	Keep bool
+	// Concurrency, Warmup, Duration, MaxRequests and Timeout shape each load run.
+	Concurrency          int
+	Warmup, Duration     time.Duration
+	MaxRequests          int64
+	Timeout              time.Duration
+	// PoolSize is the bare server's pgxpool size (the product's is 16).
+	PoolSize int
+	// Idle is how long a fresh stack sits unused before its memory is read.
+	Idle time.Duration
+	// ReadyTimeout bounds each stack's start; StopTimeout each stack's shutdown.
+	ReadyTimeout, StopTimeout time.Duration
+	Log                       *slog.Logger
+}
+
+// runner carries one run's options and collects its results.
+type runner struct {
+	o        Options
+	dir      string
+	problems []error
+}
+
+// Run performs every measure and returns the report. It never stops at the first failure: a
+// measure that fails becomes an error row and the rest still run, so one report shows all that
+// could be measured. Only a cancelled ctx ends it early.
+func Run(ctx context.Context, o Options) Report {
+	start := time.Now()
+	r := &runner{o: o}
+	rep := Report{Settings: map[string]string{
+		"concurrency": strconv.Itoa(o.Concurrency), "warmup": o.Warmup.String(), "duration": o.Duration.String(),
+		"pool": strconv.Itoa(o.PoolSize), "idle": o.Idle.String(), "memory unit": "MiB of VmRSS",
+	}}
+
+	tputAll := Row{Name: "GET /api/v1/external-user, allinone", Unit: "req/s", Goal: GoalAllInOne}
+	tputSplit := Row{Name: "GET /api/v1/external-user, split", Unit: "req/s", Goal: GoalSplit}
+	readyCold := Row{Name: "stack ready, cold data dir (split)", Unit: "ms"}
+	readyWarm := Row{Name: "stack ready, warm restart (split)", Unit: "ms"}
+	readyAll := Row{Name: "stack ready, warm restart (allinone)", Unit: "ms"}
+	var memSplit, memAll []Row
+
+	dir, err := os.MkdirTemp(o.TempDir, "splathost-bench-")
+	if err == nil {
+		// Postgres runs as the postgres user and must reach its data directory.
+		err = os.Chmod(dir, 0o755)
+	}
+	if err != nil {
+		for _, row := range []*Row{&tputAll, &tputSplit, &readyCold, &readyWarm, &readyAll} {
+			row.Err = err
+		}
+	} else {
+		r.dir = dir
+		// Phase 1, split on a fresh directory: cold ready time, idle memory, throughput.
+		coldOK := r.phase(ctx, "split", &readyCold, func(st *Stack) {
+			memSplit = r.memoryRows(ctx, st, "split")
+			r.throughput(ctx, st, "split", &tputSplit)
+		})
+		if !coldOK {
+			memSplit = []Row{{Name: "idle RSS (split)", Unit: "MiB", Goal: GoalStackRSS, Err: readyCold.Err}}
+			tputSplit.Err = readyCold.Err
+		}
+		// Phase 2, the same directory again: the warm restart a developer sees every day.
+		if coldOK {
+			r.phase(ctx, "split", &readyWarm, func(*Stack) {})
+		} else {
+			readyWarm.Err = errors.New("skipped: the cold start failed")
+		}
+		// Phase 3, all services in one process on the same (warm) directory.
+		if !r.phase(ctx, "allinone", &readyAll, func(st *Stack) {
+			memAll = r.memoryRows(ctx, st, "allinone")
+			r.throughput(ctx, st, "allinone", &tputAll)
+		}) {
+			memAll = []Row{{Name: "idle RSS (allinone)", Unit: "MiB", Goal: GoalStackRSS, Err: readyAll.Err}}
+			tputAll.Err = readyAll.Err
+		}
+		r.cleanup()
+	}
+
+	rep.Rows = append(rep.Rows, tputAll, tputSplit, readyCold, readyWarm, readyAll)
+	rep.Rows = append(rep.Rows, memSplit...)
+	rep.Rows = append(rep.Rows, memAll...)
+	rep.Problems = r.problems
+	rep.Elapsed = time.Since(start)
+	return rep
+}
+
+// phase starts a stack in mode, records its ready time in ready, runs measure against it and
+// stops it. It reports whether the stack started.
+func (r *runner) phase(ctx context.Context, mode string, ready *Row, measure func(*Stack)) bool {
+	if err := ctx.Err(); err != nil {
+		ready.Err = err
+		return false
+	}
+	log := r.o.Log.With("services", mode)
+	log.Info("starting stack", "dir", r.dir)
+	st, err := StartStack(ctx, StackOptions{
+		Runner: r.o.Runner, BinDir: r.o.BinDir, Dir: r.dir, Services: mode, ReadyTimeout: r.o.ReadyTimeout,
+	})
+	if err != nil {
+		ready.Err = fmt.Errorf("start stack (%s): %w", mode, err)
+		log.Error("stack did not start", "err", err)
+		return false
+	}
+	ready.Value = float64(st.State.ReadyMillis)
+	log.Info("stack ready", "readyMillis", st.State.ReadyMillis)
+	measure(st)
+	if err := st.Failed(); err != nil {
+		r.problems = append(r.problems, err)
+	}
+	log.Info("stopping stack")
+	if err := st.Stop(r.o.StopTimeout); err != nil {
+		r.problems = append(r.problems, fmt.Errorf("stop stack (%s): %w", mode, err))
+	}
+	return true
+}
+
+// memoryRows waits for the stack to idle, then reads the memory of every listed process.
+func (r *runner) memoryRows(ctx context.Context, st *Stack, mode string) []Row {
+	total := Row{Name: "idle RSS total (" + mode + ")", Unit: "MiB", Goal: GoalStackRSS}
+	select {
+	case <-ctx.Done():
+		total.Err = ctx.Err()
+		return []Row{total}
+	case <-time.After(r.o.Idle):
+	}
+	var rows []Row
+	var pss int64
+	for _, p := range st.State.Processes {
+		row := Row{Name: "idle RSS " + p.Name + " (" + mode + ")", Unit: "MiB"}
+		if mode == "split" && serviceNames[p.Name] {
+			row.Goal = GoalServiceRSS
+		}
+		// Postgres serves each connection from a forked backend that belongs to it; no other
+		// process's children are its own (the runner's children are the other rows).
+		withChildren := p.Name == "postgres"
+		m, err := ReadMemory(p.PID, withChildren)
+		if err != nil {
+			row.Err = fmt.Errorf("read memory of %s (pid %d): %w", p.Name, p.PID, err)
+			total.Err = errors.New("a process could not be read")
+			rows = append(rows, row)
+			continue
+		}
+		row.Value = kibToMiB(m.RSSKiB)
+		total.Value += row.Value
+		pss += m.PSSKiB
+		switch p.Name {
+		case "postgres":
+			row.Notes = fmt.Sprintf("postmaster + %d child processes; summed RSS counts shared buffers once per process, PSS %.1f MiB",
+				m.Processes-1, kibToMiB(m.PSSKiB))
+		case "stack":
+			row.Notes = "runner with the in-process Temporal server and UI"
+		case "splathost":
+			row.Notes = "gateway, user, scene, session and worker in one process"
+		}
+		rows = append(rows, row)
+	}
+	if pss > 0 {
+		total.Notes = fmt.Sprintf("PSS %.1f MiB", kibToMiB(pss))
+	}
+	return append(rows, total)
+}
+
+func kibToMiB(k int64) float64 { return float64(k) / 1024 }
+
+// throughput measures the bare server and then the gateway, both fed the same customer read by
+// the same load generator against the same Postgres.
+func (r *runner) throughput(ctx context.Context, st *Stack, mode string, row *Row) {
+	log := r.o.Log.With("services", mode)
+	t, err := SetupTenant(st.State.GatewayURL, st.State.AdminToken, mode)
+	if err != nil {
+		row.Err = fmt.Errorf("tenant setup: %w", err)
+		return
+	}
+	const path = "/api/v1/external-user"
+	if err := t.CheckRead("gateway read", st.State.GatewayURL, path, nil); err != nil {
+		row.Err = err
+		return
+	}
+
+	bareRes, err := r.bare(ctx, st, mode, t)
+	if err != nil {
+		row.Err = err
+		return
+	}
+	if err := st.Failed(); err != nil {
+		row.Err = err
+		return
+	}
+	log.Info("loading gateway", "url", st.State.GatewayURL+path)
+	prodRes, err := RunLoad(ctx, r.loadOptions(st.State.GatewayURL+path, t.Headers()))
+	if err != nil {
+		row.Err = fmt.Errorf("gateway load: %w", err)
+		return
+	}
+	log.Info("gateway measured", "rps", int(prodRes.RPS), "bareRps", int(bareRes.RPS))
+	row.Value, row.Bare = prodRes.RPS, bareRes.RPS
+	row.Notes = "gateway " + prodRes.Summary() + "; bare " + bareRes.Summary()
+	for _, res := range []struct {
+		name string
+		LoadResult
+	}{{"gateway", prodRes}, {"bare server", bareRes}} {
+		switch total := res.OK + res.Failures(); {
+		case res.OK == 0:
+			row.Err = fmt.Errorf("%s: no successful request (%s)", res.name, res.Summary())
+		case float64(res.Failures()) > maxFailureFraction*float64(total):
+			r.problems = append(r.problems, fmt.Errorf("%s, %s: %d of %d requests failed: %s",
+				row.Name, res.name, res.Failures(), total, res.Summary()))
+		}
+	}
+}
+
+// bare starts the bare server on the stack's Postgres, checks it returns the tenant's customer,
+// loads it and stops it, so it holds no connections while the gateway is measured.
+func (r *runner) bare(ctx context.Context, st *Stack, mode string, t Tenant) (LoadResult, error) {
+	log := r.o.Log.With("services", mode)
+	b, err := StartBareServer(ctx, r.o.Exe, st.State.PostgresURL, r.o.PoolSize, filepath.Join(r.dir, "bare-server-"+mode+".log"))
+	if err != nil {
+		return LoadResult{}, err
+	}
+	extra := map[string]string{BareIntegrationHeader: t.IntegrationID}
+	res, err := func() (LoadResult, error) {
+		if err := t.CheckRead("bare server read", b.URL, BarePath, extra); err != nil {
+			return LoadResult{}, err
+		}
+		h := t.Headers()
+		for k, v := range extra {
+			h[k] = v
+		}
+		log.Info("loading bare server", "url", b.URL+BarePath)
+		res, err := RunLoad(ctx, r.loadOptions(b.URL+BarePath, h))
+		if err != nil {
+			return LoadResult{}, fmt.Errorf("bare load: %w", err)
+		}
+		return res, nil
+	}()
+	if stopErr := b.Stop(); stopErr != nil {
+		r.problems = append(r.problems, fmt.Errorf("stop bare server (%s): %w", mode, stopErr))
+	}
+	return res, err
+}
+
+func (r *runner) loadOptions(url string, headers map[string]string) LoadOptions {
+	return LoadOptions{
+		URL: url, Headers: headers, Concurrency: r.o.Concurrency, Warmup: r.o.Warmup,
+		Duration: r.o.Duration, MaxRequests: r.o.MaxRequests, Timeout: r.o.Timeout,
+	}
+}
+
+// cleanup removes the data directory unless asked to keep it.
+func (r *runner) cleanup() {
+	if r.o.Keep {
+		r.o.Log.Info("data and logs kept", "dir", r.dir)
+		return
+	}
+	// Postgres has exited by now, but give a straggler's last write a moment rather than fail.
+	var err error
+	for range 5 {
+		if err = os.RemoveAll(r.dir); err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	r.problems = append(r.problems, fmt.Errorf("remove %s: %w", r.dir, err))
+}

@@ -1,0 +1,167 @@
+// Command bench runs splathost's benchmark (`make bench`) and prints one table of measures with
+// their goals: the gateway's authenticated GET /api/v1/external-user against a bare Fiber + pgx
+// server on the same Postgres (services in one process and apart), the dev stack's ready time
+// cold and warm, and the idle memory of every stack process. A missed goal is reported, not
+// failed: the exit status is non-zero only when a measure could not be taken or something
+// broke (failed requests, a stack that did not stop cleanly).
+//
+// Usage, from the repository root after `make build`:
+//
+//	bin/bench [--concurrency 32] [--warmup 1s] [--duration 5s] [--json] [--keep]
+//
+// `bin/bench bare-server --pg URL --addr HOST:PORT --pool 16` is the bare server itself, which
+// the benchmark runs as a separate process.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/splathost/splathost/tools/bench"
+)
+
+func main() {
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "bare-server" {
+		err = bareServer(os.Args[2:])
+	} else {
+		var broken bool
+		broken, err = run(os.Args[1:])
+		if err == nil && broken {
+			os.Exit(1)
+		}
+	}
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// run parses the flags, runs the benchmark and prints the report. broken says whether the
+// report holds a failure.
+func run(args []string) (broken bool, err error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var (
+		o         bench.Options
+		asJSON    bool
+		logLevel  string
+		runnerBin string
+	)
+	fs.StringVar(&o.BinDir, "bin", "bin", "directory of the product binaries and the stack runner")
+	fs.StringVar(&runnerBin, "stack", "", "stack runner binary (default BIN/stack)")
+	fs.IntVar(&o.Concurrency, "concurrency", 32, "load generator connections, one request in flight each")
+	fs.DurationVar(&o.Warmup, "warmup", time.Second, "load run before each measured window, not counted")
+	fs.DurationVar(&o.Duration, "duration", 5*time.Second, "measured window of each load run")
+	fs.Int64Var(&o.MaxRequests, "max-requests", 5_000_000, "upper bound on the requests of one load run")
+	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "timeout of each request")
+	fs.IntVar(&o.PoolSize, "pool", 16, "pgxpool size of the bare server (the product's is 16)")
+	fs.DurationVar(&o.Idle, "idle", 2*time.Second, "how long a fresh stack idles before its memory is read")
+	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", 3*time.Minute, "bound on each stack's start-up")
+	fs.DurationVar(&o.StopTimeout, "stop-timeout", time.Minute, "bound on each stack's shutdown before it is killed")
+	fs.StringVar(&o.TempDir, "tmp", "", "parent of the temporary data directory (default the system's)")
+	fs.BoolVar(&o.Keep, "keep", false, "keep the data directory and its logs")
+	fs.BoolVar(&asJSON, "json", false, "print the report as JSON instead of a markdown table")
+	fs.StringVar(&logLevel, "log-level", "info", "progress log level on stderr: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return false, err
+	}
+	if fs.NArg() > 0 {
+		return false, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if o.Concurrency < 1 || o.Duration <= 0 || o.Warmup < 0 || o.PoolSize < 1 || o.MaxRequests < 1 || o.Timeout <= 0 {
+		return false, errors.New("--concurrency, --duration, --pool, --max-requests and --timeout must be positive, --warmup not negative")
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+		return false, fmt.Errorf("--log-level: %w", err)
+	}
+	o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	if o.BinDir, err = filepath.Abs(o.BinDir); err != nil {
+		return false, err
+	}
+	if runnerBin == "" {
+		runnerBin = filepath.Join(o.BinDir, "stack")
+	}
+	if o.Runner, err = filepath.Abs(runnerBin); err != nil {
+		return false, err
+	}
+	if _, err := os.Stat(o.Runner); err != nil {
+		return false, fmt.Errorf("stack runner %s not found: build it first (make build)", o.Runner)
+	}
+	// The bare server is this same binary, started again with the bare-server subcommand.
+	if o.Exe, err = os.Executable(); err != nil {
+		return false, err
+	}
+
+	ctx, stop := signalContext(o.Log)
+	defer stop()
+	rep := bench.Run(ctx, o)
+	if asJSON {
+		err = rep.WriteJSON(os.Stdout)
+	} else {
+		err = rep.WriteMarkdown(os.Stdout)
+	}
+	if err != nil {
+		return true, err
+	}
+	if ctx.Err() != nil {
+		return true, errors.New("interrupted")
+	}
+	return rep.Broken(), nil
+}
+
+// bareServer is the bare-server subcommand.
+func bareServer(args []string) error {
+	fs := flag.NewFlagSet("bench bare-server", flag.ContinueOnError)
+	var o bench.BareServerOptions
+	fs.StringVar(&o.PostgresURL, "pg", "", "Postgres URL of the product database")
+	fs.StringVar(&o.Addr, "addr", "127.0.0.1:0", "listen address (port 0 picks one and prints it)")
+	fs.IntVar(&o.PoolSize, "pool", 16, "pgxpool size")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.PostgresURL == "" || o.PoolSize < 1 {
+		return errors.New("bare-server: --pg is required and --pool must be positive")
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signalContext(log)
+	defer stop()
+	return bench.RunBareServer(ctx, o, os.Stdout)
+}
+
+// signalContext is cancelled by the first SIGINT or SIGTERM, so the benchmark still stops its
+// stacks and removes its data; a second signal exits at once (the children then get their
+// parent-death signals, and the stack runner still stops its servers in order).
+func signalContext(log *slog.Logger) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		select {
+		case sig := <-sigs:
+			log.Warn("signal received, stopping (again to force)", "signal", sig)
+			cancel()
+		case <-ctx.Done():
+			return
+		}
+		<-sigs
+		log.Warn("second signal: exiting without cleaning up")
+		os.Exit(130)
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		cancel()
+	}
+}
