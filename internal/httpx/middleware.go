@@ -64,14 +64,14 @@ func AccessLog(log *slog.Logger) fiber.Handler {
 				_ = c.SendStatus(fiber.StatusInternalServerError)
 			}
 		}
-		attrs := []any{
-			"requestId", RequestID(c), "method", c.Method(), "path", c.Path(),
-			"status", c.Response().StatusCode(), "durationMs", float64(time.Since(start).Microseconds()) / 1000,
-		}
+		attrs := make([]slog.Attr, 0, 6)
+		attrs = append(attrs, slog.String("requestId", RequestID(c)), slog.String("method", c.Method()),
+			slog.String("path", c.Path()), slog.Int("status", c.Response().StatusCode()),
+			slog.Float64("durationMs", float64(time.Since(start).Microseconds())/1000))
 		if caller := CallerOf(c); caller != nil && caller.IntegrationID != "" {
-			attrs = append(attrs, "integrationId", caller.IntegrationID)
+			attrs = append(attrs, slog.String("integrationId", caller.IntegrationID))
 		}
-		log.InfoContext(c.UserContext(), "request", attrs...)
+		log.LogAttrs(c.UserContext(), slog.LevelInfo, "request", attrs...)
 		return nil
 	}
 }
@@ -87,6 +87,9 @@ func Tracing(component string) fiber.Handler {
 		defer span.End()
 		c.SetUserContext(ctx)
 		err := c.Next()
+		if !span.IsRecording() {
+			return err // tracing is off: skip building attributes nobody reads
+		}
 		status := c.Response().StatusCode()
 		if err != nil {
 			status = toAppErr(err).Status

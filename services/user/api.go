@@ -13,7 +13,6 @@ import (
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/externaluser"
-	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
@@ -195,7 +194,8 @@ func (s *Service) putExternalUser(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"status": "success", "externalUser": externalUserJSON(out, caller.ProductSlug)})
+	v := viewOf(out, caller.ProductSlug)
+	return c.JSON(externalUserResponse{Status: "success", ExternalUser: &v})
 }
 
 // applyPatch writes the supplied fields. Suspended and canceled force the customer inactive and
@@ -263,44 +263,39 @@ func applyPatch(ctx context.Context, u *ent.ExternalUser, p *customerPatch) (*en
 }
 
 func (s *Service) getExternalUser(c *fiber.Ctx) error {
-	caller, u, err := s.callerCustomer(c)
+	caller, eu, err := keyCallerWithEU(c)
 	if err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"status": "success", "externalUser": externalUserJSON(u, caller.ProductSlug)})
+	v, err := s.loadCustomer(c.UserContext(), caller, eu)
+	if err != nil {
+		return err
+	}
+	return c.JSON(externalUserResponse{Status: "success", ExternalUser: v})
 }
 
 func (s *Service) getUsage(c *fiber.Ctx) error {
-	_, u, err := s.callerCustomer(c)
+	caller, eu, err := keyCallerWithEU(c)
 	if err != nil {
 		return err
 	}
-	used, err := s.db.Ent.Scene.Query().Where(scene.OwnerID(u.ID), scene.ArchivedAtIsNil()).Count(c.UserContext())
+	v, err := s.loadCustomer(c.UserContext(), caller, eu)
+	if err != nil {
+		return err
+	}
+	used, err := s.liveSceneCount(c.UserContext(), v.ID)
 	if err != nil {
 		return apperr.Internal(err)
 	}
 	return c.JSON(fiber.Map{"status": "success", "usage": fiber.Map{
-		"storage": storageJSON(u.UsedBytes, u.LimitBytes),
-		"splats":  fiber.Map{"used": used, "limit": u.MaxSplats},
+		"storage": storage(v.UsedBytes, v.LimitBytes),
+		"splats":  fiber.Map{"used": used, "limit": v.MaxSplats},
 	}})
 }
 
-// callerCustomer authenticates a key caller and loads the customer its EU header names.
-func (s *Service) callerCustomer(c *fiber.Ctx) (*httpx.Caller, *ent.ExternalUser, error) {
-	caller, eu, err := keyCallerWithEU(c)
-	if err != nil {
-		return nil, nil, err
-	}
-	u, err := s.db.Ent.ExternalUser.Query().
-		Where(externaluser.IntegrationID(caller.IntegrationID), externaluser.ExternalUserID(eu)).
-		Only(c.UserContext())
-	if ent.IsNotFound(err) {
-		return nil, nil, apperr.NotFound("external user not found")
-	}
-	if err != nil {
-		return nil, nil, apperr.Internal(err)
-	}
-	return caller, u, nil
+type externalUserResponse struct {
+	Status       string        `json:"status"`
+	ExternalUser *customerView `json:"externalUser"`
 }
 
 // keyCallerWithEU admits secret + public key callers and returns the required EU header.
@@ -316,16 +311,6 @@ func keyCallerWithEU(c *fiber.Ctx) (*httpx.Caller, string, error) {
 	return caller, eu, nil
 }
 
-// storageJSON is the interface's usage snapshot: remainingBytes = max(0, limit - used) and
-// percentUsed in 0-100 (contract.md item 7), 0 when the limit is 0.
-func storageJSON(used, limit int64) fiber.Map {
-	remaining := limit - used
-	if remaining < 0 {
-		remaining = 0
-	}
-	return fiber.Map{"usedBytes": used, "limitBytes": limit, "remainingBytes": remaining, "percentUsed": PercentUsed(used, limit)}
-}
-
 // PercentUsed is used/limit as a percentage clamped to 0-100 and rounded to two decimals.
 func PercentUsed(used, limit int64) float64 {
 	if limit <= 0 {
@@ -334,23 +319,4 @@ func PercentUsed(used, limit int64) float64 {
 	p := float64(used) / float64(limit) * 100
 	p = math.Max(0, math.Min(100, p))
 	return math.Round(p*100) / 100
-}
-
-func externalUserJSON(u *ent.ExternalUser, productSlug string) fiber.Map {
-	m := storageJSON(u.UsedBytes, u.LimitBytes)
-	m["id"] = u.ID
-	m["integrationId"] = u.IntegrationID
-	m["externalUserId"] = u.ExternalUserID
-	m["productSlug"] = productSlug
-	m["displayName"] = u.DisplayName
-	m["avatarUrl"] = u.AvatarURL
-	m["emailHash"] = u.EmailHash
-	m["metadata"] = u.Metadata
-	m["status"] = u.Status
-	m["billingState"] = u.BillingState
-	m["maxSplats"] = u.MaxSplats
-	m["deletedAt"] = httpx.ISOTimePtr(u.DeletedAt)
-	m["createdAt"] = httpx.ISOTime(u.CreatedAt)
-	m["updatedAt"] = httpx.ISOTime(u.UpdatedAt)
-	return m
 }

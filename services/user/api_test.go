@@ -629,7 +629,7 @@ func TestPercentUsed(t *testing.T) {
 	}
 }
 
-func TestStorageJSON(t *testing.T) {
+func TestStorage(t *testing.T) {
 	tests := []struct {
 		used, limit, remaining int64
 		percent                float64
@@ -644,8 +644,8 @@ func TestStorageJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%d/%d", tt.used, tt.limit), func(t *testing.T) {
-			require.Equal(t, fiber.Map{"usedBytes": tt.used, "limitBytes": tt.limit,
-				"remainingBytes": tt.remaining, "percentUsed": tt.percent}, storageJSON(tt.used, tt.limit))
+			require.Equal(t, storageView{UsedBytes: tt.used, LimitBytes: tt.limit,
+				RemainingBytes: tt.remaining, PercentUsed: tt.percent}, storage(tt.used, tt.limit))
 		})
 	}
 }

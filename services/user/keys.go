@@ -57,6 +57,8 @@ func (s *Integrations) Authenticate(ctx context.Context, publicKey, secret strin
 		hash = in.SecretHash
 	}
 	if !secretMatches(secret, hash) || in == nil {
+		// The public key is not a secret; naming it helps an operator see who is failing.
+		s.log.DebugContext(ctx, "authentication failed", "publicKey", publicKey, "knownPublicKey", in != nil)
 		return nil, apperr.Unauthorized("invalid credentials")
 	}
 	if in.Revoked {

@@ -36,16 +36,20 @@ type LoadOptions struct {
 // LoadResult is what one load run measured. Only responses completed inside the measured window
 // count; OK counts the 200s alone.
 type LoadResult struct {
-	OK          int64         `json:"ok"`
-	Non200      int64         `json:"non200"`
-	Errors      int64         `json:"errors"`
-	Statuses    map[int]int64 `json:"statuses,omitempty"`
-	FirstError  string        `json:"firstError,omitempty"`
-	Window      time.Duration `json:"windowNanos"`
-	RPS         float64       `json:"rps"`
-	P50         time.Duration `json:"p50Nanos"`
-	P99         time.Duration `json:"p99Nanos"`
-	CappedCount bool          `json:"cappedCount,omitempty"`
+	// OK counts the 200 responses, Non200 the other responses, Errors the requests that got no
+	// response at all (refused, reset, timed out).
+	OK, Non200, Errors int64
+	// Statuses counts the non-200 responses by status code.
+	Statuses map[int]int64
+	// FirstError describes the first failure, for the report.
+	FirstError string
+	// Window is the measured time; RPS is OK / Window.
+	Window time.Duration
+	RPS    float64
+	// P50 and P99 are latency percentiles of the 200 responses.
+	P50, P99 time.Duration
+	// Capped is set when a worker stopped at the request cap before the window ended.
+	Capped bool
 }
 
 // Failures is the number of measured requests that did not get a 200.
@@ -69,7 +73,7 @@ func (r LoadResult) Summary() string {
 			s += ": " + r.FirstError
 		}
 	}
-	if r.CappedCount {
+	if r.Capped {
 		s += ", stopped at the request cap"
 	}
 	return s
@@ -145,11 +149,11 @@ func RunLoad(ctx context.Context, o LoadOptions) (LoadResult, error) {
 		if w.firstErr != nil && res.FirstError == "" {
 			res.FirstError = w.firstErr.Error()
 		}
-		res.CappedCount = res.CappedCount || w.capped
+		res.Capped = res.Capped || w.capped
 		lat = append(lat, w.latencies...)
 	}
 	// A worker that hit the cap stopped early: the rate is then over the time actually used.
-	if res.CappedCount {
+	if res.Capped {
 		if used := time.Since(measureFrom); used > 0 && used < o.Duration {
 			res.Window = used
 		}

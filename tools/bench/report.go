@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,7 +15,8 @@ import (
 type Goal struct {
 	// AtLeast is true for "≥ Target", false for "≤ Target".
 	AtLeast bool
-	Target  float64
+	// Target is the threshold.
+	Target float64
 	// Unit is shown after the target.
 	Unit string
 }
@@ -45,7 +48,9 @@ func (g *Goal) met(v float64) bool {
 // Row is one measure of the report. A row whose measure failed keeps its name and goal and
 // carries the error instead of a value.
 type Row struct {
-	Name  string
+	// Name says what was measured and in which services mode.
+	Name string
+	// Value is the measure, in Unit.
 	Value float64
 	Unit  string
 	// Bare is the bare limit the value is compared with; zero when there is none.
@@ -127,14 +132,26 @@ func (r Row) cells() []string {
 	}
 	notes := r.Notes
 	if r.Err != nil {
-		notes = firstLineOf(r.Err.Error())
+		notes = summarize(r.Err)
 	}
 	return []string{r.Name, value, r.Unit, bare, ratio, r.Goal.String(), met, notes}
 }
 
-func firstLineOf(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
+// summarize fits an error into a table cell: its first line and, when it quotes a log, the
+// log's last line, which is usually the cause. The full text follows the table.
+func summarize(err error) string {
+	if errors.Is(err, context.Canceled) {
+		return "interrupted"
+	}
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	s := lines[0]
+	if len(lines) > 1 {
+		s += " " + strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[len(lines)-1]), "|"))
+	}
+	if r := []rune(s); len(r) > 160 {
+		s = string(r[:159]) + "…"
+	}
+	return s
 }
 
 // WriteMarkdown prints the report as one markdown table, then the settings, the total time and
@@ -169,10 +186,21 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 		line(cells)
 	}
 	fmt.Fprintf(&b, "\n%s; total time %.1fs\n", r.settingsLine(), r.Elapsed.Seconds())
+	// One failure often fails several rows (a stack that did not start): print each cause once.
+	var causes []string
+	rowsOf := map[string][]string{}
 	for _, row := range r.Rows {
-		if row.Err != nil {
-			fmt.Fprintf(&b, "\nERROR %s: %v\n", row.Name, row.Err)
+		if row.Err == nil || errors.Is(row.Err, context.Canceled) {
+			continue
 		}
+		msg := row.Err.Error()
+		if _, seen := rowsOf[msg]; !seen {
+			causes = append(causes, msg)
+		}
+		rowsOf[msg] = append(rowsOf[msg], row.Name)
+	}
+	for _, msg := range causes {
+		fmt.Fprintf(&b, "\nERROR in %s:\n%s\n", strings.Join(rowsOf[msg], "; "), msg)
 	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(&b, "\nPROBLEM: %v\n", p)

@@ -18,9 +18,9 @@ import (
 // Goals of the benchmark.
 var (
 	// GoalAllInOne is the least gateway/bare throughput ratio with every service in one process.
-	GoalAllInOne = &Goal{AtLeast: true, Target: 0.70}
+	GoalAllInOne = &Goal{AtLeast: true, Target: 0.70, Unit: "× bare"}
 	// GoalSplit is the least ratio with the services in separate processes (one more hop).
-	GoalSplit = &Goal{AtLeast: true, Target: 0.45}
+	GoalSplit = &Goal{AtLeast: true, Target: 0.45, Unit: "× bare"}
 	// GoalServiceRSS caps the idle memory of each splathost service binary.
 	GoalServiceRSS = &Goal{Target: 40, Unit: "MiB"}
 	// GoalStackRSS caps the idle memory of the whole stack.
@@ -45,17 +45,18 @@ type Options struct {
 	// Keep leaves the data directory (with every log) in place.
 	Keep bool
 	// Concurrency, Warmup, Duration, MaxRequests and Timeout shape each load run.
-	Concurrency          int
-	Warmup, Duration     time.Duration
-	MaxRequests          int64
-	Timeout              time.Duration
+	Concurrency      int
+	Warmup, Duration time.Duration
+	MaxRequests      int64
+	Timeout          time.Duration
 	// PoolSize is the bare server's pgxpool size (the product's is 16).
 	PoolSize int
 	// Idle is how long a fresh stack sits unused before its memory is read.
 	Idle time.Duration
 	// ReadyTimeout bounds each stack's start; StopTimeout each stack's shutdown.
 	ReadyTimeout, StopTimeout time.Duration
-	Log                       *slog.Logger
+	// Log receives progress messages (stderr), keeping stdout for the report.
+	Log *slog.Logger
 }
 
 // runner carries one run's options and collects its results.
