@@ -4,8 +4,10 @@ package main
 import (
 	"context"
 
+	"github.com/splathost/splathost/analytics"
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/services/scene"
 )
 
@@ -13,11 +15,11 @@ func main() {
 	rt := boot.Init("scene", true)
 	defer rt.Close()
 	d := rt.DB()
-	store, err := boot.OpenStore(rt.Config)
+	store, err := objectstore.New(rt.Config)
 	if err != nil {
 		boot.Fatal(rt.Log, "object store", err)
 	}
-	ch, err := boot.OpenClickHouse(rt.Ctx, rt.Config)
+	ch, err := analytics.Open(rt.Ctx, rt.Config.ClickHouseAddr, rt.Config.ClickHouseDB)
 	if err != nil {
 		boot.Fatal(rt.Log, "clickhouse", err)
 	}

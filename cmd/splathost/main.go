@@ -6,6 +6,7 @@ package main
 import (
 	"os"
 
+	"github.com/splathost/splathost/internal/allinone"
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/migrate"
 )
@@ -24,7 +25,7 @@ func main() {
 		}
 		return
 	}
-	p, err := boot.AllInOne(rt.Ctx, rt.Config, rt.Log)
+	p, err := allinone.Start(rt.Ctx, rt.Config, rt.Log)
 	if err != nil {
 		boot.Fatal(rt.Log, "start", err)
 	}

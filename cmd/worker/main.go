@@ -5,24 +5,25 @@ package main
 import (
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/worker"
 )
 
 func main() {
 	rt := boot.Init("worker", false)
 	defer rt.Close()
-	tc, err := boot.DialTemporal(rt.Config, rt.Log)
+	tc, err := worker.Dial(rt.Config, rt.Log)
 	if err != nil {
 		boot.Fatal(rt.Log, "temporal", err)
 	}
 	defer tc.Close()
 	health := httpx.NewApp("worker", rt.Log, 4096)
-	httpx.MountHealth(health, rt.Log, map[string]httpx.Check{"temporal": boot.TemporalReady(tc)})
+	httpx.MountHealth(health, rt.Log, map[string]httpx.Check{"temporal": worker.Ready(tc)})
 	go func() {
 		if err := boot.Serve(rt.Ctx, health, rt.Config.WorkerHealthAddr, rt.Config.ShutdownTimeout); err != nil {
 			boot.Fatal(rt.Log, "health server", err)
 		}
 	}()
-	if err := boot.RunWorker(rt.Ctx, tc, rt.Config, rt.Log); err != nil {
+	if err := worker.Run(rt.Ctx, tc, rt.Config, rt.Log); err != nil {
 		boot.Fatal(rt.Log, "worker", err)
 	}
 }

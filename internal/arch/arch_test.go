@@ -15,19 +15,19 @@ const mod = "github.com/splathost/splathost/"
 // forbidden maps a package prefix to the prefixes it must never import (directly or not).
 var forbidden = map[string][]string{
 	// Stores know nothing of who uses them.
-	"ent":                  {"gateway", "services/", "workflows", "activities", "internal/boot", "analytics"},
-	"internal/db":          {"gateway", "services/", "workflows", "activities", "internal/boot"},
-	"internal/objectstore": {"gateway", "services/", "workflows", "activities", "internal/boot"},
-	"analytics":            {"gateway", "services/", "workflows", "activities", "internal/boot"},
+	"ent":                  {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker", "analytics"},
+	"internal/db":          {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker"},
+	"internal/objectstore": {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker"},
+	"analytics":            {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker"},
 	// Shared plumbing stays below the domains.
-	"internal/httpx":  {"gateway", "services/", "internal/boot", "ent"},
-	"internal/apperr": {"gateway", "services/", "internal/boot", "ent"},
+	"internal/httpx":  {"gateway", "services/", "internal/boot", "internal/allinone", "internal/worker", "ent"},
+	"internal/apperr": {"gateway", "services/", "internal/boot", "internal/allinone", "internal/worker", "ent"},
 	// Services never reach up to the gateway or across to the wiring.
-	"services/": {"gateway", "internal/boot", "cmd/"},
+	"services/": {"gateway", "internal/boot", "internal/allinone", "internal/worker", "cmd/"},
 	// Workflows stay deterministic: activities may be referenced, never the reverse.
-	"activities": {"workflows", "gateway", "services/", "internal/boot"},
-	"workflows":  {"gateway", "services/", "internal/boot", "internal/db", "internal/objectstore", "analytics"},
-	"gateway":    {"internal/boot", "cmd/"},
+	"activities": {"workflows", "gateway", "services/", "internal/boot", "internal/allinone", "internal/worker"},
+	"workflows":  {"gateway", "services/", "internal/boot", "internal/allinone", "internal/worker", "internal/db", "internal/objectstore", "analytics"},
+	"gateway":    {"internal/boot", "internal/allinone", "internal/worker", "cmd/"},
 }
 
 type pkg struct {

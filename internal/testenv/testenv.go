@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/splathost/splathost/internal/allinone"
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/config"
 )
@@ -78,7 +79,7 @@ type Env struct {
 	// Dir holds the stack's data and every log.
 	Dir string
 	// Process is the in-process product.
-	Process *boot.Process
+	Process *allinone.Process
 
 	stack  *Stack
 	ln     net.Listener
@@ -213,7 +214,7 @@ func Start() (*Env, error) {
 		e.Stop()
 		return nil, err
 	}
-	e.Process, err = boot.AllInOne(ctx, e.Config, log)
+	e.Process, err = allinone.Start(ctx, e.Config, log)
 	if err != nil {
 		e.Stop()
 		return nil, err

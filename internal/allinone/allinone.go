@@ -1,4 +1,6 @@
-package boot
+// Package allinone assembles the whole product in one process: the gateway with every service
+// mounted in-process, and the Temporal worker. cmd/splathost and the test harness use it.
+package allinone
 
 import (
 	"context"
@@ -9,10 +11,13 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"go.temporal.io/sdk/client"
 
+	"github.com/splathost/splathost/analytics"
 	"github.com/splathost/splathost/gateway"
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/objectstore"
+	"github.com/splathost/splathost/internal/worker"
 	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
 	"github.com/splathost/splathost/services/user"
@@ -31,26 +36,26 @@ type Process struct {
 	done         chan struct{}
 }
 
-// AllInOne builds the whole product in one process. Serve App; Close stops the rest.
-func AllInOne(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, error) {
+// Start builds the whole product in one process. Serve App; Close stops the rest.
+func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, error) {
 	if err := cfg.RequireSecrets(); err != nil {
 		return nil, err
 	}
-	d, err := OpenDB(ctx, cfg)
+	d, err := db.Open(ctx, cfg.PostgresURL)
 	if err != nil {
 		return nil, err
 	}
-	store, err := OpenStore(cfg)
-	if err != nil {
-		d.Close()
-		return nil, err
-	}
-	ch, err := OpenClickHouse(ctx, cfg)
+	store, err := objectstore.New(cfg)
 	if err != nil {
 		d.Close()
 		return nil, err
 	}
-	tc, err := DialTemporal(cfg, log)
+	ch, err := analytics.Open(ctx, cfg.ClickHouseAddr, cfg.ClickHouseDB)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	tc, err := worker.Dial(cfg, log)
 	if err != nil {
 		d.Close()
 		ch.Close()
@@ -74,7 +79,7 @@ func AllInOne(ctx context.Context, cfg config.Config, log *slog.Logger) (*Proces
 		Ready: map[string]httpx.Check{
 			"objectstore": store.Ready,
 			"clickhouse":  func(ctx context.Context) error { return ch.Ping(ctx) },
-			"temporal":    TemporalReady(tc),
+			"temporal":    worker.Ready(tc),
 		},
 	})
 	if err != nil {
@@ -86,7 +91,7 @@ func AllInOne(ctx context.Context, cfg config.Config, log *slog.Logger) (*Proces
 	go func() {
 		defer close(p.done)
 		go ints.Listen(runCtx)
-		if err := RunWorker(runCtx, tc, cfg, log); err != nil && !errors.Is(err, context.Canceled) {
+		if err := worker.Run(runCtx, tc, cfg, log); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("worker stopped", "error", err)
 		}
 	}()
