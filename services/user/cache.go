@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,11 +43,15 @@ type Integrations struct {
 	gen      uint64                  // bumped on every flush; stale loads are not cached
 	live     atomic.Bool             // LISTEN connection is up
 	loads    atomic.Int64            // database lookups, for tests and metrics
+	// load reads one integration; the database query in production.
+	load func(ctx context.Context, where string, arg any) (*Integration, error)
 }
 
 // NewIntegrations returns a cache over pool; call Listen to enable caching.
 func NewIntegrations(pool *pgxpool.Pool, log *slog.Logger) *Integrations {
-	return &Integrations{pool: pool, log: log, byPublic: map[string]*Integration{}, bySecret: map[string]*Integration{}}
+	s := &Integrations{pool: pool, log: log, byPublic: map[string]*Integration{}, bySecret: map[string]*Integration{}}
+	s.load = s.loadRow
+	return s
 }
 
 // ByPublicKey returns the integration owning publicKey, or nil when there is none.
@@ -59,13 +64,18 @@ func (s *Integrations) ByPublicKey(ctx context.Context, publicKey string) (*Inte
 		if ok {
 			return in, nil
 		}
+		s.loads.Add(1)
 		in, err := s.load(ctx, "public_key = $1", publicKey)
 		if err != nil {
 			return nil, err
 		}
-		s.store(gen, func() { s.byPublic[publicKey] = in })
+		// A header value from Fiber aliases a buffer fasthttp reuses for the next request; a map
+		// key must own its bytes or the map silently corrupts.
+		key := strings.Clone(publicKey)
+		s.store(gen, func() { s.byPublic[key] = in })
 		return in, nil
 	}
+	s.loads.Add(1)
 	return s.load(ctx, "public_key = $1", publicKey)
 }
 
@@ -81,6 +91,7 @@ func (s *Integrations) BySecret(ctx context.Context, secret string) (*Integratio
 		if ok {
 			return in, nil
 		}
+		s.loads.Add(1)
 		in, err := s.load(ctx, "secret_hash = $1", hash)
 		if err != nil {
 			return nil, err
@@ -88,6 +99,7 @@ func (s *Integrations) BySecret(ctx context.Context, secret string) (*Integratio
 		s.store(gen, func() { s.bySecret[key] = in })
 		return in, nil
 	}
+	s.loads.Add(1)
 	return s.load(ctx, "secret_hash = $1", hash)
 }
 
@@ -101,8 +113,7 @@ func (s *Integrations) store(gen uint64, put func()) {
 	}
 }
 
-func (s *Integrations) load(ctx context.Context, where string, arg any) (*Integration, error) {
-	s.loads.Add(1)
+func (s *Integrations) loadRow(ctx context.Context, where string, arg any) (*Integration, error) {
 	var in Integration
 	var revokedAt *time.Time
 	err := s.pool.QueryRow(ctx, `SELECT id, account_id, product_slug, public_key, secret_hash,
