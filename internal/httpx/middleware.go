@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -20,7 +21,9 @@ const requestIDKey = "splathost.requestId"
 // makes one, and echoes it on the response.
 func RequestIDs() fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		id := c.Get(RequestIDHeader)
+		// Clone: Fiber's strings alias a buffer reused by the next request, and the id outlives
+		// this one in logs and exported spans.
+		id := strings.Clone(c.Get(RequestIDHeader))
 		if !validRequestID(id) {
 			var b [12]byte
 			_, _ = rand.Read(b[:])
@@ -94,7 +97,8 @@ func Tracing(component string) fiber.Handler {
 		if err != nil {
 			status = toAppErr(err).Status
 		}
-		span.SetAttributes(attribute.String("http.request.method", c.Method()),
+		// Spans are exported after the request ends, so attributes must own their bytes.
+		span.SetAttributes(attribute.String("http.request.method", strings.Clone(c.Method())),
 			attribute.Int("http.response.status_code", status),
 			attribute.String("splathost.request_id", RequestID(c)))
 		if status >= 500 {
