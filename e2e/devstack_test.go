@@ -1,13 +1,12 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -22,14 +21,17 @@ func TestDevStackRunsSplitBinaries(t *testing.T) {
 	require.NoError(t, err)
 	dir := t.TempDir()
 	require.NoError(t, os.Chmod(dir, 0o755))
-	stack, st, err := testenv.StartStack(dir, "--services", "split", "--bin", filepath.Join(root, "bin"))
+	stack, err := testenv.StartStack(context.Background(), testenv.StackOptions{
+		Dir: dir, Services: "split", BinDir: filepath.Join(root, "bin"),
+	})
 	require.NoError(t, err)
 	stopped := false
 	defer func() {
 		if !stopped {
-			stack.Stop()
+			_ = stack.Stop()
 		}
 	}()
+	st := stack.State
 
 	raw, err := os.ReadFile(filepath.Join(dir, "stack.json"))
 	require.NoError(t, err)
@@ -64,27 +66,17 @@ func TestDevStackRunsSplitBinaries(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, 200, resp.StatusCode)
 
-	var procs struct {
-		Processes []struct {
-			Name string `json:"name"`
-			Pid  int    `json:"pid"`
-		} `json:"processes"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &procs))
 	names := map[string]bool{}
-	for _, p := range procs.Processes {
+	for _, p := range st.Processes {
 		names[p.Name] = true
 	}
 	for _, want := range []string{"postgres", "clickhouse", "versitygw", "gateway", "user", "scene", "session", "worker"} {
 		require.True(t, names[want], "process %s listed", want)
 	}
 
-	stack.Stop()
+	// Stop fails if the runner does not exit cleanly or any listed process outlives it.
 	stopped = true
-	for _, p := range procs.Processes {
-		require.Eventually(t, func() bool { return syscall.Kill(p.Pid, 0) != nil }, 10*time.Second, 50*time.Millisecond,
-			"%s (pid %d) still running after shutdown", p.Name, p.Pid)
-	}
+	require.NoError(t, stack.Stop(), "every process stops cleanly")
 	_, err = os.Stat(filepath.Join(dir, "stack.json"))
 	require.True(t, os.IsNotExist(err), "stack.json is removed on shutdown")
 }

@@ -3,6 +3,9 @@
 // `make dev` uses, on random loopback ports with temporary data, and runs the whole product
 // in-process against it. Tests isolate themselves by creating their own accounts, integrations
 // and customers, never by restarting servers.
+//
+// StartStack is the one way Go code of splathost starts a stack runner: the e2e test of the dev
+// stack and the benchmark (tools/bench) use it too.
 package testenv
 
 import (
@@ -16,10 +19,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/splathost/splathost/internal/allinone"
@@ -29,20 +30,24 @@ import (
 
 // State is the part of the stack runner's stack.json the harness reads.
 type State struct {
-	GatewayURL        string `json:"gatewayUrl"`
-	AdminToken        string `json:"adminToken"`
-	TemporalUIURL     string `json:"temporalUiUrl"`
-	ObjectStoreURL    string `json:"objectStoreUrl"`
-	PostgresURL       string `json:"postgresUrl"`
-	ClickHouseAddr    string `json:"clickhouseAddr"`
-	TemporalAddr      string `json:"temporalAddr"`
-	TemporalNamespace string `json:"temporalNamespace"`
-	TaskQueue         string `json:"taskQueue"`
-	S3Bucket          string `json:"s3Bucket"`
-	S3Region          string `json:"s3Region"`
-	S3AccessKey       string `json:"s3AccessKey"`
-	S3SecretKey       string `json:"s3SecretKey"`
-	InternalSecret    string `json:"internalSecret"`
+	GatewayURL        string    `json:"gatewayUrl"`
+	AdminToken        string    `json:"adminToken"`
+	TemporalUIURL     string    `json:"temporalUiUrl"`
+	ObjectStoreURL    string    `json:"objectStoreUrl"`
+	PostgresURL       string    `json:"postgresUrl"`
+	ClickHouseAddr    string    `json:"clickhouseAddr"`
+	TemporalAddr      string    `json:"temporalAddr"`
+	TemporalNamespace string    `json:"temporalNamespace"`
+	TaskQueue         string    `json:"taskQueue"`
+	S3Bucket          string    `json:"s3Bucket"`
+	S3Region          string    `json:"s3Region"`
+	S3AccessKey       string    `json:"s3AccessKey"`
+	S3SecretKey       string    `json:"s3SecretKey"`
+	InternalSecret    string    `json:"internalSecret"`
+	Services          string    `json:"services"`
+	LogDir            string    `json:"logDir"`
+	ReadyMillis       int64     `json:"readyMillis"`
+	Processes         []Process `json:"processes"`
 }
 
 // Config turns the stack's state into the product's configuration.
@@ -121,72 +126,6 @@ func StackBinary() (string, error) {
 	return p, nil
 }
 
-// StartStack starts the infrastructure only, with extra runner flags, and waits for its state.
-func StartStack(dir string, extra ...string) (*Stack, State, error) {
-	bin, err := StackBinary()
-	if err != nil {
-		return nil, State{}, err
-	}
-	stateFile := filepath.Join(dir, "stack.json")
-	args := append([]string{"--dir", dir, "--random-ports", "--state-file", stateFile}, extra...)
-	cmd := exec.Command(bin, args...)
-	logf, err := os.Create(filepath.Join(dir, "stack-runner.log"))
-	if err != nil {
-		return nil, State{}, err
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// If the test binary dies, the runner still gets to stop Postgres and the rest.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		return nil, State{}, err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(3 * time.Minute)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-exited:
-			return nil, State{}, fmt.Errorf("stack runner exited (%v); log:\n%s", err, tail(logf.Name()))
-		case <-time.After(100 * time.Millisecond):
-		}
-		b, err := os.ReadFile(stateFile)
-		if err != nil {
-			continue
-		}
-		var st State
-		if err := json.Unmarshal(b, &st); err != nil {
-			continue
-		}
-		return &Stack{cmd: cmd, exited: exited}, st, nil
-	}
-	s := &Stack{cmd: cmd, exited: exited}
-	s.Stop()
-	return nil, State{}, fmt.Errorf("stack not ready within 3 minutes; log:\n%s", tail(logf.Name()))
-}
-
-// Stack is a running stack runner.
-type Stack struct {
-	cmd    *exec.Cmd
-	exited chan error
-}
-
-// Pid is the runner's process id.
-func (s *Stack) Pid() int { return s.cmd.Process.Pid }
-
-// Stop asks the runner to shut everything down and waits for it (killing it after 30 s).
-func (s *Stack) Stop() {
-	if s == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(30 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-	}
-}
-
 // Start brings up the stack and the in-process product.
 func Start() (*Env, error) {
 	dir, err := os.MkdirTemp("", "splathost-test-")
@@ -197,11 +136,11 @@ func Start() (*Env, error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, err
 	}
-	stack, st, err := StartStack(dir, "--services", "none")
+	stack, err := StartStack(context.Background(), StackOptions{Dir: dir, Services: "none"})
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{State: st, Dir: dir, stack: stack, Config: st.Config()}
+	e := &Env{State: stack.State, Dir: dir, stack: stack, Config: stack.State.Config()}
 	logf, err := os.Create(filepath.Join(dir, "splathost.log"))
 	if err != nil {
 		e.Stop()
@@ -265,20 +204,14 @@ func (e *Env) Stop() {
 	if e.Process != nil {
 		e.Process.Close()
 	}
-	e.stack.Stop()
+	if err := e.stack.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "testenv: stop stack:", err)
+	}
 	if os.Getenv("SPLATHOST_KEEP_TEST_DIR") == "" {
 		_ = os.RemoveAll(e.Dir)
 	} else {
 		fmt.Fprintln(os.Stderr, "test data kept in", e.Dir)
 	}
-}
-
-func tail(path string) string {
-	b, _ := os.ReadFile(path)
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	return string(b)
 }
 
 // Response is a decoded JSON response.

@@ -21,6 +21,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/splathost/splathost/internal/testenv"
 )
 
 // BareQuery is the one query the bare server runs per request: the same single-row lookup
@@ -145,7 +147,7 @@ func StartBareServer(ctx context.Context, exe, pgURL string, poolSize int, logPa
 	b := &BareServer{proc: proc}
 	fail := func(err error) (*BareServer, error) {
 		_ = proc.stop(5 * time.Second)
-		return nil, fmt.Errorf("bare server: %w; log:\n%s", err, tailFile(logPath, 20))
+		return nil, fmt.Errorf("bare server: %w; log:\n%s", err, testenv.LogTail(logPath, 20))
 	}
 	select {
 	case line := <-addr.ch:

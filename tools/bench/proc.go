@@ -5,43 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
-	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/splathost/splathost/internal/spawn"
 )
-
-// spawnJob hands a command to the spawner thread.
-type spawnJob struct {
-	cmd    *exec.Cmd
-	result chan error
-}
-
-var (
-	spawnOnce sync.Once
-	spawnCh   chan spawnJob
-)
-
-// startChild starts cmd from one dedicated OS thread that lives as long as the benchmark.
-// Linux sends Pdeathsig when the thread that forked the child exits, not when the process does;
-// forking from an arbitrary goroutine's thread could stop a stack in the middle of a
-// measurement if the runtime ever retired that thread.
-func startChild(cmd *exec.Cmd) error {
-	spawnOnce.Do(func() {
-		spawnCh = make(chan spawnJob)
-		go func() {
-			runtime.LockOSThread() // never unlocked: the thread must outlive every child
-			for job := range spawnCh {
-				job.result <- job.cmd.Start()
-			}
-		}()
-	})
-	job := spawnJob{cmd: cmd, result: make(chan error, 1)}
-	spawnCh <- job
-	return <-job.result
-}
 
 // child is a started process reaped by a background goroutine.
 type child struct {
@@ -55,7 +23,7 @@ type child struct {
 // group, so a terminal Ctrl-C reaches only the benchmark, which then stops its children in order.
 func startManaged(name string, cmd *exec.Cmd, deathSignal syscall.Signal) (*child, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: deathSignal, Setpgid: true}
-	if err := startChild(cmd); err != nil {
+	if err := spawn.Start(cmd); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	c := &child{name: name, cmd: cmd, done: make(chan struct{})}
@@ -95,24 +63,4 @@ func (c *child) stop(timeout time.Duration) error {
 		return fmt.Errorf("%s: %w", c.name, c.waitErr)
 	}
 	return nil
-}
-
-// pidRunning reports whether pid names a live process. A zombie counts as gone: in a container
-// whose init does not reap, an exited orphan lingers as a zombie that holds nothing.
-func pidRunning(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// The state follows the command name, which is in parentheses and may contain spaces.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return false
-	}
-	state := s[i+2]
-	return state != 'Z' && state != 'X'
 }

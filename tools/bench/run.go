@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/splathost/splathost/internal/testenv"
 )
 
 // Goals of the benchmark.
@@ -96,7 +98,7 @@ func Run(ctx context.Context, o Options) Report {
 	} else {
 		r.dir = dir
 		// Phase 1, split on a fresh directory: cold ready time, idle memory, throughput.
-		coldOK := r.phase(ctx, "split", &readyCold, func(st *Stack) {
+		coldOK := r.phase(ctx, "split", &readyCold, func(st *testenv.Stack) {
 			memSplit = r.memoryRows(ctx, st, "split")
 			r.throughput(ctx, st, "split", &tputSplit)
 		})
@@ -106,12 +108,12 @@ func Run(ctx context.Context, o Options) Report {
 		}
 		// Phase 2, the same directory again: the warm restart a developer sees every day.
 		if coldOK {
-			r.phase(ctx, "split", &readyWarm, func(*Stack) {})
+			r.phase(ctx, "split", &readyWarm, func(*testenv.Stack) {})
 		} else {
 			readyWarm.Err = errors.New("skipped: the cold start failed")
 		}
 		// Phase 3, all services in one process on the same (warm) directory.
-		if !r.phase(ctx, "allinone", &readyAll, func(st *Stack) {
+		if !r.phase(ctx, "allinone", &readyAll, func(st *testenv.Stack) {
 			memAll = r.memoryRows(ctx, st, "allinone")
 			r.throughput(ctx, st, "allinone", &tputAll)
 		}) {
@@ -131,15 +133,16 @@ func Run(ctx context.Context, o Options) Report {
 
 // phase starts a stack in mode, records its ready time in ready, runs measure against it and
 // stops it. It reports whether the stack started.
-func (r *runner) phase(ctx context.Context, mode string, ready *Row, measure func(*Stack)) bool {
+func (r *runner) phase(ctx context.Context, mode string, ready *Row, measure func(*testenv.Stack)) bool {
 	if err := ctx.Err(); err != nil {
 		ready.Err = err
 		return false
 	}
 	log := r.o.Log.With("services", mode)
 	log.Info("starting stack", "dir", r.dir)
-	st, err := StartStack(ctx, StackOptions{
-		Runner: r.o.Runner, BinDir: r.o.BinDir, Dir: r.dir, Services: mode, ReadyTimeout: r.o.ReadyTimeout,
+	st, err := testenv.StartStack(ctx, testenv.StackOptions{
+		Runner: r.o.Runner, BinDir: r.o.BinDir, Dir: r.dir, Services: mode,
+		ReadyTimeout: r.o.ReadyTimeout, StopTimeout: r.o.StopTimeout,
 	})
 	if err != nil {
 		ready.Err = fmt.Errorf("start stack (%s): %w", mode, err)
@@ -153,14 +156,14 @@ func (r *runner) phase(ctx context.Context, mode string, ready *Row, measure fun
 		r.problems = append(r.problems, err)
 	}
 	log.Info("stopping stack")
-	if err := st.Stop(r.o.StopTimeout); err != nil {
+	if err := st.Stop(); err != nil {
 		r.problems = append(r.problems, fmt.Errorf("stop stack (%s): %w", mode, err))
 	}
 	return true
 }
 
 // memoryRows waits for the stack to idle, then reads the memory of every listed process.
-func (r *runner) memoryRows(ctx context.Context, st *Stack, mode string) []Row {
+func (r *runner) memoryRows(ctx context.Context, st *testenv.Stack, mode string) []Row {
 	total := Row{Name: "idle RSS total (" + mode + ")", Unit: "MiB", Goal: GoalStackRSS}
 	select {
 	case <-ctx.Done():
@@ -209,7 +212,7 @@ func kibToMiB(k int64) float64 { return float64(k) / 1024 }
 
 // throughput measures the bare server and then the gateway, both fed the same customer read by
 // the same load generator against the same Postgres.
-func (r *runner) throughput(ctx context.Context, st *Stack, mode string, row *Row) {
+func (r *runner) throughput(ctx context.Context, st *testenv.Stack, mode string, row *Row) {
 	log := r.o.Log.With("services", mode)
 	t, err := SetupTenant(st.State.GatewayURL, st.State.AdminToken, mode)
 	if err != nil {
@@ -256,7 +259,7 @@ func (r *runner) throughput(ctx context.Context, st *Stack, mode string, row *Ro
 
 // bare starts the bare server on the stack's Postgres, checks it returns the tenant's customer,
 // loads it and stops it, so it holds no connections while the gateway is measured.
-func (r *runner) bare(ctx context.Context, st *Stack, mode string, t Tenant) (LoadResult, error) {
+func (r *runner) bare(ctx context.Context, st *testenv.Stack, mode string, t Tenant) (LoadResult, error) {
 	log := r.o.Log.With("services", mode)
 	b, err := StartBareServer(ctx, r.o.Exe, st.State.PostgresURL, r.o.PoolSize, filepath.Join(r.dir, "bare-server-"+mode+".log"))
 	if err != nil {

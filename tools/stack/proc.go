@@ -7,12 +7,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/splathost/splathost/internal/spawn"
 )
 
 // procSpec describes one child process of the stack.
@@ -44,36 +44,6 @@ type process struct {
 	stopping atomic.Bool   // set before a deliberate stop, so the exit is not reported as a crash
 }
 
-// spawnJob hands a command to the spawner thread.
-type spawnJob struct {
-	cmd    *exec.Cmd
-	result chan error
-}
-
-var (
-	spawnOnce sync.Once
-	spawnCh   chan spawnJob
-)
-
-// spawn starts cmd from one dedicated, never-exiting OS thread. Linux delivers Pdeathsig when the
-// thread that forked the child exits, not when the process does; Go may retire an idle thread at
-// any time, which would kill children of a healthy runner. Forking from a locked thread that lives
-// as long as the process ties the signal to the runner's own death.
-func spawn(cmd *exec.Cmd) error {
-	spawnOnce.Do(func() {
-		spawnCh = make(chan spawnJob)
-		go func() {
-			runtime.LockOSThread() // never unlocked: the thread must outlive every child
-			for job := range spawnCh {
-				job.result <- job.cmd.Start()
-			}
-		}()
-	})
-	job := spawnJob{cmd: cmd, result: make(chan error, 1)}
-	spawnCh <- job
-	return <-job.result
-}
-
 // startProcess launches a child with its stdout and stderr appended to spec.logPath.
 func startProcess(spec procSpec) (*process, error) {
 	logFile, err := os.OpenFile(spec.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -102,7 +72,8 @@ func startProcess(spec procSpec) (*process, error) {
 		Setpgid:    true,
 		Credential: spec.cred,
 	}
-	if err := spawn(cmd); err != nil {
+	// Started from the spawner thread, so Pdeathsig fires only when the runner itself dies.
+	if err := spawn.Start(cmd); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("%s: start %s: %w", spec.name, spec.path, err)
 	}

@@ -1,0 +1,251 @@
+package testenv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/splathost/splathost/internal/spawn"
+)
+
+// Process is one entry of the state file's process list: every process of the stack, the
+// runner included, so tools can find it (the benchmark reads each pid's memory).
+type Process struct {
+	Name string `json:"name"`
+	PID  int    `json:"pid"`
+	URL  string `json:"url"`
+}
+
+// StackOptions says how to start one stack runner.
+type StackOptions struct {
+	// Dir is the stack's data directory; the postgres user must be able to reach it. A second
+	// stack on the same Dir is a warm restart.
+	Dir string
+	// Services is the runner's --services: "none" (infrastructure only), "split" or
+	// "allinone"; empty leaves the runner's default.
+	Services string
+	// BinDir holds the product binaries the runner starts (--bin); empty leaves the default.
+	BinDir string
+	// Runner is the stack runner binary; StackBinary() when empty.
+	Runner string
+	// ReadyTimeout bounds the wait for the state file; 3 minutes when zero.
+	ReadyTimeout time.Duration
+	// StopTimeout is how long Stop waits for the runner before it kills it; 30 s when zero.
+	StopTimeout time.Duration
+}
+
+// Stack is a running stack runner.
+type Stack struct {
+	// State is what the runner wrote once everything was healthy.
+	State State
+	// LogPath is the runner's own log.
+	LogPath string
+
+	cmd         *exec.Cmd
+	stopTimeout time.Duration
+	done        chan struct{} // closed once the runner has exited and been reaped
+	waitErr     error         // valid after done is closed
+}
+
+// StartStack runs `stack --dir DIR --random-ports --state-file DIR/stack.json [--services S]
+// [--bin B]` and waits until the runner has written a valid state file.
+//
+// The runner sits in its own process group, so a terminal Ctrl-C reaches only the caller: were
+// it to reach the runner too, the caller's own stop would be the runner's second signal, which
+// makes it exit at once without stopping Postgres and the rest in order. If the caller dies, the
+// runner gets SIGTERM and still stops everything cleanly.
+func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
+	if o.Dir == "" {
+		return nil, errors.New("no stack directory")
+	}
+	runner := o.Runner
+	if runner == "" {
+		var err error
+		if runner, err = StackBinary(); err != nil {
+			return nil, err
+		}
+	}
+	if o.ReadyTimeout <= 0 {
+		o.ReadyTimeout = 3 * time.Minute
+	}
+	if o.StopTimeout <= 0 {
+		o.StopTimeout = 30 * time.Second
+	}
+	stateFile := filepath.Join(o.Dir, "stack.json")
+	// A state file left by an earlier run of this directory would read as ready at once.
+	if err := os.Remove(stateFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	logName := "stack-runner.log"
+	if o.Services != "" {
+		logName = "stack-runner-" + o.Services + ".log"
+	}
+	logPath := filepath.Join(o.Dir, logName)
+	// Appended to, so a warm restart on the same directory keeps the earlier run's log.
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close() // the child holds its own descriptor
+	args := []string{"--dir", o.Dir, "--random-ports", "--state-file", stateFile}
+	if o.Services != "" {
+		args = append(args, "--services", o.Services)
+	}
+	if o.BinDir != "" {
+		args = append(args, "--bin", o.BinDir)
+	}
+	cmd := exec.Command(runner, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
+	if err := spawn.Start(cmd); err != nil {
+		return nil, fmt.Errorf("start stack runner %s: %w", runner, err)
+	}
+	s := &Stack{LogPath: logPath, cmd: cmd, stopTimeout: o.StopTimeout, done: make(chan struct{})}
+	go func() {
+		s.waitErr = cmd.Wait()
+		close(s.done)
+	}()
+
+	timeout := time.NewTimer(o.ReadyTimeout)
+	defer timeout.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.done:
+			return nil, fmt.Errorf("stack runner exited before it was ready (%v); log:\n%s", s.waitErr, LogTail(logPath, 30))
+		case <-ctx.Done():
+			return nil, errors.Join(ctx.Err(), s.Stop())
+		case <-timeout.C:
+			return nil, errors.Join(fmt.Errorf("stack not ready within %s; log:\n%s", o.ReadyTimeout, LogTail(logPath, 30)), s.Stop())
+		case <-tick.C:
+		}
+		b, err := os.ReadFile(stateFile)
+		if err != nil {
+			continue
+		}
+		// The runner writes the file atomically, so a file that does not parse is a real fault.
+		if err := json.Unmarshal(b, &s.State); err != nil {
+			return nil, errors.Join(fmt.Errorf("state file %s: %w", stateFile, err), s.Stop())
+		}
+		if s.State.GatewayURL == "" || s.State.AdminToken == "" || len(s.State.Processes) == 0 {
+			return nil, errors.Join(fmt.Errorf("state file %s lacks gatewayUrl, adminToken or processes", stateFile), s.Stop())
+		}
+		return s, nil
+	}
+}
+
+// Pid is the runner's process id.
+func (s *Stack) Pid() int { return s.cmd.Process.Pid }
+
+// exited reports whether the runner has exited.
+func (s *Stack) exited() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Failed reports whether the runner has exited on its own (it exits when one of its children
+// dies). Call it before Stop.
+func (s *Stack) Failed() error {
+	if s.exited() {
+		return fmt.Errorf("stack runner exited while in use (%v); log:\n%s", s.waitErr, LogTail(s.LogPath, 30))
+	}
+	return nil
+}
+
+// Stop asks the runner to shut the stack down (killing it after the stop timeout), waits for it,
+// and then checks that none of the processes it listed is still running. A kill, a non-zero
+// exit or a process left behind is an error: a clean shutdown is part of the contract.
+func (s *Stack) Stop() error {
+	if s == nil {
+		return nil
+	}
+	err := s.stopRunner()
+	if err != nil {
+		err = fmt.Errorf("%w; log:\n%s", err, LogTail(s.LogPath, 20))
+	}
+	// The runner waits for its children, but a child it had to kill may still be on its way out.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var left []string
+		for _, p := range s.State.Processes {
+			if p.PID != s.cmd.Process.Pid && pidRunning(p.PID) {
+				left = append(left, fmt.Sprintf("%s (pid %d)", p.Name, p.PID))
+			}
+		}
+		if len(left) == 0 {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return errors.Join(err, fmt.Errorf("still running after the stack stopped: %s", strings.Join(left, ", ")))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// stopRunner sends the runner SIGTERM and waits for it to exit, killing it after the stop
+// timeout.
+func (s *Stack) stopRunner() error {
+	if !s.exited() {
+		if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			return fmt.Errorf("stack runner: signal: %w", err)
+		}
+	}
+	select {
+	case <-s.done:
+	case <-time.After(s.stopTimeout):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+		return fmt.Errorf("stack runner did not stop within %s and was killed", s.stopTimeout)
+	}
+	if s.waitErr != nil {
+		return fmt.Errorf("stack runner: %w", s.waitErr)
+	}
+	return nil
+}
+
+// pidRunning reports whether pid names a live process. A zombie counts as gone: in a container
+// whose init does not reap, an exited orphan lingers as a zombie that holds nothing.
+func pidRunning(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses and may contain spaces.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return false
+	}
+	state := s[i+2]
+	return state != 'Z' && state != 'X'
+}
+
+// LogTail returns the last n lines of a log file, indented, for error messages that should be
+// readable without opening the file.
+func LogTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "  (" + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "  | " + strings.Join(lines, "\n  | ")
+}

@@ -1,0 +1,171 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestPidRunning(t *testing.T) {
+	if !pidRunning(os.Getpid()) {
+		t.Fatal("this process reads as gone")
+	}
+	if pidRunning(0) || pidRunning(-1) {
+		t.Fatal("a non-positive pid reads as running")
+	}
+	// An exited child that is not yet reaped is a zombie, which counts as gone.
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	deadline := time.Now().Add(5 * time.Second)
+	for pidRunning(pid) {
+		if time.Now().After(deadline) {
+			t.Fatal("an exited, unreaped child reads as running")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = cmd.Wait()
+	if pidRunning(pid) {
+		t.Fatal("a reaped child reads as running")
+	}
+}
+
+func TestLogTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.log")
+	if err := os.WriteFile(path, []byte("one\ntwo\nthree\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := LogTail(path, 2), "  | two\n  | three"; got != want {
+		t.Fatalf("LogTail = %q, want %q", got, want)
+	}
+	if got, want := LogTail(path, 5), "  | one\n  | two\n  | three"; got != want {
+		t.Fatalf("LogTail = %q, want %q", got, want)
+	}
+	if got := LogTail(filepath.Join(t.TempDir(), "missing"), 2); got[:3] != "  (" {
+		t.Fatalf("LogTail of a missing file = %q", got)
+	}
+}
+
+// fakeRunner writes an executable stand-in for bin/stack. It finds --state-file among its
+// arguments and then runs body, a shell fragment that can use $sf (the state file) and
+// writeState JSON (an atomic write, as the real runner does).
+func fakeRunner(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fake-stack")
+	script := `#!/bin/sh
+sf=""
+while [ $# -gt 0 ]; do
+	if [ "$1" = --state-file ]; then sf=$2; fi
+	shift
+done
+writeState() { printf '%s' "$1" > "$sf.tmp" && mv "$sf.tmp" "$sf"; }
+` + body + "\n"
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// serveUntilTerm is a fake runner's main loop: it stops like the real one on SIGTERM.
+const serveUntilTerm = `trap 'rm -f "$sf"; exit 0' TERM
+while :; do sleep 0.05; done`
+
+func fakeOptions(t *testing.T, runner string) StackOptions {
+	return StackOptions{Dir: t.TempDir(), Services: "none", Runner: runner, ReadyTimeout: 5 * time.Second, StopTimeout: 5 * time.Second}
+}
+
+func TestStartStackReadsStateAndStops(t *testing.T) {
+	runner := fakeRunner(t, `echo "runner started"
+writeState '{"gatewayUrl":"http://g","adminToken":"tok","services":"none","readyMillis":42,"processes":[{"name":"stack","pid":'$$',"url":"http://u"}]}'
+`+serveUntilTerm)
+	o := fakeOptions(t, runner)
+	// A state file left by an earlier run must not read as ready.
+	if err := os.WriteFile(filepath.Join(o.Dir, "stack.json"), []byte(`{"gatewayUrl":"stale"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := StartStack(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State.GatewayURL != "http://g" || s.State.ReadyMillis != 42 || s.State.Services != "none" ||
+		len(s.State.Processes) != 1 || s.State.Processes[0].PID != s.Pid() {
+		t.Fatalf("state = %+v", s.State)
+	}
+	if err := s.Failed(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if s.LogPath != filepath.Join(o.Dir, "stack-runner-none.log") {
+		t.Fatalf("log path %s", s.LogPath)
+	}
+	if got := LogTail(s.LogPath, 1); got != "  | runner started" {
+		t.Fatalf("runner log tail %q", got)
+	}
+}
+
+func TestStartStackRunnerExitsEarly(t *testing.T) {
+	_, err := StartStack(t.Context(), fakeOptions(t, fakeRunner(t, `echo "no postgres"; exit 3`)))
+	if err == nil || !strings.Contains(err.Error(), "exited before it was ready") || !strings.Contains(err.Error(), "no postgres") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestStartStackRejectsIncompleteState(t *testing.T) {
+	_, err := StartStack(t.Context(), fakeOptions(t, fakeRunner(t, `writeState '{"gatewayUrl":"http://g","adminToken":"tok"}'
+`+serveUntilTerm)))
+	if err == nil || !strings.Contains(err.Error(), "lacks gatewayUrl, adminToken or processes") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestStartStackTimesOut(t *testing.T) {
+	o := fakeOptions(t, fakeRunner(t, serveUntilTerm))
+	o.ReadyTimeout = 300 * time.Millisecond
+	_, err := StartStack(t.Context(), o)
+	if err == nil || !strings.Contains(err.Error(), "not ready within 300ms") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestStackFailedWhenRunnerExits(t *testing.T) {
+	s, err := StartStack(t.Context(), fakeOptions(t, fakeRunner(t, `writeState '{"gatewayUrl":"http://g","adminToken":"tok","processes":[{"name":"stack","pid":'$$'}]}'
+sleep 0.3; exit 1`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Failed() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("Failed reports nothing after the runner exited")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := s.Stop(); err == nil || !strings.Contains(err.Error(), "exit status 1") {
+		t.Fatalf("Stop after a failed runner = %v", err)
+	}
+}
+
+func TestStackStopReportsLeftoverProcess(t *testing.T) {
+	// The runner lists a child it then leaves behind when it stops.
+	s, err := StartStack(t.Context(), fakeOptions(t, fakeRunner(t, `sleep 30 &
+writeState '{"gatewayUrl":"http://g","adminToken":"tok","processes":[{"name":"stack","pid":'$$'},{"name":"sleeper","pid":'$!'}]}'
+`+serveUntilTerm)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleeper := s.State.Processes[1].PID
+	t.Cleanup(func() { _ = syscall.Kill(sleeper, syscall.SIGKILL) })
+	err = s.Stop()
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("still running after the stack stopped: sleeper (pid %d)", sleeper)) {
+		t.Fatalf("err = %v", err)
+	}
+}
