@@ -33,6 +33,9 @@ type Config struct {
 	S3AccessKey, S3SecretKey string
 	// S3Bucket holds every scene asset.
 	S3Bucket string
+	// AssetBaseURL is the public base of asset URLs (fileUrl, splatUrl, imageUrl): an object's
+	// URL is AssetBaseURL + "/" + key. Defaults to the object store's path-style bucket URL.
+	AssetBaseURL string
 	// AdminToken authorizes the operator API (Authorization: Bearer <token>).
 	AdminToken string
 	// InternalSecret signs the caller identity the gateway forwards to a service in another
@@ -72,6 +75,7 @@ func Load() (Config, error) {
 		S3AccessKey:       l.str("SPLATHOST_S3_ACCESS_KEY", "splathost"),
 		S3SecretKey:       l.str("SPLATHOST_S3_SECRET_KEY", "splathost-dev-secret"),
 		S3Bucket:          l.str("SPLATHOST_S3_BUCKET", "splathost"),
+		AssetBaseURL:      l.str("SPLATHOST_ASSET_BASE_URL", ""),
 		AdminToken:        l.str("SPLATHOST_ADMIN_TOKEN", ""),
 		InternalSecret:    l.str("SPLATHOST_INTERNAL_SECRET", ""),
 		GatewayAddr:       l.str("SPLATHOST_GATEWAY_ADDR", "127.0.0.1:8080"),
@@ -91,6 +95,14 @@ func Load() (Config, error) {
 		return Config{}, fmt.Errorf("config: %s", strings.Join(l.errs, "; "))
 	}
 	return c, nil
+}
+
+// AssetBase is AssetBaseURL, or the object store's bucket URL when that is not set.
+func (c Config) AssetBase() string {
+	if c.AssetBaseURL != "" {
+		return strings.TrimSuffix(c.AssetBaseURL, "/")
+	}
+	return strings.TrimSuffix(c.S3Endpoint, "/") + "/" + c.S3Bucket
 }
 
 // RequireSecrets reports an error when the secrets a public-facing binary needs are missing:

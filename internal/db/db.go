@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/internal/apperr"
 )
 
 // DB is the product database handle.
@@ -55,3 +56,20 @@ func (d *DB) Close() {
 
 // Ping checks the database answers.
 func (d *DB) Ping(ctx context.Context) error { return d.Pool.Ping(ctx) }
+
+// InTx runs fn in a transaction and commits it when fn succeeds. An *apperr.Error from fn is
+// returned unchanged (it is the answer to the client); anything else becomes a 500.
+func (d *DB) InTx(ctx context.Context, fn func(tx *ent.Tx) error) error {
+	tx, err := d.Ent.Tx(ctx)
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return apperr.From(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return apperr.Internal(err)
+	}
+	return nil
+}

@@ -157,3 +157,25 @@ func TrustSignedCaller(secret []byte) fiber.Handler {
 		return c.Next()
 	}
 }
+
+// KeyCaller admits only secret + public key callers (the /api/v1 scheme).
+func KeyCaller(c *fiber.Ctx) (*Caller, error) {
+	caller := CallerOf(c)
+	if caller == nil || caller.Scheme != SchemeKey {
+		return nil, apperr.Unauthorized("missing or invalid credentials")
+	}
+	return caller, nil
+}
+
+// KeyCallerWithEU is KeyCaller for endpoints that require the EU header (400 without it).
+func KeyCallerWithEU(c *fiber.Ctx) (*Caller, string, error) {
+	caller, err := KeyCaller(c)
+	if err != nil {
+		return nil, "", err
+	}
+	eu, err := caller.RequireExternalUser()
+	if err != nil {
+		return nil, "", err
+	}
+	return caller, eu, nil
+}

@@ -258,3 +258,15 @@ func (f *Fields) StringList(name string, maxItems int, valid func(string) bool, 
 	}
 	return out, true
 }
+
+// DecodeArray parses raw as a JSON array and returns its elements undecoded.
+func DecodeArray(raw []byte) ([]json.RawMessage, error) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, err
+	}
+	if items == nil {
+		return nil, fmt.Errorf("not an array")
+	}
+	return items, nil
+}

@@ -105,7 +105,7 @@ func (s *Service) patchAccount(c *fiber.Ctx) error {
 		return err
 	}
 	var out *ent.Account
-	err = s.withTx(c.UserContext(), func(tx *ent.Tx) error {
+	err = s.db.InTx(c.UserContext(), func(tx *ent.Tx) error {
 		if !ids.Valid(id) {
 			return apperr.NotFound("account not found")
 		}
@@ -229,7 +229,7 @@ func (s *Service) createIntegration(c *fiber.Ctx) error {
 	}
 	publicKey, secretKey := newKeyPair()
 	var in *ent.Integration
-	err = s.withTx(c.UserContext(), func(tx *ent.Tx) error {
+	err = s.db.InTx(c.UserContext(), func(tx *ent.Tx) error {
 		var err error
 		in, err = tx.Integration.Create().SetAccountID(accountID).SetProductSlug(slug).
 			SetCapabilities(caps).SetRestAccess(rest).SetPublicKey(publicKey).
@@ -273,7 +273,7 @@ func (s *Service) patchIntegration(c *fiber.Ctx) error {
 		return err
 	}
 	var out *ent.Integration
-	err = s.withTx(c.UserContext(), func(tx *ent.Tx) error {
+	err = s.db.InTx(c.UserContext(), func(tx *ent.Tx) error {
 		in, err := s.integration(c.UserContext(), tx.Integration, c.Params("id"), true)
 		if err != nil {
 			return err
@@ -311,7 +311,7 @@ func (s *Service) rotateIntegration(c *fiber.Ctx) error {
 	}
 	_, secretKey := newKeyPair()
 	var out *ent.Integration
-	err := s.withTx(c.UserContext(), func(tx *ent.Tx) error {
+	err := s.db.InTx(c.UserContext(), func(tx *ent.Tx) error {
 		in, err := s.integration(c.UserContext(), tx.Integration, c.Params("id"), true)
 		if err != nil {
 			return err
@@ -335,7 +335,7 @@ func (s *Service) revokeIntegration(c *fiber.Ctx) error {
 	if err := requireAdmin(c); err != nil {
 		return err
 	}
-	err := s.withTx(c.UserContext(), func(tx *ent.Tx) error {
+	err := s.db.InTx(c.UserContext(), func(tx *ent.Tx) error {
 		in, err := s.integration(c.UserContext(), tx.Integration, c.Params("id"), true)
 		if err != nil {
 			return err

@@ -162,7 +162,7 @@ func parseMetadata(f *httpx.Fields) (map[string]any, bool) {
 }
 
 func (s *Service) putExternalUser(c *fiber.Ctx) error {
-	caller, eu, err := keyCallerWithEU(c)
+	caller, eu, err := httpx.KeyCallerWithEU(c)
 	if err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func (s *Service) putExternalUser(c *fiber.Ctx) error {
 	}
 	ctx := c.UserContext()
 	var out *ent.ExternalUser
-	err = s.withTx(ctx, func(tx *ent.Tx) error {
+	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
 		// Create-if-missing with ON CONFLICT DO NOTHING, then lock the row: concurrent first
 		// PUTs of one customer serialize on the unique index and produce exactly one record.
 		if _, err := tx.ExecContext(ctx, `INSERT INTO external_users
@@ -263,7 +263,7 @@ func applyPatch(ctx context.Context, u *ent.ExternalUser, p *customerPatch) (*en
 }
 
 func (s *Service) getExternalUser(c *fiber.Ctx) error {
-	caller, eu, err := keyCallerWithEU(c)
+	caller, eu, err := httpx.KeyCallerWithEU(c)
 	if err != nil {
 		return err
 	}
@@ -275,7 +275,7 @@ func (s *Service) getExternalUser(c *fiber.Ctx) error {
 }
 
 func (s *Service) getUsage(c *fiber.Ctx) error {
-	caller, eu, err := keyCallerWithEU(c)
+	caller, eu, err := httpx.KeyCallerWithEU(c)
 	if err != nil {
 		return err
 	}
@@ -296,19 +296,6 @@ func (s *Service) getUsage(c *fiber.Ctx) error {
 type externalUserResponse struct {
 	Status       string        `json:"status"`
 	ExternalUser *customerView `json:"externalUser"`
-}
-
-// keyCallerWithEU admits secret + public key callers and returns the required EU header.
-func keyCallerWithEU(c *fiber.Ctx) (*httpx.Caller, string, error) {
-	caller := httpx.CallerOf(c)
-	if caller == nil || caller.Scheme != httpx.SchemeKey {
-		return nil, "", apperr.Unauthorized("missing or invalid credentials")
-	}
-	eu, err := caller.RequireExternalUser()
-	if err != nil {
-		return nil, "", err
-	}
-	return caller, eu, nil
 }
 
 // PercentUsed is used/limit as a percentage clamped to 0-100 and rounded to two decimals.

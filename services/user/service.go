@@ -3,13 +3,10 @@
 package user
 
 import (
-	"context"
 	"log/slog"
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/db"
 )
 
@@ -50,21 +47,4 @@ func (s *Service) Register(r fiber.Router) {
 	r.Patch("/admin/v1/integrations/:id", s.patchIntegration)
 	r.Post("/admin/v1/integrations/:id/rotate", s.rotateIntegration)
 	r.Post("/admin/v1/integrations/:id/revoke", s.revokeIntegration)
-}
-
-// withTx runs fn in a transaction, committing on success. An *apperr.Error from fn passes
-// through unchanged; anything else becomes a 500.
-func (s *Service) withTx(ctx context.Context, fn func(tx *ent.Tx) error) error {
-	tx, err := s.db.Ent.Tx(ctx)
-	if err != nil {
-		return apperr.Internal(err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return apperr.From(err)
-	}
-	if err := tx.Commit(); err != nil {
-		return apperr.Internal(err)
-	}
-	return nil
 }
