@@ -24,7 +24,7 @@ func main() {
 		boot.Fatal(rt.Log, "clickhouse", err)
 	}
 	defer ch.Close()
-	svc := scene.New(d, store, rt.Log)
+	svc := scene.New(d, store, rt.Log, rt.Config.AssetBase())
 	app := boot.ServiceApp("scene", rt.Config, rt.Log, scene.Prefixes, svc.Register, map[string]httpx.Check{
 		"postgres": d.Ping, "objectstore": store.Ready,
 		"clickhouse": func(ctx context.Context) error { return ch.Ping(ctx) },

@@ -16,7 +16,7 @@ func (Account) Mixin() []ent.Mixin { return []ent.Mixin{IDMixin{}, TimeMixin{}} 
 // Fields of the Account.
 func (Account) Fields() []ent.Field {
 	return []ent.Field{
-		field.String("name").NotEmpty().MaxLen(200),
+		field.String("name").NotEmpty().Validate(MaxRunes(200)),
 		field.Enum("plan").Values("free", "pro", "enterprise"),
 		field.Int64("storage_bundle_bytes").Min(0),
 		// max_splats is the account-level scene cap; NULL means no cap.

@@ -17,10 +17,10 @@ func (ExternalUser) Mixin() []ent.Mixin { return []ent.Mixin{IDMixin{}, TimeMixi
 func (ExternalUser) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("integration_id").MaxLen(24).NotEmpty().Immutable(),
-		field.String("external_user_id").NotEmpty().MaxLen(256).Immutable(),
-		field.String("display_name").Optional().Nillable().MaxLen(120),
-		field.String("avatar_url").Optional().Nillable().MaxLen(2048),
-		field.String("email_hash").Optional().Nillable().MaxLen(128),
+		field.String("external_user_id").NotEmpty().Validate(MaxRunes(256)).Immutable(),
+		field.String("display_name").Optional().Nillable().Validate(MaxRunes(120)),
+		field.String("avatar_url").Optional().Nillable().Validate(MaxRunes(2048)),
+		field.String("email_hash").Optional().Nillable().Validate(MaxRunes(128)),
 		field.JSON("metadata", map[string]any{}).Optional(),
 		field.Enum("status").Values("active", "inactive", "deleted").Default("active"),
 		field.Enum("billing_state").Values("active", "suspended", "canceled").Default("active"),

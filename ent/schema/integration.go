@@ -18,7 +18,7 @@ func (Integration) Mixin() []ent.Mixin { return []ent.Mixin{IDMixin{}, TimeMixin
 func (Integration) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("account_id").MaxLen(24).NotEmpty().Immutable(),
-		field.String("product_slug").NotEmpty().MaxLen(253),
+		field.String("product_slug").NotEmpty().Validate(MaxRunes(253)),
 		field.Strings("capabilities"),
 		field.Bool("rest_access").Default(true),
 		field.String("public_key").NotEmpty().Unique().Immutable(),

@@ -1,7 +1,9 @@
 package schema
 
 import (
+	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"entgo.io/ent"
 	"entgo.io/ent/schema/field"
@@ -28,5 +30,16 @@ func (TimeMixin) Fields() []ent.Field {
 	return []ent.Field{
 		field.Time("created_at").Default(time.Now).Immutable(),
 		field.Time("updated_at").Default(time.Now).UpdateDefault(time.Now),
+	}
+}
+
+// MaxRunes validates a string's length in characters, as the interface counts them; ent's
+// MaxLen counts bytes, which would reject a 200-character title in a non-Latin script.
+func MaxRunes(n int) func(string) error {
+	return func(s string) error {
+		if utf8.RuneCountInString(s) > n {
+			return fmt.Errorf("longer than %d characters", n)
+		}
+		return nil
 	}
 }

@@ -25,8 +25,8 @@ func (Scene) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("integration_id").MaxLen(24).NotEmpty().Immutable(),
 		field.String("owner_id").MaxLen(24).NotEmpty(),
-		field.String("title").MaxLen(200),
-		field.String("description").MaxLen(2000).Default(""),
+		field.String("title").Validate(MaxRunes(200)),
+		field.String("description").Validate(MaxRunes(2000)).Default(""),
 		field.String("image_url").Default(""),
 		field.String("thumbnail_depth_url").Optional().Nillable(),
 		field.String("splat_url"),

@@ -66,7 +66,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 
 	ints := user.NewIntegrations(d.Pool, log)
 	users := user.New(d, log, ints.Flush)
-	scenes := scene.New(d, store, log)
+	scenes := scene.New(d, store, log, cfg.AssetBase())
 	sessions := session.New(d, log)
 	app, err := gateway.New(gateway.Options{
 		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken,

@@ -4,6 +4,7 @@ package scene
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -19,12 +20,21 @@ type Service struct {
 	db    *db.DB
 	store *objectstore.Store
 	log   *slog.Logger
+	// assetBase prefixes every object key to make its public URL.
+	assetBase string
+	now       func() time.Time
 }
 
-// New returns the scene service.
-func New(d *db.DB, store *objectstore.Store, log *slog.Logger) *Service {
-	return &Service{db: d, store: store, log: log}
+// New returns the scene service. assetBase is config.Config.AssetBase().
+func New(d *db.DB, store *objectstore.Store, log *slog.Logger, assetBase string) *Service {
+	return &Service{db: d, store: store, log: log, assetBase: assetBase, now: time.Now}
 }
 
-// Register mounts the service's routes; the scene endpoints arrive with the scenes work.
-func (s *Service) Register(r fiber.Router) {}
+// Register mounts the service's routes.
+func (s *Service) Register(r fiber.Router) {
+	r.Post("/api/v1/uploads/splat-file", s.uploadSplatFile)
+	r.Post("/api/v1/uploads/lod-folder", s.uploadLODFolder)
+	r.Post("/api/v1/uploads/splat-images", s.uploadSplatImages)
+	r.Post("/api/v1/splats", s.commit)
+	s.registerScenes(r)
+}

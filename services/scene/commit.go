@@ -1,0 +1,398 @@
+package scene
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/ent/schema"
+	"github.com/splathost/splathost/ent/uploadticket"
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/httpx"
+)
+
+// commitGrace lets a commit that started just before its upload window closed still succeed;
+// the orphan sweep waits longer than this before it deletes uncommitted uploads.
+const commitGrace = time.Hour
+
+// commitRequest is a validated POST /api/v1/splats body.
+type commitRequest struct {
+	title, description, visibility, splatType  string
+	splatURL, lodFolderKey, imageURL, depthURL string
+	cameraPosition, cameraRotation             []float64
+}
+
+func parseCommit(body []byte) (*commitRequest, error) {
+	f, err := httpx.DecodeObject(body, false)
+	if err != nil {
+		return nil, err
+	}
+	f.Only("title", "description", "visibility", "splatType", "splatUrl", "lodFolderKey", "imageUrl",
+		"thumbnailDepthUrl", "initialCameraPosition", "initialCameraRotation")
+	r := &commitRequest{visibility: "private", splatType: "file"}
+	for _, name := range []string{"title", "splatUrl"} {
+		if !f.Has(name) || f.IsNull(name) {
+			f.Issuef("%s: required", name)
+		}
+	}
+	if t, ok := f.String("title", 1, 10_000); ok {
+		r.title = strings.TrimSpace(t)
+		if n := len([]rune(r.title)); n < 1 || n > 200 {
+			f.Issuef("title: must be 1-200 characters after trimming")
+		}
+	}
+	r.description, _ = f.String("description", 0, 2000)
+	if v, ok := f.Enum("visibility", "private", "public"); ok {
+		r.visibility = v
+	}
+	if v, ok := f.Enum("splatType", "file", "lod"); ok {
+		r.splatType = v
+	}
+	r.splatURL, _ = f.String("splatUrl", 1, 4096)
+	r.lodFolderKey, _ = f.String("lodFolderKey", 1, 1024)
+	r.imageURL, _ = f.String("imageUrl", 1, 4096)
+	r.depthURL, _ = f.String("thumbnailDepthUrl", 1, 4096)
+	if r.splatType == "lod" && r.lodFolderKey == "" {
+		f.Issuef("lodFolderKey: required for splatType 'lod'")
+	}
+	if r.splatType == "file" && f.Has("lodFolderKey") && !f.IsNull("lodFolderKey") {
+		f.Issuef("lodFolderKey: only for splatType 'lod'")
+	}
+	if r.depthURL != "" && r.imageURL == "" {
+		f.Issuef("thumbnailDepthUrl: requires imageUrl")
+	}
+	r.cameraPosition = vec3(f, "initialCameraPosition")
+	r.cameraRotation = vec3(f, "initialCameraRotation")
+	if err := f.Err(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// vec3 reads an optional array of exactly three finite numbers.
+func vec3(f *httpx.Fields, name string) []float64 {
+	raw, ok := f.Raw(name)
+	if !ok || f.IsNull(name) {
+		return nil
+	}
+	var v []float64
+	if err := json.Unmarshal(raw, &v); err != nil || len(v) != 3 {
+		f.Issuef("%s: must be an array of 3 numbers", name)
+		return nil
+	}
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			f.Issuef("%s: must be finite numbers", name)
+			return nil
+		}
+	}
+	return v
+}
+
+// asset is one upload a commit references, resolved to its ticket.
+type asset struct {
+	ticket *ent.UploadTicket
+	key    string
+}
+
+// resolve turns an asset URL into its key and upload ticket. A URL that is not one of ours is a
+// 400; a key under another customer's (or integration's) prefix is the spec's 403.
+func (s *Service) resolve(ctx context.Context, field, rawURL string, owner *ent.ExternalUser, kind uploadticket.Kind) (*asset, error) {
+	key, ok := strings.CutPrefix(rawURL, s.assetBase+"/")
+	if !ok || key == "" {
+		return nil, apperr.Invalid("invalid upload URL", field+": not an upload URL issued by this service")
+	}
+	parts := strings.SplitN(key, "/", 7) // i, INT, u, OWNER, kind, TICKET, rest
+	if len(parts) < 7 || parts[0] != "i" || parts[2] != "u" {
+		return nil, apperr.Invalid("invalid upload URL", field+": not an upload URL issued by this service")
+	}
+	if parts[1] != owner.IntegrationID || parts[3] != owner.ID {
+		return nil, apperr.Forbidden("uploaded object belongs to another external user")
+	}
+	prefix := strings.Join(parts[:6], "/") + "/"
+	t, err := s.db.Ent.UploadTicket.Query().Where(uploadticket.Prefix(prefix)).Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, apperr.Invalid("invalid upload URL", field+": no such upload")
+	}
+	if err != nil {
+		return nil, apperr.Internal(err)
+	}
+	if t.Kind != kind {
+		return nil, apperr.Invalid("invalid upload URL", fmt.Sprintf("%s: this URL comes from another upload endpoint", field))
+	}
+	if t.CommittedAt != nil {
+		return nil, apperr.Conflict(field + ": this upload is already part of a scene")
+	}
+	if s.now().After(t.ExpiresAt.Add(commitGrace)) {
+		return nil, apperr.Invalid("invalid upload URL", field+": the upload window has closed; upload again")
+	}
+	return &asset{ticket: t, key: key}, nil
+}
+
+// object returns the ticket's declared object for key.
+func (a *asset) object() (schema.UploadObject, bool) {
+	for _, o := range a.ticket.Objects {
+		if o.Key == a.key {
+			return o, true
+		}
+	}
+	return schema.UploadObject{}, false
+}
+
+// verifyObject checks an uploaded object exists with its declared size and type and starts like
+// its format; it returns the stored size.
+func (s *Service) verifyObject(ctx context.Context, field string, o schema.UploadObject) error {
+	head, err := s.store.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(o.Key)})
+	var nf *s3types.NotFound
+	if errors.As(err, &nf) {
+		return apperr.Invalid("upload not found", field+": nothing was uploaded to this URL")
+	}
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	if aws.ToInt64(head.ContentLength) != o.Size {
+		return apperr.Invalid("upload does not match", fmt.Sprintf("%s: uploaded %d bytes, declared %d", field, aws.ToInt64(head.ContentLength), o.Size))
+	}
+	if aws.ToString(head.ContentType) != o.ContentType {
+		return apperr.Invalid("upload does not match", field+": uploaded with another content type than declared")
+	}
+	return s.sniffObject(ctx, field, o.Key, o.Size)
+}
+
+// sniffObject reads the first bytes of an object and checks they look like its format.
+func (s *Service) sniffObject(ctx context.Context, field, key string, size int64) error {
+	out, err := s.store.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(key),
+		Range: aws.String("bytes=0-63")})
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	defer out.Body.Close()
+	head, err := io.ReadAll(io.LimitReader(out.Body, 64))
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	if err := sniff(strings.ToLower(path.Ext(key)), head, size); err != nil {
+		return apperr.Invalid("upload is not a valid file", field+": "+err.Error())
+	}
+	return nil
+}
+
+// verifyFolder checks every object of a LOD ticket is in the store with its declared size, with
+// one listing instead of 20 000 HEADs, and sniffs the manifest and one cell.
+func (s *Service) verifyFolder(ctx context.Context, t *ent.UploadTicket) error {
+	sizes := make(map[string]int64, len(t.Objects))
+	p := s3.NewListObjectsV2Paginator(s.store.Client, &s3.ListObjectsV2Input{Bucket: aws.String(s.store.Bucket), Prefix: aws.String(t.Prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return apperr.Internal(err)
+		}
+		for _, o := range page.Contents {
+			sizes[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
+		}
+	}
+	var missing int
+	var cell schema.UploadObject
+	for _, o := range t.Objects {
+		got, ok := sizes[o.Key]
+		switch {
+		case !ok:
+			missing++
+		case got != o.Size:
+			return apperr.Invalid("upload does not match", fmt.Sprintf("lodFolderKey: %s has %d bytes, declared %d", o.RelativePath, got, o.Size))
+		}
+		if strings.HasSuffix(o.Key, ".webp") && cell.Key == "" {
+			cell = o
+		}
+	}
+	if missing > 0 {
+		return apperr.Invalid("upload incomplete", fmt.Sprintf("lodFolderKey: %d of %d files were not uploaded", missing, len(t.Objects)))
+	}
+	if err := s.sniffObject(ctx, "splatUrl", t.Prefix+LODManifest, sizes[t.Prefix+LODManifest]); err != nil {
+		return err
+	}
+	return s.sniffObject(ctx, "lodFolderKey", cell.Key, cell.Size)
+}
+
+func (s *Service) commit(c *fiber.Ctx) error {
+	caller, eu, err := httpx.KeyCallerWithEU(c)
+	if err != nil {
+		return err
+	}
+	req, err := parseCommit(c.Body())
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	owner, err := s.customer(ctx, caller, eu)
+	if err != nil {
+		return err
+	}
+	if owner == nil {
+		return apperr.NotFound("external user not found")
+	}
+	if owner.Status != "active" {
+		return apperr.Unauthorized("external user is inactive")
+	}
+
+	var assets []*asset
+	var size int64
+	var keys []string
+	var lodKey *string
+	switch req.splatType {
+	case "file":
+		a, err := s.resolve(ctx, "splatUrl", req.splatURL, owner, uploadticket.KindSplatFile)
+		if err != nil {
+			return err
+		}
+		o, _ := a.object()
+		if err := s.verifyObject(ctx, "splatUrl", o); err != nil {
+			return err
+		}
+		assets, size, keys = append(assets, a), size+o.Size, append(keys, o.Key)
+	case "lod":
+		a, err := s.resolve(ctx, "splatUrl", req.splatURL, owner, uploadticket.KindLodFolder)
+		if err != nil {
+			return err
+		}
+		if a.key != a.ticket.Prefix+LODManifest {
+			return apperr.Invalid("validation failed", "splatUrl: must be the manifestUrl of the lod-folder upload")
+		}
+		if req.lodFolderKey != strings.TrimSuffix(a.ticket.Prefix, "/") {
+			return apperr.Invalid("validation failed", "lodFolderKey: must be the folderKey of the same lod-folder upload as splatUrl")
+		}
+		if err := s.verifyFolder(ctx, a.ticket); err != nil {
+			return err
+		}
+		lodKey = &req.lodFolderKey
+		assets, size = append(assets, a), size+a.ticket.TotalBytes
+	}
+	var imageTicket *asset
+	for _, img := range []struct{ field, url string }{{"imageUrl", req.imageURL}, {"thumbnailDepthUrl", req.depthURL}} {
+		if img.url == "" {
+			continue
+		}
+		a, err := s.resolve(ctx, img.field, img.url, owner, uploadticket.KindSplatImages)
+		if err != nil {
+			return err
+		}
+		o, ok := a.object()
+		if !ok {
+			return apperr.Invalid("invalid upload URL", img.field+": no such upload")
+		}
+		if err := s.verifyObject(ctx, img.field, o); err != nil {
+			return err
+		}
+		size, keys = size+o.Size, append(keys, o.Key)
+		if imageTicket == nil || imageTicket.ticket.ID != a.ticket.ID {
+			assets = append(assets, a)
+			imageTicket = a
+		}
+	}
+
+	var sc *ent.Scene
+	var acct *ent.Account
+	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
+		var err error
+		if _, acct, err = reserve(ctx, tx, owner.ID, caller.AccountID, charge{bytes: size, slot: true}); err != nil {
+			return err
+		}
+		create := tx.Scene.Create().SetIntegrationID(caller.IntegrationID).SetOwnerID(owner.ID).
+			SetTitle(req.title).SetDescription(req.description).SetVisibility(scene.Visibility(req.visibility)).
+			SetSplatType(scene.SplatType(req.splatType)).SetSplatURL(req.splatURL).SetNillableLodFolderKey(lodKey).
+			SetImageURL(req.imageURL).SetFileSizeBytes(size).SetAssetKeys(keys)
+		if req.depthURL != "" {
+			create.SetThumbnailDepthURL(req.depthURL)
+		}
+		if req.cameraPosition != nil {
+			create.SetInitialCameraPosition(req.cameraPosition)
+		}
+		if req.cameraRotation != nil {
+			create.SetInitialCameraRotation(req.cameraRotation)
+		}
+		if req.visibility == "public" {
+			create.SetFirstPublishedAt(s.now())
+		}
+		if sc, err = create.Save(ctx); err != nil {
+			return err
+		}
+		for _, a := range assets {
+			// The committed_at guard makes a second concurrent commit of the same upload fail.
+			n, err := tx.UploadTicket.Update().Where(uploadticket.ID(a.ticket.ID), uploadticket.CommittedAtIsNil()).
+				SetCommittedAt(s.now()).SetSceneID(sc.ID).Save(ctx)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return apperr.Conflict("this upload is already part of a scene")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		var e *apperr.Error
+		if errors.As(err, &e) && (e.Status == http.StatusRequestEntityTooLarge || e.Status == http.StatusForbidden) {
+			// The spec: when commit fails for quota, remove the uploaded objects.
+			s.removeUploads(assets)
+		}
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(fiber.Map{
+		"status": "success", "splatId": sc.ID,
+		"splat": itemOf(sc, owner.ExternalUserID, caller.ProductSlug, eu), "usage": meterOf(acct),
+	})
+}
+
+// removeUploads deletes the objects of tickets a failed commit referenced. It runs detached from
+// the request (the client has its answer) and is best effort: the orphan sweep removes whatever
+// it misses.
+func (s *Service) removeUploads(assets []*asset) {
+	var keys []string
+	for _, a := range assets {
+		for _, o := range a.ticket.Objects {
+			keys = append(keys, o.Key)
+		}
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if err := s.deleteKeys(ctx, keys); err != nil {
+			s.log.Warn("removing uploads of a failed commit", "error", err, "objects", len(keys))
+		}
+	}()
+}
+
+// deleteKeys removes objects in batches of 1000 (the S3 DeleteObjects maximum).
+func (s *Service) deleteKeys(ctx context.Context, keys []string) error {
+	for len(keys) > 0 {
+		n := min(1000, len(keys))
+		ids := make([]s3types.ObjectIdentifier, n)
+		for i, k := range keys[:n] {
+			ids[i] = s3types.ObjectIdentifier{Key: aws.String(k)}
+		}
+		out, err := s.store.Client.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String(s.store.Bucket),
+			Delete: &s3types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
+		if err != nil {
+			return err
+		}
+		if len(out.Errors) > 0 {
+			return fmt.Errorf("%d objects not deleted, first: %s", len(out.Errors), aws.ToString(out.Errors[0].Message))
+		}
+		keys = keys[n:]
+	}
+	return nil
+}

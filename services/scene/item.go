@@ -1,0 +1,59 @@
+package scene
+
+import (
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/schema"
+	"github.com/splathost/splathost/internal/httpx"
+)
+
+// splatItem is the interface's list-item shape of a scene (spec, "splat").
+type splatItem struct {
+	ID             string              `json:"id"`
+	Title          string              `json:"title"`
+	Description    string              `json:"description"`
+	ImageURL       string              `json:"imageUrl"`
+	SplatURL       string              `json:"splatUrl"`
+	Visibility     string              `json:"visibility"`
+	AllowEmbed     bool                `json:"allowEmbed"`
+	AllowComments  bool                `json:"allowComments"`
+	AllowReactions bool                `json:"allowReactions"`
+	AllowClone     bool                `json:"allowClone"`
+	RemixedFrom    *schema.RemixedFrom `json:"remixedFrom"`
+	SplatType      string              `json:"splatType"`
+	ExternalUserID string              `json:"externalUserId"`
+	ProductSlug    string              `json:"productSlug"`
+	IsOwner        bool                `json:"isOwner"`
+	ViewCount      int64               `json:"viewCount"`
+	LikeCount      int64               `json:"likeCount"`
+	FileSizeBytes  int64               `json:"fileSizeBytes"`
+	Featured       bool                `json:"featured"`
+	FeaturedAt     *string             `json:"featuredAt"`
+	CreatedAt      string              `json:"createdAt"`
+	UpdatedAt      string              `json:"updatedAt"`
+}
+
+// splatDetail is the single-scene fetch: the item plus levelData and lodFolderKey.
+type splatDetail struct {
+	splatItem
+	LevelData    map[string]any `json:"levelData"`
+	LodFolderKey *string        `json:"lodFolderKey"`
+}
+
+// itemOf renders a scene. ownerEU is the owner's external user id; callerEU is the caller's
+// (empty for an integration-level caller, who owns nothing personally).
+func itemOf(sc *ent.Scene, ownerEU, productSlug, callerEU string) splatItem {
+	return splatItem{
+		ID: sc.ID, Title: sc.Title, Description: sc.Description, ImageURL: sc.ImageURL, SplatURL: sc.SplatURL,
+		Visibility: string(sc.Visibility), AllowEmbed: sc.AllowEmbed, AllowComments: sc.AllowComments,
+		AllowReactions: sc.AllowReactions, AllowClone: sc.AllowClone, RemixedFrom: sc.RemixedFrom,
+		SplatType: string(sc.SplatType), ExternalUserID: ownerEU, ProductSlug: productSlug,
+		IsOwner: callerEU != "" && callerEU == ownerEU, ViewCount: sc.ViewCount, LikeCount: sc.LikeCount,
+		FileSizeBytes: sc.FileSizeBytes, Featured: sc.Featured, FeaturedAt: httpx.ISOTimePtr(sc.FeaturedAt),
+		CreatedAt: httpx.ISOTime(sc.CreatedAt), UpdatedAt: httpx.ISOTime(sc.UpdatedAt),
+	}
+}
+
+// detailOf renders a single-scene fetch.
+func detailOf(sc *ent.Scene, ownerEU, productSlug, callerEU string) splatDetail {
+	return splatDetail{splatItem: itemOf(sc, ownerEU, productSlug, callerEU), LevelData: sc.LevelData, LodFolderKey: sc.LodFolderKey}
+}

@@ -1,0 +1,37 @@
+package scene
+
+import (
+	"context"
+
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/externaluser"
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/httpx"
+)
+
+// customer returns the caller's customer (integration + EU), or nil when there is none.
+func (s *Service) customer(ctx context.Context, caller *httpx.Caller, eu string) (*ent.ExternalUser, error) {
+	u, err := s.db.Ent.ExternalUser.Query().
+		Where(externaluser.IntegrationID(caller.IntegrationID), externaluser.ExternalUserID(eu)).
+		Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, apperr.Internal(err)
+	}
+	return u, nil
+}
+
+// uploader returns the caller's customer when they may upload: the spec answers 401 for an
+// unknown or inactive customer on the upload endpoints.
+func (s *Service) uploader(ctx context.Context, caller *httpx.Caller, eu string) (*ent.ExternalUser, error) {
+	u, err := s.customer(ctx, caller, eu)
+	if err != nil {
+		return nil, err
+	}
+	if u == nil || u.Status != externaluser.StatusActive {
+		return nil, apperr.Unauthorized("external user not provisioned or inactive")
+	}
+	return u, nil
+}

@@ -1,0 +1,423 @@
+package scene
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/externaluser"
+	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/ids"
+)
+
+// Scene metadata limits (spec, Limits).
+const (
+	maxTitle       = 200
+	maxDescription = 2000
+	// assetDeleteTimeout bounds the object deletions of one DELETE; they run detached from the
+	// client's connection so that a client hanging up does not leave half a scene behind.
+	assetDeleteTimeout = 5 * time.Minute
+)
+
+// registerScenes mounts the scene read, update and delete routes.
+func (s *Service) registerScenes(r fiber.Router) {
+	r.Get("/api/v1/splats", s.listScenes)
+	// GET /api/v1/splats/trending must be registered here, before /:id, when it lands: otherwise
+	// "trending" is taken for a scene id (and answered 404).
+	r.Get("/api/v1/splats/:id", s.getScene)
+	r.Patch("/api/v1/splats/:id", s.patchScene)
+	r.Delete("/api/v1/splats/:id", s.deleteScene)
+}
+
+// errSceneNotFound is every "no such scene for you" answer: absent, archived, in another
+// integration or another customer's — existence is never disclosed.
+func errSceneNotFound() error { return apperr.NotFound("splat not found") }
+
+// sceneID returns the path's scene id; anything but 24 hex characters names no scene (404).
+func sceneID(c *fiber.Ctx) (string, error) {
+	id := c.Params("id")
+	if !ids.Valid(id) {
+		return "", errSceneNotFound()
+	}
+	return strings.ToLower(id), nil
+}
+
+// callerEU is the EU header when the caller sent one.
+func callerEU(caller *httpx.Caller) string {
+	if caller.HasExternalUser {
+		return caller.ExternalUserID
+	}
+	return ""
+}
+
+// getScene answers GET /api/v1/splats/{id}. Without EU the integration sees any of its live
+// scenes; with EU only that customer's scenes and the integration's public ones.
+func (s *Service) getScene(c *fiber.Ctx) error {
+	caller, err := httpx.KeyCaller(c)
+	if err != nil {
+		return err
+	}
+	id, err := sceneID(c)
+	if err != nil {
+		return err
+	}
+	sc, err := s.db.Ent.Scene.Query().
+		Where(scene.ID(id), scene.IntegrationID(caller.IntegrationID), scene.ArchivedAtIsNil()).
+		WithOwner(func(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldExternalUserID) }).
+		Only(c.UserContext())
+	if ent.IsNotFound(err) {
+		return errSceneNotFound()
+	}
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	owner, eu := ownerEUOf(sc), callerEU(caller)
+	if caller.HasExternalUser && owner != eu && sc.Visibility != scene.VisibilityPublic {
+		return errSceneNotFound()
+	}
+	return c.JSON(fiber.Map{"status": "success", "splat": detailOf(sc, owner, caller.ProductSlug, eu)})
+}
+
+// scenePatch is a validated PATCH body; nil fields are omitted (untouched).
+type scenePatch struct {
+	title          *string
+	description    *string
+	visibility     *string
+	allowEmbed     *bool
+	allowClone     *bool
+	allowComments  *bool
+	allowReactions *bool
+	// featured is set only for a featuring request, which has no other field.
+	featured *bool
+}
+
+// patchFields are the fields PATCH accepts.
+var patchFields = []string{"title", "description", "visibility", "allowEmbed", "allowClone", "allowComments",
+	"allowReactions", "featured"}
+
+// parseScenePatch applies the PATCH rules (spec; contract item 6): at least one field, title
+// trimmed to 1-200 characters, description up to 2000 ("" clears it), visibility private or
+// public, the allow* flags booleans, and featured only on its own. null is not a value of any
+// field.
+func parseScenePatch(body []byte) (*scenePatch, error) {
+	f, err := httpx.DecodeObject(body, true)
+	if err != nil {
+		return nil, err
+	}
+	if f.Len() == 0 {
+		return nil, apperr.Invalid("no updatable field", "body: at least one of "+strings.Join(patchFields, ", ")+" is required")
+	}
+	f.Only(patchFields...)
+	for _, name := range patchFields {
+		f.NotNull(name)
+	}
+	p := &scenePatch{}
+	if f.Has("featured") && f.Len() > 1 {
+		f.Issuef("featured: must be the only field in the body; send metadata changes in a separate request")
+	}
+	if t, ok := f.String("title", 1, 1<<20); ok {
+		t = strings.TrimSpace(t)
+		if n := len([]rune(t)); n < 1 || n > maxTitle {
+			f.Issuef("title: must be 1-%d characters after trimming", maxTitle)
+		} else {
+			p.title = &t
+		}
+	}
+	if d, ok := f.String("description", 0, maxDescription); ok {
+		p.description = &d
+	}
+	if v, ok := f.Enum("visibility", "private", "public"); ok {
+		p.visibility = &v
+	}
+	for _, b := range []struct {
+		name string
+		dst  **bool
+	}{{"allowEmbed", &p.allowEmbed}, {"allowClone", &p.allowClone}, {"allowComments", &p.allowComments},
+		{"allowReactions", &p.allowReactions}, {"featured", &p.featured}} {
+		if v, ok := f.Bool(b.name); ok {
+			*b.dst = &v
+		}
+	}
+	if err := f.Err(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// patchScene answers PATCH /api/v1/splats/{id}: featuring (integration-level) or a metadata
+// update by the owning customer.
+func (s *Service) patchScene(c *fiber.Ctx) error {
+	caller, err := httpx.KeyCaller(c)
+	if err != nil {
+		return err
+	}
+	id, err := sceneID(c)
+	if err != nil {
+		return err
+	}
+	p, err := parseScenePatch(c.Body())
+	if err != nil {
+		return err
+	}
+	if p.featured != nil {
+		return s.feature(c, caller, id, *p.featured)
+	}
+	eu, err := caller.RequireExternalUser()
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	owner, err := s.customer(ctx, caller, eu)
+	if err != nil {
+		return err
+	}
+	if owner == nil {
+		return errSceneNotFound()
+	}
+	var sc *ent.Scene
+	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
+		// Lock order: the scene row, then (first publish of a clone) reserve's customer and
+		// account rows — the same order DELETE takes.
+		cur, err := tx.Scene.Query().
+			Where(scene.ID(id), scene.IntegrationID(caller.IntegrationID), scene.OwnerID(owner.ID), scene.ArchivedAtIsNil()).
+			ForUpdate().Only(ctx)
+		if ent.IsNotFound(err) {
+			return errSceneNotFound()
+		}
+		if err != nil {
+			return err
+		}
+		up := cur.Update()
+		if p.title != nil {
+			up.SetTitle(*p.title)
+		}
+		if p.description != nil {
+			up.SetDescription(*p.description)
+		}
+		if p.allowClone != nil {
+			up.SetAllowClone(*p.allowClone)
+		}
+		if p.allowComments != nil {
+			up.SetAllowComments(*p.allowComments)
+		}
+		if p.allowReactions != nil {
+			up.SetAllowReactions(*p.allowReactions)
+		}
+		if p.allowEmbed != nil {
+			up.SetAllowEmbed(*p.allowEmbed)
+		}
+		if p.visibility != nil {
+			up.SetVisibility(scene.Visibility(*p.visibility))
+		}
+		// A featured scene must stay featurable: making it private or non-embeddable takes it off
+		// the curated set (featuring it again needs a new PATCH featured true, which keeps the
+		// original featuredAt). Otherwise a private scene could be served from the featured list.
+		if cur.Featured && (p.visibility != nil && *p.visibility == "private" || p.allowEmbed != nil && !*p.allowEmbed) {
+			up.SetFeatured(false)
+		}
+		if p.visibility != nil && *p.visibility == "public" && cur.FirstPublishedAt == nil {
+			if err := firstPublish(ctx, tx, cur, caller.AccountID, up); err != nil {
+				return err
+			}
+			up.SetFirstPublishedAt(s.now())
+		}
+		sc, err = up.Save(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"status": "success", "splat": itemOf(sc, eu, caller.ProductSlug, eu)})
+}
+
+// firstPublish applies the spec's first publish of a clone: a clone holds no scene slot until it
+// is first made public, and then re-checks the scene caps (customer and account maxSplats) and
+// storage and consumes a slot for good (making it private again does not free it). Any other
+// scene already holds its slot; its first publish only records first_published_at.
+func firstPublish(ctx context.Context, tx *ent.Tx, sc *ent.Scene, accountID string, up *ent.SceneUpdateOne) error {
+	if sc.ClonedFromID == nil || sc.HoldsSplatSlot {
+		return nil
+	}
+	// A clone's bytes were charged when it was copied, so storage is re-checked with nothing
+	// extra: the customer (and, without overage, the account) must not be over its allocation.
+	u, a, err := reserve(ctx, tx, sc.OwnerID, accountID, charge{slot: true})
+	if err != nil {
+		return err
+	}
+	if u.UsedBytes > u.LimitBytes {
+		return storageExceeded("customer", u.UsedBytes, u.LimitBytes, sc.FileSizeBytes)
+	}
+	if !a.Overage && a.UsedBytes > a.StorageBundleBytes {
+		return storageExceeded("account", a.UsedBytes, a.StorageBundleBytes, sc.FileSizeBytes)
+	}
+	up.SetHoldsSplatSlot(true)
+	return nil
+}
+
+// feature sets or clears the integration-level curation flag. It needs only the keys: EU is
+// ignored for scoping, and any live scene of the integration qualifies.
+func (s *Service) feature(c *fiber.Ctx, caller *httpx.Caller, id string, featured bool) error {
+	ctx := c.UserContext()
+	var sc *ent.Scene
+	err := s.db.InTx(ctx, func(tx *ent.Tx) error {
+		// The row lock orders featuring against a concurrent PATCH that makes the scene private.
+		cur, err := tx.Scene.Query().
+			Where(scene.ID(id), scene.IntegrationID(caller.IntegrationID), scene.ArchivedAtIsNil()).
+			ForUpdate().Only(ctx)
+		if ent.IsNotFound(err) {
+			return errSceneNotFound()
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case featured && (cur.Visibility != scene.VisibilityPublic || !cur.AllowEmbed):
+			return apperr.Conflict("only a public scene with embedding allowed can be featured")
+		case cur.Featured == featured:
+			// Idempotent: nothing changes, featuredAt and updatedAt included.
+			sc = cur
+			return nil
+		case featured:
+			up := cur.Update().SetFeatured(true)
+			if cur.FeaturedAt == nil {
+				// featuredAt records when the scene was first featured.
+				up.SetFeaturedAt(s.now())
+			}
+			sc, err = up.Save(ctx)
+		default:
+			sc, err = cur.Update().SetFeatured(false).Save(ctx)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	ownerEU, err := s.db.Ent.ExternalUser.Query().Where(externaluser.ID(sc.OwnerID)).
+		Select(externaluser.FieldExternalUserID).String(ctx)
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	return c.JSON(fiber.Map{"status": "success", "splat": itemOf(sc, ownerEU, caller.ProductSlug, callerEU(caller))})
+}
+
+// deleteScene answers DELETE /api/v1/splats/{id} with the spec's side effects in order: the
+// record (1) and the release of its storage and slot (3) in one transaction, then its view
+// records (2), stored assets (4) and cache entries (5), none of which can be rolled back with
+// the record. Retained (archived) scenes answer 404 like everywhere else in the API: the
+// billing lifecycle owns them (their counters were released when they were archived).
+func (s *Service) deleteScene(c *fiber.Ctx) error {
+	caller, eu, err := httpx.KeyCallerWithEU(c)
+	if err != nil {
+		return err
+	}
+	id, err := sceneID(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	owner, err := s.customer(ctx, caller, eu)
+	if err != nil {
+		return err
+	}
+	if owner == nil {
+		return errSceneNotFound()
+	}
+	var sc *ent.Scene
+	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
+		// Lock order: the scene row, then release's customer → account. A concurrent second
+		// DELETE waits here and then finds no row, so the scene is released exactly once.
+		sc, err = tx.Scene.Query().
+			Where(scene.ID(id), scene.IntegrationID(caller.IntegrationID), scene.OwnerID(owner.ID), scene.ArchivedAtIsNil()).
+			ForUpdate().Only(ctx)
+		if ent.IsNotFound(err) {
+			return errSceneNotFound()
+		}
+		if err != nil {
+			return err
+		}
+		if err := tx.Scene.DeleteOneID(sc.ID).Exec(ctx); err != nil {
+			return err
+		}
+		return release(ctx, tx, sc.OwnerID, caller.AccountID, sc.FileSizeBytes, sc.HoldsSplatSlot)
+	})
+	if err != nil {
+		return err
+	}
+	// The record is gone and its storage released: from here on the client's answer is success.
+	// What follows runs detached from the request so a client hanging up cannot interrupt it, and
+	// a failure is logged, not returned (a retry would only get 404).
+	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), assetDeleteTimeout)
+	defer cancel()
+	if err := s.deleteViews(bg, sc.ID); err != nil {
+		s.log.Warn("deleting the view records of a deleted scene", "scene", sc.ID, "error", err)
+	}
+	if err := s.deleteSceneAssets(bg, sc); err != nil {
+		s.log.Error("deleting the stored assets of a deleted scene", "scene", sc.ID, "error", err)
+	}
+	s.invalidateScene(bg, sc.ID)
+	return c.JSON(fiber.Map{"status": "success"})
+}
+
+// deleteViews removes a deleted scene's view records (spec, DELETE side effect 2).
+//
+// Hook: there is no view store yet. This is a deliberate no-op until the analytics issue adds
+// one; that work replaces the body (and the DELETE /api/v1/external-user cascade should call it
+// too). It runs after the scene row is gone, so a view recorded concurrently may survive it; the
+// view store must tolerate views of scenes that no longer exist.
+func (s *Service) deleteViews(ctx context.Context, sceneID string) error { return nil }
+
+// invalidateScene drops every cached entry of a scene (spec, DELETE side effect 5: scene page,
+// scene metadata, home portfolio).
+//
+// Hook: there is no scene cache yet. This is a deliberate no-op until a cache is introduced; the
+// cache must then be invalidated here (and on PATCH).
+func (s *Service) invalidateScene(ctx context.Context, sceneID string) {}
+
+// deleteSceneAssets removes a scene's stored objects: every key in asset_keys (the scene file
+// and its images) and, for a LOD scene, every object under its folder. Keys outside the
+// scene's integration are never touched, whatever a row says, and an empty folder key never
+// becomes a bucket-wide listing.
+func (s *Service) deleteSceneAssets(ctx context.Context, sc *ent.Scene) error {
+	scope := "i/" + sc.IntegrationID + "/"
+	var keys []string
+	for _, k := range sc.AssetKeys {
+		if strings.HasPrefix(k, scope) {
+			keys = append(keys, k)
+		} else {
+			s.log.Warn("not deleting an asset key outside the scene's integration", "scene", sc.ID, "key", k)
+		}
+	}
+	if sc.LodFolderKey != nil {
+		folder := strings.TrimSuffix(*sc.LodFolderKey, "/") + "/"
+		if !strings.HasPrefix(folder, scope) || len(folder) <= len(scope) {
+			s.log.Warn("not deleting a LOD folder outside the scene's integration", "scene", sc.ID, "folder", folder)
+		} else {
+			p := s3.NewListObjectsV2Paginator(s.store.Client, &s3.ListObjectsV2Input{Bucket: aws.String(s.store.Bucket), Prefix: aws.String(folder)})
+			for p.HasMorePages() {
+				page, err := p.NextPage(ctx)
+				if err != nil {
+					return fmt.Errorf("listing %s: %w", folder, err)
+				}
+				for _, o := range page.Contents {
+					keys = append(keys, aws.ToString(o.Key))
+				}
+				// Delete as we list: a 20 000-tile folder never sits in memory twice over.
+				if len(keys) >= 1000 {
+					if err := s.deleteKeys(ctx, keys); err != nil {
+						return err
+					}
+					keys = keys[:0]
+				}
+			}
+		}
+	}
+	return s.deleteKeys(ctx, keys)
+}

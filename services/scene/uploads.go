@@ -1,0 +1,414 @@
+package scene
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/schema"
+	"github.com/splathost/splathost/ent/uploadticket"
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/ids"
+)
+
+// Upload limits. The spec leaves the single-file maximum open: 2 GiB covers the largest
+// uncompressed .ply scenes in practice and stays under S3's 5 GB single-PUT ceiling.
+const (
+	MaxSingleFileBytes = 2 << 30
+	MaxLODFileBytes    = 50 << 20
+	MaxLODFolderBytes  = 10 << 30
+	MinLODFiles        = 2
+	MaxLODFiles        = 20_000
+	MaxImageBytes      = 8 << 20
+	MaxImagesBytes     = 16 << 20
+	maxRelativePath    = 512
+	maxIssues          = 20
+
+	lodWindow   = time.Hour
+	fileWindow  = time.Hour
+	imageWindow = 5 * time.Minute
+	// CacheControl is part of every signed upload: assets are immutable under unique keys.
+	CacheControl = "public, max-age=31536000, immutable"
+	// LODManifest is the file a LOD folder must have at its root.
+	LODManifest = "lod-meta.json"
+)
+
+// splatTypes maps each allowed extension to the content types it may be declared with.
+var splatTypes = map[string][]string{
+	".sog":    {"application/sog", "application/octet-stream"},
+	".ksplat": {"application/ksplat", "application/octet-stream"},
+	".ply":    {"application/ply", "model/ply", "application/octet-stream"},
+	".splat":  {"application/splat", "application/octet-stream"},
+}
+
+var thumbnailTypes = map[string]string{"image/jpeg": ".jpg", "image/png": ".png", "image/webp": ".webp"}
+
+// ticketPrefix is where every object of one upload ticket lives. It names the integration and
+// the customer (by their record ids, which are safe in a key), so a commit can prove ownership
+// from the URL alone, and a random ticket id, so every key is unique.
+func ticketPrefix(integrationID, ownerID, kind string) string {
+	return "i/" + integrationID + "/u/" + ownerID + "/" + kind + "/" + ids.New() + ids.New()[8:] + "/"
+}
+
+// Ticket kinds in keys: short, since keys are part of every asset URL.
+const (
+	kindFile   = "f"
+	kindLOD    = "l"
+	kindImages = "m"
+)
+
+func (s *Service) url(key string) string { return s.assetBase + "/" + key }
+
+// presign signs a PUT whose signature covers Content-Type, Cache-Control and, when length > 0,
+// Content-Length; the store rejects an upload that differs in any of them.
+func (s *Service) presign(ctx context.Context, key, contentType string, length int64, ttl time.Duration) (string, error) {
+	in := &s3.PutObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(key),
+		ContentType: aws.String(contentType), CacheControl: aws.String(CacheControl)}
+	if length > 0 {
+		in.ContentLength = aws.Int64(length)
+	}
+	req, err := s.store.Presign.PresignPutObject(ctx, in, s3.WithPresignExpires(ttl))
+	if err != nil {
+		return "", err
+	}
+	return req.URL, nil
+}
+
+func signingFailed(err error) error {
+	e := apperr.New(http.StatusInternalServerError, "signed upload URLs could not be created")
+	e.Cause = err
+	return e
+}
+
+func (s *Service) saveTicket(ctx context.Context, owner *ent.ExternalUser, kind uploadticket.Kind, prefix string,
+	objects []schema.UploadObject, expires time.Time) error {
+	var total int64
+	for _, o := range objects {
+		total += o.Size
+	}
+	err := s.db.Ent.UploadTicket.Create().SetIntegrationID(owner.IntegrationID).SetOwnerID(owner.ID).
+		SetKind(kind).SetPrefix(prefix).SetObjects(objects).SetTotalBytes(total).SetExpiresAt(expires).Exec(ctx)
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	return nil
+}
+
+func (s *Service) uploadSplatFile(c *fiber.Ctx) error {
+	caller, eu, err := httpx.KeyCallerWithEU(c)
+	if err != nil {
+		return err
+	}
+	f, err := httpx.DecodeObject(c.Body(), false)
+	if err != nil {
+		return err
+	}
+	f.Only("fileName", "contentType", "fileSize")
+	for _, name := range []string{"fileName", "contentType", "fileSize"} {
+		if !f.Has(name) || f.IsNull(name) {
+			f.Issuef("%s: required", name)
+		}
+	}
+	name, _ := f.String("fileName", 1, 255)
+	ctype, _ := f.String("contentType", 1, 100)
+	size, _ := f.Int("fileSize", 1, MaxSingleFileBytes)
+	ext := strings.ToLower(path.Ext(name))
+	if name != "" {
+		if allowed, ok := splatTypes[ext]; !ok {
+			f.Issuef("fileName: extension must be one of .sog, .ksplat, .ply, .splat")
+		} else if ctype != "" && !slices.Contains(allowed, ctype) {
+			f.Issuef("contentType: a %s file must be one of %s", ext, strings.Join(allowed, ", "))
+		}
+	}
+	if err := f.Err(); err != nil {
+		return err
+	}
+	owner, err := s.uploader(c.UserContext(), caller, eu)
+	if err != nil {
+		return err
+	}
+	prefix := ticketPrefix(caller.IntegrationID, owner.ID, kindFile)
+	key := prefix + "scene" + ext
+	expires := s.now().Add(fileWindow)
+	uploadURL, err := s.presign(c.UserContext(), key, ctype, 0, fileWindow)
+	if err != nil {
+		return signingFailed(err)
+	}
+	if err := s.saveTicket(c.UserContext(), owner, uploadticket.KindSplatFile, prefix,
+		[]schema.UploadObject{{Key: key, ContentType: ctype, Size: size}}, expires); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"status": "success", "uploadUrl": uploadURL, "fileUrl": s.url(key), "expiresAt": httpx.ISOTime(expires)})
+}
+
+// lodUpload is one validated entry of a lod-folder request.
+type lodUpload struct {
+	RelativePath string `json:"relativePath"`
+	ContentType  string `json:"contentType"`
+	FileSize     int64  `json:"fileSize"`
+}
+
+// lodTypes are the files a streamed-SOG LOD folder holds.
+var lodTypes = map[string]string{".json": "application/json", ".webp": "image/webp"}
+
+// relativePathProblem enforces the spec's safe paths: letters, digits, '.', '_', '-', '/',
+// relative, no '..' (nor '.' or empty) segments.
+func relativePathProblem(p string) string {
+	if p == "" || len(p) > maxRelativePath {
+		return fmt.Sprintf("must be 1-%d characters", maxRelativePath)
+	}
+	for i := 0; i < len(p); i++ {
+		ch := p[i]
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '_' || ch == '-' || ch == '/') {
+			return "may contain only letters, digits, '.', '_', '-' and '/'"
+		}
+	}
+	if strings.HasPrefix(p, "/") {
+		return "must be relative"
+	}
+	for _, seg := range strings.Split(p, "/") {
+		switch seg {
+		case "..":
+			return "must not contain '..' segments"
+		case ".", "":
+			return "must not contain empty or '.' segments"
+		}
+	}
+	return ""
+}
+
+// validateLOD applies every rule of the lod-folder request and names each problem (the first
+// maxIssues of them: a 20 000-entry request could otherwise produce a 20 000-line answer).
+func validateLOD(files []lodUpload) []string {
+	var issues []string
+	add := func(format string, args ...any) {
+		if len(issues) < maxIssues {
+			issues = append(issues, fmt.Sprintf(format, args...))
+		} else if len(issues) == maxIssues {
+			issues = append(issues, "files: further problems omitted")
+		}
+	}
+	if len(files) < MinLODFiles || len(files) > MaxLODFiles {
+		add("files: must have %d to %d entries", MinLODFiles, MaxLODFiles)
+		return issues
+	}
+	seen := make(map[string]bool, len(files))
+	var total int64
+	hasManifest, hasCell := false, false
+	for i, f := range files {
+		if problem := relativePathProblem(f.RelativePath); problem != "" {
+			add("files[%d].relativePath: %s", i, problem)
+			continue
+		}
+		if seen[f.RelativePath] {
+			add("files[%d].relativePath: duplicate path %s", i, f.RelativePath)
+			continue
+		}
+		seen[f.RelativePath] = true
+		ext := strings.ToLower(path.Ext(f.RelativePath))
+		want, ok := lodTypes[ext]
+		switch {
+		case !ok:
+			add("files[%d].relativePath: a LOD folder holds only .json and .webp files", i)
+		case f.ContentType != want:
+			add("files[%d].contentType: must be %s for %s files", i, want, ext)
+		}
+		if f.FileSize < 1 || f.FileSize > MaxLODFileBytes {
+			add("files[%d].fileSize: must be 1 to %d bytes", i, MaxLODFileBytes)
+		}
+		total += max(0, f.FileSize)
+		hasManifest = hasManifest || f.RelativePath == LODManifest
+		hasCell = hasCell || ext == ".webp"
+	}
+	if !hasManifest {
+		add("files: %s is required at the folder root", LODManifest)
+	}
+	if !hasCell {
+		add("files: at least one .webp cell file is required")
+	}
+	if total > MaxLODFolderBytes {
+		add("files: the folder must total at most %d bytes", int64(MaxLODFolderBytes))
+	}
+	return issues
+}
+
+func (s *Service) uploadLODFolder(c *fiber.Ctx) error {
+	caller, eu, err := httpx.KeyCallerWithEU(c)
+	if err != nil {
+		return err
+	}
+	f, err := httpx.DecodeObject(c.Body(), false)
+	if err != nil {
+		return err
+	}
+	f.Only("files")
+	raw, ok := f.Raw("files")
+	if !ok || f.IsNull("files") {
+		f.Issuef("files: required")
+	}
+	if err := f.Err(); err != nil {
+		return err
+	}
+	files, err := decodeLODFiles(raw)
+	if err != nil {
+		return err
+	}
+	if issues := validateLOD(files); len(issues) > 0 {
+		return apperr.Invalid("validation failed", issues...)
+	}
+	owner, err := s.uploader(c.UserContext(), caller, eu)
+	if err != nil {
+		return err
+	}
+	prefix := ticketPrefix(caller.IntegrationID, owner.ID, kindLOD)
+	expires := s.now().Add(lodWindow)
+	uploads := make([]fiber.Map, len(files))
+	objects := make([]schema.UploadObject, len(files))
+	for i, file := range files {
+		key := prefix + file.RelativePath
+		u, err := s.presign(c.UserContext(), key, file.ContentType, 0, lodWindow)
+		if err != nil {
+			return signingFailed(err)
+		}
+		uploads[i] = fiber.Map{"relativePath": file.RelativePath, "uploadUrl": u, "key": key}
+		objects[i] = schema.UploadObject{Key: key, RelativePath: file.RelativePath, ContentType: file.ContentType, Size: file.FileSize}
+	}
+	if err := s.saveTicket(c.UserContext(), owner, uploadticket.KindLodFolder, prefix, objects, expires); err != nil {
+		return err
+	}
+	folderKey := strings.TrimSuffix(prefix, "/")
+	return c.JSON(fiber.Map{"status": "success", "folderKey": folderKey, "manifestUrl": s.url(prefix + LODManifest),
+		"uploads": uploads, "expiresAt": httpx.ISOTime(expires)})
+}
+
+func (s *Service) uploadSplatImages(c *fiber.Ctx) error {
+	caller, eu, err := httpx.KeyCallerWithEU(c)
+	if err != nil {
+		return err
+	}
+	f, err := httpx.DecodeObject(c.Body(), false)
+	if err != nil {
+		return err
+	}
+	f.Only("thumbnail", "depth")
+	thumb := imageRequest(f, "thumbnail", func(ct string) bool { _, ok := thumbnailTypes[ct]; return ok },
+		"must be image/jpeg, image/png or image/webp")
+	depth := imageRequest(f, "depth", func(ct string) bool { return ct == "image/jpeg" }, "must be image/jpeg")
+	if !f.Has("thumbnail") && !f.Has("depth") || f.IsNull("thumbnail") && f.IsNull("depth") {
+		f.Issuef("body: request a thumbnail, a depth image or both")
+	}
+	if thumb != nil && depth != nil && thumb.Size+depth.Size > MaxImagesBytes {
+		f.Issuef("body: both images together must be at most %d bytes", MaxImagesBytes)
+	}
+	if err := f.Err(); err != nil {
+		return err
+	}
+	owner, err := s.uploader(c.UserContext(), caller, eu)
+	if err != nil {
+		return err
+	}
+	prefix := ticketPrefix(caller.IntegrationID, owner.ID, kindImages)
+	expires := s.now().Add(imageWindow)
+	out := fiber.Map{"status": "success"}
+	var objects []schema.UploadObject
+	for name, img := range map[string]*schema.UploadObject{"thumbnail": thumb, "depth": depth} {
+		if img == nil {
+			continue
+		}
+		ext := thumbnailTypes[img.ContentType]
+		img.Key = prefix + name + ext
+		u, err := s.presign(c.UserContext(), img.Key, img.ContentType, img.Size, imageWindow)
+		if err != nil {
+			return signingFailed(err)
+		}
+		out[name] = fiber.Map{"uploadUrl": u, "fileUrl": s.url(img.Key), "expiresAt": httpx.ISOTime(expires)}
+		objects = append(objects, *img)
+	}
+	if err := s.saveTicket(c.UserContext(), owner, uploadticket.KindSplatImages, prefix, objects, expires); err != nil {
+		return err
+	}
+	return c.JSON(out)
+}
+
+// imageRequest validates one {contentType, fileSize} image object; nil when absent or invalid.
+func imageRequest(f *httpx.Fields, name string, typeOK func(string) bool, typeProblem string) *schema.UploadObject {
+	raw, ok := f.Raw(name)
+	if !ok || f.IsNull(name) {
+		return nil
+	}
+	sub, err := httpx.DecodeObject(raw, false)
+	if err != nil {
+		f.Issuef("%s: must be an object {contentType, fileSize}", name)
+		return nil
+	}
+	sub.Only("contentType", "fileSize")
+	ct, okCT := sub.String("contentType", 1, 100)
+	size, okSize := sub.Int("fileSize", 1, MaxImageBytes)
+	if !sub.Has("contentType") {
+		sub.Issuef("contentType: required")
+	}
+	if !sub.Has("fileSize") {
+		sub.Issuef("fileSize: required")
+	}
+	if okCT && !typeOK(ct) {
+		sub.Issuef("contentType: %s", typeProblem)
+		okCT = false
+	}
+	if err := sub.Err(); err != nil {
+		for _, issue := range apperr.From(err).Issues {
+			f.Issuef("%s.%s", name, issue)
+		}
+		return nil
+	}
+	if !okCT || !okSize {
+		return nil
+	}
+	return &schema.UploadObject{ContentType: ct, Size: size}
+}
+
+// decodeLODFiles parses the files array, reporting type errors by index.
+func decodeLODFiles(raw []byte) ([]lodUpload, error) {
+	items, err := httpx.DecodeArray(raw)
+	if err != nil {
+		return nil, apperr.Invalid("validation failed", "files: must be an array of {relativePath, contentType, fileSize}")
+	}
+	if len(items) > MaxLODFiles {
+		return nil, apperr.Invalid("validation failed", fmt.Sprintf("files: must have %d to %d entries", MinLODFiles, MaxLODFiles))
+	}
+	out := make([]lodUpload, len(items))
+	var issues []string
+	for i, item := range items {
+		sub, err := httpx.DecodeObject(item, false)
+		if err != nil {
+			issues = append(issues, fmt.Sprintf("files[%d]: must be an object", i))
+		} else {
+			sub.Only("relativePath", "contentType", "fileSize")
+			out[i].RelativePath, _ = sub.String("relativePath", 0, math.MaxInt32)
+			out[i].ContentType, _ = sub.String("contentType", 0, 100)
+			out[i].FileSize, _ = sub.Int("fileSize", 0, math.MaxInt64)
+			if err := sub.Err(); err != nil {
+				for _, issue := range apperr.From(err).Issues {
+					issues = append(issues, fmt.Sprintf("files[%d].%s", i, issue))
+				}
+			}
+		}
+		if len(issues) >= maxIssues {
+			break
+		}
+	}
+	if len(issues) > 0 {
+		return nil, apperr.Invalid("validation failed", issues...)
+	}
+	return out, nil
+}
