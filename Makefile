@@ -78,6 +78,11 @@ migration:
 fuzz:
 	go test -run '^$$' -fuzz FuzzDecodeObject -fuzztime 30s ./internal/httpx/
 	go test -run '^$$' -fuzz FuzzParseCustomerPatch -fuzztime 30s ./services/user/
+	go test -run '^$$' -fuzz FuzzParseCommit -fuzztime 30s ./services/scene/
+	go test -run '^$$' -fuzz FuzzDecodeLODFiles -fuzztime 30s ./services/scene/
+	go test -run '^$$' -fuzz FuzzRelativePathProblem -fuzztime 30s ./services/scene/
+	go test -run '^$$' -fuzz FuzzSniff -fuzztime 30s ./services/scene/
+	go test -run '^$$' -fuzz FuzzParseScenePatch -fuzztime 30s ./services/scene/
 
 clean:
 	rm -rf bin

@@ -3,7 +3,40 @@
 // idempotent, because Temporal may run it more than once.
 package activities
 
-import "go.temporal.io/sdk/worker"
+import (
+	"context"
+	"log/slog"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/splathost/splathost/ent"
+)
+
+// ErrBadInput is the application error type of input an activity can never process; it is
+// returned non-retryable, so a workflow fails fast instead of retrying forever.
+const ErrBadInput = "BadInput"
+
+// ObjectAPI is the part of the S3 API the activities use. *s3.Client implements it; tests
+// substitute an in-memory bucket to drive failures and resumption.
+type ObjectAPI interface {
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, opts ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, opts ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
+}
+
+// Activities holds the dependencies of every activity; its exported methods are the activities.
+// It names the stores by their clients (ent, the S3 API), not by internal/db and
+// internal/objectstore: package workflows references these methods, and must not depend on the
+// store packages (internal/arch); the worker wires the clients in.
+type Activities struct {
+	Ent     *ent.Client
+	Objects ObjectAPI
+	Bucket  string
+	Log     *slog.Logger
+}
 
 // Register adds every activity to w and reports how many it registered.
-func Register(w worker.Registry) int { return 0 }
+func Register(w worker.Registry, a *Activities) int {
+	w.RegisterActivity(a)
+	return 1
+}

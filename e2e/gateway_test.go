@@ -115,7 +115,7 @@ func startSplit(t *testing.T) *split {
 	log := slog.New(slog.NewJSONHandler(logf, nil))
 	cfg, d := env.Config, env.Process.DB
 	checks := map[string]httpx.Check{"postgres": d.Ping}
-	users := user.New(d, log, nil)
+	users := user.New(d, log, nil, user.Temporal{Client: env.Process.Temporal, TaskQueue: cfg.TaskQueue})
 	userURL := serve(t, ctx, boot.ServiceApp("user", cfg, log, user.Prefixes, users.Register, checks))
 	sceneURL := serve(t, ctx, boot.ServiceApp("scene", cfg, log, scene.Prefixes, scene.New(d, nil, log, cfg.AssetBase()).Register, checks))
 	sessionURL := serve(t, ctx, boot.ServiceApp("session", cfg, log, session.Prefixes, session.New(d, log).Register, checks))

@@ -92,6 +92,17 @@ func exec(t *testing.T, sql string, args ...any) {
 	require.NoError(t, err)
 }
 
+// updateScene changes one scene row the way an endpoint not built yet would (archive, views,
+// clone state) and, like every writer of scenes, announces it so the scene caches drop it. It
+// waits until this process's cache has heard, so the next read sees the change.
+func updateScene(t *testing.T, id, set string, args ...any) {
+	t.Helper()
+	before := env.Process.Scenes.CacheNotices()
+	exec(t, `WITH s AS (UPDATE scenes SET `+set+` WHERE id = $1 RETURNING integration_id, id)
+		SELECT pg_notify('splathost_scenes', integration_id || ':' || id) FROM s`, append([]any{id}, args...)...)
+	require.Eventually(t, func() bool { return env.Process.Scenes.CacheNotices() > before }, 5*time.Second, 5*time.Millisecond)
+}
+
 // requireItemShape checks every field of the spec's list-item shape and its JSON type.
 func requireItemShape(t *testing.T, it map[string]any) {
 	t.Helper()
@@ -211,7 +222,7 @@ func TestSceneGetShapeAndScope(t *testing.T) {
 	requireEnvelope(t, do(t, "DELETE", splatPath(id), a.keys(""), nil), 400)
 
 	// Archived (retained) scenes are gone from every surface.
-	exec(t, `UPDATE scenes SET archived_at = now() WHERE id = $1`, id)
+	updateScene(t, id, `archived_at = now()`)
 	requireEnvelope(t, do(t, "GET", splatPath(id), a.keys("alice"), nil), 404)
 	requireEnvelope(t, do(t, "GET", splatPath(id), a.keys(""), nil), 404)
 	requireEnvelope(t, do(t, "PATCH", splatPath(id), a.keys("alice"), map[string]any{"title": "x"}), 404)
@@ -341,7 +352,7 @@ func TestListSplatsSortFilterAndBadParams(t *testing.T) {
 	}
 	// View counts (no view endpoint yet): s1=5, s3=5, s0=1, s2=0; ties break on id.
 	for id, n := range map[string]int{s[0]: 1, s[1]: 5, s[3]: 5} {
-		exec(t, `UPDATE scenes SET view_count = $1 WHERE id = $2`, n, id)
+		updateScene(t, id, `view_count = $2`, n)
 	}
 	hi1, hi2 := s[1], s[3]
 	if hi1 < hi2 {
@@ -392,7 +403,7 @@ func TestListSplatsSortFilterAndBadParams(t *testing.T) {
 	require.Equal(t, []string{s[0]}, ids)
 
 	// Archived scenes never appear.
-	exec(t, `UPDATE scenes SET archived_at = now() WHERE id = $1`, s[3])
+	updateScene(t, s[3], `archived_at = now()`)
 	ids, _ = listPage(t, a, "", "limit=100")
 	require.NotContains(t, ids, s[3])
 	require.Len(t, ids, 3)
@@ -674,7 +685,7 @@ func TestDeleteSplatReleasesStorageAndObjects(t *testing.T) {
 // clone endpoint will create them, and gives the slot back to the counters.
 func makeClone(t *testing.T, id, sourceID string) {
 	t.Helper()
-	exec(t, `UPDATE scenes SET cloned_from_id = $2, holds_splat_slot = false, first_published_at = NULL, visibility = 'private' WHERE id = $1`, id, sourceID)
+	updateScene(t, id, `cloned_from_id = $2, holds_splat_slot = false, first_published_at = NULL, visibility = 'private'`, sourceID)
 	exec(t, `UPDATE external_users SET splat_count = splat_count - 1 WHERE id = (SELECT owner_id FROM scenes WHERE id = $1)`, id)
 	exec(t, `UPDATE accounts SET splat_count = splat_count - 1 WHERE id = (SELECT a.account_id FROM integrations a JOIN scenes s ON s.integration_id = a.id WHERE s.id = $1)`, id)
 }

@@ -16,6 +16,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/splathost/splathost/ent/account"
+	"github.com/splathost/splathost/ent/assetpurge"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/ent/scene"
@@ -31,6 +32,8 @@ type Client struct {
 	Schema *migrate.Schema
 	// Account is the client for interacting with the Account builders.
 	Account *AccountClient
+	// AssetPurge is the client for interacting with the AssetPurge builders.
+	AssetPurge *AssetPurgeClient
 	// ExternalUser is the client for interacting with the ExternalUser builders.
 	ExternalUser *ExternalUserClient
 	// Integration is the client for interacting with the Integration builders.
@@ -51,6 +54,7 @@ func NewClient(opts ...Option) *Client {
 func (c *Client) init() {
 	c.Schema = migrate.NewSchema(c.driver)
 	c.Account = NewAccountClient(c.config)
+	c.AssetPurge = NewAssetPurgeClient(c.config)
 	c.ExternalUser = NewExternalUserClient(c.config)
 	c.Integration = NewIntegrationClient(c.config)
 	c.Scene = NewSceneClient(c.config)
@@ -148,6 +152,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		ctx:          ctx,
 		config:       cfg,
 		Account:      NewAccountClient(cfg),
+		AssetPurge:   NewAssetPurgeClient(cfg),
 		ExternalUser: NewExternalUserClient(cfg),
 		Integration:  NewIntegrationClient(cfg),
 		Scene:        NewSceneClient(cfg),
@@ -172,6 +177,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		ctx:          ctx,
 		config:       cfg,
 		Account:      NewAccountClient(cfg),
+		AssetPurge:   NewAssetPurgeClient(cfg),
 		ExternalUser: NewExternalUserClient(cfg),
 		Integration:  NewIntegrationClient(cfg),
 		Scene:        NewSceneClient(cfg),
@@ -204,21 +210,21 @@ func (c *Client) Close() error {
 // Use adds the mutation hooks to all the entity clients.
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
-	c.Account.Use(hooks...)
-	c.ExternalUser.Use(hooks...)
-	c.Integration.Use(hooks...)
-	c.Scene.Use(hooks...)
-	c.UploadTicket.Use(hooks...)
+	for _, n := range []interface{ Use(...Hook) }{
+		c.Account, c.AssetPurge, c.ExternalUser, c.Integration, c.Scene, c.UploadTicket,
+	} {
+		n.Use(hooks...)
+	}
 }
 
 // Intercept adds the query interceptors to all the entity clients.
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
-	c.Account.Intercept(interceptors...)
-	c.ExternalUser.Intercept(interceptors...)
-	c.Integration.Intercept(interceptors...)
-	c.Scene.Intercept(interceptors...)
-	c.UploadTicket.Intercept(interceptors...)
+	for _, n := range []interface{ Intercept(...Interceptor) }{
+		c.Account, c.AssetPurge, c.ExternalUser, c.Integration, c.Scene, c.UploadTicket,
+	} {
+		n.Intercept(interceptors...)
+	}
 }
 
 // Mutate implements the ent.Mutator interface.
@@ -226,6 +232,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 	switch m := m.(type) {
 	case *AccountMutation:
 		return c.Account.mutate(ctx, m)
+	case *AssetPurgeMutation:
+		return c.AssetPurge.mutate(ctx, m)
 	case *ExternalUserMutation:
 		return c.ExternalUser.mutate(ctx, m)
 	case *IntegrationMutation:
@@ -385,6 +393,139 @@ func (c *AccountClient) mutate(ctx context.Context, m *AccountMutation) (Value, 
 		return (&AccountDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown Account mutation op: %q", m.Op())
+	}
+}
+
+// AssetPurgeClient is a client for the AssetPurge schema.
+type AssetPurgeClient struct {
+	config
+}
+
+// NewAssetPurgeClient returns a client for the AssetPurge from the given config.
+func NewAssetPurgeClient(c config) *AssetPurgeClient {
+	return &AssetPurgeClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `assetpurge.Hooks(f(g(h())))`.
+func (c *AssetPurgeClient) Use(hooks ...Hook) {
+	c.hooks.AssetPurge = append(c.hooks.AssetPurge, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `assetpurge.Intercept(f(g(h())))`.
+func (c *AssetPurgeClient) Intercept(interceptors ...Interceptor) {
+	c.inters.AssetPurge = append(c.inters.AssetPurge, interceptors...)
+}
+
+// Create returns a builder for creating a AssetPurge entity.
+func (c *AssetPurgeClient) Create() *AssetPurgeCreate {
+	mutation := newAssetPurgeMutation(c.config, OpCreate)
+	return &AssetPurgeCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of AssetPurge entities.
+func (c *AssetPurgeClient) CreateBulk(builders ...*AssetPurgeCreate) *AssetPurgeCreateBulk {
+	return &AssetPurgeCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *AssetPurgeClient) MapCreateBulk(slice any, setFunc func(*AssetPurgeCreate, int)) *AssetPurgeCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &AssetPurgeCreateBulk{err: fmt.Errorf("calling to AssetPurgeClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*AssetPurgeCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &AssetPurgeCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for AssetPurge.
+func (c *AssetPurgeClient) Update() *AssetPurgeUpdate {
+	mutation := newAssetPurgeMutation(c.config, OpUpdate)
+	return &AssetPurgeUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *AssetPurgeClient) UpdateOne(_m *AssetPurge) *AssetPurgeUpdateOne {
+	mutation := newAssetPurgeMutation(c.config, OpUpdateOne, withAssetPurge(_m))
+	return &AssetPurgeUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *AssetPurgeClient) UpdateOneID(id string) *AssetPurgeUpdateOne {
+	mutation := newAssetPurgeMutation(c.config, OpUpdateOne, withAssetPurgeID(id))
+	return &AssetPurgeUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for AssetPurge.
+func (c *AssetPurgeClient) Delete() *AssetPurgeDelete {
+	mutation := newAssetPurgeMutation(c.config, OpDelete)
+	return &AssetPurgeDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *AssetPurgeClient) DeleteOne(_m *AssetPurge) *AssetPurgeDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *AssetPurgeClient) DeleteOneID(id string) *AssetPurgeDeleteOne {
+	builder := c.Delete().Where(assetpurge.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &AssetPurgeDeleteOne{builder}
+}
+
+// Query returns a query builder for AssetPurge.
+func (c *AssetPurgeClient) Query() *AssetPurgeQuery {
+	return &AssetPurgeQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeAssetPurge},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a AssetPurge entity by its id.
+func (c *AssetPurgeClient) Get(ctx context.Context, id string) (*AssetPurge, error) {
+	return c.Query().Where(assetpurge.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *AssetPurgeClient) GetX(ctx context.Context, id string) *AssetPurge {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *AssetPurgeClient) Hooks() []Hook {
+	return c.hooks.AssetPurge
+}
+
+// Interceptors returns the client interceptors.
+func (c *AssetPurgeClient) Interceptors() []Interceptor {
+	return c.inters.AssetPurge
+}
+
+func (c *AssetPurgeClient) mutate(ctx context.Context, m *AssetPurgeMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&AssetPurgeCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&AssetPurgeUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&AssetPurgeUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&AssetPurgeDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown AssetPurge mutation op: %q", m.Op())
 	}
 }
 
@@ -1099,10 +1240,11 @@ func (c *UploadTicketClient) mutate(ctx context.Context, m *UploadTicketMutation
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		Account, ExternalUser, Integration, Scene, UploadTicket []ent.Hook
+		Account, AssetPurge, ExternalUser, Integration, Scene, UploadTicket []ent.Hook
 	}
 	inters struct {
-		Account, ExternalUser, Integration, Scene, UploadTicket []ent.Interceptor
+		Account, AssetPurge, ExternalUser, Integration, Scene,
+		UploadTicket []ent.Interceptor
 	}
 )
 

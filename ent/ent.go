@@ -13,6 +13,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/splathost/splathost/ent/account"
+	"github.com/splathost/splathost/ent/assetpurge"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/ent/scene"
@@ -78,6 +79,7 @@ func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
 			account.Table:      account.ValidColumn,
+			assetpurge.Table:   assetpurge.ValidColumn,
 			externaluser.Table: externaluser.ValidColumn,
 			integration.Table:  integration.ValidColumn,
 			scene.Table:        scene.ValidColumn,

@@ -12,6 +12,7 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"github.com/splathost/splathost/ent/account"
+	"github.com/splathost/splathost/ent/assetpurge"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/ent/predicate"
@@ -30,6 +31,7 @@ const (
 
 	// Node types.
 	TypeAccount      = "Account"
+	TypeAssetPurge   = "AssetPurge"
 	TypeExternalUser = "ExternalUser"
 	TypeIntegration  = "Integration"
 	TypeScene        = "Scene"
@@ -1049,6 +1051,1060 @@ func (m *AccountMutation) ResetEdge(name string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown Account edge %s", name)
+}
+
+// AssetPurgeMutation represents an operation that mutates the AssetPurge nodes in the graph.
+type AssetPurgeMutation struct {
+	config
+	op                      Op
+	typ                     string
+	id                      *string
+	created_at              *time.Time
+	updated_at              *time.Time
+	integration_id          *string
+	external_user_record_id *string
+	external_user_id        *string
+	keys                    *[]string
+	appendkeys              []string
+	prefixes                *[]string
+	appendprefixes          []string
+	scene_count             *int
+	addscene_count          *int
+	done_at                 *time.Time
+	deleted_objects         *int
+	adddeleted_objects      *int
+	failure                 *string
+	clearedFields           map[string]struct{}
+	done                    bool
+	oldValue                func(context.Context) (*AssetPurge, error)
+	predicates              []predicate.AssetPurge
+}
+
+var _ ent.Mutation = (*AssetPurgeMutation)(nil)
+
+// assetpurgeOption allows management of the mutation configuration using functional options.
+type assetpurgeOption func(*AssetPurgeMutation)
+
+// newAssetPurgeMutation creates new mutation for the AssetPurge entity.
+func newAssetPurgeMutation(c config, op Op, opts ...assetpurgeOption) *AssetPurgeMutation {
+	m := &AssetPurgeMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeAssetPurge,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withAssetPurgeID sets the ID field of the mutation.
+func withAssetPurgeID(id string) assetpurgeOption {
+	return func(m *AssetPurgeMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *AssetPurge
+		)
+		m.oldValue = func(ctx context.Context) (*AssetPurge, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().AssetPurge.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withAssetPurge sets the old AssetPurge of the mutation.
+func withAssetPurge(node *AssetPurge) assetpurgeOption {
+	return func(m *AssetPurgeMutation) {
+		m.oldValue = func(context.Context) (*AssetPurge, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m AssetPurgeMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m AssetPurgeMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of AssetPurge entities.
+func (m *AssetPurgeMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *AssetPurgeMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *AssetPurgeMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().AssetPurge.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *AssetPurgeMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *AssetPurgeMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the AssetPurge entity.
+// If the AssetPurge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetPurgeMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *AssetPurgeMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *AssetPurgeMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *AssetPurgeMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the AssetPurge entity.
+// If the AssetPurge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetPurgeMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *AssetPurgeMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// SetIntegrationID sets the "integration_id" field.
+func (m *AssetPurgeMutation) SetIntegrationID(s string) {
+	m.integration_id = &s
+}
+
+// IntegrationID returns the value of the "integration_id" field in the mutation.
+func (m *AssetPurgeMutation) IntegrationID() (r string, exists bool) {
+	v := m.integration_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldIntegrationID returns the old "integration_id" field's value of the AssetPurge entity.
+// If the AssetPurge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetPurgeMutation) OldIntegrationID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldIntegrationID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldIntegrationID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldIntegrationID: %w", err)
+	}
+	return oldValue.IntegrationID, nil
+}
+
+// ResetIntegrationID resets all changes to the "integration_id" field.
+func (m *AssetPurgeMutation) ResetIntegrationID() {
+	m.integration_id = nil
+}
+
+// SetExternalUserRecordID sets the "external_user_record_id" field.
+func (m *AssetPurgeMutation) SetExternalUserRecordID(s string) {
+	m.external_user_record_id = &s
+}
+
+// ExternalUserRecordID returns the value of the "external_user_record_id" field in the mutation.
+func (m *AssetPurgeMutation) ExternalUserRecordID() (r string, exists bool) {
+	v := m.external_user_record_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldExternalUserRecordID returns the old "external_user_record_id" field's value of the AssetPurge entity.
+// If the AssetPurge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetPurgeMutation) OldExternalUserRecordID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldExternalUserRecordID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldExternalUserRecordID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldExternalUserRecordID: %w", err)
+	}
+	return oldValue.ExternalUserRecordID, nil
+}
+
+// ResetExternalUserRecordID resets all changes to the "external_user_record_id" field.
+func (m *AssetPurgeMutation) ResetExternalUserRecordID() {
+	m.external_user_record_id = nil
+}
+
+// SetExternalUserID sets the "external_user_id" field.
+func (m *AssetPurgeMutation) SetExternalUserID(s string) {
+	m.external_user_id = &s
+}
+
+// ExternalUserID returns the value of the "external_user_id" field in the mutation.
+func (m *AssetPurgeMutation) ExternalUserID() (r string, exists bool) {
+	v := m.external_user_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldExternalUserID returns the old "external_user_id" field's value of the AssetPurge entity.
+// If the AssetPurge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetPurgeMutation) OldExternalUserID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldExternalUserID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldExternalUserID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldExternalUserID: %w", err)
+	}
+	return oldValue.ExternalUserID, nil
+}
+
+// ResetExternalUserID resets all changes to the "external_user_id" field.
+func (m *AssetPurgeMutation) ResetExternalUserID() {
+	m.external_user_id = nil
+}
+
+// SetKeys sets the "keys" field.
+func (m *AssetPurgeMutation) SetKeys(s []string) {
+	m.keys = &s
+	m.appendkeys = nil
+}
+
+// Keys returns the value of the "keys" field in the mutation.
+func (m *AssetPurgeMutation) Keys() (r []string, exists bool) {
+	v := m.keys
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKeys returns the old "keys" field's value of the AssetPurge entity.
+// If the AssetPurge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetPurgeMutation) OldKeys(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKeys is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKeys requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKeys: %w", err)
+	}
+	return oldValue.Keys, nil
+}
+
+// AppendKeys adds s to the "keys" field.
+func (m *AssetPurgeMutation) AppendKeys(s []string) {
+	m.appendkeys = append(m.appendkeys, s...)
+}
+
+// AppendedKeys returns the list of values that were appended to the "keys" field in this mutation.
+func (m *AssetPurgeMutation) AppendedKeys() ([]string, bool) {
+	if len(m.appendkeys) == 0 {
+		return nil, false
+	}
+	return m.appendkeys, true
+}
+
+// ClearKeys clears the value of the "keys" field.
+func (m *AssetPurgeMutation) ClearKeys() {
+	m.keys = nil
+	m.appendkeys = nil
+	m.clearedFields[assetpurge.FieldKeys] = struct{}{}
+}
+
+// KeysCleared returns if the "keys" field was cleared in this mutation.
+func (m *AssetPurgeMutation) KeysCleared() bool {
+	_, ok := m.clearedFields[assetpurge.FieldKeys]
+	return ok
+}
+
+// ResetKeys resets all changes to the "keys" field.
+func (m *AssetPurgeMutation) ResetKeys() {
+	m.keys = nil
+	m.appendkeys = nil
+	delete(m.clearedFields, assetpurge.FieldKeys)
+}
+
+// SetPrefixes sets the "prefixes" field.
+func (m *AssetPurgeMutation) SetPrefixes(s []string) {
+	m.prefixes = &s
+	m.appendprefixes = nil
+}
+
+// Prefixes returns the value of the "prefixes" field in the mutation.
+func (m *AssetPurgeMutation) Prefixes() (r []string, exists bool) {
+	v := m.prefixes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPrefixes returns the old "prefixes" field's value of the AssetPurge entity.
+// If the AssetPurge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetPurgeMutation) OldPrefixes(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPrefixes is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPrefixes requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPrefixes: %w", err)
+	}
+	return oldValue.Prefixes, nil
+}
+
+// AppendPrefixes adds s to the "prefixes" field.
+func (m *AssetPurgeMutation) AppendPrefixes(s []string) {
+	m.appendprefixes = append(m.appendprefixes, s...)
+}
+
+// AppendedPrefixes returns the list of values that were appended to the "prefixes" field in this mutation.
+func (m *AssetPurgeMutation) AppendedPrefixes() ([]string, bool) {
+	if len(m.appendprefixes) == 0 {
+		return nil, false
+	}
+	return m.appendprefixes, true
+}
+
+// ClearPrefixes clears the value of the "prefixes" field.
+func (m *AssetPurgeMutation) ClearPrefixes() {
+	m.prefixes = nil
+	m.appendprefixes = nil
+	m.clearedFields[assetpurge.FieldPrefixes] = struct{}{}
+}
+
+// PrefixesCleared returns if the "prefixes" field was cleared in this mutation.
+func (m *AssetPurgeMutation) PrefixesCleared() bool {
+	_, ok := m.clearedFields[assetpurge.FieldPrefixes]
+	return ok
+}
+
+// ResetPrefixes resets all changes to the "prefixes" field.
+func (m *AssetPurgeMutation) ResetPrefixes() {
+	m.prefixes = nil
+	m.appendprefixes = nil
+	delete(m.clearedFields, assetpurge.FieldPrefixes)
+}
+
+// SetSceneCount sets the "scene_count" field.
+func (m *AssetPurgeMutation) SetSceneCount(i int) {
+	m.scene_count = &i
+	m.addscene_count = nil
+}
+
+// SceneCount returns the value of the "scene_count" field in the mutation.
+func (m *AssetPurgeMutation) SceneCount() (r int, exists bool) {
+	v := m.scene_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSceneCount returns the old "scene_count" field's value of the AssetPurge entity.
+// If the AssetPurge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetPurgeMutation) OldSceneCount(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSceneCount is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSceneCount requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSceneCount: %w", err)
+	}
+	return oldValue.SceneCount, nil
+}
+
+// AddSceneCount adds i to the "scene_count" field.
+func (m *AssetPurgeMutation) AddSceneCount(i int) {
+	if m.addscene_count != nil {
+		*m.addscene_count += i
+	} else {
+		m.addscene_count = &i
+	}
+}
+
+// AddedSceneCount returns the value that was added to the "scene_count" field in this mutation.
+func (m *AssetPurgeMutation) AddedSceneCount() (r int, exists bool) {
+	v := m.addscene_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetSceneCount resets all changes to the "scene_count" field.
+func (m *AssetPurgeMutation) ResetSceneCount() {
+	m.scene_count = nil
+	m.addscene_count = nil
+}
+
+// SetDoneAt sets the "done_at" field.
+func (m *AssetPurgeMutation) SetDoneAt(t time.Time) {
+	m.done_at = &t
+}
+
+// DoneAt returns the value of the "done_at" field in the mutation.
+func (m *AssetPurgeMutation) DoneAt() (r time.Time, exists bool) {
+	v := m.done_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDoneAt returns the old "done_at" field's value of the AssetPurge entity.
+// If the AssetPurge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetPurgeMutation) OldDoneAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDoneAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDoneAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDoneAt: %w", err)
+	}
+	return oldValue.DoneAt, nil
+}
+
+// ClearDoneAt clears the value of the "done_at" field.
+func (m *AssetPurgeMutation) ClearDoneAt() {
+	m.done_at = nil
+	m.clearedFields[assetpurge.FieldDoneAt] = struct{}{}
+}
+
+// DoneAtCleared returns if the "done_at" field was cleared in this mutation.
+func (m *AssetPurgeMutation) DoneAtCleared() bool {
+	_, ok := m.clearedFields[assetpurge.FieldDoneAt]
+	return ok
+}
+
+// ResetDoneAt resets all changes to the "done_at" field.
+func (m *AssetPurgeMutation) ResetDoneAt() {
+	m.done_at = nil
+	delete(m.clearedFields, assetpurge.FieldDoneAt)
+}
+
+// SetDeletedObjects sets the "deleted_objects" field.
+func (m *AssetPurgeMutation) SetDeletedObjects(i int) {
+	m.deleted_objects = &i
+	m.adddeleted_objects = nil
+}
+
+// DeletedObjects returns the value of the "deleted_objects" field in the mutation.
+func (m *AssetPurgeMutation) DeletedObjects() (r int, exists bool) {
+	v := m.deleted_objects
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDeletedObjects returns the old "deleted_objects" field's value of the AssetPurge entity.
+// If the AssetPurge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetPurgeMutation) OldDeletedObjects(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDeletedObjects is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDeletedObjects requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDeletedObjects: %w", err)
+	}
+	return oldValue.DeletedObjects, nil
+}
+
+// AddDeletedObjects adds i to the "deleted_objects" field.
+func (m *AssetPurgeMutation) AddDeletedObjects(i int) {
+	if m.adddeleted_objects != nil {
+		*m.adddeleted_objects += i
+	} else {
+		m.adddeleted_objects = &i
+	}
+}
+
+// AddedDeletedObjects returns the value that was added to the "deleted_objects" field in this mutation.
+func (m *AssetPurgeMutation) AddedDeletedObjects() (r int, exists bool) {
+	v := m.adddeleted_objects
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetDeletedObjects resets all changes to the "deleted_objects" field.
+func (m *AssetPurgeMutation) ResetDeletedObjects() {
+	m.deleted_objects = nil
+	m.adddeleted_objects = nil
+}
+
+// SetFailure sets the "failure" field.
+func (m *AssetPurgeMutation) SetFailure(s string) {
+	m.failure = &s
+}
+
+// Failure returns the value of the "failure" field in the mutation.
+func (m *AssetPurgeMutation) Failure() (r string, exists bool) {
+	v := m.failure
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFailure returns the old "failure" field's value of the AssetPurge entity.
+// If the AssetPurge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetPurgeMutation) OldFailure(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFailure is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFailure requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFailure: %w", err)
+	}
+	return oldValue.Failure, nil
+}
+
+// ClearFailure clears the value of the "failure" field.
+func (m *AssetPurgeMutation) ClearFailure() {
+	m.failure = nil
+	m.clearedFields[assetpurge.FieldFailure] = struct{}{}
+}
+
+// FailureCleared returns if the "failure" field was cleared in this mutation.
+func (m *AssetPurgeMutation) FailureCleared() bool {
+	_, ok := m.clearedFields[assetpurge.FieldFailure]
+	return ok
+}
+
+// ResetFailure resets all changes to the "failure" field.
+func (m *AssetPurgeMutation) ResetFailure() {
+	m.failure = nil
+	delete(m.clearedFields, assetpurge.FieldFailure)
+}
+
+// Where appends a list predicates to the AssetPurgeMutation builder.
+func (m *AssetPurgeMutation) Where(ps ...predicate.AssetPurge) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the AssetPurgeMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *AssetPurgeMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.AssetPurge, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *AssetPurgeMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *AssetPurgeMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (AssetPurge).
+func (m *AssetPurgeMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *AssetPurgeMutation) Fields() []string {
+	fields := make([]string, 0, 11)
+	if m.created_at != nil {
+		fields = append(fields, assetpurge.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, assetpurge.FieldUpdatedAt)
+	}
+	if m.integration_id != nil {
+		fields = append(fields, assetpurge.FieldIntegrationID)
+	}
+	if m.external_user_record_id != nil {
+		fields = append(fields, assetpurge.FieldExternalUserRecordID)
+	}
+	if m.external_user_id != nil {
+		fields = append(fields, assetpurge.FieldExternalUserID)
+	}
+	if m.keys != nil {
+		fields = append(fields, assetpurge.FieldKeys)
+	}
+	if m.prefixes != nil {
+		fields = append(fields, assetpurge.FieldPrefixes)
+	}
+	if m.scene_count != nil {
+		fields = append(fields, assetpurge.FieldSceneCount)
+	}
+	if m.done_at != nil {
+		fields = append(fields, assetpurge.FieldDoneAt)
+	}
+	if m.deleted_objects != nil {
+		fields = append(fields, assetpurge.FieldDeletedObjects)
+	}
+	if m.failure != nil {
+		fields = append(fields, assetpurge.FieldFailure)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *AssetPurgeMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case assetpurge.FieldCreatedAt:
+		return m.CreatedAt()
+	case assetpurge.FieldUpdatedAt:
+		return m.UpdatedAt()
+	case assetpurge.FieldIntegrationID:
+		return m.IntegrationID()
+	case assetpurge.FieldExternalUserRecordID:
+		return m.ExternalUserRecordID()
+	case assetpurge.FieldExternalUserID:
+		return m.ExternalUserID()
+	case assetpurge.FieldKeys:
+		return m.Keys()
+	case assetpurge.FieldPrefixes:
+		return m.Prefixes()
+	case assetpurge.FieldSceneCount:
+		return m.SceneCount()
+	case assetpurge.FieldDoneAt:
+		return m.DoneAt()
+	case assetpurge.FieldDeletedObjects:
+		return m.DeletedObjects()
+	case assetpurge.FieldFailure:
+		return m.Failure()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *AssetPurgeMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case assetpurge.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case assetpurge.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	case assetpurge.FieldIntegrationID:
+		return m.OldIntegrationID(ctx)
+	case assetpurge.FieldExternalUserRecordID:
+		return m.OldExternalUserRecordID(ctx)
+	case assetpurge.FieldExternalUserID:
+		return m.OldExternalUserID(ctx)
+	case assetpurge.FieldKeys:
+		return m.OldKeys(ctx)
+	case assetpurge.FieldPrefixes:
+		return m.OldPrefixes(ctx)
+	case assetpurge.FieldSceneCount:
+		return m.OldSceneCount(ctx)
+	case assetpurge.FieldDoneAt:
+		return m.OldDoneAt(ctx)
+	case assetpurge.FieldDeletedObjects:
+		return m.OldDeletedObjects(ctx)
+	case assetpurge.FieldFailure:
+		return m.OldFailure(ctx)
+	}
+	return nil, fmt.Errorf("unknown AssetPurge field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *AssetPurgeMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case assetpurge.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case assetpurge.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	case assetpurge.FieldIntegrationID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetIntegrationID(v)
+		return nil
+	case assetpurge.FieldExternalUserRecordID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetExternalUserRecordID(v)
+		return nil
+	case assetpurge.FieldExternalUserID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetExternalUserID(v)
+		return nil
+	case assetpurge.FieldKeys:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKeys(v)
+		return nil
+	case assetpurge.FieldPrefixes:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPrefixes(v)
+		return nil
+	case assetpurge.FieldSceneCount:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSceneCount(v)
+		return nil
+	case assetpurge.FieldDoneAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDoneAt(v)
+		return nil
+	case assetpurge.FieldDeletedObjects:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDeletedObjects(v)
+		return nil
+	case assetpurge.FieldFailure:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFailure(v)
+		return nil
+	}
+	return fmt.Errorf("unknown AssetPurge field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *AssetPurgeMutation) AddedFields() []string {
+	var fields []string
+	if m.addscene_count != nil {
+		fields = append(fields, assetpurge.FieldSceneCount)
+	}
+	if m.adddeleted_objects != nil {
+		fields = append(fields, assetpurge.FieldDeletedObjects)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *AssetPurgeMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case assetpurge.FieldSceneCount:
+		return m.AddedSceneCount()
+	case assetpurge.FieldDeletedObjects:
+		return m.AddedDeletedObjects()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *AssetPurgeMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case assetpurge.FieldSceneCount:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSceneCount(v)
+		return nil
+	case assetpurge.FieldDeletedObjects:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddDeletedObjects(v)
+		return nil
+	}
+	return fmt.Errorf("unknown AssetPurge numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *AssetPurgeMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(assetpurge.FieldKeys) {
+		fields = append(fields, assetpurge.FieldKeys)
+	}
+	if m.FieldCleared(assetpurge.FieldPrefixes) {
+		fields = append(fields, assetpurge.FieldPrefixes)
+	}
+	if m.FieldCleared(assetpurge.FieldDoneAt) {
+		fields = append(fields, assetpurge.FieldDoneAt)
+	}
+	if m.FieldCleared(assetpurge.FieldFailure) {
+		fields = append(fields, assetpurge.FieldFailure)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *AssetPurgeMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *AssetPurgeMutation) ClearField(name string) error {
+	switch name {
+	case assetpurge.FieldKeys:
+		m.ClearKeys()
+		return nil
+	case assetpurge.FieldPrefixes:
+		m.ClearPrefixes()
+		return nil
+	case assetpurge.FieldDoneAt:
+		m.ClearDoneAt()
+		return nil
+	case assetpurge.FieldFailure:
+		m.ClearFailure()
+		return nil
+	}
+	return fmt.Errorf("unknown AssetPurge nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *AssetPurgeMutation) ResetField(name string) error {
+	switch name {
+	case assetpurge.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case assetpurge.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	case assetpurge.FieldIntegrationID:
+		m.ResetIntegrationID()
+		return nil
+	case assetpurge.FieldExternalUserRecordID:
+		m.ResetExternalUserRecordID()
+		return nil
+	case assetpurge.FieldExternalUserID:
+		m.ResetExternalUserID()
+		return nil
+	case assetpurge.FieldKeys:
+		m.ResetKeys()
+		return nil
+	case assetpurge.FieldPrefixes:
+		m.ResetPrefixes()
+		return nil
+	case assetpurge.FieldSceneCount:
+		m.ResetSceneCount()
+		return nil
+	case assetpurge.FieldDoneAt:
+		m.ResetDoneAt()
+		return nil
+	case assetpurge.FieldDeletedObjects:
+		m.ResetDeletedObjects()
+		return nil
+	case assetpurge.FieldFailure:
+		m.ResetFailure()
+		return nil
+	}
+	return fmt.Errorf("unknown AssetPurge field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *AssetPurgeMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *AssetPurgeMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *AssetPurgeMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *AssetPurgeMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *AssetPurgeMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *AssetPurgeMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *AssetPurgeMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown AssetPurge unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *AssetPurgeMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown AssetPurge edge %s", name)
 }
 
 // ExternalUserMutation represents an operation that mutates the ExternalUser nodes in the graph.

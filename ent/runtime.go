@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/splathost/splathost/ent/account"
+	"github.com/splathost/splathost/ent/assetpurge"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/ent/scene"
@@ -79,6 +80,91 @@ func init() {
 	// account.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	account.IDValidator = func() func(string) error {
 		validators := accountDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	assetpurgeMixin := schema.AssetPurge{}.Mixin()
+	assetpurgeMixinFields0 := assetpurgeMixin[0].Fields()
+	_ = assetpurgeMixinFields0
+	assetpurgeMixinFields1 := assetpurgeMixin[1].Fields()
+	_ = assetpurgeMixinFields1
+	assetpurgeFields := schema.AssetPurge{}.Fields()
+	_ = assetpurgeFields
+	// assetpurgeDescCreatedAt is the schema descriptor for created_at field.
+	assetpurgeDescCreatedAt := assetpurgeMixinFields1[0].Descriptor()
+	// assetpurge.DefaultCreatedAt holds the default value on creation for the created_at field.
+	assetpurge.DefaultCreatedAt = assetpurgeDescCreatedAt.Default.(func() time.Time)
+	// assetpurgeDescUpdatedAt is the schema descriptor for updated_at field.
+	assetpurgeDescUpdatedAt := assetpurgeMixinFields1[1].Descriptor()
+	// assetpurge.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	assetpurge.DefaultUpdatedAt = assetpurgeDescUpdatedAt.Default.(func() time.Time)
+	// assetpurge.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	assetpurge.UpdateDefaultUpdatedAt = assetpurgeDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// assetpurgeDescIntegrationID is the schema descriptor for integration_id field.
+	assetpurgeDescIntegrationID := assetpurgeFields[0].Descriptor()
+	// assetpurge.IntegrationIDValidator is a validator for the "integration_id" field. It is called by the builders before save.
+	assetpurge.IntegrationIDValidator = func() func(string) error {
+		validators := assetpurgeDescIntegrationID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(integration_id string) error {
+			for _, fn := range fns {
+				if err := fn(integration_id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// assetpurgeDescExternalUserRecordID is the schema descriptor for external_user_record_id field.
+	assetpurgeDescExternalUserRecordID := assetpurgeFields[1].Descriptor()
+	// assetpurge.ExternalUserRecordIDValidator is a validator for the "external_user_record_id" field. It is called by the builders before save.
+	assetpurge.ExternalUserRecordIDValidator = func() func(string) error {
+		validators := assetpurgeDescExternalUserRecordID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(external_user_record_id string) error {
+			for _, fn := range fns {
+				if err := fn(external_user_record_id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// assetpurgeDescExternalUserID is the schema descriptor for external_user_id field.
+	assetpurgeDescExternalUserID := assetpurgeFields[2].Descriptor()
+	// assetpurge.ExternalUserIDValidator is a validator for the "external_user_id" field. It is called by the builders before save.
+	assetpurge.ExternalUserIDValidator = assetpurgeDescExternalUserID.Validators[0].(func(string) error)
+	// assetpurgeDescSceneCount is the schema descriptor for scene_count field.
+	assetpurgeDescSceneCount := assetpurgeFields[5].Descriptor()
+	// assetpurge.DefaultSceneCount holds the default value on creation for the scene_count field.
+	assetpurge.DefaultSceneCount = assetpurgeDescSceneCount.Default.(int)
+	// assetpurgeDescDeletedObjects is the schema descriptor for deleted_objects field.
+	assetpurgeDescDeletedObjects := assetpurgeFields[7].Descriptor()
+	// assetpurge.DefaultDeletedObjects holds the default value on creation for the deleted_objects field.
+	assetpurge.DefaultDeletedObjects = assetpurgeDescDeletedObjects.Default.(int)
+	// assetpurgeDescID is the schema descriptor for id field.
+	assetpurgeDescID := assetpurgeMixinFields0[0].Descriptor()
+	// assetpurge.DefaultID holds the default value on creation for the id field.
+	assetpurge.DefaultID = assetpurgeDescID.Default.(func() string)
+	// assetpurge.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	assetpurge.IDValidator = func() func(string) error {
+		validators := assetpurgeDescID.Validators
 		fns := [...]func(string) error{
 			validators[0].(func(string) error),
 			validators[1].(func(string) error),

@@ -16,6 +16,8 @@ type Tx struct {
 	config
 	// Account is the client for interacting with the Account builders.
 	Account *AccountClient
+	// AssetPurge is the client for interacting with the AssetPurge builders.
+	AssetPurge *AssetPurgeClient
 	// ExternalUser is the client for interacting with the ExternalUser builders.
 	ExternalUser *ExternalUserClient
 	// Integration is the client for interacting with the Integration builders.
@@ -156,6 +158,7 @@ func (tx *Tx) Client() *Client {
 
 func (tx *Tx) init() {
 	tx.Account = NewAccountClient(tx.config)
+	tx.AssetPurge = NewAssetPurgeClient(tx.config)
 	tx.ExternalUser = NewExternalUserClient(tx.config)
 	tx.Integration = NewIntegrationClient(tx.config)
 	tx.Scene = NewSceneClient(tx.config)

@@ -5,4 +5,9 @@ package workflows
 import "go.temporal.io/sdk/worker"
 
 // Register adds every workflow to w and reports how many it registered.
-func Register(w worker.Registry) int { return 0 }
+func Register(w worker.Registry) int {
+	w.RegisterWorkflow(PurgeCustomerAssets)
+	w.RegisterWorkflow(RedrivePurges)
+	w.RegisterWorkflow(SweepOrphanUploads)
+	return 3
+}

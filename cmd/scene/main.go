@@ -25,6 +25,9 @@ func main() {
 	}
 	defer ch.Close()
 	svc := scene.New(d, store, rt.Log, rt.Config.AssetBase())
+	// Scene reads are served from memory while the LISTEN connection is up; every change is
+	// announced with a NOTIFY, so this process drops its copies whichever process made it.
+	go svc.Listen(rt.Ctx)
 	app := boot.ServiceApp("scene", rt.Config, rt.Log, scene.Prefixes, svc.Register, map[string]httpx.Check{
 		"postgres": d.Ping, "objectstore": store.Ready,
 		"clickhouse": func(ctx context.Context) error { return ch.Ping(ctx) },

@@ -4,6 +4,7 @@ package main
 import (
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/worker"
 	"github.com/splathost/splathost/services/user"
 )
 
@@ -11,8 +12,15 @@ func main() {
 	rt := boot.Init("user", true)
 	defer rt.Close()
 	d := rt.DB()
+	// A customer deletion starts the purge of its assets right after the commit; the client is
+	// lazy, so Temporal being down does not stop this service (the worker re-drives the purge).
+	tc, err := worker.Dial(rt.Config, rt.Log)
+	if err != nil {
+		boot.Fatal(rt.Log, "temporal", err)
+	}
+	defer tc.Close()
 	// Gateways in other processes drop their cached integrations on the NOTIFY.
-	svc := user.New(d, rt.Log, nil)
+	svc := user.New(d, rt.Log, nil, user.Temporal{Client: tc, TaskQueue: rt.Config.TaskQueue})
 	app := boot.ServiceApp("user", rt.Config, rt.Log, user.Prefixes, svc.Register,
 		map[string]httpx.Check{"postgres": d.Ping})
 	rt.Log.Info("listening", "addr", rt.Config.UserAddr)

@@ -21,6 +21,18 @@ func (f AccountFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, err
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.AccountMutation", m)
 }
 
+// The AssetPurgeFunc type is an adapter to allow the use of ordinary
+// function as AssetPurge mutator.
+type AssetPurgeFunc func(context.Context, *ent.AssetPurgeMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f AssetPurgeFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.AssetPurgeMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.AssetPurgeMutation", m)
+}
+
 // The ExternalUserFunc type is an adapter to allow the use of ordinary
 // function as ExternalUser mutator.
 type ExternalUserFunc func(context.Context, *ent.ExternalUserMutation) (ent.Value, error)

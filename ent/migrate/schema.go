@@ -27,6 +27,34 @@ var (
 		Columns:    AccountsColumns,
 		PrimaryKey: []*schema.Column{AccountsColumns[0]},
 	}
+	// AssetPurgesColumns holds the columns for the "asset_purges" table.
+	AssetPurgesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 24},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "integration_id", Type: field.TypeString, Size: 24},
+		{Name: "external_user_record_id", Type: field.TypeString, Size: 24},
+		{Name: "external_user_id", Type: field.TypeString},
+		{Name: "keys", Type: field.TypeJSON, Nullable: true},
+		{Name: "prefixes", Type: field.TypeJSON, Nullable: true},
+		{Name: "scene_count", Type: field.TypeInt, Default: 0},
+		{Name: "done_at", Type: field.TypeTime, Nullable: true},
+		{Name: "deleted_objects", Type: field.TypeInt, Default: 0},
+		{Name: "failure", Type: field.TypeString, Nullable: true},
+	}
+	// AssetPurgesTable holds the schema information for the "asset_purges" table.
+	AssetPurgesTable = &schema.Table{
+		Name:       "asset_purges",
+		Columns:    AssetPurgesColumns,
+		PrimaryKey: []*schema.Column{AssetPurgesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "assetpurge_done_at_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{AssetPurgesColumns[9], AssetPurgesColumns[1]},
+			},
+		},
+	}
 	// ExternalUsersColumns holds the columns for the "external_users" table.
 	ExternalUsersColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 24},
@@ -237,6 +265,7 @@ var (
 	// Tables holds all the tables in the schema.
 	Tables = []*schema.Table{
 		AccountsTable,
+		AssetPurgesTable,
 		ExternalUsersTable,
 		IntegrationsTable,
 		ScenesTable,

@@ -9,6 +9,9 @@ import (
 // Account is the predicate function for account builders.
 type Account func(*sql.Selector)
 
+// AssetPurge is the predicate function for assetpurge builders.
+type AssetPurge func(*sql.Selector)
+
 // ExternalUser is the predicate function for externaluser builders.
 type ExternalUser func(*sql.Selector)
 

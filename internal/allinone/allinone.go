@@ -30,10 +30,12 @@ type Process struct {
 	DB  *db.DB
 	// Integrations is the gateway's credential cache.
 	Integrations *user.Integrations
-	Temporal     client.Client
-	CH           driver.Conn
-	stop         context.CancelFunc
-	done         chan struct{}
+	// Scenes is the scene service, for tests that watch its cache.
+	Scenes   *scene.Service
+	Temporal client.Client
+	CH       driver.Conn
+	stop     context.CancelFunc
+	done     chan struct{}
 }
 
 // Start builds the whole product in one process. Serve App; Close stops the rest.
@@ -65,7 +67,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	p := &Process{DB: d, Temporal: tc, CH: ch, stop: stop, done: make(chan struct{})}
 
 	ints := user.NewIntegrations(d.Pool, log)
-	users := user.New(d, log, ints.Flush)
+	users := user.New(d, log, ints.Flush, user.Temporal{Client: tc, TaskQueue: cfg.TaskQueue})
 	scenes := scene.New(d, store, log, cfg.AssetBase())
 	sessions := session.New(d, log)
 	app, err := gateway.New(gateway.Options{
@@ -88,10 +90,12 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	}
 	p.App = app
 	p.Integrations = ints
+	p.Scenes = scenes
 	go func() {
 		defer close(p.done)
 		go ints.Listen(runCtx)
-		if err := worker.Run(runCtx, tc, cfg, log); err != nil && !errors.Is(err, context.Canceled) {
+		go scenes.Listen(runCtx)
+		if err := worker.Run(runCtx, tc, cfg, worker.Deps{DB: d, Store: store, Log: log}); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("worker stopped", "error", err)
 		}
 	}()

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
@@ -13,28 +14,68 @@ import (
 
 	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/internal/config"
+	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/workflows"
 )
 
-// Run hosts every workflow and activity on the task queue until ctx ends. While nothing is
-// registered yet it only keeps its Temporal connection (the SDK refuses to start an empty
-// worker).
-func Run(ctx context.Context, c client.Client, cfg config.Config, log *slog.Logger) error {
-	w := worker.New(c, cfg.TaskQueue, worker.Options{})
-	n := workflows.Register(w) + activities.Register(w)
-	if n == 0 {
-		log.Info("no workflows or activities registered; worker idle", "taskQueue", cfg.TaskQueue)
-		<-ctx.Done()
-		return nil
+// Deps are what the activities need: the product database and the asset store.
+type Deps struct {
+	DB    *db.DB
+	Store *objectstore.Store
+	Log   *slog.Logger
+}
+
+// Run hosts every workflow and activity on the task queue until ctx ends, and keeps the
+// schedules (orphan sweep, purge re-drive) in place.
+func Run(ctx context.Context, c client.Client, cfg config.Config, deps Deps) error {
+	log := deps.Log
+	// On shutdown, running activities get the shutdown timeout to finish or to report their last
+	// heartbeat; the next attempt resumes from it.
+	w := worker.New(c, cfg.TaskQueue, worker.Options{WorkerStopTimeout: cfg.ShutdownTimeout})
+	acts := &activities.Activities{Ent: deps.DB.Ent, Objects: deps.Store.Client, Bucket: deps.Store.Bucket, Log: log}
+	n := workflows.Register(w) + activities.Register(w, acts)
+	// The client is lazy and the worker cannot start without the frontend: wait for it rather
+	// than fail, so that the product's start does not depend on Temporal being up first.
+	if err := waitHealthy(ctx, c, log); err != nil {
+		return err
 	}
 	if err := w.Start(); err != nil {
 		return err
 	}
 	log.Info("worker polling", "taskQueue", cfg.TaskQueue, "registered", n)
+	schedulesDone := make(chan struct{})
+	go func() {
+		defer close(schedulesDone)
+		keepSchedules(ctx, c, cfg.TaskQueue, log)
+	}()
 	<-ctx.Done()
+	<-schedulesDone
 	w.Stop()
 	return nil
+}
+
+// waitHealthy returns once the Temporal frontend answers, or with ctx's error.
+func waitHealthy(ctx context.Context, c client.Client, log *slog.Logger) error {
+	delay := 100 * time.Millisecond
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := c.CheckHealth(cctx, &client.CheckHealthRequest{})
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if delay >= 5*time.Second {
+			log.Warn("waiting for the Temporal frontend", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 10*time.Second)
+	}
 }
 
 // Dial connects a Temporal client. Dial is lazy, so a briefly unavailable frontend does

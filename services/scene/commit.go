@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -215,7 +216,8 @@ func (s *Service) verifyFolder(ctx context.Context, t *ent.UploadTicket) error {
 		case got != o.Size:
 			return apperr.Invalid("upload does not match", fmt.Sprintf("lodFolderKey: %s has %d bytes, declared %d", o.RelativePath, got, o.Size))
 		}
-		if strings.HasSuffix(o.Key, ".webp") && cell.Key == "" {
+		// Extensions are case-insensitive everywhere (validateLOD lowercases them too).
+		if strings.EqualFold(path.Ext(o.Key), ".webp") && cell.Key == "" {
 			cell = o
 		}
 	}
@@ -282,7 +284,11 @@ func (s *Service) commit(c *fiber.Ctx) error {
 		assets, size = append(assets, a), size+a.ticket.TotalBytes
 	}
 	var imageTicket *asset
-	for _, img := range []struct{ field, url string }{{"imageUrl", req.imageURL}, {"thumbnailDepthUrl", req.depthURL}} {
+	var unused []string // objects of a used image ticket the scene does not reference
+	if req.imageURL != "" && req.imageURL == req.depthURL {
+		return apperr.Invalid("validation failed", "thumbnailDepthUrl: must differ from imageUrl")
+	}
+	for _, img := range []struct{ field, url, role string }{{"imageUrl", req.imageURL, "thumbnail"}, {"thumbnailDepthUrl", req.depthURL, "depth"}} {
 		if img.url == "" {
 			continue
 		}
@@ -294,6 +300,9 @@ func (s *Service) commit(c *fiber.Ctx) error {
 		if !ok {
 			return apperr.Invalid("invalid upload URL", img.field+": no such upload")
 		}
+		if !strings.HasPrefix(path.Base(o.Key), img.role+".") {
+			return apperr.Invalid("validation failed", fmt.Sprintf("%s: must be the %s fileUrl of a splat-images upload", img.field, img.role))
+		}
 		if err := s.verifyObject(ctx, img.field, o); err != nil {
 			return err
 		}
@@ -301,6 +310,13 @@ func (s *Service) commit(c *fiber.Ctx) error {
 		if imageTicket == nil || imageTicket.ticket.ID != a.ticket.ID {
 			assets = append(assets, a)
 			imageTicket = a
+		}
+	}
+	if imageTicket != nil {
+		for _, o := range imageTicket.ticket.Objects {
+			if !slices.Contains(keys, o.Key) {
+				unused = append(unused, o.Key)
+			}
 		}
 	}
 
@@ -341,7 +357,7 @@ func (s *Service) commit(c *fiber.Ctx) error {
 				return apperr.Conflict("this upload is already part of a scene")
 			}
 		}
-		return nil
+		return sceneChanged(ctx, tx, caller.IntegrationID, sc.ID)
 	})
 	if err != nil {
 		var e *apperr.Error
@@ -350,6 +366,11 @@ func (s *Service) commit(c *fiber.Ctx) error {
 			s.removeUploads(assets)
 		}
 		return err
+	}
+	s.invalidateScene(ctx, caller.IntegrationID, sc.ID)
+	if len(unused) > 0 {
+		// The ticket is spent; an image it signed but the scene does not use would be orphaned.
+		s.deleteDetached(unused)
 	}
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{
 		"status": "success", "splatId": sc.ID,
@@ -367,11 +388,17 @@ func (s *Service) removeUploads(assets []*asset) {
 			keys = append(keys, o.Key)
 		}
 	}
+	s.deleteDetached(keys)
+}
+
+// deleteDetached deletes objects after the response, best effort: the orphan sweep catches what
+// it misses.
+func (s *Service) deleteDetached(keys []string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		if err := s.deleteKeys(ctx, keys); err != nil {
-			s.log.Warn("removing uploads of a failed commit", "error", err, "objects", len(keys))
+			s.log.Warn("deleting objects", "error", err, "objects", len(keys))
 		}
 	}()
 }

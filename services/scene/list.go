@@ -2,6 +2,7 @@ package scene
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"strconv"
@@ -252,13 +253,33 @@ func (s *Service) listScenes(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	q := s.db.Ent.Scene.Query().Where(scene.IntegrationID(caller.IntegrationID), scene.ArchivedAtIsNil())
 	callerEU := ""
 	if caller.HasExternalUser {
 		callerEU = caller.ExternalUserID
+	}
+	key := pageKey(p, caller.HasExternalUser, callerEU)
+	page, err := s.cache.page(c.UserContext(), caller.IntegrationID, key, func(ctx context.Context) (*scenePage, error) {
+		return s.queryPage(ctx, caller.IntegrationID, caller.HasExternalUser, callerEU, p)
+	})
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	// The page may come from the cache, shared by every caller of the same query: what depends
+	// on the caller is rendered here, per request.
+	items := make([]splatItem, len(page.rows))
+	for i, sc := range page.rows {
+		items[i] = itemOf(sc, ownerEUOf(sc), caller.ProductSlug, callerEU)
+	}
+	return c.JSON(fiber.Map{"status": "success", "splats": items, "nextCursor": page.next})
+}
+
+// queryPage reads one list page of the integration's live scenes (only eu's when hasEU).
+func (s *Service) queryPage(ctx context.Context, integrationID string, hasEU bool, eu string, p *listParams) (*scenePage, error) {
+	q := s.db.Ent.Scene.Query().Where(scene.IntegrationID(integrationID), scene.ArchivedAtIsNil())
+	if hasEU {
 		// external_user_id is unique within the integration, and the scene's own
 		// integration_id already confines the list to the caller's integration.
-		q.Where(scene.HasOwnerWith(externaluser.IntegrationID(caller.IntegrationID), externaluser.ExternalUserID(callerEU)))
+		q.Where(scene.HasOwnerWith(externaluser.IntegrationID(integrationID), externaluser.ExternalUserID(eu)))
 	}
 	if p.featured != nil {
 		q.Where(scene.Featured(*p.featured))
@@ -273,21 +294,17 @@ func (s *Service) listScenes(c *fiber.Ctx) error {
 	// owners' external user ids of the whole page.
 	rows, err := q.Order(p.order()).Limit(p.limit + 1).
 		WithOwner(func(oq *ent.ExternalUserQuery) { oq.Select(externaluser.FieldExternalUserID) }).
-		All(c.UserContext())
+		All(ctx)
 	if err != nil {
-		return apperr.Internal(err)
+		return nil, err
 	}
-	var next *string
+	page := &scenePage{rows: rows}
 	if len(rows) > p.limit {
-		rows = rows[:p.limit]
-		cur := encodeCursor(rows[len(rows)-1], p.sort)
-		next = &cur
+		page.rows = rows[:p.limit]
+		cur := encodeCursor(page.rows[len(page.rows)-1], p.sort)
+		page.next = &cur
 	}
-	items := make([]splatItem, len(rows))
-	for i, sc := range rows {
-		items[i] = itemOf(sc, ownerEUOf(sc), caller.ProductSlug, callerEU)
-	}
-	return c.JSON(fiber.Map{"status": "success", "splats": items, "nextCursor": next})
+	return page, nil
 }
 
 // ownerEUOf is the eager-loaded owner's external user id.

@@ -69,15 +69,14 @@ func (s *Service) getScene(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	sc, err := s.db.Ent.Scene.Query().
-		Where(scene.ID(id), scene.IntegrationID(caller.IntegrationID), scene.ArchivedAtIsNil()).
-		WithOwner(func(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldExternalUserID) }).
-		Only(c.UserContext())
-	if ent.IsNotFound(err) {
-		return errSceneNotFound()
-	}
+	sc, err := s.sceneByID(c.UserContext(), id)
 	if err != nil {
 		return apperr.Internal(err)
+	}
+	// The row may come from the cache, shared by every caller: scoping and all that depends on
+	// the caller are decided here, per request.
+	if sc == nil || sc.IntegrationID != caller.IntegrationID || sc.ArchivedAt != nil {
+		return errSceneNotFound()
 	}
 	owner, eu := ownerEUOf(sc), callerEU(caller)
 	if caller.HasExternalUser && owner != eu && sc.Visibility != scene.VisibilityPublic {
@@ -229,12 +228,15 @@ func (s *Service) patchScene(c *fiber.Ctx) error {
 			}
 			up.SetFirstPublishedAt(s.now())
 		}
-		sc, err = up.Save(ctx)
-		return err
+		if sc, err = up.Save(ctx); err != nil {
+			return err
+		}
+		return sceneChanged(ctx, tx, caller.IntegrationID, id)
 	})
 	if err != nil {
 		return err
 	}
+	s.invalidateScene(ctx, caller.IntegrationID, id)
 	return c.JSON(fiber.Map{"status": "success", "splat": itemOf(sc, eu, caller.ProductSlug, eu)})
 }
 
@@ -295,11 +297,15 @@ func (s *Service) feature(c *fiber.Ctx, caller *httpx.Caller, id string, feature
 		default:
 			sc, err = cur.Update().SetFeatured(false).Save(ctx)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return sceneChanged(ctx, tx, caller.IntegrationID, id)
 	})
 	if err != nil {
 		return err
 	}
+	s.invalidateScene(ctx, caller.IntegrationID, id)
 	ownerEU, err := s.db.Ent.ExternalUser.Query().Where(externaluser.ID(sc.OwnerID)).
 		Select(externaluser.FieldExternalUserID).String(ctx)
 	if err != nil {
@@ -346,7 +352,10 @@ func (s *Service) deleteScene(c *fiber.Ctx) error {
 		if err := tx.Scene.DeleteOneID(sc.ID).Exec(ctx); err != nil {
 			return err
 		}
-		return release(ctx, tx, sc.OwnerID, caller.AccountID, sc.FileSizeBytes, sc.HoldsSplatSlot)
+		if err := release(ctx, tx, sc.OwnerID, caller.AccountID, sc.FileSizeBytes, sc.HoldsSplatSlot); err != nil {
+			return err
+		}
+		return sceneChanged(ctx, tx, sc.IntegrationID, sc.ID)
 	})
 	if err != nil {
 		return err
@@ -362,7 +371,7 @@ func (s *Service) deleteScene(c *fiber.Ctx) error {
 	if err := s.deleteSceneAssets(bg, sc); err != nil {
 		s.log.Error("deleting the stored assets of a deleted scene", "scene", sc.ID, "error", err)
 	}
-	s.invalidateScene(bg, sc.ID)
+	s.invalidateScene(bg, sc.IntegrationID, sc.ID)
 	return c.JSON(fiber.Map{"status": "success"})
 }
 
@@ -373,13 +382,6 @@ func (s *Service) deleteScene(c *fiber.Ctx) error {
 // too). It runs after the scene row is gone, so a view recorded concurrently may survive it; the
 // view store must tolerate views of scenes that no longer exist.
 func (s *Service) deleteViews(ctx context.Context, sceneID string) error { return nil }
-
-// invalidateScene drops every cached entry of a scene (spec, DELETE side effect 5: scene page,
-// scene metadata, home portfolio).
-//
-// Hook: there is no scene cache yet. This is a deliberate no-op until a cache is introduced; the
-// cache must then be invalidated here (and on PATCH).
-func (s *Service) invalidateScene(ctx context.Context, sceneID string) {}
 
 // deleteSceneAssets removes a scene's stored objects: every key in asset_keys (the scene file
 // and its images) and, for a LOD scene, every object under its folder. Keys outside the

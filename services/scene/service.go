@@ -23,11 +23,13 @@ type Service struct {
 	// assetBase prefixes every object key to make its public URL.
 	assetBase string
 	now       func() time.Time
+	// cache holds scene rows and list pages; see cache.go.
+	cache *sceneCache
 }
 
 // New returns the scene service. assetBase is config.Config.AssetBase().
 func New(d *db.DB, store *objectstore.Store, log *slog.Logger, assetBase string) *Service {
-	return &Service{db: d, store: store, log: log, assetBase: assetBase, now: time.Now}
+	return &Service{db: d, store: store, log: log, assetBase: assetBase, now: time.Now, cache: newSceneCache(d.Pool, log)}
 }
 
 // Register mounts the service's routes.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/gofiber/fiber/v2"
+	"go.temporal.io/sdk/client"
 
 	"github.com/splathost/splathost/internal/db"
 )
@@ -18,15 +19,25 @@ type Service struct {
 	// gateway's cache at once, so an operator's revoke is in force when the call returns;
 	// other processes hear the NOTIFY milliseconds later.
 	changed func()
+	// temporal starts the workflows a customer deletion hands its asset removal to.
+	temporal Temporal
+}
+
+// Temporal is where the service starts workflows: a client and the worker's task queue. With a
+// nil Client nothing is started from the request path, and the worker's purge re-drive starts
+// the purges from their outbox rows instead (minutes later).
+type Temporal struct {
+	Client    client.Client
+	TaskQueue string
 }
 
 // New returns the user service over the product database. onIntegrationChange, if not nil,
 // runs after every committed change to an integration.
-func New(d *db.DB, log *slog.Logger, onIntegrationChange func()) *Service {
+func New(d *db.DB, log *slog.Logger, onIntegrationChange func(), tc Temporal) *Service {
 	if onIntegrationChange == nil {
 		onIntegrationChange = func() {}
 	}
-	return &Service{db: d, log: log, changed: onIntegrationChange}
+	return &Service{db: d, log: log, changed: onIntegrationChange, temporal: tc}
 }
 
 // Prefixes are the path prefixes this service owns; a split gateway forwards them here.
@@ -37,6 +48,7 @@ var Prefixes = []string{"/api/v1/external-user", "/admin/v1/"}
 func (s *Service) Register(r fiber.Router) {
 	r.Put("/api/v1/external-user", s.putExternalUser)
 	r.Get("/api/v1/external-user", s.getExternalUser)
+	r.Delete("/api/v1/external-user", s.deleteExternalUser)
 	r.Get("/api/v1/external-user/usage", s.getUsage)
 
 	r.Post("/admin/v1/accounts", s.createAccount)

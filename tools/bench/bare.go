@@ -58,6 +58,44 @@ type bareUser struct {
 	UpdatedAt      time.Time       `json:"updatedAt"`
 }
 
+// BareSceneQuery is the bare server's scene read: the columns GET /api/v1/splats/{id} returns
+// (the owner's external user id joined in), by id within the caller's integration.
+const BareSceneQuery = `SELECT s.id, s.title, s.description, s.image_url, s.splat_url, s.visibility, s.allow_embed,
+	s.allow_comments, s.allow_reactions, s.allow_clone, s.remixed_from, s.splat_type, u.external_user_id, s.view_count,
+	s.like_count, s.file_size_bytes, s.featured, s.featured_at, s.created_at, s.updated_at, s.level_data, s.lod_folder_key
+	FROM scenes s JOIN external_users u ON u.id = s.owner_id
+	WHERE s.id = $1 AND s.integration_id = $2 AND s.archived_at IS NULL`
+
+// BareScenePath is the bare server's scene route; the scene id follows it.
+const BareScenePath = "/api/v1/splats/"
+
+// bareScene is one scene as the bare server returns it, in the product's shape.
+type bareScene struct {
+	ID             string          `json:"id"`
+	Title          string          `json:"title"`
+	Description    string          `json:"description"`
+	ImageURL       string          `json:"imageUrl"`
+	SplatURL       string          `json:"splatUrl"`
+	Visibility     string          `json:"visibility"`
+	AllowEmbed     bool            `json:"allowEmbed"`
+	AllowComments  bool            `json:"allowComments"`
+	AllowReactions bool            `json:"allowReactions"`
+	AllowClone     bool            `json:"allowClone"`
+	RemixedFrom    json.RawMessage `json:"remixedFrom"`
+	SplatType      string          `json:"splatType"`
+	ExternalUserID string          `json:"externalUserId"`
+	IsOwner        bool            `json:"isOwner"`
+	ViewCount      int64           `json:"viewCount"`
+	LikeCount      int64           `json:"likeCount"`
+	FileSizeBytes  int64           `json:"fileSizeBytes"`
+	Featured       bool            `json:"featured"`
+	FeaturedAt     *time.Time      `json:"featuredAt"`
+	CreatedAt      time.Time       `json:"createdAt"`
+	UpdatedAt      time.Time       `json:"updatedAt"`
+	LevelData      json.RawMessage `json:"levelData"`
+	LodFolderKey   *string         `json:"lodFolderKey"`
+}
+
 // BareServerOptions configures the bare-server subcommand.
 type BareServerOptions struct {
 	// PostgresURL is the stack's product database.
@@ -68,8 +106,9 @@ type BareServerOptions struct {
 	PoolSize int
 }
 
-// RunBareServer serves GET BarePath with one pgx query and a JSON response until ctx ends. It
-// prints "listening HOST:PORT" on stdout once it accepts connections.
+// RunBareServer serves GET BarePath and GET BareScenePath{id}, each with one pgx query and a
+// JSON response, until ctx ends. It prints "listening HOST:PORT" on stdout once it accepts
+// connections.
 func RunBareServer(ctx context.Context, o BareServerOptions, stdout io.Writer) error {
 	cfg, err := pgxpool.ParseConfig(o.PostgresURL)
 	if err != nil {
@@ -101,6 +140,26 @@ func RunBareServer(ctx context.Context, o BareServerOptions, stdout io.Writer) e
 			return c.Status(fiber.StatusInternalServerError).JSON(fiber.Map{"status": "error", "message": "query failed"})
 		}
 		return c.JSON(fiber.Map{"status": "success", "externalUser": u})
+	})
+
+	app.Get(BareScenePath+":id", func(c *fiber.Ctx) error {
+		var sc bareScene
+		err := pool.QueryRow(c.UserContext(), BareSceneQuery, c.Params("id"), c.Get(BareIntegrationHeader)).Scan(
+			&sc.ID, &sc.Title, &sc.Description, &sc.ImageURL, &sc.SplatURL, &sc.Visibility, &sc.AllowEmbed,
+			&sc.AllowComments, &sc.AllowReactions, &sc.AllowClone, &sc.RemixedFrom, &sc.SplatType, &sc.ExternalUserID,
+			&sc.ViewCount, &sc.LikeCount, &sc.FileSizeBytes, &sc.Featured, &sc.FeaturedAt, &sc.CreatedAt, &sc.UpdatedAt,
+			&sc.LevelData, &sc.LodFolderKey)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			slog.Error("query failed", "err", err)
+			return c.Status(fiber.StatusInternalServerError).JSON(fiber.Map{"status": "error", "message": "query failed"})
+		}
+		eu := c.Get(externalUserHeader)
+		// The product's scoping: with EU, only that customer's scenes and public ones.
+		if err != nil || eu != "" && eu != sc.ExternalUserID && sc.Visibility != "public" {
+			return c.Status(fiber.StatusNotFound).JSON(fiber.Map{"status": "error", "message": "splat not found"})
+		}
+		sc.IsOwner = eu != "" && eu == sc.ExternalUserID
+		return c.JSON(fiber.Map{"status": "success", "splat": sc})
 	})
 
 	ln, err := net.Listen("tcp", o.Addr)

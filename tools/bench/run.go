@@ -1,7 +1,9 @@
-// Package bench is splathost's benchmark: the gateway's authenticated customer read against a
-// bare Fiber + pgx server doing the same query on the same Postgres, the dev stack's ready time
-// cold and warm, and the idle memory of every stack process. Every measure is compared with a
-// goal; a missed goal is reported, never an error, because a slow machine is not a fault.
+// Package bench is splathost's benchmark: the gateway's authenticated customer and scene reads
+// against a bare Fiber + pgx server doing the same query on the same Postgres, a 20 000-file LOD
+// upload request against a bare presigning loop, commits of one customer under contention (and
+// that they never overshoot its quota), the dev stack's ready time cold and warm, and the idle
+// memory of every stack process. Every measure is compared with a goal; a missed goal is
+// reported, never an error, because a slow machine is not a fault.
 package bench
 
 import (
@@ -23,6 +25,11 @@ var (
 	GoalAllInOne = &Goal{AtLeast: true, Target: 0.70, Unit: "× bare"}
 	// GoalSplit is the least ratio with the services in separate processes (one more hop).
 	GoalSplit = &Goal{AtLeast: true, Target: 0.45, Unit: "× bare"}
+	// GoalLODUpload caps the wall time of a 20 000-file lod-folder request over presigning as
+	// many URLs in a bare loop.
+	GoalLODUpload = &Goal{Target: 1.5, Unit: "× bare"}
+	// GoalOvershoot is the storage a customer may end up over its allocation: none.
+	GoalOvershoot = &Goal{Target: 0, Unit: "B"}
 	// GoalServiceRSS caps the idle memory of each splathost service binary.
 	GoalServiceRSS = &Goal{Target: 40, Unit: "MiB"}
 	// GoalStackRSS caps the idle memory of the whole stack.
@@ -81,6 +88,12 @@ func Run(ctx context.Context, o Options) Report {
 
 	tputAll := Row{Name: "GET /api/v1/external-user, allinone", Unit: "req/s", Goal: GoalAllInOne}
 	tputSplit := Row{Name: "GET /api/v1/external-user, split", Unit: "req/s", Goal: GoalSplit}
+	sceneAll := Row{Name: "GET /api/v1/splats/{id}, allinone", Unit: "req/s", Goal: GoalAllInOne}
+	sceneSplit := Row{Name: "GET /api/v1/splats/{id}, split", Unit: "req/s", Goal: GoalSplit}
+	lodAll := Row{Name: fmt.Sprintf("POST /api/v1/uploads/lod-folder, %d files, allinone", lodFiles), Unit: "ms", Goal: GoalLODUpload}
+	commitsAll := Row{Name: fmt.Sprintf("POST /api/v1/splats, %d concurrent, room for %d, allinone", commitTries, commitRoom), Unit: "commits/s"}
+	overshootAll := Row{Name: "quota overshoot after the concurrent commits, allinone", Unit: "B", Goal: GoalOvershoot}
+	measured := []*Row{&tputAll, &tputSplit, &sceneAll, &sceneSplit, &lodAll, &commitsAll, &overshootAll}
 	readyCold := Row{Name: "stack ready, cold data dir (split)", Unit: "ms"}
 	readyWarm := Row{Name: "stack ready, warm restart (split)", Unit: "ms"}
 	readyAll := Row{Name: "stack ready, warm restart (allinone)", Unit: "ms"}
@@ -92,7 +105,7 @@ func Run(ctx context.Context, o Options) Report {
 		err = os.Chmod(dir, 0o755)
 	}
 	if err != nil {
-		for _, row := range []*Row{&tputAll, &tputSplit, &readyCold, &readyWarm, &readyAll} {
+		for _, row := range append(measured, &readyCold, &readyWarm, &readyAll) {
 			row.Err = err
 		}
 	} else {
@@ -100,11 +113,14 @@ func Run(ctx context.Context, o Options) Report {
 		// Phase 1, split on a fresh directory: cold ready time, idle memory, throughput.
 		coldOK := r.phase(ctx, "split", &readyCold, func(st *testenv.Stack) {
 			memSplit = r.memoryRows(ctx, st, "split")
-			r.throughput(ctx, st, "split", &tputSplit)
+			r.withTenant(st, "split", func(t Tenant) {
+				r.throughput(ctx, st, "split", t, &tputSplit)
+				r.sceneRead(ctx, st, "split", t, &sceneSplit)
+			}, &tputSplit, &sceneSplit)
 		})
 		if !coldOK {
 			memSplit = []Row{{Name: "idle RSS (split)", Unit: "MiB", Goal: GoalStackRSS, Err: readyCold.Err}}
-			tputSplit.Err = readyCold.Err
+			tputSplit.Err, sceneSplit.Err = readyCold.Err, readyCold.Err
 		}
 		// Phase 2, the same directory again: the warm restart a developer sees every day.
 		if coldOK {
@@ -115,15 +131,23 @@ func Run(ctx context.Context, o Options) Report {
 		// Phase 3, all services in one process on the same (warm) directory.
 		if !r.phase(ctx, "allinone", &readyAll, func(st *testenv.Stack) {
 			memAll = r.memoryRows(ctx, st, "allinone")
-			r.throughput(ctx, st, "allinone", &tputAll)
+			r.withTenant(st, "allinone", func(t Tenant) {
+				r.throughput(ctx, st, "allinone", t, &tputAll)
+				r.sceneRead(ctx, st, "allinone", t, &sceneAll)
+				r.lodUpload(ctx, st, t, &lodAll)
+				r.commitRace(ctx, st, "allinone", t, &commitsAll, &overshootAll)
+			}, &tputAll, &sceneAll, &lodAll, &commitsAll, &overshootAll)
 		}) {
 			memAll = []Row{{Name: "idle RSS (allinone)", Unit: "MiB", Goal: GoalStackRSS, Err: readyAll.Err}}
-			tputAll.Err = readyAll.Err
+			for _, row := range []*Row{&tputAll, &sceneAll, &lodAll, &commitsAll, &overshootAll} {
+				row.Err = readyAll.Err
+			}
 		}
 		r.cleanup()
 	}
 
-	rep.Rows = append(rep.Rows, tputAll, tputSplit, readyCold, readyWarm, readyAll)
+	rep.Rows = append(rep.Rows, tputAll, tputSplit, sceneAll, sceneSplit, lodAll, commitsAll, overshootAll,
+		readyCold, readyWarm, readyAll)
 	rep.Rows = append(rep.Rows, memSplit...)
 	rep.Rows = append(rep.Rows, memAll...)
 	rep.Problems = r.problems
@@ -210,22 +234,36 @@ func (r *runner) memoryRows(ctx context.Context, st *testenv.Stack, mode string)
 
 func kibToMiB(k int64) float64 { return float64(k) / 1024 }
 
-// throughput measures the bare server and then the gateway, both fed the same customer read by
-// the same load generator against the same Postgres.
-func (r *runner) throughput(ctx context.Context, st *testenv.Stack, mode string, row *Row) {
-	log := r.o.Log.With("services", mode)
+// withTenant sets up the tenant of a phase's measures and runs them, or marks their rows failed
+// when the setup fails.
+func (r *runner) withTenant(st *testenv.Stack, mode string, measure func(Tenant), rows ...*Row) {
 	t, err := SetupTenant(st.State.GatewayURL, st.State.AdminToken, mode)
 	if err != nil {
-		row.Err = fmt.Errorf("tenant setup: %w", err)
+		for _, row := range rows {
+			row.Err = fmt.Errorf("tenant setup: %w", err)
+		}
 		return
 	}
-	const path = "/api/v1/external-user"
-	if err := t.CheckRead("gateway read", st.State.GatewayURL, path, nil); err != nil {
+	measure(t)
+}
+
+// throughput measures the bare server and then the gateway, both fed the same customer read by
+// the same load generator against the same Postgres.
+func (r *runner) throughput(ctx context.Context, st *testenv.Stack, mode string, t Tenant, row *Row) {
+	r.compare(ctx, st, mode, t, row, "/api/v1/external-user", BarePath, t.CheckRead)
+}
+
+// compare measures the bare server's barePath and then the gateway's path, both fed the
+// tenant's headers by the same load generator against the same Postgres; check verifies each
+// answers the real read (not some cheaper error) before it is loaded.
+func (r *runner) compare(ctx context.Context, st *testenv.Stack, mode string, t Tenant, row *Row, path, barePath string,
+	check func(name, base, path string, extra map[string]string) error) {
+	log := r.o.Log.With("services", mode)
+	if err := check("gateway read", st.State.GatewayURL, path, nil); err != nil {
 		row.Err = err
 		return
 	}
-
-	bareRes, err := r.bare(ctx, st, mode, t)
+	bareRes, err := r.bare(ctx, st, mode, t, barePath, check)
 	if err != nil {
 		row.Err = err
 		return
@@ -257,9 +295,10 @@ func (r *runner) throughput(ctx context.Context, st *testenv.Stack, mode string,
 	}
 }
 
-// bare starts the bare server on the stack's Postgres, checks it returns the tenant's customer,
-// loads it and stops it, so it holds no connections while the gateway is measured.
-func (r *runner) bare(ctx context.Context, st *testenv.Stack, mode string, t Tenant) (LoadResult, error) {
+// bare starts the bare server on the stack's Postgres, checks it answers barePath, loads it and
+// stops it, so it holds no connections while the gateway is measured.
+func (r *runner) bare(ctx context.Context, st *testenv.Stack, mode string, t Tenant, barePath string,
+	check func(name, base, path string, extra map[string]string) error) (LoadResult, error) {
 	log := r.o.Log.With("services", mode)
 	b, err := StartBareServer(ctx, r.o.Exe, st.State.PostgresURL, r.o.PoolSize, filepath.Join(r.dir, "bare-server-"+mode+".log"))
 	if err != nil {
@@ -267,15 +306,15 @@ func (r *runner) bare(ctx context.Context, st *testenv.Stack, mode string, t Ten
 	}
 	extra := map[string]string{BareIntegrationHeader: t.IntegrationID}
 	res, err := func() (LoadResult, error) {
-		if err := t.CheckRead("bare server read", b.URL, BarePath, extra); err != nil {
+		if err := check("bare server read", b.URL, barePath, extra); err != nil {
 			return LoadResult{}, err
 		}
 		h := t.Headers()
 		for k, v := range extra {
 			h[k] = v
 		}
-		log.Info("loading bare server", "url", b.URL+BarePath)
-		res, err := RunLoad(ctx, r.loadOptions(b.URL+BarePath, h))
+		log.Info("loading bare server", "url", b.URL+barePath)
+		res, err := RunLoad(ctx, r.loadOptions(b.URL+barePath, h))
 		if err != nil {
 			return LoadResult{}, fmt.Errorf("bare load: %w", err)
 		}

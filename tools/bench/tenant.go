@@ -66,17 +66,23 @@ func SetupTenant(gatewayURL, adminToken, label string) (Tenant, error) {
 // CheckRead sends one GET to base+path and checks it answers 200 with the tenant's customer,
 // so the load runs count successes of the real read, not of some cheaper error path.
 func (t Tenant) CheckRead(name, base, path string, extra map[string]string) error {
+	return t.checkID(name, base, path, extra, "externalUser", t.UserID)
+}
+
+// checkID sends one GET to base+path with the tenant's headers and extra, and checks it answers
+// 200 with want as obj.id.
+func (t Tenant) checkID(name, base, path string, extra map[string]string, obj, want string) error {
 	h := t.Headers()
 	for k, v := range extra {
 		h[k] = v
 	}
 	resp, err := testenv.Do(base, http.MethodGet, path, h, nil)
-	id, err := field(resp, err, http.StatusOK, name, "externalUser", "id")
+	id, err := field(resp, err, http.StatusOK, name, obj, "id")
 	if err != nil {
 		return err
 	}
-	if id != t.UserID {
-		return fmt.Errorf("%s: returned customer %q, want %q", name, id, t.UserID)
+	if id != want {
+		return fmt.Errorf("%s: returned %s %q, want %q", name, obj, id, want)
 	}
 	return nil
 }

@@ -1,0 +1,115 @@
+package activities
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/uploadticket"
+)
+
+// DeleteOrphanUploadsInput bounds one sweep: tickets never committed whose upload window closed
+// more than MinAge ago, BatchSize at a time, at most MaxTickets in this call.
+type DeleteOrphanUploadsInput struct {
+	MinAge     time.Duration
+	BatchSize  int
+	MaxTickets int
+}
+
+// DeleteOrphanUploadsResult counts what the sweep removed; More says it stopped at MaxTickets
+// with tickets left.
+type DeleteOrphanUploadsResult struct {
+	Tickets int
+	Objects int
+	More    bool
+}
+
+// DeleteOrphanUploads removes uploads that never became a scene: the objects of each ticket,
+// then the ticket row, a batch at a time with a heartbeat after each. A ticket row goes only
+// after its objects, so a crash in between leaves the row for the next run, and a rerun
+// deletes already-missing objects without complaint. Progress needs no resume point: the
+// query finds only what is left.
+//
+// MinAge must exceed the commit path's grace after expires_at (commitGrace in
+// services/scene/commit.go), so no commit can still claim a ticket swept here; the final
+// delete re-checks committed_at anyway.
+func (a *Activities) DeleteOrphanUploads(ctx context.Context, in DeleteOrphanUploadsInput) (DeleteOrphanUploadsResult, error) {
+	if in.MinAge <= 0 || in.BatchSize <= 0 || in.MaxTickets <= 0 {
+		return DeleteOrphanUploadsResult{}, badInput("DeleteOrphanUploads: min age, batch size and max tickets must be positive")
+	}
+	var out DeleteOrphanUploadsResult
+	if activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &out) // only the running totals; a bad value restarts them
+		out.More = false
+	}
+	for done := 0; done < in.MaxTickets; {
+		tickets, err := a.Ent.UploadTicket.Query().
+			Where(uploadticket.CommittedAtIsNil(), uploadticket.ExpiresAtLT(time.Now().Add(-in.MinAge))).
+			Order(ent.Asc(uploadticket.FieldExpiresAt)).Limit(min(in.BatchSize, in.MaxTickets-done)).All(ctx)
+		if err != nil {
+			return out, err
+		}
+		if len(tickets) == 0 {
+			return out, nil
+		}
+		var keys, prefixes, ids []string
+		for _, t := range tickets {
+			k, p, ok := ticketObjects(t)
+			if !ok {
+				// A malformed row is never a reason to list a broad prefix: drop the row and log.
+				a.Log.Warn("orphan sweep: ticket prefix outside the scene key space; deleting the row only",
+					"ticket", t.ID, "prefix", t.Prefix)
+			}
+			keys, prefixes, ids = append(keys, k...), append(prefixes, p...), append(ids, t.ID)
+		}
+		for i := 0; i < len(keys); i += deleteBatch {
+			if err := a.deleteKeys(ctx, keys[i:min(i+deleteBatch, len(keys))]); err != nil {
+				return out, err
+			}
+			activity.RecordHeartbeat(ctx, out)
+		}
+		objects := len(keys)
+		for _, p := range prefixes {
+			if err := a.emptyPrefix(ctx, p, func(n int) {
+				objects += n
+				activity.RecordHeartbeat(ctx, out)
+			}); err != nil {
+				return out, err
+			}
+		}
+		n, err := a.Ent.UploadTicket.Delete().Where(uploadticket.IDIn(ids...), uploadticket.CommittedAtIsNil()).Exec(ctx)
+		if err != nil {
+			return out, err
+		}
+		out.Tickets += n
+		out.Objects += objects
+		done += len(tickets)
+		activity.RecordHeartbeat(ctx, out)
+		if len(tickets) < in.BatchSize {
+			return out, nil
+		}
+	}
+	out.More = true
+	return out, nil
+}
+
+// ticketObjects returns what to delete for a ticket: its declared keys, and for a LOD folder the
+// folder itself, since the client may have uploaded only part of what it declared. Only keys
+// under the ticket's own prefix count, and only a prefix of the scene key space.
+func ticketObjects(t *ent.UploadTicket) (keys, prefixes []string, ok bool) {
+	if !strings.HasPrefix(t.Prefix, "i/"+t.IntegrationID+"/") || !safePrefix(t.Prefix) {
+		return nil, nil, false
+	}
+	for _, o := range t.Objects {
+		if strings.HasPrefix(o.Key, t.Prefix) && safeKey(o.Key) {
+			keys = append(keys, o.Key)
+		}
+	}
+	if t.Kind == uploadticket.KindLodFolder {
+		prefixes = append(prefixes, t.Prefix)
+	}
+	return keys, prefixes, true
+}

@@ -1,0 +1,267 @@
+package e2e
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/splathost/splathost/gateway"
+	"github.com/splathost/splathost/internal/boot"
+	"github.com/splathost/splathost/internal/db"
+	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/objectstore"
+	"github.com/splathost/splathost/services/scene"
+	"github.com/splathost/splathost/services/user"
+)
+
+// sceneProcess is a second scene service behind its own gateway, with its own database pool and
+// caches, as other processes of a split deployment would be, on the test stack's stores.
+type sceneProcess struct {
+	url string // its gateway
+	svc *scene.Service
+}
+
+func startSceneProcess(t *testing.T) *sceneProcess {
+	t.Helper()
+	cfg := env.Config
+	d, err := db.Open(context.Background(), cfg.PostgresURL)
+	require.NoError(t, err)
+	t.Cleanup(d.Close)
+	logf, err := os.Create(filepath.Join(env.Dir, "scene-process-"+strings.ReplaceAll(t.Name(), "/", "_")+".log"))
+	require.NoError(t, err)
+	t.Cleanup(func() { logf.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // cleanups run last first: this one before the log and the pool close
+	log := slog.New(slog.NewJSONHandler(logf, nil))
+	st, err := objectstore.New(cfg)
+	require.NoError(t, err)
+	checks := map[string]httpx.Check{"postgres": d.Ping}
+	svc := scene.New(d, st, log, cfg.AssetBase())
+	go svc.Listen(ctx)
+	sceneURL := serve(t, ctx, boot.ServiceApp("scene", cfg, log, scene.Prefixes, svc.Register, checks))
+	ints := user.NewIntegrations(d.Pool, log)
+	go ints.Listen(ctx)
+	gw, err := gateway.New(gateway.Options{
+		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken, InternalSecret: []byte(cfg.InternalSecret),
+		Integrations: ints,
+		// Only the scene service: customers are provisioned through the main gateway.
+		Upstreams: []gateway.Upstream{{Name: "scene", Prefixes: scene.Prefixes, URL: sceneURL}},
+	})
+	require.NoError(t, err)
+	p := &sceneProcess{url: serve(t, ctx, gw), svc: svc}
+	require.Eventually(t, func() bool { return svc.CacheLive() && ints.Live() }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool {
+		r, err := http.Get(p.url + "/readyz")
+		if err == nil {
+			r.Body.Close()
+		}
+		return err == nil && r.StatusCode == 200
+	}, 10*time.Second, 50*time.Millisecond)
+	return p
+}
+
+// sceneAt is GET /api/v1/splats/{id} through base: its status and, for a 200, the splat.
+func sceneAt(t *testing.T, base string, tn tenant, eu, id string) (int, map[string]any) {
+	t.Helper()
+	r := doAt(t, base, "GET", splatPath(id), tn.keys(eu), nil)
+	if r.Status != 200 {
+		return r.Status, nil
+	}
+	return r.Status, splatOf(r)
+}
+
+// titleAt is the scene's title through base, or "" when it is not found.
+func titleAt(t *testing.T, base string, tn tenant, eu, id string) string {
+	t.Helper()
+	status, s := sceneAt(t, base, tn, eu, id)
+	if status == 404 {
+		return ""
+	}
+	require.Equal(t, 200, status)
+	return s["title"].(string)
+}
+
+// idsAt lists one page through base and returns its ids and titles.
+func idsAt(t *testing.T, base string, tn tenant, eu, query string) (ids, titles []string) {
+	t.Helper()
+	r := doAt(t, base, "GET", "/api/v1/splats?"+query, tn.keys(eu), nil)
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	for _, it := range r.Body["splats"].([]any) {
+		m := it.(map[string]any)
+		requireItemShape(t, m)
+		require.Equal(t, eu != "" && m["externalUserId"] == eu, m["isOwner"], "isOwner is the caller's")
+		ids, titles = append(ids, m["id"].(string)), append(titles, m["title"].(string))
+	}
+	return ids, titles
+}
+
+func TestSceneCacheFollowsChangesInEveryProcess(t *testing.T) {
+	other := startSceneProcess(t)
+	a, b := newTenant(t), newTenant(t)
+	id := newScene(t, a, "alice", 1)["id"].(string)
+	newScene(t, a, "bob", 1) // provisions bob
+
+	// Warm both processes; the other one answers repeated reads from memory.
+	for _, base := range []string{env.URL, other.url} {
+		require.Equal(t, "Scene alice", titleAt(t, base, a, "alice", id))
+	}
+	loads := other.svc.CacheLoads()
+	for range 3 {
+		require.Equal(t, "Scene alice", titleAt(t, other.url, a, "alice", id))
+		require.Equal(t, "Scene alice", titleAt(t, other.url, a, "", id))
+	}
+	require.Equal(t, loads, other.svc.CacheLoads(), "served from the cache")
+
+	// What depends on the caller is never taken from the cache: scope, visibility and isOwner.
+	for _, base := range []string{env.URL, other.url} {
+		status, _ := sceneAt(t, base, a, "bob", id)
+		require.Equal(t, 404, status, "private: not for another customer")
+		status, _ = sceneAt(t, base, b, "", id)
+		require.Equal(t, 404, status, "not for another integration")
+		status, _ = sceneAt(t, base, b, "alice", id)
+		require.Equal(t, 404, status, "not for another integration's alice")
+		_, s := sceneAt(t, base, a, "alice", id)
+		require.Equal(t, true, s["isOwner"])
+		_, s = sceneAt(t, base, a, "", id)
+		require.Equal(t, false, s["isOwner"])
+		require.Equal(t, "alice", s["externalUserId"])
+	}
+
+	// A PATCH through the main gateway: that process answers from the new state at once, the
+	// other one as soon as the NOTIFY arrives.
+	r := do(t, "PATCH", splatPath(id), a.keys("alice"), map[string]any{"title": "Renamed", "visibility": "public"})
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	require.Equal(t, "Renamed", titleAt(t, env.URL, a, "alice", id))
+	require.Eventually(t, func() bool { return titleAt(t, other.url, a, "alice", id) == "Renamed" }, 5*time.Second, 10*time.Millisecond)
+	for _, base := range []string{env.URL, other.url} {
+		status, s := sceneAt(t, base, a, "bob", id)
+		require.Equal(t, 200, status, "public now")
+		require.Equal(t, false, s["isOwner"])
+		require.Equal(t, "alice", s["externalUserId"])
+		_, s = sceneAt(t, base, a, "alice", id)
+		require.Equal(t, true, s["isOwner"])
+		status, _ = sceneAt(t, base, b, "", id)
+		require.Equal(t, 404, status)
+	}
+
+	// The other way round: a change through the other process reaches the main one.
+	r = doAt(t, other.url, "PATCH", splatPath(id), a.keys("alice"), map[string]any{"title": "From afar"})
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	require.Equal(t, "From afar", titleAt(t, other.url, a, "alice", id))
+	require.Eventually(t, func() bool { return titleAt(t, env.URL, a, "alice", id) == "From afar" }, 5*time.Second, 10*time.Millisecond)
+
+	// Featuring is a change too.
+	r = do(t, "PATCH", splatPath(id), a.keys(""), map[string]any{"featured": true})
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	require.Eventually(t, func() bool {
+		_, s := sceneAt(t, other.url, a, "", id)
+		return s["featured"] == true
+	}, 5*time.Second, 10*time.Millisecond)
+	_, s := sceneAt(t, env.URL, a, "", id)
+	require.Equal(t, true, s["featured"])
+
+	// A failed change changes nothing anywhere.
+	requireEnvelope(t, do(t, "PATCH", splatPath(id), a.keys("alice"), map[string]any{"title": ""}), 400)
+	require.Equal(t, "From afar", titleAt(t, env.URL, a, "alice", id))
+	require.Equal(t, "From afar", titleAt(t, other.url, a, "alice", id))
+
+	// DELETE: 404 everywhere.
+	require.Equal(t, 200, do(t, "DELETE", splatPath(id), a.keys("alice"), nil).Status)
+	for _, eu := range []string{"alice", "bob", ""} {
+		status, _ := sceneAt(t, env.URL, a, eu, id)
+		require.Equal(t, 404, status, "deleted, for %q", eu)
+	}
+	require.Eventually(t, func() bool {
+		for _, eu := range []string{"alice", "bob", ""} {
+			if status, _ := sceneAt(t, other.url, a, eu, id); status != 404 {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 10*time.Millisecond)
+}
+
+func TestSceneCacheListPagesFollowCommits(t *testing.T) {
+	other := startSceneProcess(t)
+	a := newTenant(t)
+	first := newScene(t, a, "lister", 1)["id"].(string)
+	newScene(t, a, "someone", 1)
+
+	queries := []struct{ eu, query string }{{"lister", ""}, {"", ""}, {"", "limit=1"}, {"lister", "sort=updatedAt&dir=asc"}}
+	for _, q := range queries {
+		for _, base := range []string{env.URL, other.url} {
+			ids, _ := idsAt(t, base, a, q.eu, q.query)
+			if q.query != "limit=1" {
+				require.Contains(t, ids, first)
+			}
+		}
+	}
+	loads := other.svc.CacheLoads()
+	for _, q := range queries {
+		idsAt(t, other.url, a, q.eu, q.query)
+	}
+	require.Equal(t, loads, other.svc.CacheLoads(), "served from the cache")
+
+	// A new commit (through the main gateway) shows in every process's pages.
+	second := newScene(t, a, "lister", 1)["id"].(string)
+	for _, q := range []struct{ eu, query string }{{"lister", ""}, {"", ""}} {
+		ids, _ := idsAt(t, env.URL, a, q.eu, q.query)
+		require.Equal(t, second, ids[0], "newest first, at once in the committing process")
+		require.Eventually(t, func() bool {
+			ids, _ := idsAt(t, other.url, a, q.eu, q.query)
+			return len(ids) > 0 && ids[0] == second
+		}, 5*time.Second, 10*time.Millisecond)
+	}
+	ids, _ := idsAt(t, other.url, a, "", "limit=1")
+	require.Equal(t, []string{second}, ids)
+
+	// An edit shows in the pages too (here sorted by updatedAt, where it also moves).
+	r := do(t, "PATCH", splatPath(first), a.keys("lister"), map[string]any{"title": "Edited"})
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	for _, base := range []string{env.URL, other.url} {
+		require.Eventually(t, func() bool {
+			ids, titles := idsAt(t, base, a, "lister", "sort=updatedAt&dir=asc")
+			return len(ids) == 2 && ids[1] == first && titles[1] == "Edited"
+		}, 5*time.Second, 10*time.Millisecond)
+	}
+
+	// A delete removes it from every page.
+	require.Equal(t, 200, do(t, "DELETE", splatPath(second), a.keys("lister"), nil).Status)
+	ids, _ = idsAt(t, env.URL, a, "lister", "")
+	require.Equal(t, []string{first}, ids)
+	require.Eventually(t, func() bool {
+		ids, _ := idsAt(t, other.url, a, "lister", "")
+		return len(ids) == 1 && ids[0] == first
+	}, 5*time.Second, 10*time.Millisecond)
+}
+
+// TestSceneCacheFlushesWhenItsListenerReconnects: a change the cache was never told about (one
+// made behind the product's back, without a NOTIFY) is served stale only while the listener
+// holds; when its connection drops the cache is bypassed, and on reconnect it is flushed.
+func TestSceneCacheFlushesWhenItsListenerReconnects(t *testing.T) {
+	other := startSceneProcess(t)
+	a := newTenant(t)
+	id := newScene(t, a, "quiet", 1)["id"].(string)
+	require.Equal(t, "Scene quiet", titleAt(t, other.url, a, "quiet", id))
+	_, err := env.Process.DB.Pool.Exec(context.Background(), `UPDATE scenes SET title = 'Changed quietly' WHERE id = $1`, id)
+	require.NoError(t, err)
+	require.Equal(t, "Scene quiet", titleAt(t, other.url, a, "quiet", id), "no NOTIFY, so the cached row is still served")
+
+	// Drop every scene-cache listener connection (this test's process reconnects too).
+	_, err = env.Process.DB.Pool.Exec(context.Background(),
+		`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN splathost_scenes'`)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return titleAt(t, other.url, a, "quiet", id) == "Changed quietly" }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, other.svc.CacheLive, 10*time.Second, 20*time.Millisecond, "the listener reconnects")
+	loads := other.svc.CacheLoads()
+	require.Equal(t, "Changed quietly", titleAt(t, other.url, a, "quiet", id))
+	require.Equal(t, "Changed quietly", titleAt(t, other.url, a, "quiet", id))
+	require.LessOrEqual(t, other.svc.CacheLoads(), loads+1, "cached again once listening")
+}

@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/splathost/splathost/internal/fixtures"
+	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/workflows"
+)
+
+// ticketPrefix is the upload ticket prefix of an uploaded key: i/INT/u/OWNER/kind/TICKET/.
+func ticketPrefix(key string) string {
+	return strings.Join(strings.SplitN(key, "/", 7)[:6], "/") + "/"
+}
+
+// backdate moves a ticket's upload window into the past.
+func backdate(t *testing.T, prefix, ago string) {
+	t.Helper()
+	tag, err := env.Process.DB.Pool.Exec(context.Background(),
+		`UPDATE upload_tickets SET expires_at = now() - $2::interval WHERE prefix = $1`, prefix, ago)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected(), prefix)
+}
+
+func ticketExists(t *testing.T, prefix string) bool {
+	t.Helper()
+	var n int
+	require.NoError(t, env.Process.DB.Pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM upload_tickets WHERE prefix = $1`, prefix).Scan(&n))
+	return n == 1
+}
+
+func TestOrphanSweepRemovesAbandonedUploadsOnly(t *testing.T) {
+	a := newTenant(t)
+	ensureCustomer(t, a, "sweeper", nil)
+	st := store(t)
+
+	// Abandoned long ago: a file upload, and a LOD folder the client uploaded only part of.
+	oldKey := keyOf(t, uploadSplat(t, a, "sweeper", splatBytes(4)))
+	folder := fixtures.LODFolder(300)
+	var files []any
+	for p, b := range folder {
+		files = append(files, map[string]any{"relativePath": p, "contentType": lodType(p), "fileSize": len(b)})
+	}
+	r := do(t, "POST", "/api/v1/uploads/lod-folder", a.keys("sweeper"), map[string]any{"files": files})
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	lodPrefix := r.Body["folderKey"].(string) + "/"
+	m := r.Body["uploads"].([]any)[0].(map[string]any)
+	p := m["relativePath"].(string)
+	require.Equal(t, 200, putUpload(t, m["uploadUrl"].(string), folder[p], map[string]string{"Content-Type": lodType(p), "Cache-Control": cacheControl}))
+	require.Len(t, objectsUnder(t, st, lodPrefix), 1)
+	backdate(t, ticketPrefix(oldKey), "3 hours")
+	backdate(t, lodPrefix, "3 hours")
+
+	// Kept: a fresh upload; one whose window closed within the commit grace (a commit may still
+	// claim it); one past the grace but within the sweep's margin; an old upload that became a
+	// scene.
+	freshKey := keyOf(t, uploadSplat(t, a, "sweeper", splatBytes(2)))
+	graceKey := keyOf(t, uploadSplat(t, a, "sweeper", splatBytes(2)))
+	backdate(t, ticketPrefix(graceKey), "30 minutes")
+	marginKey := keyOf(t, uploadSplat(t, a, "sweeper", splatBytes(2)))
+	backdate(t, ticketPrefix(marginKey), "90 minutes")
+	sc := commitScene(t, a, "sweeper", 3)
+	sceneKey := keyOf(t, sc["splatUrl"].(string))
+	backdate(t, ticketPrefix(sceneKey), "3 hours")
+
+	ctx := context.Background()
+	run, err := env.Process.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: "orphan-sweep-test-" + ids.New(), TaskQueue: env.Config.TaskQueue}, workflows.SweepOrphanUploads, workflows.SweepInput{})
+	require.NoError(t, err)
+	// No count is asserted: the scheduled sweep may run at the same moment and take some of them.
+	var res workflows.SweepResult
+	require.NoError(t, run.Get(ctx, &res))
+
+	require.True(t, objectGone(t, st, oldKey))
+	require.Empty(t, objectsUnder(t, st, lodPrefix))
+	require.False(t, ticketExists(t, ticketPrefix(oldKey)))
+	require.False(t, ticketExists(t, lodPrefix))
+
+	for _, k := range []string{freshKey, graceKey, marginKey, sceneKey} {
+		require.False(t, objectGone(t, st, k), k)
+		require.True(t, ticketExists(t, ticketPrefix(k)), k)
+	}
+	require.Equal(t, 200, do(t, "GET", "/api/v1/splats/"+sc["id"].(string), a.keys("sweeper"), nil).Status)
+	// The upload still inside the grace can still be committed.
+	c := do(t, "POST", "/api/v1/splats", a.keys("sweeper"), map[string]any{"title": "late", "splatUrl": env.Config.AssetBase() + "/" + graceKey})
+	require.Equal(t, 201, c.Status, string(c.Raw))
+
+	// The schedule that runs the sweep every 15 minutes is in place.
+	require.Eventually(t, func() bool {
+		desc, err := env.Process.Temporal.ScheduleClient().GetHandle(ctx, workflows.OrphanSweepScheduleID).Describe(ctx)
+		return err == nil && len(desc.Schedule.Spec.Intervals) == 1 && desc.Schedule.Spec.Intervals[0].Every == workflows.OrphanSweepEvery
+	}, 10*time.Second, 50*time.Millisecond)
+}

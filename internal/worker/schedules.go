@@ -1,0 +1,100 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/splathost/splathost/workflows"
+)
+
+// schedules are the Temporal schedules the product relies on. Overlap SKIP: a run still going
+// when the next is due means the previous one has the work in hand.
+func schedules(taskQueue string) []client.ScheduleOptions {
+	every := func(d time.Duration) client.ScheduleSpec {
+		return client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: d}}}
+	}
+	return []client.ScheduleOptions{
+		{
+			ID:   workflows.OrphanSweepScheduleID,
+			Spec: every(workflows.OrphanSweepEvery),
+			Action: &client.ScheduleWorkflowAction{ID: workflows.OrphanSweepScheduleID, Workflow: workflows.SweepOrphanUploads,
+				Args: []any{workflows.SweepInput{}}, TaskQueue: taskQueue, WorkflowExecutionTimeout: time.Hour},
+			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		},
+		{
+			ID:   workflows.PurgeRedriveScheduleID,
+			Spec: every(workflows.PurgeRedriveEvery),
+			Action: &client.ScheduleWorkflowAction{ID: workflows.PurgeRedriveScheduleID, Workflow: workflows.RedrivePurges,
+				Args: []any{workflows.RedriveInput{}}, TaskQueue: taskQueue, WorkflowExecutionTimeout: time.Hour},
+			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		},
+	}
+}
+
+// keepSchedules puts the schedules in place, retrying with backoff while Temporal is not
+// reachable (the client is lazy, and the worker must not fail its start for it), then triggers
+// one purge re-drive so that outbox rows left open while no worker ran are handled now rather
+// than at the next interval.
+func keepSchedules(ctx context.Context, c client.Client, taskQueue string, log *slog.Logger) {
+	delay := time.Second
+	for {
+		err := ensureSchedules(ctx, c, taskQueue)
+		if err == nil {
+			log.Info("schedules in place", "schedules", []string{workflows.OrphanSweepScheduleID, workflows.PurgeRedriveScheduleID})
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		log.Warn("schedules not in place yet; retrying", "error", err, "retryIn", delay.String())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, time.Minute)
+	}
+}
+
+func ensureSchedules(ctx context.Context, c client.Client, taskQueue string) error {
+	for _, s := range schedules(taskQueue) {
+		if err := ensureSchedule(ctx, c, s); err != nil {
+			return fmt.Errorf("schedule %s: %w", s.ID, err)
+		}
+	}
+	h := c.ScheduleClient().GetHandle(ctx, workflows.PurgeRedriveScheduleID)
+	if err := h.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP}); err != nil {
+		return fmt.Errorf("trigger %s: %w", workflows.PurgeRedriveScheduleID, err)
+	}
+	return nil
+}
+
+// ensureSchedule creates a schedule, or brings an existing one to this build's definition, so
+// every deployment converges on the code's intervals and actions. Its pause state is kept: an
+// operator's pause survives a restart.
+func ensureSchedule(ctx context.Context, c client.Client, opts client.ScheduleOptions) error {
+	_, err := c.ScheduleClient().Create(ctx, opts)
+	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		return err
+	}
+	return c.ScheduleClient().GetHandle(ctx, opts.ID).Update(ctx, client.ScheduleUpdateOptions{
+		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+			s := in.Description.Schedule
+			spec := opts.Spec
+			s.Spec = &spec
+			s.Action = opts.Action
+			if s.Policy == nil {
+				s.Policy = &client.SchedulePolicies{}
+			}
+			s.Policy.Overlap = opts.Overlap
+			return &client.ScheduleUpdate{Schedule: &s}, nil
+		},
+	})
+}

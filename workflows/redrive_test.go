@@ -1,0 +1,93 @@
+package workflows
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/splathost/splathost/activities"
+	"github.com/splathost/splathost/activities/activitiestest"
+)
+
+func TestRedriveStartsEveryOpenPurgeUnderItsBusinessID(t *testing.T) {
+	env, a := newEnv(t, &activitiestest.Bucket{})
+	other := activities.PendingPurge{PurgeID: "p2", IntegrationID: testIntegration, ExternalUserRecordID: "dddddddddddddddddddddddd", ExternalUserID: "customer-2"}
+	// p3 is a second deletion of the first customer: its purge waits until p1's has closed.
+	again := activities.PendingPurge{PurgeID: "p3", IntegrationID: testIntegration, ExternalUserRecordID: testRecord, ExternalUserID: "customer-1"}
+	env.OnActivity(a.PendingPurges, mock.Anything, activities.PendingPurgesInput{MinAge: redriveMinAge, Limit: redriveLimit}).Return(
+		activities.PendingPurgesResult{Purges: []activities.PendingPurge{
+			{PurgeID: testPurge.PurgeID, IntegrationID: testIntegration, ExternalUserRecordID: testRecord, ExternalUserID: "customer-1"},
+			other, again,
+		}}, nil)
+	started := map[string]PurgeInput{}
+	env.OnWorkflow(PurgeCustomerAssets, mock.Anything, mock.Anything).Return(
+		func(ctx workflow.Context, in PurgeInput) (PurgeResult, error) {
+			info := workflow.GetInfo(ctx)
+			started[info.WorkflowExecution.ID] = in
+			require.Equal(t, []string{in.IntegrationID}, saValues(t, ctx, SAIntegrationID.GetName()))
+			require.Equal(t, []string{in.ExternalUserID}, saValues(t, ctx, SAExternalUserID.GetName()))
+			return PurgeResult{}, workflow.Sleep(ctx, time.Hour)
+		})
+
+	env.ExecuteWorkflow(RedrivePurges, RedriveInput{})
+	require.NoError(t, env.GetWorkflowError())
+	var res RedriveResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, RedriveResult{Started: 2, Running: 1}, res)
+	require.Equal(t, map[string]PurgeInput{
+		PurgeWorkflowID(testIntegration, testRecord): testPurge,
+		PurgeWorkflowID(testIntegration, other.ExternalUserRecordID): {PurgeID: "p2", IntegrationID: testIntegration,
+			ExternalUserRecordID: other.ExternalUserRecordID, ExternalUserID: "customer-2"},
+	}, started)
+}
+
+func saValues(t *testing.T, ctx workflow.Context, name string) []string {
+	t.Helper()
+	for k, v := range workflow.GetTypedSearchAttributes(ctx).GetUntypedValues() {
+		if k.GetName() == name {
+			if s, ok := v.(string); ok {
+				return []string{s}
+			}
+		}
+	}
+	return nil
+}
+
+func TestSweepRunsBatchesUntilNothingIsLeft(t *testing.T) {
+	env, a := newEnv(t, &activitiestest.Bucket{})
+	calls := 0
+	env.OnActivity(a.DeleteOrphanUploads, mock.Anything, activities.DeleteOrphanUploadsInput{
+		MinAge: orphanMinAge, BatchSize: sweepBatch, MaxTickets: sweepPerCall}).Return(
+		func(context.Context, activities.DeleteOrphanUploadsInput) (activities.DeleteOrphanUploadsResult, error) {
+			calls++
+			return activities.DeleteOrphanUploadsResult{Tickets: 10, Objects: 20, More: calls < 3}, nil
+		})
+	env.ExecuteWorkflow(SweepOrphanUploads, SweepInput{})
+	require.NoError(t, env.GetWorkflowError())
+	var res SweepResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, SweepResult{Tickets: 30, Objects: 60}, res)
+	require.Equal(t, 3, calls)
+}
+
+func TestSweepRunIsBounded(t *testing.T) {
+	env, a := newEnv(t, &activitiestest.Bucket{})
+	calls := 0
+	env.OnActivity(a.DeleteOrphanUploads, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.DeleteOrphanUploadsInput) (activities.DeleteOrphanUploadsResult, error) {
+			calls++
+			return activities.DeleteOrphanUploadsResult{Tickets: 1, More: true}, nil
+		})
+	env.ExecuteWorkflow(SweepOrphanUploads, SweepInput{})
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, sweepMaxCalls, calls, "the next scheduled run takes the rest")
+}
+
+func TestOrphanAgeExceedsTheCommitGrace(t *testing.T) {
+	// services/scene/commit.go accepts commits until expires_at + 1 h (commitGrace).
+	require.Greater(t, orphanMinAge, time.Hour)
+}

@@ -1,0 +1,68 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/splathost/splathost/activities"
+)
+
+// orphanMinAge is how long after expires_at an uncommitted upload is swept. The commit path
+// accepts a commit until expires_at + 1 h (commitGrace in services/scene/commit.go); one more
+// hour keeps a commit that passed that check clear of the sweep.
+const orphanMinAge = 2 * time.Hour
+
+// Bounds of one sweep run: tickets per batch, per activity call, and calls per run. What a run
+// leaves, the next scheduled run takes.
+const (
+	sweepBatch    = 100
+	sweepPerCall  = 2000
+	sweepMaxCalls = 10
+)
+
+// sweepOptions: a sweep run is disposable (the schedule starts another), so it retries a few
+// times and then lets the run fail rather than block the next ones.
+var sweepOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 30 * time.Minute,
+	HeartbeatTimeout:    time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        time.Minute,
+		MaximumAttempts:        5,
+		NonRetryableErrorTypes: []string{activities.ErrBadInput},
+	},
+}
+
+// SweepInput is empty: the sweep finds its own work.
+type SweepInput struct{}
+
+// SweepResult counts what the run removed.
+type SweepResult struct {
+	Tickets int
+	Objects int
+}
+
+// SweepOrphanUploads removes uploads that never became a scene: objects of upload tickets never
+// committed whose window closed more than two hours ago, and the tickets themselves.
+func SweepOrphanUploads(ctx workflow.Context, _ SweepInput) (SweepResult, error) {
+	var a *activities.Activities
+	ctx = workflow.WithActivityOptions(ctx, sweepOptions)
+	var out SweepResult
+	for i := 0; i < sweepMaxCalls; i++ {
+		var res activities.DeleteOrphanUploadsResult
+		err := workflow.ExecuteActivity(ctx, a.DeleteOrphanUploads, activities.DeleteOrphanUploadsInput{
+			MinAge: orphanMinAge, BatchSize: sweepBatch, MaxTickets: sweepPerCall}).Get(ctx, &res)
+		if err != nil {
+			return out, err
+		}
+		out.Tickets += res.Tickets
+		out.Objects += res.Objects
+		if !res.More {
+			break
+		}
+	}
+	return out, nil
+}
