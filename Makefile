@@ -6,6 +6,8 @@ export GOFLAGS := -buildvcs=false
 VERSITYGW_VERSION := v1.8.0
 TOOLS_CACHE ?= $(HOME)/.cache/splathost/bin
 VERSITYGW := $(TOOLS_CACHE)/versitygw-$(VERSITYGW_VERSION)/versitygw
+WORKFLOWCHECK_VERSION := v0.6.0
+WORKFLOWCHECK := $(TOOLS_CACHE)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowcheck
 export SPLATHOST_VERSITYGW := $(VERSITYGW)
 PG_BIN := /usr/lib/postgresql/15/bin
 BINARIES := splathost gateway user scene session worker
@@ -30,6 +32,10 @@ deps: $(VERSITYGW)
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 		for s in postgresql clickhouse-server; do service $$s stop >/dev/null 2>&1 || true; done; \
 	fi
+
+$(WORKFLOWCHECK):
+	@mkdir -p $(dir $@)
+	GOBIN=$(dir $@) GOWORK=off go install go.temporal.io/sdk/contrib/tools/workflowcheck@$(WORKFLOWCHECK_VERSION)
 
 $(VERSITYGW):
 	@echo "building versitygw $(VERSITYGW_VERSION) into $(dir $@) (a few minutes, once)"
@@ -58,8 +64,9 @@ migrate: bin/splathost
 	bin/splathost migrate
 
 ## test: vet both modules, then unit and integration tests (the harness starts the real stack).
-test: deps build
+test: deps build $(WORKFLOWCHECK)
 	go vet ./... ./tools/...
+	$(WORKFLOWCHECK) ./workflows/...
 	go test -count=1 -timeout 20m ./...
 
 bench: deps build bin/bench

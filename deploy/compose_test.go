@@ -452,3 +452,14 @@ func TestBinariesExist(t *testing.T) {
 	}
 	require.Empty(t, missing, "binaries named in docker-compose.yml without a main package")
 }
+
+// TestNamespaceJobRegistersSearchAttributes: workflows set these search attributes at start and
+// Temporal refuses a start naming an unregistered one, so the deployment must create them.
+func TestNamespaceJobRegistersSearchAttributes(t *testing.T) {
+	script, err := os.ReadFile("temporal/create-namespace.sh")
+	require.NoError(t, err)
+	require.Contains(t, string(script), "search-attribute create")
+	for _, attr := range []string{"integrationId", "externalUserId", "splatId", "sourceSplatId"} {
+		require.Contains(t, string(script), attr)
+	}
+}

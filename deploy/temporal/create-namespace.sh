@@ -21,3 +21,15 @@ else
   temporal operator namespace create --namespace "$NAMESPACE" --retention "$RETENTION"
   echo "temporal-namespace: ${NAMESPACE} created"
 fi
+
+# The workflows set these search attributes at start; Temporal refuses a start that names an
+# unregistered one, so they must exist before the worker runs. Creating one that exists fails
+# harmlessly, hence the describe-first loop.
+for attr in integrationId externalUserId splatId sourceSplatId; do
+  if temporal operator search-attribute list --namespace "$NAMESPACE" 2>/dev/null | grep -qw "$attr"; then
+    echo "temporal-namespace: search attribute ${attr} exists"
+  else
+    temporal operator search-attribute create --namespace "$NAMESPACE" --name "$attr" --type Keyword
+    echo "temporal-namespace: search attribute ${attr} created"
+  fi
+done

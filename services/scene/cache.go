@@ -14,11 +14,8 @@ import (
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/internal/db"
 )
-
-// scenesChannel is the Postgres NOTIFY channel every change to a scene is announced on, with
-// the payload "<integrationId>:<sceneId>", so each process drops its cached copies.
-const scenesChannel = "splathost_scenes"
 
 // Cache bounds. A scene row is small (its levelData aside); a list page holds up to
 // maxListLimit rows, so list pages are bounded by the rows they hold.
@@ -40,7 +37,7 @@ type scenePage struct {
 func (p *scenePage) cost() int { return len(p.rows) + 1 }
 
 // sceneCache holds scene rows (GET /api/v1/splats/{id}) and list pages (GET /api/v1/splats) in
-// memory. Entries live until a NOTIFY on scenesChannel names their scene or their integration:
+// memory. Entries live until a NOTIFY on db.ScenesChannel names their scene or their integration:
 // a change drops the scene's entry and every list page of its integration, which keeps list
 // caching correct without tracking which page holds which scene (and cheap to reason about when
 // view counts start changing often). While the LISTEN connection is down the cache is bypassed,
@@ -230,7 +227,7 @@ func (c *sceneCache) listenOnce(ctx context.Context) error {
 	// The connection will have run LISTEN, so it must never return to the pool.
 	conn := pooled.Hijack()
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "LISTEN "+scenesChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+db.ScenesChannel); err != nil {
 		return err
 	}
 	// Anything may have changed while we were not listening.
@@ -315,8 +312,7 @@ func (s *Service) sceneByID(ctx context.Context, id string) (*ent.Scene, error) 
 // before the change is visible. Every writer of the scenes table must call it (the retention
 // archive included); a change made without it stays invisible to cached readers.
 func sceneChanged(ctx context.Context, tx *ent.Tx, integrationID, sceneID string) error {
-	_, err := tx.ExecContext(ctx, "SELECT pg_notify($1, $2)", scenesChannel, integrationID+":"+sceneID)
-	return err
+	return db.NotifyScenesChanged(ctx, tx, integrationID, sceneID)
 }
 
 // invalidateScene drops every cached entry of a scene in this process (spec, DELETE side

@@ -68,6 +68,11 @@ func reserve(ctx context.Context, tx *ent.Tx, ownerID, accountID string, c charg
 	if err != nil {
 		return nil, nil, err
 	}
+	// Checked again under the lock: a customer deleted or deactivated while this request was
+	// verifying its uploads must not gain a scene.
+	if u.Status != externaluser.StatusActive {
+		return nil, nil, apperr.Unauthorized("external user is inactive or deleted")
+	}
 	slots := int64(0)
 	if c.slot {
 		slots = 1

@@ -14,14 +14,10 @@ import (
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/workflows"
 )
-
-// scenesChannel is the scene service's cache-invalidation channel (services/scene/cache.go):
-// every writer of the scenes table announces each changed scene on it, inside its transaction,
-// as "<integrationId>:<sceneId>". The customer deletion removes scenes, so it must too.
-const scenesChannel = "splathost_scenes"
 
 // purgeStartTimeout bounds the start of a purge workflow after the commit. It runs detached
 // from the request: the outbox row makes the start durable, so the answer does not wait for it.
@@ -153,8 +149,7 @@ func deleteCustomer(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, eu st
 		if _, err := tx.Scene.Delete().Where(scene.OwnerID(u.ID)).Exec(ctx); err != nil {
 			return nil, err
 		}
-		if _, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2::text || ':' || id) FROM unnest($3::text[]) AS id`,
-			scenesChannel, caller.IntegrationID, del.sceneIDs); err != nil {
+		if err := db.NotifyScenesChanged(ctx, tx, caller.IntegrationID, del.sceneIDs...); err != nil {
 			return nil, err
 		}
 		keys, prefixes := sceneObjects(caller.IntegrationID, scenes)
