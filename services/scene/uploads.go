@@ -2,12 +2,15 @@ package scene
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
 	"path"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -273,23 +276,62 @@ func (s *Service) uploadLODFolder(c *fiber.Ctx) error {
 	}
 	prefix := ticketPrefix(caller.IntegrationID, owner.ID, kindLOD)
 	expires := s.now().Add(lodWindow)
-	uploads := make([]fiber.Map, len(files))
+	uploads := make([]lodSigned, len(files))
 	objects := make([]schema.UploadObject, len(files))
 	for i, file := range files {
 		key := prefix + file.RelativePath
-		u, err := s.presign(c.UserContext(), key, file.ContentType, 0, lodWindow)
-		if err != nil {
-			return signingFailed(err)
-		}
-		uploads[i] = fiber.Map{"relativePath": file.RelativePath, "uploadUrl": u, "key": key}
+		uploads[i] = lodSigned{RelativePath: file.RelativePath, Key: key}
 		objects[i] = schema.UploadObject{Key: key, RelativePath: file.RelativePath, ContentType: file.ContentType, Size: file.FileSize}
+	}
+	if err := s.presignAll(c.UserContext(), uploads, objects); err != nil {
+		return signingFailed(err)
 	}
 	if err := s.saveTicket(c.UserContext(), owner, uploadticket.KindLodFolder, prefix, objects, expires); err != nil {
 		return err
 	}
 	folderKey := strings.TrimSuffix(prefix, "/")
-	return c.JSON(fiber.Map{"status": "success", "folderKey": folderKey, "manifestUrl": s.url(prefix + LODManifest),
-		"uploads": uploads, "expiresAt": httpx.ISOTime(expires)})
+	return c.JSON(lodResponse{Status: "success", FolderKey: folderKey, ManifestURL: s.url(prefix + LODManifest),
+		Uploads: uploads, ExpiresAt: httpx.ISOTime(expires)})
+}
+
+// lodSigned is one signed upload of a lod-folder answer.
+type lodSigned struct {
+	RelativePath string `json:"relativePath"`
+	UploadURL    string `json:"uploadUrl"`
+	Key          string `json:"key"`
+}
+
+// lodResponse is the lod-folder answer; a struct, not a map, because it can hold 20 000 entries.
+type lodResponse struct {
+	Status      string      `json:"status"`
+	FolderKey   string      `json:"folderKey"`
+	ManifestURL string      `json:"manifestUrl"`
+	Uploads     []lodSigned `json:"uploads"`
+	ExpiresAt   string      `json:"expiresAt"`
+}
+
+// presignAll signs every upload of a LOD folder. Signing is pure CPU (an HMAC chain per URL), so
+// a 20 000-file folder is split across the cores rather than signed one URL after another.
+func (s *Service) presignAll(ctx context.Context, uploads []lodSigned, objects []schema.UploadObject) error {
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(uploads)/256))
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(uploads); i += workers {
+				u, err := s.presign(ctx, uploads[i].Key, objects[i].ContentType, 0, lodWindow)
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				uploads[i].UploadURL = u
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (s *Service) uploadSplatImages(c *fiber.Ctx) error {
