@@ -16,14 +16,6 @@ import (
 	"github.com/splathost/splathost/internal/spawn"
 )
 
-// Process is one entry of the state file's process list: every process of the stack, the
-// runner included, so tools can find it (the benchmark reads each pid's memory).
-type Process struct {
-	Name string `json:"name"`
-	PID  int    `json:"pid"`
-	URL  string `json:"url"`
-}
-
 // StackOptions says how to start one stack runner.
 type StackOptions struct {
 	// Dir is the stack's data directory; the postgres user must be able to reach it. A second

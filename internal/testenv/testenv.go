@@ -26,53 +26,14 @@ import (
 	"github.com/splathost/splathost/internal/allinone"
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/config"
+	"github.com/splathost/splathost/internal/stackstate"
 )
 
-// State is the part of the stack runner's stack.json the harness reads.
-type State struct {
-	GatewayURL        string    `json:"gatewayUrl"`
-	AdminToken        string    `json:"adminToken"`
-	TemporalUIURL     string    `json:"temporalUiUrl"`
-	ObjectStoreURL    string    `json:"objectStoreUrl"`
-	PostgresURL       string    `json:"postgresUrl"`
-	ClickHouseAddr    string    `json:"clickhouseAddr"`
-	TemporalAddr      string    `json:"temporalAddr"`
-	TemporalNamespace string    `json:"temporalNamespace"`
-	TaskQueue         string    `json:"taskQueue"`
-	S3Bucket          string    `json:"s3Bucket"`
-	S3Region          string    `json:"s3Region"`
-	S3AccessKey       string    `json:"s3AccessKey"`
-	S3SecretKey       string    `json:"s3SecretKey"`
-	InternalSecret    string    `json:"internalSecret"`
-	Services          string    `json:"services"`
-	LogDir            string    `json:"logDir"`
-	ReadyMillis       int64     `json:"readyMillis"`
-	Processes         []Process `json:"processes"`
-}
+// State is the stack runner's stack.json.
+type State = stackstate.State
 
-// Config turns the stack's state into the product's configuration.
-func (s State) Config() config.Config {
-	cfg, _ := config.Load()
-	cfg.PostgresURL = s.PostgresURL
-	cfg.ClickHouseAddr = s.ClickHouseAddr
-	cfg.TemporalAddr = s.TemporalAddr
-	if s.TemporalNamespace != "" {
-		cfg.TemporalNamespace = s.TemporalNamespace
-	}
-	if s.TaskQueue != "" {
-		cfg.TaskQueue = s.TaskQueue
-	}
-	cfg.S3Endpoint = s.ObjectStoreURL
-	cfg.S3Bucket = s.S3Bucket
-	if s.S3Region != "" {
-		cfg.S3Region = s.S3Region
-	}
-	cfg.S3AccessKey = s.S3AccessKey
-	cfg.S3SecretKey = s.S3SecretKey
-	cfg.AdminToken = s.AdminToken
-	cfg.InternalSecret = s.InternalSecret
-	return cfg
-}
+// Process is one process listed in the state.
+type Process = stackstate.Process
 
 // Env is a running test environment.
 type Env struct {

@@ -50,6 +50,18 @@ func sceneID(c *fiber.Ctx) (string, error) {
 	return strings.ToLower(id), nil
 }
 
+// lockOwnedScene locks a live scene of the integration owned by ownerID; anything else is the
+// 404 that never tells whether the scene exists.
+func lockOwnedScene(ctx context.Context, tx *ent.Tx, integrationID, ownerID, id string) (*ent.Scene, error) {
+	sc, err := tx.Scene.Query().
+		Where(scene.ID(id), scene.IntegrationID(integrationID), scene.OwnerID(ownerID), scene.ArchivedAtIsNil()).
+		ForUpdate().Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, errSceneNotFound()
+	}
+	return sc, err
+}
+
 // callerEU is the EU header when the caller sent one.
 func callerEU(caller *httpx.Caller) string {
 	if caller.HasExternalUser {
@@ -185,12 +197,7 @@ func (s *Service) patchScene(c *fiber.Ctx) error {
 	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
 		// Lock order: the scene row, then (first publish of a clone) reserve's customer and
 		// account rows — the same order DELETE takes.
-		cur, err := tx.Scene.Query().
-			Where(scene.ID(id), scene.IntegrationID(caller.IntegrationID), scene.OwnerID(owner.ID), scene.ArchivedAtIsNil()).
-			ForUpdate().Only(ctx)
-		if ent.IsNotFound(err) {
-			return errSceneNotFound()
-		}
+		cur, err := lockOwnedScene(ctx, tx, caller.IntegrationID, owner.ID, id)
 		if err != nil {
 			return err
 		}
@@ -340,13 +347,7 @@ func (s *Service) deleteScene(c *fiber.Ctx) error {
 	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
 		// Lock order: the scene row, then release's customer → account. A concurrent second
 		// DELETE waits here and then finds no row, so the scene is released exactly once.
-		sc, err = tx.Scene.Query().
-			Where(scene.ID(id), scene.IntegrationID(caller.IntegrationID), scene.OwnerID(owner.ID), scene.ArchivedAtIsNil()).
-			ForUpdate().Only(ctx)
-		if ent.IsNotFound(err) {
-			return errSceneNotFound()
-		}
-		if err != nil {
+		if sc, err = lockOwnedScene(ctx, tx, caller.IntegrationID, owner.ID, id); err != nil {
 			return err
 		}
 		if err := tx.Scene.DeleteOneID(sc.ID).Exec(ctx); err != nil {

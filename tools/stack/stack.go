@@ -22,6 +22,7 @@ import (
 
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/migrate"
+	"github.com/splathost/splathost/internal/stackstate"
 )
 
 // Options configures a stack.
@@ -49,38 +50,11 @@ type Options struct {
 	StopTimeout time.Duration
 }
 
-// Process is one process of the running stack, listed in the state file so tools can find it
-// (the benchmarks read each pid's RSS).
-type Process struct {
-	Name string `json:"name"`
-	PID  int    `json:"pid"`
-	URL  string `json:"url"`
-}
+// Process is one process of the running stack (see stackstate.Process).
+type Process = stackstate.Process
 
-// State is the content of the state file: everything a client of the stack needs. The first six
-// fields are fixed by the contract (spec/contract.md item 1).
-type State struct {
-	GatewayURL        string    `json:"gatewayUrl"`
-	AdminToken        string    `json:"adminToken"`
-	TemporalUIURL     string    `json:"temporalUiUrl"`
-	ObjectStoreURL    string    `json:"objectStoreUrl"`
-	PostgresURL       string    `json:"postgresUrl"`
-	ClickHouseAddr    string    `json:"clickhouseAddr"`
-	TemporalAddr      string    `json:"temporalAddr"`
-	TemporalNamespace string    `json:"temporalNamespace"`
-	TaskQueue         string    `json:"taskQueue"`
-	ClickHouseHTTPURL string    `json:"clickhouseHttpUrl"`
-	ClickHouseDB      string    `json:"clickhouseDb"`
-	S3Bucket          string    `json:"s3Bucket"`
-	S3Region          string    `json:"s3Region"`
-	S3AccessKey       string    `json:"s3AccessKey"`
-	S3SecretKey       string    `json:"s3SecretKey"`
-	InternalSecret    string    `json:"internalSecret"`
-	Services          string    `json:"services"`
-	LogDir            string    `json:"logDir"`
-	ReadyMillis       int64     `json:"readyMillis"`
-	Processes         []Process `json:"processes"`
-}
+// State is the content of the state file (see stackstate.State).
+type State = stackstate.State
 
 // Stack is a dev stack being started, running or stopped.
 type Stack struct {

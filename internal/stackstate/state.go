@@ -1,0 +1,63 @@
+// Package stackstate is the dev stack's state file (.dev/stack.json): written by the stack runner
+// when every part is healthy, read by the test harness, the benchmarks and anyone scripting
+// against `make dev`. One type, so writer and readers cannot drift apart.
+package stackstate
+
+import "github.com/splathost/splathost/internal/config"
+
+// Process is one process of the running stack, listed so tools can find it (the benchmarks read
+// each pid's RSS).
+type Process struct {
+	Name string `json:"name"`
+	PID  int    `json:"pid"`
+	URL  string `json:"url"`
+}
+
+// State is everything a client of the stack needs. The first six fields are fixed by the
+// contract (spec/contract.md item 1).
+type State struct {
+	GatewayURL        string    `json:"gatewayUrl"`
+	AdminToken        string    `json:"adminToken"`
+	TemporalUIURL     string    `json:"temporalUiUrl"`
+	ObjectStoreURL    string    `json:"objectStoreUrl"`
+	PostgresURL       string    `json:"postgresUrl"`
+	ClickHouseAddr    string    `json:"clickhouseAddr"`
+	TemporalAddr      string    `json:"temporalAddr"`
+	TemporalNamespace string    `json:"temporalNamespace"`
+	TaskQueue         string    `json:"taskQueue"`
+	ClickHouseHTTPURL string    `json:"clickhouseHttpUrl"`
+	ClickHouseDB      string    `json:"clickhouseDb"`
+	S3Bucket          string    `json:"s3Bucket"`
+	S3Region          string    `json:"s3Region"`
+	S3AccessKey       string    `json:"s3AccessKey"`
+	S3SecretKey       string    `json:"s3SecretKey"`
+	InternalSecret    string    `json:"internalSecret"`
+	Services          string    `json:"services"`
+	LogDir            string    `json:"logDir"`
+	ReadyMillis       int64     `json:"readyMillis"`
+	Processes         []Process `json:"processes"`
+}
+
+// Config turns the stack's state into the product's configuration.
+func (s State) Config() config.Config {
+	cfg, _ := config.Load()
+	cfg.PostgresURL = s.PostgresURL
+	cfg.ClickHouseAddr = s.ClickHouseAddr
+	cfg.TemporalAddr = s.TemporalAddr
+	if s.TemporalNamespace != "" {
+		cfg.TemporalNamespace = s.TemporalNamespace
+	}
+	if s.TaskQueue != "" {
+		cfg.TaskQueue = s.TaskQueue
+	}
+	cfg.S3Endpoint = s.ObjectStoreURL
+	cfg.S3Bucket = s.S3Bucket
+	if s.S3Region != "" {
+		cfg.S3Region = s.S3Region
+	}
+	cfg.S3AccessKey = s.S3AccessKey
+	cfg.S3SecretKey = s.S3SecretKey
+	cfg.AdminToken = s.AdminToken
+	cfg.InternalSecret = s.InternalSecret
+	return cfg
+}
