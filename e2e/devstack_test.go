@@ -61,6 +61,24 @@ func TestDevStackRunsSplitBinaries(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 200, r.Status, string(r.Raw))
 
+	// A scene through the split scene binary: signed upload to the stack's object store, commit,
+	// read back.
+	body := splatBytes(8)
+	r, err = testenv.Do(st.GatewayURL, "POST", "/api/v1/uploads/splat-file", keys,
+		map[string]any{"fileName": "dev.splat", "contentType": "application/splat", "fileSize": len(body)})
+	require.NoError(t, err)
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	require.Equal(t, 200, putUpload(t, r.Body["uploadUrl"].(string), body,
+		map[string]string{"Content-Type": "application/splat", "Cache-Control": cacheControl}))
+	r, err = testenv.Do(st.GatewayURL, "POST", "/api/v1/splats", keys, map[string]any{"title": "dev", "splatUrl": r.Body["fileUrl"]})
+	require.NoError(t, err)
+	require.Equal(t, 201, r.Status, string(r.Raw))
+	id := r.Body["splatId"].(string)
+	r, err = testenv.Do(st.GatewayURL, "GET", "/api/v1/splats/"+id, keys, nil)
+	require.NoError(t, err)
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	require.EqualValues(t, len(body), r.Body["splat"].(map[string]any)["fileSizeBytes"])
+
 	resp, err := http.Get(st.TemporalUIURL)
 	require.NoError(t, err)
 	resp.Body.Close()
