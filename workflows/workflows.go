@@ -2,12 +2,17 @@
 // effect lives in package activities. Workflow ids come from business keys.
 package workflows
 
-import "go.temporal.io/sdk/worker"
+import (
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
 
 // Register adds every workflow to w and reports how many it registered.
 func Register(w worker.Registry) int {
 	w.RegisterWorkflow(PurgeCustomerAssets)
 	w.RegisterWorkflow(RedrivePurges)
 	w.RegisterWorkflow(SweepOrphanUploads)
-	return 3
+	w.RegisterWorkflowWithOptions(SceneRetention, workflow.RegisterOptions{Name: SceneRetentionWorkflow})
+	w.RegisterWorkflow(RedriveRetention)
+	return 5
 }

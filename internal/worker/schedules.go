@@ -35,6 +35,13 @@ func schedules(taskQueue string) []client.ScheduleOptions {
 				Args: []any{workflows.RedriveInput{}}, TaskQueue: taskQueue, WorkflowExecutionTimeout: time.Hour},
 			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
 		},
+		{
+			ID:   workflows.RetentionRedriveScheduleID,
+			Spec: every(workflows.RetentionRedriveEvery),
+			Action: &client.ScheduleWorkflowAction{ID: workflows.RetentionRedriveScheduleID, Workflow: workflows.RedriveRetention,
+				Args: []any{workflows.RetentionRedriveInput{}}, TaskQueue: taskQueue, WorkflowExecutionTimeout: time.Hour},
+			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		},
 	}
 }
 
@@ -47,7 +54,7 @@ func keepSchedules(ctx context.Context, c client.Client, taskQueue string, log *
 	for {
 		err := ensureSchedules(ctx, c, taskQueue)
 		if err == nil {
-			log.Info("schedules in place", "schedules", []string{workflows.OrphanSweepScheduleID, workflows.PurgeRedriveScheduleID})
+			log.Info("schedules in place", "schedules", []string{workflows.OrphanSweepScheduleID, workflows.PurgeRedriveScheduleID, workflows.RetentionRedriveScheduleID})
 			return
 		}
 		if ctx.Err() != nil {

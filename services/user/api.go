@@ -172,30 +172,52 @@ func (s *Service) putExternalUser(c *fiber.Ctx) error {
 	}
 	ctx := c.UserContext()
 	var out *ent.ExternalUser
-	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
-		// Create-if-missing with ON CONFLICT DO NOTHING, then lock the row: concurrent first
-		// PUTs of one customer serialize on the unique index and produce exactly one record.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO external_users
-			(id, created_at, updated_at, integration_id, external_user_id, limit_bytes, status, billing_state, used_bytes, splat_count)
-			SELECT $1, now(), now(), $2, $3, a.storage_bundle_bytes, 'active', 'active', 0, 0 FROM accounts a WHERE a.id = $4
-			ON CONFLICT (integration_id, external_user_id) DO NOTHING`,
-			ids.New(), caller.IntegrationID, eu, caller.AccountID); err != nil {
-			return err
+	var fx *lifecycleEffects
+	for attempt := 1; ; attempt++ {
+		err = s.db.InTx(ctx, func(tx *ent.Tx) error {
+			return s.putTx(ctx, tx, caller, eu, p, &out, &fx)
+		})
+		if err == nil || attempt == txAttempts || !retryable(err) {
+			break
 		}
-		u, err := tx.ExternalUser.Query().
-			Where(externaluser.IntegrationID(caller.IntegrationID), externaluser.ExternalUserID(eu)).
-			ForUpdate().Only(ctx)
-		if err != nil {
-			return err
-		}
-		out, err = applyPatch(ctx, u, p)
-		return err
-	})
+	}
 	if err != nil {
 		return err
 	}
+	s.applyRetentionTimers(ctx, caller, out, fx)
 	v := viewOf(out, caller.ProductSlug)
 	return c.JSON(externalUserResponse{Status: "success", ExternalUser: &v})
+}
+
+// putTx is the PUT transaction: upsert, lock, patch, then the billing lifecycle (lifecycle.go).
+func (s *Service) putTx(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, eu string, p *customerPatch,
+	out **ent.ExternalUser, fx **lifecycleEffects) error {
+	// Create-if-missing with ON CONFLICT DO NOTHING, then lock the row: concurrent first
+	// PUTs of one customer serialize on the unique index and produce exactly one record.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO external_users
+		(id, created_at, updated_at, integration_id, external_user_id, limit_bytes, status, billing_state, used_bytes, splat_count)
+		SELECT $1, now(), now(), $2, $3, a.storage_bundle_bytes, 'active', 'active', 0, 0 FROM accounts a WHERE a.id = $4
+		ON CONFLICT (integration_id, external_user_id) DO NOTHING`,
+		ids.New(), caller.IntegrationID, eu, caller.AccountID); err != nil {
+		return err
+	}
+	if p.hasRetention {
+		// Lock order of every scene writer: scene rows, then the customer, then the account.
+		if err := lockCustomerScenes(ctx, tx, caller.IntegrationID, eu); err != nil {
+			return err
+		}
+	}
+	u, err := tx.ExternalUser.Query().
+		Where(externaluser.IntegrationID(caller.IntegrationID), externaluser.ExternalUserID(eu)).
+		ForUpdate().Only(ctx)
+	if err != nil {
+		return err
+	}
+	if u, err = applyPatch(ctx, u, p); err != nil {
+		return err
+	}
+	*out, *fx, err = applyLifecycle(ctx, tx, caller, u, p, time.Now().UTC().Truncate(time.Microsecond))
+	return err
 }
 
 // applyPatch writes the supplied fields. Suspended and canceled force the customer inactive and

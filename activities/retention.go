@@ -1,0 +1,178 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/externaluser"
+	"github.com/splathost/splathost/ent/predicate"
+	"github.com/splathost/splathost/ent/scene"
+)
+
+// scenesChannel is internal/db.ScenesChannel. Package activities cannot import internal/db
+// (workflows imports activities, and workflows must stay clear of the stores: internal/arch),
+// so the announcement is spelled out here; keep the two in step.
+const scenesChannel = "splathost_scenes"
+
+// PurgeArchivedSceneInput names one archiving of one scene: the removal happens only if the
+// scene is still archived at exactly this time (to the microsecond, Postgres' precision).
+type PurgeArchivedSceneInput struct {
+	SceneID       string
+	IntegrationID string
+	ArchivedAt    time.Time
+}
+
+// PurgeArchivedSceneResult says whether the scene was removed, and if not, why.
+type PurgeArchivedSceneResult struct {
+	Removed bool
+	Reason  string
+}
+
+// Reasons a retention timer left its scene alone.
+const (
+	RetentionKeptGone      = "scene no longer exists"
+	RetentionKeptRestored  = "scene is not archived (restored)"
+	RetentionKeptRearchive = "scene was archived again at another time"
+	RetentionKeptProtected = "scene is protected"
+)
+
+// PurgeArchivedScene permanently removes an archived scene whose retention ran out: its row,
+// its view records and its stored objects. Everything happens under the scene's row lock in
+// one transaction, and the stored objects go before the row: a failed or interrupted attempt
+// rolls back and leaves the row for the retry (deleting objects already gone is success), so
+// no attempt can drop the row and then lose track of its objects. A restore or protection
+// racing the removal waits on the lock and then finds the scene gone, or wins and the removal
+// finds it no longer eligible. Archived scenes hold no storage or scene counters, so there is
+// nothing to release, and only the scene row is locked (the first lock of the scene →
+// customer → account order).
+func (a *Activities) PurgeArchivedScene(ctx context.Context, in PurgeArchivedSceneInput) (PurgeArchivedSceneResult, error) {
+	if in.SceneID == "" || in.IntegrationID == "" || in.ArchivedAt.IsZero() {
+		return PurgeArchivedSceneResult{}, badInput("PurgeArchivedScene: scene id, integration id and archived at are required")
+	}
+	tx, err := a.Ent.Tx(ctx)
+	if err != nil {
+		return PurgeArchivedSceneResult{}, err
+	}
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	sc, err := tx.Scene.Query().Where(scene.ID(in.SceneID), scene.IntegrationID(in.IntegrationID)).ForUpdate().Only(ctx)
+	if ent.IsNotFound(err) {
+		return PurgeArchivedSceneResult{Reason: RetentionKeptGone}, nil
+	}
+	if err != nil {
+		return PurgeArchivedSceneResult{}, fmt.Errorf("locking scene %s: %w", in.SceneID, err)
+	}
+	switch {
+	case sc.ArchivedAt == nil:
+		return PurgeArchivedSceneResult{Reason: RetentionKeptRestored}, nil
+	case sc.ArchivedAt.UnixMicro() != in.ArchivedAt.UnixMicro():
+		return PurgeArchivedSceneResult{Reason: RetentionKeptRearchive}, nil
+	case sc.ArchiveProtected:
+		return PurgeArchivedSceneResult{Reason: RetentionKeptProtected}, nil
+	}
+	keys, prefixes := sceneObjects(sc)
+	if len(keys)+len(prefixes) > 0 {
+		if _, err := a.DeleteObjects(ctx, DeleteObjectsInput{Keys: keys, Prefixes: prefixes}); err != nil {
+			return PurgeArchivedSceneResult{}, err
+		}
+	}
+	if err := deleteSceneViews(ctx, sc.ID); err != nil {
+		return PurgeArchivedSceneResult{}, err
+	}
+	if err := tx.Scene.DeleteOneID(sc.ID).Exec(ctx); err != nil {
+		return PurgeArchivedSceneResult{}, fmt.Errorf("deleting scene %s: %w", sc.ID, err)
+	}
+	// As db.NotifyScenesChanged does: delivered on commit, so no cache reloads the row early.
+	if _, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, scenesChannel, sc.IntegrationID+":"+sc.ID); err != nil {
+		return PurgeArchivedSceneResult{}, fmt.Errorf("announcing scene %s: %w", sc.ID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return PurgeArchivedSceneResult{}, fmt.Errorf("committing the removal of scene %s: %w", sc.ID, err)
+	}
+	return PurgeArchivedSceneResult{Removed: true}, nil
+}
+
+// deleteSceneViews removes a removed scene's view records.
+//
+// Hook: there is no view store yet. This is a deliberate no-op until the analytics issue adds
+// one (as the scene DELETE's deleteViews in services/scene); the view store must tolerate views
+// of scenes that no longer exist, since a view may be recorded while the removal runs.
+func deleteSceneViews(ctx context.Context, sceneID string) error { return nil }
+
+// sceneObjects lists a scene's stored objects as the scene DELETE and the customer purge do:
+// every asset key and, for a LOD scene, its folder; nothing outside the scene's integration,
+// whatever the row says, and never a folder that would widen into a listing of more than the
+// scene's own objects (DeleteObjects refuses those too).
+func sceneObjects(sc *ent.Scene) (keys, prefixes []string) {
+	scope := "i/" + sc.IntegrationID + "/"
+	for _, k := range sc.AssetKeys {
+		if strings.HasPrefix(k, scope) && safeKey(k) {
+			keys = append(keys, k)
+		}
+	}
+	if sc.LodFolderKey != nil {
+		folder := strings.TrimSuffix(*sc.LodFolderKey, "/") + "/"
+		if strings.HasPrefix(folder, scope) && safePrefix(folder) {
+			prefixes = append(prefixes, folder)
+		}
+	}
+	return keys, prefixes
+}
+
+// ArchivedScenesInput asks for a page of unprotected archived scenes archived more than MinAge
+// ago (fresher ones are still being started by the service that archived them), in
+// (archived_at, id) order after the cursor (AfterArchivedAt, AfterID; zero for the first page).
+type ArchivedScenesInput struct {
+	MinAge          time.Duration
+	AfterArchivedAt time.Time
+	AfterID         string
+	Limit           int
+}
+
+// ArchivedScene is one archiving a retention timer must exist for.
+type ArchivedScene struct {
+	SceneID              string
+	IntegrationID        string
+	ExternalUserRecordID string
+	ExternalUserID       string
+	ArchivedAt           time.Time
+}
+
+// ArchivedScenesResult is one page; Last says there is no next one.
+type ArchivedScenesResult struct {
+	Scenes []ArchivedScene
+	Last   bool
+}
+
+// ArchivedScenes lists unprotected archived scenes for the retention re-drive, a bounded page
+// at a time.
+func (a *Activities) ArchivedScenes(ctx context.Context, in ArchivedScenesInput) (ArchivedScenesResult, error) {
+	if in.Limit <= 0 || in.MinAge < 0 {
+		return ArchivedScenesResult{}, badInput("ArchivedScenes: limit > 0 and min age >= 0 are required")
+	}
+	where := []predicate.Scene{scene.ArchivedAtNotNil(), scene.ArchiveProtected(false),
+		scene.ArchivedAtLT(time.Now().Add(-in.MinAge))}
+	if !in.AfterArchivedAt.IsZero() {
+		where = append(where, scene.Or(scene.ArchivedAtGT(in.AfterArchivedAt),
+			scene.And(scene.ArchivedAt(in.AfterArchivedAt), scene.IDGT(in.AfterID))))
+	}
+	rows, err := a.Ent.Scene.Query().Where(where...).
+		Order(ent.Asc(scene.FieldArchivedAt), ent.Asc(scene.FieldID)).Limit(in.Limit).
+		Select(scene.FieldID, scene.FieldIntegrationID, scene.FieldOwnerID, scene.FieldArchivedAt).
+		WithOwner(func(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldID, externaluser.FieldExternalUserID) }).
+		All(ctx)
+	if err != nil {
+		return ArchivedScenesResult{}, err
+	}
+	out := ArchivedScenesResult{Scenes: make([]ArchivedScene, 0, len(rows)), Last: len(rows) < in.Limit}
+	for _, r := range rows {
+		s := ArchivedScene{SceneID: r.ID, IntegrationID: r.IntegrationID, ExternalUserRecordID: r.OwnerID, ArchivedAt: *r.ArchivedAt}
+		if r.Edges.Owner != nil {
+			s.ExternalUserID = r.Edges.Owner.ExternalUserID
+		}
+		out.Scenes = append(out.Scenes, s)
+	}
+	return out, nil
+}
