@@ -44,12 +44,13 @@ func RetentionWorkflowID(sceneID string, archivedAt time.Time) string {
 }
 
 // StartSceneRetention starts the retention timer of an archived scene. It is idempotent: a
-// timer already running (or finished) for this archiving is left as it is.
+// timer running or completed for this archiving is left as it is; a canceled one (the scene was
+// protected or restored) may start again, like the re-drive does, since the removal re-checks.
 func StartSceneRetention(ctx context.Context, c client.Client, taskQueue string, in RetentionInput) error {
 	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       RetentionWorkflowID(in.SceneID, in.ArchivedAt),
 		TaskQueue:                taskQueue,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		TypedSearchAttributes: temporal.NewSearchAttributes(SAIntegrationID.ValueSet(in.IntegrationID),
 			SAExternalUserID.ValueSet(in.ExternalUserID), SASplatID.ValueSet(in.SceneID)),
