@@ -1,9 +1,10 @@
 // Package bench is splathost's benchmark: the gateway's authenticated customer and scene reads
 // against a bare Fiber + pgx server doing the same query on the same Postgres, a 20 000-file LOD
 // upload request against a bare presigning loop, commits of one customer under contention (and
-// that they never overshoot its quota), the dev stack's ready time cold and warm, and the idle
-// memory of every stack process. Every measure is compared with a goal; a missed goal is
-// reported, never an error, because a slow machine is not a fault.
+// that they never overshoot its quota), one suspending PUT that archives a customer's scenes, the
+// dev stack's ready time cold and warm, and the idle memory of every stack process. Every measure
+// is compared with a goal; a missed goal is reported, never an error, because a slow machine is
+// not a fault.
 package bench
 
 import (
@@ -64,6 +65,9 @@ type Options struct {
 	Idle time.Duration
 	// ReadyTimeout bounds each stack's start; StopTimeout each stack's shutdown.
 	ReadyTimeout, StopTimeout time.Duration
+	// ArchiveScenes is how many committed scenes the archive-on-suspend measure archives with
+	// one PUT (0 for DefaultArchiveScenes).
+	ArchiveScenes int
 	// Log receives progress messages (stderr), keeping stdout for the report.
 	Log *slog.Logger
 }
@@ -93,7 +97,10 @@ func Run(ctx context.Context, o Options) Report {
 	lodAll := Row{Name: fmt.Sprintf("POST /api/v1/uploads/lod-folder, %d files, allinone", lodFiles), Unit: "ms", Goal: GoalLODUpload}
 	commitsAll := Row{Name: fmt.Sprintf("POST /api/v1/splats, %d concurrent, room for %d, allinone", commitTries, commitRoom), Unit: "commits/s"}
 	overshootAll := Row{Name: "quota overshoot after the concurrent commits, allinone", Unit: "B", Goal: GoalOvershoot}
-	measured := []*Row{&tputAll, &tputSplit, &sceneAll, &sceneSplit, &lodAll, &commitsAll, &overshootAll}
+	nArchive := o.archiveScenes()
+	archiveWall := Row{Name: fmt.Sprintf("PUT /api/v1/external-user suspended, archives %d scenes, allinone", nArchive), Unit: "ms"}
+	archiveRate := Row{Name: fmt.Sprintf("scenes archived per second by that PUT (%d), allinone", nArchive), Unit: "scenes/s"}
+	measured := []*Row{&tputAll, &tputSplit, &sceneAll, &sceneSplit, &lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate}
 	readyCold := Row{Name: "stack ready, cold data dir (split)", Unit: "ms"}
 	readyWarm := Row{Name: "stack ready, warm restart (split)", Unit: "ms"}
 	readyAll := Row{Name: "stack ready, warm restart (allinone)", Unit: "ms"}
@@ -136,10 +143,11 @@ func Run(ctx context.Context, o Options) Report {
 				r.sceneRead(ctx, st, "allinone", t, &sceneAll)
 				r.lodUpload(ctx, st, t, &lodAll)
 				r.commitRace(ctx, st, "allinone", t, &commitsAll, &overshootAll)
-			}, &tputAll, &sceneAll, &lodAll, &commitsAll, &overshootAll)
+				r.archiveSuspend(ctx, st, "allinone", t, &archiveWall, &archiveRate)
+			}, &tputAll, &sceneAll, &lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate)
 		}) {
 			memAll = []Row{{Name: "idle RSS (allinone)", Unit: "MiB", Goal: GoalStackRSS, Err: readyAll.Err}}
-			for _, row := range []*Row{&tputAll, &sceneAll, &lodAll, &commitsAll, &overshootAll} {
+			for _, row := range []*Row{&tputAll, &sceneAll, &lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate} {
 				row.Err = readyAll.Err
 			}
 		}
@@ -147,7 +155,7 @@ func Run(ctx context.Context, o Options) Report {
 	}
 
 	rep.Rows = append(rep.Rows, tputAll, tputSplit, sceneAll, sceneSplit, lodAll, commitsAll, overshootAll,
-		readyCold, readyWarm, readyAll)
+		archiveWall, archiveRate, readyCold, readyWarm, readyAll)
 	rep.Rows = append(rep.Rows, memSplit...)
 	rep.Rows = append(rep.Rows, memAll...)
 	rep.Problems = r.problems

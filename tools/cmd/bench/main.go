@@ -69,6 +69,7 @@ func run(args []string) (broken bool, err error) {
 	fs.DurationVar(&o.Idle, "idle", 2*time.Second, "how long a fresh stack idles before its memory is read")
 	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", 3*time.Minute, "bound on each stack's start-up")
 	fs.DurationVar(&o.StopTimeout, "stop-timeout", time.Minute, "bound on each stack's shutdown before it is killed")
+	fs.IntVar(&o.ArchiveScenes, "archive-scenes", bench.DefaultArchiveScenes, "committed scenes the suspending PUT archives (setup commits them first)")
 	fs.StringVar(&o.TempDir, "tmp", "", "parent of the temporary data directory (default the system's)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the data directory and its logs")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON instead of a markdown table")
@@ -79,8 +80,8 @@ func run(args []string) (broken bool, err error) {
 	if fs.NArg() > 0 {
 		return false, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	if o.Concurrency < 1 || o.Duration <= 0 || o.Warmup < 0 || o.PoolSize < 1 || o.MaxRequests < 1 || o.Timeout <= 0 {
-		return false, errors.New("--concurrency, --duration, --pool, --max-requests and --timeout must be positive, --warmup not negative")
+	if o.Concurrency < 1 || o.Duration <= 0 || o.Warmup < 0 || o.PoolSize < 1 || o.MaxRequests < 1 || o.Timeout <= 0 || o.ArchiveScenes < 1 {
+		return false, errors.New("--concurrency, --duration, --pool, --max-requests, --timeout and --archive-scenes must be positive, --warmup not negative")
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
