@@ -199,47 +199,10 @@ func (c *sceneCache) notified(payload string) {
 	c.invalidate(integ, id)
 }
 
-// listen keeps a LISTEN connection open until ctx ends, applying every notification and
-// flushing on every (re)connect. It returns when ctx is done.
+// listen keeps the cache's LISTEN connection until ctx ends: every notification drops what it
+// names, every (re)connect flushes everything.
 func (c *sceneCache) listen(ctx context.Context) {
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		err := c.listenOnce(ctx)
-		c.live.Store(false)
-		if ctx.Err() != nil {
-			return
-		}
-		c.log.Warn("scene cache listener lost its connection; cache bypassed until it is back", "error", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
-}
-
-func (c *sceneCache) listenOnce(ctx context.Context) error {
-	pooled, err := c.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	// The connection will have run LISTEN, so it must never return to the pool.
-	conn := pooled.Hijack()
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "LISTEN "+db.ScenesChannel); err != nil {
-		return err
-	}
-	// Anything may have changed while we were not listening.
-	c.flush()
-	c.live.Store(true)
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		c.notified(n.Payload)
-	}
+	db.Listen(ctx, c.pool, db.Listener{Channel: db.ScenesChannel, OnConnect: c.flush, OnNotify: c.notified, Live: &c.live, Log: c.log})
 }
 
 // pageKey is the cache key of a list page within its integration: the EU filter and the

@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/splathost/splathost/internal/db"
 )
 
 // integrationsChannel is the Postgres NOTIFY channel every change to an integration is
@@ -138,46 +140,11 @@ func (s *Integrations) Flush() {
 	s.mu.Unlock()
 }
 
-// Listen keeps a LISTEN connection open until ctx ends, flushing the cache on every
+// Listen keeps the cache's LISTEN connection until ctx ends, flushing the cache on every
 // notification and on every reconnect. It returns when ctx is done.
 func (s *Integrations) Listen(ctx context.Context) {
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		err := s.listenOnce(ctx)
-		s.live.Store(false)
-		if ctx.Err() != nil {
-			return
-		}
-		s.log.Warn("integration cache listener lost its connection; cache bypassed until it is back", "error", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
-}
-
-func (s *Integrations) listenOnce(ctx context.Context) error {
-	pooled, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	// The connection will have run LISTEN, so it must never return to the pool.
-	conn := pooled.Hijack()
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "LISTEN "+integrationsChannel); err != nil {
-		return err
-	}
-	// Anything may have changed while we were not listening.
-	s.Flush()
-	s.live.Store(true)
-	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
-			return err
-		}
-		s.Flush()
-	}
+	db.Listen(ctx, s.pool, db.Listener{Channel: integrationsChannel, OnConnect: s.Flush,
+		OnNotify: func(string) { s.Flush() }, Live: &s.live, Log: s.log})
 }
 
 // Loads is how many times an integration was read from the database.
