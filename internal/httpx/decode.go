@@ -270,3 +270,12 @@ func DecodeArray(raw []byte) ([]json.RawMessage, error) {
 	}
 	return items, nil
 }
+
+// Require records "name: required" for each field that is absent or null.
+func (f *Fields) Require(names ...string) {
+	for _, name := range names {
+		if !f.Has(name) || f.IsNull(name) {
+			f.Issuef("%s: required", name)
+		}
+	}
+}

@@ -45,11 +45,7 @@ func parseCommit(body []byte) (*commitRequest, error) {
 	f.Only("title", "description", "visibility", "splatType", "splatUrl", "lodFolderKey", "imageUrl",
 		"thumbnailDepthUrl", "initialCameraPosition", "initialCameraRotation")
 	r := &commitRequest{visibility: "private", splatType: "file"}
-	for _, name := range []string{"title", "splatUrl"} {
-		if !f.Has(name) || f.IsNull(name) {
-			f.Issuef("%s: required", name)
-		}
-	}
+	f.Require("title", "splatUrl")
 	if t, ok := f.String("title", 1, 10_000); ok {
 		r.title = strings.TrimSpace(t)
 		if n := len([]rune(r.title)); n < 1 || n > 200 {

@@ -118,11 +118,7 @@ func (s *Service) uploadSplatFile(c *fiber.Ctx) error {
 		return err
 	}
 	f.Only("fileName", "contentType", "fileSize")
-	for _, name := range []string{"fileName", "contentType", "fileSize"} {
-		if !f.Has(name) || f.IsNull(name) {
-			f.Issuef("%s: required", name)
-		}
-	}
+	f.Require("fileName", "contentType", "fileSize")
 	name, _ := f.String("fileName", 1, 255)
 	ctype, _ := f.String("contentType", 1, 100)
 	size, _ := f.Int("fileSize", 1, MaxSingleFileBytes)
@@ -256,10 +252,8 @@ func (s *Service) uploadLODFolder(c *fiber.Ctx) error {
 		return err
 	}
 	f.Only("files")
-	raw, ok := f.Raw("files")
-	if !ok || f.IsNull("files") {
-		f.Issuef("files: required")
-	}
+	raw, _ := f.Raw("files")
+	f.Require("files")
 	if err := f.Err(); err != nil {
 		return err
 	}
@@ -397,12 +391,7 @@ func imageRequest(f *httpx.Fields, name string, typeOK func(string) bool, typePr
 	sub.Only("contentType", "fileSize")
 	ct, okCT := sub.String("contentType", 1, 100)
 	size, okSize := sub.Int("fileSize", 1, MaxImageBytes)
-	if !sub.Has("contentType") {
-		sub.Issuef("contentType: required")
-	}
-	if !sub.Has("fileSize") {
-		sub.Issuef("fileSize: required")
-	}
+	sub.Require("contentType", "fileSize")
 	if okCT && !typeOK(ct) {
 		sub.Issuef("contentType: %s", typeProblem)
 		okCT = false

@@ -32,10 +32,12 @@ var plans = []string{"free", "pro", "enterprise"}
 // accountFields validates an account body; create requires name, plan and storageBundleBytes.
 func accountFields(f *httpx.Fields, create bool) {
 	f.Only("name", "plan", "storageBundleBytes", "maxSplats", "overage")
+	if create {
+		f.Require("name", "plan", "storageBundleBytes")
+		f.NotNull("overage")
+		return
+	}
 	for _, name := range []string{"name", "plan", "storageBundleBytes", "overage"} {
-		if create && !f.Has(name) && name != "overage" {
-			f.Issuef("%s: required", name)
-		}
 		f.NotNull(name)
 	}
 }
@@ -180,11 +182,14 @@ func integrationFields(f *httpx.Fields, create bool) (slug string, caps []string
 		allowed = append(allowed, "accountId")
 	}
 	f.Only(allowed...)
-	for _, name := range allowed {
-		if create && name != "restAccess" && name != "frameAncestors" && !f.Has(name) {
-			f.Issuef("%s: required", name)
+	if create {
+		f.Require("accountId", "productSlug", "capabilities")
+		f.NotNull("restAccess")
+		f.NotNull("frameAncestors")
+	} else {
+		for _, name := range allowed {
+			f.NotNull(name)
 		}
-		f.NotNull(name)
 	}
 	if f.Has("productSlug") {
 		if v, ok := f.String("productSlug", 1, 253); ok {
