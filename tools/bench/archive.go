@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -53,28 +50,8 @@ func (r *runner) archiveSuspend(ctx context.Context, st *testenv.Stack, mode str
 
 	r.o.Log.Info("committing scenes to archive", "scenes", n, "workers", uploadWorkers)
 	setup := time.Now()
-	errs := make([]error, n)
-	next := make(chan int)
-	var failed atomic.Bool
-	var wg sync.WaitGroup
-	for range uploadWorkers {
-		wg.Go(func() {
-			for i := range next {
-				if failed.Load() {
-					continue // one failure is enough: drain without more requests
-				}
-				if errs[i] = commitScene(ctx, t, gw, eu, file, i); errs[i] != nil {
-					failed.Store(true)
-				}
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	err := forEach(n, uploadWorkers, func(i int) error { return commitScene(ctx, t, gw, eu, file, i) })
+	if err != nil {
 		fail(fmt.Errorf("archive setup, commits: %w", err))
 		return
 	}
@@ -87,7 +64,7 @@ func (r *runner) archiveSuspend(ctx context.Context, st *testenv.Stack, mode str
 
 	r.o.Log.Info("suspending the customer", "scenes", n)
 	t0 := time.Now()
-	_, err := call(gw, http.MethodPut, "/api/v1/external-user", h,
+	_, err = call(gw, http.MethodPut, "/api/v1/external-user", h,
 		map[string]any{"billingState": "suspended", "keepSplatIds": []string{}}, http.StatusOK)
 	took := time.Since(t0)
 	if err != nil {

@@ -261,25 +261,15 @@ func (r *runner) commitRace(ctx context.Context, st *testenv.Stack, mode string,
 	}
 	// Upload every file first (not measured), as many clients would have before committing.
 	urls := make([]string, commitTries)
-	errs := make([]error, commitTries)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range uploadWorkers {
-		wg.Go(func() {
-			for i := range next {
-				urls[i], errs[i] = t.UploadSplat(gw, eu, file)
-			}
-		})
-	}
-	for i := range commitTries {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := forEach(commitTries, uploadWorkers, func(i int) (err error) {
+		urls[i], err = t.UploadSplat(gw, eu, file)
+		return err
+	}); err != nil {
 		fail(fmt.Errorf("uploads before the commits: %w", err))
 		return
 	}
+	errs := make([]error, commitTries)
+	var wg sync.WaitGroup
 
 	r.o.Log.Info("racing commits", "tries", commitTries, "room", commitRoom)
 	statuses := make([]int, commitTries)
