@@ -22,6 +22,8 @@ const ErrBadInput = "BadInput"
 type ObjectAPI interface {
 	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, opts ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
 	DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, opts ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, opts ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	CopyObject(ctx context.Context, in *s3.CopyObjectInput, opts ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
 }
 
 // Activities holds the dependencies of every activity; its exported methods are the activities.
@@ -32,7 +34,10 @@ type Activities struct {
 	Ent     *ent.Client
 	Objects ObjectAPI
 	Bucket  string
-	Log     *slog.Logger
+	// AssetBase prefixes an object key to make its public URL (config.Config.AssetBase); clones
+	// rewrite the URLs of their source to their copies with it.
+	AssetBase string
+	Log       *slog.Logger
 }
 
 // Register adds every activity to w and reports how many it registered.

@@ -17,6 +17,15 @@ import (
 // so the announcement is spelled out here; keep the two in step.
 const scenesChannel = "splathost_scenes"
 
+// announceScene tells every process's scene cache that a scene changed, as
+// db.NotifyScenesChanged does: delivered on commit, so no cache reloads the row early.
+func announceScene(ctx context.Context, tx *ent.Tx, integrationID, sceneID string) error {
+	if _, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, scenesChannel, integrationID+":"+sceneID); err != nil {
+		return fmt.Errorf("announcing scene %s: %w", sceneID, err)
+	}
+	return nil
+}
+
 // PurgeArchivedSceneInput names one archiving of one scene: the removal happens only if the
 // scene is still archived at exactly this time (to the microsecond, Postgres' precision).
 type PurgeArchivedSceneInput struct {
@@ -84,9 +93,8 @@ func (a *Activities) PurgeArchivedScene(ctx context.Context, in PurgeArchivedSce
 	if err := tx.Scene.DeleteOneID(sc.ID).Exec(ctx); err != nil {
 		return PurgeArchivedSceneResult{}, fmt.Errorf("deleting scene %s: %w", sc.ID, err)
 	}
-	// As db.NotifyScenesChanged does: delivered on commit, so no cache reloads the row early.
-	if _, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, scenesChannel, sc.IntegrationID+":"+sc.ID); err != nil {
-		return PurgeArchivedSceneResult{}, fmt.Errorf("announcing scene %s: %w", sc.ID, err)
+	if err := announceScene(ctx, tx, sc.IntegrationID, sc.ID); err != nil {
+		return PurgeArchivedSceneResult{}, err
 	}
 	if err := tx.Commit(); err != nil {
 		return PurgeArchivedSceneResult{}, fmt.Errorf("committing the removal of scene %s: %w", sc.ID, err)

@@ -17,6 +17,7 @@ import (
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/splathost/splathost/ent/account"
 	"github.com/splathost/splathost/ent/assetpurge"
+	"github.com/splathost/splathost/ent/clonejob"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/ent/scene"
@@ -34,6 +35,8 @@ type Client struct {
 	Account *AccountClient
 	// AssetPurge is the client for interacting with the AssetPurge builders.
 	AssetPurge *AssetPurgeClient
+	// CloneJob is the client for interacting with the CloneJob builders.
+	CloneJob *CloneJobClient
 	// ExternalUser is the client for interacting with the ExternalUser builders.
 	ExternalUser *ExternalUserClient
 	// Integration is the client for interacting with the Integration builders.
@@ -55,6 +58,7 @@ func (c *Client) init() {
 	c.Schema = migrate.NewSchema(c.driver)
 	c.Account = NewAccountClient(c.config)
 	c.AssetPurge = NewAssetPurgeClient(c.config)
+	c.CloneJob = NewCloneJobClient(c.config)
 	c.ExternalUser = NewExternalUserClient(c.config)
 	c.Integration = NewIntegrationClient(c.config)
 	c.Scene = NewSceneClient(c.config)
@@ -153,6 +157,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		config:       cfg,
 		Account:      NewAccountClient(cfg),
 		AssetPurge:   NewAssetPurgeClient(cfg),
+		CloneJob:     NewCloneJobClient(cfg),
 		ExternalUser: NewExternalUserClient(cfg),
 		Integration:  NewIntegrationClient(cfg),
 		Scene:        NewSceneClient(cfg),
@@ -178,6 +183,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		config:       cfg,
 		Account:      NewAccountClient(cfg),
 		AssetPurge:   NewAssetPurgeClient(cfg),
+		CloneJob:     NewCloneJobClient(cfg),
 		ExternalUser: NewExternalUserClient(cfg),
 		Integration:  NewIntegrationClient(cfg),
 		Scene:        NewSceneClient(cfg),
@@ -211,7 +217,8 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.Account, c.AssetPurge, c.ExternalUser, c.Integration, c.Scene, c.UploadTicket,
+		c.Account, c.AssetPurge, c.CloneJob, c.ExternalUser, c.Integration, c.Scene,
+		c.UploadTicket,
 	} {
 		n.Use(hooks...)
 	}
@@ -221,7 +228,8 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.Account, c.AssetPurge, c.ExternalUser, c.Integration, c.Scene, c.UploadTicket,
+		c.Account, c.AssetPurge, c.CloneJob, c.ExternalUser, c.Integration, c.Scene,
+		c.UploadTicket,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -234,6 +242,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Account.mutate(ctx, m)
 	case *AssetPurgeMutation:
 		return c.AssetPurge.mutate(ctx, m)
+	case *CloneJobMutation:
+		return c.CloneJob.mutate(ctx, m)
 	case *ExternalUserMutation:
 		return c.ExternalUser.mutate(ctx, m)
 	case *IntegrationMutation:
@@ -526,6 +536,139 @@ func (c *AssetPurgeClient) mutate(ctx context.Context, m *AssetPurgeMutation) (V
 		return (&AssetPurgeDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown AssetPurge mutation op: %q", m.Op())
+	}
+}
+
+// CloneJobClient is a client for the CloneJob schema.
+type CloneJobClient struct {
+	config
+}
+
+// NewCloneJobClient returns a client for the CloneJob from the given config.
+func NewCloneJobClient(c config) *CloneJobClient {
+	return &CloneJobClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `clonejob.Hooks(f(g(h())))`.
+func (c *CloneJobClient) Use(hooks ...Hook) {
+	c.hooks.CloneJob = append(c.hooks.CloneJob, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `clonejob.Intercept(f(g(h())))`.
+func (c *CloneJobClient) Intercept(interceptors ...Interceptor) {
+	c.inters.CloneJob = append(c.inters.CloneJob, interceptors...)
+}
+
+// Create returns a builder for creating a CloneJob entity.
+func (c *CloneJobClient) Create() *CloneJobCreate {
+	mutation := newCloneJobMutation(c.config, OpCreate)
+	return &CloneJobCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of CloneJob entities.
+func (c *CloneJobClient) CreateBulk(builders ...*CloneJobCreate) *CloneJobCreateBulk {
+	return &CloneJobCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *CloneJobClient) MapCreateBulk(slice any, setFunc func(*CloneJobCreate, int)) *CloneJobCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &CloneJobCreateBulk{err: fmt.Errorf("calling to CloneJobClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*CloneJobCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &CloneJobCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for CloneJob.
+func (c *CloneJobClient) Update() *CloneJobUpdate {
+	mutation := newCloneJobMutation(c.config, OpUpdate)
+	return &CloneJobUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *CloneJobClient) UpdateOne(_m *CloneJob) *CloneJobUpdateOne {
+	mutation := newCloneJobMutation(c.config, OpUpdateOne, withCloneJob(_m))
+	return &CloneJobUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *CloneJobClient) UpdateOneID(id string) *CloneJobUpdateOne {
+	mutation := newCloneJobMutation(c.config, OpUpdateOne, withCloneJobID(id))
+	return &CloneJobUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for CloneJob.
+func (c *CloneJobClient) Delete() *CloneJobDelete {
+	mutation := newCloneJobMutation(c.config, OpDelete)
+	return &CloneJobDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *CloneJobClient) DeleteOne(_m *CloneJob) *CloneJobDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *CloneJobClient) DeleteOneID(id string) *CloneJobDeleteOne {
+	builder := c.Delete().Where(clonejob.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &CloneJobDeleteOne{builder}
+}
+
+// Query returns a query builder for CloneJob.
+func (c *CloneJobClient) Query() *CloneJobQuery {
+	return &CloneJobQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeCloneJob},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a CloneJob entity by its id.
+func (c *CloneJobClient) Get(ctx context.Context, id string) (*CloneJob, error) {
+	return c.Query().Where(clonejob.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *CloneJobClient) GetX(ctx context.Context, id string) *CloneJob {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *CloneJobClient) Hooks() []Hook {
+	return c.hooks.CloneJob
+}
+
+// Interceptors returns the client interceptors.
+func (c *CloneJobClient) Interceptors() []Interceptor {
+	return c.inters.CloneJob
+}
+
+func (c *CloneJobClient) mutate(ctx context.Context, m *CloneJobMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&CloneJobCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&CloneJobUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&CloneJobUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&CloneJobDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown CloneJob mutation op: %q", m.Op())
 	}
 }
 
@@ -1240,10 +1383,11 @@ func (c *UploadTicketClient) mutate(ctx context.Context, m *UploadTicketMutation
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		Account, AssetPurge, ExternalUser, Integration, Scene, UploadTicket []ent.Hook
+		Account, AssetPurge, CloneJob, ExternalUser, Integration, Scene,
+		UploadTicket []ent.Hook
 	}
 	inters struct {
-		Account, AssetPurge, ExternalUser, Integration, Scene,
+		Account, AssetPurge, CloneJob, ExternalUser, Integration, Scene,
 		UploadTicket []ent.Interceptor
 	}
 )

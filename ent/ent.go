@@ -14,6 +14,7 @@ import (
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/splathost/splathost/ent/account"
 	"github.com/splathost/splathost/ent/assetpurge"
+	"github.com/splathost/splathost/ent/clonejob"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/ent/scene"
@@ -80,6 +81,7 @@ func checkColumn(t, c string) error {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
 			account.Table:      account.ValidColumn,
 			assetpurge.Table:   assetpurge.ValidColumn,
+			clonejob.Table:     clonejob.ValidColumn,
 			externaluser.Table: externaluser.ValidColumn,
 			integration.Table:  integration.ValidColumn,
 			scene.Table:        scene.ValidColumn,

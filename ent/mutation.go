@@ -13,6 +13,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"github.com/splathost/splathost/ent/account"
 	"github.com/splathost/splathost/ent/assetpurge"
+	"github.com/splathost/splathost/ent/clonejob"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/ent/predicate"
@@ -32,6 +33,7 @@ const (
 	// Node types.
 	TypeAccount      = "Account"
 	TypeAssetPurge   = "AssetPurge"
+	TypeCloneJob     = "CloneJob"
 	TypeExternalUser = "ExternalUser"
 	TypeIntegration  = "Integration"
 	TypeScene        = "Scene"
@@ -2105,6 +2107,893 @@ func (m *AssetPurgeMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *AssetPurgeMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown AssetPurge edge %s", name)
+}
+
+// CloneJobMutation represents an operation that mutates the CloneJob nodes in the graph.
+type CloneJobMutation struct {
+	config
+	op               Op
+	typ              string
+	id               *string
+	created_at       *time.Time
+	updated_at       *time.Time
+	integration_id   *string
+	owner_id         *string
+	account_id       *string
+	source_scene_id  *string
+	bytes            *int64
+	addbytes         *int64
+	total_objects    *int
+	addtotal_objects *int
+	draft            **schema.CloneDraft
+	plan             **schema.ClonePlan
+	clearedFields    map[string]struct{}
+	done             bool
+	oldValue         func(context.Context) (*CloneJob, error)
+	predicates       []predicate.CloneJob
+}
+
+var _ ent.Mutation = (*CloneJobMutation)(nil)
+
+// clonejobOption allows management of the mutation configuration using functional options.
+type clonejobOption func(*CloneJobMutation)
+
+// newCloneJobMutation creates new mutation for the CloneJob entity.
+func newCloneJobMutation(c config, op Op, opts ...clonejobOption) *CloneJobMutation {
+	m := &CloneJobMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeCloneJob,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withCloneJobID sets the ID field of the mutation.
+func withCloneJobID(id string) clonejobOption {
+	return func(m *CloneJobMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *CloneJob
+		)
+		m.oldValue = func(ctx context.Context) (*CloneJob, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().CloneJob.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withCloneJob sets the old CloneJob of the mutation.
+func withCloneJob(node *CloneJob) clonejobOption {
+	return func(m *CloneJobMutation) {
+		m.oldValue = func(context.Context) (*CloneJob, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m CloneJobMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m CloneJobMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of CloneJob entities.
+func (m *CloneJobMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *CloneJobMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *CloneJobMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().CloneJob.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *CloneJobMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *CloneJobMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the CloneJob entity.
+// If the CloneJob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CloneJobMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *CloneJobMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *CloneJobMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *CloneJobMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the CloneJob entity.
+// If the CloneJob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CloneJobMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *CloneJobMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// SetIntegrationID sets the "integration_id" field.
+func (m *CloneJobMutation) SetIntegrationID(s string) {
+	m.integration_id = &s
+}
+
+// IntegrationID returns the value of the "integration_id" field in the mutation.
+func (m *CloneJobMutation) IntegrationID() (r string, exists bool) {
+	v := m.integration_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldIntegrationID returns the old "integration_id" field's value of the CloneJob entity.
+// If the CloneJob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CloneJobMutation) OldIntegrationID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldIntegrationID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldIntegrationID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldIntegrationID: %w", err)
+	}
+	return oldValue.IntegrationID, nil
+}
+
+// ResetIntegrationID resets all changes to the "integration_id" field.
+func (m *CloneJobMutation) ResetIntegrationID() {
+	m.integration_id = nil
+}
+
+// SetOwnerID sets the "owner_id" field.
+func (m *CloneJobMutation) SetOwnerID(s string) {
+	m.owner_id = &s
+}
+
+// OwnerID returns the value of the "owner_id" field in the mutation.
+func (m *CloneJobMutation) OwnerID() (r string, exists bool) {
+	v := m.owner_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOwnerID returns the old "owner_id" field's value of the CloneJob entity.
+// If the CloneJob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CloneJobMutation) OldOwnerID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOwnerID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOwnerID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOwnerID: %w", err)
+	}
+	return oldValue.OwnerID, nil
+}
+
+// ResetOwnerID resets all changes to the "owner_id" field.
+func (m *CloneJobMutation) ResetOwnerID() {
+	m.owner_id = nil
+}
+
+// SetAccountID sets the "account_id" field.
+func (m *CloneJobMutation) SetAccountID(s string) {
+	m.account_id = &s
+}
+
+// AccountID returns the value of the "account_id" field in the mutation.
+func (m *CloneJobMutation) AccountID() (r string, exists bool) {
+	v := m.account_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAccountID returns the old "account_id" field's value of the CloneJob entity.
+// If the CloneJob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CloneJobMutation) OldAccountID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAccountID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAccountID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAccountID: %w", err)
+	}
+	return oldValue.AccountID, nil
+}
+
+// ResetAccountID resets all changes to the "account_id" field.
+func (m *CloneJobMutation) ResetAccountID() {
+	m.account_id = nil
+}
+
+// SetSourceSceneID sets the "source_scene_id" field.
+func (m *CloneJobMutation) SetSourceSceneID(s string) {
+	m.source_scene_id = &s
+}
+
+// SourceSceneID returns the value of the "source_scene_id" field in the mutation.
+func (m *CloneJobMutation) SourceSceneID() (r string, exists bool) {
+	v := m.source_scene_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSourceSceneID returns the old "source_scene_id" field's value of the CloneJob entity.
+// If the CloneJob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CloneJobMutation) OldSourceSceneID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSourceSceneID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSourceSceneID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSourceSceneID: %w", err)
+	}
+	return oldValue.SourceSceneID, nil
+}
+
+// ResetSourceSceneID resets all changes to the "source_scene_id" field.
+func (m *CloneJobMutation) ResetSourceSceneID() {
+	m.source_scene_id = nil
+}
+
+// SetBytes sets the "bytes" field.
+func (m *CloneJobMutation) SetBytes(i int64) {
+	m.bytes = &i
+	m.addbytes = nil
+}
+
+// Bytes returns the value of the "bytes" field in the mutation.
+func (m *CloneJobMutation) Bytes() (r int64, exists bool) {
+	v := m.bytes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldBytes returns the old "bytes" field's value of the CloneJob entity.
+// If the CloneJob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CloneJobMutation) OldBytes(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldBytes is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldBytes requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldBytes: %w", err)
+	}
+	return oldValue.Bytes, nil
+}
+
+// AddBytes adds i to the "bytes" field.
+func (m *CloneJobMutation) AddBytes(i int64) {
+	if m.addbytes != nil {
+		*m.addbytes += i
+	} else {
+		m.addbytes = &i
+	}
+}
+
+// AddedBytes returns the value that was added to the "bytes" field in this mutation.
+func (m *CloneJobMutation) AddedBytes() (r int64, exists bool) {
+	v := m.addbytes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetBytes resets all changes to the "bytes" field.
+func (m *CloneJobMutation) ResetBytes() {
+	m.bytes = nil
+	m.addbytes = nil
+}
+
+// SetTotalObjects sets the "total_objects" field.
+func (m *CloneJobMutation) SetTotalObjects(i int) {
+	m.total_objects = &i
+	m.addtotal_objects = nil
+}
+
+// TotalObjects returns the value of the "total_objects" field in the mutation.
+func (m *CloneJobMutation) TotalObjects() (r int, exists bool) {
+	v := m.total_objects
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTotalObjects returns the old "total_objects" field's value of the CloneJob entity.
+// If the CloneJob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CloneJobMutation) OldTotalObjects(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTotalObjects is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTotalObjects requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTotalObjects: %w", err)
+	}
+	return oldValue.TotalObjects, nil
+}
+
+// AddTotalObjects adds i to the "total_objects" field.
+func (m *CloneJobMutation) AddTotalObjects(i int) {
+	if m.addtotal_objects != nil {
+		*m.addtotal_objects += i
+	} else {
+		m.addtotal_objects = &i
+	}
+}
+
+// AddedTotalObjects returns the value that was added to the "total_objects" field in this mutation.
+func (m *CloneJobMutation) AddedTotalObjects() (r int, exists bool) {
+	v := m.addtotal_objects
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetTotalObjects resets all changes to the "total_objects" field.
+func (m *CloneJobMutation) ResetTotalObjects() {
+	m.total_objects = nil
+	m.addtotal_objects = nil
+}
+
+// SetDraft sets the "draft" field.
+func (m *CloneJobMutation) SetDraft(sd *schema.CloneDraft) {
+	m.draft = &sd
+}
+
+// Draft returns the value of the "draft" field in the mutation.
+func (m *CloneJobMutation) Draft() (r *schema.CloneDraft, exists bool) {
+	v := m.draft
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDraft returns the old "draft" field's value of the CloneJob entity.
+// If the CloneJob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CloneJobMutation) OldDraft(ctx context.Context) (v *schema.CloneDraft, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDraft is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDraft requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDraft: %w", err)
+	}
+	return oldValue.Draft, nil
+}
+
+// ResetDraft resets all changes to the "draft" field.
+func (m *CloneJobMutation) ResetDraft() {
+	m.draft = nil
+}
+
+// SetPlan sets the "plan" field.
+func (m *CloneJobMutation) SetPlan(sp *schema.ClonePlan) {
+	m.plan = &sp
+}
+
+// Plan returns the value of the "plan" field in the mutation.
+func (m *CloneJobMutation) Plan() (r *schema.ClonePlan, exists bool) {
+	v := m.plan
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPlan returns the old "plan" field's value of the CloneJob entity.
+// If the CloneJob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CloneJobMutation) OldPlan(ctx context.Context) (v *schema.ClonePlan, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPlan is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPlan requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPlan: %w", err)
+	}
+	return oldValue.Plan, nil
+}
+
+// ResetPlan resets all changes to the "plan" field.
+func (m *CloneJobMutation) ResetPlan() {
+	m.plan = nil
+}
+
+// Where appends a list predicates to the CloneJobMutation builder.
+func (m *CloneJobMutation) Where(ps ...predicate.CloneJob) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the CloneJobMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *CloneJobMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.CloneJob, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *CloneJobMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *CloneJobMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (CloneJob).
+func (m *CloneJobMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *CloneJobMutation) Fields() []string {
+	fields := make([]string, 0, 10)
+	if m.created_at != nil {
+		fields = append(fields, clonejob.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, clonejob.FieldUpdatedAt)
+	}
+	if m.integration_id != nil {
+		fields = append(fields, clonejob.FieldIntegrationID)
+	}
+	if m.owner_id != nil {
+		fields = append(fields, clonejob.FieldOwnerID)
+	}
+	if m.account_id != nil {
+		fields = append(fields, clonejob.FieldAccountID)
+	}
+	if m.source_scene_id != nil {
+		fields = append(fields, clonejob.FieldSourceSceneID)
+	}
+	if m.bytes != nil {
+		fields = append(fields, clonejob.FieldBytes)
+	}
+	if m.total_objects != nil {
+		fields = append(fields, clonejob.FieldTotalObjects)
+	}
+	if m.draft != nil {
+		fields = append(fields, clonejob.FieldDraft)
+	}
+	if m.plan != nil {
+		fields = append(fields, clonejob.FieldPlan)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *CloneJobMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case clonejob.FieldCreatedAt:
+		return m.CreatedAt()
+	case clonejob.FieldUpdatedAt:
+		return m.UpdatedAt()
+	case clonejob.FieldIntegrationID:
+		return m.IntegrationID()
+	case clonejob.FieldOwnerID:
+		return m.OwnerID()
+	case clonejob.FieldAccountID:
+		return m.AccountID()
+	case clonejob.FieldSourceSceneID:
+		return m.SourceSceneID()
+	case clonejob.FieldBytes:
+		return m.Bytes()
+	case clonejob.FieldTotalObjects:
+		return m.TotalObjects()
+	case clonejob.FieldDraft:
+		return m.Draft()
+	case clonejob.FieldPlan:
+		return m.Plan()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *CloneJobMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case clonejob.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case clonejob.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	case clonejob.FieldIntegrationID:
+		return m.OldIntegrationID(ctx)
+	case clonejob.FieldOwnerID:
+		return m.OldOwnerID(ctx)
+	case clonejob.FieldAccountID:
+		return m.OldAccountID(ctx)
+	case clonejob.FieldSourceSceneID:
+		return m.OldSourceSceneID(ctx)
+	case clonejob.FieldBytes:
+		return m.OldBytes(ctx)
+	case clonejob.FieldTotalObjects:
+		return m.OldTotalObjects(ctx)
+	case clonejob.FieldDraft:
+		return m.OldDraft(ctx)
+	case clonejob.FieldPlan:
+		return m.OldPlan(ctx)
+	}
+	return nil, fmt.Errorf("unknown CloneJob field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CloneJobMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case clonejob.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case clonejob.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	case clonejob.FieldIntegrationID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetIntegrationID(v)
+		return nil
+	case clonejob.FieldOwnerID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOwnerID(v)
+		return nil
+	case clonejob.FieldAccountID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAccountID(v)
+		return nil
+	case clonejob.FieldSourceSceneID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSourceSceneID(v)
+		return nil
+	case clonejob.FieldBytes:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetBytes(v)
+		return nil
+	case clonejob.FieldTotalObjects:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTotalObjects(v)
+		return nil
+	case clonejob.FieldDraft:
+		v, ok := value.(*schema.CloneDraft)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDraft(v)
+		return nil
+	case clonejob.FieldPlan:
+		v, ok := value.(*schema.ClonePlan)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPlan(v)
+		return nil
+	}
+	return fmt.Errorf("unknown CloneJob field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *CloneJobMutation) AddedFields() []string {
+	var fields []string
+	if m.addbytes != nil {
+		fields = append(fields, clonejob.FieldBytes)
+	}
+	if m.addtotal_objects != nil {
+		fields = append(fields, clonejob.FieldTotalObjects)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *CloneJobMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case clonejob.FieldBytes:
+		return m.AddedBytes()
+	case clonejob.FieldTotalObjects:
+		return m.AddedTotalObjects()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CloneJobMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case clonejob.FieldBytes:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddBytes(v)
+		return nil
+	case clonejob.FieldTotalObjects:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddTotalObjects(v)
+		return nil
+	}
+	return fmt.Errorf("unknown CloneJob numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *CloneJobMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *CloneJobMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *CloneJobMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown CloneJob nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *CloneJobMutation) ResetField(name string) error {
+	switch name {
+	case clonejob.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case clonejob.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	case clonejob.FieldIntegrationID:
+		m.ResetIntegrationID()
+		return nil
+	case clonejob.FieldOwnerID:
+		m.ResetOwnerID()
+		return nil
+	case clonejob.FieldAccountID:
+		m.ResetAccountID()
+		return nil
+	case clonejob.FieldSourceSceneID:
+		m.ResetSourceSceneID()
+		return nil
+	case clonejob.FieldBytes:
+		m.ResetBytes()
+		return nil
+	case clonejob.FieldTotalObjects:
+		m.ResetTotalObjects()
+		return nil
+	case clonejob.FieldDraft:
+		m.ResetDraft()
+		return nil
+	case clonejob.FieldPlan:
+		m.ResetPlan()
+		return nil
+	}
+	return fmt.Errorf("unknown CloneJob field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *CloneJobMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *CloneJobMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *CloneJobMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *CloneJobMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *CloneJobMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *CloneJobMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *CloneJobMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown CloneJob unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *CloneJobMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown CloneJob edge %s", name)
 }
 
 // ExternalUserMutation represents an operation that mutates the ExternalUser nodes in the graph.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/splathost/splathost/ent/account"
 	"github.com/splathost/splathost/ent/assetpurge"
+	"github.com/splathost/splathost/ent/clonejob"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/ent/scene"
@@ -165,6 +166,123 @@ func init() {
 	// assetpurge.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	assetpurge.IDValidator = func() func(string) error {
 		validators := assetpurgeDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	clonejobMixin := schema.CloneJob{}.Mixin()
+	clonejobMixinFields0 := clonejobMixin[0].Fields()
+	_ = clonejobMixinFields0
+	clonejobMixinFields1 := clonejobMixin[1].Fields()
+	_ = clonejobMixinFields1
+	clonejobFields := schema.CloneJob{}.Fields()
+	_ = clonejobFields
+	// clonejobDescCreatedAt is the schema descriptor for created_at field.
+	clonejobDescCreatedAt := clonejobMixinFields1[0].Descriptor()
+	// clonejob.DefaultCreatedAt holds the default value on creation for the created_at field.
+	clonejob.DefaultCreatedAt = clonejobDescCreatedAt.Default.(func() time.Time)
+	// clonejobDescUpdatedAt is the schema descriptor for updated_at field.
+	clonejobDescUpdatedAt := clonejobMixinFields1[1].Descriptor()
+	// clonejob.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	clonejob.DefaultUpdatedAt = clonejobDescUpdatedAt.Default.(func() time.Time)
+	// clonejob.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	clonejob.UpdateDefaultUpdatedAt = clonejobDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// clonejobDescIntegrationID is the schema descriptor for integration_id field.
+	clonejobDescIntegrationID := clonejobFields[0].Descriptor()
+	// clonejob.IntegrationIDValidator is a validator for the "integration_id" field. It is called by the builders before save.
+	clonejob.IntegrationIDValidator = func() func(string) error {
+		validators := clonejobDescIntegrationID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(integration_id string) error {
+			for _, fn := range fns {
+				if err := fn(integration_id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// clonejobDescOwnerID is the schema descriptor for owner_id field.
+	clonejobDescOwnerID := clonejobFields[1].Descriptor()
+	// clonejob.OwnerIDValidator is a validator for the "owner_id" field. It is called by the builders before save.
+	clonejob.OwnerIDValidator = func() func(string) error {
+		validators := clonejobDescOwnerID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(owner_id string) error {
+			for _, fn := range fns {
+				if err := fn(owner_id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// clonejobDescAccountID is the schema descriptor for account_id field.
+	clonejobDescAccountID := clonejobFields[2].Descriptor()
+	// clonejob.AccountIDValidator is a validator for the "account_id" field. It is called by the builders before save.
+	clonejob.AccountIDValidator = func() func(string) error {
+		validators := clonejobDescAccountID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(account_id string) error {
+			for _, fn := range fns {
+				if err := fn(account_id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// clonejobDescSourceSceneID is the schema descriptor for source_scene_id field.
+	clonejobDescSourceSceneID := clonejobFields[3].Descriptor()
+	// clonejob.SourceSceneIDValidator is a validator for the "source_scene_id" field. It is called by the builders before save.
+	clonejob.SourceSceneIDValidator = func() func(string) error {
+		validators := clonejobDescSourceSceneID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(source_scene_id string) error {
+			for _, fn := range fns {
+				if err := fn(source_scene_id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// clonejobDescBytes is the schema descriptor for bytes field.
+	clonejobDescBytes := clonejobFields[4].Descriptor()
+	// clonejob.BytesValidator is a validator for the "bytes" field. It is called by the builders before save.
+	clonejob.BytesValidator = clonejobDescBytes.Validators[0].(func(int64) error)
+	// clonejobDescTotalObjects is the schema descriptor for total_objects field.
+	clonejobDescTotalObjects := clonejobFields[5].Descriptor()
+	// clonejob.TotalObjectsValidator is a validator for the "total_objects" field. It is called by the builders before save.
+	clonejob.TotalObjectsValidator = clonejobDescTotalObjects.Validators[0].(func(int) error)
+	// clonejobDescID is the schema descriptor for id field.
+	clonejobDescID := clonejobMixinFields0[0].Descriptor()
+	// clonejob.DefaultID holds the default value on creation for the id field.
+	clonejob.DefaultID = clonejobDescID.Default.(func() string)
+	// clonejob.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	clonejob.IDValidator = func() func(string) error {
+		validators := clonejobDescID.Validators
 		fns := [...]func(string) error{
 			validators[0].(func(string) error),
 			validators[1].(func(string) error),

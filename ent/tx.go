@@ -18,6 +18,8 @@ type Tx struct {
 	Account *AccountClient
 	// AssetPurge is the client for interacting with the AssetPurge builders.
 	AssetPurge *AssetPurgeClient
+	// CloneJob is the client for interacting with the CloneJob builders.
+	CloneJob *CloneJobClient
 	// ExternalUser is the client for interacting with the ExternalUser builders.
 	ExternalUser *ExternalUserClient
 	// Integration is the client for interacting with the Integration builders.
@@ -159,6 +161,7 @@ func (tx *Tx) Client() *Client {
 func (tx *Tx) init() {
 	tx.Account = NewAccountClient(tx.config)
 	tx.AssetPurge = NewAssetPurgeClient(tx.config)
+	tx.CloneJob = NewCloneJobClient(tx.config)
 	tx.ExternalUser = NewExternalUserClient(tx.config)
 	tx.Integration = NewIntegrationClient(tx.config)
 	tx.Scene = NewSceneClient(tx.config)

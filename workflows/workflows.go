@@ -14,5 +14,6 @@ func Register(w worker.Registry) int {
 	w.RegisterWorkflow(SweepOrphanUploads)
 	w.RegisterWorkflowWithOptions(SceneRetention, workflow.RegisterOptions{Name: SceneRetentionWorkflow})
 	w.RegisterWorkflow(RedriveRetention)
-	return 5
+	w.RegisterWorkflowWithOptions(CloneScene, workflow.RegisterOptions{Name: CloneSceneWorkflow})
+	return 6
 }

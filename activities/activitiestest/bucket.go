@@ -6,6 +6,7 @@ package activitiestest
 
 import (
 	"context"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -18,33 +19,64 @@ import (
 // Bucket is an in-memory bucket. The zero value is empty and ready.
 type Bucket struct {
 	mu      sync.Mutex
-	objects map[string]bool
+	objects map[string]int64 // key → size
 	// FailDelete, when set, runs before every DeleteObjects call (numbered from 1) with its keys;
 	// an error it returns fails the call before anything is deleted.
 	FailDelete func(call int, keys []string) error
 	// ReportMissing makes DeleteObjects report absent keys as NoSuchKey errors, as some stores do.
 	ReportMissing bool
-	deletes       [][]string
-	lists         []string
+	// FailCopy, when set, runs before every CopyObject call (numbered from 1) with its
+	// destination key; an error it returns fails the call before anything is copied.
+	FailCopy func(call int, dst string) error
+	deletes  [][]string
+	lists    []string
+	copies   []string
 }
 
-// Put adds objects.
+// Put adds empty objects.
 func (b *Bucket) Put(keys ...string) {
+	for _, k := range keys {
+		b.PutSized(k, 0)
+	}
+}
+
+// PutSized adds an object of size bytes.
+func (b *Bucket) PutSized(key string, size int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.objects == nil {
-		b.objects = map[string]bool{}
+		b.objects = map[string]int64{}
 	}
-	for _, k := range keys {
-		b.objects[k] = true
-	}
+	b.objects[key] = size
 }
 
 // Has reports whether key is stored.
 func (b *Bucket) Has(key string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.objects[key]
+	_, ok := b.objects[key]
+	return ok
+}
+
+// Keys returns every stored key under prefix, in order.
+func (b *Bucket) Keys(prefix string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var keys []string
+	for k := range b.objects {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Copies returns the destination of every successful CopyObject call so far, in call order.
+func (b *Bucket) Copies() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.copies...)
 }
 
 // Len is the number of stored objects.
@@ -88,7 +120,7 @@ func (b *Bucket) ListObjectsV2(_ context.Context, in *s3.ListObjectsV2Input, _ .
 	}
 	out := &s3.ListObjectsV2Output{IsTruncated: aws.Bool(len(keys) > limit)}
 	for _, k := range keys[:min(limit, len(keys))] {
-		out.Contents = append(out.Contents, s3types.Object{Key: aws.String(k)})
+		out.Contents = append(out.Contents, s3types.Object{Key: aws.String(k), Size: aws.Int64(b.objects[k])})
 	}
 	return out, nil
 }
@@ -113,10 +145,49 @@ func (b *Bucket) DeleteObjects(_ context.Context, in *s3.DeleteObjectsInput, _ .
 	defer b.mu.Unlock()
 	out := &s3.DeleteObjectsOutput{}
 	for _, k := range keys {
-		if !b.objects[k] && b.ReportMissing {
+		if _, ok := b.objects[k]; !ok && b.ReportMissing {
 			out.Errors = append(out.Errors, s3types.Error{Key: aws.String(k), Code: aws.String("NoSuchKey"), Message: aws.String("no such key")})
 		}
 		delete(b.objects, k)
 	}
 	return out, nil
+}
+
+// HeadObject answers an object's size, or NotFound.
+func (b *Bucket) HeadObject(_ context.Context, in *s3.HeadObjectInput, _ ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	size, ok := b.objects[aws.ToString(in.Key)]
+	if !ok {
+		return nil, &s3types.NotFound{Message: aws.String("not found")}
+	}
+	return &s3.HeadObjectOutput{ContentLength: aws.Int64(size)}, nil
+}
+
+// CopyObject copies CopySource ("bucket/key", URL-encoded as S3 requires) to Key, or fails
+// with NoSuchKey when the source is absent.
+func (b *Bucket) CopyObject(_ context.Context, in *s3.CopyObjectInput, _ ...func(*s3.Options)) (*s3.CopyObjectOutput, error) {
+	dst := aws.ToString(in.Key)
+	b.mu.Lock()
+	call, fail := len(b.copies)+1, b.FailCopy
+	b.mu.Unlock()
+	if fail != nil {
+		if err := fail(call, dst); err != nil {
+			return nil, err
+		}
+	}
+	src, err := url.PathUnescape(aws.ToString(in.CopySource))
+	if err != nil {
+		return nil, err
+	}
+	_, key, _ := strings.Cut(src, "/")
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	size, ok := b.objects[key]
+	if !ok {
+		return nil, &s3types.NoSuchKey{Message: aws.String("no such key: " + key)}
+	}
+	b.objects[dst] = size
+	b.copies = append(b.copies, dst)
+	return &s3.CopyObjectOutput{}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/objectstore"
+	"github.com/splathost/splathost/internal/worker"
 	"github.com/splathost/splathost/services/scene"
 )
 
@@ -24,7 +25,14 @@ func main() {
 		boot.Fatal(rt.Log, "clickhouse", err)
 	}
 	defer ch.Close()
-	svc := scene.New(d, store, rt.Log, rt.Config.AssetBase())
+	// Clone jobs run on Temporal; the client is lazy, so Temporal being down does not stop the
+	// service (clone calls answer 500 until it is back).
+	tc, err := worker.Dial(rt.Config, rt.Log)
+	if err != nil {
+		boot.Fatal(rt.Log, "temporal", err)
+	}
+	defer tc.Close()
+	svc := scene.New(d, store, rt.Log, rt.Config.AssetBase(), scene.ClonesFrom(tc, rt.Config))
 	// Scene reads are served from memory while the LISTEN connection is up; every change is
 	// announced with a NOTIFY, so this process drops its copies whichever process made it.
 	go svc.Listen(rt.Ctx)

@@ -33,6 +33,18 @@ func (f AssetPurgeFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, 
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.AssetPurgeMutation", m)
 }
 
+// The CloneJobFunc type is an adapter to allow the use of ordinary
+// function as CloneJob mutator.
+type CloneJobFunc func(context.Context, *ent.CloneJobMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f CloneJobFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.CloneJobMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.CloneJobMutation", m)
+}
+
 // The ExternalUserFunc type is an adapter to allow the use of ordinary
 // function as ExternalUser mutator.
 type ExternalUserFunc func(context.Context, *ent.ExternalUserMutation) (ent.Value, error)

@@ -55,6 +55,33 @@ var (
 			},
 		},
 	}
+	// CloneJobsColumns holds the columns for the "clone_jobs" table.
+	CloneJobsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 24},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "integration_id", Type: field.TypeString, Size: 24},
+		{Name: "owner_id", Type: field.TypeString, Size: 24},
+		{Name: "account_id", Type: field.TypeString, Size: 24},
+		{Name: "source_scene_id", Type: field.TypeString, Size: 24},
+		{Name: "bytes", Type: field.TypeInt64},
+		{Name: "total_objects", Type: field.TypeInt},
+		{Name: "draft", Type: field.TypeJSON},
+		{Name: "plan", Type: field.TypeJSON},
+	}
+	// CloneJobsTable holds the schema information for the "clone_jobs" table.
+	CloneJobsTable = &schema.Table{
+		Name:       "clone_jobs",
+		Columns:    CloneJobsColumns,
+		PrimaryKey: []*schema.Column{CloneJobsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "clonejob_owner_id",
+				Unique:  false,
+				Columns: []*schema.Column{CloneJobsColumns[4]},
+			},
+		},
+	}
 	// ExternalUsersColumns holds the columns for the "external_users" table.
 	ExternalUsersColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 24},
@@ -266,6 +293,7 @@ var (
 	Tables = []*schema.Table{
 		AccountsTable,
 		AssetPurgesTable,
+		CloneJobsTable,
 		ExternalUsersTable,
 		IntegrationsTable,
 		ScenesTable,

@@ -12,6 +12,9 @@ type Account func(*sql.Selector)
 // AssetPurge is the predicate function for assetpurge builders.
 type AssetPurge func(*sql.Selector)
 
+// CloneJob is the predicate function for clonejob builders.
+type CloneJob func(*sql.Selector)
+
 // ExternalUser is the predicate function for externaluser builders.
 type ExternalUser func(*sql.Selector)
 

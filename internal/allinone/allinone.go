@@ -68,7 +68,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 
 	ints := user.NewIntegrations(d.Pool, log)
 	users := user.New(d, log, ints.Flush, user.Temporal{Client: tc, TaskQueue: cfg.TaskQueue})
-	scenes := scene.New(d, store, log, cfg.AssetBase())
+	scenes := scene.New(d, store, log, cfg.AssetBase(), scene.ClonesFrom(tc, cfg))
 	sessions := session.New(d, log)
 	app, err := gateway.New(gateway.Options{
 		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken,

@@ -57,6 +57,14 @@ type Config struct {
 	BodyLimit int
 	// ShutdownTimeout bounds graceful shutdown.
 	ShutdownTimeout time.Duration
+	// CloneWait is how long POST /api/v1/splats/{id}/clone waits for the job before it answers
+	// 202 with a job to poll.
+	CloneWait time.Duration
+	// CloneAbandonAfter is how long a clone job runs without a poll before it is abandoned and
+	// rolled back.
+	CloneAbandonAfter time.Duration
+	// CloneConcurrency is how many objects one clone job copies at once.
+	CloneConcurrency int
 }
 
 // Load reads the environment. It returns an error naming every malformed variable rather than
@@ -90,6 +98,9 @@ func Load() (Config, error) {
 		LogLevel:          l.str("SPLATHOST_LOG_LEVEL", "info"),
 		BodyLimit:         l.int("SPLATHOST_BODY_LIMIT", 8<<20),
 		ShutdownTimeout:   l.dur("SPLATHOST_SHUTDOWN_TIMEOUT", 10*time.Second),
+		CloneWait:         l.dur("SPLATHOST_CLONE_WAIT", 5*time.Second),
+		CloneAbandonAfter: l.dur("SPLATHOST_CLONE_ABANDON_AFTER", 3*time.Minute),
+		CloneConcurrency:  l.int("SPLATHOST_CLONE_CONCURRENCY", 32),
 	}
 	if len(l.errs) > 0 {
 		return Config{}, fmt.Errorf("config: %s", strings.Join(l.errs, "; "))

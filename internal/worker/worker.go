@@ -34,7 +34,8 @@ func Run(ctx context.Context, c client.Client, cfg config.Config, deps Deps) err
 	// On shutdown, running activities get the shutdown timeout to finish or to report their last
 	// heartbeat; the next attempt resumes from it.
 	w := worker.New(c, cfg.TaskQueue, worker.Options{WorkerStopTimeout: cfg.ShutdownTimeout})
-	acts := &activities.Activities{Ent: deps.DB.Ent, Objects: deps.Store.Client, Bucket: deps.Store.Bucket, Log: log}
+	acts := &activities.Activities{Ent: deps.DB.Ent, Objects: deps.Store.Client, Bucket: deps.Store.Bucket,
+		AssetBase: cfg.AssetBase(), Log: log}
 	n := workflows.Register(w) + activities.Register(w, acts)
 	// The client is lazy and the worker cannot start without the frontend: wait for it rather
 	// than fail, so that the product's start does not depend on Temporal being up first.

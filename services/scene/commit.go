@@ -24,6 +24,7 @@ import (
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/quota"
 )
 
 // commitGrace lets a commit that started just before its upload window closed still succeed;
@@ -320,7 +321,7 @@ func (s *Service) commit(c *fiber.Ctx) error {
 	var acct *ent.Account
 	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
 		var err error
-		if _, acct, err = reserve(ctx, tx, owner.ID, caller.AccountID, charge{bytes: size, slot: true}); err != nil {
+		if _, acct, err = quota.Reserve(ctx, tx, owner.ID, caller.AccountID, quota.Charge{Bytes: size, Slot: true}); err != nil {
 			return err
 		}
 		create := tx.Scene.Create().SetIntegrationID(caller.IntegrationID).SetOwnerID(owner.ID).
@@ -370,7 +371,7 @@ func (s *Service) commit(c *fiber.Ctx) error {
 	}
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{
 		"status": "success", "splatId": sc.ID,
-		"splat": itemOf(sc, owner.ExternalUserID, caller.ProductSlug, eu), "usage": meterOf(acct),
+		"splat": itemOf(sc, owner.ExternalUserID, caller.ProductSlug, eu), "usage": quota.AccountSnapshot(acct),
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/quota"
 )
 
 // Scene metadata limits (spec, Limits).
@@ -257,15 +258,15 @@ func firstPublish(ctx context.Context, tx *ent.Tx, sc *ent.Scene, accountID stri
 	}
 	// A clone's bytes were charged when it was copied, so storage is re-checked with nothing
 	// extra: the customer (and, without overage, the account) must not be over its allocation.
-	u, a, err := reserve(ctx, tx, sc.OwnerID, accountID, charge{slot: true})
+	u, a, err := quota.Reserve(ctx, tx, sc.OwnerID, accountID, quota.Charge{Slot: true})
 	if err != nil {
 		return err
 	}
 	if u.UsedBytes > u.LimitBytes {
-		return storageExceeded("customer", u.UsedBytes, u.LimitBytes, sc.FileSizeBytes)
+		return quota.StorageExceeded("customer", u.UsedBytes, u.LimitBytes, sc.FileSizeBytes)
 	}
 	if !a.Overage && a.UsedBytes > a.StorageBundleBytes {
-		return storageExceeded("account", a.UsedBytes, a.StorageBundleBytes, sc.FileSizeBytes)
+		return quota.StorageExceeded("account", a.UsedBytes, a.StorageBundleBytes, sc.FileSizeBytes)
 	}
 	up.SetHoldsSplatSlot(true)
 	return nil
@@ -353,7 +354,7 @@ func (s *Service) deleteScene(c *fiber.Ctx) error {
 		if err := tx.Scene.DeleteOneID(sc.ID).Exec(ctx); err != nil {
 			return err
 		}
-		if err := release(ctx, tx, sc.OwnerID, caller.AccountID, sc.FileSizeBytes, sc.HoldsSplatSlot); err != nil {
+		if err := quota.Release(ctx, tx, sc.OwnerID, caller.AccountID, quota.Charge{Bytes: sc.FileSizeBytes, Slot: sc.HoldsSplatSlot}); err != nil {
 			return err
 		}
 		return sceneChanged(ctx, tx, sc.IntegrationID, sc.ID)

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"go.temporal.io/sdk/client"
 
+	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/objectstore"
 )
@@ -25,11 +27,18 @@ type Service struct {
 	now       func() time.Time
 	// cache holds scene rows and list pages; see cache.go.
 	cache *sceneCache
+	// clones runs the clone jobs; see clone.go.
+	clones Clones
 }
 
 // New returns the scene service. assetBase is config.Config.AssetBase().
-func New(d *db.DB, store *objectstore.Store, log *slog.Logger, assetBase string) *Service {
-	return &Service{db: d, store: store, log: log, assetBase: assetBase, now: time.Now, cache: newSceneCache(d.Pool, log)}
+func New(d *db.DB, store *objectstore.Store, log *slog.Logger, assetBase string, clones Clones) *Service {
+	return &Service{db: d, store: store, log: log, assetBase: assetBase, now: time.Now, cache: newSceneCache(d.Pool, log), clones: clones}
+}
+
+// ClonesFrom is the clone settings of cfg on client.
+func ClonesFrom(c client.Client, cfg config.Config) Clones {
+	return Clones{Client: c, TaskQueue: cfg.TaskQueue, Wait: cfg.CloneWait, AbandonAfter: cfg.CloneAbandonAfter, Concurrency: cfg.CloneConcurrency}
 }
 
 // Register mounts the service's routes.
@@ -38,5 +47,7 @@ func (s *Service) Register(r fiber.Router) {
 	r.Post("/api/v1/uploads/lod-folder", s.uploadLODFolder)
 	r.Post("/api/v1/uploads/splat-images", s.uploadSplatImages)
 	r.Post("/api/v1/splats", s.commit)
+	r.Post("/api/v1/splats/:id/clone", s.clone)
+	r.Get("/api/v1/splats/:id/clone/:jobId", s.pollClone)
 	s.registerScenes(r)
 }

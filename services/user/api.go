@@ -16,6 +16,7 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/quota"
 )
 
 // Limits of the PUT /api/v1/external-user body (interface spec, Limits).
@@ -310,7 +311,7 @@ func (s *Service) getUsage(c *fiber.Ctx) error {
 		return apperr.Internal(err)
 	}
 	return c.JSON(fiber.Map{"status": "success", "usage": fiber.Map{
-		"storage": storage(v.UsedBytes, v.LimitBytes),
+		"storage": quota.SnapshotOf(v.UsedBytes, v.LimitBytes),
 		"splats":  fiber.Map{"used": used, "limit": v.MaxSplats},
 	}})
 }
@@ -318,14 +319,4 @@ func (s *Service) getUsage(c *fiber.Ctx) error {
 type externalUserResponse struct {
 	Status       string        `json:"status"`
 	ExternalUser *customerView `json:"externalUser"`
-}
-
-// PercentUsed is used/limit as a percentage clamped to 0-100 and rounded to two decimals.
-func PercentUsed(used, limit int64) float64 {
-	if limit <= 0 {
-		return 0
-	}
-	p := float64(used) / float64(limit) * 100
-	p = math.Max(0, math.Min(100, p))
-	return math.Round(p*100) / 100
 }

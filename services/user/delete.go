@@ -11,6 +11,7 @@ import (
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/account"
+	"github.com/splathost/splathost/ent/clonejob"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
@@ -130,6 +131,21 @@ func deleteCustomer(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, eu st
 			if sc.HoldsSplatSlot {
 				slots++
 			}
+		}
+	}
+	// A clone job in progress holds a reservation (its row): it goes with the customer, and the
+	// job, finding its row gone, removes its copies and creates nothing (lock order customer,
+	// then job rows, as the clone activities take them).
+	jobs, err := tx.CloneJob.Query().Where(clonejob.OwnerID(u.ID)).ForUpdate().All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range jobs {
+		bytes += j.Bytes
+	}
+	if len(jobs) > 0 {
+		if _, err := tx.CloneJob.Delete().Where(clonejob.OwnerID(u.ID)).Exec(ctx); err != nil {
+			return nil, err
 		}
 	}
 	if bytes != 0 || slots != 0 {

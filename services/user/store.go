@@ -11,6 +11,7 @@ import (
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/quota"
 )
 
 // customerView is the interface's externalUser record.
@@ -35,26 +36,12 @@ type customerView struct {
 	UpdatedAt      string          `json:"updatedAt"`
 }
 
-// storageView is the interface's usage snapshot.
-type storageView struct {
-	UsedBytes      int64   `json:"usedBytes"`
-	LimitBytes     int64   `json:"limitBytes"`
-	RemainingBytes int64   `json:"remainingBytes"`
-	PercentUsed    float64 `json:"percentUsed"`
-}
-
-// storage computes remainingBytes = max(0, limit - used) and percentUsed in 0-100
-// (contract.md item 7), 0 when the limit is 0.
-func storage(used, limit int64) storageView {
-	return storageView{UsedBytes: used, LimitBytes: limit, RemainingBytes: max(0, limit-used), PercentUsed: PercentUsed(used, limit)}
-}
-
 func viewOf(u *ent.ExternalUser, productSlug string) customerView {
 	var meta json.RawMessage
 	if u.Metadata != nil {
 		meta, _ = json.Marshal(u.Metadata) // a map of JSON scalars always marshals
 	}
-	st := storage(u.UsedBytes, u.LimitBytes)
+	st := quota.SnapshotOf(u.UsedBytes, u.LimitBytes)
 	return customerView{
 		ID: u.ID, IntegrationID: u.IntegrationID, ExternalUserID: u.ExternalUserID, ProductSlug: productSlug,
 		DisplayName: u.DisplayName, AvatarURL: u.AvatarURL, EmailHash: u.EmailHash, Metadata: meta,
@@ -86,7 +73,7 @@ func (s *Service) loadCustomer(ctx context.Context, caller *httpx.Caller, eu str
 	if err != nil {
 		return nil, apperr.Internal(err)
 	}
-	st := storage(v.UsedBytes, v.LimitBytes)
+	st := quota.SnapshotOf(v.UsedBytes, v.LimitBytes)
 	v.RemainingBytes, v.PercentUsed = st.RemainingBytes, st.PercentUsed
 	v.DeletedAt, v.CreatedAt, v.UpdatedAt = httpx.ISOTimePtr(deleted), httpx.ISOTime(created), httpx.ISOTime(updated)
 	return &v, nil

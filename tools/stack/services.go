@@ -137,6 +137,9 @@ func serviceEnv(cfg config.Config) []string {
 		{"SPLATHOST_LOG_LEVEL", cfg.LogLevel},
 		{"SPLATHOST_BODY_LIMIT", strconv.Itoa(cfg.BodyLimit)},
 		{"SPLATHOST_SHUTDOWN_TIMEOUT", cfg.ShutdownTimeout.String()},
+		{"SPLATHOST_CLONE_WAIT", cfg.CloneWait.String()},
+		{"SPLATHOST_CLONE_ABANDON_AFTER", cfg.CloneAbandonAfter.String()},
+		{"SPLATHOST_CLONE_CONCURRENCY", strconv.Itoa(cfg.CloneConcurrency)},
 	}
 	set := make(map[string]bool, len(vars))
 	for _, v := range vars {

@@ -1,0 +1,190 @@
+package activities
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/splathost/splathost/activities/activitiestest"
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/schema"
+)
+
+const (
+	cloneInt   = "111111111111111111111111"
+	cloneOwner = "222222222222222222222222"
+	cloneJob   = "333333333333333333333333"
+)
+
+func TestCloneKey(t *testing.T) {
+	dst := ClonePrefix(cloneInt, cloneOwner, cloneJob)
+	tests := []struct {
+		src, want string
+	}{
+		{"i/" + cloneInt + "/u/o/splat-file/t1/scene.ply", dst + "splat-file/t1/scene.ply"},
+		{"i/" + cloneInt + "/u/o/lod-folder/t2/", dst + "lod-folder/t2/"},
+		{"i/" + cloneInt + "/u/o/lod-folder/t2/a/b/c.webp", dst + "lod-folder/t2/a/b/c.webp"},
+		// A clone's keys map like their source's: clones of clones do not grow.
+		{"i/" + cloneInt + "/u/o/clone/j1/splat-images/t3/thumbnail.jpg", dst + "splat-images/t3/thumbnail.jpg"},
+		{"i/other/u/o/splat-file/t1/scene.ply", ""},
+		{"i/" + cloneInt + "/x/o/splat-file/t1/scene.ply", ""},
+		{"i/" + cloneInt + "/u/o/splat-file/t1/../scene.ply", ""},
+		{"i/" + cloneInt + "/u/o/splat-file//scene.ply", ""},
+		{"i/" + cloneInt + "/u/o/clone/j1/x", ""},
+		{"https://example.com/a.mp3", ""},
+	}
+	for _, tt := range tests {
+		got, ok := cloneKey(tt.src, cloneInt, dst)
+		require.Equal(t, tt.want != "", ok, tt.src)
+		require.Equal(t, tt.want, got, tt.src)
+	}
+}
+
+func TestCopyTitle(t *testing.T) {
+	require.Equal(t, "Garden (Copy)", copyTitle("Garden"))
+	long := strings.Repeat("é", 200)
+	got := copyTitle(long)
+	require.Equal(t, 200, len([]rune(got)))
+	require.True(t, strings.HasSuffix(got, " (Copy)"))
+}
+
+func TestCopySource(t *testing.T) {
+	require.Equal(t, "b/i/x/a%20b%2Bc.ply", copySource("b", "i/x/a b+c.ply"))
+}
+
+func TestPlanCloneRewritesEveryURL(t *testing.T) {
+	a := &Activities{AssetBase: "http://s3/bucket"}
+	src := "i/" + cloneInt + "/u/o/"
+	lod := src + "lod-folder/t1"
+	depth := "http://s3/bucket/" + src + "splat-images/t2/depth.jpg"
+	sc := &ent.Scene{ID: "source", Title: "Park", SplatType: "lod", SplatURL: "http://s3/bucket/" + lod + "/lod-meta.json",
+		LodFolderKey: &lod, ImageURL: "http://s3/bucket/" + src + "splat-images/t2/thumbnail.jpg", ThumbnailDepthURL: &depth,
+		AssetKeys: []string{src + "splat-images/t2/thumbnail.jpg", src + "splat-images/t2/depth.jpg"},
+		AllowEmbed: true, AllowComments: false, AllowReactions: true, AllowClone: true,
+		LevelData: map[string]any{"audio": []any{"http://s3/bucket/" + src + "audio/t3/wind.mp3", "https://cdn.example/x.mp3"},
+			"camera": map[string]any{"fov": 60.0}, "tile": "http://s3/bucket/" + lod + "/0/1.webp"}}
+	in := PrepareCloneInput{JobID: cloneJob, IntegrationID: cloneInt, OwnerRecordID: cloneOwner, ClonedAt: time.Date(2026, 11, 2, 3, 4, 5, 0, time.UTC)}
+	dst := "http://s3/bucket/" + ClonePrefix(cloneInt, cloneOwner, cloneJob)
+
+	d, plan, err := a.planClone(sc, false, in)
+	require.NoError(t, err)
+	require.Equal(t, "Park (Copy)", d.Title)
+	require.Nil(t, d.RemixedFrom)
+	require.Equal(t, dst+"lod-folder/t1/lod-meta.json", d.SplatURL)
+	require.Equal(t, strings.TrimPrefix(dst, "http://s3/bucket/")+"lod-folder/t1", *d.LodFolderKey)
+	require.Equal(t, dst+"splat-images/t2/thumbnail.jpg", d.ImageURL)
+	require.Equal(t, dst+"splat-images/t2/depth.jpg", *d.ThumbnailDepthURL)
+	require.Equal(t, []any{dst + "audio/t3/wind.mp3", "https://cdn.example/x.mp3"}, d.LevelData["audio"])
+	require.Equal(t, dst+"lod-folder/t1/0/1.webp", d.LevelData["tile"], "a URL into the folder points into the copied folder")
+	require.Equal(t, map[string]any{"fov": 60.0}, d.LevelData["camera"])
+	require.Equal(t, "http://s3/bucket/"+src+"audio/t3/wind.mp3", sc.LevelData["audio"].([]any)[0], "the source is not modified")
+	require.Len(t, plan.Objects, 3, "two images and the audio; the folder is copied by listing")
+	require.Len(t, d.AssetKeys, 3)
+	require.Equal(t, lod+"/", plan.FolderSrc)
+	require.True(t, d.AllowEmbed && !d.AllowComments && d.AllowReactions)
+
+	d, _, err = a.planClone(sc, true, in)
+	require.NoError(t, err)
+	require.Equal(t, "Park", d.Title, "a remix keeps the title")
+	require.Equal(t, &schema.RemixedFrom{SplatID: "source", OwnerName: "", ClonedAt: "2026-11-02T03:04:05.000Z"}, d.RemixedFrom)
+
+	sc.AssetKeys = append(sc.AssetKeys, "i/another-integration/u/o/splat-file/t/x.ply")
+	_, _, err = a.planClone(sc, false, in)
+	require.Error(t, err, "a key outside the integration is never copied")
+}
+
+// folderPlan is a plan of n objects in a LOD folder plus one single object.
+func folderPlan(b *activitiestest.Bucket, n int) (CopyCloneInput, []string) {
+	srcFolder := "i/" + cloneInt + "/u/o/lod-folder/t/"
+	prefix := ClonePrefix(cloneInt, cloneOwner, cloneJob)
+	want := []string{prefix + "splat-images/t2/thumbnail.jpg"}
+	b.PutSized("i/"+cloneInt+"/u/o/splat-images/t2/thumbnail.jpg", 7)
+	for i := range n {
+		k := fmt.Sprintf("%s%04d.webp", srcFolder, i)
+		b.PutSized(k, int64(i))
+		want = append(want, prefix+"lod-folder/t/"+k[len(srcFolder):])
+	}
+	return CopyCloneInput{JobID: cloneJob, Prefix: prefix, TotalObjects: n + 1, Concurrency: 4, Plan: schema.ClonePlan{
+		Objects:   []schema.ObjectCopy{{Src: "i/" + cloneInt + "/u/o/splat-images/t2/thumbnail.jpg", Dst: want[0], Size: 7}},
+		FolderSrc: srcFolder, FolderDst: prefix + "lod-folder/t/"}}, want
+}
+
+// TestCopyCloneObjectsResumesWithoutRecopying crashes a copy after 1 200 of 2 501 objects, then
+// runs the retry with the last heartbeat: every object ends up copied exactly once.
+func TestCopyCloneObjectsResumesWithoutRecopying(t *testing.T) {
+	b := &activitiestest.Bucket{}
+	in, want := folderPlan(b, 2500)
+	crash := errors.New("worker crashed")
+	b.FailCopy = func(call int, _ string) error {
+		if call > 1200 {
+			return crash
+		}
+		return nil
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	a := &Activities{Objects: b, Bucket: "bucket"}
+	env.RegisterActivity(a)
+	var last CloneProgress
+	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, d converter.EncodedValues) { require.NoError(t, d.Get(&last)) })
+	_, err := env.ExecuteActivity(a.CopyCloneObjects, in)
+	require.ErrorContains(t, err, "worker crashed")
+	require.Len(t, b.Copies(), 1200)
+	require.Equal(t, 2501, last.Total)
+	require.LessOrEqual(t, last.Copied, 1200)
+
+	b.FailCopy = nil
+	env = s.NewTestActivityEnvironment()
+	env.RegisterActivity(a)
+	env.SetHeartbeatDetails(last)
+	v, err := env.ExecuteActivity(a.CopyCloneObjects, in)
+	require.NoError(t, err)
+	var res CopyCloneResult
+	require.NoError(t, v.Get(&res))
+	require.Equal(t, CopyCloneResult{Copied: 1301, Skipped: 1200}, res)
+	copies := b.Copies()
+	require.Len(t, copies, 2501, "each object copied once in all")
+	seen := map[string]bool{}
+	for _, k := range copies {
+		require.False(t, seen[k], "copied twice: %s", k)
+		seen[k] = true
+	}
+	require.ElementsMatch(t, want, b.Keys(in.Prefix))
+}
+
+// TestCopyCloneObjectsSourceMissing: a source object that vanished fails the job with 409
+// SOURCE_FILES_MISSING, not with a retry.
+func TestCopyCloneObjectsSourceMissing(t *testing.T) {
+	b := &activitiestest.Bucket{}
+	in, _ := folderPlan(b, 3)
+	in.Plan.Objects[0].Src = "i/" + cloneInt + "/u/o/splat-images/t2/gone.jpg"
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	a := &Activities{Objects: b, Bucket: "bucket"}
+	env.RegisterActivity(a)
+	_, err := env.ExecuteActivity(a.CopyCloneObjects, in)
+	e := ClientErrorOf(err)
+	require.NotNil(t, e, "%v", err)
+	require.Equal(t, 409, e.Status)
+	require.Equal(t, "SOURCE_FILES_MISSING", e.Extra["code"])
+}
+
+func TestCopyCloneObjectsRefusesForeignDestinations(t *testing.T) {
+	b := &activitiestest.Bucket{}
+	in, _ := folderPlan(b, 1)
+	in.Plan.Objects[0].Dst = "i/" + cloneInt + "/u/someone-else/x"
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	a := &Activities{Objects: b, Bucket: "bucket"}
+	env.RegisterActivity(a)
+	_, err := env.ExecuteActivity(a.CopyCloneObjects, in)
+	require.ErrorContains(t, err, "outside the job's folder")
+	require.Empty(t, b.Copies())
+}

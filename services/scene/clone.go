@@ -1,0 +1,182 @@
+package scene
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"go.temporal.io/sdk/client"
+
+	"github.com/splathost/splathost/activities"
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/account"
+	"github.com/splathost/splathost/ent/externaluser"
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/quota"
+	"github.com/splathost/splathost/workflows"
+)
+
+// Clones is how the scene service runs clone jobs: on Temporal, on the worker's task queue.
+type Clones struct {
+	Client    client.Client
+	TaskQueue string
+	// Wait is the POST's time budget: a job done by then answers 201, otherwise 202.
+	Wait time.Duration
+	// AbandonAfter and Concurrency are passed to each job (see workflows.CloneInput).
+	AbandonAfter time.Duration
+	Concurrency  int
+}
+
+// jobIDPattern is the shape of a job id (a Temporal run id, a UUID); anything else names no job.
+var jobIDPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// cloningPlans are the plans that include Duplicate and Remix (contract item 2).
+var cloningPlans = map[account.Plan]bool{account.PlanPro: true, account.PlanEnterprise: true}
+
+// errJobNotFound answers a poll of a job that is not this customer's (or not this scene's).
+func errJobNotFound() error { return apperr.NotFound("clone job not found") }
+
+// cloner returns the caller's customer after the checks every clone call shares: the plan
+// includes cloning (403 plan_limit 'cloning'), the customer is provisioned (404).
+func (s *Service) cloner(ctx context.Context, caller *httpx.Caller, eu string) (*ent.ExternalUser, error) {
+	if s.clones.Client == nil {
+		return nil, apperr.Internal(errors.New("clone jobs are not configured"))
+	}
+	plan, err := s.db.Ent.Account.Query().Where(account.ID(caller.AccountID)).Select(account.FieldPlan).String(ctx)
+	if err != nil {
+		return nil, apperr.Internal(err)
+	}
+	if !cloningPlans[account.Plan(plan)] {
+		return nil, apperr.Forbidden("your plan does not include Duplicate and Remix").With("code", "plan_limit").
+			With("dimension", "cloning").With("limit", nil).With("upgradeUrl", quota.UpgradeURL)
+	}
+	owner, err := s.customer(ctx, caller, eu)
+	if err != nil {
+		return nil, err
+	}
+	if owner == nil || owner.Status == externaluser.StatusDeleted {
+		return nil, apperr.NotFound("external user not found")
+	}
+	return owner, nil
+}
+
+// clone answers POST /api/v1/splats/{id}/clone: it checks the request, starts the job and waits
+// for it up to the time budget — 201 with the result when it is done, 202 with the job to poll
+// otherwise; a job that failed within the budget answers its error.
+func (s *Service) clone(c *fiber.Ctx) error {
+	caller, eu, err := httpx.KeyCallerWithEU(c)
+	if err != nil {
+		return err
+	}
+	id, err := sceneID(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	owner, err := s.cloner(ctx, caller, eu)
+	if err != nil {
+		return err
+	}
+	if owner.Status != externaluser.StatusActive {
+		return apperr.Unauthorized("external user is inactive")
+	}
+	// The job checks again when it reserves; checking here answers 404 and 403 without a job.
+	if _, _, err := activities.CloneSourceOf(ctx, s.db.Ent, caller.IntegrationID, owner.ID, id); err != nil {
+		return err
+	}
+	wfID := workflows.CloneWorkflowID(caller.IntegrationID, owner.ID)
+	jobID, err := workflows.StartClone(ctx, s.clones.Client, s.clones.TaskQueue, workflows.CloneInput{
+		JobID: ids.New(), SourceSceneID: id, IntegrationID: caller.IntegrationID, AccountID: caller.AccountID,
+		OwnerRecordID: owner.ID, ExternalUserID: eu, ClonedAt: s.now(),
+		AbandonAfter: s.clones.AbandonAfter, Concurrency: s.clones.Concurrency,
+	})
+	var busy *workflows.CloneInProgress
+	if errors.As(err, &busy) {
+		return apperr.New(http.StatusTooManyRequests, "a clone is already in progress for this external user").
+			With("code", "CLONE_IN_PROGRESS").With("jobId", busy.JobID).With("sourceSplatId", busy.SourceSplatID)
+	}
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	wait, cancel := context.WithTimeout(ctx, s.clones.Wait)
+	workflows.WaitClone(wait, s.clones.Client, wfID, jobID)
+	cancel()
+	st, err := workflows.DescribeClone(ctx, s.clones.Client, wfID, jobID)
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	if st.Running {
+		return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"status": "accepted", "jobId": jobID, "sourceSplatId": id,
+			"copiedObjects": st.Copied, "totalObjects": st.Total})
+	}
+	return s.cloneDone(c, caller, eu, st, fiber.StatusCreated)
+}
+
+// pollClone answers GET /api/v1/splats/{id}/clone/{jobId}: running progress, then exactly the
+// 201 payload, or the job's error. Every poll keeps the job from being abandoned.
+func (s *Service) pollClone(c *fiber.Ctx) error {
+	caller, eu, err := httpx.KeyCallerWithEU(c)
+	if err != nil {
+		return err
+	}
+	id, err := sceneID(c)
+	if err != nil {
+		return err
+	}
+	jobID := strings.ToLower(c.Params("jobId"))
+	if !jobIDPattern.MatchString(jobID) {
+		return errJobNotFound()
+	}
+	ctx := c.UserContext()
+	owner, err := s.cloner(ctx, caller, eu)
+	if err != nil {
+		return err
+	}
+	// The workflow id comes from the caller's own key: another customer's job id names nothing.
+	wfID := workflows.CloneWorkflowID(caller.IntegrationID, owner.ID)
+	st, err := workflows.DescribeClone(ctx, s.clones.Client, wfID, jobID)
+	if errors.Is(err, workflows.ErrCloneNotFound) {
+		return errJobNotFound()
+	}
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	if st.SourceSplatID != id {
+		return errJobNotFound()
+	}
+	if st.Running {
+		if err := workflows.PollClone(ctx, s.clones.Client, wfID, jobID); err != nil {
+			return apperr.Internal(err)
+		}
+		return c.JSON(fiber.Map{"status": "running", "jobId": jobID, "copiedObjects": st.Copied, "totalObjects": st.Total})
+	}
+	return s.cloneDone(c, caller, eu, st, fiber.StatusOK)
+}
+
+// cloneDone answers a closed job: the 201 payload (with status for a poll), or the error the
+// job failed with — its client envelope, or a 500 for anything else (every failure was rolled
+// back).
+func (s *Service) cloneDone(c *fiber.Ctx, caller *httpx.Caller, eu string, st *workflows.CloneState, status int) error {
+	if st.Err != nil {
+		if e := activities.ClientErrorOf(st.Err); e != nil {
+			return e
+		}
+		return apperr.Internal(st.Err)
+	}
+	sc, err := s.sceneByID(c.UserContext(), st.Result.SplatID)
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	// The clone may have been deleted (or archived) since the job finished.
+	if sc == nil || sc.IntegrationID != caller.IntegrationID || sc.ArchivedAt != nil {
+		return errSceneNotFound()
+	}
+	return c.Status(status).JSON(fiber.Map{"status": "success", "splat": itemOf(sc, ownerEUOf(sc), caller.ProductSlug, eu),
+		"splatId": st.Result.SplatID, "sourceSplatId": st.Result.SourceSplatID, "usage": st.Result.Usage})
+}

@@ -1,0 +1,151 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/splathost/splathost/activities"
+)
+
+// SASourceSplatID is the scene a clone job copies.
+var SASourceSplatID = temporal.NewSearchAttributeKeyKeyword("sourceSplatId")
+
+// CloneWorkflowID is the business key of clone jobs: one integration + external user (by the
+// customer's record id, which is short and safe whatever the integrator's id holds). At most
+// one job runs per key — the spec's one clone at a time per customer — and a finished job frees
+// it for the next.
+func CloneWorkflowID(integrationID, ownerRecordID string) string {
+	return "clone/" + integrationID + "/" + ownerRecordID
+}
+
+// CloneInProgress is StartClone's error when the customer already has a job running.
+type CloneInProgress struct {
+	JobID         string
+	SourceSplatID string
+}
+
+// Error implements error.
+func (e *CloneInProgress) Error() string {
+	return fmt.Sprintf("clone job %s of scene %s is in progress", e.JobID, e.SourceSplatID)
+}
+
+// StartClone starts a clone job and returns its job id (the run id). A job already running for
+// the customer gives *CloneInProgress naming it.
+func StartClone(ctx context.Context, c client.Client, taskQueue string, in CloneInput) (string, error) {
+	id := CloneWorkflowID(in.IntegrationID, in.OwnerRecordID)
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                taskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		Memo:                     map[string]any{"sourceSplatId": in.SourceSceneID, "splatId": in.JobID, "phase": ClonePhasePreparing},
+		TypedSearchAttributes: temporal.NewSearchAttributes(SAIntegrationID.ValueSet(in.IntegrationID),
+			SAExternalUserID.ValueSet(in.ExternalUserID), SASourceSplatID.ValueSet(in.SourceSceneID),
+			SASplatID.ValueSet(in.JobID)),
+		StaticSummary: fmt.Sprintf("Clone of scene %s into %s", in.SourceSceneID, in.JobID),
+	}, CloneSceneWorkflow, in)
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &already) {
+		st, derr := DescribeClone(ctx, c, id, already.RunId)
+		if derr != nil {
+			return "", derr
+		}
+		return "", &CloneInProgress{JobID: already.RunId, SourceSplatID: st.SourceSplatID}
+	}
+	if err != nil {
+		return "", err
+	}
+	return run.GetRunID(), nil
+}
+
+// CloneState is where a job stands.
+type CloneState struct {
+	// Running is true until the job closes; then Result (success) or Err is set.
+	Running       bool
+	SourceSplatID string
+	Copied        int
+	Total         int
+	Result        *CloneResult
+	// Err is the failure: activities.ClientErrorOf gives the client's envelope when it is one.
+	Err error
+}
+
+// ErrCloneNotFound is DescribeClone's answer for a job that does not exist (or is no longer
+// retained).
+var ErrCloneNotFound = errors.New("clone job not found")
+
+// DescribeClone reads a job's state from Temporal alone — the memo, the copy's last heartbeat,
+// the result — so that it answers even while no worker runs.
+func DescribeClone(ctx context.Context, c client.Client, workflowID, runID string) (*CloneState, error) {
+	d, err := c.DescribeWorkflowExecution(ctx, workflowID, runID)
+	var nf *serviceerror.NotFound
+	var inv *serviceerror.InvalidArgument
+	if errors.As(err, &nf) || errors.As(err, &inv) {
+		return nil, ErrCloneNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	info := d.GetWorkflowExecutionInfo()
+	if info.GetType().GetName() != CloneSceneWorkflow {
+		return nil, ErrCloneNotFound
+	}
+	dc := converter.GetDefaultDataConverter()
+	st := &CloneState{}
+	memo := info.GetMemo().GetFields()
+	if p := memo["sourceSplatId"]; p != nil {
+		_ = dc.FromPayload(p, &st.SourceSplatID)
+	}
+	if p := memo["totalObjects"]; p != nil {
+		_ = dc.FromPayload(p, &st.Total)
+	}
+	var phase string
+	if p := memo["phase"]; p != nil {
+		_ = dc.FromPayload(p, &phase)
+	}
+	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		st.Running = true
+		if phase == ClonePhaseFinalizing {
+			st.Copied = st.Total
+		}
+		for _, pa := range d.GetPendingActivities() {
+			var p activities.CloneProgress
+			if pa.GetActivityType().GetName() == "CopyCloneObjects" && pa.GetHeartbeatDetails() != nil &&
+				dc.FromPayloads(pa.GetHeartbeatDetails(), &p) == nil {
+				st.Copied, st.Total = p.Copied, max(st.Total, p.Total)
+			}
+		}
+		return st, nil
+	}
+	var res CloneResult
+	if err := c.GetWorkflow(ctx, workflowID, info.GetExecution().GetRunId()).Get(ctx, &res); err != nil {
+		st.Err = err
+		return st, nil
+	}
+	st.Copied, st.Result = st.Total, &res
+	return st, nil
+}
+
+// WaitClone waits until the job closes or ctx ends, whichever is first; DescribeClone then
+// tells which.
+func WaitClone(ctx context.Context, c client.Client, workflowID, runID string) {
+	// The job's own failure is DescribeClone's to report; an unreachable server shows there too.
+	_ = c.GetWorkflow(ctx, workflowID, runID).Get(ctx, nil)
+}
+
+// PollClone records a poll of a job (see ClonePollSignal). A job that has closed needs none.
+func PollClone(ctx context.Context, c client.Client, workflowID, runID string) error {
+	err := c.SignalWorkflow(ctx, workflowID, runID, ClonePollSignal, nil)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,190 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/splathost/splathost/activities"
+	"github.com/splathost/splathost/ent/schema"
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/quota"
+)
+
+var testClone = CloneInput{JobID: "cccccccccccccccccccccccc", SourceSceneID: "ssssssssssssssssssssssss"[:24],
+	IntegrationID: testIntegration, AccountID: "aaaaaaaaaaaaaaaaaaaaaaaa", OwnerRecordID: testRecord,
+	ExternalUserID: "customer-1", ClonedAt: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC),
+	AbandonAfter: 3 * time.Minute, Concurrency: 8}
+
+var testPlan = schema.ClonePlan{Objects: []schema.ObjectCopy{{Src: "i/x/u/y/splat-file/t/a.ply", Dst: "i/x/u/z/clone/c/splat-file/t/a.ply", Size: 10}}}
+
+// cloneEnv is a clone job on the test clock with its four activities mocked; each records its
+// calls, and a test replaces the behaviour it is about.
+type cloneEnv struct {
+	*testsuite.TestWorkflowEnvironment
+	a                                   *activities.Activities
+	prepares, copies, finals, rollbacks int
+	prepareErr, copyErr, finalErr       error
+}
+
+// newCloneEnv mocks the activities; the copy takes copyTakes on the test clock (or until it
+// is canceled).
+func newCloneEnv(t *testing.T, copyTakes ...time.Duration) *cloneEnv {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(tlog.NewStructuredLogger(quiet()))
+	e := &cloneEnv{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment(), a: &activities.Activities{Log: quiet()}}
+	e.RegisterActivity(e.a)
+	Register(e)
+	e.OnActivity(e.a.PrepareClone, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.PrepareCloneInput) (activities.PrepareCloneResult, error) {
+			e.prepares++
+			require.Equal(t, testClone.JobID, in.JobID)
+			if e.prepareErr != nil {
+				return activities.PrepareCloneResult{}, e.prepareErr
+			}
+			return activities.PrepareCloneResult{Bytes: 10, TotalObjects: 1, Plan: testPlan}, nil
+		})
+	copyMock := e.OnActivity(e.a.CopyCloneObjects, mock.Anything, mock.Anything)
+	if len(copyTakes) > 0 {
+		copyMock = copyMock.After(copyTakes[0])
+	}
+	copyMock.Return(
+		func(ctx context.Context, in activities.CopyCloneInput) (activities.CopyCloneResult, error) {
+			e.copies++
+			require.Equal(t, testPlan, in.Plan)
+			require.Equal(t, activities.ClonePrefix(testIntegration, testRecord, testClone.JobID), in.Prefix)
+			if e.copyErr != nil {
+				err := e.copyErr
+				if e.copies > 1 {
+					err = nil // a retry after a crash succeeds
+				}
+				return activities.CopyCloneResult{}, err
+			}
+			return activities.CopyCloneResult{Copied: 1}, ctx.Err()
+		})
+	e.OnActivity(e.a.FinalizeClone, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.FinalizeCloneInput) (activities.FinalizeCloneResult, error) {
+			e.finals++
+			if e.finalErr != nil {
+				return activities.FinalizeCloneResult{}, e.finalErr
+			}
+			return activities.FinalizeCloneResult{SplatID: in.JobID, Usage: quota.SnapshotOf(10, 100)}, nil
+		})
+	e.OnActivity(e.a.RollbackClone, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.RollbackCloneInput) (activities.RollbackCloneResult, error) {
+			e.rollbacks++
+			require.Equal(t, activities.RollbackCloneInput{JobID: testClone.JobID, IntegrationID: testIntegration, OwnerRecordID: testRecord}, in)
+			return activities.RollbackCloneResult{Released: 10}, nil
+		})
+	return e
+}
+
+func clientErr(e *apperr.Error) error { return activities.ClientError(e) }
+
+func TestCloneSucceeds(t *testing.T) {
+	e := newCloneEnv(t)
+	e.ExecuteWorkflow(CloneSceneWorkflow, testClone)
+	require.True(t, e.IsWorkflowCompleted())
+	require.NoError(t, e.GetWorkflowError())
+	var res CloneResult
+	require.NoError(t, e.GetWorkflowResult(&res))
+	require.Equal(t, CloneResult{SplatID: testClone.JobID, SourceSplatID: testClone.SourceSceneID, Usage: quota.SnapshotOf(10, 100)}, res)
+	require.Equal(t, [4]int{1, 1, 1, 0}, [4]int{e.prepares, e.copies, e.finals, e.rollbacks})
+}
+
+// TestCloneFailureRollsBack fails each step in turn: the job rolls back once, runs nothing after
+// the failed step, and fails with the step's client envelope (or the infrastructure error).
+func TestCloneFailureRollsBack(t *testing.T) {
+	quotaErr := quota.StorageExceeded("customer", 90, 100, 20)
+	missing := apperr.Conflict("source files missing").With("code", "SOURCE_FILES_MISSING")
+	gone := apperr.NotFound("external user not found")
+	tests := []struct {
+		name  string
+		set   func(e *cloneEnv)
+		want  *apperr.Error
+		calls [4]int
+	}{
+		{"prepare: quota", func(e *cloneEnv) { e.prepareErr = clientErr(quotaErr) }, quotaErr, [4]int{1, 0, 0, 1}},
+		{"copy: source files missing", func(e *cloneEnv) { e.copyErr = clientErr(missing) }, missing, [4]int{1, 1, 0, 1}},
+		{"finalize: customer deleted", func(e *cloneEnv) { e.finalErr = clientErr(gone) }, gone, [4]int{1, 1, 1, 1}},
+		{"finalize: retries exhausted", func(e *cloneEnv) { e.finalErr = errors.New("database down") }, nil, [4]int{1, 1, 8, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newCloneEnv(t)
+			tt.set(e)
+			e.ExecuteWorkflow(CloneSceneWorkflow, testClone)
+			require.True(t, e.IsWorkflowCompleted())
+			err := e.GetWorkflowError()
+			require.Error(t, err)
+			got := activities.ClientErrorOf(err)
+			if tt.want == nil {
+				require.Nil(t, got, "an infrastructure failure is not a client error")
+				require.ErrorContains(t, err, "database down")
+			} else {
+				require.NotNil(t, got, "%v", err)
+				require.Equal(t, tt.want.Status, got.Status)
+				require.Equal(t, tt.want.Extra["code"], got.Extra["code"])
+			}
+			require.Equal(t, tt.calls, [4]int{e.prepares, e.copies, e.finals, e.rollbacks})
+		})
+	}
+}
+
+// TestCloneResumesAfterACrash: a copy attempt that dies (its worker crashed) is retried, and
+// the job completes without a rollback.
+func TestCloneResumesAfterACrash(t *testing.T) {
+	e := newCloneEnv(t)
+	e.copyErr = errors.New("the worker died mid-copy")
+	e.ExecuteWorkflow(CloneSceneWorkflow, testClone)
+	require.NoError(t, e.GetWorkflowError())
+	require.Equal(t, [4]int{1, 2, 1, 0}, [4]int{e.prepares, e.copies, e.finals, e.rollbacks})
+}
+
+// TestCloneAbandonedWithoutPolls: a copy still running three minutes after the last poll is
+// canceled and rolled back; the job fails with 409 CLONE_ABANDONED.
+func TestCloneAbandonedWithoutPolls(t *testing.T) {
+	e := newCloneEnv(t, time.Hour)
+	began := time.Now()
+	e.ExecuteWorkflow(CloneSceneWorkflow, testClone)
+	require.Less(t, time.Since(began), 10*time.Second, "minutes pass on the test clock")
+	require.True(t, e.IsWorkflowCompleted())
+	got := activities.ClientErrorOf(e.GetWorkflowError())
+	require.NotNil(t, got, "%v", e.GetWorkflowError())
+	require.Equal(t, http.StatusConflict, got.Status)
+	require.Equal(t, ErrCloneAbandoned, got.Extra["code"])
+	require.Equal(t, 0, e.finals)
+	require.Equal(t, 1, e.rollbacks)
+}
+
+// TestClonePollsKeepTheJobAlive: polls every two minutes keep a ten-minute copy from being
+// abandoned.
+func TestClonePollsKeepTheJobAlive(t *testing.T) {
+	e := newCloneEnv(t, 10*time.Minute)
+	for at := 2 * time.Minute; at < 12*time.Minute; at += 2 * time.Minute {
+		e.RegisterDelayedCallback(func() { e.SignalWorkflow(ClonePollSignal, nil) }, at)
+	}
+	e.ExecuteWorkflow(CloneSceneWorkflow, testClone)
+	require.NoError(t, e.GetWorkflowError())
+	require.Equal(t, [4]int{1, 1, 1, 0}, [4]int{e.prepares, e.copies, e.finals, e.rollbacks})
+}
+
+func TestCloneRejectsIncompleteInput(t *testing.T) {
+	e := newCloneEnv(t)
+	in := testClone
+	in.AbandonAfter = 0
+	e.ExecuteWorkflow(CloneSceneWorkflow, in)
+	var ae *temporal.ApplicationError
+	require.True(t, errors.As(e.GetWorkflowError(), &ae))
+	require.Equal(t, activities.ErrBadInput, ae.Type())
+	require.Equal(t, 0, e.prepares)
+}
