@@ -117,7 +117,7 @@ func startSplit(t *testing.T) *split {
 	checks := map[string]httpx.Check{"postgres": d.Ping}
 	users := user.New(d, log, nil, user.Temporal{Client: env.Process.Temporal, TaskQueue: cfg.TaskQueue})
 	userURL := serve(t, ctx, boot.ServiceApp("user", cfg, log, user.Prefixes, users.Register, checks))
-	sceneURL := serve(t, ctx, boot.ServiceApp("scene", cfg, log, scene.Prefixes, scene.New(d, nil, log, cfg.AssetBase()).Register, checks))
+	sceneURL := serve(t, ctx, boot.ServiceApp("scene", cfg, log, scene.Prefixes, scene.New(d, nil, log, cfg.AssetBase(), scene.Clones{}).Register, checks))
 	sessionURL := serve(t, ctx, boot.ServiceApp("session", cfg, log, session.Prefixes, session.New(d, log).Register, checks))
 	ints := user.NewIntegrations(d.Pool, log)
 	go ints.Listen(ctx)

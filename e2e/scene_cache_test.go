@@ -43,7 +43,7 @@ func startSceneProcess(t *testing.T) *sceneProcess {
 	st, err := objectstore.New(cfg)
 	require.NoError(t, err)
 	checks := map[string]httpx.Check{"postgres": d.Ping}
-	svc := scene.New(d, st, log, cfg.AssetBase())
+	svc := scene.New(d, st, log, cfg.AssetBase(), scene.Clones{})
 	go svc.Listen(ctx)
 	sceneURL := serve(t, ctx, boot.ServiceApp("scene", cfg, log, scene.Prefixes, svc.Register, checks))
 	ints := user.NewIntegrations(d.Pool, log)

@@ -65,6 +65,10 @@ type Config struct {
 	CloneAbandonAfter time.Duration
 	// CloneConcurrency is how many objects one clone job copies at once.
 	CloneConcurrency int
+	// WorkerSchedules makes the worker keep the Temporal schedules (orphan sweep, re-drives)
+	// in place, pointed at its task queue. A worker that serves another task queue (a test's,
+	// say) sets it false and leaves the product's schedules alone.
+	WorkerSchedules bool
 }
 
 // Load reads the environment. It returns an error naming every malformed variable rather than
@@ -101,6 +105,7 @@ func Load() (Config, error) {
 		CloneWait:         l.dur("SPLATHOST_CLONE_WAIT", 5*time.Second),
 		CloneAbandonAfter: l.dur("SPLATHOST_CLONE_ABANDON_AFTER", 3*time.Minute),
 		CloneConcurrency:  l.int("SPLATHOST_CLONE_CONCURRENCY", 32),
+		WorkerSchedules:   l.bool("SPLATHOST_WORKER_SCHEDULES", true),
 	}
 	if len(l.errs) > 0 {
 		return Config{}, fmt.Errorf("config: %s", strings.Join(l.errs, "; "))
@@ -153,6 +158,19 @@ func (l *loader) int(key string, def int) int {
 		return def
 	}
 	return n
+}
+
+func (l *loader) bool(key string, def bool) bool {
+	v, ok := os.LookupEnv(key)
+	if !ok || v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		l.errs = append(l.errs, key+" must be true or false")
+		return def
+	}
+	return b
 }
 
 func (l *loader) dur(key string, def time.Duration) time.Duration {

@@ -49,7 +49,9 @@ func Run(ctx context.Context, c client.Client, cfg config.Config, deps Deps) err
 	schedulesDone := make(chan struct{})
 	go func() {
 		defer close(schedulesDone)
-		keepSchedules(ctx, c, cfg.TaskQueue, log)
+		if cfg.WorkerSchedules {
+			keepSchedules(ctx, c, cfg.TaskQueue, log)
+		}
 	}()
 	<-ctx.Done()
 	<-schedulesDone

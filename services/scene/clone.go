@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,9 +105,11 @@ func (s *Service) clone(c *fiber.Ctx) error {
 	if err != nil {
 		return apperr.Internal(err)
 	}
-	wait, cancel := context.WithTimeout(ctx, s.clones.Wait)
-	workflows.WaitClone(wait, s.clones.Client, wfID, jobID)
-	cancel()
+	if d := waitBudget(c.Get("Prefer"), s.clones.Wait); d > 0 {
+		wait, cancel := context.WithTimeout(ctx, d)
+		workflows.WaitClone(wait, s.clones.Client, wfID, jobID)
+		cancel()
+	}
 	st, err := workflows.DescribeClone(ctx, s.clones.Client, wfID, jobID)
 	if err != nil {
 		return apperr.Internal(err)
@@ -116,6 +119,24 @@ func (s *Service) clone(c *fiber.Ctx) error {
 			"copiedObjects": st.Copied, "totalObjects": st.Total})
 	}
 	return s.cloneDone(c, caller, eu, st, fiber.StatusCreated)
+}
+
+// waitBudget is how long a clone request waits: the configured budget, shortened by the
+// client's RFC 7240 preference — "Prefer: respond-async" answers 202 at once, "Prefer: wait=N"
+// waits at most N seconds. A longer wait than the budget is never granted.
+func waitBudget(prefer string, budget time.Duration) time.Duration {
+	for _, p := range strings.Split(prefer, ",") {
+		p = strings.ToLower(strings.TrimSpace(p))
+		if p == "respond-async" {
+			return 0
+		}
+		if v, ok := strings.CutPrefix(p, "wait="); ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
+				budget = min(budget, time.Duration(n)*time.Second)
+			}
+		}
+	}
+	return budget
 }
 
 // pollClone answers GET /api/v1/splats/{id}/clone/{jobId}: running progress, then exactly the

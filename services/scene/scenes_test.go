@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -83,5 +84,24 @@ func TestParseScenePatchRejects(t *testing.T) {
 			found = found || strings.Contains(i, tt.issue)
 		}
 		require.True(t, found, "%s: want an issue containing %q, got %v", tt.body, tt.issue, issues)
+	}
+}
+
+func TestCloneWaitBudget(t *testing.T) {
+	budget := 5 * time.Second
+	for _, tt := range []struct {
+		prefer string
+		want   time.Duration
+	}{
+		{"", budget},
+		{"respond-async", 0},
+		{"Respond-Async, wait=3", 0},
+		{"wait=2", 2 * time.Second},
+		{"wait=60", budget},
+		{"wait=abc", budget},
+		{"wait=-1", budget},
+		{"handling=lenient", budget},
+	} {
+		require.Equal(t, tt.want, waitBudget(tt.prefer, budget), tt.prefer)
 	}
 }

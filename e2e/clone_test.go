@@ -1,0 +1,345 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/stretchr/testify/require"
+
+	"github.com/splathost/splathost/internal/fixtures"
+	"github.com/splathost/splathost/internal/testenv"
+)
+
+func clonePath(id string) string { return "/api/v1/splats/" + id + "/clone" }
+
+// listKeys lists every object under prefix with its last-modified time.
+func listKeys(t *testing.T, prefix string) map[string]time.Time {
+	t.Helper()
+	st := store(t)
+	out := map[string]time.Time{}
+	p := s3.NewListObjectsV2Paginator(st.Client, &s3.ListObjectsV2Input{Bucket: aws.String(st.Bucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		require.NoError(t, err)
+		for _, o := range page.Contents {
+			out[aws.ToString(o.Key)] = aws.ToTime(o.LastModified)
+		}
+	}
+	return out
+}
+
+// requireCloneSuccess checks the spec's 201 payload of a clone of src.
+// extra is what the clone holds beyond the source's charged size (assets referenced from
+// levelData, which the source is not charged for).
+func requireCloneSuccess(t *testing.T, r *testenv.Response, status int, src map[string]any, extra ...int) map[string]any {
+	t.Helper()
+	require.Equal(t, status, r.Status, string(r.Raw))
+	require.Equal(t, "success", r.Body["status"])
+	sp := splatOf(r)
+	requireItemShape(t, sp)
+	require.Equal(t, sp["id"], r.Body["splatId"])
+	require.Equal(t, src["id"], r.Body["sourceSplatId"])
+	require.NotEqual(t, src["id"], sp["id"])
+	usage := r.Body["usage"].(map[string]any)
+	for _, k := range []string{"usedBytes", "limitBytes", "remainingBytes", "percentUsed"} {
+		require.IsType(t, float64(0), usage[k], k)
+	}
+	require.Equal(t, "private", sp["visibility"])
+	require.Equal(t, false, sp["allowClone"])
+	require.Equal(t, false, sp["featured"])
+	require.Equal(t, true, sp["isOwner"])
+	require.EqualValues(t, 0, sp["viewCount"])
+	want := src["fileSizeBytes"].(float64)
+	for _, e := range extra {
+		want += float64(e)
+	}
+	require.Equal(t, want, sp["fileSizeBytes"])
+	require.Equal(t, src["splatType"], sp["splatType"])
+	require.NotEqual(t, src["splatUrl"], sp["splatUrl"], "the clone has its own copy")
+	return sp
+}
+
+// pollClone polls a 202 job every 200 ms until it closes and returns the closing response.
+func pollClone(t *testing.T, tn tenant, eu, srcID, jobID string) (*testenv.Response, []float64) {
+	t.Helper()
+	var progress []float64
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		r := do(t, "GET", clonePath(srcID)+"/"+jobID, tn.keys(eu), nil)
+		if r.Status != 200 || r.Body["status"] != "running" {
+			return r, progress
+		}
+		require.Equal(t, jobID, r.Body["jobId"])
+		progress = append(progress, r.Body["copiedObjects"].(float64))
+		require.LessOrEqual(t, r.Body["copiedObjects"].(float64), r.Body["totalObjects"].(float64))
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatal("clone job did not finish")
+	return nil, nil
+}
+
+func TestCloneDuplicateAndRemixOfAFileScene(t *testing.T) {
+	a := newTenant(t)
+	ensureCustomer(t, a, "maker", nil)
+	ensureCustomer(t, a, "fan", nil)
+	// A scene with a thumbnail and a depth image, and an audio asset referenced from levelData.
+	thumb, depth := fixtures.JPEG(80, 45), fixtures.JPEG(40, 20)
+	th, dp := requestImages(t, a, "maker", "image/jpeg", thumb, depth)
+	require.Equal(t, 200, putUpload(t, th.uploadURL, thumb, signedPut("image/jpeg")))
+	require.Equal(t, 200, putUpload(t, dp.uploadURL, depth, signedPut("image/jpeg")))
+	data := fixtures.Splat(50)
+	r := do(t, "POST", "/api/v1/splats", a.keys("maker"), map[string]any{"title": "Garden",
+		"splatUrl": uploadFile(t, a, "maker", "g.splat", "application/splat", data), "imageUrl": th.fileURL, "thumbnailDepthUrl": dp.fileURL})
+	require.Equal(t, 201, r.Status, string(r.Raw))
+	src := splatOf(r)
+	audio := []byte("ID3 audio")
+	audioKey := strings.Replace(keyOf(t, th.fileURL), "thumbnail.jpg", "wind.mp3", 1)
+	_, err := store(t).Client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(store(t).Bucket),
+		Key: aws.String(audioKey), Body: bytes.NewReader(audio), ContentType: aws.String("audio/mpeg")})
+	require.NoError(t, err)
+	updateScene(t, src["id"].(string), `level_data = $2`, fmt.Sprintf(`{"audio":{"url":%q},"camera":{"fov":50}}`, env.Config.AssetBase()+"/"+audioKey))
+	used0, _ := usageOf(t, a, "maker")
+	_, slots0 := accountOf(t, a)
+
+	// Duplicate: the owner's own scene.
+	r = do(t, "POST", clonePath(src["id"].(string)), a.keys("maker"), nil)
+	dup := requireCloneSuccess(t, r, 201, src, len(audio))
+	require.Equal(t, "Garden (Copy)", dup["title"])
+	require.Nil(t, dup["remixedFrom"])
+	require.Equal(t, "maker", dup["externalUserId"])
+	used1, live := usageOf(t, a, "maker")
+	_, slots1 := accountOf(t, a)
+	require.Equal(t, used0+int64(dup["fileSizeBytes"].(float64)), used1, "storage is charged at clone time")
+	require.EqualValues(t, 2, live, "the clone is a live scene of the customer")
+	require.Equal(t, slots0, slots1, "its scene slot is not charged until first publish")
+	require.EqualValues(t, used1, r.Body["usage"].(map[string]any)["usedBytes"], "the account meter (one customer holds it all)")
+
+	// A deep copy: every object, byte for byte, under the cloner's key space.
+	g := do(t, "GET", splatPath(dup["id"].(string)), a.keys("maker"), nil)
+	require.Equal(t, 200, g.Status, string(g.Raw))
+	d := splatOf(g)
+	pairs := [][2]string{{src["splatUrl"].(string), d["splatUrl"].(string)}, {th.fileURL, d["imageUrl"].(string)},
+		{env.Config.AssetBase() + "/" + audioKey, d["levelData"].(map[string]any)["audio"].(map[string]any)["url"].(string)}}
+	for _, p := range pairs {
+		want, wantType, _ := getObject(t, keyOf(t, p[0]))
+		got, gotType, _ := getObject(t, keyOf(t, p[1]))
+		require.True(t, bytes.Equal(want, got), p[1])
+		require.Equal(t, wantType, gotType, "the copy keeps the content type")
+		require.Contains(t, keyOf(t, p[1]), "/clone/"+dup["id"].(string)+"/")
+	}
+	require.EqualValues(t, 50, d["levelData"].(map[string]any)["camera"].(map[string]any)["fov"])
+
+	// The first publish of the clone takes its scene slot.
+	p := do(t, "PATCH", splatPath(dup["id"].(string)), a.keys("maker"), map[string]any{"visibility": "public"})
+	require.Equal(t, 200, p.Status, string(p.Raw))
+	_, slots2 := accountOf(t, a)
+	require.Equal(t, slots0+1, slots2)
+
+	// Remix: another customer may clone only a public scene whose owner allows it.
+	requireEnvelope(t, do(t, "POST", clonePath(src["id"].(string)), a.keys("fan"), nil), 403)
+	p = do(t, "PATCH", splatPath(src["id"].(string)), a.keys("maker"), map[string]any{"visibility": "public"})
+	require.Equal(t, 200, p.Status, string(p.Raw))
+	requireEnvelope(t, do(t, "POST", clonePath(src["id"].(string)), a.keys("fan"), nil), 403)
+	p = do(t, "PATCH", splatPath(src["id"].(string)), a.keys("maker"), map[string]any{"allowClone": true, "title": "Garden v2"})
+	require.Equal(t, 200, p.Status, string(p.Raw))
+	before := time.Now().UTC().Add(-time.Second)
+	r = do(t, "POST", clonePath(src["id"].(string)), a.keys("fan"), nil)
+	remix := requireCloneSuccess(t, r, 201, src, len(audio))
+	require.Equal(t, "Garden v2", remix["title"], "a remix keeps the title")
+	require.Equal(t, "fan", remix["externalUserId"])
+	rf := remix["remixedFrom"].(map[string]any)
+	require.Equal(t, src["id"], rf["splatId"])
+	require.Equal(t, "maker", rf["ownerName"], "no display name: the owner's id")
+	clonedAt, err := time.Parse(time.RFC3339, rf["clonedAt"].(string))
+	require.NoError(t, err)
+	require.True(t, clonedAt.After(before), "clonedAt %s", clonedAt)
+	fanUsed, _ := usageOf(t, a, "fan")
+	require.EqualValues(t, remix["fileSizeBytes"], fanUsed)
+	// The remixer cannot touch the source.
+	requireEnvelope(t, do(t, "DELETE", splatPath(src["id"].(string)), a.keys("fan"), nil), 404)
+}
+
+func TestCloneErrors(t *testing.T) {
+	a := newTenant(t)
+	src := commitScene(t, a, "owner", 20)
+	id := src["id"].(string)
+
+	r := do(t, "POST", clonePath(id), a.keys(""), nil)
+	requireEnvelope(t, r, 400)
+	requireEnvelope(t, do(t, "POST", clonePath(id), a.keys("nobody"), nil), 404)
+	requireEnvelope(t, do(t, "POST", clonePath("0123456789abcdef01234567"), a.keys("owner"), nil), 404)
+	requireEnvelope(t, do(t, "POST", clonePath("not-an-id"), a.keys("owner"), nil), 404)
+	requireEnvelope(t, do(t, "GET", clonePath(id)+"/4b1c29e6-5d4e-4a0e-9b7e-1f2a3b4c5d6e", a.keys("owner"), nil), 404)
+	requireEnvelope(t, do(t, "GET", clonePath(id)+"/nope", a.keys("owner"), nil), 404)
+
+	// Another integration's scene does not exist for this caller, public or not.
+	b := newTenant(t)
+	ensureCustomer(t, b, "stranger", nil)
+	updateScene(t, id, `visibility = 'public', allow_clone = true`)
+	requireEnvelope(t, do(t, "POST", clonePath(id), b.keys("stranger"), nil), 404)
+	updateScene(t, id, `visibility = 'private', allow_clone = false`)
+
+	// Plans without cloning.
+	free := newIntegration(t, newAccount(t, "free", 1<<30), nil)
+	fsrc := commitScene(t, free, "owner", 20)
+	r = do(t, "POST", clonePath(fsrc["id"].(string)), free.keys("owner"), nil)
+	requireEnvelope(t, r, 403)
+	require.Equal(t, "plan_limit", r.Body["code"])
+	require.Equal(t, "cloning", r.Body["dimension"])
+	v, ok := r.Body["limit"]
+	require.True(t, ok, "limit is present")
+	require.Nil(t, v)
+
+	// Source files gone from the store: 409, and nothing is charged or created.
+	used, _ := usageOf(t, a, "owner")
+	st := store(t)
+	_, err := st.Client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(keyOf(t, src["splatUrl"].(string)))})
+	require.NoError(t, err)
+	r = do(t, "POST", clonePath(id), a.keys("owner"), nil)
+	requireEnvelope(t, r, 409)
+	require.Equal(t, "SOURCE_FILES_MISSING", r.Body["code"])
+	after, _ := usageOf(t, a, "owner")
+	require.Equal(t, used, after)
+	l := do(t, "GET", "/api/v1/splats", a.keys("owner"), nil)
+	require.Len(t, l.Body["splats"], 1)
+	// The failed job freed the customer's slot: the next clone starts (and fails the same way).
+	requireEnvelope(t, do(t, "POST", clonePath(id), a.keys("owner"), nil), 409)
+}
+
+// TestCloneQuotaBoundary: a clone that fits exactly succeeds; one byte more is the spec's 413
+// (customer, then account scope) and charges nothing.
+func TestCloneQuotaBoundary(t *testing.T) {
+	a := newTenant(t)
+	src := commitScene(t, a, "tight", 40)
+	size := int64(src["fileSizeBytes"].(float64))
+	ensureCustomer(t, a, "tight", map[string]any{"limitBytes": 2 * size})
+	r := do(t, "POST", clonePath(src["id"].(string)), a.keys("tight"), nil)
+	requireCloneSuccess(t, r, 201, src)
+	r = do(t, "POST", clonePath(src["id"].(string)), a.keys("tight"), nil)
+	requireEnvelope(t, r, 413)
+	require.Equal(t, "STORAGE_QUOTA_EXCEEDED", r.Body["code"])
+	require.Equal(t, "customer", r.Body["scope"])
+	require.EqualValues(t, 2*size, r.Body["usedBytes"])
+	require.EqualValues(t, 2*size, r.Body["limitBytes"])
+	require.EqualValues(t, 0, r.Body["remainingBytes"])
+	require.EqualValues(t, size, r.Body["requestedBytes"])
+	used, _ := usageOf(t, a, "tight")
+	require.EqualValues(t, 2*size, used)
+
+	// Account scope: the bundle holds exactly two copies (the customer's own cap is higher).
+	acct := newAccount(t, "pro", 2*size)
+	b := newIntegration(t, acct, nil)
+	ensureCustomer(t, b, "big", map[string]any{"limitBytes": 10 * size})
+	bsrc := commitScene(t, b, "big", 40)
+	requireCloneSuccess(t, do(t, "POST", clonePath(bsrc["id"].(string)), b.keys("big"), nil), 201, bsrc)
+	r = do(t, "POST", clonePath(bsrc["id"].(string)), b.keys("big"), nil)
+	requireEnvelope(t, r, 413)
+	require.Equal(t, "account", r.Body["scope"])
+	require.EqualValues(t, 2*size, r.Body["usedBytes"])
+}
+
+// lodScene commits a LOD scene of n files for eu: the fixture folder topped up with copies of
+// one of its cells.
+func lodScene(t *testing.T, tn tenant, eu string, n int) map[string]any {
+	t.Helper()
+	folder := fixtures.LODFolder(100)
+	var cell []byte
+	for p, b := range folder {
+		if strings.HasSuffix(p, ".webp") {
+			cell = b
+			break
+		}
+	}
+	for i := 0; len(folder) < n; i++ {
+		folder[fmt.Sprintf("extra/%05d.webp", i)] = cell
+	}
+	ensureCustomer(t, tn, eu, nil)
+	up := requestLOD(t, tn, eu, folder)
+	paths := lodFiles(folder)
+	var wg sync.WaitGroup
+	work := make(chan string)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range work {
+				if s := putUpload(t, up.urls[p], folder[p], signedPut(lodContentType(p))); s != 200 {
+					t.Errorf("PUT %s: %d", p, s)
+				}
+			}
+		}()
+	}
+	for _, p := range paths {
+		work <- p
+	}
+	close(work)
+	wg.Wait()
+	r := do(t, "POST", "/api/v1/splats", tn.keys(eu), map[string]any{
+		"title": "Big park", "splatType": "lod", "splatUrl": up.manifestURL, "lodFolderKey": up.folderKey})
+	require.Equal(t, 201, r.Status, string(r.Raw))
+	return splatOf(r)
+}
+
+// TestCloneLODFolderPolledToSuccess clones a 2 000-object LOD scene: the request answers 202
+// (the client asked not to wait), polls show progress, a second clone is refused with 429
+// naming the running job, and the poll ends with exactly the 201 payload and a complete copy.
+func TestCloneLODFolderPolledToSuccess(t *testing.T) {
+	a := newTenant(t)
+	src := lodScene(t, a, "parks", 2000)
+	id := src["id"].(string)
+	h := a.keys("parks")
+	h["Prefer"] = "respond-async"
+	r := do(t, "POST", clonePath(id), h, nil)
+	require.Equal(t, 202, r.Status, string(r.Raw))
+	require.Equal(t, "accepted", r.Body["status"])
+	require.Equal(t, id, r.Body["sourceSplatId"])
+	jobID := r.Body["jobId"].(string)
+	require.IsType(t, float64(0), r.Body["copiedObjects"])
+	require.IsType(t, float64(0), r.Body["totalObjects"])
+
+	busy := do(t, "POST", clonePath(id), a.keys("parks"), nil)
+	requireEnvelope(t, busy, 429)
+	require.Equal(t, "CLONE_IN_PROGRESS", busy.Body["code"])
+	require.Equal(t, jobID, busy.Body["jobId"])
+	require.Equal(t, id, busy.Body["sourceSplatId"])
+	// Another customer's key does not reach the job.
+	ensureCustomer(t, a, "other", nil)
+	requireEnvelope(t, do(t, "GET", clonePath(id)+"/"+jobID, a.keys("other"), nil), 404)
+
+	done, progress := pollClone(t, a, "parks", id, jobID)
+	sp := requireCloneSuccess(t, done, 200, src)
+	require.Equal(t, "success", done.Body["status"])
+	require.True(t, sort.Float64sAreSorted(progress), "progress never goes back: %v", progress)
+	again := do(t, "GET", clonePath(id)+"/"+jobID, a.keys("parks"), nil)
+	require.Equal(t, done.Body, again.Body, "a finished job keeps answering its result")
+
+	g := do(t, "GET", splatPath(sp["id"].(string)), a.keys("parks"), nil)
+	require.Equal(t, 200, g.Status)
+	srcFolder := do(t, "GET", splatPath(id), a.keys("parks"), nil).Body["splat"].(map[string]any)["lodFolderKey"].(string) + "/"
+	dstFolder := splatOf(g)["lodFolderKey"].(string) + "/"
+	requireSameFolder(t, srcFolder, dstFolder, 2000)
+}
+
+// requireSameFolder checks dst holds exactly src's n objects, by relative path.
+func requireSameFolder(t *testing.T, src, dst string, n int) {
+	t.Helper()
+	rel := func(prefix string) []string {
+		var out []string
+		for k := range listKeys(t, prefix) {
+			out = append(out, strings.TrimPrefix(k, prefix))
+		}
+		sort.Strings(out)
+		return out
+	}
+	want, got := rel(src), rel(dst)
+	require.Len(t, want, n)
+	require.Equal(t, want, got, "no object missing, none extra")
+}
