@@ -66,7 +66,7 @@ func TestPlanCloneRewritesEveryURL(t *testing.T) {
 	depth := "http://s3/bucket/" + src + "splat-images/t2/depth.jpg"
 	sc := &ent.Scene{ID: "source", Title: "Park", SplatType: "lod", SplatURL: "http://s3/bucket/" + lod + "/lod-meta.json",
 		LodFolderKey: &lod, ImageURL: "http://s3/bucket/" + src + "splat-images/t2/thumbnail.jpg", ThumbnailDepthURL: &depth,
-		AssetKeys: []string{src + "splat-images/t2/thumbnail.jpg", src + "splat-images/t2/depth.jpg"},
+		AssetKeys:  []string{src + "splat-images/t2/thumbnail.jpg", src + "splat-images/t2/depth.jpg"},
 		AllowEmbed: true, AllowComments: false, AllowReactions: true, AllowClone: true,
 		LevelData: map[string]any{"audio": []any{"http://s3/bucket/" + src + "audio/t3/wind.mp3", "https://cdn.example/x.mp3"},
 			"camera": map[string]any{"fov": 60.0}, "tile": "http://s3/bucket/" + lod + "/0/1.webp"}}

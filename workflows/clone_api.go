@@ -47,7 +47,7 @@ func StartClone(ctx context.Context, c client.Client, taskQueue string, in Clone
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		// Without it the SDK hands back the running job as if it were this one.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		Memo:                     map[string]any{"sourceSplatId": in.SourceSceneID, "splatId": in.JobID, "phase": ClonePhasePreparing},
+		Memo:                                     map[string]any{"sourceSplatId": in.SourceSceneID, "splatId": in.JobID, "phase": ClonePhasePreparing},
 		TypedSearchAttributes: temporal.NewSearchAttributes(SAIntegrationID.ValueSet(in.IntegrationID),
 			SAExternalUserID.ValueSet(in.ExternalUserID), SASourceSplatID.ValueSet(in.SourceSceneID),
 			SASplatID.ValueSet(in.JobID)),
