@@ -16,6 +16,7 @@ import (
 
 	"github.com/splathost/splathost/internal/fixtures"
 	"github.com/splathost/splathost/internal/testenv"
+	"github.com/splathost/splathost/workflows"
 )
 
 func clonePath(id string) string { return "/api/v1/splats/" + id + "/clone" }
@@ -320,6 +321,7 @@ func TestCloneLODFolderPolledToSuccess(t *testing.T) {
 	require.True(t, sort.Float64sAreSorted(progress), "progress never goes back: %v", progress)
 	again := do(t, "GET", clonePath(id)+"/"+jobID, a.keys("parks"), nil)
 	require.Equal(t, done.Body, again.Body, "a finished job keeps answering its result")
+	recordHistory(t, workflows.CloneWorkflowID(a.IntegrationID, mustScene(t, id).OwnerID), jobID, "clone_scene.json")
 
 	g := do(t, "GET", splatPath(sp["id"].(string)), a.keys("parks"), nil)
 	require.Equal(t, 200, g.Status)
