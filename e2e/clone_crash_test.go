@@ -14,6 +14,7 @@ import (
 
 	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/clonejob"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/spawn"
@@ -59,9 +60,7 @@ func TestCloneSurvivesWorkerKill(t *testing.T) {
 	a := newTenant(t)
 	src := lodScene(t, a, "crashy", 2000)
 	ctx := context.Background()
-	owner, err := env.Process.DB.Ent.ExternalUser.Query().
-		Where(externaluser.IntegrationID(a.IntegrationID), externaluser.ExternalUserID("crashy")).Only(ctx)
-	require.NoError(t, err)
+	owner := customerRecord(t, a, "crashy")
 
 	// The job runs on its own task queue, served only by the worker process this test kills;
 	// one copy at a time keeps it running long enough to be killed in the middle.
@@ -109,10 +108,55 @@ func TestCloneSurvivesWorkerKill(t *testing.T) {
 	require.EqualValues(t, 2*int64(src["fileSizeBytes"].(float64)), used)
 }
 
+// customerRecord reads a customer's row.
+func customerRecord(t *testing.T, tn tenant, eu string) *ent.ExternalUser {
+	t.Helper()
+	u, err := env.Process.DB.Ent.ExternalUser.Query().
+		Where(externaluser.IntegrationID(tn.IntegrationID), externaluser.ExternalUserID(eu)).Only(context.Background())
+	require.NoError(t, err)
+	return u
+}
+
 // mustScene reads a scene row.
 func mustScene(t *testing.T, id string) *ent.Scene {
 	t.Helper()
 	sc, err := env.Process.DB.Ent.Scene.Get(context.Background(), id)
 	require.NoError(t, err)
 	return sc
+}
+
+// TestCloneOfADeletedCustomerRollsBack deletes the customer while its clone is copying: the
+// reservation goes with the customer (the account is released once), and the job creates
+// nothing and leaves no object behind.
+func TestCloneOfADeletedCustomerRollsBack(t *testing.T) {
+	a := newTenant(t)
+	src := lodScene(t, a, "leaving", 1000)
+	ctx := context.Background()
+	owner := customerRecord(t, a, "leaving")
+	h := a.keys("leaving")
+	h["Prefer"] = "respond-async"
+	r := do(t, "POST", clonePath(src["id"].(string)), h, nil)
+	require.Equal(t, 202, r.Status, string(r.Raw))
+	jobID := r.Body["jobId"].(string)
+	requireDeleted := do(t, "DELETE", "/api/v1/external-user", a.keys("leaving"), nil)
+	require.Equal(t, 200, requireDeleted.Status, string(requireDeleted.Raw))
+
+	wfID := workflows.CloneWorkflowID(a.IntegrationID, owner.ID)
+	wait, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	workflows.WaitClone(wait, env.Process.Temporal, wfID, jobID)
+	st, err := workflows.DescribeClone(ctx, env.Process.Temporal, wfID, jobID)
+	require.NoError(t, err)
+	require.False(t, st.Running)
+	e := activities.ClientErrorOf(st.Err)
+	require.NotNil(t, e, "%v", st.Err)
+	require.Equal(t, 404, e.Status)
+
+	used, slots := accountOf(t, a)
+	require.Zero(t, used, "the account is released of the scene and the reservation, once")
+	require.Zero(t, slots)
+	n, err := env.Process.DB.Ent.CloneJob.Query().Where(clonejob.OwnerID(owner.ID)).Count(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "no reservation is left")
+	require.Empty(t, listKeys(t, "i/"+a.IntegrationID+"/u/"+owner.ID+"/clone/"), "no copy is left")
 }
