@@ -23,6 +23,7 @@ var secretSentinels = map[string]string{
 	"POSTGRES_PASSWORD":         "pgpass0sentinel0c4f1e",
 	"SPLATHOST_ADMIN_TOKEN":     "admintoken0sentinel0a81d2",
 	"SPLATHOST_INTERNAL_SECRET": "internal0sentinel0b7e33",
+	"SPLATHOST_SESSION_KEYS":    "k1:sessionkey0sentinel0f3c77sessionkey0sentinel",
 	"SPLATHOST_S3_ACCESS_KEY":   "s3access0sentinel0d9c04",
 	"SPLATHOST_S3_SECRET_KEY":   "s3secret0sentinel0e6a55",
 }
@@ -330,6 +331,7 @@ func TestServiceEnvironment(t *testing.T) {
 		svc := service(t, p, name)
 		require.Equal(t, secretSentinels["SPLATHOST_ADMIN_TOKEN"], env(t, svc, "SPLATHOST_ADMIN_TOKEN"))
 		require.Equal(t, secretSentinels["SPLATHOST_INTERNAL_SECRET"], env(t, svc, "SPLATHOST_INTERNAL_SECRET"))
+		require.Equal(t, secretSentinels["SPLATHOST_SESSION_KEYS"], env(t, svc, "SPLATHOST_SESSION_KEYS"))
 	}
 
 	// The gateway forwards to each service by compose name, on the port the service listens on.

@@ -145,7 +145,7 @@ func TestAuthenticationHitsTheCacheNotTheDatabase(t *testing.T) {
 	require.Greater(t, env.Process.Integrations.Loads(), before)
 }
 
-func TestSessionBearerRejectedWithoutVerifier(t *testing.T) {
+func TestSessionBearerRejectsWhatIsNotASessionToken(t *testing.T) {
 	a := newTenant(t)
 	for _, h := range []map[string]string{nil, {"Authorization": "Bearer eyJhbGciOiJub25lIn0.e30."}, {"Authorization": "Bearer " + a.SecretKey}} {
 		requireEnvelope(t, do(t, "POST", "/api/embed/views", h, map[string]any{"splatId": "x"}), 401)

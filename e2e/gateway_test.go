@@ -118,12 +118,14 @@ func startSplit(t *testing.T) *split {
 	users := user.New(d, log, nil, user.Temporal{Client: env.Process.Temporal, TaskQueue: cfg.TaskQueue})
 	userURL := serve(t, ctx, boot.ServiceApp("user", cfg, log, user.Prefixes, users.Register, checks))
 	sceneURL := serve(t, ctx, boot.ServiceApp("scene", cfg, log, scene.Prefixes, scene.New(d, nil, log, cfg.AssetBase(), scene.Clones{}).Register, checks))
-	sessionURL := serve(t, ctx, boot.ServiceApp("session", cfg, log, session.Prefixes, session.New(d, log).Register, checks))
+	keys, err := session.NewKeys(cfg.SessionKeys)
+	require.NoError(t, err)
+	sessionURL := serve(t, ctx, boot.ServiceApp("session", cfg, log, session.Prefixes, session.New(d, log, keys).Register, checks))
 	ints := user.NewIntegrations(d.Pool, log)
 	go ints.Listen(ctx)
 	gw, err := gateway.New(gateway.Options{
 		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken, InternalSecret: []byte(cfg.InternalSecret),
-		Integrations: ints,
+		Integrations: ints, Sessions: session.NewVerifier(keys, ints),
 		Upstreams: []gateway.Upstream{
 			{Name: "user", Prefixes: user.Prefixes, URL: userURL},
 			{Name: "scene", Prefixes: scene.Prefixes, URL: sceneURL},

@@ -166,7 +166,13 @@ func (a *auth) sessionBearer(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return a.admit(c, caller)
+	// The session alone says who is calling: its customer scope comes from the signed token, so
+	// an EU header from the embed's page must not widen it, and a login cookie sent along never
+	// counts (spec: when a session bearer and a studio login cookie both arrive, the bearer wins).
+	c.Request().Header.Del(httpx.ExternalUserHeader)
+	c.Request().Header.Del(fiber.HeaderCookie)
+	httpx.SetCaller(c, caller)
+	return c.Next()
 }
 
 func (a *auth) admin(c *fiber.Ctx) error {

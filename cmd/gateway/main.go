@@ -17,9 +17,15 @@ func main() {
 	d := rt.DB()
 	ints := user.NewIntegrations(d.Pool, rt.Log)
 	go ints.Listen(rt.Ctx)
+	keys, err := session.NewKeys(cfg.SessionKeys)
+	if err != nil {
+		boot.Fatal(rt.Log, "session keys", err)
+	}
 	app, err := gateway.New(gateway.Options{
 		Log: rt.Log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken,
 		InternalSecret: []byte(cfg.InternalSecret), Integrations: ints,
+		// Session bearers are verified here, with the integration cache, like every credential.
+		Sessions: session.NewVerifier(keys, ints),
 		Upstreams: []gateway.Upstream{
 			{Name: "user", Prefixes: user.Prefixes, URL: cfg.UserURL},
 			{Name: "scene", Prefixes: scene.Prefixes, URL: cfg.SceneURL},

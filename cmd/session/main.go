@@ -12,7 +12,11 @@ func main() {
 	rt := boot.Init("session", true)
 	defer rt.Close()
 	d := rt.DB()
-	svc := session.New(d, rt.Log)
+	keys, err := session.NewKeys(rt.Config.SessionKeys)
+	if err != nil {
+		boot.Fatal(rt.Log, "session keys", err)
+	}
+	svc := session.New(d, rt.Log, keys)
 	app := boot.ServiceApp("session", rt.Config, rt.Log, session.Prefixes, svc.Register,
 		map[string]httpx.Check{"postgres": d.Ping})
 	rt.Log.Info("listening", "addr", rt.Config.SessionAddr)

@@ -69,10 +69,16 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	ints := user.NewIntegrations(d.Pool, log)
 	users := user.New(d, log, ints.Flush, user.Temporal{Client: tc, TaskQueue: cfg.TaskQueue})
 	scenes := scene.New(d, store, log, cfg.AssetBase(), scene.ClonesFrom(tc, cfg))
-	sessions := session.New(d, log)
+	keys, err := session.NewKeys(cfg.SessionKeys)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	sessions := session.New(d, log, keys)
 	app, err := gateway.New(gateway.Options{
 		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken,
 		InternalSecret: []byte(cfg.InternalSecret), Integrations: ints,
+		Sessions: session.NewVerifier(keys, ints),
 		Upstreams: []gateway.Upstream{
 			{Name: "user", Prefixes: user.Prefixes, Register: users.Register},
 			{Name: "scene", Prefixes: scene.Prefixes, Register: scenes.Register},

@@ -41,6 +41,11 @@ type Config struct {
 	// InternalSecret signs the caller identity the gateway forwards to a service in another
 	// process; services reject requests whose identity header does not verify.
 	InternalSecret string
+	// SessionKeys are the HS256 keys of embed session tokens, from SPLATHOST_SESSION_KEYS
+	// ("kid:secret,kid:secret"): the first signs new tokens, every one verifies, so a key can be
+	// rotated by putting the new one first and keeping the old one until its tokens expired
+	// (15 minutes).
+	SessionKeys []SessionKey
 	// GatewayAddr is the gateway's (or the all-in-one binary's) listen address.
 	GatewayAddr string
 	// UserAddr, SceneAddr and SessionAddr are the listen addresses of the service binaries.
@@ -90,6 +95,7 @@ func Load() (Config, error) {
 		AssetBaseURL:      l.str("SPLATHOST_ASSET_BASE_URL", ""),
 		AdminToken:        l.str("SPLATHOST_ADMIN_TOKEN", ""),
 		InternalSecret:    l.str("SPLATHOST_INTERNAL_SECRET", ""),
+		SessionKeys:       l.sessionKeys("SPLATHOST_SESSION_KEYS"),
 		GatewayAddr:       l.str("SPLATHOST_GATEWAY_ADDR", "127.0.0.1:8080"),
 		UserAddr:          l.str("SPLATHOST_USER_ADDR", "127.0.0.1:8081"),
 		SceneAddr:         l.str("SPLATHOST_SCENE_ADDR", "127.0.0.1:8082"),
@@ -123,7 +129,7 @@ func (c Config) AssetBase() string {
 
 // RequireSecrets reports an error when the secrets a public-facing binary needs are missing:
 // an empty admin token would let anyone in, an empty internal secret would let anyone forge
-// a caller identity.
+// a caller identity, and without a session key no embed session can be minted or verified.
 func (c Config) RequireSecrets() error {
 	var missing []string
 	if len(c.AdminToken) < 16 {
@@ -132,13 +138,83 @@ func (c Config) RequireSecrets() error {
 	if len(c.InternalSecret) < 16 {
 		missing = append(missing, "SPLATHOST_INTERNAL_SECRET (at least 16 characters)")
 	}
+	if len(c.SessionKeys) == 0 {
+		missing = append(missing, "SPLATHOST_SESSION_KEYS (kid:secret, secret at least 32 characters)")
+	}
 	if len(missing) > 0 {
 		return fmt.Errorf("config: missing %s", strings.Join(missing, ", "))
 	}
 	return nil
 }
 
+// SessionKey is one HS256 key of embed session tokens. ID travels in the token's kid header.
+type SessionKey struct {
+	ID     string
+	Secret []byte
+}
+
+// minSessionSecret is the least length of a session key: HS256 wants at least 256 bits.
+const minSessionSecret = 32
+
+// validKeyID keeps a kid short and printable; it is echoed in no message, but it is a header
+// any client can read.
+func validKeyID(id string) bool {
+	if id == "" || len(id) > 32 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseSessionKeys reads "kid:secret,kid:secret" (the first key signs). The error never
+// contains a secret.
+func ParseSessionKeys(v string) ([]SessionKey, error) {
+	var keys []SessionKey
+	seen := map[string]bool{}
+	for i, part := range strings.Split(v, ",") {
+		id, secret, ok := strings.Cut(strings.TrimSpace(part), ":")
+		switch {
+		case !ok || !validKeyID(id):
+			return nil, fmt.Errorf("key %d: want kid:secret with a kid of 1-32 letters, digits, '-', '_' or '.'", i+1)
+		case len(secret) < minSessionSecret:
+			return nil, fmt.Errorf("key %q: the secret must be at least %d characters", id, minSessionSecret)
+		case seen[id]:
+			return nil, fmt.Errorf("key %q: kid used twice", id)
+		}
+		seen[id] = true
+		keys = append(keys, SessionKey{ID: id, Secret: []byte(secret)})
+	}
+	return keys, nil
+}
+
+// FormatSessionKeys is the SPLATHOST_SESSION_KEYS value of keys, for tools that hand the
+// configuration on to a child process.
+func FormatSessionKeys(keys []SessionKey) string {
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k.ID + ":" + string(k.Secret)
+	}
+	return strings.Join(parts, ",")
+}
+
 type loader struct{ errs []string }
+
+func (l *loader) sessionKeys(key string) []SessionKey {
+	v, ok := os.LookupEnv(key)
+	if !ok || strings.TrimSpace(v) == "" {
+		return nil
+	}
+	keys, err := ParseSessionKeys(v)
+	if err != nil {
+		l.errs = append(l.errs, key+": "+err.Error())
+		return nil
+	}
+	return keys
+}
 
 func (l *loader) str(key, def string) string {
 	if v, ok := os.LookupEnv(key); ok && v != "" {

@@ -127,7 +127,8 @@ func TestRequireSecrets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Config{AdminToken: tt.admin, InternalSecret: tt.internal}.RequireSecrets()
+			keys := []SessionKey{{ID: "k1", Secret: []byte(long + long)}}
+			err := Config{AdminToken: tt.admin, InternalSecret: tt.internal, SessionKeys: keys}.RequireSecrets()
 			if !tt.wantErr {
 				require.NoError(t, err)
 				return
@@ -158,5 +159,31 @@ func TestLoadThenRequireSecrets(t *testing.T) {
 	t.Setenv("SPLATHOST_INTERNAL_SECRET", "internal-secret-0123456789")
 	c, err := Load()
 	require.NoError(t, err)
+	require.ErrorContains(t, c.RequireSecrets(), "SPLATHOST_SESSION_KEYS")
+	t.Setenv("SPLATHOST_SESSION_KEYS", "new:"+strings.Repeat("n", 32)+", old:"+strings.Repeat("o", 40))
+	c, err = Load()
+	require.NoError(t, err)
 	require.NoError(t, c.RequireSecrets())
+	require.Equal(t, []SessionKey{{ID: "new", Secret: []byte(strings.Repeat("n", 32))}, {ID: "old", Secret: []byte(strings.Repeat("o", 40))}}, c.SessionKeys)
+}
+
+func TestSessionKeysRules(t *testing.T) {
+	secret := strings.Repeat("x", 32)
+	for name, v := range map[string]string{
+		"no kid":        secret,
+		"empty kid":     ":" + secret,
+		"short secret":  "k1:" + secret[:31],
+		"kid twice":     "k1:" + secret + ",k1:" + secret + "y",
+		"bad kid":       "k 1:" + secret,
+		"long kid":      strings.Repeat("k", 33) + ":" + secret,
+		"trailing item": "k1:" + secret + ",",
+	} {
+		t.Run(name, func(t *testing.T) {
+			clearEnv(t)
+			t.Setenv("SPLATHOST_SESSION_KEYS", v)
+			_, err := Load()
+			require.ErrorContains(t, err, "SPLATHOST_SESSION_KEYS")
+			require.NotContains(t, err.Error(), secret[:31], "a secret is never echoed")
+		})
+	}
 }

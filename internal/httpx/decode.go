@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"sort"
 	"strconv"
 	"unicode/utf8"
@@ -278,4 +279,32 @@ func (f *Fields) Require(names ...string) {
 			f.Issuef("%s: required", name)
 		}
 	}
+}
+
+// HTTPURLProblem says what is wrong with s as an absolute http(s) URL (avatar URLs), or "".
+func HTTPURLProblem(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "must be an absolute http(s) URL"
+	}
+	return ""
+}
+
+// Object decodes a present, non-null field that must itself be a JSON object; its problems are
+// reported under name (name.field: ...). ok is false when absent, null or not an object.
+func (f *Fields) Object(name string, parse func(*Fields)) bool {
+	v, ok := f.raw[name]
+	if !ok || f.IsNull(name) {
+		return false
+	}
+	inner, err := DecodeObject(v, false)
+	if err != nil {
+		f.Issuef("%s: must be a JSON object", name)
+		return false
+	}
+	parse(inner)
+	for _, issue := range inner.issues {
+		f.Issuef("%s.%s", name, issue)
+	}
+	return len(inner.issues) == 0
 }

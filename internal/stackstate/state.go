@@ -32,6 +32,7 @@ type State struct {
 	S3AccessKey       string    `json:"s3AccessKey"`
 	S3SecretKey       string    `json:"s3SecretKey"`
 	InternalSecret    string    `json:"internalSecret"`
+	SessionKeys       string    `json:"sessionKeys"`
 	Services          string    `json:"services"`
 	LogDir            string    `json:"logDir"`
 	ReadyMillis       int64     `json:"readyMillis"`
@@ -59,5 +60,8 @@ func (s State) Config() config.Config {
 	cfg.S3SecretKey = s.S3SecretKey
 	cfg.AdminToken = s.AdminToken
 	cfg.InternalSecret = s.InternalSecret
+	if keys, err := config.ParseSessionKeys(s.SessionKeys); err == nil {
+		cfg.SessionKeys = keys
+	}
 	return cfg
 }

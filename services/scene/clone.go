@@ -75,7 +75,7 @@ func (s *Service) clone(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	id, err := sceneID(c)
+	id, err := SceneIDParam(c)
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func (s *Service) pollClone(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	id, err := sceneID(c)
+	id, err := SceneIDParam(c)
 	if err != nil {
 		return err
 	}

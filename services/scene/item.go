@@ -57,3 +57,9 @@ func itemOf(sc *ent.Scene, ownerEU, productSlug, callerEU string) splatItem {
 func detailOf(sc *ent.Scene, ownerEU, productSlug, callerEU string) splatDetail {
 	return splatDetail{splatItem: itemOf(sc, ownerEU, productSlug, callerEU), LevelData: sc.LevelData, LodFolderKey: sc.LodFolderKey}
 }
+
+// Detail renders a scene, loaded with its owner edge, as the single-scene fetch. The session
+// service serves embed reads with it, so an embed sees the same shape as the REST API.
+func Detail(sc *ent.Scene, productSlug, callerEU string) any {
+	return detailOf(sc, ownerEUOf(sc), productSlug, callerEU)
+}

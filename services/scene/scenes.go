@@ -42,8 +42,9 @@ func (s *Service) registerScenes(r fiber.Router) {
 // integration or another customer's — existence is never disclosed.
 func errSceneNotFound() error { return apperr.NotFound("splat not found") }
 
-// sceneID returns the path's scene id; anything but 24 hex characters names no scene (404).
-func sceneID(c *fiber.Ctx) (string, error) {
+// SceneIDParam returns the path's :id scene id, lower-cased; anything but 24 hex characters
+// names no scene (404). The embed API of the session service reads its ids with it too.
+func SceneIDParam(c *fiber.Ctx) (string, error) {
 	id := c.Params("id")
 	if !ids.Valid(id) {
 		return "", errSceneNotFound()
@@ -78,7 +79,7 @@ func (s *Service) getScene(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	id, err := sceneID(c)
+	id, err := SceneIDParam(c)
 	if err != nil {
 		return err
 	}
@@ -171,7 +172,7 @@ func (s *Service) patchScene(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	id, err := sceneID(c)
+	id, err := SceneIDParam(c)
 	if err != nil {
 		return err
 	}
@@ -332,7 +333,7 @@ func (s *Service) deleteScene(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	id, err := sceneID(c)
+	id, err := SceneIDParam(c)
 	if err != nil {
 		return err
 	}

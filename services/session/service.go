@@ -4,6 +4,7 @@ package session
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -15,12 +16,20 @@ var Prefixes = []string{"/api/editor", "/api/embed", "/embed"}
 
 // Service handles the session service's routes.
 type Service struct {
-	db  *db.DB
-	log *slog.Logger
+	db   *db.DB
+	log  *slog.Logger
+	keys *Keys
+	now  func() time.Time
 }
 
-// New returns the session service.
-func New(d *db.DB, log *slog.Logger) *Service { return &Service{db: d, log: log} }
+// New returns the session service; keys signs the session tokens it mints.
+func New(d *db.DB, log *slog.Logger, keys *Keys) *Service {
+	return &Service{db: d, log: log, keys: keys, now: time.Now}
+}
 
-// Register mounts the service's routes; minting and the embeds arrive with the sessions work.
-func (s *Service) Register(r fiber.Router) {}
+// Register mounts the service's routes. The router must already establish the caller (the
+// gateway in-process, or httpx.TrustSignedCaller in a service binary).
+func (s *Service) Register(r fiber.Router) {
+	r.Post("/api/editor/embed-sessions", s.mint)
+	r.Get("/api/embed/splats/:id", s.getScene)
+}

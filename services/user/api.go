@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"net/url"
 	"sort"
 	"time"
 
@@ -68,13 +67,7 @@ func parseCustomerPatch(body []byte) (*customerPatch, error) {
 		p.billingState = &v
 	}
 	p.displayName = optionalString(f, "displayName", 1, 120, nil)
-	p.avatarURL = optionalString(f, "avatarUrl", 1, 2048, func(s string) string {
-		u, err := url.Parse(s)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return "must be an absolute http(s) URL"
-		}
-		return ""
-	})
+	p.avatarURL = optionalString(f, "avatarUrl", 1, 2048, httpx.HTTPURLProblem)
 	p.emailHash = optionalString(f, "emailHash", 8, 128, func(s string) string {
 		for _, r := range s {
 			if r < 0x21 || r == 0x7f {

@@ -19,6 +19,8 @@ type Secrets struct {
 	AdminToken string `json:"adminToken"`
 	// InternalSecret signs the caller identity the gateway forwards to the services.
 	InternalSecret string `json:"internalSecret"`
+	// SessionKeys signs embed session tokens (SPLATHOST_SESSION_KEYS: "kid:secret").
+	SessionKeys string `json:"sessionKeys"`
 	// S3AccessKey and S3SecretKey are versitygw's root credentials.
 	S3AccessKey string `json:"s3AccessKey"`
 	S3SecretKey string `json:"s3SecretKey"`
@@ -53,6 +55,10 @@ func loadSecrets(path string) (Secrets, error) {
 	if err := errors.Join(
 		fill(&s.AdminToken, func() (string, error) { return randomHex(32) }),
 		fill(&s.InternalSecret, func() (string, error) { return randomHex(32) }),
+		fill(&s.SessionKeys, func() (string, error) {
+			h, err := randomHex(32)
+			return "dev1:" + h, err
+		}),
 		fill(&s.S3AccessKey, func() (string, error) {
 			h, err := randomHex(10)
 			return "SPLAT" + strings.ToUpper(h), err

@@ -125,6 +125,7 @@ func serviceEnv(cfg config.Config) []string {
 		{"SPLATHOST_S3_BUCKET", cfg.S3Bucket},
 		{"SPLATHOST_ADMIN_TOKEN", cfg.AdminToken},
 		{"SPLATHOST_INTERNAL_SECRET", cfg.InternalSecret},
+		{"SPLATHOST_SESSION_KEYS", config.FormatSessionKeys(cfg.SessionKeys)},
 		{"SPLATHOST_GATEWAY_ADDR", cfg.GatewayAddr},
 		{"SPLATHOST_USER_ADDR", cfg.UserAddr},
 		{"SPLATHOST_SCENE_ADDR", cfg.SceneAddr},

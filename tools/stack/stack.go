@@ -245,6 +245,9 @@ func (s *Stack) productConfig() (config.Config, error) {
 	cfg.S3Bucket = s.opts.Bucket
 	cfg.AdminToken = s.secrets.AdminToken
 	cfg.InternalSecret = s.secrets.InternalSecret
+	if cfg.SessionKeys, err = config.ParseSessionKeys(s.secrets.SessionKeys); err != nil {
+		return config.Config{}, fmt.Errorf("secrets: sessionKeys: %w", err)
+	}
 	cfg.GatewayAddr = hostPort(p.Gateway)
 	cfg.UserAddr = hostPort(p.User)
 	cfg.SceneAddr = hostPort(p.Scene)
@@ -297,6 +300,7 @@ func (s *Stack) buildState() State {
 		S3AccessKey:       s.secrets.S3AccessKey,
 		S3SecretKey:       s.secrets.S3SecretKey,
 		InternalSecret:    s.secrets.InternalSecret,
+		SessionKeys:       s.secrets.SessionKeys,
 		Services:          s.opts.Services,
 		LogDir:            s.logDir,
 		ReadyMillis:       time.Since(s.started).Milliseconds(),

@@ -1,0 +1,73 @@
+package session
+
+import (
+	"context"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/externaluser"
+	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/httpx"
+	sceneapi "github.com/splathost/splathost/services/scene"
+)
+
+// errNotFound is every "no such scene for this session": absent, archived, in another
+// integration, private to someone else, or not the scene a viewer session is pinned to.
+func errNotFound() error { return apperr.NotFound("splat not found") }
+
+// mayOpen reports whether the session may see scene id at all before any lookup: a viewer
+// session minted with a splatId loads only that scene (contract item 5).
+func (ss *session) mayOpen(id string) bool {
+	return !ss.viewerOnly || ss.splatID == "" || ss.splatID == id
+}
+
+// sees is the embed visibility rule: a live scene of the session's integration that is public
+// and embeddable, or (for a session scoped to a customer) that customer's own.
+func (ss *session) sees(sc *ent.Scene) bool {
+	if sc.IntegrationID != ss.integrationID || sc.ArchivedAt != nil {
+		return false
+	}
+	if sc.Visibility == scene.VisibilityPublic && sc.AllowEmbed {
+		return true
+	}
+	return ss.scoped && sc.OwnerID == ss.sub
+}
+
+// getScene answers GET /api/embed/splats/{id} (session bearer): the scene as the single-scene
+// fetch, when the session may see it; 404 otherwise, which discloses nothing.
+func (s *Service) getScene(c *fiber.Ctx) error {
+	ss, err := sessionCaller(httpx.CallerOf(c))
+	if err != nil {
+		return err
+	}
+	id, err := sceneapi.SceneIDParam(c)
+	if err != nil {
+		return err
+	}
+	if !ss.mayOpen(id) {
+		return errNotFound()
+	}
+	sc, err := s.loadScene(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	if sc == nil || !ss.sees(sc) {
+		return errNotFound()
+	}
+	return c.JSON(fiber.Map{"status": "success", "splat": sceneapi.Detail(sc, ss.productSlug, ss.eu)})
+}
+
+// loadScene reads a scene with its owner's external user id; nil when there is none.
+func (s *Service) loadScene(ctx context.Context, id string) (*ent.Scene, error) {
+	sc, err := s.db.Ent.Scene.Query().Where(scene.ID(id)).
+		WithOwner(func(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldExternalUserID) }).Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, apperr.Internal(err)
+	}
+	return sc, nil
+}

@@ -1,0 +1,191 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/config"
+	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/services/user"
+)
+
+// TokenType is the typ claim of every embed session token (spec, Versioning).
+const TokenType = "service_embed_session"
+
+// Lifetime is the session token lifetime (spec, Limits: 900 seconds).
+const Lifetime = 900 * time.Second
+
+// Session types, which are also the capabilities a token carries.
+const (
+	TypeViewer = "viewer"
+	TypeEditor = "editor"
+)
+
+// Claims are the session token's claims: the spec's table (typ, sub, identityUserId,
+// integrationId, publicKey, capabilities, iat, exp), the splatId of contract item 5, the
+// customer scope and the optional end-user profile.
+type Claims struct {
+	Typ string `json:"typ"`
+	// RegisteredClaims carries iat, exp and sub. sub is the owner the session acts for: the
+	// customer's record id when the session is scoped to a customer (EU), else the
+	// integration's account (the spec's "the embed authenticates as the integration owner").
+	jwt.RegisteredClaims
+	// IdentityUserID is who is in the room: the EU when scoped, else an anonymous id minted
+	// with the session.
+	IdentityUserID string   `json:"identityUserId"`
+	IntegrationID  string   `json:"integrationId"`
+	PublicKey      string   `json:"publicKey"`
+	Capabilities   []string `json:"capabilities"`
+	// SplatID is the scene the session opens (contract item 5); a viewer may load only it.
+	SplatID string `json:"splatId,omitempty"`
+	// ExternalUserID is the customer (EU) the session is scoped to; empty for guests.
+	ExternalUserID string `json:"externalUserId,omitempty"`
+	// Name and AvatarURL are the optional end-user profile (display identity only).
+	Name      string  `json:"name,omitempty"`
+	AvatarURL *string `json:"avatarUrl,omitempty"`
+}
+
+// Keys signs and verifies session tokens. The first configured key signs; every key verifies,
+// looked up by the token's kid header, so rotating a key never breaks a live session.
+type Keys struct {
+	signer config.SessionKey
+	byID   map[string][]byte
+	parser *jwt.Parser
+}
+
+// NewKeys returns the token keys of the configuration; at least one key is required.
+func NewKeys(keys []config.SessionKey) (*Keys, error) {
+	if len(keys) == 0 {
+		return nil, errors.New("session: no session keys configured (SPLATHOST_SESSION_KEYS)")
+	}
+	k := &Keys{signer: keys[0], byID: make(map[string][]byte, len(keys))}
+	for _, key := range keys {
+		k.byID[key.ID] = key.Secret
+	}
+	// Only HS256 is ever accepted: "none", the other HMAC sizes and every asymmetric algorithm
+	// (the classic public-key-as-HMAC-secret confusion) fail before any key is used.
+	k.parser = jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithExpirationRequired(), jwt.WithIssuedAt())
+	return k, nil
+}
+
+// Sign returns the signed token of claims, with the current key's id in the kid header.
+func (k *Keys) Sign(claims *Claims) (string, error) {
+	t := jwt.NewWithClaims(jwt.SigningMethodHS256, claims)
+	t.Header["kid"] = k.signer.ID
+	return t.SignedString(k.signer.Secret)
+}
+
+// errBadToken is every verification failure: the client learns only that the token is not
+// valid, never which check failed.
+var errBadToken = apperr.Unauthorized("invalid or expired session token")
+
+// Parse verifies a token's signature, algorithm, key id, expiry and type and returns its
+// claims. It does not look at the integration (see Verifier).
+func (k *Keys) Parse(token string) (*Claims, error) {
+	var claims Claims
+	_, err := k.parser.ParseWithClaims(token, &claims, func(t *jwt.Token) (any, error) {
+		kid, _ := t.Header["kid"].(string)
+		secret, ok := k.byID[kid]
+		if !ok {
+			return nil, errors.New("unknown kid")
+		}
+		return secret, nil
+	})
+	if err != nil {
+		return nil, errBadToken
+	}
+	if claims.Typ != TokenType || claims.IntegrationID == "" || claims.PublicKey == "" || claims.IssuedAt == nil ||
+		len(claims.Capabilities) == 0 {
+		return nil, errBadToken
+	}
+	for _, c := range claims.Capabilities {
+		if c != TypeViewer && c != TypeEditor {
+			return nil, errBadToken
+		}
+	}
+	return &claims, nil
+}
+
+// IntegrationLookup finds the integration of a public key; *user.Integrations (the gateway's
+// in-memory credential cache) implements it.
+type IntegrationLookup interface {
+	ByPublicKey(ctx context.Context, publicKey string) (*user.Integration, error)
+}
+
+// Verifier implements gateway.SessionVerifier: a session bearer becomes a caller of the
+// session scheme.
+type Verifier struct {
+	keys         *Keys
+	integrations IntegrationLookup
+}
+
+// NewVerifier returns the session verifier over the token keys and the integrations.
+func NewVerifier(keys *Keys, integrations IntegrationLookup) *Verifier {
+	return &Verifier{keys: keys, integrations: integrations}
+}
+
+// VerifySession checks a session token and that its integration is still the one holding its
+// public key: a token naming another integration's key is forged (401) and a revoked
+// integration's sessions end at once (410), as its keys do. It costs no database round trip
+// while the integration cache is live.
+func (v *Verifier) VerifySession(ctx context.Context, token string) (*httpx.Caller, error) {
+	claims, err := v.keys.Parse(token)
+	if err != nil {
+		return nil, err
+	}
+	in, err := v.integrations.ByPublicKey(ctx, claims.PublicKey)
+	if err != nil {
+		return nil, apperr.Internal(err)
+	}
+	if in == nil || in.ID != claims.IntegrationID {
+		return nil, errBadToken
+	}
+	if in.Revoked {
+		return nil, apperr.Gone("integration revoked")
+	}
+	caller := &httpx.Caller{
+		Scheme: httpx.SchemeSession, IntegrationID: in.ID, AccountID: in.AccountID, ProductSlug: in.ProductSlug,
+		PublicKey: in.PublicKey, Capabilities: slices.Clone(claims.Capabilities),
+		ExternalUserID: claims.ExternalUserID, HasExternalUser: claims.ExternalUserID != "",
+		Session: map[string]any{claimSub: claims.Subject, claimSplatID: claims.SplatID},
+	}
+	return caller, nil
+}
+
+// Keys of httpx.Caller.Session: the claims the embed API needs after verification.
+const (
+	claimSub     = "sub"
+	claimSplatID = "splatId"
+)
+
+// session is what a handler needs of a verified session.
+type session struct {
+	integrationID string
+	productSlug   string
+	// sub is the owner the session acts for; scoped says it is a customer (EU) record id.
+	sub    string
+	scoped bool
+	eu     string
+	// splatID pins a viewer session to one scene; viewerOnly says the pin applies.
+	splatID    string
+	viewerOnly bool
+}
+
+// sessionCaller returns the request's session, or a 401 for any other scheme.
+func sessionCaller(caller *httpx.Caller) (*session, error) {
+	if caller == nil || caller.Scheme != httpx.SchemeSession {
+		return nil, apperr.Unauthorized("missing or invalid session token")
+	}
+	s := &session{integrationID: caller.IntegrationID, productSlug: caller.ProductSlug,
+		scoped: caller.HasExternalUser, eu: caller.ExternalUserID,
+		viewerOnly: !slices.Contains(caller.Capabilities, TypeEditor)}
+	s.sub, _ = caller.Session[claimSub].(string)
+	s.splatID, _ = caller.Session[claimSplatID].(string)
+	return s, nil
+}

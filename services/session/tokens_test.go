@@ -1,0 +1,164 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/config"
+	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/services/user"
+)
+
+var (
+	currentKey  = config.SessionKey{ID: "k2", Secret: []byte(strings.Repeat("c", 32))}
+	previousKey = config.SessionKey{ID: "k1", Secret: []byte(strings.Repeat("p", 32))}
+)
+
+// fakeIntegrations is the integration cache as the verifier sees it.
+type fakeIntegrations map[string]*user.Integration
+
+func (f fakeIntegrations) ByPublicKey(_ context.Context, pk string) (*user.Integration, error) {
+	return f[pk], nil
+}
+
+func testKeys(t *testing.T) *Keys {
+	t.Helper()
+	k, err := NewKeys([]config.SessionKey{currentKey, previousKey})
+	require.NoError(t, err)
+	return k
+}
+
+func validClaims(now time.Time) *Claims {
+	return &Claims{
+		Typ: TokenType,
+		RegisteredClaims: jwt.RegisteredClaims{Subject: "acc", IssuedAt: jwt.NewNumericDate(now),
+			ExpiresAt: jwt.NewNumericDate(now.Add(Lifetime))},
+		IdentityUserID: "guest_1", IntegrationID: "int-a", PublicKey: "mpk_a", Capabilities: []string{TypeViewer},
+	}
+}
+
+// signWith signs claims with any method, key and kid, as an attacker would.
+func signWith(t *testing.T, m jwt.SigningMethod, key any, kid string, claims jwt.Claims) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(m, claims)
+	if kid != "" {
+		tok.Header["kid"] = kid
+	}
+	s, err := tok.SignedString(key)
+	require.NoError(t, err)
+	return s
+}
+
+// rawToken assembles header.payload.signature by hand (for alg none and malformed headers).
+func rawToken(t *testing.T, header, payload any, sig string) string {
+	t.Helper()
+	h, err := json.Marshal(header)
+	require.NoError(t, err)
+	p, err := json.Marshal(payload)
+	require.NoError(t, err)
+	return base64.RawURLEncoding.EncodeToString(h) + "." + base64.RawURLEncoding.EncodeToString(p) + "." + sig
+}
+
+func TestVerifySessionAcceptsCurrentAndPreviousKeys(t *testing.T) {
+	k := testKeys(t)
+	v := NewVerifier(k, fakeIntegrations{"mpk_a": {ID: "int-a", AccountID: "acc", ProductSlug: "shop", PublicKey: "mpk_a"}})
+	c := validClaims(time.Now())
+	c.SplatID, c.ExternalUserID, c.Subject = "aaaaaaaaaaaaaaaaaaaaaaaa", "cust-1", "rec-1"
+	tok, err := k.Sign(c)
+	require.NoError(t, err)
+	caller, err := v.VerifySession(context.Background(), tok)
+	require.NoError(t, err)
+	require.Equal(t, &httpx.Caller{Scheme: httpx.SchemeSession, IntegrationID: "int-a", AccountID: "acc", ProductSlug: "shop",
+		PublicKey: "mpk_a", Capabilities: []string{TypeViewer}, ExternalUserID: "cust-1", HasExternalUser: true,
+		Session: map[string]any{"sub": "rec-1", "splatId": "aaaaaaaaaaaaaaaaaaaaaaaa"}}, caller)
+
+	// A token signed with the previous key (before a rotation) still verifies.
+	old := signWith(t, jwt.SigningMethodHS256, previousKey.Secret, previousKey.ID, validClaims(time.Now()))
+	_, err = v.VerifySession(context.Background(), old)
+	require.NoError(t, err)
+
+	// The kid header names the key that signed.
+	parsed, _, err := jwt.NewParser().ParseUnverified(tok, &Claims{})
+	require.NoError(t, err)
+	require.Equal(t, currentKey.ID, parsed.Header["kid"])
+}
+
+func TestVerifySessionRejectsEveryAttack(t *testing.T) {
+	k := testKeys(t)
+	ints := fakeIntegrations{
+		"mpk_a":       {ID: "int-a", PublicKey: "mpk_a"},
+		"mpk_b":       {ID: "int-b", PublicKey: "mpk_b"},
+		"mpk_revoked": {ID: "int-r", PublicKey: "mpk_revoked", Revoked: true},
+	}
+	v := NewVerifier(k, ints)
+	now := time.Now()
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	with := func(edit func(c *Claims)) *Claims {
+		c := validClaims(now)
+		edit(c)
+		return c
+	}
+	hs := func(c jwt.Claims) string {
+		return signWith(t, jwt.SigningMethodHS256, currentKey.Secret, currentKey.ID, c)
+	}
+	valid := hs(validClaims(now))
+	parts := strings.Split(valid, ".")
+
+	cases := []struct {
+		name   string
+		token  string
+		status int
+	}{
+		{"alg none", rawToken(t, map[string]any{"alg": "none", "typ": "JWT", "kid": currentKey.ID}, validClaims(now), ""), 401},
+		{"alg none, signature kept", rawToken(t, map[string]any{"alg": "none", "kid": currentKey.ID}, validClaims(now), parts[2]), 401},
+		{"HS384 with the right key", signWith(t, jwt.SigningMethodHS384, currentKey.Secret, currentKey.ID, validClaims(now)), 401},
+		{"HS512 with the right key", signWith(t, jwt.SigningMethodHS512, currentKey.Secret, currentKey.ID, validClaims(now)), 401},
+		{"RS256", signWith(t, jwt.SigningMethodRS256, rsaKey, currentKey.ID, validClaims(now)), 401},
+		{"wrong key, known kid", signWith(t, jwt.SigningMethodHS256, []byte(strings.Repeat("w", 32)), currentKey.ID, validClaims(now)), 401},
+		{"previous key under the current kid", signWith(t, jwt.SigningMethodHS256, previousKey.Secret, currentKey.ID, validClaims(now)), 401},
+		{"unknown kid", signWith(t, jwt.SigningMethodHS256, currentKey.Secret, "k9", validClaims(now)), 401},
+		{"no kid", signWith(t, jwt.SigningMethodHS256, currentKey.Secret, "", validClaims(now)), 401},
+		{"expired", hs(with(func(c *Claims) {
+			c.IssuedAt, c.ExpiresAt = jwt.NewNumericDate(now.Add(-20*time.Minute)), jwt.NewNumericDate(now.Add(-5*time.Minute))
+		})), 401},
+		{"no exp", hs(with(func(c *Claims) { c.ExpiresAt = nil })), 401},
+		{"no iat", hs(with(func(c *Claims) { c.IssuedAt = nil })), 401},
+		{"issued in the future", hs(with(func(c *Claims) { c.IssuedAt = jwt.NewNumericDate(now.Add(10 * time.Minute)) })), 401},
+		{"other typ", hs(with(func(c *Claims) { c.Typ = "service_api" })), 401},
+		{"no typ", hs(with(func(c *Claims) { c.Typ = "" })), 401},
+		{"unknown capability", hs(with(func(c *Claims) { c.Capabilities = []string{"admin"} })), 401},
+		{"no capabilities", hs(with(func(c *Claims) { c.Capabilities = nil })), 401},
+		{"integration of another public key", hs(with(func(c *Claims) { c.PublicKey = "mpk_b" })), 401},
+		{"unknown public key", hs(with(func(c *Claims) { c.PublicKey = "mpk_zzz" })), 401},
+		{"no integration", hs(with(func(c *Claims) { c.IntegrationID = "" })), 401},
+		{"revoked integration", hs(with(func(c *Claims) { c.PublicKey, c.IntegrationID = "mpk_revoked", "int-r" })), 410},
+		{"tampered payload", parts[0] + "." + base64.RawURLEncoding.EncodeToString([]byte(`{"typ":"service_embed_session","integrationId":"int-b","publicKey":"mpk_b","capabilities":["editor"],"iat":1,"exp":9999999999}`)) + "." + parts[2], 401},
+		{"signature stripped", parts[0] + "." + parts[1] + ".", 401},
+		{"garbage", "not-a-jwt", 401},
+		{"secret key as token", "msk_abc", 401},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			caller, err := v.VerifySession(context.Background(), tc.token)
+			require.Nil(t, caller)
+			require.Error(t, err)
+			require.Equal(t, tc.status, apperr.From(err).Status, err.Error())
+		})
+	}
+}
+
+func TestNewKeysNeedsAKey(t *testing.T) {
+	_, err := NewKeys(nil)
+	require.Error(t, err)
+}
