@@ -159,17 +159,23 @@ func TestCopyCloneObjectsResumesWithoutRecopying(t *testing.T) {
 	require.ElementsMatch(t, want, b.Keys(in.Prefix))
 }
 
+// runCopy runs one CopyCloneObjects attempt against b.
+func runCopy(b *activitiestest.Bucket, in CopyCloneInput) error {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	a := &Activities{Objects: b, Bucket: "bucket"}
+	env.RegisterActivity(a)
+	_, err := env.ExecuteActivity(a.CopyCloneObjects, in)
+	return err
+}
+
 // TestCopyCloneObjectsSourceMissing: a source object that vanished fails the job with 409
 // SOURCE_FILES_MISSING, not with a retry.
 func TestCopyCloneObjectsSourceMissing(t *testing.T) {
 	b := &activitiestest.Bucket{}
 	in, _ := folderPlan(b, 3)
 	in.Plan.Objects[0].Src = "i/" + cloneInt + "/u/o/splat-images/t2/gone.jpg"
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestActivityEnvironment()
-	a := &Activities{Objects: b, Bucket: "bucket"}
-	env.RegisterActivity(a)
-	_, err := env.ExecuteActivity(a.CopyCloneObjects, in)
+	err := runCopy(b, in)
 	e := ClientErrorOf(err)
 	require.NotNil(t, e, "%v", err)
 	require.Equal(t, 409, e.Status)
@@ -180,11 +186,7 @@ func TestCopyCloneObjectsRefusesForeignDestinations(t *testing.T) {
 	b := &activitiestest.Bucket{}
 	in, _ := folderPlan(b, 1)
 	in.Plan.Objects[0].Dst = "i/" + cloneInt + "/u/someone-else/x"
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestActivityEnvironment()
-	a := &Activities{Objects: b, Bucket: "bucket"}
-	env.RegisterActivity(a)
-	_, err := env.ExecuteActivity(a.CopyCloneObjects, in)
+	err := runCopy(b, in)
 	require.ErrorContains(t, err, "outside the job's folder")
 	require.Empty(t, b.Copies())
 }
