@@ -150,7 +150,10 @@ func TestCloneOfADeletedCustomerRollsBack(t *testing.T) {
 	require.False(t, st.Running)
 	e := activities.ClientErrorOf(st.Err)
 	require.NotNil(t, e, "%v", st.Err)
-	require.Equal(t, 404, e.Status)
+	// Where the deletion lands decides the answer: before the reservation, the reservation
+	// refuses a deleted customer (401, as for any inactive one); after it, the job finds its
+	// reservation gone when it finalizes (404). Either way it rolled back.
+	require.Contains(t, []int{401, 404}, e.Status, "%v", st.Err)
 
 	used, slots := accountOf(t, a)
 	require.Zero(t, used, "the account is released of the scene and the reservation, once")
