@@ -32,7 +32,9 @@ type Activities struct {
 	Ent     *ent.Client
 	Objects ObjectAPI
 	Bucket  string
-	Log     *slog.Logger
+	// Views is the ClickHouse view store (analytics.Views).
+	Views ViewStore
+	Log   *slog.Logger
 }
 
 // Register adds every activity to w and reports how many it registered.

@@ -151,7 +151,7 @@ func TestDeleteCustomerCascadesAndPurgesAssets(t *testing.T) {
 	require.Equal(t, "PurgeCustomerAssets", d.GetWorkflowExecutionInfo().GetType().GetName())
 	require.Equal(t, a.IntegrationID, searchAttribute(t, d, "integrationId"))
 	require.Equal(t, "leaver", searchAttribute(t, d, "externalUserId"))
-	recordHistory(t, wid)
+	recordHistory(t, wid, "purge_customer_assets.json")
 
 	// Nobody else lost anything.
 	require.Equal(t, 200, do(t, "GET", "/api/v1/splats/"+stayer["id"].(string), a.keys("stayer"), nil).Status)
@@ -272,10 +272,10 @@ func TestPurgeRedriveStartsForgottenPurges(t *testing.T) {
 	require.Equal(t, 3, deleted)
 }
 
-// recordHistory writes the purge's history to workflows/testdata for the replay test when
-// SPLATHOST_RECORD_HISTORY is set: run this test once after a change to PurgeCustomerAssets
+// recordHistory writes a workflow's history to workflows/testdata/file for its replay test when
+// SPLATHOST_RECORD_HISTORY is set: run the recording test once after a change to the workflow
 // (behind workflow.GetVersion) to add a history of the new version.
-func recordHistory(t *testing.T, workflowID string) {
+func recordHistory(t *testing.T, workflowID, file string) {
 	t.Helper()
 	if os.Getenv("SPLATHOST_RECORD_HISTORY") == "" {
 		return
@@ -291,7 +291,7 @@ func recordHistory(t *testing.T, workflowID string) {
 	require.NoError(t, err)
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
-	path := filepath.Join(root, "workflows", "testdata", "purge_customer_assets.json")
+	path := filepath.Join(root, "workflows", "testdata", file)
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(t, os.WriteFile(path, append(b, '\n'), 0o644))
 	t.Logf("history written to %s", path)

@@ -5,19 +5,16 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/internal/ids"
@@ -140,30 +137,7 @@ func TestRetentionTimerFiresAndAnswersItsPhase(t *testing.T) {
 	require.NoError(t, env.Process.Temporal.GetWorkflow(ctx, wid, "").Get(ctx, &res))
 	require.True(t, res.Removed)
 	require.False(t, sceneRowExists(t, id))
-	recordRetentionHistory(t, wid)
-}
-
-// recordRetentionHistory writes a retention history to workflows/testdata for the replay test
-// when SPLATHOST_RECORD_HISTORY is set.
-func recordRetentionHistory(t *testing.T, workflowID string) {
-	t.Helper()
-	if os.Getenv("SPLATHOST_RECORD_HISTORY") == "" {
-		return
-	}
-	iter := env.Process.Temporal.GetWorkflowHistory(context.Background(), workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var h historypb.History
-	for iter.HasNext() {
-		e, err := iter.Next()
-		require.NoError(t, err)
-		h.Events = append(h.Events, e)
-	}
-	b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&h)
-	require.NoError(t, err)
-	root, err := testenv.RepoRoot()
-	require.NoError(t, err)
-	path := filepath.Join(root, "workflows", "testdata", "scene_retention.json")
-	require.NoError(t, os.WriteFile(path, append(b, '\n'), 0o644))
-	t.Logf("history written to %s", path)
+	recordHistory(t, wid, "scene_retention.json")
 }
 
 // TestRetentionTimerSurvivesStackRestart: a retention timer started on a stack is still there,

@@ -14,5 +14,7 @@ func Register(w worker.Registry) int {
 	w.RegisterWorkflow(SweepOrphanUploads)
 	w.RegisterWorkflowWithOptions(SceneRetention, workflow.RegisterOptions{Name: SceneRetentionWorkflow})
 	w.RegisterWorkflow(RedriveRetention)
-	return 5
+	w.RegisterWorkflow(DeleteSceneViews)
+	w.RegisterWorkflow(DropExpiredViews)
+	return 7
 }

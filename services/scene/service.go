@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/splathost/splathost/analytics"
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/objectstore"
 )
@@ -25,6 +26,10 @@ type Service struct {
 	now       func() time.Time
 	// cache holds scene rows and list pages; see cache.go.
 	cache *sceneCache
+	// views ranks trending (ClickHouse); viewRecords deletes a deleted scene's view records.
+	// Both are wired by the binary (UseViews, UseViewRecords).
+	views       *analytics.Views
+	viewRecords ViewRecords
 }
 
 // New returns the scene service. assetBase is config.Config.AssetBase().

@@ -31,6 +31,31 @@ type LoadOptions struct {
 	MaxRequests int64
 	// Timeout bounds each request.
 	Timeout time.Duration
+	// Request is the method, body and success status; the zero value is a GET answered 200.
+	Request Request
+}
+
+// Request is what each load request sends and which status counts as a success.
+type Request struct {
+	// Method is GET when empty; Body, when set, is sent as application/json.
+	Method string
+	Body   []byte
+	// Status is the success status; 200 when zero.
+	Status int
+}
+
+func (r Request) method() string {
+	if r.Method == "" {
+		return fasthttp.MethodGet
+	}
+	return r.Method
+}
+
+func (r Request) status() int {
+	if r.Status == 0 {
+		return fasthttp.StatusOK
+	}
+	return r.Status
 }
 
 // LoadResult is what one load run measured. Only responses completed inside the measured window
@@ -92,7 +117,7 @@ type workerResult struct {
 	capped             bool
 }
 
-// RunLoad drives GET requests at o.URL from o.Concurrency workers for o.Warmup + o.Duration
+// RunLoad drives o.Request (GET by default) at o.URL from o.Concurrency workers for o.Warmup + o.Duration
 // and reports the measured window. It returns an error only when the run cannot happen at all;
 // failed requests are counted in the result.
 func RunLoad(ctx context.Context, o LoadOptions) (LoadResult, error) {
@@ -176,7 +201,12 @@ func worker(ctx context.Context, hc *fasthttp.HostClient, o LoadOptions, from, t
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	req.SetRequestURI(o.URL)
-	req.Header.SetMethod(fasthttp.MethodGet)
+	req.Header.SetMethod(o.Request.method())
+	if o.Request.Body != nil {
+		req.Header.SetContentType("application/json")
+		req.SetBody(o.Request.Body)
+	}
+	want := o.Request.status()
 	for k, v := range o.Headers {
 		req.Header.Set(k, v)
 	}
@@ -208,7 +238,7 @@ func worker(ctx context.Context, hc *fasthttp.HostClient, o LoadOptions, from, t
 				w.firstErr = err
 			}
 			time.Sleep(5 * time.Millisecond)
-		case resp.StatusCode() == fasthttp.StatusOK:
+		case resp.StatusCode() == want:
 			w.ok++
 			w.latencies = append(w.latencies, now.Sub(t0))
 		default:

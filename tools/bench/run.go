@@ -94,13 +94,14 @@ func Run(ctx context.Context, o Options) Report {
 	tputSplit := Row{Name: "GET /api/v1/external-user, split", Unit: "req/s", Goal: GoalSplit}
 	sceneAll := Row{Name: "GET /api/v1/splats/{id}, allinone", Unit: "req/s", Goal: GoalAllInOne}
 	sceneSplit := Row{Name: "GET /api/v1/splats/{id}, split", Unit: "req/s", Goal: GoalSplit}
+	mintAll := Row{Name: "P2 POST /api/editor/embed-sessions (viewer), allinone", Unit: "req/s", Goal: GoalAllInOne}
 	lodAll := Row{Name: fmt.Sprintf("POST /api/v1/uploads/lod-folder, %d files, allinone", lodFiles), Unit: "ms", Goal: GoalLODUpload}
 	commitsAll := Row{Name: fmt.Sprintf("POST /api/v1/splats, %d concurrent, room for %d, allinone", commitTries, commitRoom), Unit: "commits/s"}
 	overshootAll := Row{Name: "quota overshoot after the concurrent commits, allinone", Unit: "B", Goal: GoalOvershoot}
 	nArchive := o.archiveScenes()
 	archiveWall := Row{Name: fmt.Sprintf("PUT /api/v1/external-user suspended, archives %d scenes, allinone", nArchive), Unit: "ms"}
 	archiveRate := Row{Name: fmt.Sprintf("scenes archived per second by that PUT (%d), allinone", nArchive), Unit: "scenes/s"}
-	measured := []*Row{&tputAll, &tputSplit, &sceneAll, &sceneSplit, &lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate}
+	measured := []*Row{&tputAll, &tputSplit, &sceneAll, &sceneSplit, &mintAll, &lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate}
 	readyCold := Row{Name: "stack ready, cold data dir (split)", Unit: "ms"}
 	readyWarm := Row{Name: "stack ready, warm restart (split)", Unit: "ms"}
 	readyAll := Row{Name: "stack ready, warm restart (allinone)", Unit: "ms"}
@@ -141,20 +142,21 @@ func Run(ctx context.Context, o Options) Report {
 			r.withTenant(st, "allinone", func(t Tenant) {
 				r.throughput(ctx, st, "allinone", t, &tputAll)
 				r.sceneRead(ctx, st, "allinone", t, &sceneAll)
+				r.mintSessions(ctx, st, "allinone", t, &mintAll)
 				r.lodUpload(ctx, st, t, &lodAll)
 				r.commitRace(ctx, st, "allinone", t, &commitsAll, &overshootAll)
 				r.archiveSuspend(ctx, st, "allinone", t, &archiveWall, &archiveRate)
-			}, &tputAll, &sceneAll, &lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate)
+			}, &tputAll, &sceneAll, &mintAll, &lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate)
 		}) {
 			memAll = []Row{{Name: "idle RSS (allinone)", Unit: "MiB", Goal: GoalStackRSS, Err: readyAll.Err}}
-			for _, row := range []*Row{&tputAll, &sceneAll, &lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate} {
+			for _, row := range []*Row{&tputAll, &sceneAll, &mintAll, &lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate} {
 				row.Err = readyAll.Err
 			}
 		}
 		r.cleanup()
 	}
 
-	rep.Rows = append(rep.Rows, tputAll, tputSplit, sceneAll, sceneSplit, lodAll, commitsAll, overshootAll,
+	rep.Rows = append(rep.Rows, tputAll, tputSplit, sceneAll, sceneSplit, mintAll, lodAll, commitsAll, overshootAll,
 		archiveWall, archiveRate, readyCold, readyWarm, readyAll)
 	rep.Rows = append(rep.Rows, memSplit...)
 	rep.Rows = append(rep.Rows, memAll...)
@@ -258,20 +260,20 @@ func (r *runner) withTenant(st *testenv.Stack, mode string, measure func(Tenant)
 // throughput measures the bare server and then the gateway, both fed the same customer read by
 // the same load generator against the same Postgres.
 func (r *runner) throughput(ctx context.Context, st *testenv.Stack, mode string, t Tenant, row *Row) {
-	r.compare(ctx, st, mode, t, row, "/api/v1/external-user", BarePath, t.CheckRead)
+	r.compare(ctx, st, mode, t, row, "/api/v1/external-user", BarePath, t.CheckRead, Request{})
 }
 
 // compare measures the bare server's barePath and then the gateway's path, both fed the
 // tenant's headers by the same load generator against the same Postgres; check verifies each
 // answers the real read (not some cheaper error) before it is loaded.
 func (r *runner) compare(ctx context.Context, st *testenv.Stack, mode string, t Tenant, row *Row, path, barePath string,
-	check func(name, base, path string, extra map[string]string) error) {
+	check func(name, base, path string, extra map[string]string) error, req Request) {
 	log := r.o.Log.With("services", mode)
 	if err := check("gateway read", st.State.GatewayURL, path, nil); err != nil {
 		row.Err = err
 		return
 	}
-	bareRes, err := r.bare(ctx, st, mode, t, barePath, check)
+	bareRes, err := r.bare(ctx, st, mode, t, barePath, check, req)
 	if err != nil {
 		row.Err = err
 		return
@@ -281,7 +283,7 @@ func (r *runner) compare(ctx context.Context, st *testenv.Stack, mode string, t 
 		return
 	}
 	log.Info("loading gateway", "url", st.State.GatewayURL+path)
-	prodRes, err := RunLoad(ctx, r.loadOptions(st.State.GatewayURL+path, t.Headers()))
+	prodRes, err := RunLoad(ctx, r.loadOptions(st.State.GatewayURL+path, t.Headers(), req))
 	if err != nil {
 		row.Err = fmt.Errorf("gateway load: %w", err)
 		return
@@ -306,7 +308,7 @@ func (r *runner) compare(ctx context.Context, st *testenv.Stack, mode string, t 
 // bare starts the bare server on the stack's Postgres, checks it answers barePath, loads it and
 // stops it, so it holds no connections while the gateway is measured.
 func (r *runner) bare(ctx context.Context, st *testenv.Stack, mode string, t Tenant, barePath string,
-	check func(name, base, path string, extra map[string]string) error) (LoadResult, error) {
+	check func(name, base, path string, extra map[string]string) error, req Request) (LoadResult, error) {
 	log := r.o.Log.With("services", mode)
 	b, err := StartBareServer(ctx, r.o.Exe, st.State.PostgresURL, r.o.PoolSize, filepath.Join(r.dir, "bare-server-"+mode+".log"))
 	if err != nil {
@@ -322,7 +324,7 @@ func (r *runner) bare(ctx context.Context, st *testenv.Stack, mode string, t Ten
 			h[k] = v
 		}
 		log.Info("loading bare server", "url", b.URL+barePath)
-		res, err := RunLoad(ctx, r.loadOptions(b.URL+barePath, h))
+		res, err := RunLoad(ctx, r.loadOptions(b.URL+barePath, h, req))
 		if err != nil {
 			return LoadResult{}, fmt.Errorf("bare load: %w", err)
 		}
@@ -334,10 +336,10 @@ func (r *runner) bare(ctx context.Context, st *testenv.Stack, mode string, t Ten
 	return res, err
 }
 
-func (r *runner) loadOptions(url string, headers map[string]string) LoadOptions {
+func (r *runner) loadOptions(url string, headers map[string]string, req Request) LoadOptions {
 	return LoadOptions{
 		URL: url, Headers: headers, Concurrency: r.o.Concurrency, Warmup: r.o.Warmup,
-		Duration: r.o.Duration, MaxRequests: r.o.MaxRequests, Timeout: r.o.Timeout,
+		Duration: r.o.Duration, MaxRequests: r.o.MaxRequests, Timeout: r.o.Timeout, Request: req,
 	}
 }
 
