@@ -30,6 +30,8 @@ type Service struct {
 	// Both are wired by the binary (UseViews, UseViewRecords).
 	views       *analytics.Views
 	viewRecords ViewRecords
+	// scores caches trending's window scores for a few seconds (trending.go).
+	scores scoreCache
 }
 
 // New returns the scene service. assetBase is config.Config.AssetBase().

@@ -4,9 +4,11 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/splathost/splathost/analytics"
 	"github.com/splathost/splathost/ent"
@@ -25,7 +27,54 @@ const (
 	maxTrendingLimit      = 100
 	// trendingChunk is how many ranked candidates are checked for eligibility per query.
 	trendingChunk = 200
+	// scoreTTL is how long an integration's window scores are reused. Ranking reads every scene's
+	// rollup over the window, which is the expensive part at scale; a few seconds keep a view in
+	// trending well within the contract's 10 s while a burst of trending calls costs one query.
+	scoreTTL = 2 * time.Second
+	// maxCachedScores bounds the cached (integration, window) entries.
+	maxCachedScores = 10_000
 )
+
+// scoreCache holds recent window scores by integration and window, and lets concurrent misses
+// of one key share a single ClickHouse query.
+type scoreCache struct {
+	mu      sync.Mutex
+	entries map[string]scoreEntry
+	group   singleflight.Group
+}
+
+type scoreEntry struct {
+	scores []analytics.Score
+	at     time.Time
+}
+
+// get returns the scores of key, loading them when the cached copy is missing or older than
+// scoreTTL.
+func (c *scoreCache) get(key string, now time.Time, load func() ([]analytics.Score, error)) ([]analytics.Score, error) {
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok && now.Sub(e.at) < scoreTTL {
+		return e.scores, nil
+	}
+	v, err, _ := c.group.Do(key, func() (any, error) {
+		scores, err := load()
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.entries == nil || len(c.entries) >= maxCachedScores {
+			c.entries = map[string]scoreEntry{} // expired entries are never read again: start over
+		}
+		c.entries[key] = scoreEntry{scores: scores, at: now}
+		return scores, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]analytics.Score), nil
+}
 
 // Trending item sources.
 const (
@@ -168,11 +217,14 @@ func (s *Service) trending(c *fiber.Ctx) error {
 }
 
 // rankWindow returns the best limit eligible scenes with activity since the given day. The
-// window scores come best first; their scenes are checked for eligibility a chunk at a time,
+// window scores (cached for scoreTTL) come best first; their scenes are checked for eligibility a chunk at a time,
 // stopping once limit are in hand and no later candidate can tie the last of them (ties are
 // decided by likes and views, which only Postgres knows).
 func (s *Service) rankWindow(ctx context.Context, integrationID string, since time.Time, limit int) ([]ranked, error) {
-	scores, err := s.views.WindowScores(ctx, integrationID, since)
+	key := integrationID + "|" + since.Format(time.DateOnly)
+	scores, err := s.scores.get(key, s.now(), func() ([]analytics.Score, error) {
+		return s.views.WindowScores(ctx, integrationID, since)
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -95,13 +95,19 @@ func Run(ctx context.Context, o Options) Report {
 	sceneAll := Row{Name: "GET /api/v1/splats/{id}, allinone", Unit: "req/s", Goal: GoalAllInOne}
 	sceneSplit := Row{Name: "GET /api/v1/splats/{id}, split", Unit: "req/s", Goal: GoalSplit}
 	mintAll := Row{Name: "P2 POST /api/editor/embed-sessions (viewer), allinone", Unit: "req/s", Goal: GoalAllInOne}
+	viewsAll := Row{Name: "P4 POST /api/embed/views, allinone", Unit: "req/s", Goal: GoalAllInOne}
+	lostAll := Row{Name: "P4 acknowledged views missing after the drain, allinone", Unit: "views", Goal: GoalLostViews}
+	trendP50 := Row{Name: fmt.Sprintf("P3 GET /api/v1/splats/trending p50, %d M events / %d days / %d scenes", trendEvents/1_000_000, trendDays, trendScenes),
+		Unit: "ms", Goal: GoalTrendingVsNaive}
+	trendP99 := Row{Name: "P3 GET /api/v1/splats/trending p99 (bare: slowest naive run)", Unit: "ms"}
+	trendCold := Row{Name: "P3 GET /api/v1/splats/trending, scores not cached", Unit: "ms", Goal: GoalTrendingUncached}
 	lodAll := Row{Name: fmt.Sprintf("POST /api/v1/uploads/lod-folder, %d files, allinone", lodFiles), Unit: "ms", Goal: GoalLODUpload}
 	commitsAll := Row{Name: fmt.Sprintf("POST /api/v1/splats, %d concurrent, room for %d, allinone", commitTries, commitRoom), Unit: "commits/s"}
 	overshootAll := Row{Name: "quota overshoot after the concurrent commits, allinone", Unit: "B", Goal: GoalOvershoot}
 	nArchive := o.archiveScenes()
 	archiveWall := Row{Name: fmt.Sprintf("PUT /api/v1/external-user suspended, archives %d scenes, allinone", nArchive), Unit: "ms"}
 	archiveRate := Row{Name: fmt.Sprintf("scenes archived per second by that PUT (%d), allinone", nArchive), Unit: "scenes/s"}
-	measured := []*Row{&tputAll, &tputSplit, &sceneAll, &sceneSplit, &mintAll, &lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate}
+	measured := []*Row{&tputAll, &tputSplit, &sceneAll, &sceneSplit, &mintAll, &viewsAll, &lostAll, &trendP50, &trendP99, &trendCold, &lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate}
 	readyCold := Row{Name: "stack ready, cold data dir (split)", Unit: "ms"}
 	readyWarm := Row{Name: "stack ready, warm restart (split)", Unit: "ms"}
 	readyAll := Row{Name: "stack ready, warm restart (allinone)", Unit: "ms"}
@@ -143,20 +149,23 @@ func Run(ctx context.Context, o Options) Report {
 				r.throughput(ctx, st, "allinone", t, &tputAll)
 				r.sceneRead(ctx, st, "allinone", t, &sceneAll)
 				r.mintSessions(ctx, st, "allinone", t, &mintAll)
+				r.viewBeacons(ctx, st, "allinone", t, &viewsAll, &lostAll)
 				r.lodUpload(ctx, st, t, &lodAll)
 				r.commitRace(ctx, st, "allinone", t, &commitsAll, &overshootAll)
 				r.archiveSuspend(ctx, st, "allinone", t, &archiveWall, &archiveRate)
-			}, &tputAll, &sceneAll, &mintAll, &lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate)
+				// Last: it leaves 10 M events and 10 000 scenes behind.
+				r.trendingScale(ctx, st, t, &trendP50, &trendP99, &trendCold)
+			}, &tputAll, &sceneAll, &mintAll, &viewsAll, &lostAll, &trendP50, &trendP99, &trendCold, &lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate)
 		}) {
 			memAll = []Row{{Name: "idle RSS (allinone)", Unit: "MiB", Goal: GoalStackRSS, Err: readyAll.Err}}
-			for _, row := range []*Row{&tputAll, &sceneAll, &mintAll, &lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate} {
+			for _, row := range []*Row{&tputAll, &sceneAll, &mintAll, &viewsAll, &lostAll, &trendP50, &trendP99, &trendCold, &lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate} {
 				row.Err = readyAll.Err
 			}
 		}
 		r.cleanup()
 	}
 
-	rep.Rows = append(rep.Rows, tputAll, tputSplit, sceneAll, sceneSplit, mintAll, lodAll, commitsAll, overshootAll,
+	rep.Rows = append(rep.Rows, tputAll, tputSplit, sceneAll, sceneSplit, mintAll, viewsAll, lostAll, trendP50, trendP99, trendCold, lodAll, commitsAll, overshootAll,
 		archiveWall, archiveRate, readyCold, readyWarm, readyAll)
 	rep.Rows = append(rep.Rows, memSplit...)
 	rep.Rows = append(rep.Rows, memAll...)
@@ -265,9 +274,10 @@ func (r *runner) throughput(ctx context.Context, st *testenv.Stack, mode string,
 
 // compare measures the bare server's barePath and then the gateway's path, both fed the
 // tenant's headers by the same load generator against the same Postgres; check verifies each
-// answers the real read (not some cheaper error) before it is loaded.
+// answers the real read (not some cheaper error) before it is loaded. It returns both load
+// results (zero when a run did not happen; row.Err then says why).
 func (r *runner) compare(ctx context.Context, st *testenv.Stack, mode string, t Tenant, row *Row, path, barePath string,
-	check func(name, base, path string, extra map[string]string) error, req Request) {
+	check func(name, base, path string, extra map[string]string) error, req Request) (prodRes, bareRes LoadResult) {
 	log := r.o.Log.With("services", mode)
 	if err := check("gateway read", st.State.GatewayURL, path, nil); err != nil {
 		row.Err = err
@@ -283,7 +293,7 @@ func (r *runner) compare(ctx context.Context, st *testenv.Stack, mode string, t 
 		return
 	}
 	log.Info("loading gateway", "url", st.State.GatewayURL+path)
-	prodRes, err := RunLoad(ctx, r.loadOptions(st.State.GatewayURL+path, t.Headers(), req))
+	prodRes, err = RunLoad(ctx, r.loadOptions(st.State.GatewayURL+path, req.headers(t), req))
 	if err != nil {
 		row.Err = fmt.Errorf("gateway load: %w", err)
 		return
@@ -303,6 +313,7 @@ func (r *runner) compare(ctx context.Context, st *testenv.Stack, mode string, t 
 				row.Name, res.name, res.Failures(), total, res.Summary()))
 		}
 	}
+	return prodRes, bareRes
 }
 
 // bare starts the bare server on the stack's Postgres, checks it answers barePath, loads it and
@@ -319,7 +330,7 @@ func (r *runner) bare(ctx context.Context, st *testenv.Stack, mode string, t Ten
 		if err := check("bare server read", b.URL, barePath, extra); err != nil {
 			return LoadResult{}, err
 		}
-		h := t.Headers()
+		h := req.headers(t)
 		for k, v := range extra {
 			h[k] = v
 		}
