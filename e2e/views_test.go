@@ -422,3 +422,42 @@ func TestViewRetentionDropsOnlyPartitionsOlderThan400Days(t *testing.T) {
 func startOptions(id string) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{ID: id, TaskQueue: env.Config.TaskQueue}
 }
+
+// TestViewsSurviveAClickHouseCrashAndRestart kills ClickHouse (as a crash would) while views
+// arrive, then starts it again on the same data: every accepted view is stored exactly once and
+// counted once, the streamer having reconnected on its own.
+func TestViewsSurviveAClickHouseCrashAndRestart(t *testing.T) {
+	tn := newTenant(t)
+	id := publicScene(t, tn, "ada")
+	tok := mintToken(t, tn, "", map[string]any{"type": "viewer", "splatId": id})
+	view(t, tok, id, "warm")
+	require.Eventually(t, func() bool { return viewCount(t, tn, id) == 1 }, visibleWithin, 50*time.Millisecond)
+
+	failures := env.Process.Streamer.Failures()
+	require.NoError(t, env.CrashClickHouse())
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			require.NoError(t, env.StartClickHouse(), "the other tests need ClickHouse back")
+		}
+	})
+	const n = 150
+	for i := 0; i < n; i++ {
+		view(t, tok, id, fmt.Sprintf("visitor-%d", i%30))
+	}
+	require.Eventually(t, func() bool { return env.Process.Streamer.Failures() > failures }, eventuallyWait, 100*time.Millisecond)
+	pending, err := analytics.Pending(context.Background(), env.Process.DB.Pool)
+	require.NoError(t, err)
+	require.Positive(t, pending, "accepted views wait in the outbox while ClickHouse is down")
+	require.Equal(t, int64(1), viewCount(t, tn, id))
+
+	require.NoError(t, env.StartClickHouse())
+	restarted = true
+	require.Eventually(t, func() bool { return viewCount(t, tn, id) == n+1 }, eventuallyWait, 200*time.Millisecond)
+	rows, distinct := chCount(t, id)
+	require.Equal(t, uint64(n+1), distinct, "every accepted view is stored")
+	require.Equal(t, uint64(n+1), rows, "and none twice")
+	ids, _, scores := trendingIDs(trendingOf(t, tn, "?limit=1"))
+	require.Equal(t, []string{id}, ids)
+	require.Equal(t, int64(31*3+n+1), scores[0])
+}
