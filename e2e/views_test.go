@@ -293,45 +293,29 @@ func TestTrendingBounds(t *testing.T) {
 	requireEnvelope(t, do(t, "GET", "/api/v1/splats/trending", nil, nil), 401)
 }
 
-// TestViewsSurviveAClickHouseOutage freezes ClickHouse (SIGSTOP: connections hang, inserts time
-// out, and a cut-off insert may still land when it resumes) while views arrive, then resumes
-// it: every accepted view is stored exactly once and counted once.
-func TestViewsSurviveAClickHouseOutage(t *testing.T) {
+// viewsThroughOutage posts a view, takes ClickHouse away with down, posts 200 more from 50
+// visitors, checks they wait in the Postgres outbox uncounted, brings ClickHouse back with up,
+// and requires every accepted view stored and counted exactly once.
+func viewsThroughOutage(t *testing.T, down, up func(t *testing.T)) {
 	tn := newTenant(t)
 	id := publicScene(t, tn, "ada")
-	tok := mintToken(t, tn, "", map[string]any{"type": "viewer"})
-	var pid int
-	for _, p := range env.State.Processes {
-		if p.Name == "clickhouse" {
-			pid = p.PID
-		}
-	}
-	require.NotZero(t, pid)
-	// Warm: one view goes through normally.
+	tok := mintToken(t, tn, "", map[string]any{"type": "viewer", "splatId": id})
 	view(t, tok, id, "warm")
 	require.Eventually(t, func() bool { return viewCount(t, tn, id) == 1 }, visibleWithin, 50*time.Millisecond)
 
 	failures := env.Process.Streamer.Failures()
-	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
-		}
-	}
-	t.Cleanup(resume)
-	const n = 200
+	down(t)
+	const n, visitors = 200, 50
 	for i := 0; i < n; i++ {
-		view(t, tok, id, fmt.Sprintf("visitor-%d", i%50))
+		view(t, tok, id, fmt.Sprintf("visitor-%d", i%visitors))
 	}
-	// The streamer tries, fails (its insert times out) and keeps the views in Postgres.
+	// The streamer tries, fails and keeps the views in Postgres.
 	require.Eventually(t, func() bool { return env.Process.Streamer.Failures() > failures }, eventuallyWait, 100*time.Millisecond)
 	pending, err := analytics.Pending(context.Background(), env.Process.DB.Pool)
 	require.NoError(t, err)
 	require.Positive(t, pending, "accepted views wait in the outbox while ClickHouse is away")
 	require.Equal(t, int64(1), viewCount(t, tn, id), "nothing is counted before it is stored")
-	resume()
+	up(t)
 
 	require.Eventually(t, func() bool { return viewCount(t, tn, id) == n+1 }, eventuallyWait, 200*time.Millisecond)
 	rows, distinct := chCount(t, id)
@@ -339,7 +323,50 @@ func TestViewsSurviveAClickHouseOutage(t *testing.T) {
 	require.Equal(t, uint64(n+1), rows, "and none twice")
 	ids, _, scores := trendingIDs(trendingOf(t, tn, "?limit=1"))
 	require.Equal(t, []string{id}, ids)
-	require.Equal(t, int64(51*3+n+1), scores[0])
+	require.Equal(t, int64((visitors+1)*3+n+1), scores[0])
+}
+
+// TestViewsSurviveAClickHouseOutage freezes ClickHouse (SIGSTOP: connections hang, inserts time
+// out, and a cut-off insert may still land when it resumes) while views arrive, then resumes it.
+func TestViewsSurviveAClickHouseOutage(t *testing.T) {
+	var pid int
+	for _, p := range env.State.Processes {
+		if p.Name == "clickhouse" {
+			pid = p.PID
+		}
+	}
+	require.NotZero(t, pid)
+	resumed := true
+	t.Cleanup(func() {
+		if !resumed {
+			require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
+		}
+	})
+	viewsThroughOutage(t, func(t *testing.T) {
+		require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
+		resumed = false
+	}, func(t *testing.T) {
+		require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
+		resumed = true
+	})
+}
+
+// TestViewsSurviveAClickHouseCrashAndRestart kills ClickHouse (as a crash would) while views
+// arrive, then starts it again on the same data; the streamer reconnects on its own.
+func TestViewsSurviveAClickHouseCrashAndRestart(t *testing.T) {
+	up := true
+	t.Cleanup(func() {
+		if !up {
+			require.NoError(t, env.StartClickHouse(), "the other tests need ClickHouse back")
+		}
+	})
+	viewsThroughOutage(t, func(t *testing.T) {
+		require.NoError(t, env.CrashClickHouse())
+		up = false
+	}, func(t *testing.T) {
+		require.NoError(t, env.StartClickHouse())
+		up = true
+	})
 }
 
 func TestDeletingAScenesOrCustomerRemovesItsViews(t *testing.T) {
@@ -421,43 +448,4 @@ func TestViewRetentionDropsOnlyPartitionsOlderThan400Days(t *testing.T) {
 // startOptions starts a workflow on the product's task queue.
 func startOptions(id string) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{ID: id, TaskQueue: env.Config.TaskQueue}
-}
-
-// TestViewsSurviveAClickHouseCrashAndRestart kills ClickHouse (as a crash would) while views
-// arrive, then starts it again on the same data: every accepted view is stored exactly once and
-// counted once, the streamer having reconnected on its own.
-func TestViewsSurviveAClickHouseCrashAndRestart(t *testing.T) {
-	tn := newTenant(t)
-	id := publicScene(t, tn, "ada")
-	tok := mintToken(t, tn, "", map[string]any{"type": "viewer", "splatId": id})
-	view(t, tok, id, "warm")
-	require.Eventually(t, func() bool { return viewCount(t, tn, id) == 1 }, visibleWithin, 50*time.Millisecond)
-
-	failures := env.Process.Streamer.Failures()
-	require.NoError(t, env.CrashClickHouse())
-	restarted := false
-	t.Cleanup(func() {
-		if !restarted {
-			require.NoError(t, env.StartClickHouse(), "the other tests need ClickHouse back")
-		}
-	})
-	const n = 150
-	for i := 0; i < n; i++ {
-		view(t, tok, id, fmt.Sprintf("visitor-%d", i%30))
-	}
-	require.Eventually(t, func() bool { return env.Process.Streamer.Failures() > failures }, eventuallyWait, 100*time.Millisecond)
-	pending, err := analytics.Pending(context.Background(), env.Process.DB.Pool)
-	require.NoError(t, err)
-	require.Positive(t, pending, "accepted views wait in the outbox while ClickHouse is down")
-	require.Equal(t, int64(1), viewCount(t, tn, id))
-
-	require.NoError(t, env.StartClickHouse())
-	restarted = true
-	require.Eventually(t, func() bool { return viewCount(t, tn, id) == n+1 }, eventuallyWait, 200*time.Millisecond)
-	rows, distinct := chCount(t, id)
-	require.Equal(t, uint64(n+1), distinct, "every accepted view is stored")
-	require.Equal(t, uint64(n+1), rows, "and none twice")
-	ids, _, scores := trendingIDs(trendingOf(t, tn, "?limit=1"))
-	require.Equal(t, []string{id}, ids)
-	require.Equal(t, int64(31*3+n+1), scores[0])
 }

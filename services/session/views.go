@@ -64,7 +64,7 @@ const visibleScene = `s.id = $1 AND s.integration_id = $2 AND s.archived_at IS N
 	AND ((s.visibility = 'public' AND s.allow_embed) OR s.owner_id = $3)`
 
 // InsertView queues one view in the outbox if the session may see the scene: $1 scene id, $2
-// integration id, $3 the session's customer record id ('' for a guest), $4 visitor id. It
+// integration id, $3 the session's customer record id (empty for a guest), $4 visitor id. It
 // returns the new row's id, or no row. The benchmark's bare server runs it too.
 const InsertView = `INSERT INTO view_outboxes (integration_id, scene_id, visitor_id, viewed_at)
 	SELECT s.integration_id, s.id, $4, now() FROM scenes s WHERE ` + visibleScene + ` RETURNING id`
