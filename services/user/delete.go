@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/account"
 	"github.com/splathost/splathost/ent/externaluser"
@@ -212,10 +213,6 @@ func (s *Service) startPurge(ctx context.Context, p *ent.AssetPurge) {
 	}()
 }
 
-// viewDeletionChunk is how many scene ids one DeleteSceneViews workflow gets (one ALTER …
-// DELETE statement each; activities.DeleteViews takes at most 10 000).
-const viewDeletionChunk = 5000
-
 // deleteCustomerViews removes the view records of a deleted customer's scenes (spec: the
 // cascade removes "view/comment records") by starting DeleteSceneViews workflows, which retry
 // until ClickHouse has them gone. It runs after the scene rows are gone, so a view recorded
@@ -226,8 +223,8 @@ func (s *Service) deleteCustomerViews(ctx context.Context, integrationID string,
 		return errors.New("no Temporal client: the view records stay until their partitions expire")
 	}
 	views := workflows.ViewDeletions{Client: s.temporal.Client, TaskQueue: s.temporal.TaskQueue}
-	for start := 0; start < len(sceneIDs); start += viewDeletionChunk {
-		if err := views.Delete(ctx, integrationID, sceneIDs[start:min(start+viewDeletionChunk, len(sceneIDs))]); err != nil {
+	for start := 0; start < len(sceneIDs); start += activities.MaxViewDeletion {
+		if err := views.Delete(ctx, integrationID, sceneIDs[start:min(start+activities.MaxViewDeletion, len(sceneIDs))]); err != nil {
 			return err
 		}
 	}
