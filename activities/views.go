@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/activity"
+
+	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/ent/scenelike"
 	"github.com/splathost/splathost/ent/viewoutbox"
 )
@@ -15,6 +18,7 @@ import (
 type ViewStore interface {
 	DeleteScenes(ctx context.Context, sceneIDs []string) error
 	DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]string, error)
+	SceneIDs(ctx context.Context) ([]string, error)
 }
 
 // MaxViewDeletion bounds the scene ids of one DeleteViews call: one ALTER … DELETE statement
@@ -76,4 +80,54 @@ func (a *Activities) DropExpiredViews(ctx context.Context, in DropExpiredViewsIn
 	}
 	dropped, err := a.Views.DropPartitionsBefore(ctx, in.Before)
 	return DropExpiredViewsResult{Dropped: dropped}, err
+}
+
+// orphanCheckChunk is how many scene ids one Postgres existence check takes.
+const orphanCheckChunk = 1000
+
+// DeleteOrphanViewsInput is empty: the sweep finds its own work.
+type DeleteOrphanViewsInput struct{}
+
+// DeleteOrphanViewsResult counts the scenes whose records it removed.
+type DeleteOrphanViewsResult struct {
+	Scenes int
+}
+
+// DeleteOrphanViews removes the view records of scenes that no longer exist in Postgres: the
+// backstop for a deletion whose DeleteSceneViews workflow could not be started (Temporal
+// unreachable at that moment), and for a view that reached ClickHouse after its scene's records
+// were deleted. A scene never comes back once deleted, so the sweep cannot remove live data.
+func (a *Activities) DeleteOrphanViews(ctx context.Context, _ DeleteOrphanViewsInput) (DeleteOrphanViewsResult, error) {
+	if a.Views == nil {
+		return DeleteOrphanViewsResult{}, fmt.Errorf("sweeping views: no view store configured")
+	}
+	ids, err := a.Views.SceneIDs(ctx)
+	if err != nil {
+		return DeleteOrphanViewsResult{}, err
+	}
+	var orphans []string
+	for start := 0; start < len(ids); start += orphanCheckChunk {
+		chunk := ids[start:min(start+orphanCheckChunk, len(ids))]
+		live, err := a.Ent.Scene.Query().Where(scene.IDIn(chunk...)).IDs(ctx)
+		if err != nil {
+			return DeleteOrphanViewsResult{}, err
+		}
+		exists := make(map[string]bool, len(live))
+		for _, id := range live {
+			exists[id] = true
+		}
+		for _, id := range chunk {
+			if !exists[id] {
+				orphans = append(orphans, id)
+			}
+		}
+		activity.RecordHeartbeat(ctx, start)
+	}
+	for start := 0; start < len(orphans); start += MaxViewDeletion {
+		if err := a.deleteViews(ctx, orphans[start:min(start+MaxViewDeletion, len(orphans))]); err != nil {
+			return DeleteOrphanViewsResult{}, err
+		}
+		activity.RecordHeartbeat(ctx, start)
+	}
+	return DeleteOrphanViewsResult{Scenes: len(orphans)}, nil
 }

@@ -15,7 +15,10 @@ func TestViewActivitiesRefuseBadInput(t *testing.T) {
 	}
 	for _, run := range []func() error{
 		func() error { _, err := env.ExecuteActivity(a.DeleteViews, DeleteViewsInput{}); return err },
-		func() error { _, err := env.ExecuteActivity(a.DeleteViews, DeleteViewsInput{SceneIDs: tooMany}); return err },
+		func() error {
+			_, err := env.ExecuteActivity(a.DeleteViews, DeleteViewsInput{SceneIDs: tooMany})
+			return err
+		},
 		func() error { _, err := env.ExecuteActivity(a.DropExpiredViews, DropExpiredViewsInput{}); return err },
 	} {
 		var app *temporal.ApplicationError

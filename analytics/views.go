@@ -112,17 +112,28 @@ func (v *Views) present(ctx context.Context, events []Event) (map[uint64]bool, e
 	// Ids and months are integers formatted here, never client text.
 	rows, err := v.conn.Query(ctx, "SELECT event_id FROM "+v.db+"."+EventsTable+
 		" WHERE toYYYYMM(viewed_at) IN ("+strings.Join(monthList, ",")+") AND event_id IN ("+strings.Join(ids, ",")+")")
+	stored, err := collect(rows, err, func(r driver.Rows) (id uint64, err error) { return id, r.Scan(&id) })
+	out := make(map[uint64]bool, len(stored))
+	for _, id := range stored {
+		out[id] = true
+	}
+	return out, err
+}
+
+// collect reads every row of a query (rows, err as Query returned them) with scan and closes
+// the rows.
+func collect[T any](rows driver.Rows, err error, scan func(driver.Rows) (T, error)) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[uint64]bool{}
+	var out []T
 	for rows.Next() {
-		var id uint64
-		if err := rows.Scan(&id); err != nil {
+		v, err := scan(rows)
+		if err != nil {
 			return nil, err
 		}
-		out[id] = true
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }
@@ -146,19 +157,9 @@ func (v *Views) WindowScores(ctx context.Context, integrationID string, since ti
 		WHERE integration_id = ? AND day >= toDate(?)
 		GROUP BY scene_id
 		ORDER BY u * 3 + c DESC, scene_id`, integrationID, since.UTC().Format("2006-01-02"))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Score
-	for rows.Next() {
-		var s Score
-		if err := rows.Scan(&s.SceneID, &s.UniqueViews, &s.Impressions); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return collect(rows, err, func(r driver.Rows) (s Score, err error) {
+		return s, r.Scan(&s.SceneID, &s.UniqueViews, &s.Impressions)
+	})
 }
 
 // DeleteScenes removes every view record of the scenes, raw and rolled up, with ALTER TABLE …
@@ -184,6 +185,13 @@ func (v *Views) DeleteScenes(ctx context.Context, sceneIDs []string) error {
 	return nil
 }
 
+// SceneIDs lists every scene that has view records (from the daily rollup, which holds a row per
+// scene and day with views), so a sweep can find the records of scenes that no longer exist.
+func (v *Views) SceneIDs(ctx context.Context) ([]string, error) {
+	rows, err := v.conn.Query(ctx, "SELECT DISTINCT scene_id FROM "+v.db+"."+DailyTable)
+	return collect(rows, err, func(r driver.Rows) (id string, err error) { return id, r.Scan(&id) })
+}
+
 // validSceneID accepts the 24-hex scene ids; ALTER … DELETE takes no parameters, so ids are
 // spliced into the statement only after this check.
 func validSceneID(id string) bool {
@@ -204,23 +212,11 @@ func validSceneID(id string) bool {
 // returns the dropped partitions as "table:YYYYMM". A month still partly within the retention
 // stays until all of it has expired. Dropping is idempotent.
 func (v *Views) DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]string, error) {
+	type part struct{ table, partition string }
 	rows, err := v.conn.Query(ctx, `SELECT DISTINCT table, partition FROM system.parts
 		WHERE database = ? AND table IN (?, ?) AND active ORDER BY table, partition`, v.db, EventsTable, DailyTable)
+	parts, err := collect(rows, err, func(r driver.Rows) (p part, err error) { return p, r.Scan(&p.table, &p.partition) })
 	if err != nil {
-		return nil, err
-	}
-	type part struct{ table, partition string }
-	var parts []part
-	for rows.Next() {
-		var p part
-		if err := rows.Scan(&p.table, &p.partition); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		parts = append(parts, p)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	var dropped []string

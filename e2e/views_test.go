@@ -404,6 +404,9 @@ func TestDeletingAScenesOrCustomerRemovesItsViews(t *testing.T) {
 	require.Equal(t, uint64(2), rows, "other scenes keep theirs")
 }
 
+// TestViewRetentionDropsOnlyPartitionsOlderThan400Days runs the view-retention schedule's
+// workflow: expired months go, a month partly inside the 400 days stays, and the records of a
+// scene deleted without its DeleteSceneViews workflow are swept.
 func TestViewRetentionDropsOnlyPartitionsOlderThan400Days(t *testing.T) {
 	tn := newTenant(t)
 	id := publicScene(t, tn, "ada")
@@ -416,6 +419,10 @@ func TestViewRetentionDropsOnlyPartitionsOlderThan400Days(t *testing.T) {
 	insertEvents(t, tn.IntegrationID, id, expired, "old")
 	insertEvents(t, tn.IntegrationID, id, straddling, "edge")
 	insertEvents(t, tn.IntegrationID, id, recent, "new")
+	// Records of a scene that no longer exists (its deletion's workflow never ran) are swept.
+	deleted := publicScene(t, tn, "ada")
+	insertEvents(t, tn.IntegrationID, deleted, recent, "gone")
+	exec(t, `DELETE FROM scenes WHERE id = $1`, deleted)
 
 	ctx, cancel := context.WithTimeout(context.Background(), eventuallyWait)
 	defer cancel()
@@ -443,6 +450,8 @@ func TestViewRetentionDropsOnlyPartitionsOlderThan400Days(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	require.Equal(t, []string{"edge", "new"}, visitors)
+	require.Positive(t, res.OrphanScenes)
+	require.Eventually(t, func() bool { rows, _ := chCount(t, deleted); return rows == 0 }, eventuallyWait, 200*time.Millisecond)
 }
 
 // startOptions starts a workflow on the product's task queue.

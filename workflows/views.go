@@ -80,18 +80,25 @@ func (v ViewDeletions) Delete(ctx context.Context, integrationID string, sceneID
 // ViewRetentionInput is empty: the cutoff is the run's own time minus ViewRetentionDays.
 type ViewRetentionInput struct{}
 
-// ViewRetentionResult lists the dropped partitions ("table:YYYYMM").
+// ViewRetentionResult lists the dropped partitions ("table:YYYYMM") and counts the deleted
+// scenes whose leftover records the sweep removed.
 type ViewRetentionResult struct {
-	Dropped []string
+	Dropped      []string
+	OrphanScenes int
 }
 
 // DropExpiredViews is the view-retention schedule's workflow: it drops every monthly partition
-// of the view tables whose whole month is older than ViewRetentionDays.
+// of the view tables whose whole month is older than ViewRetentionDays, then removes the records
+// of scenes that no longer exist (the backstop of DeleteSceneViews).
 func DropExpiredViews(ctx workflow.Context, _ ViewRetentionInput) (ViewRetentionResult, error) {
 	var a *activities.Activities
 	ctx = workflow.WithActivityOptions(ctx, sweepOptions)
 	cutoff := workflow.Now(ctx).UTC().AddDate(0, 0, -ViewRetentionDays)
-	var res activities.DropExpiredViewsResult
-	err := workflow.ExecuteActivity(ctx, a.DropExpiredViews, activities.DropExpiredViewsInput{Before: cutoff}).Get(ctx, &res)
-	return ViewRetentionResult{Dropped: res.Dropped}, err
+	var dropped activities.DropExpiredViewsResult
+	if err := workflow.ExecuteActivity(ctx, a.DropExpiredViews, activities.DropExpiredViewsInput{Before: cutoff}).Get(ctx, &dropped); err != nil {
+		return ViewRetentionResult{}, err
+	}
+	var orphans activities.DeleteOrphanViewsResult
+	err := workflow.ExecuteActivity(ctx, a.DeleteOrphanViews, activities.DeleteOrphanViewsInput{}).Get(ctx, &orphans)
+	return ViewRetentionResult{Dropped: dropped.Dropped, OrphanScenes: orphans.Scenes}, err
 }
