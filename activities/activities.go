@@ -37,7 +37,9 @@ type Activities struct {
 	// AssetBase prefixes an object key to make its public URL (config.Config.AssetBase); clones
 	// rewrite the URLs of their source to their copies with it.
 	AssetBase string
-	Log       *slog.Logger
+	// Views is the ClickHouse view store (analytics.Views).
+	Views ViewStore
+	Log   *slog.Logger
 }
 
 // Register adds every activity to w and reports how many it registered.

@@ -87,7 +87,7 @@ func (a *Activities) PurgeArchivedScene(ctx context.Context, in PurgeArchivedSce
 			return PurgeArchivedSceneResult{}, err
 		}
 	}
-	if err := deleteSceneViews(ctx, sc.ID); err != nil {
+	if err := a.deleteViews(ctx, []string{sc.ID}); err != nil {
 		return PurgeArchivedSceneResult{}, err
 	}
 	if err := tx.Scene.DeleteOneID(sc.ID).Exec(ctx); err != nil {
@@ -101,13 +101,6 @@ func (a *Activities) PurgeArchivedScene(ctx context.Context, in PurgeArchivedSce
 	}
 	return PurgeArchivedSceneResult{Removed: true}, nil
 }
-
-// deleteSceneViews removes a removed scene's view records.
-//
-// Hook: there is no view store yet. This is a deliberate no-op until the analytics issue adds
-// one (as the scene DELETE's deleteViews in services/scene); the view store must tolerate views
-// of scenes that no longer exist, since a view may be recorded while the removal runs.
-func deleteSceneViews(ctx context.Context, sceneID string) error { return nil }
 
 // sceneObjects lists a scene's stored objects as the scene DELETE and the customer purge do:
 // every asset key and, for a LOD scene, its folder; nothing outside the scene's integration,

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -20,6 +21,10 @@ func Open(ctx context.Context, addr, db string) (driver.Conn, error) {
 	conn, err := clickhouse.Open(&clickhouse.Options{
 		Addr: []string{addr},
 		Auth: clickhouse.Auth{Database: db, Username: "default"},
+		// A ClickHouse that stops answering must fail a call in bounded time, so the view
+		// streamer retries instead of hanging (the Postgres outbox keeps the views meanwhile).
+		DialTimeout: 5 * time.Second,
+		ReadTimeout: 30 * time.Second,
 	})
 	if err != nil {
 		return nil, err
@@ -31,8 +36,10 @@ func Open(ctx context.Context, addr, db string) (driver.Conn, error) {
 	return conn, nil
 }
 
-// Migrate creates the analytics database and its tables when missing. Every statement must be
-// accepted by ClickHouse 18.16 and by current releases.
+// Migrate creates the analytics database and applies every schema version not yet recorded in
+// its schema_migrations table, in order. Every statement is idempotent (IF NOT EXISTS), so two
+// migrators racing, or a crash between a statement and its record, are harmless. Every
+// statement must be accepted by ClickHouse 18.16 and by current releases.
 func Migrate(ctx context.Context, addr, db string) error {
 	if !validDB.MatchString(db) {
 		return fmt.Errorf("invalid clickhouse database name %q", db)
@@ -42,5 +49,44 @@ func Migrate(ctx context.Context, addr, db string) error {
 		return err
 	}
 	defer conn.Close()
-	return conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+db)
+	if err := conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+db); err != nil {
+		return err
+	}
+	// TinyLog: a handful of rows, written once per version, read at start.
+	if err := conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+db+".schema_migrations (version UInt32, applied_at DateTime) ENGINE = TinyLog"); err != nil {
+		return err
+	}
+	applied := map[uint32]bool{}
+	rows, err := conn.Query(ctx, "SELECT version FROM "+db+".schema_migrations")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var v uint32
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return err
+		}
+		applied[v] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, m := range migrations {
+		if applied[m.version] {
+			continue
+		}
+		for _, stmt := range m.statements(db) {
+			if err := conn.Exec(ctx, stmt); err != nil {
+				return fmt.Errorf("clickhouse schema version %d (%s): %w", m.version, m.name, err)
+			}
+		}
+		// INSERT … SELECT: an INSERT … VALUES through Exec waits for a data block that 18.16
+		// never asks for with this client.
+		if err := conn.Exec(ctx, "INSERT INTO "+db+".schema_migrations (version, applied_at) SELECT toUInt32(?), now()", m.version); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -21,7 +21,9 @@ import (
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/ent/scenelike"
 	"github.com/splathost/splathost/ent/uploadticket"
+	"github.com/splathost/splathost/ent/viewoutbox"
 
 	stdsql "database/sql"
 )
@@ -43,8 +45,12 @@ type Client struct {
 	Integration *IntegrationClient
 	// Scene is the client for interacting with the Scene builders.
 	Scene *SceneClient
+	// SceneLike is the client for interacting with the SceneLike builders.
+	SceneLike *SceneLikeClient
 	// UploadTicket is the client for interacting with the UploadTicket builders.
 	UploadTicket *UploadTicketClient
+	// ViewOutbox is the client for interacting with the ViewOutbox builders.
+	ViewOutbox *ViewOutboxClient
 }
 
 // NewClient creates a new client configured with the given options.
@@ -62,7 +68,9 @@ func (c *Client) init() {
 	c.ExternalUser = NewExternalUserClient(c.config)
 	c.Integration = NewIntegrationClient(c.config)
 	c.Scene = NewSceneClient(c.config)
+	c.SceneLike = NewSceneLikeClient(c.config)
 	c.UploadTicket = NewUploadTicketClient(c.config)
+	c.ViewOutbox = NewViewOutboxClient(c.config)
 }
 
 type (
@@ -161,7 +169,9 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		ExternalUser: NewExternalUserClient(cfg),
 		Integration:  NewIntegrationClient(cfg),
 		Scene:        NewSceneClient(cfg),
+		SceneLike:    NewSceneLikeClient(cfg),
 		UploadTicket: NewUploadTicketClient(cfg),
+		ViewOutbox:   NewViewOutboxClient(cfg),
 	}, nil
 }
 
@@ -187,7 +197,9 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		ExternalUser: NewExternalUserClient(cfg),
 		Integration:  NewIntegrationClient(cfg),
 		Scene:        NewSceneClient(cfg),
+		SceneLike:    NewSceneLikeClient(cfg),
 		UploadTicket: NewUploadTicketClient(cfg),
+		ViewOutbox:   NewViewOutboxClient(cfg),
 	}, nil
 }
 
@@ -218,7 +230,7 @@ func (c *Client) Close() error {
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.Account, c.AssetPurge, c.CloneJob, c.ExternalUser, c.Integration, c.Scene,
-		c.UploadTicket,
+		c.SceneLike, c.UploadTicket, c.ViewOutbox,
 	} {
 		n.Use(hooks...)
 	}
@@ -229,7 +241,7 @@ func (c *Client) Use(hooks ...Hook) {
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.Account, c.AssetPurge, c.CloneJob, c.ExternalUser, c.Integration, c.Scene,
-		c.UploadTicket,
+		c.SceneLike, c.UploadTicket, c.ViewOutbox,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -250,8 +262,12 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Integration.mutate(ctx, m)
 	case *SceneMutation:
 		return c.Scene.mutate(ctx, m)
+	case *SceneLikeMutation:
+		return c.SceneLike.mutate(ctx, m)
 	case *UploadTicketMutation:
 		return c.UploadTicket.mutate(ctx, m)
+	case *ViewOutboxMutation:
+		return c.ViewOutbox.mutate(ctx, m)
 	default:
 		return nil, fmt.Errorf("ent: unknown mutation type %T", m)
 	}
@@ -1215,6 +1231,139 @@ func (c *SceneClient) mutate(ctx context.Context, m *SceneMutation) (Value, erro
 	}
 }
 
+// SceneLikeClient is a client for the SceneLike schema.
+type SceneLikeClient struct {
+	config
+}
+
+// NewSceneLikeClient returns a client for the SceneLike from the given config.
+func NewSceneLikeClient(c config) *SceneLikeClient {
+	return &SceneLikeClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `scenelike.Hooks(f(g(h())))`.
+func (c *SceneLikeClient) Use(hooks ...Hook) {
+	c.hooks.SceneLike = append(c.hooks.SceneLike, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `scenelike.Intercept(f(g(h())))`.
+func (c *SceneLikeClient) Intercept(interceptors ...Interceptor) {
+	c.inters.SceneLike = append(c.inters.SceneLike, interceptors...)
+}
+
+// Create returns a builder for creating a SceneLike entity.
+func (c *SceneLikeClient) Create() *SceneLikeCreate {
+	mutation := newSceneLikeMutation(c.config, OpCreate)
+	return &SceneLikeCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of SceneLike entities.
+func (c *SceneLikeClient) CreateBulk(builders ...*SceneLikeCreate) *SceneLikeCreateBulk {
+	return &SceneLikeCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *SceneLikeClient) MapCreateBulk(slice any, setFunc func(*SceneLikeCreate, int)) *SceneLikeCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &SceneLikeCreateBulk{err: fmt.Errorf("calling to SceneLikeClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*SceneLikeCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &SceneLikeCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for SceneLike.
+func (c *SceneLikeClient) Update() *SceneLikeUpdate {
+	mutation := newSceneLikeMutation(c.config, OpUpdate)
+	return &SceneLikeUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *SceneLikeClient) UpdateOne(_m *SceneLike) *SceneLikeUpdateOne {
+	mutation := newSceneLikeMutation(c.config, OpUpdateOne, withSceneLike(_m))
+	return &SceneLikeUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *SceneLikeClient) UpdateOneID(id int64) *SceneLikeUpdateOne {
+	mutation := newSceneLikeMutation(c.config, OpUpdateOne, withSceneLikeID(id))
+	return &SceneLikeUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for SceneLike.
+func (c *SceneLikeClient) Delete() *SceneLikeDelete {
+	mutation := newSceneLikeMutation(c.config, OpDelete)
+	return &SceneLikeDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *SceneLikeClient) DeleteOne(_m *SceneLike) *SceneLikeDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *SceneLikeClient) DeleteOneID(id int64) *SceneLikeDeleteOne {
+	builder := c.Delete().Where(scenelike.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &SceneLikeDeleteOne{builder}
+}
+
+// Query returns a query builder for SceneLike.
+func (c *SceneLikeClient) Query() *SceneLikeQuery {
+	return &SceneLikeQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeSceneLike},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a SceneLike entity by its id.
+func (c *SceneLikeClient) Get(ctx context.Context, id int64) (*SceneLike, error) {
+	return c.Query().Where(scenelike.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *SceneLikeClient) GetX(ctx context.Context, id int64) *SceneLike {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *SceneLikeClient) Hooks() []Hook {
+	return c.hooks.SceneLike
+}
+
+// Interceptors returns the client interceptors.
+func (c *SceneLikeClient) Interceptors() []Interceptor {
+	return c.inters.SceneLike
+}
+
+func (c *SceneLikeClient) mutate(ctx context.Context, m *SceneLikeMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&SceneLikeCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&SceneLikeUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&SceneLikeUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&SceneLikeDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown SceneLike mutation op: %q", m.Op())
+	}
+}
+
 // UploadTicketClient is a client for the UploadTicket schema.
 type UploadTicketClient struct {
 	config
@@ -1380,15 +1529,148 @@ func (c *UploadTicketClient) mutate(ctx context.Context, m *UploadTicketMutation
 	}
 }
 
+// ViewOutboxClient is a client for the ViewOutbox schema.
+type ViewOutboxClient struct {
+	config
+}
+
+// NewViewOutboxClient returns a client for the ViewOutbox from the given config.
+func NewViewOutboxClient(c config) *ViewOutboxClient {
+	return &ViewOutboxClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `viewoutbox.Hooks(f(g(h())))`.
+func (c *ViewOutboxClient) Use(hooks ...Hook) {
+	c.hooks.ViewOutbox = append(c.hooks.ViewOutbox, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `viewoutbox.Intercept(f(g(h())))`.
+func (c *ViewOutboxClient) Intercept(interceptors ...Interceptor) {
+	c.inters.ViewOutbox = append(c.inters.ViewOutbox, interceptors...)
+}
+
+// Create returns a builder for creating a ViewOutbox entity.
+func (c *ViewOutboxClient) Create() *ViewOutboxCreate {
+	mutation := newViewOutboxMutation(c.config, OpCreate)
+	return &ViewOutboxCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of ViewOutbox entities.
+func (c *ViewOutboxClient) CreateBulk(builders ...*ViewOutboxCreate) *ViewOutboxCreateBulk {
+	return &ViewOutboxCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *ViewOutboxClient) MapCreateBulk(slice any, setFunc func(*ViewOutboxCreate, int)) *ViewOutboxCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &ViewOutboxCreateBulk{err: fmt.Errorf("calling to ViewOutboxClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*ViewOutboxCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &ViewOutboxCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for ViewOutbox.
+func (c *ViewOutboxClient) Update() *ViewOutboxUpdate {
+	mutation := newViewOutboxMutation(c.config, OpUpdate)
+	return &ViewOutboxUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *ViewOutboxClient) UpdateOne(_m *ViewOutbox) *ViewOutboxUpdateOne {
+	mutation := newViewOutboxMutation(c.config, OpUpdateOne, withViewOutbox(_m))
+	return &ViewOutboxUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *ViewOutboxClient) UpdateOneID(id int64) *ViewOutboxUpdateOne {
+	mutation := newViewOutboxMutation(c.config, OpUpdateOne, withViewOutboxID(id))
+	return &ViewOutboxUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for ViewOutbox.
+func (c *ViewOutboxClient) Delete() *ViewOutboxDelete {
+	mutation := newViewOutboxMutation(c.config, OpDelete)
+	return &ViewOutboxDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *ViewOutboxClient) DeleteOne(_m *ViewOutbox) *ViewOutboxDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *ViewOutboxClient) DeleteOneID(id int64) *ViewOutboxDeleteOne {
+	builder := c.Delete().Where(viewoutbox.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &ViewOutboxDeleteOne{builder}
+}
+
+// Query returns a query builder for ViewOutbox.
+func (c *ViewOutboxClient) Query() *ViewOutboxQuery {
+	return &ViewOutboxQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeViewOutbox},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a ViewOutbox entity by its id.
+func (c *ViewOutboxClient) Get(ctx context.Context, id int64) (*ViewOutbox, error) {
+	return c.Query().Where(viewoutbox.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *ViewOutboxClient) GetX(ctx context.Context, id int64) *ViewOutbox {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *ViewOutboxClient) Hooks() []Hook {
+	return c.hooks.ViewOutbox
+}
+
+// Interceptors returns the client interceptors.
+func (c *ViewOutboxClient) Interceptors() []Interceptor {
+	return c.inters.ViewOutbox
+}
+
+func (c *ViewOutboxClient) mutate(ctx context.Context, m *ViewOutboxMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&ViewOutboxCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&ViewOutboxUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&ViewOutboxUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&ViewOutboxDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown ViewOutbox mutation op: %q", m.Op())
+	}
+}
+
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		Account, AssetPurge, CloneJob, ExternalUser, Integration, Scene,
-		UploadTicket []ent.Hook
+		Account, AssetPurge, CloneJob, ExternalUser, Integration, Scene, SceneLike,
+		UploadTicket, ViewOutbox []ent.Hook
 	}
 	inters struct {
-		Account, AssetPurge, CloneJob, ExternalUser, Integration, Scene,
-		UploadTicket []ent.Interceptor
+		Account, AssetPurge, CloneJob, ExternalUser, Integration, Scene, SceneLike,
+		UploadTicket, ViewOutbox []ent.Interceptor
 	}
 )
 

@@ -18,7 +18,9 @@ import (
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/ent/scenelike"
 	"github.com/splathost/splathost/ent/uploadticket"
+	"github.com/splathost/splathost/ent/viewoutbox"
 )
 
 // ent aliases to avoid import conflicts in user's code.
@@ -85,7 +87,9 @@ func checkColumn(t, c string) error {
 			externaluser.Table: externaluser.ValidColumn,
 			integration.Table:  integration.ValidColumn,
 			scene.Table:        scene.ValidColumn,
+			scenelike.Table:    scenelike.ValidColumn,
 			uploadticket.Table: uploadticket.ValidColumn,
+			viewoutbox.Table:   viewoutbox.ValidColumn,
 		})
 	})
 	return columnCheck(t, c)

@@ -18,8 +18,10 @@ import (
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/ent/predicate"
 	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/ent/scenelike"
 	"github.com/splathost/splathost/ent/schema"
 	"github.com/splathost/splathost/ent/uploadticket"
+	"github.com/splathost/splathost/ent/viewoutbox"
 )
 
 const (
@@ -37,7 +39,9 @@ const (
 	TypeExternalUser = "ExternalUser"
 	TypeIntegration  = "Integration"
 	TypeScene        = "Scene"
+	TypeSceneLike    = "SceneLike"
 	TypeUploadTicket = "UploadTicket"
+	TypeViewOutbox   = "ViewOutbox"
 )
 
 // AccountMutation represents an operation that mutates the Account nodes in the graph.
@@ -8392,6 +8396,500 @@ func (m *SceneMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown Scene edge %s", name)
 }
 
+// SceneLikeMutation represents an operation that mutates the SceneLike nodes in the graph.
+type SceneLikeMutation struct {
+	config
+	op             Op
+	typ            string
+	id             *int64
+	integration_id *string
+	scene_id       *string
+	visitor_id     *string
+	created_at     *time.Time
+	clearedFields  map[string]struct{}
+	done           bool
+	oldValue       func(context.Context) (*SceneLike, error)
+	predicates     []predicate.SceneLike
+}
+
+var _ ent.Mutation = (*SceneLikeMutation)(nil)
+
+// scenelikeOption allows management of the mutation configuration using functional options.
+type scenelikeOption func(*SceneLikeMutation)
+
+// newSceneLikeMutation creates new mutation for the SceneLike entity.
+func newSceneLikeMutation(c config, op Op, opts ...scenelikeOption) *SceneLikeMutation {
+	m := &SceneLikeMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeSceneLike,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withSceneLikeID sets the ID field of the mutation.
+func withSceneLikeID(id int64) scenelikeOption {
+	return func(m *SceneLikeMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *SceneLike
+		)
+		m.oldValue = func(ctx context.Context) (*SceneLike, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().SceneLike.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withSceneLike sets the old SceneLike of the mutation.
+func withSceneLike(node *SceneLike) scenelikeOption {
+	return func(m *SceneLikeMutation) {
+		m.oldValue = func(context.Context) (*SceneLike, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m SceneLikeMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m SceneLikeMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of SceneLike entities.
+func (m *SceneLikeMutation) SetID(id int64) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *SceneLikeMutation) ID() (id int64, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *SceneLikeMutation) IDs(ctx context.Context) ([]int64, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int64{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().SceneLike.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetIntegrationID sets the "integration_id" field.
+func (m *SceneLikeMutation) SetIntegrationID(s string) {
+	m.integration_id = &s
+}
+
+// IntegrationID returns the value of the "integration_id" field in the mutation.
+func (m *SceneLikeMutation) IntegrationID() (r string, exists bool) {
+	v := m.integration_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldIntegrationID returns the old "integration_id" field's value of the SceneLike entity.
+// If the SceneLike object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SceneLikeMutation) OldIntegrationID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldIntegrationID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldIntegrationID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldIntegrationID: %w", err)
+	}
+	return oldValue.IntegrationID, nil
+}
+
+// ResetIntegrationID resets all changes to the "integration_id" field.
+func (m *SceneLikeMutation) ResetIntegrationID() {
+	m.integration_id = nil
+}
+
+// SetSceneID sets the "scene_id" field.
+func (m *SceneLikeMutation) SetSceneID(s string) {
+	m.scene_id = &s
+}
+
+// SceneID returns the value of the "scene_id" field in the mutation.
+func (m *SceneLikeMutation) SceneID() (r string, exists bool) {
+	v := m.scene_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSceneID returns the old "scene_id" field's value of the SceneLike entity.
+// If the SceneLike object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SceneLikeMutation) OldSceneID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSceneID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSceneID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSceneID: %w", err)
+	}
+	return oldValue.SceneID, nil
+}
+
+// ResetSceneID resets all changes to the "scene_id" field.
+func (m *SceneLikeMutation) ResetSceneID() {
+	m.scene_id = nil
+}
+
+// SetVisitorID sets the "visitor_id" field.
+func (m *SceneLikeMutation) SetVisitorID(s string) {
+	m.visitor_id = &s
+}
+
+// VisitorID returns the value of the "visitor_id" field in the mutation.
+func (m *SceneLikeMutation) VisitorID() (r string, exists bool) {
+	v := m.visitor_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldVisitorID returns the old "visitor_id" field's value of the SceneLike entity.
+// If the SceneLike object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SceneLikeMutation) OldVisitorID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldVisitorID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldVisitorID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldVisitorID: %w", err)
+	}
+	return oldValue.VisitorID, nil
+}
+
+// ResetVisitorID resets all changes to the "visitor_id" field.
+func (m *SceneLikeMutation) ResetVisitorID() {
+	m.visitor_id = nil
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *SceneLikeMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *SceneLikeMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the SceneLike entity.
+// If the SceneLike object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SceneLikeMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *SceneLikeMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// Where appends a list predicates to the SceneLikeMutation builder.
+func (m *SceneLikeMutation) Where(ps ...predicate.SceneLike) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the SceneLikeMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *SceneLikeMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.SceneLike, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *SceneLikeMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *SceneLikeMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (SceneLike).
+func (m *SceneLikeMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *SceneLikeMutation) Fields() []string {
+	fields := make([]string, 0, 4)
+	if m.integration_id != nil {
+		fields = append(fields, scenelike.FieldIntegrationID)
+	}
+	if m.scene_id != nil {
+		fields = append(fields, scenelike.FieldSceneID)
+	}
+	if m.visitor_id != nil {
+		fields = append(fields, scenelike.FieldVisitorID)
+	}
+	if m.created_at != nil {
+		fields = append(fields, scenelike.FieldCreatedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *SceneLikeMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case scenelike.FieldIntegrationID:
+		return m.IntegrationID()
+	case scenelike.FieldSceneID:
+		return m.SceneID()
+	case scenelike.FieldVisitorID:
+		return m.VisitorID()
+	case scenelike.FieldCreatedAt:
+		return m.CreatedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *SceneLikeMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case scenelike.FieldIntegrationID:
+		return m.OldIntegrationID(ctx)
+	case scenelike.FieldSceneID:
+		return m.OldSceneID(ctx)
+	case scenelike.FieldVisitorID:
+		return m.OldVisitorID(ctx)
+	case scenelike.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown SceneLike field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *SceneLikeMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case scenelike.FieldIntegrationID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetIntegrationID(v)
+		return nil
+	case scenelike.FieldSceneID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSceneID(v)
+		return nil
+	case scenelike.FieldVisitorID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetVisitorID(v)
+		return nil
+	case scenelike.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown SceneLike field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *SceneLikeMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *SceneLikeMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *SceneLikeMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown SceneLike numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *SceneLikeMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *SceneLikeMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *SceneLikeMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown SceneLike nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *SceneLikeMutation) ResetField(name string) error {
+	switch name {
+	case scenelike.FieldIntegrationID:
+		m.ResetIntegrationID()
+		return nil
+	case scenelike.FieldSceneID:
+		m.ResetSceneID()
+		return nil
+	case scenelike.FieldVisitorID:
+		m.ResetVisitorID()
+		return nil
+	case scenelike.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown SceneLike field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *SceneLikeMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *SceneLikeMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *SceneLikeMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *SceneLikeMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *SceneLikeMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *SceneLikeMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *SceneLikeMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown SceneLike unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *SceneLikeMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown SceneLike edge %s", name)
+}
+
 // UploadTicketMutation represents an operation that mutates the UploadTicket nodes in the graph.
 type UploadTicketMutation struct {
 	config
@@ -9455,4 +9953,498 @@ func (m *UploadTicketMutation) ResetEdge(name string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown UploadTicket edge %s", name)
+}
+
+// ViewOutboxMutation represents an operation that mutates the ViewOutbox nodes in the graph.
+type ViewOutboxMutation struct {
+	config
+	op             Op
+	typ            string
+	id             *int64
+	integration_id *string
+	scene_id       *string
+	visitor_id     *string
+	viewed_at      *time.Time
+	clearedFields  map[string]struct{}
+	done           bool
+	oldValue       func(context.Context) (*ViewOutbox, error)
+	predicates     []predicate.ViewOutbox
+}
+
+var _ ent.Mutation = (*ViewOutboxMutation)(nil)
+
+// viewoutboxOption allows management of the mutation configuration using functional options.
+type viewoutboxOption func(*ViewOutboxMutation)
+
+// newViewOutboxMutation creates new mutation for the ViewOutbox entity.
+func newViewOutboxMutation(c config, op Op, opts ...viewoutboxOption) *ViewOutboxMutation {
+	m := &ViewOutboxMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeViewOutbox,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withViewOutboxID sets the ID field of the mutation.
+func withViewOutboxID(id int64) viewoutboxOption {
+	return func(m *ViewOutboxMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *ViewOutbox
+		)
+		m.oldValue = func(ctx context.Context) (*ViewOutbox, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().ViewOutbox.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withViewOutbox sets the old ViewOutbox of the mutation.
+func withViewOutbox(node *ViewOutbox) viewoutboxOption {
+	return func(m *ViewOutboxMutation) {
+		m.oldValue = func(context.Context) (*ViewOutbox, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m ViewOutboxMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m ViewOutboxMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of ViewOutbox entities.
+func (m *ViewOutboxMutation) SetID(id int64) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *ViewOutboxMutation) ID() (id int64, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *ViewOutboxMutation) IDs(ctx context.Context) ([]int64, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int64{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().ViewOutbox.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetIntegrationID sets the "integration_id" field.
+func (m *ViewOutboxMutation) SetIntegrationID(s string) {
+	m.integration_id = &s
+}
+
+// IntegrationID returns the value of the "integration_id" field in the mutation.
+func (m *ViewOutboxMutation) IntegrationID() (r string, exists bool) {
+	v := m.integration_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldIntegrationID returns the old "integration_id" field's value of the ViewOutbox entity.
+// If the ViewOutbox object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ViewOutboxMutation) OldIntegrationID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldIntegrationID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldIntegrationID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldIntegrationID: %w", err)
+	}
+	return oldValue.IntegrationID, nil
+}
+
+// ResetIntegrationID resets all changes to the "integration_id" field.
+func (m *ViewOutboxMutation) ResetIntegrationID() {
+	m.integration_id = nil
+}
+
+// SetSceneID sets the "scene_id" field.
+func (m *ViewOutboxMutation) SetSceneID(s string) {
+	m.scene_id = &s
+}
+
+// SceneID returns the value of the "scene_id" field in the mutation.
+func (m *ViewOutboxMutation) SceneID() (r string, exists bool) {
+	v := m.scene_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSceneID returns the old "scene_id" field's value of the ViewOutbox entity.
+// If the ViewOutbox object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ViewOutboxMutation) OldSceneID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSceneID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSceneID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSceneID: %w", err)
+	}
+	return oldValue.SceneID, nil
+}
+
+// ResetSceneID resets all changes to the "scene_id" field.
+func (m *ViewOutboxMutation) ResetSceneID() {
+	m.scene_id = nil
+}
+
+// SetVisitorID sets the "visitor_id" field.
+func (m *ViewOutboxMutation) SetVisitorID(s string) {
+	m.visitor_id = &s
+}
+
+// VisitorID returns the value of the "visitor_id" field in the mutation.
+func (m *ViewOutboxMutation) VisitorID() (r string, exists bool) {
+	v := m.visitor_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldVisitorID returns the old "visitor_id" field's value of the ViewOutbox entity.
+// If the ViewOutbox object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ViewOutboxMutation) OldVisitorID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldVisitorID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldVisitorID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldVisitorID: %w", err)
+	}
+	return oldValue.VisitorID, nil
+}
+
+// ResetVisitorID resets all changes to the "visitor_id" field.
+func (m *ViewOutboxMutation) ResetVisitorID() {
+	m.visitor_id = nil
+}
+
+// SetViewedAt sets the "viewed_at" field.
+func (m *ViewOutboxMutation) SetViewedAt(t time.Time) {
+	m.viewed_at = &t
+}
+
+// ViewedAt returns the value of the "viewed_at" field in the mutation.
+func (m *ViewOutboxMutation) ViewedAt() (r time.Time, exists bool) {
+	v := m.viewed_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldViewedAt returns the old "viewed_at" field's value of the ViewOutbox entity.
+// If the ViewOutbox object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ViewOutboxMutation) OldViewedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldViewedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldViewedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldViewedAt: %w", err)
+	}
+	return oldValue.ViewedAt, nil
+}
+
+// ResetViewedAt resets all changes to the "viewed_at" field.
+func (m *ViewOutboxMutation) ResetViewedAt() {
+	m.viewed_at = nil
+}
+
+// Where appends a list predicates to the ViewOutboxMutation builder.
+func (m *ViewOutboxMutation) Where(ps ...predicate.ViewOutbox) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the ViewOutboxMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *ViewOutboxMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.ViewOutbox, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *ViewOutboxMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *ViewOutboxMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (ViewOutbox).
+func (m *ViewOutboxMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *ViewOutboxMutation) Fields() []string {
+	fields := make([]string, 0, 4)
+	if m.integration_id != nil {
+		fields = append(fields, viewoutbox.FieldIntegrationID)
+	}
+	if m.scene_id != nil {
+		fields = append(fields, viewoutbox.FieldSceneID)
+	}
+	if m.visitor_id != nil {
+		fields = append(fields, viewoutbox.FieldVisitorID)
+	}
+	if m.viewed_at != nil {
+		fields = append(fields, viewoutbox.FieldViewedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *ViewOutboxMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case viewoutbox.FieldIntegrationID:
+		return m.IntegrationID()
+	case viewoutbox.FieldSceneID:
+		return m.SceneID()
+	case viewoutbox.FieldVisitorID:
+		return m.VisitorID()
+	case viewoutbox.FieldViewedAt:
+		return m.ViewedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *ViewOutboxMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case viewoutbox.FieldIntegrationID:
+		return m.OldIntegrationID(ctx)
+	case viewoutbox.FieldSceneID:
+		return m.OldSceneID(ctx)
+	case viewoutbox.FieldVisitorID:
+		return m.OldVisitorID(ctx)
+	case viewoutbox.FieldViewedAt:
+		return m.OldViewedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown ViewOutbox field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ViewOutboxMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case viewoutbox.FieldIntegrationID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetIntegrationID(v)
+		return nil
+	case viewoutbox.FieldSceneID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSceneID(v)
+		return nil
+	case viewoutbox.FieldVisitorID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetVisitorID(v)
+		return nil
+	case viewoutbox.FieldViewedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetViewedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown ViewOutbox field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *ViewOutboxMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *ViewOutboxMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ViewOutboxMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown ViewOutbox numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *ViewOutboxMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *ViewOutboxMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *ViewOutboxMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown ViewOutbox nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *ViewOutboxMutation) ResetField(name string) error {
+	switch name {
+	case viewoutbox.FieldIntegrationID:
+		m.ResetIntegrationID()
+		return nil
+	case viewoutbox.FieldSceneID:
+		m.ResetSceneID()
+		return nil
+	case viewoutbox.FieldVisitorID:
+		m.ResetVisitorID()
+		return nil
+	case viewoutbox.FieldViewedAt:
+		m.ResetViewedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown ViewOutbox field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *ViewOutboxMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *ViewOutboxMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *ViewOutboxMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *ViewOutboxMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *ViewOutboxMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *ViewOutboxMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *ViewOutboxMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown ViewOutbox unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *ViewOutboxMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown ViewOutbox edge %s", name)
 }

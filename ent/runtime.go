@@ -11,8 +11,10 @@ import (
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/ent/scenelike"
 	"github.com/splathost/splathost/ent/schema"
 	"github.com/splathost/splathost/ent/uploadticket"
+	"github.com/splathost/splathost/ent/viewoutbox"
 )
 
 // The init function reads all schema descriptors with runtime code
@@ -613,6 +615,52 @@ func init() {
 			return nil
 		}
 	}()
+	scenelikeFields := schema.SceneLike{}.Fields()
+	_ = scenelikeFields
+	// scenelikeDescIntegrationID is the schema descriptor for integration_id field.
+	scenelikeDescIntegrationID := scenelikeFields[1].Descriptor()
+	// scenelike.IntegrationIDValidator is a validator for the "integration_id" field. It is called by the builders before save.
+	scenelike.IntegrationIDValidator = func() func(string) error {
+		validators := scenelikeDescIntegrationID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(integration_id string) error {
+			for _, fn := range fns {
+				if err := fn(integration_id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// scenelikeDescSceneID is the schema descriptor for scene_id field.
+	scenelikeDescSceneID := scenelikeFields[2].Descriptor()
+	// scenelike.SceneIDValidator is a validator for the "scene_id" field. It is called by the builders before save.
+	scenelike.SceneIDValidator = func() func(string) error {
+		validators := scenelikeDescSceneID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(scene_id string) error {
+			for _, fn := range fns {
+				if err := fn(scene_id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// scenelikeDescVisitorID is the schema descriptor for visitor_id field.
+	scenelikeDescVisitorID := scenelikeFields[3].Descriptor()
+	// scenelike.VisitorIDValidator is a validator for the "visitor_id" field. It is called by the builders before save.
+	scenelike.VisitorIDValidator = scenelikeDescVisitorID.Validators[0].(func(string) error)
+	// scenelikeDescCreatedAt is the schema descriptor for created_at field.
+	scenelikeDescCreatedAt := scenelikeFields[4].Descriptor()
+	// scenelike.DefaultCreatedAt holds the default value on creation for the created_at field.
+	scenelike.DefaultCreatedAt = scenelikeDescCreatedAt.Default.(func() time.Time)
 	uploadticketMixin := schema.UploadTicket{}.Mixin()
 	uploadticketMixinFields0 := uploadticketMixin[0].Fields()
 	_ = uploadticketMixinFields0
@@ -698,4 +746,46 @@ func init() {
 			return nil
 		}
 	}()
+	viewoutboxFields := schema.ViewOutbox{}.Fields()
+	_ = viewoutboxFields
+	// viewoutboxDescIntegrationID is the schema descriptor for integration_id field.
+	viewoutboxDescIntegrationID := viewoutboxFields[1].Descriptor()
+	// viewoutbox.IntegrationIDValidator is a validator for the "integration_id" field. It is called by the builders before save.
+	viewoutbox.IntegrationIDValidator = func() func(string) error {
+		validators := viewoutboxDescIntegrationID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(integration_id string) error {
+			for _, fn := range fns {
+				if err := fn(integration_id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// viewoutboxDescSceneID is the schema descriptor for scene_id field.
+	viewoutboxDescSceneID := viewoutboxFields[2].Descriptor()
+	// viewoutbox.SceneIDValidator is a validator for the "scene_id" field. It is called by the builders before save.
+	viewoutbox.SceneIDValidator = func() func(string) error {
+		validators := viewoutboxDescSceneID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(scene_id string) error {
+			for _, fn := range fns {
+				if err := fn(scene_id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// viewoutboxDescVisitorID is the schema descriptor for visitor_id field.
+	viewoutboxDescVisitorID := viewoutboxFields[3].Descriptor()
+	// viewoutbox.VisitorIDValidator is a validator for the "visitor_id" field. It is called by the builders before save.
+	viewoutbox.VisitorIDValidator = viewoutboxDescVisitorID.Validators[0].(func(string) error)
 }

@@ -26,8 +26,12 @@ type Tx struct {
 	Integration *IntegrationClient
 	// Scene is the client for interacting with the Scene builders.
 	Scene *SceneClient
+	// SceneLike is the client for interacting with the SceneLike builders.
+	SceneLike *SceneLikeClient
 	// UploadTicket is the client for interacting with the UploadTicket builders.
 	UploadTicket *UploadTicketClient
+	// ViewOutbox is the client for interacting with the ViewOutbox builders.
+	ViewOutbox *ViewOutboxClient
 
 	// lazily loaded.
 	client     *Client
@@ -165,7 +169,9 @@ func (tx *Tx) init() {
 	tx.ExternalUser = NewExternalUserClient(tx.config)
 	tx.Integration = NewIntegrationClient(tx.config)
 	tx.Scene = NewSceneClient(tx.config)
+	tx.SceneLike = NewSceneLikeClient(tx.config)
 	tx.UploadTicket = NewUploadTicketClient(tx.config)
+	tx.ViewOutbox = NewViewOutboxClient(tx.config)
 }
 
 // txDriver wraps the given dialect.Tx with a nop dialect.Driver implementation.

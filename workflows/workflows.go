@@ -15,5 +15,7 @@ func Register(w worker.Registry) int {
 	w.RegisterWorkflowWithOptions(SceneRetention, workflow.RegisterOptions{Name: SceneRetentionWorkflow})
 	w.RegisterWorkflow(RedriveRetention)
 	w.RegisterWorkflowWithOptions(CloneScene, workflow.RegisterOptions{Name: CloneSceneWorkflow})
-	return 6
+	w.RegisterWorkflow(DeleteSceneViews)
+	w.RegisterWorkflow(DropExpiredViews)
+	return 8
 }

@@ -2,14 +2,12 @@
 package main
 
 import (
-	"context"
-
-	"github.com/splathost/splathost/analytics"
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/worker"
 	"github.com/splathost/splathost/services/scene"
+	"github.com/splathost/splathost/workflows"
 )
 
 func main() {
@@ -20,25 +18,21 @@ func main() {
 	if err != nil {
 		boot.Fatal(rt.Log, "object store", err)
 	}
-	ch, err := analytics.Open(rt.Ctx, rt.Config.ClickHouseAddr, rt.Config.ClickHouseDB)
-	if err != nil {
-		boot.Fatal(rt.Log, "clickhouse", err)
-	}
-	defer ch.Close()
-	// Clone jobs run on Temporal; the client is lazy, so Temporal being down does not stop the
-	// service (clone calls answer 500 until it is back).
+	views := rt.Views()
 	tc, err := worker.Dial(rt.Config, rt.Log)
 	if err != nil {
 		boot.Fatal(rt.Log, "temporal", err)
 	}
 	defer tc.Close()
 	svc := scene.New(d, store, rt.Log, rt.Config.AssetBase(), scene.ClonesFrom(tc, rt.Config))
+	svc.UseViews(views)
+	svc.UseViewRecords(workflows.ViewDeletions{Client: tc, TaskQueue: rt.Config.TaskQueue})
 	// Scene reads are served from memory while the LISTEN connection is up; every change is
 	// announced with a NOTIFY, so this process drops its copies whichever process made it.
 	go svc.Listen(rt.Ctx)
 	app := boot.ServiceApp("scene", rt.Config, rt.Log, scene.Prefixes, svc.Register, map[string]httpx.Check{
 		"postgres": d.Ping, "objectstore": store.Ready,
-		"clickhouse": func(ctx context.Context) error { return ch.Ping(ctx) },
+		"clickhouse": views.Ping,
 	})
 	rt.Log.Info("listening", "addr", rt.Config.SceneAddr)
 	if err := boot.Serve(rt.Ctx, app, rt.Config.SceneAddr, rt.Config.ShutdownTimeout); err != nil {

@@ -1,11 +1,13 @@
 // Command worker hosts splathost's Temporal workflows and activities, with /healthz and /readyz
-// on SPLATHOST_WORKER_HEALTH_ADDR. The activities reach Postgres and the object store.
+// on SPLATHOST_WORKER_HEALTH_ADDR. The activities reach Postgres, the object store and
+// ClickHouse; the worker also runs the view streamer (Postgres outbox → ClickHouse).
 package main
 
 import (
 	"context"
 	"errors"
 
+	"github.com/splathost/splathost/analytics"
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/objectstore"
@@ -20,6 +22,7 @@ func main() {
 	if err != nil {
 		boot.Fatal(rt.Log, "object store", err)
 	}
+	views := rt.Views()
 	tc, err := worker.Dial(rt.Config, rt.Log)
 	if err != nil {
 		boot.Fatal(rt.Log, "temporal", err)
@@ -27,14 +30,15 @@ func main() {
 	defer tc.Close()
 	health := httpx.NewApp("worker", rt.Log, 4096)
 	httpx.MountHealth(health, rt.Log, map[string]httpx.Check{
-		"temporal": worker.Ready(tc), "postgres": d.Ping, "objectstore": store.Ready,
+		"temporal": worker.Ready(tc), "postgres": d.Ping, "objectstore": store.Ready, "clickhouse": views.Ping,
 	})
 	go func() {
 		if err := boot.Serve(rt.Ctx, health, rt.Config.WorkerHealthAddr, rt.Config.ShutdownTimeout); err != nil {
 			boot.Fatal(rt.Log, "health server", err)
 		}
 	}()
-	err = worker.Run(rt.Ctx, tc, rt.Config, worker.Deps{DB: d, Store: store, Log: rt.Log})
+	err = worker.Run(rt.Ctx, tc, rt.Config, worker.Deps{DB: d, Store: store, Views: views,
+		Streamer: &analytics.Streamer{DB: d, Views: views, Log: rt.Log}, Log: rt.Log})
 	if err != nil && !errors.Is(err, context.Canceled) {
 		boot.Fatal(rt.Log, "worker", err)
 	}

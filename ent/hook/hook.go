@@ -81,6 +81,18 @@ func (f SceneFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.SceneMutation", m)
 }
 
+// The SceneLikeFunc type is an adapter to allow the use of ordinary
+// function as SceneLike mutator.
+type SceneLikeFunc func(context.Context, *ent.SceneLikeMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f SceneLikeFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.SceneLikeMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.SceneLikeMutation", m)
+}
+
 // The UploadTicketFunc type is an adapter to allow the use of ordinary
 // function as UploadTicket mutator.
 type UploadTicketFunc func(context.Context, *ent.UploadTicketMutation) (ent.Value, error)
@@ -91,6 +103,18 @@ func (f UploadTicketFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value
 		return f(ctx, mv)
 	}
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.UploadTicketMutation", m)
+}
+
+// The ViewOutboxFunc type is an adapter to allow the use of ordinary
+// function as ViewOutbox mutator.
+type ViewOutboxFunc func(context.Context, *ent.ViewOutboxMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f ViewOutboxFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.ViewOutboxMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ViewOutboxMutation", m)
 }
 
 // Condition is a hook condition function.

@@ -247,6 +247,27 @@ var (
 			},
 		},
 	}
+	// SceneLikesColumns holds the columns for the "scene_likes" table.
+	SceneLikesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt64, Increment: true},
+		{Name: "integration_id", Type: field.TypeString, Size: 24},
+		{Name: "scene_id", Type: field.TypeString, Size: 24},
+		{Name: "visitor_id", Type: field.TypeString},
+		{Name: "created_at", Type: field.TypeTime},
+	}
+	// SceneLikesTable holds the schema information for the "scene_likes" table.
+	SceneLikesTable = &schema.Table{
+		Name:       "scene_likes",
+		Columns:    SceneLikesColumns,
+		PrimaryKey: []*schema.Column{SceneLikesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "scenelike_scene_id_visitor_id",
+				Unique:  true,
+				Columns: []*schema.Column{SceneLikesColumns[2], SceneLikesColumns[3]},
+			},
+		},
+	}
 	// UploadTicketsColumns holds the columns for the "upload_tickets" table.
 	UploadTicketsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 24},
@@ -289,6 +310,27 @@ var (
 			},
 		},
 	}
+	// ViewOutboxesColumns holds the columns for the "view_outboxes" table.
+	ViewOutboxesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt64, Increment: true},
+		{Name: "integration_id", Type: field.TypeString, Size: 24},
+		{Name: "scene_id", Type: field.TypeString, Size: 24},
+		{Name: "visitor_id", Type: field.TypeString},
+		{Name: "viewed_at", Type: field.TypeTime},
+	}
+	// ViewOutboxesTable holds the schema information for the "view_outboxes" table.
+	ViewOutboxesTable = &schema.Table{
+		Name:       "view_outboxes",
+		Columns:    ViewOutboxesColumns,
+		PrimaryKey: []*schema.Column{ViewOutboxesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "viewoutbox_scene_id",
+				Unique:  false,
+				Columns: []*schema.Column{ViewOutboxesColumns[2]},
+			},
+		},
+	}
 	// Tables holds all the tables in the schema.
 	Tables = []*schema.Table{
 		AccountsTable,
@@ -297,7 +339,9 @@ var (
 		ExternalUsersTable,
 		IntegrationsTable,
 		ScenesTable,
+		SceneLikesTable,
 		UploadTicketsTable,
+		ViewOutboxesTable,
 	}
 )
 

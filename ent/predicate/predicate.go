@@ -24,5 +24,11 @@ type Integration func(*sql.Selector)
 // Scene is the predicate function for scene builders.
 type Scene func(*sql.Selector)
 
+// SceneLike is the predicate function for scenelike builders.
+type SceneLike func(*sql.Selector)
+
 // UploadTicket is the predicate function for uploadticket builders.
 type UploadTicket func(*sql.Selector)
+
+// ViewOutbox is the predicate function for viewoutbox builders.
+type ViewOutbox func(*sql.Selector)

@@ -21,6 +21,7 @@ import (
 	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
 	"github.com/splathost/splathost/services/user"
+	"github.com/splathost/splathost/workflows"
 )
 
 // Process is a running all-in-one splathost: the gateway with every service mounted in-process,
@@ -34,6 +35,9 @@ type Process struct {
 	Scenes   *scene.Service
 	Temporal client.Client
 	CH       driver.Conn
+	// Views is the ClickHouse view store; Streamer moves accepted views into it.
+	Views    *analytics.Views
+	Streamer *analytics.Streamer
 	stop     context.CancelFunc
 	done     chan struct{}
 }
@@ -69,6 +73,15 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	ints := user.NewIntegrations(d.Pool, log)
 	users := user.New(d, log, ints.Flush, user.Temporal{Client: tc, TaskQueue: cfg.TaskQueue})
 	scenes := scene.New(d, store, log, cfg.AssetBase(), scene.ClonesFrom(tc, cfg))
+	views, err := analytics.NewViews(ch, cfg.ClickHouseDB)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	p.Views = views
+	p.Streamer = &analytics.Streamer{DB: d, Views: views, Log: log}
+	scenes.UseViews(views)
+	scenes.UseViewRecords(workflows.ViewDeletions{Client: tc, TaskQueue: cfg.TaskQueue})
 	keys, err := session.NewKeys(cfg.SessionKeys)
 	if err != nil {
 		p.Close()
@@ -101,7 +114,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 		defer close(p.done)
 		go ints.Listen(runCtx)
 		go scenes.Listen(runCtx)
-		if err := worker.Run(runCtx, tc, cfg, worker.Deps{DB: d, Store: store, Log: log}); err != nil && !errors.Is(err, context.Canceled) {
+		if err := worker.Run(runCtx, tc, cfg, worker.Deps{DB: d, Store: store, Views: views, Streamer: p.Streamer, Log: log}); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("worker stopped", "error", err)
 		}
 	}()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/splathost/splathost/analytics"
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/db"
 )
@@ -46,7 +47,17 @@ func (r *Runtime) DB() *db.DB {
 	return d
 }
 
-// Close releases everything Init and DB opened, last opened first.
+// Views opens the ClickHouse view store or exits; Close releases it.
+func (r *Runtime) Views() *analytics.Views {
+	v, err := analytics.OpenViews(r.Ctx, r.Config.ClickHouseAddr, r.Config.ClickHouseDB)
+	if err != nil {
+		Fatal(r.Log, "clickhouse", err)
+	}
+	r.stop = append(r.stop, func() { _ = v.Close() })
+	return v
+}
+
+// Close releases everything Init, DB and Views opened, last opened first.
 func (r *Runtime) Close() {
 	for i := len(r.stop) - 1; i >= 0; i-- {
 		r.stop[i]()

@@ -241,3 +241,54 @@ func LogTail(path string, n int) string {
 	}
 	return "  | " + strings.Join(lines, "\n  | ")
 }
+
+// processPID is the pid the state lists for the named process; 0 when none.
+func (s *Stack) processPID(name string) int {
+	for _, p := range s.State.Processes {
+		if p.Name == name {
+			return p.PID
+		}
+	}
+	return 0
+}
+
+// CrashClickHouse has the runner kill ClickHouse as a crash would (SIGKILL; the runner's
+// SIGUSR1) and waits until it is gone. The rest of the stack keeps running.
+func (s *Stack) CrashClickHouse(timeout time.Duration) error {
+	pid := s.processPID("clickhouse")
+	if err := s.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(timeout); pidRunning(pid); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("clickhouse (pid %d) still running %s after the crash request", pid, timeout)
+		}
+	}
+	return nil
+}
+
+// StartClickHouse has the runner start ClickHouse again on the same data and port (its
+// SIGUSR2) and waits until the runner has rewritten the state file with the new process, which
+// it does once ClickHouse answers. State is updated.
+func (s *Stack) StartClickHouse(stateFile string, timeout time.Duration) error {
+	old := s.processPID("clickhouse")
+	if err := s.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(timeout); ; time.Sleep(100 * time.Millisecond) {
+		if err := s.Failed(); err != nil {
+			return err
+		}
+		var st State
+		if b, err := os.ReadFile(stateFile); err == nil && json.Unmarshal(b, &st) == nil {
+			next := Stack{State: st}
+			if pid := next.processPID("clickhouse"); pid != 0 && pid != old && pidRunning(pid) {
+				s.State = st
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("clickhouse not started again within %s; log:\n%s", timeout, LogTail(s.LogPath, 20))
+		}
+	}
+}

@@ -175,6 +175,21 @@ func (e *Env) Stop() {
 	}
 }
 
+// CrashClickHouse kills the stack's ClickHouse as a crash would; the product keeps running
+// against a ClickHouse that is gone until StartClickHouse. For failure tests: tests of one binary
+// share the stack, so a test that calls it must bring ClickHouse back before it ends.
+func (e *Env) CrashClickHouse() error { return e.stack.CrashClickHouse(30 * time.Second) }
+
+// StartClickHouse starts the stack's ClickHouse again on the same data and port and returns
+// once it answers.
+func (e *Env) StartClickHouse() error {
+	if err := e.stack.StartClickHouse(filepath.Join(e.Dir, "stack.json"), 2*time.Minute); err != nil {
+		return err
+	}
+	e.State = e.stack.State
+	return nil
+}
+
 // Response is a decoded JSON response.
 type Response struct {
 	Status int

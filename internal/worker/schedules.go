@@ -42,6 +42,13 @@ func schedules(taskQueue string) []client.ScheduleOptions {
 				Args: []any{workflows.RetentionRedriveInput{}}, TaskQueue: taskQueue, WorkflowExecutionTimeout: time.Hour},
 			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
 		},
+		{
+			ID:   workflows.ViewRetentionScheduleID,
+			Spec: every(workflows.ViewRetentionEvery),
+			Action: &client.ScheduleWorkflowAction{ID: workflows.ViewRetentionScheduleID, Workflow: workflows.DropExpiredViews,
+				Args: []any{workflows.ViewRetentionInput{}}, TaskQueue: taskQueue, WorkflowExecutionTimeout: time.Hour},
+			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		},
 	}
 }
 
@@ -54,7 +61,7 @@ func keepSchedules(ctx context.Context, c client.Client, taskQueue string, log *
 	for {
 		err := ensureSchedules(ctx, c, taskQueue)
 		if err == nil {
-			log.Info("schedules in place", "schedules", []string{workflows.OrphanSweepScheduleID, workflows.PurgeRedriveScheduleID, workflows.RetentionRedriveScheduleID})
+			log.Info("schedules in place", "schedules", []string{workflows.OrphanSweepScheduleID, workflows.PurgeRedriveScheduleID, workflows.RetentionRedriveScheduleID, workflows.ViewRetentionScheduleID})
 			return
 		}
 		if ctx.Err() != nil {

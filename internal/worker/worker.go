@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/splathost/splathost/activities"
+	"github.com/splathost/splathost/analytics"
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
@@ -20,11 +21,16 @@ import (
 	"github.com/splathost/splathost/workflows"
 )
 
-// Deps are what the activities need: the product database and the asset store.
+// Deps are what the activities need: the product database, the asset store and the ClickHouse
+// view store, and the view streamer the worker runs beside them.
 type Deps struct {
 	DB    *db.DB
 	Store *objectstore.Store
-	Log   *slog.Logger
+	Views *analytics.Views
+	// Streamer, when set, moves accepted views from the Postgres outbox into ClickHouse for as
+	// long as the worker runs (only one streamer of the deployment drains at a time).
+	Streamer *analytics.Streamer
+	Log      *slog.Logger
 }
 
 // Run hosts every workflow and activity on the task queue until ctx ends, and keeps the
@@ -36,6 +42,23 @@ func Run(ctx context.Context, c client.Client, cfg config.Config, deps Deps) err
 	w := worker.New(c, cfg.TaskQueue, worker.Options{WorkerStopTimeout: cfg.ShutdownTimeout})
 	acts := &activities.Activities{Ent: deps.DB.Ent, Objects: deps.Store.Client, Bucket: deps.Store.Bucket,
 		AssetBase: cfg.AssetBase(), Log: log}
+	if deps.Views != nil {
+		// A nil *analytics.Views must not become a non-nil interface.
+		acts.Views = deps.Views
+	}
+	// The streamer needs no Temporal, so it starts at once and stops when Run returns.
+	streamCtx, stopStreamer := context.WithCancel(ctx)
+	streamerDone := make(chan struct{})
+	go func() {
+		defer close(streamerDone)
+		if deps.Streamer != nil {
+			deps.Streamer.Run(streamCtx)
+		}
+	}()
+	defer func() {
+		stopStreamer()
+		<-streamerDone
+	}()
 	n := workflows.Register(w) + activities.Register(w, acts)
 	// The client is lazy and the worker cannot start without the frontend: wait for it rather
 	// than fail, so that the product's start does not depend on Temporal being up first.

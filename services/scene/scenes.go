@@ -2,6 +2,7 @@ package scene
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -31,8 +32,8 @@ const (
 // registerScenes mounts the scene read, update and delete routes.
 func (s *Service) registerScenes(r fiber.Router) {
 	r.Get("/api/v1/splats", s.listScenes)
-	// GET /api/v1/splats/trending must be registered here, before /:id, when it lands: otherwise
-	// "trending" is taken for a scene id (and answered 404).
+	// Before /:id: otherwise "trending" is taken for a scene id (and answered 404).
+	r.Get("/api/v1/splats/trending", s.trending)
 	r.Get("/api/v1/splats/:id", s.getScene)
 	r.Patch("/api/v1/splats/:id", s.patchScene)
 	r.Delete("/api/v1/splats/:id", s.deleteScene)
@@ -368,7 +369,7 @@ func (s *Service) deleteScene(c *fiber.Ctx) error {
 	// a failure is logged, not returned (a retry would only get 404).
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), assetDeleteTimeout)
 	defer cancel()
-	if err := s.deleteViews(bg, sc.ID); err != nil {
+	if err := s.deleteViews(bg, sc.IntegrationID, sc.ID); err != nil {
 		s.log.Warn("deleting the view records of a deleted scene", "scene", sc.ID, "error", err)
 	}
 	if err := s.deleteSceneAssets(bg, sc); err != nil {
@@ -378,13 +379,25 @@ func (s *Service) deleteScene(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"status": "success"})
 }
 
-// deleteViews removes a deleted scene's view records (spec, DELETE side effect 2).
-//
-// Hook: there is no view store yet. This is a deliberate no-op until the analytics issue adds
-// one; that work replaces the body (and the DELETE /api/v1/external-user cascade should call it
-// too). It runs after the scene row is gone, so a view recorded concurrently may survive it; the
-// view store must tolerate views of scenes that no longer exist.
-func (s *Service) deleteViews(ctx context.Context, sceneID string) error { return nil }
+// ViewRecords deletes the view records of deleted scenes, durably (workflows.ViewDeletions
+// starts a DeleteSceneViews workflow, which retries until ClickHouse has them gone).
+type ViewRecords interface {
+	Delete(ctx context.Context, integrationID string, sceneIDs []string) error
+}
+
+// UseViewRecords gives the service what deletes a deleted scene's view records.
+func (s *Service) UseViewRecords(v ViewRecords) { s.viewRecords = v }
+
+// deleteViews removes a deleted scene's view records (spec, DELETE side effect 2) by handing
+// the deletion to a workflow. It runs after the scene row is gone, so a view recorded
+// concurrently may survive it; the view store tolerates views of scenes that no longer exist
+// (trending and viewCount read only live scenes).
+func (s *Service) deleteViews(ctx context.Context, integrationID, sceneID string) error {
+	if s.viewRecords == nil {
+		return errors.New("no view store wired: the scene's view records stay until their partitions expire")
+	}
+	return s.viewRecords.Delete(ctx, integrationID, []string{sceneID})
+}
 
 // deleteSceneAssets removes a scene's stored objects: every key in asset_keys (the scene file
 // and its images) and, for a LOD scene, every object under its folder. Keys outside the

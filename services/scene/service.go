@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"go.temporal.io/sdk/client"
 
+	"github.com/splathost/splathost/analytics"
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/objectstore"
@@ -29,6 +30,12 @@ type Service struct {
 	cache *sceneCache
 	// clones runs the clone jobs; see clone.go.
 	clones Clones
+	// views ranks trending (ClickHouse); viewRecords deletes a deleted scene's view records.
+	// Both are wired by the binary (UseViews, UseViewRecords).
+	views       *analytics.Views
+	viewRecords ViewRecords
+	// scores caches trending's window scores for a few seconds (trending.go).
+	scores scoreCache
 }
 
 // New returns the scene service. assetBase is config.Config.AssetBase().

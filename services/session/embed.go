@@ -35,19 +35,29 @@ func (ss *session) sees(sc *ent.Scene) bool {
 	return ss.scoped && sc.OwnerID == ss.sub
 }
 
-// getScene answers GET /api/embed/splats/{id} (session bearer): the scene as the single-scene
-// fetch, when the session may see it; 404 otherwise, which discloses nothing.
-func (s *Service) getScene(c *fiber.Ctx) error {
+// sessionScene returns the request's session and the path's scene id, or the 401 of a request
+// without a session and the 404 of an id the session may never open.
+func sessionScene(c *fiber.Ctx) (*session, string, error) {
 	ss, err := sessionCaller(httpx.CallerOf(c))
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	id, err := sceneapi.SceneIDParam(c)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	if !ss.mayOpen(id) {
-		return errNotFound()
+		return nil, "", errNotFound()
+	}
+	return ss, id, nil
+}
+
+// getScene answers GET /api/embed/splats/{id} (session bearer): the scene as the single-scene
+// fetch, when the session may see it; 404 otherwise, which discloses nothing.
+func (s *Service) getScene(c *fiber.Ctx) error {
+	ss, id, err := sessionScene(c)
+	if err != nil {
+		return err
 	}
 	sc, err := s.loadScene(c.UserContext(), id)
 	if err != nil {

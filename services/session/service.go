@@ -32,4 +32,6 @@ func New(d *db.DB, log *slog.Logger, keys *Keys) *Service {
 func (s *Service) Register(r fiber.Router) {
 	r.Post("/api/editor/embed-sessions", s.mint)
 	r.Get("/api/embed/splats/:id", s.getScene)
+	r.Post("/api/embed/splats/:id/like", s.like)
+	r.Post("/api/embed/views", s.recordView)
 }

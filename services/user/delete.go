@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/account"
 	"github.com/splathost/splathost/ent/clonejob"
@@ -228,15 +229,21 @@ func (s *Service) startPurge(ctx context.Context, p *ent.AssetPurge) {
 	}()
 }
 
-// deleteCustomerViews removes the view and comment records of a deleted customer's scenes
-// (spec: the cascade removes "view/comment records").
-//
-// Hook: there is no view or comment store yet, as for the scene DELETE's deleteViews in
-// services/scene. This is a deliberate no-op until the analytics work adds one; that work
-// replaces the body (deleting by scene id, in bulk). It runs after the scene rows are gone, so
-// a view recorded concurrently may survive it; the view store must tolerate views of scenes
-// that no longer exist.
+// deleteCustomerViews removes the view records of a deleted customer's scenes (spec: the
+// cascade removes "view/comment records") by starting DeleteSceneViews workflows, which retry
+// until ClickHouse has them gone. It runs after the scene rows are gone, so a view recorded
+// concurrently may survive it; trending and viewCount read only live scenes. There is no
+// comment store.
 func (s *Service) deleteCustomerViews(ctx context.Context, integrationID string, sceneIDs []string) error {
+	if s.temporal.Client == nil {
+		return errors.New("no Temporal client: the view records stay until their partitions expire")
+	}
+	views := workflows.ViewDeletions{Client: s.temporal.Client, TaskQueue: s.temporal.TaskQueue}
+	for start := 0; start < len(sceneIDs); start += activities.MaxViewDeletion {
+		if err := views.Delete(ctx, integrationID, sceneIDs[start:min(start+activities.MaxViewDeletion, len(sceneIDs))]); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

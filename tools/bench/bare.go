@@ -107,7 +107,8 @@ type BareServerOptions struct {
 }
 
 // RunBareServer serves GET BarePath and GET BareScenePath{id}, each with one pgx query and a
-// JSON response, until ctx ends. It prints "listening HOST:PORT" on stdout once it accepts
+// JSON response, POST BareMintPath (signing only) and POST BareViewsPath (the outbox insert),
+// until ctx ends. It prints "listening HOST:PORT" on stdout once it accepts
 // connections.
 func RunBareServer(ctx context.Context, o BareServerOptions, stdout io.Writer) error {
 	cfg, err := pgxpool.ParseConfig(o.PostgresURL)
@@ -161,6 +162,13 @@ func RunBareServer(ctx context.Context, o BareServerOptions, stdout io.Writer) e
 		sc.IsOwner = eu != "" && eu == sc.ExternalUserID
 		return c.JSON(fiber.Map{"status": "success", "splat": sc})
 	})
+
+	mint, err := bareMintHandler()
+	if err != nil {
+		return err
+	}
+	app.Post(BareMintPath, mint)
+	app.Post(BareViewsPath, bareViewsHandler(pool))
 
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {

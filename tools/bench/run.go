@@ -100,6 +100,13 @@ func Run(ctx context.Context, o Options) Report {
 	tputSplit := Row{Name: "GET /api/v1/external-user, split", Unit: "req/s", Goal: GoalSplit}
 	sceneAll := Row{Name: "GET /api/v1/splats/{id}, allinone", Unit: "req/s", Goal: GoalAllInOne}
 	sceneSplit := Row{Name: "GET /api/v1/splats/{id}, split", Unit: "req/s", Goal: GoalSplit}
+	mintAll := Row{Name: "P2 POST /api/editor/embed-sessions (viewer), allinone", Unit: "req/s", Goal: GoalAllInOne}
+	viewsAll := Row{Name: "P4 POST /api/embed/views, allinone", Unit: "req/s", Goal: GoalAllInOne}
+	lostAll := Row{Name: "P4 acknowledged views missing after the drain, allinone", Unit: "views", Goal: GoalLostViews}
+	trendP50 := Row{Name: fmt.Sprintf("P3 GET /api/v1/splats/trending p50, %d M events / %d days / %d scenes", trendEvents/1_000_000, trendDays, trendScenes),
+		Unit: "ms", Goal: GoalTrendingVsNaive}
+	trendP99 := Row{Name: "P3 GET /api/v1/splats/trending p99 (bare: slowest naive run)", Unit: "ms"}
+	trendCold := Row{Name: "P3 GET /api/v1/splats/trending, scores not cached", Unit: "ms", Goal: GoalTrendingUncached}
 	lodAll := Row{Name: fmt.Sprintf("POST /api/v1/uploads/lod-folder, %d files, allinone", lodFiles), Unit: "ms", Goal: GoalLODUpload}
 	commitsAll := Row{Name: fmt.Sprintf("POST /api/v1/splats, %d concurrent, room for %d, allinone", commitTries, commitRoom), Unit: "commits/s"}
 	overshootAll := Row{Name: "quota overshoot after the concurrent commits, allinone", Unit: "B", Goal: GoalOvershoot}
@@ -108,8 +115,8 @@ func Run(ctx context.Context, o Options) Report {
 	archiveRate := Row{Name: fmt.Sprintf("scenes archived per second by that PUT (%d), allinone", nArchive), Unit: "scenes/s"}
 	cloneLODAll := Row{Name: "clone of a 5 000-object LOD folder, allinone", Unit: "objects/s", Goal: GoalCloneLOD}
 	cloneFileAll := Row{Name: "clone of a single 200 MB file, allinone", Unit: "ms", Goal: GoalCloneFile}
-	measured := []*Row{&tputAll, &tputSplit, &sceneAll, &sceneSplit, &lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate,
-		&cloneLODAll, &cloneFileAll}
+	measured := []*Row{&tputAll, &tputSplit, &sceneAll, &sceneSplit, &mintAll, &viewsAll, &lostAll, &trendP50, &trendP99, &trendCold,
+		&lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll}
 	readyCold := Row{Name: "stack ready, cold data dir (split)", Unit: "ms"}
 	readyWarm := Row{Name: "stack ready, warm restart (split)", Unit: "ms"}
 	readyAll := Row{Name: "stack ready, warm restart (allinone)", Unit: "ms"}
@@ -150,25 +157,30 @@ func Run(ctx context.Context, o Options) Report {
 			r.withTenant(st, "allinone", func(t Tenant) {
 				r.throughput(ctx, st, "allinone", t, &tputAll)
 				r.sceneRead(ctx, st, "allinone", t, &sceneAll)
+				r.mintSessions(ctx, st, "allinone", t, &mintAll)
+				r.viewBeacons(ctx, st, "allinone", t, &viewsAll, &lostAll)
 				r.lodUpload(ctx, st, t, &lodAll)
 				r.commitRace(ctx, st, "allinone", t, &commitsAll, &overshootAll)
 				// Before the archive: its 1 000 retention workflow starts keep the worker busy for
 				// a while after the PUT, and the clone jobs run on the same worker.
 				r.cloneJobs(ctx, st, "allinone", t, &cloneLODAll, &cloneFileAll)
 				r.archiveSuspend(ctx, st, "allinone", t, &archiveWall, &archiveRate)
-			}, &tputAll, &sceneAll, &lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll)
+				// Last: it leaves 10 M events and 10 000 scenes behind.
+				r.trendingScale(ctx, st, t, &trendP50, &trendP99, &trendCold)
+			}, &tputAll, &sceneAll, &mintAll, &viewsAll, &lostAll, &trendP50, &trendP99, &trendCold, &lodAll, &commitsAll,
+				&overshootAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll)
 		}) {
 			memAll = []Row{{Name: "idle RSS (allinone)", Unit: "MiB", Goal: GoalStackRSS, Err: readyAll.Err}}
-			for _, row := range []*Row{&tputAll, &sceneAll, &lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate,
-				&cloneLODAll, &cloneFileAll} {
+			for _, row := range []*Row{&tputAll, &sceneAll, &mintAll, &viewsAll, &lostAll, &trendP50, &trendP99, &trendCold,
+				&lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll} {
 				row.Err = readyAll.Err
 			}
 		}
 		r.cleanup()
 	}
 
-	rep.Rows = append(rep.Rows, tputAll, tputSplit, sceneAll, sceneSplit, lodAll, commitsAll, overshootAll,
-		archiveWall, archiveRate, cloneLODAll, cloneFileAll, readyCold, readyWarm, readyAll)
+	rep.Rows = append(rep.Rows, tputAll, tputSplit, sceneAll, sceneSplit, mintAll, viewsAll, lostAll, trendP50, trendP99, trendCold,
+		lodAll, commitsAll, overshootAll, archiveWall, archiveRate, cloneLODAll, cloneFileAll, readyCold, readyWarm, readyAll)
 	rep.Rows = append(rep.Rows, memSplit...)
 	rep.Rows = append(rep.Rows, memAll...)
 	rep.Problems = r.problems
@@ -271,20 +283,21 @@ func (r *runner) withTenant(st *testenv.Stack, mode string, measure func(Tenant)
 // throughput measures the bare server and then the gateway, both fed the same customer read by
 // the same load generator against the same Postgres.
 func (r *runner) throughput(ctx context.Context, st *testenv.Stack, mode string, t Tenant, row *Row) {
-	r.compare(ctx, st, mode, t, row, "/api/v1/external-user", BarePath, t.CheckRead)
+	r.compare(ctx, st, mode, t, row, "/api/v1/external-user", BarePath, t.CheckRead, Request{})
 }
 
 // compare measures the bare server's barePath and then the gateway's path, both fed the
 // tenant's headers by the same load generator against the same Postgres; check verifies each
-// answers the real read (not some cheaper error) before it is loaded.
+// answers the real read (not some cheaper error) before it is loaded. It returns both load
+// results (zero when a run did not happen; row.Err then says why).
 func (r *runner) compare(ctx context.Context, st *testenv.Stack, mode string, t Tenant, row *Row, path, barePath string,
-	check func(name, base, path string, extra map[string]string) error) {
+	check func(name, base, path string, extra map[string]string) error, req Request) (prodRes, bareRes LoadResult) {
 	log := r.o.Log.With("services", mode)
 	if err := check("gateway read", st.State.GatewayURL, path, nil); err != nil {
 		row.Err = err
 		return
 	}
-	bareRes, err := r.bare(ctx, st, mode, t, barePath, check)
+	bareRes, err := r.bare(ctx, st, mode, t, barePath, check, req)
 	if err != nil {
 		row.Err = err
 		return
@@ -294,7 +307,7 @@ func (r *runner) compare(ctx context.Context, st *testenv.Stack, mode string, t 
 		return
 	}
 	log.Info("loading gateway", "url", st.State.GatewayURL+path)
-	prodRes, err := RunLoad(ctx, r.loadOptions(st.State.GatewayURL+path, t.Headers()))
+	prodRes, err = RunLoad(ctx, r.loadOptions(st.State.GatewayURL+path, req.headers(t), req))
 	if err != nil {
 		row.Err = fmt.Errorf("gateway load: %w", err)
 		return
@@ -314,12 +327,13 @@ func (r *runner) compare(ctx context.Context, st *testenv.Stack, mode string, t 
 				row.Name, res.name, res.Failures(), total, res.Summary()))
 		}
 	}
+	return prodRes, bareRes
 }
 
 // bare starts the bare server on the stack's Postgres, checks it answers barePath, loads it and
 // stops it, so it holds no connections while the gateway is measured.
 func (r *runner) bare(ctx context.Context, st *testenv.Stack, mode string, t Tenant, barePath string,
-	check func(name, base, path string, extra map[string]string) error) (LoadResult, error) {
+	check func(name, base, path string, extra map[string]string) error, req Request) (LoadResult, error) {
 	log := r.o.Log.With("services", mode)
 	b, err := StartBareServer(ctx, r.o.Exe, st.State.PostgresURL, r.o.PoolSize, filepath.Join(r.dir, "bare-server-"+mode+".log"))
 	if err != nil {
@@ -330,12 +344,12 @@ func (r *runner) bare(ctx context.Context, st *testenv.Stack, mode string, t Ten
 		if err := check("bare server read", b.URL, barePath, extra); err != nil {
 			return LoadResult{}, err
 		}
-		h := t.Headers()
+		h := req.headers(t)
 		for k, v := range extra {
 			h[k] = v
 		}
 		log.Info("loading bare server", "url", b.URL+barePath)
-		res, err := RunLoad(ctx, r.loadOptions(b.URL+barePath, h))
+		res, err := RunLoad(ctx, r.loadOptions(b.URL+barePath, h, req))
 		if err != nil {
 			return LoadResult{}, fmt.Errorf("bare load: %w", err)
 		}
@@ -347,10 +361,10 @@ func (r *runner) bare(ctx context.Context, st *testenv.Stack, mode string, t Ten
 	return res, err
 }
 
-func (r *runner) loadOptions(url string, headers map[string]string) LoadOptions {
+func (r *runner) loadOptions(url string, headers map[string]string, req Request) LoadOptions {
 	return LoadOptions{
 		URL: url, Headers: headers, Concurrency: r.o.Concurrency, Warmup: r.o.Warmup,
-		Duration: r.o.Duration, MaxRequests: r.o.MaxRequests, Timeout: r.o.Timeout,
+		Duration: r.o.Duration, MaxRequests: r.o.MaxRequests, Timeout: r.o.Timeout, Request: req,
 	}
 }
 

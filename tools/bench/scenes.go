@@ -130,7 +130,7 @@ func (r *runner) sceneRead(ctx context.Context, st *testenv.Stack, mode string, 
 	check := func(name, base, path string, extra map[string]string) error {
 		return t.checkID(name, base, path, extra, "splat", id)
 	}
-	r.compare(ctx, st, mode, t, row, "/api/v1/splats/"+id, BareScenePath+id, check)
+	r.compare(ctx, st, mode, t, row, "/api/v1/splats/"+id, BareScenePath+id, check, Request{})
 }
 
 // lodRequestBody is a lod-folder request of n files: the manifest and n-1 cells.

@@ -18,13 +18,17 @@ type Tenant struct {
 	UserID string
 }
 
-// Headers are the integrator's headers for GET /api/v1/external-user.
+// Headers are the integrator's headers for GET /api/v1/external-user; without EU when the
+// tenant has no ExternalUserID.
 func (t Tenant) Headers() map[string]string {
-	return map[string]string{
+	h := map[string]string{
 		"Authorization":        "Bearer " + t.SecretKey,
 		"X-Service-Public-Key": t.PublicKey,
-		externalUserHeader:     t.ExternalUserID,
 	}
+	if t.ExternalUserID != "" {
+		h[externalUserHeader] = t.ExternalUserID
+	}
+	return h
 }
 
 // SetupTenant creates an account and an integration through the operator API and provisions one

@@ -48,6 +48,10 @@ type Options struct {
 	StartTimeout, MigrateTimeout time.Duration
 	// StopTimeout is how long a child gets to exit after its stop signal before it is killed.
 	StopTimeout time.Duration
+	// CrashClickHouse and StartClickHouse, when set, let the runner's owner take ClickHouse
+	// away like a crash (SIGKILL) and bring it back on the same data and ports, for failure
+	// tests of what depends on it (the view streamer). The runner's SIGUSR1 and SIGUSR2.
+	CrashClickHouse, StartClickHouse <-chan struct{}
 }
 
 // Process is one process of the running stack (see stackstate.Process).
@@ -333,16 +337,54 @@ func (s *Stack) watch() {
 		procs = append(procs, svc.proc)
 	}
 	for _, p := range procs {
-		go func() {
-			<-p.done
-			if !p.stopping.Load() {
-				select {
-				case s.failed <- p.exitError("unexpectedly"):
-				default:
-				}
-			}
-		}()
+		s.watchProc(p)
 	}
+}
+
+// watchProc reports p's exit on Failed unless it was stopped on purpose.
+func (s *Stack) watchProc(p *process) {
+	go func() {
+		<-p.done
+		if !p.stopping.Load() {
+			select {
+			case s.failed <- p.exitError("unexpectedly"):
+			default:
+			}
+		}
+	}()
+}
+
+// crashClickHouse kills ClickHouse with SIGKILL, as a crash would, and waits for it to exit.
+// The stack stays up; startClickHouse brings it back.
+func (s *Stack) crashClickHouse() {
+	p := s.ch.proc
+	p.stopping.Store(true)
+	_ = p.cmd.Process.Kill()
+	<-p.done
+	s.log.Warn("clickhouse killed on request", "pid", p.pid())
+}
+
+// startClickHouse starts ClickHouse again on the same data and ports (if it is not running) and
+// rewrites the state file with its new pid once it answers.
+func (s *Stack) startClickHouse(ctx context.Context) error {
+	if !s.ch.proc.exited() {
+		return nil
+	}
+	if err := s.ch.start(ctx, s.opts.StartTimeout); err != nil {
+		return err
+	}
+	s.watchProc(s.ch.proc)
+	for i, p := range s.state.Processes {
+		if p.Name == "clickhouse" {
+			s.state.Processes[i].PID = s.ch.proc.pid()
+		}
+	}
+	b, err := json.MarshalIndent(s.state, "", "  ")
+	if err != nil {
+		return err
+	}
+	s.log.Info("clickhouse started again on request", "pid", s.ch.proc.pid())
+	return writeFileAtomic(s.opts.StateFile, append(b, '\n'), 0o600)
 }
 
 // Stop shuts everything down in reverse dependency order: the services first, so they stop
@@ -444,11 +486,23 @@ func Run(ctx context.Context, opts Options, log *slog.Logger, out io.Writer) err
 	}
 	s.PrintSummary(out)
 	var runErr error
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down")
-	case runErr = <-s.Failed():
-		log.Error("a process of the stack exited; shutting down")
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("shutting down")
+			break loop
+		case runErr = <-s.Failed():
+			log.Error("a process of the stack exited; shutting down")
+			break loop
+		case <-opts.CrashClickHouse:
+			s.crashClickHouse()
+		case <-opts.StartClickHouse:
+			if err := s.startClickHouse(ctx); err != nil {
+				runErr = fmt.Errorf("starting clickhouse again: %w", err)
+				break loop
+			}
+		}
 	}
 	err = errors.Join(runErr, s.Stop())
 	if err == nil {

@@ -7,7 +7,8 @@
 //	                                           # integration tests: infrastructure only
 //
 // It stays up until SIGINT or SIGTERM (a second one exits at once; the children then get their
-// parent-death signal), or until its parent process goes away.
+// parent-death signal), or until its parent process goes away. SIGUSR1 kills ClickHouse as a
+// crash would and SIGUSR2 starts it again (failure tests; the state file gets its new pid).
 package main
 
 import (
@@ -89,7 +90,25 @@ func run() error {
 
 	ctx, cancel := signalContext(log)
 	defer cancel()
+	opts.CrashClickHouse, opts.StartClickHouse = signalChannel(syscall.SIGUSR1), signalChannel(syscall.SIGUSR2)
 	return stack.Run(ctx, opts, log, os.Stdout)
+}
+
+// signalChannel turns each arrival of sig into a value on the returned channel (one pending at
+// most: a request repeated before the first is handled changes nothing).
+func signalChannel(sig os.Signal) <-chan struct{} {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, sig)
+	out := make(chan struct{}, 1)
+	go func() {
+		for range sigs {
+			select {
+			case out <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return out
 }
 
 // signalContext is cancelled by the first SIGINT or SIGTERM, or when the parent process exits

@@ -1,0 +1,29 @@
+package activities
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+)
+
+func TestViewActivitiesRefuseBadInput(t *testing.T) {
+	env, a := newEnv(t, nil)
+	tooMany := make([]string, MaxViewDeletion+1)
+	for i := range tooMany {
+		tooMany[i] = "aaaaaaaaaaaaaaaaaaaaaaaa"
+	}
+	for _, run := range []func() error{
+		func() error { _, err := env.ExecuteActivity(a.DeleteViews, DeleteViewsInput{}); return err },
+		func() error {
+			_, err := env.ExecuteActivity(a.DeleteViews, DeleteViewsInput{SceneIDs: tooMany})
+			return err
+		},
+		func() error { _, err := env.ExecuteActivity(a.DropExpiredViews, DropExpiredViewsInput{}); return err },
+	} {
+		var app *temporal.ApplicationError
+		require.ErrorAs(t, run(), &app)
+		require.Equal(t, ErrBadInput, app.Type())
+		require.True(t, app.NonRetryable())
+	}
+}

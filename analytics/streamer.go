@@ -1,0 +1,226 @@
+package analytics
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/internal/db"
+)
+
+// streamerLock is the Postgres advisory lock held by the one streamer that drains the outbox;
+// its value is arbitrary but fixed forever. One drainer keeps the events in order and makes the
+// retry check in Views.Insert race-free.
+const streamerLock = 7_305_118_303
+
+// Streamer defaults.
+const (
+	DefaultBatch = 5000
+	DefaultIdle  = 200 * time.Millisecond
+	// DefaultInsertTimeout bounds one ClickHouse insert; an insert cut off by it may still land,
+	// which the next attempt's deduplication absorbs.
+	DefaultInsertTimeout = 15 * time.Second
+)
+
+// Streamer moves accepted views from the Postgres outbox (view_outboxes, written by POST
+// /api/embed/views) into ClickHouse, in id order, a batch at a time:
+//
+//  1. read the oldest rows;
+//  2. insert them into view_events (the materialized view fills the daily rollup); after any
+//     failure, and on the first batch after (re)gaining the lock, ids already stored are skipped,
+//     since the failed attempt may have landed;
+//  3. in one Postgres transaction delete the rows and add them to scenes.view_count, announcing
+//     the changed scenes on db.ScenesChannel so the scene caches drop them.
+//
+// Delivery to ClickHouse is at least once and deduplicated by event id, so each accepted view is
+// stored exactly once; view_count is exactly once because the count and the deletion commit
+// together. While ClickHouse is down the rows wait in Postgres and the streamer retries with
+// backoff. Only the holder of an advisory lock drains, so every process may run a Streamer.
+type Streamer struct {
+	DB    *db.DB
+	Views *Views
+	Log   *slog.Logger
+	// Batch, Idle and InsertTimeout default to DefaultBatch, DefaultIdle, DefaultInsertTimeout.
+	Batch         int
+	Idle          time.Duration
+	InsertTimeout time.Duration
+
+	streamed atomic.Int64
+	failures atomic.Int64
+}
+
+// Streamed is how many views this streamer has moved (exactly-once counts, not attempts).
+func (s *Streamer) Streamed() int64 { return s.streamed.Load() }
+
+// Failures is how many drain attempts failed (ClickHouse or Postgres unavailable).
+func (s *Streamer) Failures() int64 { return s.failures.Load() }
+
+// Run drains until ctx ends. It never returns an error: every failure is retried.
+func (s *Streamer) Run(ctx context.Context) {
+	if s.Batch <= 0 {
+		s.Batch = DefaultBatch
+	}
+	if s.Idle <= 0 {
+		s.Idle = DefaultIdle
+	}
+	if s.InsertTimeout <= 0 {
+		s.InsertTimeout = DefaultInsertTimeout
+	}
+	for ctx.Err() == nil {
+		err := s.lead(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			s.Log.Warn("view streamer: lost its lock connection; retrying", "error", err)
+		}
+		sleep(ctx, time.Second)
+	}
+}
+
+// lead takes the advisory lock on a dedicated connection and drains while it holds it. Another
+// process holding the lock makes it wait; the lock dies with the connection, so a crashed
+// leader is replaced.
+func (s *Streamer) lead(ctx context.Context) error {
+	conn, err := s.DB.Pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// The session holds the lock; it never goes back to the pool.
+	pc := conn.Hijack()
+	defer pc.Close(context.Background())
+	for {
+		var got bool
+		if err := pc.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", streamerLock).Scan(&got); err != nil {
+			return err
+		}
+		if got {
+			break
+		}
+		if !sleep(ctx, 2*time.Second) {
+			return nil
+		}
+	}
+	dirty := true // the previous leader may have inserted rows it did not get to delete
+	backoff := s.Idle
+	for ctx.Err() == nil {
+		n, err := s.drain(ctx, dirty)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.failures.Add(1)
+			dirty = true
+			s.Log.Warn("view streamer: batch failed; the views wait in Postgres and are retried", "error", err, "retryIn", backoff.String())
+			sleep(ctx, backoff)
+			backoff = min(2*backoff, 5*time.Second)
+			// A lock connection that died means another streamer may lead now.
+			if err := pc.Ping(ctx); err != nil {
+				return err
+			}
+		case err == nil:
+			dirty, backoff = false, s.Idle
+			if n < s.Batch {
+				sleep(ctx, s.Idle)
+			}
+		}
+	}
+	return nil
+}
+
+// drain moves one batch and returns its size.
+func (s *Streamer) drain(ctx context.Context, dedupe bool) (int, error) {
+	events, err := s.oldest(ctx)
+	if err != nil || len(events) == 0 {
+		return 0, err
+	}
+	ictx, cancel := context.WithTimeout(ctx, s.InsertTimeout)
+	_, err = s.Views.Insert(ictx, events, dedupe)
+	cancel()
+	if err != nil {
+		return 0, err
+	}
+	ids := make([]int64, len(events))
+	for i, e := range events {
+		ids[i] = e.ID
+	}
+	if err := s.commit(ctx, ids); err != nil {
+		return 0, err
+	}
+	s.streamed.Add(int64(len(events)))
+	return len(events), nil
+}
+
+// oldest reads the next batch of the outbox in id order.
+func (s *Streamer) oldest(ctx context.Context) ([]Event, error) {
+	rows, err := s.DB.Pool.Query(ctx, `SELECT id, integration_id, scene_id, visitor_id, viewed_at
+		FROM view_outboxes ORDER BY id LIMIT $1`, s.Batch)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Event, error) {
+		var e Event
+		err := r.Scan(&e.ID, &e.IntegrationID, &e.SceneID, &e.VisitorID, &e.ViewedAt)
+		return e, err
+	})
+}
+
+// commit deletes the streamed rows and adds them to the scenes' view counts in one
+// transaction. The counts come from the rows the DELETE actually removed, so a batch committed
+// twice (a second streamer in a split brain) is counted once.
+func (s *Streamer) commit(ctx context.Context, ids []int64) error {
+	return s.DB.InTx(ctx, func(tx *ent.Tx) error {
+		rows, err := tx.QueryContext(ctx, `WITH gone AS (
+				DELETE FROM view_outboxes WHERE id = ANY($1) RETURNING scene_id
+			), counts AS (
+				SELECT scene_id, count(*) AS n FROM gone GROUP BY scene_id
+			)
+			UPDATE scenes SET view_count = scenes.view_count + counts.n
+			FROM counts WHERE scenes.id = counts.scene_id
+			RETURNING scenes.integration_id, scenes.id`, ids)
+		if err != nil {
+			return err
+		}
+		changed := map[string][]string{}
+		for rows.Next() {
+			var integ, id string
+			if err := rows.Scan(&integ, &id); err != nil {
+				rows.Close()
+				return err
+			}
+			changed[integ] = append(changed[integ], id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for integ, sceneIDs := range changed {
+			if err := db.NotifyScenesChanged(ctx, tx, integ, sceneIDs...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Pending is how many accepted views wait in the outbox.
+func Pending(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+	var n int64
+	err := pool.QueryRow(ctx, "SELECT count(*) FROM view_outboxes").Scan(&n)
+	return n, err
+}
+
+// sleep waits d or until ctx ends; false when ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,237 @@
+package analytics
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// Views is the ClickHouse view store: it inserts view events, answers windowed scores for
+// trending, deletes a scene's records and drops expired partitions.
+type Views struct {
+	conn driver.Conn
+	db   string
+}
+
+// NewViews returns the view store of database db over conn.
+func NewViews(conn driver.Conn, db string) (*Views, error) {
+	if !validDB.MatchString(db) {
+		return nil, fmt.Errorf("invalid clickhouse database name %q", db)
+	}
+	return &Views{conn: conn, db: db}, nil
+}
+
+// OpenViews connects to ClickHouse (Open) and returns the view store of database db; Close
+// releases the connection.
+func OpenViews(ctx context.Context, addr, db string) (*Views, error) {
+	if !validDB.MatchString(db) {
+		return nil, fmt.Errorf("invalid clickhouse database name %q", db)
+	}
+	conn, err := Open(ctx, addr, db)
+	if err != nil {
+		return nil, err
+	}
+	return &Views{conn: conn, db: db}, nil
+}
+
+// Close releases the connection.
+func (v *Views) Close() error { return v.conn.Close() }
+
+// Ping checks ClickHouse answers.
+func (v *Views) Ping(ctx context.Context) error { return v.conn.Ping(ctx) }
+
+// Event is one accepted view.
+type Event struct {
+	// ID is the Postgres outbox id: unique per accepted view, the deduplication key.
+	ID            int64
+	IntegrationID string
+	SceneID       string
+	VisitorID     string
+	ViewedAt      time.Time
+}
+
+// Insert writes events as one batch. With dedupe it first drops the events whose id is already
+// stored: an earlier attempt may have landed even though it reported an error (a timeout, a
+// server that died after writing), and retrying it blindly would count those views twice.
+// Insert returns how many events it wrote.
+func (v *Views) Insert(ctx context.Context, events []Event, dedupe bool) (int, error) {
+	if len(events) == 0 {
+		return 0, nil
+	}
+	if dedupe {
+		present, err := v.present(ctx, events)
+		if err != nil {
+			return 0, err
+		}
+		kept := events[:0:0]
+		for _, e := range events {
+			if !present[uint64(e.ID)] {
+				kept = append(kept, e)
+			}
+		}
+		events = kept
+		if len(events) == 0 {
+			return 0, nil
+		}
+	}
+	batch, err := v.conn.PrepareBatch(ctx, "INSERT INTO "+v.db+"."+EventsTable+" (event_id, integration_id, scene_id, visitor_id, viewed_at)")
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range events {
+		if err := batch.Append(uint64(e.ID), e.IntegrationID, e.SceneID, e.VisitorID, e.ViewedAt.UTC()); err != nil {
+			_ = batch.Abort()
+			return 0, err
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return 0, err
+	}
+	return len(events), nil
+}
+
+// present returns which of the events' ids are already stored, reading only the months they
+// fall in (partition pruning keeps the check cheap).
+func (v *Views) present(ctx context.Context, events []Event) (map[uint64]bool, error) {
+	ids := make([]string, len(events))
+	months := map[string]bool{}
+	for i, e := range events {
+		ids[i] = strconv.FormatInt(e.ID, 10)
+		months[e.ViewedAt.UTC().Format("200601")] = true
+	}
+	monthList := make([]string, 0, len(months))
+	for m := range months {
+		monthList = append(monthList, m)
+	}
+	sort.Strings(monthList)
+	// Ids and months are integers formatted here, never client text.
+	rows, err := v.conn.Query(ctx, "SELECT event_id FROM "+v.db+"."+EventsTable+
+		" WHERE toYYYYMM(viewed_at) IN ("+strings.Join(monthList, ",")+") AND event_id IN ("+strings.Join(ids, ",")+")")
+	stored, err := collect(rows, err, func(r driver.Rows) (id uint64, err error) { return id, r.Scan(&id) })
+	out := make(map[uint64]bool, len(stored))
+	for _, id := range stored {
+		out[id] = true
+	}
+	return out, err
+}
+
+// collect reads every row of a query (rows, err as Query returned them) with scan and closes
+// the rows.
+func collect[T any](rows driver.Rows, err error, scan func(driver.Rows) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// Score is one scene's activity in a trending window.
+type Score struct {
+	SceneID     string
+	UniqueViews int64
+	Impressions int64
+}
+
+// Value is the trending score: uniqueViews × 3 + impressions (spec).
+func (s Score) Value() int64 { return s.UniqueViews*3 + s.Impressions }
+
+// WindowScores returns every scene of the integration with views on or after the UTC day
+// since, best score first (then scene id, for a stable order). It reads the daily rollup: the
+// window always starts at a UTC midnight, so whole days are exact.
+func (v *Views) WindowScores(ctx context.Context, integrationID string, since time.Time) ([]Score, error) {
+	rows, err := v.conn.Query(ctx, `SELECT scene_id, toInt64(uniqMerge(visitors)) AS u, toInt64(countMerge(impressions)) AS c
+		FROM `+v.db+"."+DailyTable+`
+		WHERE integration_id = ? AND day >= toDate(?)
+		GROUP BY scene_id
+		ORDER BY u * 3 + c DESC, scene_id`, integrationID, since.UTC().Format("2006-01-02"))
+	return collect(rows, err, func(r driver.Rows) (s Score, err error) {
+		return s, r.Scan(&s.SceneID, &s.UniqueViews, &s.Impressions)
+	})
+}
+
+// DeleteScenes removes every view record of the scenes, raw and rolled up, with ALTER TABLE …
+// DELETE (a mutation; 18.16 has no lightweight DELETE). Mutations run in the background; the
+// call returns once both are queued, and deleting again is harmless, so a retry is safe.
+func (v *Views) DeleteScenes(ctx context.Context, sceneIDs []string) error {
+	if len(sceneIDs) == 0 {
+		return nil
+	}
+	quoted := make([]string, len(sceneIDs))
+	for i, id := range sceneIDs {
+		if !validSceneID(id) {
+			return fmt.Errorf("invalid scene id %q", id)
+		}
+		quoted[i] = "'" + id + "'"
+	}
+	in := strings.Join(quoted, ",")
+	for _, table := range []string{EventsTable, DailyTable} {
+		if err := v.conn.Exec(ctx, "ALTER TABLE "+v.db+"."+table+" DELETE WHERE scene_id IN ("+in+")"); err != nil {
+			return fmt.Errorf("delete views from %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
+// SceneIDs lists every scene that has view records (from the daily rollup, which holds a row per
+// scene and day with views), so a sweep can find the records of scenes that no longer exist.
+func (v *Views) SceneIDs(ctx context.Context) ([]string, error) {
+	rows, err := v.conn.Query(ctx, "SELECT DISTINCT scene_id FROM "+v.db+"."+DailyTable)
+	return collect(rows, err, func(r driver.Rows) (id string, err error) { return id, r.Scan(&id) })
+}
+
+// validSceneID accepts the 24-hex scene ids; ALTER … DELETE takes no parameters, so ids are
+// spliced into the statement only after this check.
+func validSceneID(id string) bool {
+	if len(id) != 24 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// DropPartitionsBefore drops, from the raw and rollup tables, every monthly partition whose
+// whole month lies before cutoff (the day after its last day is at or before cutoff), and
+// returns the dropped partitions as "table:YYYYMM". A month still partly within the retention
+// stays until all of it has expired. Dropping is idempotent.
+func (v *Views) DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]string, error) {
+	type part struct{ table, partition string }
+	rows, err := v.conn.Query(ctx, `SELECT DISTINCT table, partition FROM system.parts
+		WHERE database = ? AND table IN (?, ?) AND active ORDER BY table, partition`, v.db, EventsTable, DailyTable)
+	parts, err := collect(rows, err, func(r driver.Rows) (p part, err error) { return p, r.Scan(&p.table, &p.partition) })
+	if err != nil {
+		return nil, err
+	}
+	var dropped []string
+	for _, p := range parts {
+		month, err := time.Parse("200601", p.partition)
+		if err != nil {
+			continue // not one of ours: every partition key here is toYYYYMM
+		}
+		if month.AddDate(0, 1, 0).After(cutoff.UTC()) {
+			continue
+		}
+		if err := v.conn.Exec(ctx, "ALTER TABLE "+v.db+"."+p.table+" DROP PARTITION "+month.Format("200601")); err != nil {
+			return dropped, fmt.Errorf("drop partition %s of %s: %w", p.partition, p.table, err)
+		}
+		dropped = append(dropped, p.table+":"+p.partition)
+	}
+	return dropped, nil
+}

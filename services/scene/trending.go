@@ -1,0 +1,256 @@
+package scene
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/splathost/splathost/analytics"
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/externaluser"
+	"github.com/splathost/splathost/ent/predicate"
+	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/httpx"
+)
+
+// Trending bounds (spec, Limits).
+const (
+	defaultTrendingWindow = 7
+	maxTrendingWindow     = 90
+	defaultTrendingLimit  = 12
+	maxTrendingLimit      = 100
+	// trendingChunk is how many ranked candidates are checked for eligibility per query.
+	trendingChunk = 200
+	// scoreTTL is how long an integration's window scores are reused. Ranking reads every scene's
+	// rollup over the window, which is the expensive part at scale; a few seconds keep a view in
+	// trending well within the contract's 10 s while a burst of trending calls costs one query.
+	scoreTTL = 2 * time.Second
+	// maxCachedScores bounds the cached (integration, window) entries.
+	maxCachedScores = 10_000
+)
+
+// scoreCache holds recent window scores by integration and window, and lets concurrent misses
+// of one key share a single ClickHouse query.
+type scoreCache struct {
+	mu      sync.Mutex
+	entries map[string]scoreEntry
+	group   singleflight.Group
+}
+
+type scoreEntry struct {
+	scores []analytics.Score
+	at     time.Time
+}
+
+// get returns the scores of key, loading them when the cached copy is missing or older than
+// scoreTTL.
+func (c *scoreCache) get(key string, now time.Time, load func() ([]analytics.Score, error)) ([]analytics.Score, error) {
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok && now.Sub(e.at) < scoreTTL {
+		return e.scores, nil
+	}
+	v, err, _ := c.group.Do(key, func() (any, error) {
+		scores, err := load()
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.entries == nil || len(c.entries) >= maxCachedScores {
+			c.entries = map[string]scoreEntry{} // expired entries are never read again: start over
+		}
+		c.entries[key] = scoreEntry{scores: scores, at: now}
+		return scores, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]analytics.Score), nil
+}
+
+// Trending item sources.
+const (
+	sourceWindow  = "window"
+	sourceAllTime = "alltime"
+)
+
+// UseViews gives the service the ClickHouse view store trending ranks from. Without one,
+// GET /api/v1/splats/trending answers 503.
+func (s *Service) UseViews(v *analytics.Views) { s.views = v }
+
+// trendingInfo is the trending block of one item.
+type trendingInfo struct {
+	Source      string `json:"source"`
+	Score       int64  `json:"score"`
+	Impressions int64  `json:"impressions"`
+	UniqueViews int64  `json:"uniqueViews"`
+}
+
+// trendingItem is a splat item plus its trending block.
+type trendingItem struct {
+	splatItem
+	Trending trendingInfo `json:"trending"`
+}
+
+// trendingSummary is the response's trending block.
+type trendingSummary struct {
+	WindowDays  int    `json:"windowDays"`
+	Since       string `json:"since"`
+	Count       int    `json:"count"`
+	WindowCount int    `json:"windowCount"`
+}
+
+// parseTrendingParam reads an optional integer query parameter within [min, max]. Anything else
+// — empty, a fraction, an exponent, a sign-less word — is the spec's 400.
+func parseTrendingParam(args *fiber.Ctx, name string, def, min, max int, issues *[]string) int {
+	qa := args.Context().QueryArgs()
+	if !qa.Has(name) {
+		return def
+	}
+	n, err := strconv.Atoi(string(qa.Peek(name)))
+	if err != nil || n < min || n > max {
+		*issues = append(*issues, name+": must be an integer from "+strconv.Itoa(min)+" to "+strconv.Itoa(max))
+		return def
+	}
+	return n
+}
+
+// trendingSince is the UTC midnight the window starts at: the day of now − window days.
+func trendingSince(now time.Time, window int) time.Time {
+	y, m, d := now.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC).AddDate(0, 0, -window)
+}
+
+// ranked is an eligible scene with its window score.
+type ranked struct {
+	sc    *ent.Scene
+	score analytics.Score
+}
+
+// rankLess orders by score, then all-time likes, then all-time views (spec), then id so the
+// order is total.
+func rankLess(a, b ranked) int {
+	switch {
+	case a.score.Value() != b.score.Value():
+		return cmpDesc(a.score.Value(), b.score.Value())
+	case a.sc.LikeCount != b.sc.LikeCount:
+		return cmpDesc(a.sc.LikeCount, b.sc.LikeCount)
+	case a.sc.ViewCount != b.sc.ViewCount:
+		return cmpDesc(a.sc.ViewCount, b.sc.ViewCount)
+	case a.sc.ID < b.sc.ID:
+		return -1
+	case a.sc.ID > b.sc.ID:
+		return 1
+	}
+	return 0
+}
+
+func cmpDesc(a, b int64) int {
+	if a > b {
+		return -1
+	}
+	return 1
+}
+
+// eligible are the trending rules: a live, public, embeddable scene of the integration.
+func eligible(integrationID string) []predicate.Scene {
+	return []predicate.Scene{scene.IntegrationID(integrationID), scene.VisibilityEQ(scene.VisibilityPublic),
+		scene.AllowEmbed(true), scene.ArchivedAtIsNil()}
+}
+
+// trending answers GET /api/v1/splats/trending: the integration's eligible scenes ranked by
+// uniqueViews × 3 + impressions over the window (ClickHouse daily rollup), ties broken by
+// all-time likes then views, backfilled with the all-time most viewed eligible scenes when
+// fewer than limit had activity.
+func (s *Service) trending(c *fiber.Ctx) error {
+	caller, err := httpx.KeyCaller(c)
+	if err != nil {
+		return err
+	}
+	var issues []string
+	window := parseTrendingParam(c, "window", defaultTrendingWindow, 1, maxTrendingWindow, &issues)
+	limit := parseTrendingParam(c, "limit", defaultTrendingLimit, 1, maxTrendingLimit, &issues)
+	if len(issues) > 0 {
+		return apperr.Invalid("invalid query parameters", issues...)
+	}
+	if s.views == nil {
+		return apperr.New(fiber.StatusServiceUnavailable, "trending is unavailable, retry with backoff")
+	}
+	ctx := c.UserContext()
+	since := trendingSince(s.now(), window)
+	top, err := s.rankWindow(ctx, caller.IntegrationID, since, limit)
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	items := make([]trendingItem, 0, limit)
+	eu := callerEU(caller)
+	taken := make([]string, 0, len(top))
+	for _, r := range top {
+		items = append(items, trendingItem{splatItem: itemOf(r.sc, ownerEUOf(r.sc), caller.ProductSlug, eu),
+			Trending: trendingInfo{Source: sourceWindow, Score: r.score.Value(), Impressions: r.score.Impressions, UniqueViews: r.score.UniqueViews}})
+		taken = append(taken, r.sc.ID)
+	}
+	windowCount := len(items)
+	if len(items) < limit {
+		rest, err := s.db.Ent.Scene.Query().Where(eligible(caller.IntegrationID)...).Where(scene.IDNotIn(taken...)).
+			Order(ent.Desc(scene.FieldViewCount), ent.Asc(scene.FieldID)).Limit(limit - len(items)).
+			WithOwner(func(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldExternalUserID) }).All(ctx)
+		if err != nil {
+			return apperr.Internal(err)
+		}
+		for _, sc := range rest {
+			items = append(items, trendingItem{splatItem: itemOf(sc, ownerEUOf(sc), caller.ProductSlug, eu),
+				Trending: trendingInfo{Source: sourceAllTime}})
+		}
+	}
+	return c.JSON(fiber.Map{"status": "success", "splats": items, "trending": trendingSummary{
+		WindowDays: window, Since: httpx.ISOTime(since), Count: len(items), WindowCount: windowCount,
+	}})
+}
+
+// rankWindow returns the best limit eligible scenes with activity since the given day. The
+// window scores (cached for scoreTTL) come best first; their scenes are checked for eligibility a chunk at a time,
+// stopping once limit are in hand and no later candidate can tie the last of them (ties are
+// decided by likes and views, which only Postgres knows).
+func (s *Service) rankWindow(ctx context.Context, integrationID string, since time.Time, limit int) ([]ranked, error) {
+	key := integrationID + "|" + since.Format(time.DateOnly)
+	scores, err := s.scores.get(key, s.now(), func() ([]analytics.Score, error) {
+		return s.views.WindowScores(ctx, integrationID, since)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var got []ranked
+	for start := 0; start < len(scores); start += trendingChunk {
+		if len(got) >= limit && scores[start].Value() < got[limit-1].score.Value() {
+			break
+		}
+		chunk := scores[start:min(start+trendingChunk, len(scores))]
+		byID := make(map[string]analytics.Score, len(chunk))
+		ids := make([]string, len(chunk))
+		for i, sc := range chunk {
+			byID[sc.SceneID], ids[i] = sc, sc.SceneID
+		}
+		rows, err := s.db.Ent.Scene.Query().Where(eligible(integrationID)...).Where(scene.IDIn(ids...)).
+			WithOwner(func(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldExternalUserID) }).All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, sc := range rows {
+			got = append(got, ranked{sc: sc, score: byID[sc.ID]})
+		}
+		slices.SortFunc(got, rankLess)
+	}
+	if len(got) > limit {
+		got = got[:limit]
+	}
+	return got, nil
+}

@@ -1,0 +1,170 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/db"
+	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/ids"
+)
+
+// maxVisitorID bounds the embed's anonymous per-browser id (a UUID is 36 characters).
+const maxVisitorID = 128
+
+// beacon is a validated view or like body: {splatId, visitorId} (splatId may come from the path).
+type beacon struct {
+	splatID   string
+	visitorID string
+}
+
+// parseBeacon reads {splatId, visitorId}; withSplat says the body must name the scene.
+func parseBeacon(body []byte, withSplat bool) (*beacon, error) {
+	f, err := httpx.DecodeObject(body, !withSplat)
+	if err != nil {
+		return nil, err
+	}
+	b := &beacon{}
+	if withSplat {
+		f.Only("splatId", "visitorId")
+		f.Require("splatId", "visitorId")
+		if id, ok := f.String("splatId", 0, 1024); ok {
+			if ids.Valid(id) {
+				b.splatID = strings.ToLower(id)
+			} else {
+				f.Issuef("splatId: must be a 24-character hexadecimal scene id")
+			}
+		}
+	} else {
+		f.Only("visitorId")
+		f.Require("visitorId")
+	}
+	if v, ok := f.String("visitorId", 1, maxVisitorID); ok {
+		if strings.TrimSpace(v) == "" || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			f.Issuef("visitorId: must be printable and not blank")
+		}
+		b.visitorID = v
+	}
+	if err := f.Err(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// visibleScene is the SQL of the embed visibility rule (session.sees) for one scene: live, of
+// the integration, and public and embeddable or owned by the session's customer ($3; ” for a
+// guest, which no owner id equals).
+const visibleScene = `s.id = $1 AND s.integration_id = $2 AND s.archived_at IS NULL
+	AND ((s.visibility = 'public' AND s.allow_embed) OR s.owner_id = $3)`
+
+// InsertView queues one view in the outbox if the session may see the scene: $1 scene id, $2
+// integration id, $3 the session's customer record id (empty for a guest), $4 visitor id. It
+// returns the new row's id, or no row. The benchmark's bare server runs it too.
+const InsertView = `INSERT INTO view_outboxes (integration_id, scene_id, visitor_id, viewed_at)
+	SELECT s.integration_id, s.id, $4, now() FROM scenes s WHERE ` + visibleScene + ` RETURNING id`
+
+// ownerArg is the owner id a session may see private scenes of (” matches none).
+func (ss *session) ownerArg() string {
+	if ss.scoped {
+		return ss.sub
+	}
+	return ""
+}
+
+// recordView answers POST /api/embed/views (contract item 4): 202 {status:'accepted'} once the
+// view is in the Postgres outbox, in one statement that also checks the session may see the
+// scene (404 otherwise, as for a read). The view reaches ClickHouse, viewCount and trending
+// through analytics.Streamer, durably: an accepted view survives ClickHouse being down.
+func (s *Service) recordView(c *fiber.Ctx) error {
+	ss, err := sessionCaller(httpx.CallerOf(c))
+	if err != nil {
+		return err
+	}
+	b, err := parseBeacon(c.Body(), true)
+	if err != nil {
+		return err
+	}
+	if !ss.mayOpen(b.splatID) {
+		return errNotFound()
+	}
+	var id int64
+	err = s.db.Pool.QueryRow(c.UserContext(), InsertView, b.splatID, ss.integrationID, ss.ownerArg(), b.visitorID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errNotFound()
+	}
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"status": "accepted"})
+}
+
+// like answers POST /api/embed/splats/{id}/like with {visitorId}: one like per visitor and
+// scene (a repeat changes nothing), only where the owner allows reactions (403 otherwise), on a
+// scene the session may see (404 otherwise). The answer carries the scene's likeCount.
+func (s *Service) like(c *fiber.Ctx) error {
+	ss, id, err := sessionScene(c)
+	if err != nil {
+		return err
+	}
+	b, err := parseBeacon(c.Body(), false)
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	var likes int64
+	var liked bool
+	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
+		var err error
+		liked, likes, err = likeTx(ctx, tx, ss, id, b.visitorID)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"status": "success", "liked": true, "created": liked, "likeCount": likes})
+}
+
+// likeTx records the like under the scene's row lock, so the count and the like rows agree.
+func likeTx(ctx context.Context, tx *ent.Tx, ss *session, id, visitorID string) (created bool, likes int64, err error) {
+	rows, err := tx.QueryContext(ctx, `SELECT s.allow_reactions, s.like_count FROM scenes s WHERE `+visibleScene+` FOR UPDATE`,
+		id, ss.integrationID, ss.ownerArg())
+	if err != nil {
+		return false, 0, err
+	}
+	var allow, found bool
+	for rows.Next() {
+		found = true
+		if err := rows.Scan(&allow, &likes); err != nil {
+			rows.Close()
+			return false, 0, err
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return false, 0, err
+	}
+	if !found {
+		return false, 0, errNotFound()
+	}
+	if !allow {
+		return false, 0, apperr.Forbidden("reactions are disabled for this scene")
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO scene_likes (integration_id, scene_id, visitor_id, created_at)
+		VALUES ($1, $2, $3, now()) ON CONFLICT (scene_id, visitor_id) DO NOTHING`, ss.integrationID, id, visitorID)
+	if err != nil {
+		return false, 0, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return false, likes, nil
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE scenes SET like_count = like_count + 1 WHERE id = $1`, id); err != nil {
+		return false, 0, err
+	}
+	return true, likes + 1, db.NotifyScenesChanged(ctx, tx, ss.integrationID, id)
+}

@@ -1,0 +1,291 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/splathost/splathost/analytics"
+	"github.com/splathost/splathost/internal/testenv"
+	"github.com/splathost/splathost/services/session"
+)
+
+// BareViewsPath is the bare server's view beacon route (the product's path).
+const BareViewsPath = "/api/embed/views"
+
+// Shape of the trending measure (P3).
+const (
+	trendScenes = 10_000
+	trendEvents = 10_000_000
+	trendDays   = 90
+	// trendVisitors is how many distinct visitors the events come from.
+	trendVisitors = 500_000
+	// trendChunk is the events of one ClickHouse INSERT … SELECT.
+	trendChunk = 1_000_000
+	// naiveRuns is how many times the naive Postgres query runs (it takes seconds).
+	naiveRuns = 5
+	// coldRuns is how many trending requests are timed with no cached scores.
+	coldRuns = 5
+	// trendSceneIDPrefix and 10000+i (five digits) make the 24-hex ids of the generated scenes.
+	trendSceneIDPrefix = "bbbbbbbbbbbbbbbbbbb"
+)
+
+// GoalLostViews is how many acknowledged views may be missing: none.
+var GoalLostViews = &Goal{Target: 0, Unit: "views"}
+
+// GoalTrendingVsNaive caps trending's latency under load over a naive Postgres GROUP BY of the
+// same events.
+var GoalTrendingVsNaive = &Goal{Target: 0.1, Unit: "× naive"}
+
+// GoalTrendingUncached caps one trending request that computes its ranking afresh.
+var GoalTrendingUncached = &Goal{Target: 0.5, Unit: "× naive"}
+
+// bareViewsHandler queues a view with the product's own statement (session.InsertView) for the
+// integration in BareIntegrationHeader, as a guest: it authenticates nothing and decodes the body
+// with no validation beyond JSON.
+func bareViewsHandler(pool *pgxpool.Pool) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		var b struct {
+			SplatID   string `json:"splatId"`
+			VisitorID string `json:"visitorId"`
+		}
+		if err := json.Unmarshal(c.Body(), &b); err != nil {
+			return c.Status(fiber.StatusBadRequest).JSON(fiber.Map{"status": "error", "message": "invalid JSON"})
+		}
+		var id int64
+		err := pool.QueryRow(c.UserContext(), session.InsertView, b.SplatID, c.Get(BareIntegrationHeader), "", b.VisitorID).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return c.Status(fiber.StatusNotFound).JSON(fiber.Map{"status": "error", "message": "splat not found"})
+		}
+		if err != nil {
+			return c.Status(fiber.StatusInternalServerError).JSON(fiber.Map{"status": "error", "message": "insert failed"})
+		}
+		return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"status": "accepted"})
+	}
+}
+
+// viewBeacons is P4: view beacons per second through the gateway (session verification, body
+// validation, the outbox insert) against the bare insert, both on one public scene; then it
+// waits for the streamer to drain and counts the acknowledged views missing from ClickHouse.
+func (r *runner) viewBeacons(ctx context.Context, st *testenv.Stack, mode string, t Tenant, row, lost *Row) {
+	gw := st.State.GatewayURL
+	fail := func(err error) { row.Err, lost.Err = err, err }
+	id, err := t.NewScene(gw)
+	if err == nil {
+		_, err = call(gw, http.MethodPatch, "/api/v1/splats/"+id, t.Headers(), map[string]any{"visibility": "public"}, http.StatusOK)
+	}
+	var minted map[string]any
+	if err == nil {
+		minted, err = call(gw, http.MethodPost, "/api/editor/embed-sessions", map[string]string{"Authorization": "Bearer " + t.SecretKey},
+			map[string]any{"publicKey": t.PublicKey, "type": "viewer", "splatId": id}, http.StatusCreated)
+	}
+	if err != nil {
+		fail(fmt.Errorf("view setup: %w", err))
+		return
+	}
+	token, _ := minted["sessionToken"].(string)
+	body, _ := json.Marshal(map[string]any{"splatId": id, "visitorId": "bench-visitor"})
+	headers := map[string]string{"Authorization": "Bearer " + token}
+	var checked atomic.Int64
+	check := func(name, base, path string, extra map[string]string) error {
+		h := map[string]string{"Authorization": "Bearer " + token}
+		for k, v := range extra {
+			h[k] = v
+		}
+		if _, err := call(base, http.MethodPost, path, h, string(body), http.StatusAccepted); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		checked.Add(1)
+		return nil
+	}
+	prod, bare := r.compare(ctx, st, mode, t, row, BareViewsPath, BareViewsPath, check,
+		Request{Method: http.MethodPost, Body: body, Status: http.StatusAccepted, Headers: headers})
+	if row.Err != nil {
+		lost.Err = row.Err
+		return
+	}
+	accepted := prod.Accepted + bare.Accepted + checked.Load()
+	start := time.Now()
+	stored, rows, counted, err := drained(ctx, st, id, accepted)
+	if err != nil {
+		lost.Err = err
+		return
+	}
+	lost.Value = float64(accepted - stored)
+	lost.Notes = fmt.Sprintf("%d acknowledged (gateway and bare), %d stored once in ClickHouse (%d rows), viewCount %d; drained %.1f s after the load",
+		accepted, stored, rows, counted, time.Since(start).Seconds())
+	if rows != stored || counted != accepted {
+		r.problems = append(r.problems, fmt.Errorf("%s: %s", lost.Name, lost.Notes))
+	}
+}
+
+// drained waits (up to two minutes) until the outbox is empty and the scene's viewCount reaches
+// want, then returns the distinct event ids and rows stored for the scene and its viewCount.
+func drained(ctx context.Context, st *testenv.Stack, sceneID string, want int64) (distinct, rows, counted int64, err error) {
+	pg, err := pgx.Connect(ctx, st.State.PostgresURL)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer pg.Close(context.Background())
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var pending int64
+		err = pg.QueryRow(ctx, `SELECT (SELECT count(*) FROM view_outboxes), (SELECT view_count FROM scenes WHERE id = $1)`, sceneID).
+			Scan(&pending, &counted)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		if pending == 0 && counted >= want || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	ch, err := analytics.Open(ctx, st.State.ClickHouseAddr, st.State.ClickHouseDB)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer ch.Close()
+	var d, n uint64
+	err = ch.QueryRow(ctx, "SELECT uniqExact(event_id), count() FROM "+st.State.ClickHouseDB+"."+analytics.EventsTable+
+		" WHERE scene_id = ?", sceneID).Scan(&d, &n)
+	return int64(d), int64(n), counted, err
+}
+
+// trendingScale is P3: 10 M view events over 90 days across 10 000 public scenes of one
+// integration, then GET /api/v1/splats/trending (default window and limit) under load against a
+// naive Postgres GROUP BY over the same number of raw events in one table.
+func (r *runner) trendingScale(ctx context.Context, st *testenv.Stack, t Tenant, p50, p99, cold *Row) {
+	fail := func(err error) { p50.Err, p99.Err, cold.Err = err, err, err }
+	log := r.o.Log.With("measure", "trending")
+	pg, err := pgx.Connect(ctx, st.State.PostgresURL)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer pg.Close(context.Background())
+	t0 := time.Now()
+	_, err = pg.Exec(ctx, `INSERT INTO scenes (id, created_at, updated_at, title, splat_url, visibility, owner_id, integration_id, view_count)
+		SELECT $1 || (10000 + i)::text, now(), now(), 'trend ' || i, 'https://example.com/s.splat', 'public', $2, $3, i % 1000
+		FROM generate_series(0, $4 - 1) AS i`, trendSceneIDPrefix, t.UserID, t.IntegrationID, trendScenes)
+	if err != nil {
+		fail(fmt.Errorf("insert scenes: %w", err))
+		return
+	}
+	ch, err := analytics.Open(ctx, st.State.ClickHouseAddr, st.State.ClickHouseDB)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer ch.Close()
+	for off := 0; off < trendEvents; off += trendChunk {
+		err := ch.Exec(ctx, `INSERT INTO `+st.State.ClickHouseDB+`.`+analytics.EventsTable+`
+			SELECT toUInt64(1000000000000 + n) AS event_id, ? AS integration_id,
+				concat(?, toString(10000 + n % ?)) AS scene_id,
+				concat('v', toString(intHash32(n) % ?)) AS visitor_id,
+				toDateTime(now() - intHash32(n * 7 + 1) % ?) AS viewed_at
+			FROM (SELECT number + ? AS n FROM numbers(?))`,
+			t.IntegrationID, trendSceneIDPrefix, trendScenes, trendVisitors, trendDays*86400, off, trendChunk)
+		if err != nil {
+			fail(fmt.Errorf("insert events: %w", err))
+			return
+		}
+	}
+	log.Info("events in ClickHouse", "events", trendEvents, "took", time.Since(t0).Round(time.Millisecond))
+	t1 := time.Now()
+	_, err = pg.Exec(ctx, `CREATE TABLE bench_view_events (integration_id text, scene_id text, visitor_id text, viewed_at timestamptz)`)
+	if err == nil {
+		_, err = pg.Exec(ctx, `INSERT INTO bench_view_events
+			SELECT $1, $2 || (10000 + n % $3)::text, 'v' || ((n::bigint * 2654435761) % $4)::text,
+				now() - ((n::bigint * 40503) % $5) * interval '1 second'
+			FROM generate_series(0, $6 - 1) AS n`, t.IntegrationID, trendSceneIDPrefix, trendScenes, trendVisitors, trendDays*86400, trendEvents)
+	}
+	if err == nil {
+		_, err = pg.Exec(ctx, `CREATE INDEX ON bench_view_events (integration_id, viewed_at)`)
+	}
+	if err == nil {
+		_, err = pg.Exec(ctx, `ANALYZE bench_view_events`)
+	}
+	defer pg.Exec(context.Background(), `DROP TABLE IF EXISTS bench_view_events`) //nolint:errcheck // the stack goes away anyway
+	if err != nil {
+		fail(fmt.Errorf("naive table: %w", err))
+		return
+	}
+	log.Info("events in Postgres", "events", trendEvents, "took", time.Since(t1).Round(time.Millisecond))
+
+	path := "/api/v1/splats/trending"
+	// Uncached: the service reuses an integration's window scores for 2 s, so requests 2.5 s
+	// apart each pay the full ClickHouse ranking.
+	var uncached []time.Duration
+	for i := range coldRuns {
+		if i > 0 {
+			time.Sleep(2500 * time.Millisecond)
+		}
+		q0 := time.Now()
+		if _, err := call(st.State.GatewayURL, http.MethodGet, path, t.Headers(), nil, http.StatusOK); err != nil {
+			fail(err)
+			return
+		}
+		uncached = append(uncached, time.Since(q0))
+	}
+	slices.Sort(uncached)
+	o := r.loadOptions(st.State.GatewayURL+path, t.Headers(), Request{})
+	o.Concurrency = 4
+	res, err := RunLoad(ctx, o)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if res.OK == 0 {
+		fail(fmt.Errorf("trending: no successful request (%s)", res.Summary()))
+		return
+	}
+	since := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -7)
+	var naive []time.Duration
+	for range naiveRuns {
+		q0 := time.Now()
+		rows, err := pg.Query(ctx, `SELECT scene_id, count(DISTINCT visitor_id) * 3 + count(*) AS score
+			FROM bench_view_events WHERE integration_id = $1 AND viewed_at >= $2
+			GROUP BY scene_id ORDER BY score DESC, scene_id LIMIT 12`, t.IntegrationID, since)
+		if err == nil {
+			for rows.Next() {
+			}
+			rows.Close()
+			err = rows.Err()
+		}
+		if err != nil {
+			fail(fmt.Errorf("naive query: %w", err))
+			return
+		}
+		naive = append(naive, time.Since(q0))
+	}
+	slices.Sort(naive)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	p50.Value, p50.Bare = ms(res.P50), ms(naive[len(naive)/2])
+	p99.Value, p99.Bare = ms(res.P99), ms(naive[len(naive)-1])
+	p50.Notes = fmt.Sprintf("trending (window scores cached 2 s) %s, %.0f req/s at concurrency %d; naive Postgres GROUP BY over %d raw rows with an index on (integration_id, viewed_at): %s",
+		res.Summary(), res.RPS, o.Concurrency, trendEvents, fmtDurations(naive))
+	p99.Notes = "naive: the slowest of " + strconv.Itoa(naiveRuns) + " runs"
+	cold.Value, cold.Bare = ms(uncached[len(uncached)/2]), ms(naive[len(naive)/2])
+	cold.Notes = "median of " + strconv.Itoa(coldRuns) + " sequential requests 2.5 s apart: " + fmtDurations(uncached)
+}
+
+func fmtDurations(ds []time.Duration) string {
+	s := ""
+	for i, d := range ds {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmtLatency(d)
+	}
+	return s
+}
