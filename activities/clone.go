@@ -348,28 +348,6 @@ func (a *Activities) measure(ctx context.Context, src *ent.Scene, plan *schema.C
 	return bytes + folderBytes, total + n, nil
 }
 
-// listFolder lists prefix a page at a time, in key order.
-func (a *Activities) listFolder(ctx context.Context, prefix string, page func([]s3types.Object) error) error {
-	var after *string
-	for {
-		out, err := a.Objects.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(a.Bucket),
-			Prefix: aws.String(prefix), StartAfter: after, MaxKeys: aws.Int32(1000)})
-		if err != nil {
-			return fmt.Errorf("listing %s: %w", prefix, err)
-		}
-		if len(out.Contents) == 0 {
-			return nil
-		}
-		if err := page(out.Contents); err != nil {
-			return err
-		}
-		if !aws.ToBool(out.IsTruncated) {
-			return nil
-		}
-		after = out.Contents[len(out.Contents)-1].Key
-	}
-}
-
 // CopyCloneInput is one job's copy: the plan PrepareClone made, the job's folder (Prefix) and
 // how many copies run at once.
 type CopyCloneInput struct {

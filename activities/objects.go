@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-// deleteBatch is the S3 DeleteObjects maximum.
+// deleteBatch is the S3 DeleteObjects maximum, and the ListObjectsV2 page size.
 const deleteBatch = 1000
 
 // DeleteObjectsInput names the objects to remove: single keys, and prefixes (folders) whose
@@ -83,34 +83,46 @@ func (a *Activities) DeleteObjects(ctx context.Context, in DeleteObjectsInput) (
 	return DeleteObjectsResult{Deleted: p.Deleted}, nil
 }
 
+// listFolder lists prefix a page at a time (1000 keys, the S3 maximum), in key order. It lists
+// after the last key seen rather than with a continuation token, which stays valid however the
+// store treats deletions under a running listing (emptyPrefix deletes each page it is given).
+func (a *Activities) listFolder(ctx context.Context, prefix string, page func([]s3types.Object) error) error {
+	var after *string
+	for {
+		out, err := a.Objects.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(a.Bucket),
+			Prefix: aws.String(prefix), StartAfter: after, MaxKeys: aws.Int32(deleteBatch)})
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", prefix, err)
+		}
+		if len(out.Contents) == 0 {
+			return nil
+		}
+		if err := page(out.Contents); err != nil {
+			return err
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			return nil
+		}
+		after = out.Contents[len(out.Contents)-1].Key
+	}
+}
+
 // emptyPrefix lists prefix a page at a time and deletes each page before reading the next, so
 // a 20 000-tile LOD folder never sits in memory. It lists after the last key seen rather than
 // with a continuation token, which stays valid however the store treats deletions under a
 // running listing. done reports each deleted page.
 func (a *Activities) emptyPrefix(ctx context.Context, prefix string, done func(n int)) error {
-	var after *string
-	for {
-		page, err := a.Objects.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(a.Bucket),
-			Prefix: aws.String(prefix), StartAfter: after, MaxKeys: aws.Int32(deleteBatch)})
-		if err != nil {
-			return fmt.Errorf("listing %s: %w", prefix, err)
-		}
-		keys := make([]string, 0, len(page.Contents))
-		for _, o := range page.Contents {
+	return a.listFolder(ctx, prefix, func(page []s3types.Object) error {
+		keys := make([]string, 0, len(page))
+		for _, o := range page {
 			keys = append(keys, aws.ToString(o.Key))
-		}
-		if len(keys) == 0 {
-			return nil
 		}
 		if err := a.deleteKeys(ctx, keys); err != nil {
 			return err
 		}
 		done(len(keys))
-		if !aws.ToBool(page.IsTruncated) {
-			return nil
-		}
-		after = aws.String(keys[len(keys)-1])
-	}
+		return nil
+	})
 }
 
 // deleteKeys removes up to 1000 objects in one request. An object that is already gone is
