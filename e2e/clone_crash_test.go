@@ -32,14 +32,12 @@ func workerProcess(t *testing.T, queue, logName string) *osexec.Cmd {
 	require.NoError(t, err)
 	health := ln.Addr().String()
 	require.NoError(t, ln.Close())
+	// The child gets the whole test configuration (ClickHouse included: the worker refuses to
+	// start without it), on its own task queue and health port, without the schedules.
 	c := env.Config
+	c.TaskQueue, c.WorkerHealthAddr, c.WorkerSchedules = queue, health, false
 	cmd := osexec.Command(filepath.Join(root, "bin", "worker"))
-	cmd.Env = append(os.Environ(),
-		"SPLATHOST_POSTGRES_URL="+c.PostgresURL, "SPLATHOST_TEMPORAL_ADDR="+c.TemporalAddr,
-		"SPLATHOST_TEMPORAL_NAMESPACE="+c.TemporalNamespace, "SPLATHOST_TASK_QUEUE="+queue,
-		"SPLATHOST_S3_ENDPOINT="+c.S3Endpoint, "SPLATHOST_S3_REGION="+c.S3Region, "SPLATHOST_S3_ACCESS_KEY="+c.S3AccessKey,
-		"SPLATHOST_S3_SECRET_KEY="+c.S3SecretKey, "SPLATHOST_S3_BUCKET="+c.S3Bucket, "SPLATHOST_ASSET_BASE_URL="+c.AssetBase(),
-		"SPLATHOST_WORKER_HEALTH_ADDR="+health, "SPLATHOST_WORKER_SCHEDULES=false")
+	cmd.Env = c.Environ()
 	logf, err := os.Create(filepath.Join(env.Dir, logName))
 	require.NoError(t, err)
 	cmd.Stdout, cmd.Stderr = logf, logf

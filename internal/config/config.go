@@ -261,3 +261,59 @@ func (l *loader) dur(key string, def time.Duration) time.Duration {
 	}
 	return d
 }
+
+// Environ is this process's environment with every SPLATHOST_* value of c on top: what a
+// child process (a service the stack runner starts, a worker a test starts) needs to load
+// the same configuration. Variables c leaves empty (SPLATHOST_OTLP_ENDPOINT, for example)
+// pass through, so a developer can still tune the services from the shell.
+func (cfg Config) Environ() []string {
+	vars := [][2]string{
+		{"SPLATHOST_POSTGRES_URL", cfg.PostgresURL},
+		{"SPLATHOST_TEMPORAL_ADDR", cfg.TemporalAddr},
+		{"SPLATHOST_TEMPORAL_NAMESPACE", cfg.TemporalNamespace},
+		{"SPLATHOST_TASK_QUEUE", cfg.TaskQueue},
+		{"SPLATHOST_CLICKHOUSE_ADDR", cfg.ClickHouseAddr},
+		{"SPLATHOST_CLICKHOUSE_DB", cfg.ClickHouseDB},
+		{"SPLATHOST_S3_ENDPOINT", cfg.S3Endpoint},
+		{"SPLATHOST_S3_REGION", cfg.S3Region},
+		{"SPLATHOST_S3_ACCESS_KEY", cfg.S3AccessKey},
+		{"SPLATHOST_S3_SECRET_KEY", cfg.S3SecretKey},
+		{"SPLATHOST_S3_BUCKET", cfg.S3Bucket},
+		{"SPLATHOST_ASSET_BASE_URL", cfg.AssetBaseURL},
+		{"SPLATHOST_ADMIN_TOKEN", cfg.AdminToken},
+		{"SPLATHOST_INTERNAL_SECRET", cfg.InternalSecret},
+		{"SPLATHOST_SESSION_KEYS", FormatSessionKeys(cfg.SessionKeys)},
+		{"SPLATHOST_GATEWAY_ADDR", cfg.GatewayAddr},
+		{"SPLATHOST_USER_ADDR", cfg.UserAddr},
+		{"SPLATHOST_SCENE_ADDR", cfg.SceneAddr},
+		{"SPLATHOST_SESSION_ADDR", cfg.SessionAddr},
+		{"SPLATHOST_USER_URL", cfg.UserURL},
+		{"SPLATHOST_SCENE_URL", cfg.SceneURL},
+		{"SPLATHOST_SESSION_URL", cfg.SessionURL},
+		{"SPLATHOST_WORKER_HEALTH_ADDR", cfg.WorkerHealthAddr},
+		{"SPLATHOST_OTLP_ENDPOINT", cfg.OTLPEndpoint},
+		{"SPLATHOST_LOG_LEVEL", cfg.LogLevel},
+		{"SPLATHOST_BODY_LIMIT", strconv.Itoa(cfg.BodyLimit)},
+		{"SPLATHOST_SHUTDOWN_TIMEOUT", cfg.ShutdownTimeout.String()},
+		{"SPLATHOST_CLONE_WAIT", cfg.CloneWait.String()},
+		{"SPLATHOST_CLONE_ABANDON_AFTER", cfg.CloneAbandonAfter.String()},
+		{"SPLATHOST_CLONE_CONCURRENCY", strconv.Itoa(cfg.CloneConcurrency)},
+		{"SPLATHOST_WORKER_SCHEDULES", strconv.FormatBool(cfg.WorkerSchedules)},
+	}
+	set := make(map[string]bool, len(vars))
+	for _, v := range vars {
+		set[v[0]] = true
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !set[k] {
+			env = append(env, kv)
+		}
+	}
+	for _, v := range vars {
+		if v[1] != "" {
+			env = append(env, v[0]+"="+v[1])
+		}
+	}
+	return env
+}

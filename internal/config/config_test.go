@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -186,4 +187,44 @@ func TestSessionKeysRules(t *testing.T) {
 			require.NotContains(t, err.Error(), secret[:31], "a secret is never echoed")
 		})
 	}
+}
+
+// TestEnvironRoundTrips hands a configuration to a "child" through Environ and loads it back:
+// every field must survive, so a worker a test or the stack runner starts sees exactly the
+// parent's stores. The reflection check makes a new field fail here until Environ carries it.
+func TestEnvironRoundTrips(t *testing.T) {
+	clearEnv(t)
+	want := Config{
+		PostgresURL: "postgres://db/x", TemporalAddr: "t:1", TemporalNamespace: "ns", TaskQueue: "q",
+		ClickHouseAddr: "ch:9", ClickHouseDB: "cdb", S3Endpoint: "http://s3:1", S3Region: "eu-west-1",
+		S3AccessKey: "ak", S3SecretKey: "sk", S3Bucket: "b", AssetBaseURL: "https://cdn.example",
+		AdminToken: "admin-token-0123456789", InternalSecret: "internal-secret-0123",
+		SessionKeys: []SessionKey{{ID: "k2", Secret: []byte("0123456789abcdef0123456789abcdef")}},
+		GatewayAddr: "g:1", UserAddr: "u:1", SceneAddr: "s:1", SessionAddr: "se:1",
+		UserURL: "http://u:1", SceneURL: "http://s:1", SessionURL: "http://se:1", WorkerHealthAddr: "w:1",
+		OTLPEndpoint: "otel:4317", LogLevel: "debug", BodyLimit: 1234, ShutdownTimeout: 3 * time.Second,
+		CloneWait: 2 * time.Second, CloneAbandonAfter: time.Minute, CloneConcurrency: 7, WorkerSchedules: true,
+	}
+	v := reflect.ValueOf(want)
+	for i := 0; i < v.NumField(); i++ {
+		require.False(t, v.Field(i).IsZero(), "set %s in this test", v.Type().Field(i).Name)
+	}
+	for _, kv := range want.Environ() {
+		if k, val, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "SPLATHOST_") {
+			t.Setenv(k, val)
+		}
+	}
+	got, err := Load()
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+
+	want.WorkerSchedules = false
+	for _, kv := range want.Environ() {
+		if k, val, _ := strings.Cut(kv, "="); k == "SPLATHOST_WORKER_SCHEDULES" {
+			t.Setenv(k, val)
+		}
+	}
+	got, err = Load()
+	require.NoError(t, err)
+	require.False(t, got.WorkerSchedules, "false survives too")
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -84,7 +83,7 @@ func startServices(ctx context.Context, mode, binDir, logDir string, cfg config.
 	if err := checkServiceBinaries(mode, binDir); err != nil {
 		return nil, err
 	}
-	env := serviceEnv(cfg)
+	env := cfg.Environ()
 	var started []*service
 	for _, d := range defs {
 		p, err := startProcess(procSpec{
@@ -107,55 +106,3 @@ func startServices(ctx context.Context, mode, binDir, logDir string, cfg config.
 	return started, nil
 }
 
-// serviceEnv is the runner's environment with the stack's SPLATHOST_* values on top. Variables
-// the stack does not set (SPLATHOST_OTLP_ENDPOINT, for example) pass through, so a developer can
-// still tune the services from the shell.
-func serviceEnv(cfg config.Config) []string {
-	vars := [][2]string{
-		{"SPLATHOST_POSTGRES_URL", cfg.PostgresURL},
-		{"SPLATHOST_TEMPORAL_ADDR", cfg.TemporalAddr},
-		{"SPLATHOST_TEMPORAL_NAMESPACE", cfg.TemporalNamespace},
-		{"SPLATHOST_TASK_QUEUE", cfg.TaskQueue},
-		{"SPLATHOST_CLICKHOUSE_ADDR", cfg.ClickHouseAddr},
-		{"SPLATHOST_CLICKHOUSE_DB", cfg.ClickHouseDB},
-		{"SPLATHOST_S3_ENDPOINT", cfg.S3Endpoint},
-		{"SPLATHOST_S3_REGION", cfg.S3Region},
-		{"SPLATHOST_S3_ACCESS_KEY", cfg.S3AccessKey},
-		{"SPLATHOST_S3_SECRET_KEY", cfg.S3SecretKey},
-		{"SPLATHOST_S3_BUCKET", cfg.S3Bucket},
-		{"SPLATHOST_ADMIN_TOKEN", cfg.AdminToken},
-		{"SPLATHOST_INTERNAL_SECRET", cfg.InternalSecret},
-		{"SPLATHOST_SESSION_KEYS", config.FormatSessionKeys(cfg.SessionKeys)},
-		{"SPLATHOST_GATEWAY_ADDR", cfg.GatewayAddr},
-		{"SPLATHOST_USER_ADDR", cfg.UserAddr},
-		{"SPLATHOST_SCENE_ADDR", cfg.SceneAddr},
-		{"SPLATHOST_SESSION_ADDR", cfg.SessionAddr},
-		{"SPLATHOST_USER_URL", cfg.UserURL},
-		{"SPLATHOST_SCENE_URL", cfg.SceneURL},
-		{"SPLATHOST_SESSION_URL", cfg.SessionURL},
-		{"SPLATHOST_WORKER_HEALTH_ADDR", cfg.WorkerHealthAddr},
-		{"SPLATHOST_OTLP_ENDPOINT", cfg.OTLPEndpoint},
-		{"SPLATHOST_LOG_LEVEL", cfg.LogLevel},
-		{"SPLATHOST_BODY_LIMIT", strconv.Itoa(cfg.BodyLimit)},
-		{"SPLATHOST_SHUTDOWN_TIMEOUT", cfg.ShutdownTimeout.String()},
-		{"SPLATHOST_CLONE_WAIT", cfg.CloneWait.String()},
-		{"SPLATHOST_CLONE_ABANDON_AFTER", cfg.CloneAbandonAfter.String()},
-		{"SPLATHOST_CLONE_CONCURRENCY", strconv.Itoa(cfg.CloneConcurrency)},
-	}
-	set := make(map[string]bool, len(vars))
-	for _, v := range vars {
-		set[v[0]] = true
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); !set[k] {
-			env = append(env, kv)
-		}
-	}
-	for _, v := range vars {
-		if v[1] != "" {
-			env = append(env, v[0]+"="+v[1])
-		}
-	}
-	return env
-}
