@@ -351,3 +351,35 @@ func TestAccountScopeQuotaAndOverage(t *testing.T) {
 	require.EqualValues(t, 872, r.Body["remainingBytes"])
 	require.EqualValues(t, 960, r.Body["requestedBytes"])
 }
+
+// TestAssetsArePublicReadOnlyAndCORS checks the object store the stack runs: a browser on any
+// origin can GET a committed scene's file (the viewer fetches it), but anonymous clients can
+// neither list the bucket nor write to it.
+func TestAssetsArePublicReadOnlyAndCORS(t *testing.T) {
+	a := newTenant(t)
+	sc := commitScene(t, a, "reader", 8)
+	fileURL := sc["splatUrl"].(string)
+
+	req, err := http.NewRequest("GET", fileURL, nil)
+	require.NoError(t, err)
+	req.Header.Set("Origin", "http://embed-host.example")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode, string(body))
+	require.Len(t, body, 8*32)
+	require.Equal(t, "*", resp.Header.Get("Access-Control-Allow-Origin"))
+
+	list, err := http.Get(env.Config.AssetBase() + "/?list-type=2")
+	require.NoError(t, err)
+	list.Body.Close()
+	require.Equal(t, 403, list.StatusCode, "anonymous listing is refused")
+
+	put, err := http.NewRequest("PUT", fileURL, strings.NewReader("overwritten"))
+	require.NoError(t, err)
+	resp, err = http.DefaultClient.Do(put)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 403, resp.StatusCode, "anonymous writes are refused")
+}

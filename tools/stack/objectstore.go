@@ -86,7 +86,9 @@ func (o *objectStore) start(ctx context.Context, timeout time.Duration) error {
 	o.proc, err = startProcess(procSpec{
 		name: "versitygw",
 		path: o.bin,
-		args: []string{"--port", hostPort(o.port), "--quiet", "posix", o.root},
+		// Any origin may read assets and PUT signed uploads from a browser (the viewer fetches
+		// scene files, the editor uploads them); signatures still guard every write.
+		args: []string{"--port", hostPort(o.port), "--quiet", "--cors-allow-origin", "*", "posix", o.root},
 		// Credentials travel in the environment, not argv, so `ps` does not show the secret.
 		env: []string{
 			"PATH=/usr/bin:/bin",
@@ -120,23 +122,38 @@ func (o *objectStore) client() *s3.Client {
 	})
 }
 
-// ensureBucket succeeds once the bucket exists, creating it if needed.
+// ensureBucket succeeds once the bucket exists, creating it if needed, with its public-read
+// policy in place (set again on every start, so an older .dev/ gets it too).
 func ensureBucket(ctx context.Context, client *s3.Client, bucket string) error {
 	_, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)})
-	if err == nil {
-		return nil
-	}
 	var notFound *types.NotFound
-	if !errors.As(err, &notFound) {
+	switch {
+	case errors.As(err, &notFound):
+		_, err = client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)})
+		var owned *types.BucketAlreadyOwnedByYou
+		if err != nil && !errors.As(err, &owned) {
+			return fmt.Errorf("create bucket %s: %w", bucket, err)
+		}
+		if _, err = client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)}); err != nil {
+			return err
+		}
+	case err != nil:
 		return err
 	}
-	_, err = client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)})
-	var owned *types.BucketAlreadyOwnedByYou
-	if err != nil && !errors.As(err, &owned) {
-		return fmt.Errorf("create bucket %s: %w", bucket, err)
+	return publicRead(ctx, client, bucket)
+}
+
+// publicRead lets anyone GET the bucket's objects: the asset URLs the API returns (fileUrl,
+// splatUrl, imageUrl) are public by design, as behind a CDN in production; listing and every
+// write still need credentials.
+func publicRead(ctx context.Context, client *s3.Client, bucket string) error {
+	policy := fmt.Sprintf(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*",`+
+		`"Action":["s3:GetObject"],"Resource":["arn:aws:s3:::%s/*"]}]}`, bucket)
+	_, err := client.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String(bucket), Policy: aws.String(policy)})
+	if err != nil {
+		return fmt.Errorf("bucket %s public-read policy: %w", bucket, err)
 	}
-	_, err = client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)})
-	return err
+	return nil
 }
 
 // stop shuts the gateway down.
