@@ -10,7 +10,7 @@ WORKFLOWCHECK_VERSION := v0.6.0
 WORKFLOWCHECK := $(TOOLS_CACHE)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowcheck
 export SPLATHOST_VERSITYGW := $(VERSITYGW)
 PG_BIN := /usr/lib/postgresql/15/bin
-BINARIES := splathost gateway user scene session worker
+BINARIES := splathost gateway user scene session worker demo
 GO_SOURCES = $(shell find . -name '*.go' -not -path './.dev/*' -not -path './bin/*') go.mod go.sum go.work tools/go.mod tools/go.sum $(wildcard ent/migrate/migrations/*)
 
 .PHONY: dev test unit e2e bench build deps migrate generate migration fuzz clean help
@@ -58,7 +58,7 @@ bin/bench: $(GO_SOURCES)
 	go build -o $@ ./tools/cmd/bench
 
 dev: deps build
-	bin/stack --dir .dev
+	bin/stack --dir .dev --demo
 
 migrate: bin/splathost
 	bin/splathost migrate

@@ -37,6 +37,9 @@ type State struct {
 	LogDir            string    `json:"logDir"`
 	ReadyMillis       int64     `json:"readyMillis"`
 	Processes         []Process `json:"processes"`
+
+	// DemoURL is the demo host page, when the runner started it (make dev does).
+	DemoURL string `json:"demoUrl,omitempty"`
 }
 
 // Config turns the stack's state into the product's configuration.

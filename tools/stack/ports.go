@@ -23,6 +23,8 @@ type Ports struct {
 	TemporalHistory, TemporalMatching, TemporalWorker int
 	// TemporalUI serves the Temporal web UI.
 	TemporalUI int
+	// Demo is the demo host page's port (Options.Demo).
+	Demo int
 }
 
 // DefaultPorts are the fixed ports of `make dev`, chosen to match the product's config defaults
@@ -36,6 +38,7 @@ func DefaultPorts() Ports {
 		TemporalFrontend: 7233, TemporalHTTP: 7234,
 		TemporalHistory: 7235, TemporalMatching: 7236, TemporalWorker: 7237,
 		TemporalUI: 8233,
+		Demo:       8090,
 	}
 }
 
@@ -58,6 +61,7 @@ func (p *Ports) Fields() []PortField {
 		{"temporal-matching-port", "temporal matching", &p.TemporalMatching},
 		{"temporal-worker-port", "temporal worker", &p.TemporalWorker},
 		{"temporal-ui-port", "temporal ui", &p.TemporalUI},
+		{"demo-port", "demo host", &p.Demo},
 	}
 }
 

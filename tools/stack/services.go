@@ -106,3 +106,37 @@ func startServices(ctx context.Context, mode, binDir, logDir string, cfg config.
 	return started, nil
 }
 
+// demoBinary is the demo host page's binary in BinDir.
+const demoBinary = "demo"
+
+// checkDemoBinary reports a missing demo binary before anything starts, when Demo is on.
+func (s *Stack) checkDemoBinary() error {
+	if !s.opts.Demo {
+		return nil
+	}
+	path := filepath.Join(s.opts.BinDir, demoBinary)
+	if st, err := os.Stat(path); err != nil || st.IsDir() {
+		return fmt.Errorf("demo: %s not found: build the binaries first (make build)", path)
+	}
+	return nil
+}
+
+// startDemo runs the demo host against the running gateway and waits for it: it provisions its
+// tenant through the gateway on start, so it comes after the services. Its state (keys, sample
+// scene) lives beside the stack's data, so a warm restart reuses it.
+func (s *Stack) startDemo(ctx context.Context) (*service, error) {
+	def := serviceDef{name: demoBinary, readyAddr: hostPort(s.opts.Ports.Demo)}
+	p, err := startProcess(procSpec{
+		name: def.name,
+		path: filepath.Join(s.opts.BinDir, demoBinary),
+		args: []string{"--addr", def.readyAddr, "--gateway", httpURL(s.opts.Ports.Gateway),
+			"--state", filepath.Join(s.opts.Dir, "demo.json")},
+		env:     s.cfg.Environ(), // SPLATHOST_ADMIN_TOKEN: the demo uses the operator API
+		logPath: filepath.Join(s.logDir, def.name+".log"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	svc := &service{def: def, proc: p}
+	return svc, waitHealthy(ctx, def.name, p, p.spec.logPath, s.opts.StartTimeout, httpCheck("http://"+def.readyAddr+"/readyz", ""))
+}

@@ -34,6 +34,9 @@ type Options struct {
 	BinDir string
 	// Services is ServicesSplit, ServicesAllInOne or ServicesNone.
 	Services string
+	// Demo also starts the demo host page (BinDir/demo) once the services are healthy; it needs
+	// a gateway, so it is ignored with ServicesNone.
+	Demo bool
 	// Ports are the loopback ports of every part.
 	Ports Ports
 	// StateFile is written once everything is healthy; Dir/stack.json when empty.
@@ -92,6 +95,7 @@ func New(opts Options, log *slog.Logger) (*Stack, error) {
 	if _, err := serviceDefs(opts.Services, config.Config{}); err != nil {
 		return nil, err
 	}
+	opts.Demo = opts.Demo && opts.Services != ServicesNone
 	dir, err := filepath.Abs(opts.Dir)
 	if err != nil {
 		return nil, err
@@ -164,7 +168,7 @@ func (s *Stack) Start(ctx context.Context) error {
 
 	// Missing installs fail before anything starts, not after a minute of start-up.
 	_, chErr := findClickHouse()
-	if err := errors.Join(s.pg.check(), chErr, s.s3.check(), checkServiceBinaries(o.Services, o.BinDir)); err != nil {
+	if err := errors.Join(s.pg.check(), chErr, s.s3.check(), checkServiceBinaries(o.Services, o.BinDir), s.checkDemoBinary()); err != nil {
 		return err
 	}
 	// Servers orphaned by a killed runner would hold their ports; clear them before checking.
@@ -225,6 +229,13 @@ func (s *Stack) migrate(ctx context.Context) error {
 func (s *Stack) startServices(ctx context.Context) error {
 	var err error
 	s.services, err = startServices(ctx, s.opts.Services, s.opts.BinDir, s.logDir, s.cfg, s.opts.StartTimeout)
+	if err != nil || !s.opts.Demo {
+		return err
+	}
+	demo, err := s.startDemo(ctx)
+	if demo != nil {
+		s.services = append(s.services, demo)
+	}
 	return err
 }
 
@@ -276,6 +287,7 @@ func (s *Stack) portsInUse() []PortField {
 	for _, f := range services {
 		skip[f] = false
 	}
+	skip["demo-port"] = !s.opts.Demo
 	var out []PortField
 	for _, f := range s.opts.Ports.Fields() {
 		if !skip[f.Flag] {
@@ -317,6 +329,9 @@ func (s *Stack) buildState() State {
 	}
 	for _, svc := range s.services {
 		st.Processes = append(st.Processes, Process{Name: svc.def.name, PID: svc.proc.pid(), URL: "http://" + svc.def.readyAddr})
+	}
+	if s.opts.Demo {
+		st.DemoURL = httpURL(s.opts.Ports.Demo)
 	}
 	return st
 }
@@ -456,6 +471,9 @@ func (s *Stack) PrintSummary(w io.Writer) {
 	row := func(k, v string) { fmt.Fprintf(&b, "  %-14s %s\n", k, v) }
 	if st.Services != ServicesNone {
 		row("gateway", st.GatewayURL)
+	}
+	if st.DemoURL != "" {
+		row("demo host", st.DemoURL+" (viewer and editor embeds on another origin)")
 	}
 	row("temporal ui", st.TemporalUIURL)
 	row("temporal", st.TemporalAddr+" (namespace "+st.TemporalNamespace+", task queue "+st.TaskQueue+")")

@@ -42,6 +42,7 @@ func run() error {
 	fs.StringVar(&opts.Dir, "dir", ".dev", "data directory (created if missing; a second run reuses its data)")
 	fs.StringVar(&opts.BinDir, "bin", "bin", "directory holding the product binaries")
 	fs.StringVar(&opts.Services, "services", stack.ServicesSplit, "product processes to run: split, allinone or none")
+	fs.BoolVar(&opts.Demo, "demo", false, "also run the demo host page (bin/demo) once the gateway is healthy")
 	fs.StringVar(&opts.StateFile, "state-file", "", "where to write the state JSON once healthy (default DIR/stack.json)")
 	fs.StringVar(&opts.Bucket, "bucket", "splathost", "S3 bucket to create")
 	fs.StringVar(&opts.Namespace, "namespace", "default", "Temporal namespace to register")

@@ -1,0 +1,71 @@
+// The demo host page: mounts the viewer and the editor with the JS SDK served by the gateway and
+// logs every editor event. Sessions come from this page's own server, which holds the keys.
+const config = JSON.parse(document.getElementById('demo-config').textContent);
+const params = new URLSearchParams(location.search);
+const log = document.getElementById('event-log');
+const splatInput = document.getElementById('splat-id');
+const signIn = document.getElementById('sign-in');
+
+// Every event of the interface's Events table.
+const EVENTS = ['ready', 'projectLoaded', 'projectCreated', 'saved', 'published', 'cloned',
+  'dirtyChanged', 'authRequired', 'sessionExpiring', 'limitReached', 'error'];
+
+// record adds one line to the event log; data-* attributes keep the payload machine-readable.
+function record(source, type, payload) {
+  const li = document.createElement('li');
+  li.dataset.source = source;
+  li.dataset.type = type;
+  li.dataset.payload = JSON.stringify(payload ?? null);
+  li.textContent = `${new Date().toISOString().slice(11, 23)} ${source} ${type} ${payload == null ? '' : JSON.stringify(payload)}`;
+  log.append(li);
+  log.scrollTop = log.scrollHeight;
+}
+
+// mint asks this page's server for a session; the secret key stays there.
+async function mint(body) {
+  const res = await fetch('/session', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
+  });
+  const out = await res.json();
+  if (!res.ok) throw new Error(`session ${body.type}: ${res.status} ${out.message ?? ''}`);
+  record('host', 'session', { type: body.type, scoped: Boolean(body.scoped), expiresAt: out.expiresAt });
+  return out.sessionToken;
+}
+
+async function main() {
+  const sdk = await import(`${config.gatewayUrl}/sdk/splathost-embed.js`);
+  const baseUrl = config.gatewayUrl;
+
+  // The viewer shows ?splatId= or the sample scene, as the signed-in customer (scenes start private).
+  const viewerScene = params.get('splatId') || config.sampleSplatId;
+  const viewer = sdk.mountViewer(document.getElementById('viewer-slot'), {
+    baseUrl, sessionToken: await mint({ type: 'viewer', splatId: viewerScene, scoped: true }),
+  });
+
+  // The editor starts as a guest (blank, read-only for cloud actions) unless ?editor=scoped:
+  // the host signs the user in when the editor reports authRequired.
+  let scoped = params.get('editor') === 'scoped';
+  const editor = sdk.mountEditor(document.getElementById('editor-slot'), {
+    baseUrl, sessionToken: await mint({ type: 'editor', scoped }),
+  });
+  for (const name of EVENTS) editor.on(name, (payload) => record('editor', name, payload));
+
+  editor.on('authRequired', () => { signIn.disabled = false; });
+  editor.on('projectLoaded', ({ splatId }) => { splatInput.value = splatId; });
+  editor.on('cloned', ({ splatId }) => { splatInput.value = splatId; });
+  editor.on('saved', (p) => { if (p?.splatId) splatInput.value = p.splatId; });
+  // A fresh session before the old one runs out, with the same scope: an open editor never dies.
+  editor.on('sessionExpiring', async () => editor.updateSession(await mint({ type: 'editor', scoped })));
+
+  signIn.addEventListener('click', async () => {
+    signIn.disabled = true;
+    scoped = true;
+    editor.updateSession(await mint({ type: 'editor', scoped: true }));
+    record('host', 'signedIn', { customer: config.customer });
+  });
+  document.getElementById('open-project').addEventListener('click', () => editor.openProject(splatInput.value.trim()));
+  document.getElementById('create-project').addEventListener('click', () => editor.createProject());
+  window.demo = { viewer, editor };
+}
+
+main().catch((err) => record('host', 'host-error', { message: String(err?.message ?? err) }));

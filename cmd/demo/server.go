@@ -1,0 +1,118 @@
+package main
+
+import (
+	"embed"
+	"encoding/json"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"regexp"
+
+	"github.com/splathost/splathost/internal/restclient"
+)
+
+//go:embed page
+var pageFiles embed.FS
+
+// splatIDRE is the interface's 24-hex scene id.
+var splatIDRE = regexp.MustCompile(`^[0-9a-f]{24}$`)
+
+// server is the demo host's HTTP surface.
+type server struct {
+	mux     *http.ServeMux
+	gateway string
+	st      state
+	index   *template.Template
+}
+
+// pageConfig is what the page's script needs; it is public by nature (no key of any kind).
+type pageConfig struct {
+	GatewayURL    string `json:"gatewayUrl"`
+	SampleSplatID string `json:"sampleSplatId"`
+	Customer      string `json:"customer"`
+}
+
+func newServer(gateway string, st state) (*server, error) {
+	index, err := template.ParseFS(pageFiles, "page/index.html")
+	if err != nil {
+		return nil, err
+	}
+	static, err := fs.Sub(pageFiles, "page")
+	if err != nil {
+		return nil, err
+	}
+	s := &server{mux: http.NewServeMux(), gateway: gateway, st: st, index: index}
+	s.mux.HandleFunc("GET /{$}", s.page)
+	s.mux.Handle("GET /demo.js", http.FileServerFS(static))
+	s.mux.Handle("GET /demo.css", http.FileServerFS(static))
+	s.mux.HandleFunc("POST /session", s.session)
+	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	return s, nil
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The page and its answers change with every session: never from a cache.
+	w.Header().Set("Cache-Control", "no-store")
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *server) page(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	cfg := pageConfig{GatewayURL: s.gateway, SampleSplatID: s.st.SampleSplatID, Customer: s.st.Customer}
+	if err := s.index.Execute(w, cfg); err != nil {
+		http.Error(w, "page failed", http.StatusInternalServerError)
+	}
+}
+
+// sessionRequest is POST /session: which embed, which scene, and whether the session is the
+// signed-in demo customer's (scoped) or a guest's.
+type sessionRequest struct {
+	Type    string `json:"type"`
+	SplatID string `json:"splatId"`
+	Scoped  bool   `json:"scoped"`
+}
+
+// session mints an embed session the way an integrator's backend does: with the secret key,
+// from the server. The answer is the gateway's own (a token and its expiry, or the error
+// envelope), which carries no key.
+func (s *server) session(w http.ResponseWriter, r *http.Request) {
+	var req sessionRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"status": "error", "message": "body must be {type, splatId?, scoped?}"})
+		return
+	}
+	if req.Type != "viewer" && req.Type != "editor" {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"status": "error", "message": "type must be viewer or editor"})
+		return
+	}
+	if req.SplatID != "" && !splatIDRE.MatchString(req.SplatID) {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"status": "error", "message": "splatId must be a 24-hex id"})
+		return
+	}
+	body := map[string]any{"publicKey": s.st.PublicKey, "type": req.Type}
+	if req.SplatID != "" {
+		body["splatId"] = req.SplatID
+	}
+	headers := map[string]string{"Authorization": "Bearer " + s.st.SecretKey}
+	if req.Scoped {
+		// A signed-in customer: scoped to them, with their name shown in the editor.
+		headers["X-Service-External-User-Id"] = s.st.Customer
+		body["user"] = map[string]any{"name": "Demo customer"}
+	}
+	resp, err := restclient.Do(s.gateway, "POST", "/api/editor/embed-sessions", headers, body)
+	if err != nil {
+		writeJSON(w, http.StatusBadGateway, map[string]any{"status": "error", "message": "the gateway did not answer"})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(resp.Status)
+	w.Write(resp.Raw)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
