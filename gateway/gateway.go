@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"io/fs"
 	"log/slog"
 	"strings"
 	"unicode"
@@ -46,6 +47,9 @@ type Options struct {
 	Integrations   *user.Integrations
 	Sessions       SessionVerifier
 	Upstreams      []Upstream
+	// Assets is the built web tree (package web's Dist): /embed/assets/* and /sdk/* are served
+	// from it. Nil serves neither.
+	Assets fs.FS
 	// Ready are extra readiness checks (the dependencies of in-process services).
 	Ready map[string]httpx.Check
 }
@@ -88,6 +92,12 @@ func New(o Options) (*fiber.App, error) {
 	app.Use("/api/editor/embed-sessions", a.secretBearer)
 	app.Use("/api/embed", a.sessionBearer)
 	app.Use("/admin", a.admin)
+
+	if o.Assets != nil {
+		if err := mountStatic(app, o.Assets); err != nil {
+			return nil, err
+		}
+	}
 
 	for _, up := range o.Upstreams {
 		if up.Register != nil {
