@@ -226,6 +226,7 @@ async function openProject(splatId: string, announce: boolean): Promise<boolean>
   current = splat;
   pendingFile = null;
   fill(splat);
+  say('');
   setDirty(false);
   const ok = await show(() => stage.show({ format: formatOfSplat(splat), url: splat.splatUrl }, cameraFromLevelData(splat.levelData)));
   if (ok && announce) post('projectLoaded', { splatId: splat.id });
@@ -402,8 +403,8 @@ ui.duplicate.addEventListener('click', () => action('duplicate', async () => {
   if (!current) throw new Error('save the scene before duplicating it');
   const copy = await cloneOf(current.id);
   post('cloned', copy);
-  say('Duplicated.');
   await openProject(copy.splatId, false);
+  say('Duplicated.');
 }));
 
 // ---- start -------------------------------------------------------------------------------

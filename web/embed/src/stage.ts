@@ -75,15 +75,24 @@ export class Stage {
   private generation = 0;
 
   constructor(private readonly host: HTMLElement) {
-    this.canvas = this.newCanvas();
+    this.canvas = this.newCanvas(true);
     // Shown by the stylesheet only while <html data-splathost="loading">.
     const spinner = document.createElement('div');
     spinner.className = 'splathost-spinner';
     host.append(spinner);
   }
 
-  private newCanvas(): HTMLCanvasElement {
+  /** A fresh canvas; a blank one (no engine will draw on it) is painted the clear colour, so its
+   * pixels read as rgb(32, 32, 36) like an engine's empty frame. */
+  private newCanvas(blank = false): HTMLCanvasElement {
     const c = document.createElement('canvas');
+    if (blank) {
+      const g = c.getContext('2d');
+      if (g) {
+        g.fillStyle = `rgb(${CLEAR_RGB.join(',')})`;
+        g.fillRect(0, 0, c.width, c.height);
+      }
+    }
     c.id = 'splathost-canvas';
     c.className = 'splathost-canvas';
     const old = document.getElementById('splathost-canvas');
@@ -97,7 +106,7 @@ export class Stage {
   clear(): void {
     this.generation++;
     this.dropEngine();
-    this.canvas = this.newCanvas();
+    this.canvas = this.newCanvas(true);
   }
 
   private dropEngine(): void {

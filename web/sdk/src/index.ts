@@ -114,7 +114,6 @@ function createFrame(el: HTMLElement, kind: 'viewer' | 'editor', src: string, ti
   // The page URL carries the session token; never leak it to what the embed links to.
   iframe.referrerPolicy = 'no-referrer';
   iframe.allow = 'fullscreen; xr-spatial-tracking';
-  iframe.setAttribute('allowfullscreen', '');
   iframe.style.cssText = 'width:100%;height:100%;border:0;display:block';
   el.appendChild(iframe);
   return iframe;
