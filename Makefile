@@ -30,17 +30,25 @@ help:
 	@echo "make generate  regenerate ent code;  make migration NAME=x  write a new versioned migration"
 	@echo "make web       npm ci (when the lock changed) and build the embeds and SDK into web/dist"
 
-## deps: install what the stack needs and is missing (apt packages, pinned versitygw).
+## deps: install what the stack and the tests need and is missing (apt packages: Postgres, ClickHouse,
+## Node.js, Chromium for the browser tests; pinned versitygw; web/node_modules). Some machine
+## images ship half-upgraded packages (perl) on which any apt-get install fails until repaired.
 deps: $(VERSITYGW)
 	@missing=""; \
 	[ -x $(PG_BIN)/initdb ] || missing="$$missing postgresql"; \
 	command -v clickhouse-server >/dev/null || [ -x /usr/sbin/clickhouse-server ] || [ -x /usr/bin/clickhouse-server ] || missing="$$missing clickhouse-server clickhouse-client"; \
 	command -v node >/dev/null || missing="$$missing nodejs npm"; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+		apt-get update -qq; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || { \
+			echo "repairing half-installed packages, then retrying"; \
+			DEBIAN_FRONTEND=noninteractive apt-get --fix-broken install -y -qq >/dev/null && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }; \
 		for s in postgresql clickhouse-server; do service $$s stop >/dev/null 2>&1 || true; done; \
 	fi
+	@$(MAKE) --no-print-directory $(WEB_INSTALLED)
 
 $(WORKFLOWCHECK):
 	@mkdir -p $(dir $@)

@@ -1,0 +1,217 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/splathost/splathost/internal/fixtures"
+	"github.com/splathost/splathost/internal/spawn"
+	"github.com/splathost/splathost/internal/testenv"
+)
+
+// chromium is Debian's Chromium; the browser tests never let a tool download its own browser.
+const chromium = "/usr/bin/chromium"
+
+// formatSplats is the size of each format's test scene: enough splats to cover a visible part
+// of the canvas, few enough to render quickly in a software WebGL (SwiftShader).
+const formatSplats = 3000
+
+// browserDeps fails the test, naming the fix, when something the browser tests need is missing:
+// they must never be skipped silently.
+func browserDeps(t *testing.T, root string) {
+	t.Helper()
+	var missing []string
+	if _, err := osexec.LookPath("node"); err != nil {
+		missing = append(missing, "node (Debian's nodejs)")
+	}
+	if _, err := os.Stat(chromium); err != nil {
+		missing = append(missing, chromium+" (Debian's chromium)")
+	}
+	if _, err := os.Stat(filepath.Join(root, "web", "node_modules", "playwright-core", "package.json")); err != nil {
+		missing = append(missing, "web/node_modules (npm ci in web/)")
+	}
+	if len(missing) > 0 {
+		t.Fatalf("the browser tests need %s: `make deps` installs them", strings.Join(missing, ", "))
+	}
+}
+
+// demoHost is a running demo host (bin/demo) against this binary's stack.
+type demoHost struct {
+	URL   string
+	State struct {
+		PublicKey     string `json:"publicKey"`
+		SecretKey     string `json:"secretKey"`
+		Customer      string `json:"customer"`
+		SampleSplatID string `json:"sampleSplatId"`
+	}
+}
+
+// tenant is the demo's integration, for REST calls as its server would make them.
+func (d *demoHost) tenant() tenant {
+	return tenant{PublicKey: d.State.PublicKey, SecretKey: d.State.SecretKey}
+}
+
+var demoReadyRE = regexp.MustCompile(`demo host ready at (http://\S+)`)
+
+// startDemo runs bin/demo on a free port against the in-process gateway, as `make dev` runs it
+// against the split one, and waits for its ready line.
+func startDemo(t *testing.T, root string) *demoHost {
+	t.Helper()
+	stateFile := filepath.Join(t.TempDir(), "demo.json")
+	cmd := osexec.Command(filepath.Join(root, "bin", "demo"), "--addr", "127.0.0.1:0", "--gateway", env.URL, "--state", stateFile)
+	cmd.Env = env.Config.Environ() // SPLATHOST_ADMIN_TOKEN for the operator API
+	// The demo dies with the test binary, whatever ends it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	logf, err := os.Create(filepath.Join(env.Dir, "demo.log"))
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = logf
+	require.NoError(t, spawn.Start(cmd))
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		logf.Close()
+	})
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			fmt.Fprintln(logf, sc.Text())
+			if m := demoReadyRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case ready <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	d := &demoHost{}
+	select {
+	case d.URL = <-ready:
+	case <-time.After(time.Minute):
+		log, _ := os.ReadFile(filepath.Join(env.Dir, "demo.log"))
+		t.Fatalf("the demo host did not start:\n%s", log)
+	}
+	raw, err := os.ReadFile(stateFile)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &d.State))
+	require.Regexp(t, `^[0-9a-f]{24}$`, d.State.SampleSplatID, "the demo seeded its sample scene")
+	return d
+}
+
+// formatScenes commits one scene of every format the viewer must render, owned by the demo
+// customer so the demo page can mint viewer sessions for them; it returns format → splatId.
+func formatScenes(t *testing.T, d *demoHost) map[string]string {
+	t.Helper()
+	tn, eu := d.tenant(), d.State.Customer
+	files := []struct{ format, name, contentType string }{
+		{"ply", "ball.ply", "application/ply"},
+		{"splat", "ball.splat", "application/splat"},
+		{"ksplat", "ball.ksplat", "application/ksplat"},
+		{"sog", "ball.sog", "application/sog"},
+	}
+	data := map[string][]byte{"ply": fixtures.PLY(formatSplats), "splat": fixtures.Splat(formatSplats),
+		"ksplat": fixtures.KSplat(formatSplats), "sog": fixtures.SOG(formatSplats)}
+	out := map[string]string{}
+	for _, f := range files {
+		url := uploadFile(t, tn, eu, f.name, f.contentType, data[f.format])
+		r := do(t, "POST", "/api/v1/splats", tn.keys(eu), map[string]any{"title": "Format " + f.format, "splatUrl": url})
+		require.Equal(t, 201, r.Status, string(r.Raw))
+		out[f.format] = r.Body["splatId"].(string)
+	}
+	folder := fixtures.LODFolder(formatSplats)
+	up := requestLOD(t, tn, eu, folder)
+	putLOD(t, up, folder, lodFiles(folder))
+	r := do(t, "POST", "/api/v1/splats", tn.keys(eu), map[string]any{
+		"title": "Format lod", "splatType": "lod", "splatUrl": up.manifestURL, "lodFolderKey": up.folderKey})
+	require.Equal(t, 201, r.Status, string(r.Raw))
+	out["lod"] = r.Body["splatId"].(string)
+	return out
+}
+
+// TestBrowser runs the browser tests (web/tests: node:test driving Debian's Chromium through
+// playwright-core) against this binary's stack and a demo host on its own origin: the viewer
+// renders every format, the demo host receives every editor event with the right payloads,
+// foreign-origin messages are ignored, a view beacon lands, and the secret key never reaches
+// the browser. Node's own output is the failure message.
+func TestBrowser(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	browserDeps(t, root)
+	demo := startDemo(t, root)
+	scenes, err := json.Marshal(formatScenes(t, demo))
+	require.NoError(t, err)
+	// A scene file for the editor's file picker (the quota and new-scene tests upload it).
+	fixtureDir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(fixtureDir, "ball.ply"), fixtures.PLY(formatSplats), 0o644))
+
+	// Node must end before the test binary's own deadline, so its output is still reported.
+	deadline, ok := t.Deadline()
+	if !ok {
+		deadline = time.Now().Add(15 * time.Minute)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(-30*time.Second))
+	defer cancel()
+	// One test file at a time: each drives a software-rendered Chromium, and the machine is small.
+	// SPLATHOST_BROWSER_TESTS narrows the run to some files while working on them.
+	files := strings.Fields(os.Getenv("SPLATHOST_BROWSER_TESTS"))
+	if len(files) == 0 {
+		files = []string{"tests/"}
+	}
+	cmd := osexec.CommandContext(ctx, "node", append([]string{"--test", "--test-concurrency=1", "--test-timeout=300000"}, files...)...)
+	cmd.Dir = filepath.Join(root, "web")
+	cmd.Env = append(os.Environ(),
+		"SPLATHOST_CHROMIUM="+chromium,
+		"SPLATHOST_GATEWAY_URL="+env.URL,
+		"SPLATHOST_DEMO_URL="+demo.URL,
+		"SPLATHOST_DEMO_PUBLIC_KEY="+demo.State.PublicKey,
+		"SPLATHOST_DEMO_SECRET_KEY="+demo.State.SecretKey,
+		"SPLATHOST_DEMO_CUSTOMER="+demo.State.Customer,
+		"SPLATHOST_SAMPLE_SPLAT_ID="+demo.State.SampleSplatID,
+		"SPLATHOST_FORMAT_SCENES="+string(scenes),
+		"SPLATHOST_FIXTURE_DIR="+fixtureDir,
+	)
+	// Node's runner forks a process per test file, and each starts Chromium: all of them share
+	// one process group, which a timeout or the end of the test kills whole.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	logf, err := os.Create(filepath.Join(env.Dir, "browser-tests.log"))
+	require.NoError(t, err)
+	defer logf.Close()
+	var output bytes.Buffer
+	cmd.Stdout = io.MultiWriter(&output, logf)
+	cmd.Stderr = cmd.Stdout
+	require.NoError(t, spawn.Start(cmd))
+	runErr := cmd.Wait()
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever a test file left behind
+	if runErr != nil {
+		t.Fatalf("node --test web/tests/ failed (%v):\n%s", runErr, redact(output.String(), demo.State.SecretKey))
+	}
+	// The run's summary (node prints "# pass N" and "# fail N" last) proves tests ran.
+	require.Regexp(t, `(?m)^# pass [1-9]\d*$`, output.String())
+	require.Regexp(t, `(?m)^# fail 0$`, output.String())
+	t.Log(redact(output.String(), demo.State.SecretKey))
+}
+
+// redact keeps a secret out of test logs (CI prints them).
+func redact(s, secret string) string {
+	if secret == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, secret, "msk_[redacted]")
+}

@@ -1,0 +1,195 @@
+// Shared pieces of the browser tests. They run under `go test ./e2e -run TestBrowser`, which
+// starts the stack and the demo host and passes their addresses in SPLATHOST_* variables.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+function need(name) {
+  const v = process.env[name];
+  if (!v) {
+    throw new Error(`${name} is not set: run the browser tests through \`go test ./e2e -run TestBrowser\` (make test does)`);
+  }
+  return v;
+}
+
+// A test file runs in its own process under node's runner; should the runner die (a killed
+// `go test`), end too rather than drive a browser for nobody.
+const runner = process.ppid;
+setInterval(() => { if (process.ppid !== runner) process.exit(1); }, 1000).unref();
+
+/** What the Go harness prepared. */
+export const env = {
+  chromium: need('SPLATHOST_CHROMIUM'),
+  gatewayUrl: need('SPLATHOST_GATEWAY_URL'),
+  demoUrl: need('SPLATHOST_DEMO_URL'),
+  publicKey: need('SPLATHOST_DEMO_PUBLIC_KEY'),
+  secretKey: need('SPLATHOST_DEMO_SECRET_KEY'),
+  customer: need('SPLATHOST_DEMO_CUSTOMER'),
+  sampleSplatId: need('SPLATHOST_SAMPLE_SPLAT_ID'),
+  formatScenes: JSON.parse(need('SPLATHOST_FORMAT_SCENES')),
+  fixtureDir: need('SPLATHOST_FIXTURE_DIR'),
+};
+
+/** The viewer's and editor's clear colour (the UI contract). */
+export const BACKGROUND = [32, 32, 36];
+
+export const SPLAT_ID = /^[0-9a-f]{24}$/;
+
+// The flags that work for Debian's Chromium on a machine without a GPU or a network (DESIGN.md):
+// WebGL2 through SwiftShader, and nothing that phones home.
+const ARGS = [
+  '--headless=new', '--no-sandbox', '--enable-unsafe-swiftshader', '--use-angle=swiftshader',
+  '--ignore-gpu-blocklist', '--disable-background-networking', '--disable-component-update',
+  '--disable-sync', '--no-first-run',
+];
+
+/**
+ * Starts Chromium with a new empty profile; returns its context and a close function that also
+ * removes the profile. A test that fails keeps the browser's console in its failure output.
+ */
+export async function launch(options = {}) {
+  const profile = await mkdtemp(join(tmpdir(), 'splathost-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: env.chromium, headless: true, args: ARGS,
+    viewport: { width: 1280, height: 900 }, ...options,
+  });
+  return {
+    context,
+    async close() {
+      await context.close();
+      await rm(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Records what the page's frames print, to explain a failure. */
+export function consoleOf(page) {
+  const lines = [];
+  page.on('console', (m) => lines.push(`[${m.type()}] ${m.text()}`));
+  page.on('pageerror', (e) => lines.push(`[pageerror] ${e.message}`));
+  return lines;
+}
+
+/** The frame of the embed mounted in the demo page's slot, once it shows the embed page. */
+export async function embedFrame(page, slot, kind) {
+  const handle = await page.waitForSelector(`#${slot} iframe`, { timeout: 30_000 });
+  const frame = await handle.contentFrame();
+  await frame.waitForURL(new RegExp(`/embed/${kind}\\?`), { timeout: 30_000 });
+  await frame.waitForLoadState('domcontentloaded');
+  // An error page (401, 403, 410) has no boot data: say what it shows instead of waiting.
+  const boot = await frame.evaluate(() => document.getElementById('splathost-boot')?.textContent ?? null);
+  if (!boot) {
+    const text = await frame.evaluate(() => `${document.title}: ${document.body?.innerText ?? ''}`);
+    throw new Error(`the ${kind} embed shows no embed page: ${text.slice(0, 300)}`);
+  }
+  return frame;
+}
+
+/** Waits until the embed says it drew the scene or failed; returns which. */
+export async function settled(frame, timeout = 120_000) {
+  await frame.waitForFunction(
+    () => ['rendered', 'error'].includes(document.documentElement.dataset.splathost),
+    null, { timeout, polling: 250 },
+  );
+  return frame.evaluate(() => document.documentElement.dataset.splathost);
+}
+
+/**
+ * Screenshots the embed's canvas and measures it: the fraction of pixels that differ from the
+ * clear colour by more than `tolerance` in some channel, and the fraction that is the clear
+ * colour. The PNG is decoded by the browser itself (a 2D canvas in a blank page), so no image
+ * library is needed.
+ */
+export async function canvasCoverage(context, frame, tolerance = 12) {
+  const png = await frame.locator('#splathost-canvas').screenshot();
+  const decoder = await context.newPage();
+  try {
+    return await decoder.evaluate(async ({ b64, bg, tol }) => {
+      const img = new Image();
+      img.src = `data:image/png;base64,${b64}`;
+      await img.decode();
+      const c = document.createElement('canvas');
+      c.width = img.width;
+      c.height = img.height;
+      const g = c.getContext('2d', { willReadFrequently: true });
+      g.drawImage(img, 0, 0);
+      const d = g.getImageData(0, 0, c.width, c.height).data;
+      let drawn = 0;
+      let background = 0;
+      for (let i = 0; i < d.length; i += 4) {
+        const off = Math.max(Math.abs(d[i] - bg[0]), Math.abs(d[i + 1] - bg[1]), Math.abs(d[i + 2] - bg[2]));
+        if (off > tol) drawn++;
+        if (off <= 2) background++;
+      }
+      const n = d.length / 4;
+      return { width: c.width, height: c.height, drawn: drawn / n, background: background / n };
+    }, { b64: png.toString('base64'), bg: BACKGROUND, tol: tolerance });
+  } finally {
+    await decoder.close();
+  }
+}
+
+/** The demo page's event log so far: {source, type, payload} in order. */
+export function eventLog(page) {
+  return page.$$eval('#event-log li', (lis) => lis.map((li) => ({
+    source: li.dataset.source, type: li.dataset.type, payload: JSON.parse(li.dataset.payload),
+  })));
+}
+
+/**
+ * Waits for the first `type` entry from `source` after index `after` of the event log and
+ * returns its payload. An editor `error` or a host failure in between ends the wait with that
+ * message, so a broken step says why instead of timing out.
+ */
+export async function waitEvent(page, type, { after = 0, source = 'editor', timeout = 60_000 } = {}) {
+  const handle = await page.waitForFunction(({ type, after, source }) => {
+    const lis = [...document.querySelectorAll('#event-log li')].slice(after);
+    for (const li of lis) {
+      if (li.dataset.source === source && li.dataset.type === type) return { payload: JSON.parse(li.dataset.payload) };
+      if (li.dataset.type === 'host-error' || (li.dataset.type === 'error' && type !== 'error')) {
+        return { failure: `${li.dataset.source} ${li.dataset.type} ${li.dataset.payload}` };
+      }
+    }
+    return null;
+  }, { type, after, source }, { timeout, polling: 100 });
+  const got = await handle.jsonValue();
+  if (got.failure) throw new Error(`waiting for ${source} ${type}: the log shows ${got.failure}`);
+  return got.payload;
+}
+
+/** How many entries the event log has (a mark for waitEvent's `after`). */
+export function logLength(page) {
+  return page.$$eval('#event-log li', (lis) => lis.length);
+}
+
+/** Calls the gateway's REST API as the demo's server does (secret + public key + customer). */
+export async function rest(method, path, body) {
+  const res = await fetch(env.gatewayUrl + path, {
+    method,
+    headers: {
+      Authorization: `Bearer ${env.secretKey}`, 'X-Service-Public-Key': env.publicKey,
+      'X-Service-External-User-Id': env.customer,
+      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+/** A scene of the demo customer, through the REST API. */
+export async function splatOf(id) {
+  const r = await rest('GET', `/api/v1/splats/${id}`);
+  if (r.status !== 200) throw new Error(`GET splat ${id}: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body.splat;
+}
+
+/** Polls fn until it returns a truthy value or the time is up; returns the last value. */
+export async function eventually(fn, { timeout = 10_000, interval = 200 } = {}) {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const v = await fn();
+    if (v || Date.now() >= end) return v;
+    await new Promise((r) => setTimeout(r, interval));
+  }
+}
