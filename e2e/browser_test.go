@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -53,11 +55,14 @@ func browserDeps(t *testing.T, root string) {
 type demoHost struct {
 	URL   string
 	State struct {
+		IntegrationID string `json:"integrationId"`
 		PublicKey     string `json:"publicKey"`
 		SecretKey     string `json:"secretKey"`
 		Customer      string `json:"customer"`
 		SampleSplatID string `json:"sampleSplatId"`
 	}
+	// Stop ends the demo host (SIGTERM) and waits for it; the test's cleanup calls it too.
+	Stop func()
 }
 
 // tenant is the demo's integration, for REST calls as its server would make them.
@@ -65,28 +70,36 @@ func (d *demoHost) tenant() tenant {
 	return tenant{PublicKey: d.State.PublicKey, SecretKey: d.State.SecretKey}
 }
 
-var demoReadyRE = regexp.MustCompile(`demo host ready at (http://\S+)`)
+var (
+	demoReadyRE = regexp.MustCompile(`demo host ready at (http://\S+)`)
+	demoStarts  atomic.Int64
+)
 
 // startDemo runs bin/demo on a free port against the in-process gateway, as `make dev` runs it
-// against the split one, and waits for its ready line.
-func startDemo(t *testing.T, root string) *demoHost {
+// against the split one, with its state in stateFile, and waits for its ready line.
+func startDemo(t *testing.T, root, stateFile string) *demoHost {
 	t.Helper()
-	stateFile := filepath.Join(t.TempDir(), "demo.json")
 	cmd := osexec.Command(filepath.Join(root, "bin", "demo"), "--addr", "127.0.0.1:0", "--gateway", env.URL, "--state", stateFile)
 	cmd.Env = env.Config.Environ() // SPLATHOST_ADMIN_TOKEN for the operator API
 	// The demo dies with the test binary, whatever ends it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	logf, err := os.Create(filepath.Join(env.Dir, "demo.log"))
+	logPath := filepath.Join(env.Dir, fmt.Sprintf("demo-%d.log", demoStarts.Add(1)))
+	logf, err := os.Create(logPath)
 	require.NoError(t, err)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = logf
 	require.NoError(t, spawn.Start(cmd))
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		logf.Close()
-	})
+	d := &demoHost{}
+	var once sync.Once
+	d.Stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Wait()
+			logf.Close()
+		})
+	}
+	t.Cleanup(d.Stop)
 	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -100,11 +113,10 @@ func startDemo(t *testing.T, root string) *demoHost {
 			}
 		}
 	}()
-	d := &demoHost{}
 	select {
 	case d.URL = <-ready:
 	case <-time.After(time.Minute):
-		log, _ := os.ReadFile(filepath.Join(env.Dir, "demo.log"))
+		log, _ := os.ReadFile(logPath)
 		t.Fatalf("the demo host did not start:\n%s", log)
 	}
 	raw, err := os.ReadFile(stateFile)
@@ -153,7 +165,7 @@ func TestBrowser(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
 	browserDeps(t, root)
-	demo := startDemo(t, root)
+	demo := startDemo(t, root, filepath.Join(t.TempDir(), "demo.json"))
 	scenes, err := json.Marshal(formatScenes(t, demo))
 	require.NoError(t, err)
 	// A scene file for the editor's file picker (the quota and new-scene tests upload it).
@@ -214,4 +226,37 @@ func redact(s, secret string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, secret, "msk_[redacted]")
+}
+
+// TestDemoHostKeepsItsTenant: a restarted demo host reuses the account, keys and sample scene
+// recorded in its state file, and makes a new tenant once those keys stop working (here the
+// operator revoked the integration).
+func TestDemoHostKeepsItsTenant(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	stateFile := filepath.Join(t.TempDir(), "demo.json")
+	first := startDemo(t, root, stateFile)
+	first.Stop()
+	raw, err := os.ReadFile(stateFile)
+	require.NoError(t, err)
+	info, err := os.Stat(stateFile)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "the state file holds the secret key")
+	require.Contains(t, string(raw), first.State.SecretKey)
+
+	second := startDemo(t, root, stateFile)
+	require.Equal(t, first.State, second.State, "a restart keeps the tenant and the sample scene")
+	r := do(t, "GET", "/api/v1/splats?limit=100", second.tenant().keys(second.State.Customer), nil)
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	require.Len(t, r.Body["splats"], 1, "the sample is seeded once")
+	second.Stop()
+
+	r = do(t, "POST", "/admin/v1/integrations/"+first.State.IntegrationID+"/revoke", admin(), nil)
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	third := startDemo(t, root, stateFile)
+	require.NotEqual(t, first.State.IntegrationID, third.State.IntegrationID)
+	require.NotEqual(t, first.State.SampleSplatID, third.State.SampleSplatID)
+	r = do(t, "GET", "/api/v1/splats/"+third.State.SampleSplatID, third.tenant().keys(third.State.Customer), nil)
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	require.Equal(t, "Sample scene", splatOf(r)["title"])
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,16 +14,17 @@ import (
 	"github.com/splathost/splathost/internal/testenv"
 )
 
-// TestDevStackRunsSplitBinaries is `make dev` in miniature: the stack runner starts every part
-// and the real gateway, user, scene, session and worker binaries, writes stack.json with the
-// contract's keys, serves an operator and an integrator, and stops every process cleanly.
+// TestDevStackRunsSplitBinaries is `make dev` in miniature: the stack runner starts every part,
+// the real gateway, user, scene, session and worker binaries and the demo host, writes
+// stack.json with the contract's keys and demoUrl, serves an operator, an integrator and the
+// demo page, and stops every process cleanly.
 func TestDevStackRunsSplitBinaries(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
 	dir := t.TempDir()
 	require.NoError(t, os.Chmod(dir, 0o755))
 	stack, err := testenv.StartStack(context.Background(), testenv.StackOptions{
-		Dir: dir, Services: "split", BinDir: filepath.Join(root, "bin"),
+		Dir: dir, Services: "split", BinDir: filepath.Join(root, "bin"), Demo: true,
 	})
 	require.NoError(t, err)
 	stopped := false
@@ -88,9 +90,20 @@ func TestDevStackRunsSplitBinaries(t *testing.T) {
 	for _, p := range st.Processes {
 		names[p.Name] = true
 	}
-	for _, want := range []string{"postgres", "clickhouse", "versitygw", "gateway", "user", "scene", "session", "worker"} {
+	for _, want := range []string{"postgres", "clickhouse", "versitygw", "gateway", "user", "scene", "session", "worker", "demo"} {
 		require.True(t, names[want], "process %s listed", want)
 	}
+
+	// The demo host, on its own origin, serves a page that loads the SDK from this gateway.
+	require.NotEmpty(t, st.DemoURL)
+	require.NotEqual(t, st.GatewayURL, st.DemoURL)
+	resp, err = http.Get(st.DemoURL + "/")
+	require.NoError(t, err)
+	page, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.StatusCode)
+	require.Contains(t, string(page), `"gatewayUrl":"`+st.GatewayURL+`"`)
 
 	// Stop fails if the runner does not exit cleanly or any listed process outlives it.
 	stopped = true

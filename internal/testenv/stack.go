@@ -26,6 +26,8 @@ type StackOptions struct {
 	Services string
 	// BinDir holds the product binaries the runner starts (--bin); empty leaves the default.
 	BinDir string
+	// Demo also runs the demo host page (--demo), as `make dev` does.
+	Demo bool
 	// Runner is the stack runner binary; StackBinary() when empty.
 	Runner string
 	// ReadyTimeout bounds the wait for the state file; 3 minutes when zero.
@@ -93,6 +95,9 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	}
 	if o.BinDir != "" {
 		args = append(args, "--bin", o.BinDir)
+	}
+	if o.Demo {
+		args = append(args, "--demo")
 	}
 	cmd := exec.Command(runner, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
