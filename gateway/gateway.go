@@ -78,6 +78,8 @@ func New(o Options) (*fiber.App, error) {
 		}
 	}
 	httpx.MountHealth(app, o.Log, checks)
+	// The gateway's port is public: its metrics need the operator's admin token.
+	httpx.MountMetrics(app, a.admin)
 
 	// A caller identity only ever comes from this gateway's own authentication.
 	app.Use(func(c *fiber.Ctx) error {
