@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
@@ -109,10 +111,18 @@ func waitHealthy(ctx context.Context, c client.Client, log *slog.Logger) error {
 // Dial connects a Temporal client. Dial is lazy, so a briefly unavailable frontend does
 // not stop a process from starting; readiness reports it instead.
 func Dial(cfg config.Config, log *slog.Logger) (client.Client, error) {
+	// The tracing interceptor carries the caller's trace into the workflow and its activities
+	// (through Temporal headers), so one trace runs from the gateway to the last copy. It is a
+	// no-op while tracing is off.
+	tracing, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("temporal tracing: %w", err)
+	}
 	c, err := client.NewLazyClient(client.Options{
-		HostPort:  cfg.TemporalAddr,
-		Namespace: cfg.TemporalNamespace,
-		Logger:    tlog.NewStructuredLogger(log.With("component", "temporal-client")),
+		HostPort:     cfg.TemporalAddr,
+		Namespace:    cfg.TemporalNamespace,
+		Logger:       tlog.NewStructuredLogger(log.With("component", "temporal-client")),
+		Interceptors: []interceptor.ClientInterceptor{tracing},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("temporal: %w", err)
