@@ -11,9 +11,16 @@ WORKFLOWCHECK := $(TOOLS_CACHE)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowc
 export SPLATHOST_VERSITYGW := $(VERSITYGW)
 PG_BIN := /usr/lib/postgresql/15/bin
 BINARIES := splathost gateway user scene session worker
-GO_SOURCES = $(shell find . -name '*.go' -not -path './.dev/*' -not -path './bin/*') go.mod go.sum go.work tools/go.mod tools/go.sum $(wildcard ent/migrate/migrations/*)
+GO_SOURCES = $(shell find . -name '*.go' -not -path './.dev/*' -not -path './bin/*' -not -path './web/node_modules/*') go.mod go.sum go.work tools/go.mod tools/go.sum $(wildcard ent/migrate/migrations/*)
 
-.PHONY: dev test unit e2e bench build deps migrate generate migration fuzz clean help
+# The browser code (npm workspace web/) is built into web/dist, which the gateway embeds. Stamps
+# live in node_modules, so a fresh `npm ci` always rebuilds.
+WEB_SOURCES = $(shell find web/sdk/src web/embed/src -type f) web/build.mjs web/package.json \
+	web/tsconfig.base.json web/sdk/tsconfig.json web/embed/tsconfig.json web/sdk/package.json web/embed/package.json
+WEB_INSTALLED := web/node_modules/.splathost-installed
+WEB_BUILT := web/node_modules/.splathost-built
+
+.PHONY: dev test unit e2e bench build deps migrate generate migration fuzz clean help web
 
 help:
 	@echo "make dev       run the whole stack (Postgres, ClickHouse, versitygw, Temporal + UI, services) under .dev/"
@@ -21,12 +28,14 @@ help:
 	@echo "make bench     benchmarks with ratios against bare limits measured in the same run"
 	@echo "make migrate   apply migrations to the running dev stack"
 	@echo "make generate  regenerate ent code;  make migration NAME=x  write a new versioned migration"
+	@echo "make web       npm ci (when the lock changed) and build the embeds and SDK into web/dist"
 
 ## deps: install what the stack needs and is missing (apt packages, pinned versitygw).
 deps: $(VERSITYGW)
 	@missing=""; \
 	[ -x $(PG_BIN)/initdb ] || missing="$$missing postgresql"; \
 	command -v clickhouse-server >/dev/null || [ -x /usr/sbin/clickhouse-server ] || [ -x /usr/bin/clickhouse-server ] || missing="$$missing clickhouse-server clickhouse-client"; \
+	command -v node >/dev/null || missing="$$missing nodejs npm"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
@@ -42,6 +51,17 @@ $(VERSITYGW):
 	@mkdir -p $(dir $@)
 	GOBIN=$(dir $@) GOWORK=off go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 
+## web: install the npm workspace when its lock changed, then build web/dist (typecheck included).
+web: $(WEB_BUILT)
+
+$(WEB_INSTALLED): web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+	@touch $@
+
+$(WEB_BUILT): $(WEB_INSTALLED) $(WEB_SOURCES)
+	cd web && node build.mjs
+	@touch $@
+
 ## build: every product binary and the stack runner into bin/.
 build: bin/stack $(addprefix bin/,$(BINARIES))
 
@@ -49,7 +69,7 @@ bin/stack: $(GO_SOURCES)
 	@mkdir -p bin
 	go build -o $@ ./tools/cmd/stack
 
-$(addprefix bin/,$(BINARIES)) &: $(GO_SOURCES)
+$(addprefix bin/,$(BINARIES)) &: $(GO_SOURCES) $(WEB_BUILT)
 	@mkdir -p bin
 	go build -o bin/ $(addprefix ./cmd/,$(BINARIES))
 
@@ -66,6 +86,7 @@ migrate: bin/splathost
 ## test: vet both modules, then unit and integration tests (the harness starts the real stack).
 test: deps build $(WORKFLOWCHECK)
 	go vet ./... ./tools/...
+	cd web && npm test
 	$(WORKFLOWCHECK) ./workflows/...
 	go test -count=1 -timeout 20m ./...
 
@@ -94,4 +115,5 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzParseBeacon -fuzztime 30s ./services/session/
 
 clean:
-	rm -rf bin
+	rm -rf bin $(WEB_BUILT)
+	find web/dist -mindepth 1 -not -name .gitkeep -delete

@@ -711,6 +711,7 @@ func TestPatchSplatFirstPublishOfClone(t *testing.T) {
 	requireEnvelope(t, r, 403)
 	require.Equal(t, "plan_limit", r.Body["code"])
 	require.Equal(t, "splatCount", r.Body["dimension"])
+	require.Equal(t, "account", r.Body["scope"], "the account's cap, not the customer's")
 	require.EqualValues(t, 1, r.Body["limit"])
 	require.EqualValues(t, 1, r.Body["current"])
 	require.IsType(t, "", r.Body["upgradeUrl"])

@@ -310,6 +310,7 @@ func TestConcurrentCommitsRespectMaxSplats(t *testing.T) {
 		require.Equal(t, 403, s)
 		require.Equal(t, "plan_limit", bodies[i]["code"])
 		require.Equal(t, "splatCount", bodies[i]["dimension"])
+		require.Equal(t, "customer", bodies[i]["scope"], "the customer's maxSplats")
 		require.EqualValues(t, room, bodies[i]["limit"])
 		require.EqualValues(t, room, bodies[i]["current"])
 		require.NotEmpty(t, bodies[i]["upgradeUrl"])

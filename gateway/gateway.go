@@ -6,10 +6,13 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"io/fs"
 	"log/slog"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -46,6 +49,9 @@ type Options struct {
 	Integrations   *user.Integrations
 	Sessions       SessionVerifier
 	Upstreams      []Upstream
+	// Assets is the built web tree (package web's Dist): /embed/assets/* and /sdk/* are served
+	// from it. Nil serves neither.
+	Assets fs.FS
 	// Ready are extra readiness checks (the dependencies of in-process services).
 	Ready map[string]httpx.Check
 }
@@ -89,8 +95,18 @@ func New(o Options) (*fiber.App, error) {
 	app.Use("/api/v1", corsAPI, a.keys)
 	app.Use("/api/editor/embed-sessions", a.secretBearer)
 	app.Use("/api/embed", a.sessionBearer)
+	for _, page := range EmbedPages {
+		app.Use(page, httpx.Page, a.sessionPage)
+	}
 	app.Use("/admin", a.admin)
 
+	if o.Assets != nil {
+		if err := mountStatic(app, o.Assets); err != nil {
+			return nil, err
+		}
+	}
+
+	var routes []prefixRoute
 	for _, up := range o.Upstreams {
 		if up.Register != nil {
 			up.Register(app)
@@ -101,14 +117,29 @@ func New(o Options) (*fiber.App, error) {
 			return nil, err
 		}
 		for _, p := range up.Prefixes {
-			p = strings.TrimSuffix(p, "/")
-			app.All(p, fwd.handle)
-			app.All(p+"/*", fwd.handle)
+			routes = append(routes, prefixRoute{prefix: strings.TrimSuffix(p, "/"), fwd: fwd})
 		}
+	}
+	// Fiber matches routes in registration order, so a prefix nested in another service's
+	// (/api/embed/editor of the scene service inside /api/embed of the session service) must be
+	// registered first, whatever the order of the upstreams: longest prefix first.
+	slices.SortStableFunc(routes, func(a, b prefixRoute) int { return cmp.Compare(len(b.prefix), len(a.prefix)) })
+	for _, r := range routes {
+		app.All(r.prefix, r.fwd.handle)
+		app.All(r.prefix+"/*", r.fwd.handle)
 	}
 	app.Use(httpx.Fallback(app))
 	return app, nil
 }
+
+// prefixRoute is one path prefix forwarded to a service in another process.
+type prefixRoute struct {
+	prefix string
+	fwd    *forwarder
+}
+
+// EmbedPages are the embed pages, authenticated by the session token in their URL (?session=).
+var EmbedPages = []string{"/embed/viewer", "/embed/editor"}
 
 type auth struct {
 	opts      Options
@@ -161,6 +192,21 @@ func (a *auth) sessionBearer(c *fiber.Ctx) error {
 	if !ok {
 		return apperr.Unauthorized("missing Authorization header: expected Bearer <session token>")
 	}
+	return a.admitSession(c, tok)
+}
+
+// sessionPage authenticates an embed page by its ?session= token, with the same checks as a
+// session bearer (an iframe's URL is the only credential a page load can carry).
+func (a *auth) sessionPage(c *fiber.Ctx) error {
+	tok := strings.TrimSpace(c.Query("session"))
+	if tok == "" {
+		return apperr.Unauthorized("this embed needs a session: the URL has no session token")
+	}
+	return a.admitSession(c, tok)
+}
+
+// admitSession verifies a session token and hands the request on with its caller.
+func (a *auth) admitSession(c *fiber.Ctx, tok string) error {
 	if a.opts.Sessions == nil {
 		return apperr.Unauthorized("invalid session token")
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"io"
@@ -10,11 +11,15 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/stretchr/testify/require"
 
+	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/services/scene"
+	"github.com/splathost/splathost/services/session"
 	"github.com/splathost/splathost/services/user"
 )
 
@@ -244,4 +249,75 @@ func TestCallerOf(t *testing.T) {
 	got := callerOf(in, httpx.SchemeKey)
 	require.Equal(t, &httpx.Caller{Scheme: httpx.SchemeKey, IntegrationID: "i", AccountID: "a", ProductSlug: "p",
 		PublicKey: "mpk_x", Capabilities: []string{"view"}}, got)
+}
+
+// fakeSessions accepts the session token "good" (the verifier's own rules are tested in the
+// session package and end to end).
+type fakeSessions struct{}
+
+func (fakeSessions) VerifySession(_ context.Context, token string) (*httpx.Caller, error) {
+	if token != "good" {
+		return nil, apperr.Unauthorized("invalid or expired session token")
+	}
+	return &httpx.Caller{Scheme: httpx.SchemeSession, IntegrationID: "i1"}, nil
+}
+
+// TestForwardLongestPrefixFirst: with every service in its own process, a path goes to the
+// service owning its longest matching prefix, whatever the order of the upstreams — the editor
+// routes (/api/embed/editor, scene) inside the session service's /api/embed.
+func TestForwardLongestPrefixFirst(t *testing.T) {
+	secret := []byte("internal-secret-for-tests")
+	upstream := func(name string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			caller, err := httpx.VerifyCaller(secret, r.Header.Get(httpx.CallerHeader), time.Now())
+			scheme := ""
+			if err == nil {
+				scheme = string(caller.Scheme)
+			}
+			_, _ = io.WriteString(w, name+" "+r.URL.Path+" "+scheme)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	app, err := New(Options{
+		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), BodyLimit: 1 << 20, AdminToken: "admin-token-0123456789",
+		InternalSecret: secret, Sessions: fakeSessions{},
+		// The session service first: registration order alone would hand it /api/embed/editor.
+		Upstreams: []Upstream{
+			{Name: "session", Prefixes: session.Prefixes, URL: upstream("session")},
+			{Name: "user", Prefixes: user.Prefixes, URL: upstream("user")},
+			{Name: "scene", Prefixes: scene.Prefixes, URL: upstream("scene")},
+		},
+	})
+	require.NoError(t, err)
+	for _, tt := range []struct{ method, path, want string }{
+		{"PATCH", "/api/embed/editor/splats/0123456789abcdef01234567", "scene /api/embed/editor/splats/0123456789abcdef01234567 session"},
+		{"POST", "/api/embed/editor/uploads/splat-file", "scene /api/embed/editor/uploads/splat-file session"},
+		{"GET", "/api/embed/editor/splats/0123456789abcdef01234567/clone/x", "scene /api/embed/editor/splats/0123456789abcdef01234567/clone/x session"},
+		{"GET", "/api/embed/editor", "scene /api/embed/editor session"},
+		{"GET", "/api/embed/splats/0123456789abcdef01234567", "session /api/embed/splats/0123456789abcdef01234567 session"},
+		{"POST", "/api/embed/views", "session /api/embed/views session"},
+		{"GET", "/api/embed/editorial", "session /api/embed/editorial session"},
+		{"GET", "/embed/viewer?session=good", "session /embed/viewer session"},
+		{"GET", "/embed/editor?session=good", "session /embed/editor session"},
+	} {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			req := httptest.NewRequest(tt.method, tt.path, nil)
+			if strings.HasPrefix(tt.path, "/api/embed") {
+				req.Header.Set(fiber.HeaderAuthorization, "Bearer good")
+			}
+			status, body := do(t, app, req)
+			require.Equal(t, 200, status, string(body))
+			require.Equal(t, tt.want, string(body))
+		})
+	}
+
+	t.Run("a page with a bad token is an HTML 401 from the gateway", func(t *testing.T) {
+		for _, path := range []string{"/embed/viewer", "/embed/editor?session=", "/embed/viewer?session=forged"} {
+			resp, err := app.Test(httptest.NewRequest("GET", path, nil), -1)
+			require.NoError(t, err)
+			require.Equal(t, 401, resp.StatusCode, path)
+			require.Equal(t, fiber.MIMETextHTMLCharsetUTF8, resp.Header.Get(fiber.HeaderContentType), path)
+		}
+	})
 }

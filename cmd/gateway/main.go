@@ -8,6 +8,7 @@ import (
 	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
 	"github.com/splathost/splathost/services/user"
+	"github.com/splathost/splathost/web"
 )
 
 func main() {
@@ -26,6 +27,7 @@ func main() {
 		InternalSecret: []byte(cfg.InternalSecret), Integrations: ints,
 		// Session bearers are verified here, with the integration cache, like every credential.
 		Sessions: session.NewVerifier(keys, ints),
+		Assets:   web.Dist,
 		Upstreams: []gateway.Upstream{
 			{Name: "user", Prefixes: user.Prefixes, URL: cfg.UserURL},
 			{Name: "scene", Prefixes: scene.Prefixes, URL: cfg.SceneURL},

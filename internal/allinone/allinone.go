@@ -21,6 +21,7 @@ import (
 	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
 	"github.com/splathost/splathost/services/user"
+	"github.com/splathost/splathost/web"
 	"github.com/splathost/splathost/workflows"
 )
 
@@ -92,6 +93,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken,
 		InternalSecret: []byte(cfg.InternalSecret), Integrations: ints,
 		Sessions: session.NewVerifier(keys, ints),
+		Assets:   web.Dist,
 		Upstreams: []gateway.Upstream{
 			{Name: "user", Prefixes: user.Prefixes, Register: users.Register},
 			{Name: "scene", Prefixes: scene.Prefixes, Register: scenes.Register},

@@ -158,14 +158,35 @@ func TrustSignedCaller(secret []byte) fiber.Handler {
 	}
 }
 
-// KeyCaller admits only secret + public key callers (the /api/v1 scheme).
+// CapabilityEditor is the capability of an editor session (and of an integration that may mint
+// one); only such a session may use the editor embed's routes.
+const CapabilityEditor = "editor"
+
+const sessionAsKeyKey = "splathost.sessionAsKey"
+
+// AdmitSessionAsKey lets the rest of this request's handlers treat its session caller like a
+// secret + public key caller with the session's EU: the editor embed's routes reuse the /api/v1
+// handlers this way, so a scoped editor acts exactly as the v1 routes with that EU. The route
+// must have checked the session (editor capability, customer scope) first.
+func AdmitSessionAsKey(c *fiber.Ctx) { c.Locals(sessionAsKeyKey, true) }
+
+// KeyCaller admits secret + public key callers (the /api/v1 scheme), and session callers of a
+// route that admitted them with AdmitSessionAsKey.
 func KeyCaller(c *fiber.Ctx) (*Caller, error) {
 	caller := CallerOf(c)
-	if caller == nil || caller.Scheme != SchemeKey {
+	if caller == nil {
+		return nil, apperr.Unauthorized("missing or invalid credentials")
+	}
+	admitted, _ := c.Locals(sessionAsKeyKey).(bool)
+	if caller.Scheme != SchemeKey && (caller.Scheme != SchemeSession || !admitted) {
 		return nil, apperr.Unauthorized("missing or invalid credentials")
 	}
 	return caller, nil
 }
+
+// IsSession reports whether the caller is an embed session (whose routes differ from the
+// /api/v1 ones in a few fields: levelData, featured).
+func (c *Caller) IsSession() bool { return c.Scheme == SchemeSession }
 
 // KeyCallerWithEU is KeyCaller for endpoints that require the EU header (400 without it).
 func KeyCallerWithEU(c *fiber.Ctx) (*Caller, string, error) {

@@ -19,6 +19,9 @@ func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 			log.ErrorContext(c.UserContext(), "request failed",
 				"requestId", RequestID(c), "method", c.Method(), "path", c.Path(), "error", e.Cause)
 		}
+		if isPage(c) {
+			return sendErrorPage(c, e)
+		}
 		c.Set(fiber.HeaderCacheControl, "no-store")
 		return c.Status(e.Status).JSON(e.Body())
 	}

@@ -57,10 +57,12 @@ func StorageExceeded(scope string, used, limit, requested int64) *apperr.Error {
 		With("limitBytes", limit).With("remainingBytes", max(0, limit-used)).With("requestedBytes", requested)
 }
 
-// SplatCountExceeded is the spec's 403 plan_limit envelope for a scene cap.
-func SplatCountExceeded(limit, current int64) *apperr.Error {
+// SplatCountExceeded is the spec's 403 plan_limit envelope for a scene cap. scope says which cap
+// ('customer' maxSplats or 'account' maxSplats), as the 413 envelope does: the editor embed maps
+// it to its limitReached event, whose scope tells the host whom to unblock.
+func SplatCountExceeded(scope string, limit, current int64) *apperr.Error {
 	e := apperr.Forbidden("scene limit reached")
-	return e.With("code", "plan_limit").With("dimension", "splatCount").With("limit", limit).
+	return e.With("code", "plan_limit").With("dimension", "splatCount").With("scope", scope).With("limit", limit).
 		With("current", current).With("upgradeUrl", UpgradeURL)
 }
 
@@ -98,13 +100,13 @@ func Reserve(ctx context.Context, tx *ent.Tx, ownerID, accountID string, c Charg
 		return nil, nil, StorageExceeded("customer", u.UsedBytes, u.LimitBytes, c.Bytes)
 	}
 	if slots > 0 && u.MaxSplats != nil && u.SplatCount+1 > *u.MaxSplats {
-		return nil, nil, SplatCountExceeded(*u.MaxSplats, u.SplatCount)
+		return nil, nil, SplatCountExceeded("customer", *u.MaxSplats, u.SplatCount)
 	}
 	if c.Bytes > 0 && !a.Overage && a.UsedBytes+c.Bytes > a.StorageBundleBytes {
 		return nil, nil, StorageExceeded("account", a.UsedBytes, a.StorageBundleBytes, c.Bytes)
 	}
 	if slots > 0 && a.MaxSplats != nil && a.SplatCount+1 > *a.MaxSplats {
-		return nil, nil, SplatCountExceeded(*a.MaxSplats, a.SplatCount)
+		return nil, nil, SplatCountExceeded("account", *a.MaxSplats, a.SplatCount)
 	}
 	if u, err = u.Update().AddUsedBytes(c.Bytes).AddSplatCount(slots).Save(ctx); err != nil {
 		return nil, nil, err

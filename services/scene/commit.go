@@ -36,16 +36,28 @@ type commitRequest struct {
 	title, description, visibility, splatType  string
 	splatURL, lodFolderKey, imageURL, depthURL string
 	cameraPosition, cameraRotation             []float64
+	// levelData is the editor embed's optional viewer state (nil: none).
+	levelData map[string]any
 }
 
-func parseCommit(body []byte) (*commitRequest, error) {
+// commitFields are the fields of the v1 commit body.
+var commitFields = []string{"title", "description", "visibility", "splatType", "splatUrl", "lodFolderKey", "imageUrl",
+	"thumbnailDepthUrl", "initialCameraPosition", "initialCameraRotation"}
+
+// parseCommit applies the commit body rules; the editor embed's commit (editor) also accepts
+// levelData.
+func parseCommit(body []byte, editor bool) (*commitRequest, error) {
 	f, err := httpx.DecodeObject(body, false)
 	if err != nil {
 		return nil, err
 	}
-	f.Only("title", "description", "visibility", "splatType", "splatUrl", "lodFolderKey", "imageUrl",
-		"thumbnailDepthUrl", "initialCameraPosition", "initialCameraRotation")
 	r := &commitRequest{visibility: "private", splatType: "file"}
+	if editor {
+		f.Only(append(slices.Clone(commitFields), "levelData")...)
+		r.levelData, _ = parseLevelData(f)
+	} else {
+		f.Only(commitFields...)
+	}
 	f.Require("title", "splatUrl")
 	if t, ok := f.String("title", 1, 10_000); ok {
 		r.title = strings.TrimSpace(t)
@@ -232,7 +244,7 @@ func (s *Service) commit(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	req, err := parseCommit(c.Body())
+	req, err := parseCommit(c.Body(), caller.IsSession())
 	if err != nil {
 		return err
 	}
@@ -336,6 +348,9 @@ func (s *Service) commit(c *fiber.Ctx) error {
 		}
 		if req.cameraRotation != nil {
 			create.SetInitialCameraRotation(req.cameraRotation)
+		}
+		if req.levelData != nil {
+			create.SetLevelData(req.levelData)
 		}
 		if req.visibility == "public" {
 			create.SetFirstPublishedAt(s.now())

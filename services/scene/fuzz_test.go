@@ -79,17 +79,25 @@ func FuzzParseCommit(f *testing.F) {
 		"{\"title\":\"\xff\xfe\",\"splatUrl\":\"\xc0\"}",
 		`{"title":"` + strings.Repeat("é", 201) + `","splatUrl":"x"}`,
 		`{"title":"t","title":"u","splatUrl":"x"}`,
+		`{"title":"t","splatUrl":"x","levelData":{"camera":{"position":[0,1,2]}}}`,
+		`{"title":"t","splatUrl":"x","levelData":[1]}`,
+		`{"title":"t","splatUrl":"x","levelData":{"a":"\u0000"}}`,
+		`{"title":"t","splatUrl":"x","levelData":{"a":1e400}}`,
 	} {
-		f.Add([]byte(seed))
+		f.Add([]byte(seed), false)
+		f.Add([]byte(seed), true)
 	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		r, err := parseCommit(body)
+	f.Fuzz(func(t *testing.T, body []byte, editor bool) {
+		r, err := parseCommit(body, editor)
 		if err != nil {
 			require400(t, err)
 			if r != nil {
 				t.Fatal("request returned with an error")
 			}
 			return
+		}
+		if r != nil && r.levelData != nil && !editor {
+			t.Fatal("levelData accepted on the v1 commit")
 		}
 		if r == nil {
 			t.Fatal("nil request without an error")
@@ -387,12 +395,20 @@ func FuzzParseScenePatch(f *testing.F) {
 		`{"unknown":1}`,
 		"{\"title\":\"\xff\xfe\"}",
 		`{"featured":true,"featured":true}`,
+		`{"levelData":{"camera":{"position":[0,1,2]}}}`,
+		`{"levelData":null,"title":"x"}`,
+		`{"levelData":"x"}`,
+		`{"levelData":{"a":{"b":{"c":"\u0000"}}}}`,
 	} {
-		f.Add([]byte(seed))
+		f.Add([]byte(seed), false)
+		f.Add([]byte(seed), true)
 	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		p, err := parseScenePatch(body)
+	f.Fuzz(func(t *testing.T, body []byte, editor bool) {
+		p, err := parseScenePatch(body, editor)
 		if err != nil {
+			if e := apperr.From(err); editor && e.Status == http.StatusForbidden {
+				return // featured from an embed session
+			}
 			require400(t, err)
 			if p != nil {
 				t.Fatal("patch returned with an error")
@@ -402,8 +418,11 @@ func FuzzParseScenePatch(f *testing.F) {
 		if p == nil {
 			t.Fatal("nil patch without an error")
 		}
+		if p.hasLevelData && !editor || p.featured != nil && editor {
+			t.Fatal("a field of the other PATCH accepted")
+		}
 		others := []bool{p.title != nil, p.description != nil, p.visibility != nil, p.allowEmbed != nil,
-			p.allowClone != nil, p.allowComments != nil, p.allowReactions != nil}
+			p.allowClone != nil, p.allowComments != nil, p.allowReactions != nil, p.hasLevelData}
 		set := 0
 		for _, o := range others {
 			if o {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -111,29 +112,49 @@ type scenePatch struct {
 	allowReactions *bool
 	// featured is set only for a featuring request, which has no other field.
 	featured *bool
+	// levelData (editor embed only) replaces the scene's viewer state when hasLevelData; nil
+	// clears it.
+	levelData    map[string]any
+	hasLevelData bool
 }
 
 // patchFields are the fields PATCH accepts.
 var patchFields = []string{"title", "description", "visibility", "allowEmbed", "allowClone", "allowComments",
 	"allowReactions", "featured"}
 
+// editorPatchFields are the fields the editor embed's PATCH accepts: the v1 ones but featured
+// (integration-level curation, never a session's), plus levelData.
+var editorPatchFields = append(slices.DeleteFunc(slices.Clone(patchFields), func(f string) bool { return f == "featured" }),
+	"levelData")
+
 // parseScenePatch applies the PATCH rules (spec; contract item 6): at least one field, title
 // trimmed to 1-200 characters, description up to 2000 ("" clears it), visibility private or
 // public, the allow* flags booleans, and featured only on its own. null is not a value of any
-// field.
-func parseScenePatch(body []byte) (*scenePatch, error) {
+// field. The editor embed's PATCH (editor) refuses featured with a 403 and accepts levelData
+// (an object, or null to clear it).
+func parseScenePatch(body []byte, editor bool) (*scenePatch, error) {
 	f, err := httpx.DecodeObject(body, true)
 	if err != nil {
 		return nil, err
 	}
-	if f.Len() == 0 {
-		return nil, apperr.Invalid("no updatable field", "body: at least one of "+strings.Join(patchFields, ", ")+" is required")
+	fields := patchFields
+	if editor {
+		fields = editorPatchFields
+		if f.Has("featured") {
+			return nil, apperr.Forbidden("featured is integration-level curation: set it with the REST API, not from an embed session")
+		}
 	}
-	f.Only(patchFields...)
+	if f.Len() == 0 {
+		return nil, apperr.Invalid("no updatable field", "body: at least one of "+strings.Join(fields, ", ")+" is required")
+	}
+	f.Only(fields...)
 	for _, name := range patchFields {
 		f.NotNull(name)
 	}
 	p := &scenePatch{}
+	if editor {
+		p.levelData, p.hasLevelData = parseLevelData(f)
+	}
 	if f.Has("featured") && f.Len() > 1 {
 		f.Issuef("featured: must be the only field in the body; send metadata changes in a separate request")
 	}
@@ -177,7 +198,7 @@ func (s *Service) patchScene(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p, err := parseScenePatch(c.Body())
+	p, err := parseScenePatch(c.Body(), caller.IsSession())
 	if err != nil {
 		return err
 	}
@@ -226,6 +247,11 @@ func (s *Service) patchScene(c *fiber.Ctx) error {
 		if p.visibility != nil {
 			up.SetVisibility(scene.Visibility(*p.visibility))
 		}
+		if p.hasLevelData && p.levelData == nil {
+			up.ClearLevelData()
+		} else if p.hasLevelData {
+			up.SetLevelData(p.levelData)
+		}
 		// A featured scene must stay featurable: making it private or non-embeddable takes it off
 		// the curated set (featuring it again needs a new PATCH featured true, which keeps the
 		// original featuredAt). Otherwise a private scene could be served from the featured list.
@@ -247,6 +273,10 @@ func (s *Service) patchScene(c *fiber.Ctx) error {
 		return err
 	}
 	s.invalidateScene(ctx, caller.IntegrationID, id)
+	if caller.IsSession() {
+		// The editor reloads its state from the answer: the single-scene shape, with levelData.
+		return c.JSON(fiber.Map{"status": "success", "splat": detailOf(sc, eu, caller.ProductSlug, eu)})
+	}
 	return c.JSON(fiber.Map{"status": "success", "splat": itemOf(sc, eu, caller.ProductSlug, eu)})
 }
 

@@ -16,7 +16,9 @@ import (
 )
 
 // Prefixes are the path prefixes this service owns; a split gateway forwards them here.
-var Prefixes = []string{"/api/v1/splats", "/api/v1/uploads"}
+// /api/embed/editor sits inside the session service's /api/embed: the gateway forwards the
+// longest matching prefix.
+var Prefixes = []string{"/api/v1/splats", "/api/v1/uploads", "/api/embed/editor"}
 
 // Service handles the scene service's routes.
 type Service struct {
@@ -57,4 +59,5 @@ func (s *Service) Register(r fiber.Router) {
 	r.Post("/api/v1/splats/:id/clone", s.clone)
 	r.Get("/api/v1/splats/:id/clone/:jobId", s.pollClone)
 	s.registerScenes(r)
+	s.registerEditor(r)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/splathost/splathost/internal/db"
+	"github.com/splathost/splathost/internal/httpx"
 )
 
 // Prefixes are the path prefixes this service owns; a split gateway forwards them here.
@@ -34,4 +35,8 @@ func (s *Service) Register(r fiber.Router) {
 	r.Get("/api/embed/splats/:id", s.getScene)
 	r.Post("/api/embed/splats/:id/like", s.like)
 	r.Post("/api/embed/views", s.recordView)
+	// httpx.Page again (the gateway marks them too): a split session service answers its own
+	// errors as pages.
+	r.Get("/embed/viewer", httpx.Page, s.page(TypeViewer))
+	r.Get("/embed/editor", httpx.Page, s.page(TypeEditor))
 }

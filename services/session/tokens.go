@@ -23,7 +23,7 @@ const Lifetime = 900 * time.Second
 // Session types, which are also the capabilities a token carries.
 const (
 	TypeViewer = "viewer"
-	TypeEditor = "editor"
+	TypeEditor = httpx.CapabilityEditor
 )
 
 // Claims are the session token's claims: the spec's table (typ, sub, identityUserId,

@@ -1,0 +1,81 @@
+package httpx
+
+import (
+	"html"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/splathost/splathost/internal/apperr"
+)
+
+const (
+	pageKey           = "splathost.page"
+	frameAncestorsKey = "splathost.frameAncestors"
+)
+
+// Page marks a request as an HTML page (the embed pages): its errors are answered with a small
+// HTML error page instead of the JSON envelope, since a browser frame shows them to a person.
+// The gateway marks the page before authenticating it, so a bad token gets an HTML 401 too.
+func Page(c *fiber.Ctx) error {
+	c.Locals(pageKey, true)
+	return c.Next()
+}
+
+func isPage(c *fiber.Ctx) bool {
+	p, _ := c.Locals(pageKey).(bool)
+	return p
+}
+
+// SetPageHeaders sets the headers every embed page carries, success or error: who may frame it
+// (the integration's frame ancestors, any origin when it has none), no referrer (the URL holds
+// the session token), never cached, and no content sniffing. An error page answered later in
+// the same request keeps the frame ancestors set here.
+func SetPageHeaders(c *fiber.Ctx, frameAncestors []string) {
+	c.Locals(frameAncestorsKey, frameAncestors)
+	c.Set(fiber.HeaderContentSecurityPolicy, "frame-ancestors "+frameAncestorsList(frameAncestors))
+	setPageCommonHeaders(c)
+}
+
+func setPageCommonHeaders(c *fiber.Ctx) {
+	c.Set(fiber.HeaderReferrerPolicy, "no-referrer")
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+}
+
+// frameAncestorsList is the CSP source list: the configured origins, or * for any.
+func frameAncestorsList(origins []string) string {
+	if len(origins) == 0 {
+		return "*"
+	}
+	return strings.Join(origins, " ")
+}
+
+// sendErrorPage answers e as an HTML page. It carries no script, and its CSP forbids any (it
+// loads nothing but its inline style).
+func sendErrorPage(c *fiber.Ctx, e *apperr.Error) error {
+	origins, _ := c.Locals(frameAncestorsKey).([]string)
+	setPageCommonHeaders(c)
+	c.Set(fiber.HeaderContentSecurityPolicy, "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors "+
+		frameAncestorsList(origins))
+	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	title := "Embed unavailable"
+	return c.Status(e.Status).SendString(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>` + title + `</title>
+<style>body{font:15px/1.5 system-ui,sans-serif;margin:0;display:grid;place-items:center;min-height:100vh;background:#111;color:#ddd}main{max-width:28em;padding:1em;text-align:center}</style>
+</head>
+<body>
+<main>
+<h1>` + title + `</h1>
+<p>` + html.EscapeString(e.Message) + `</p>
+<p><small>Error ` + strconv.Itoa(e.Status) + `</small></p>
+</main>
+</body>
+</html>
+`)
+}

@@ -1,0 +1,124 @@
+package scene
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/httpx"
+)
+
+// editorPrefix is the editor embed's session-bearer API (docs/embeds.md): the v1 scene, upload
+// and clone routes for a session scoped to a customer.
+const editorPrefix = "/api/embed/editor"
+
+// registerEditor mounts the editor embed's routes. Each is its v1 handler behind editorScope,
+// so a scoped editor session acts exactly as the v1 route with its EU.
+func (s *Service) registerEditor(r fiber.Router) {
+	r.Patch(editorPrefix+"/splats/:id", editorScope, s.patchScene)
+	r.Post(editorPrefix+"/uploads/splat-file", editorScope, s.uploadSplatFile)
+	r.Post(editorPrefix+"/uploads/lod-folder", editorScope, s.uploadLODFolder)
+	r.Post(editorPrefix+"/uploads/splat-images", editorScope, s.uploadSplatImages)
+	r.Post(editorPrefix+"/splats", editorScope, s.commit)
+	r.Post(editorPrefix+"/splats/:id/clone", editorScope, s.clone)
+	r.Get(editorPrefix+"/splats/:id/clone/:jobId", editorScope, s.pollClone)
+}
+
+// editorScope admits an editor session scoped to a customer to the v1 handler behind it. A
+// viewer session may not edit (403); a guest editor session (no EU) is read-only for cloud
+// actions and gets the 403 AUTH_REQUIRED the editor turns into its authRequired event.
+func editorScope(c *fiber.Ctx) error {
+	caller := httpx.CallerOf(c)
+	if caller == nil || !caller.IsSession() {
+		return apperr.Unauthorized("missing or invalid session token")
+	}
+	if !slices.Contains(caller.Capabilities, httpx.CapabilityEditor) {
+		return apperr.Forbidden("this session is not an editor session")
+	}
+	if !caller.HasExternalUser {
+		return apperr.Forbidden("sign in to save, upload or publish: this guest session is read-only").
+			With("code", "AUTH_REQUIRED")
+	}
+	httpx.AdmitSessionAsKey(c)
+	return c.Next()
+}
+
+// Bounds of a scene's levelData (docs/embeds.md): 256 KiB serialized, and a nesting depth no
+// viewer state needs but that keeps Postgres' jsonb parser (recursive) far from its limits.
+const (
+	maxLevelData      = 256 << 10
+	maxLevelDataDepth = 64
+)
+
+// parseLevelData reads the optional levelData field of an editor body: a JSON object or null,
+// at most 256 KiB serialized. set says the field was sent; nil with set true clears it.
+// Strings may not hold NUL, which a jsonb column refuses.
+func parseLevelData(f *httpx.Fields) (value map[string]any, set bool) {
+	raw, ok := f.Raw("levelData")
+	if !ok {
+		return nil, false
+	}
+	if f.IsNull("levelData") {
+		return nil, true
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		f.Issuef("levelData: must be a JSON object or null")
+		return nil, false
+	}
+	if compact.Len() > maxLevelData {
+		f.Issuef("levelData: must be at most %d bytes serialized, got %d", maxLevelData, compact.Len())
+		return nil, false
+	}
+	if compact.Len() == 0 || compact.Bytes()[0] != '{' {
+		f.Issuef("levelData: must be a JSON object or null")
+		return nil, false
+	}
+	if err := json.Unmarshal(compact.Bytes(), &value); err != nil {
+		// A number out of float64 range: stored, it could never be read back.
+		f.Issuef("levelData: numbers must be finite doubles")
+		return nil, false
+	}
+	if problem := levelDataProblem(value, 1); problem != "" {
+		f.Issuef("levelData: %s", problem)
+		return nil, false
+	}
+	return value, true
+}
+
+// levelDataProblem walks a decoded levelData for what JSON allows but the jsonb column does
+// not store: NUL in a string or key, and nesting deeper than maxLevelDataDepth.
+func levelDataProblem(v any, depth int) string {
+	switch v.(type) {
+	case []any, map[string]any:
+		if depth > maxLevelDataDepth {
+			return "must not nest objects and arrays deeper than 64 levels"
+		}
+	}
+	switch v := v.(type) {
+	case string:
+		if strings.ContainsRune(v, 0) {
+			return "strings must not contain NUL characters"
+		}
+	case []any:
+		for _, e := range v {
+			if p := levelDataProblem(e, depth+1); p != "" {
+				return p
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			if strings.ContainsRune(k, 0) {
+				return "keys must not contain NUL characters"
+			}
+			if p := levelDataProblem(e, depth+1); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,50 @@
+package session
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRenderPageEscapesBootData: no value of the boot data can end the script element or break
+// the JavaScript parser around it, and the JSON reads back unchanged.
+func TestRenderPageEscapesBootData(t *testing.T) {
+	hostile := "</script><script>alert(1)</script>&<!-- \u2028\u2029 <\u0000>"
+	avatar := "https://x.example/a.png?<>&"
+	id := "0123456789abcdef01234567"
+	boot := bootData{Kind: TypeEditor, SessionToken: "a.b.c", ExpiresAt: "2026-01-01T00:00:00.000Z", SplatID: &id,
+		Scoped: true, Capabilities: []string{TypeEditor}, User: &bootUser{Name: hostile, AvatarURL: &avatar}}
+	page, err := renderPage(boot)
+	require.NoError(t, err)
+	html := string(page)
+
+	const open = `<script id="splathost-boot" type="application/json">`
+	start := strings.Index(html, open)
+	require.GreaterOrEqual(t, start, 0, html)
+	rest := html[start+len(open):]
+	end := strings.Index(rest, "</script>")
+	require.GreaterOrEqual(t, end, 0)
+	data := rest[:end]
+	for _, bad := range []string{"<", ">", "&", "\u2028", "\u2029"} {
+		require.NotContains(t, data, bad)
+	}
+	var got bootData
+	require.NoError(t, json.Unmarshal([]byte(data), &got))
+	require.Equal(t, boot, got)
+
+	require.Equal(t, 2, strings.Count(html, "<script"), "the boot data and the module, nothing else")
+	require.Contains(t, html, `<script type="module" src="/embed/assets/editor.js"></script>`)
+	require.Contains(t, html, `<link rel="stylesheet" href="/embed/assets/embed.css">`)
+	require.Contains(t, html, `<div id="app"></div>`)
+	require.True(t, strings.HasPrefix(html, "<!doctype html>\n<html lang=\"en\">"))
+}
+
+// TestRenderPageNulls: a guest session without a scene or profile boots with explicit nulls.
+func TestRenderPageNulls(t *testing.T) {
+	page, err := renderPage(bootData{Kind: TypeViewer, SessionToken: "t", ExpiresAt: "x", Capabilities: []string{TypeViewer}})
+	require.NoError(t, err)
+	require.Contains(t, string(page), `"splatId":null,"scoped":false,"capabilities":["viewer"],"user":null}`)
+	require.Contains(t, string(page), `src="/embed/assets/viewer.js"`)
+}

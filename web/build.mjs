@@ -1,0 +1,81 @@
+// Builds web/dist for the gateway: the embed bundles into dist/embed/assets and the SDK into
+// dist/sdk, after typechecking. `node build.mjs sdk` builds only the SDK's module, without the
+// typecheck (npm test's quick pre-step).
+import { build } from 'esbuild';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = dirname(fileURLToPath(import.meta.url));
+const dist = join(root, 'dist');
+const sdkOnly = process.argv[2] === 'sdk';
+const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+
+const common = {
+  bundle: true,
+  format: 'esm',
+  platform: 'browser',
+  target: ['es2022'],
+  legalComments: 'linked',
+  logLevel: 'warning',
+};
+
+async function buildSdk() {
+  await build({
+    ...common,
+    entryPoints: [join(root, 'sdk', 'src', 'index.ts')],
+    outfile: join(dist, 'sdk', 'splathost-embed.js'),
+    sourcemap: true,
+  });
+}
+
+// The SDK's types as one .d.ts, emitted by tsc (which typechecks it on the way).
+function sdkTypes() {
+  const out = mkdtempSync(join(tmpdir(), 'splathost-sdk-dts-'));
+  try {
+    execFileSync(process.execPath, [tsc, '-p', join(root, 'sdk'), '--noEmit', 'false', '--declaration',
+      '--emitDeclarationOnly', '--allowImportingTsExtensions', 'false', '--outDir', out], { stdio: 'inherit' });
+    copyFileSync(join(out, 'index.d.ts'), join(dist, 'sdk', 'splathost-embed.d.ts'));
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+}
+
+async function buildEmbeds() {
+  execFileSync(process.execPath, [tsc, '--noEmit', '-p', join(root, 'embed')], { stdio: 'inherit' });
+  await build({
+    ...common,
+    entryPoints: {
+      viewer: join(root, 'embed', 'src', 'viewer.ts'),
+      editor: join(root, 'embed', 'src', 'editor.ts'),
+      embed: join(root, 'embed', 'src', 'embed.css'),
+    },
+    outdir: join(dist, 'embed', 'assets'),
+    // Each engine is a dynamic import, so a page loads only the engine its scene needs.
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
+    minify: true,
+    sourcemap: 'linked',
+    // Spark inlines its wasm and worker as data URLs already; anything else binary is inlined
+    // too, so nothing is fetched from another host.
+    loader: { '.wasm': 'binary' },
+  });
+}
+
+process.on('uncaughtException', (err) => {
+  console.error(`build failed: ${err.message.split('\n')[0]}`);
+  process.exit(1);
+});
+
+if (sdkOnly) {
+  await buildSdk();
+} else {
+  rmSync(join(dist, 'sdk'), { recursive: true, force: true });
+  rmSync(join(dist, 'embed'), { recursive: true, force: true });
+  mkdirSync(join(dist, 'sdk'), { recursive: true });
+  await buildSdk();
+  sdkTypes();
+  await buildEmbeds();
+}

@@ -1,0 +1,76 @@
+// PlayCanvas engine: .ply, .sog and streamed LOD folders (lod-meta.json), as gsplat assets.
+import * as pc from 'playcanvas';
+import { CLEAR_RGB, type Engine, type EngineHooks, type SceneSource } from './stage.ts';
+import type { Bounds } from './orbit.ts';
+
+/** Creates a PlayCanvas application on canvas (its own frame loop; hooks set the camera). */
+export function createPlayCanvas(canvas: HTMLCanvasElement, hooks: EngineHooks): Engine {
+  const app = new pc.Application(canvas, {
+    graphicsDeviceOptions: {
+      deviceTypes: ['webgl2'],
+      antialias: false,
+      alpha: false,
+      // Lets the stage (and tests) read pixels between frames.
+      preserveDrawingBuffer: true,
+    },
+  });
+  app.setCanvasFillMode(pc.FILLMODE_FILL_WINDOW);
+  app.setCanvasResolution(pc.RESOLUTION_AUTO);
+  const onResize = () => app.resizeCanvas();
+  window.addEventListener('resize', onResize);
+
+  const camera = new pc.Entity('camera');
+  camera.addComponent('camera', {
+    clearColor: new pc.Color(CLEAR_RGB[0] / 255, CLEAR_RGB[1] / 255, CLEAR_RGB[2] / 255, 1),
+    fov: 60,
+  });
+  app.root.addChild(camera);
+
+  app.on('update', () => {
+    const c = hooks.camera();
+    const cam = camera.camera!;
+    camera.setPosition(c.position[0], c.position[1], c.position[2]);
+    camera.lookAt(c.target[0], c.target[1], c.target[2]);
+    cam.fov = c.fov ?? 60;
+    // Clip planes follow the orbit distance, so small and large scenes both keep depth precision.
+    const dist = Math.hypot(c.position[0] - c.target[0], c.position[1] - c.target[1], c.position[2] - c.target[2]);
+    cam.nearClip = Math.max(1e-3, dist / 1000);
+    cam.farClip = Math.max(100, dist * 100);
+  });
+  app.on('frameend', () => hooks.frame());
+  app.start();
+
+  let objectUrl: string | null = null;
+  return {
+    load(src: SceneSource): Promise<Bounds> {
+      return new Promise((resolve, reject) => {
+        let file: { url: string; filename?: string };
+        if (src.file) {
+          // The parser is chosen by the file name's extension, the bytes come from a blob URL.
+          objectUrl = URL.createObjectURL(src.file);
+          file = { url: objectUrl, filename: src.file.name };
+        } else {
+          file = { url: src.url! };
+        }
+        const asset = new pc.Asset('scene', 'gsplat', file);
+        asset.once('load', () => {
+          const entity = new pc.Entity('scene');
+          entity.addComponent('gsplat', { asset });
+          app.root.addChild(entity);
+          const aabb = (asset.resource as { aabb: pc.BoundingBox }).aabb;
+          const min = aabb.getMin();
+          const max = aabb.getMax();
+          resolve({ min: [min.x, min.y, min.z], max: [max.x, max.y, max.z] });
+        });
+        asset.once('error', (err: unknown) => reject(new Error(`could not load the scene: ${err}`)));
+        app.assets.add(asset);
+        app.assets.load(asset);
+      });
+    },
+    destroy() {
+      window.removeEventListener('resize', onResize);
+      app.destroy();
+      if (objectUrl) URL.revokeObjectURL(objectUrl);
+    },
+  };
+}
