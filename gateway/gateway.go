@@ -1,5 +1,6 @@
 // Package gateway is splathost's only public HTTP surface. It authenticates every request
-// (secret + public key, secret bearer, session bearer, admin token), applies CORS, request ids,
+// (secret + public key, secret bearer, session bearer or an embed page's session token, admin
+// token), applies CORS, request ids,
 // tracing and the error envelope, and routes each path to its service: mounted in the same
 // process, or forwarded over keep-alive HTTP with the caller signed into a header. It holds no
 // business rules.
