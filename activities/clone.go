@@ -24,6 +24,7 @@ import (
 	"github.com/splathost/splathost/ent/schema"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/metrics"
 	"github.com/splathost/splathost/internal/quota"
 )
 
@@ -605,6 +606,7 @@ func (a *Activities) FinalizeClone(ctx context.Context, in FinalizeCloneInput) (
 	if err := tx.Commit(); err != nil {
 		return FinalizeCloneResult{}, fmt.Errorf("committing the clone %s: %w", job.ID, err)
 	}
+	metrics.CloneJobs.WithLabelValues("succeeded").Inc()
 	return FinalizeCloneResult{SplatID: job.ID, Usage: quota.AccountSnapshot(acct)}, nil
 }
 
@@ -648,6 +650,9 @@ func (a *Activities) RollbackClone(ctx context.Context, in RollbackCloneInput) (
 	}
 	job, err := tx.CloneJob.Query().Where(clonejob.ID(in.JobID)).ForUpdate().Only(ctx)
 	if ent.IsNotFound(err) {
+		// Nothing was reserved (the job failed before it could) or an earlier attempt
+		// released it: the job is rolled back either way.
+		metrics.CloneJobs.WithLabelValues("rolled_back").Inc()
 		return out, nil
 	}
 	if err != nil {
@@ -663,5 +668,6 @@ func (a *Activities) RollbackClone(ctx context.Context, in RollbackCloneInput) (
 		return out, fmt.Errorf("committing the rollback of clone job %s: %w", in.JobID, err)
 	}
 	out.Released = job.Bytes
+	metrics.CloneJobs.WithLabelValues("rolled_back").Inc()
 	return out, nil
 }

@@ -2,6 +2,7 @@ package analytics
 
 import (
 	"context"
+	"github.com/splathost/splathost/internal/metrics"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -151,6 +152,7 @@ func (s *Streamer) drain(ctx context.Context, dedupe bool) (int, error) {
 		return 0, err
 	}
 	s.streamed.Add(int64(len(events)))
+	metrics.ViewsIngested.Add(float64(len(events)))
 	return len(events), nil
 }
 

@@ -105,6 +105,21 @@ func TestDevStackRunsSplitBinaries(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode)
 	require.Contains(t, string(page), `"gatewayUrl":"`+st.GatewayURL+`"`)
 
+	// Every binary serves its Prometheus metrics: the services' and worker's private ports
+	// openly, the public gateway only to the admin token.
+	for _, p := range st.Processes {
+		switch p.Name {
+		case "user", "scene", "session", "worker":
+			series := scrape(t, p.URL+"/metrics", nil)
+			require.Contains(t, series, "go_goroutines", p.Name)
+		}
+	}
+	series := scrape(t, st.GatewayURL+"/metrics", h)
+	require.Positive(t, series[`splathost_http_requests_total{method="POST", route="/api/v1/splats", service="gateway", status="201"}`])
+	r, err = testenv.Do(st.GatewayURL, "GET", "/metrics", nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, 401, r.Status)
+
 	// Stop fails if the runner does not exit cleanly or any listed process outlives it.
 	stopped = true
 	require.NoError(t, stack.Stop(), "every process stops cleanly")

@@ -188,3 +188,29 @@ func TestEmbedPagesFrameAncestorsAndRevoke(t *testing.T) {
 	// Its editor sessions end with it.
 	requireEnvelope(t, do(t, "PATCH", editorPath("/splats/ffffffffffffffffffffffff"), sessionHeaders(editor), map[string]any{"title": "x"}), 410)
 }
+
+// TestEmbedThroughTheSplitGateway: with every service in its own process, the editor routes
+// reach the scene service (inside the session service's /api/embed) with the session's scope,
+// and the pages the session service, their errors still HTML pages.
+func TestEmbedThroughTheSplitGateway(t *testing.T) {
+	s := startSplit(t)
+	tn := newTenant(t)
+	own := newScene(t, tn, "ada", 4)["id"].(string)
+	editor := editorToken(t, tn, "ada")
+	level := map[string]any{"camera": map[string]any{"fov": 50.0}}
+	r := doAt(t, s.gatewayURL, "PATCH", editorPath("/splats/"+own), sessionHeaders(editor), map[string]any{"levelData": level})
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	require.Equal(t, level, splatOf(r)["levelData"])
+	require.Equal(t, level, splatOf(doAt(t, s.gatewayURL, "GET", "/api/embed/splats/"+own, sessionHeaders(editor), nil))["levelData"])
+	r = doAt(t, s.gatewayURL, "PATCH", editorPath("/splats/"+own), sessionHeaders(editorToken(t, tn, "")), map[string]any{"title": "x"})
+	requireEnvelope(t, r, 403)
+	require.Equal(t, "AUTH_REQUIRED", r.Body["code"])
+
+	r = doAt(t, s.gatewayURL, "GET", "/embed/editor?session="+url.QueryEscape(editor), nil, nil)
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	requirePageHeaders(t, r, "*")
+	require.Equal(t, true, bootOf(t, r)["scoped"])
+	viewer := mintToken(t, tn, "ada", map[string]any{"type": "viewer"})
+	requireErrorPage(t, doAt(t, s.gatewayURL, "GET", "/embed/editor?session="+url.QueryEscape(viewer), nil, nil), 403)
+	requireErrorPage(t, doAt(t, s.gatewayURL, "GET", "/embed/viewer?session="+url.QueryEscape(viewer+"x"), nil, nil), 401)
+}

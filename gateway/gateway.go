@@ -1,5 +1,6 @@
 // Package gateway is splathost's only public HTTP surface. It authenticates every request
-// (secret + public key, secret bearer, session bearer, admin token), applies CORS, request ids,
+// (secret + public key, secret bearer, session bearer or an embed page's session token, admin
+// token), applies CORS, request ids,
 // tracing and the error envelope, and routes each path to its service: mounted in the same
 // process, or forwarded over keep-alive HTTP with the caller signed into a header. It holds no
 // business rules.
@@ -84,6 +85,8 @@ func New(o Options) (*fiber.App, error) {
 		}
 	}
 	httpx.MountHealth(app, o.Log, checks)
+	// The gateway's port is public: its metrics need the operator's admin token.
+	httpx.MountMetrics(app, a.admin)
 
 	// A caller identity only ever comes from this gateway's own authentication.
 	app.Use(func(c *fiber.Ctx) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/splathost/splathost/internal/metrics"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -59,11 +60,13 @@ func StartClone(ctx context.Context, c client.Client, taskQueue string, in Clone
 		if derr != nil {
 			return "", derr
 		}
+		metrics.CloneJobs.WithLabelValues("rejected").Inc()
 		return "", &CloneInProgress{JobID: already.RunId, SourceSplatID: st.SourceSplatID}
 	}
 	if err != nil {
 		return "", err
 	}
+	metrics.CloneJobs.WithLabelValues("started").Inc()
 	return run.GetRunID(), nil
 }
 

@@ -32,6 +32,7 @@ func main() {
 	httpx.MountHealth(health, rt.Log, map[string]httpx.Check{
 		"temporal": worker.Ready(tc), "postgres": d.Ping, "objectstore": store.Ready, "clickhouse": views.Ping,
 	})
+	httpx.MountMetrics(health, nil)
 	go func() {
 		if err := boot.Serve(rt.Ctx, health, rt.Config.WorkerHealthAddr, rt.Config.ShutdownTimeout); err != nil {
 			boot.Fatal(rt.Log, "health server", err)
@@ -43,3 +44,4 @@ func main() {
 		boot.Fatal(rt.Log, "worker", err)
 	}
 }
+

@@ -86,13 +86,18 @@ func Tracing(component string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		carrier := headerCarrier{c}
 		ctx := otel.GetTextMapPropagator().Extract(c.UserContext(), carrier)
-		ctx, span := tracer.Start(ctx, c.Method()+" "+c.Path(), trace.WithSpanKind(trace.SpanKindServer))
+		ctx, span := tracer.Start(ctx, "HTTP "+c.Method(), trace.WithSpanKind(trace.SpanKindServer))
 		defer span.End()
 		c.SetUserContext(ctx)
 		err := c.Next()
 		if !span.IsRecording() {
 			return err // tracing is off: skip building attributes nobody reads
 		}
+		// Named by the route template once routing is done: raw paths hold ids, and span names
+		// are meant to group requests.
+		route := routeLabel(c, c.Response().StatusCode())
+		span.SetName(strings.Clone(c.Method()) + " " + route)
+		span.SetAttributes(attribute.String("http.route", route))
 		status := c.Response().StatusCode()
 		if err != nil {
 			status = toAppErr(err).Status

@@ -27,6 +27,7 @@ func NewApp(component string, log *slog.Logger, bodyLimit int) *fiber.App {
 	app.Use(recover.New())
 	app.Use(RequestIDs())
 	app.Use(AccessLog(log))
+	app.Use(Metrics(component))
 	app.Use(Tracing(component))
 	return app
 }

@@ -20,6 +20,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/splathost/splathost/internal/allinone"
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/config"
@@ -44,6 +47,8 @@ type Env struct {
 	Dir string
 	// Process is the in-process product.
 	Process *allinone.Process
+	// Traces records the spans of watched traces (nil when an OTLP endpoint is configured).
+	Traces *Traces
 
 	stack  *Stack
 	ln     net.Listener
@@ -111,6 +116,11 @@ func Start() (*Env, error) {
 	if _, err := boot.Telemetry(ctx, e.Config, "test"); err != nil {
 		e.Stop()
 		return nil, err
+	}
+	if e.Config.OTLPEndpoint == "" {
+		// Set before the product starts, so every tracer it takes records into Traces.
+		e.Traces = NewTraces()
+		otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(e.Traces)))
 	}
 	e.Process, err = allinone.Start(ctx, e.Config, log)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/metrics"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/workflows"
 )
@@ -60,6 +63,7 @@ func Run(ctx context.Context, c client.Client, cfg config.Config, deps Deps) err
 		<-streamerDone
 	}()
 	n := workflows.Register(w) + activities.Register(w, acts)
+	registerBacklogs(deps.DB)
 	// The client is lazy and the worker cannot start without the frontend: wait for it rather
 	// than fail, so that the product's start does not depend on Temporal being up first.
 	if err := waitHealthy(ctx, c, log); err != nil {
@@ -107,10 +111,18 @@ func waitHealthy(ctx context.Context, c client.Client, log *slog.Logger) error {
 // Dial connects a Temporal client. Dial is lazy, so a briefly unavailable frontend does
 // not stop a process from starting; readiness reports it instead.
 func Dial(cfg config.Config, log *slog.Logger) (client.Client, error) {
+	// The tracing interceptor carries the caller's trace into the workflow and its activities
+	// (through Temporal headers), so one trace runs from the gateway to the last copy. It is a
+	// no-op while tracing is off.
+	tracing, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("temporal tracing: %w", err)
+	}
 	c, err := client.NewLazyClient(client.Options{
-		HostPort:  cfg.TemporalAddr,
-		Namespace: cfg.TemporalNamespace,
-		Logger:    tlog.NewStructuredLogger(log.With("component", "temporal-client")),
+		HostPort:     cfg.TemporalAddr,
+		Namespace:    cfg.TemporalNamespace,
+		Logger:       tlog.NewStructuredLogger(log.With("component", "temporal-client")),
+		Interceptors: []interceptor.ClientInterceptor{tracing},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("temporal: %w", err)
@@ -124,4 +136,22 @@ func Ready(c client.Client) httpx.Check {
 		_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
 		return err
 	}
+}
+
+// registerBacklogs exports the deployment's backlogs as gauges counted in Postgres at scrape
+// time: every worker reports the same figure, the deployment's, not its own share.
+func registerBacklogs(d *db.DB) {
+	count := func(table string) func() (float64, error) {
+		return func() (float64, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			var n int64
+			err := d.Pool.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n)
+			return float64(n), err
+		}
+	}
+	metrics.Gauge("splathost_clone_jobs_in_flight", "Clone jobs holding a storage reservation (copying or rolling back).",
+		count("clone_jobs"))
+	metrics.Gauge("splathost_views_spooled", "Accepted views waiting in the Postgres outbox for ClickHouse.",
+		count("view_outboxes"))
 }

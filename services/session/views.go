@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"github.com/splathost/splathost/internal/metrics"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -101,6 +102,7 @@ func (s *Service) recordView(c *fiber.Ctx) error {
 	if err != nil {
 		return apperr.Internal(err)
 	}
+	metrics.ViewsAccepted.Inc()
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"status": "accepted"})
 }
 
