@@ -92,11 +92,12 @@ migrate: bin/splathost
 	bin/splathost migrate
 
 ## test: vet both modules, then unit and integration tests (the harness starts the real stack).
+## The e2e package includes the browser tests (TestBrowser, about 2-3 minutes on two cores).
 test: deps build $(WORKFLOWCHECK)
 	go vet ./... ./tools/...
 	cd web && npm test
 	$(WORKFLOWCHECK) ./workflows/...
-	go test -count=1 -timeout 20m ./...
+	go test -count=1 -timeout 30m ./...
 
 bench: deps build bin/bench
 	bin/bench
