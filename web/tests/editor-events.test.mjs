@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
-  SPLAT_ID, consoleOf, embedFrame, env, eventLog, launch, logLength, rest, splatOf, waitEvent,
+  SPLAT_ID, consoleOf, embedFrame, env, eventLog, launch, logLength, rest, settled, splatOf, waitEvent,
 } from './helpers.mjs';
 
 // The demo's own allocation for its customer (cmd/demo), restored after the quota step.
@@ -101,6 +101,9 @@ test('editor events reach the demo host', async (t) => {
     assert.equal(copy.remixedFrom, null, 'a same-owner duplicate is no remix');
     assert.equal(copy.visibility, 'private');
     await editor.waitForFunction((id) => document.documentElement.dataset.splatId === id, payload.splatId);
+    // The editor stays busy (its buttons disabled) until the copy is drawn.
+    assert.equal(await settled(editor), 'rendered');
+    await editor.waitForFunction(() => !document.querySelector('button[data-action=save]').disabled, null, { timeout: 60_000 });
   });
 
   const file = join(env.fixtureDir, 'ball.ply');
@@ -132,6 +135,13 @@ test('editor events reach the demo host', async (t) => {
     assert.equal(scene.fileSizeBytes, fileSize);
     assert.equal(scene.splatType, 'file');
     assert.equal(await page.inputValue('#splat-id'), payload.splatId, 'the host followed the new scene');
+  });
+
+  await t.test('projectCreated clears to a blank canvas', async () => {
+    const payload = await expectEvent('projectCreated', () => page.click('#create-project'));
+    assert.equal(payload, null);
+    assert.equal(await editor.evaluate(() => document.documentElement.dataset.splatId), '');
+    assert.equal(await editor.inputValue('input[name=title]'), '');
   });
 
   await t.test('no error along the way', async () => {
