@@ -44,4 +44,3 @@ func main() {
 		boot.Fatal(rt.Log, "worker", err)
 	}
 }
-
