@@ -208,6 +208,11 @@ type Response struct {
 	Raw    []byte
 }
 
+// Observe, when set, sees every answer Do receives, with the base URL, method and path (with
+// its query) it was sent to. The e2e package checks each against the OpenAPI document here, so
+// every request of every test, helpers and goroutines included, is held to it.
+var Observe func(base, method, path string, r *Response)
+
 // Do sends a request to base+path with headers and a body (a string is sent as is, anything
 // else as JSON) and decodes a JSON object response.
 func Do(base, method, path string, headers map[string]string, body any) (*Response, error) {
@@ -245,6 +250,9 @@ func Do(base, method, path string, headers map[string]string, body any) (*Respon
 		return nil, err
 	}
 	out := &Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+	if Observe != nil {
+		Observe(base, method, path, out)
+	}
 	if len(bytes.TrimSpace(raw)) > 0 && raw[0] == '{' {
 		if err := json.Unmarshal(raw, &out.Body); err != nil {
 			return nil, fmt.Errorf("decode %s %s response %q: %w", method, path, raw, err)
