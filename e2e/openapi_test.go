@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -28,6 +29,11 @@ type recorder struct {
 	mu         sync.Mutex
 	violations []string
 	watched    map[*testing.T]bool
+	// checked counts the answers held to the document; unmatched counts, by method and path,
+	// the requests no operation documents (the tests' deliberate wrong paths), so the summary
+	// shows nothing real went unchecked.
+	checked   int
+	unmatched map[string]int
 }
 
 // watchContract loads the document and has testenv.Do show it every answer.
@@ -36,16 +42,22 @@ func watchContract() error {
 	if err != nil {
 		return err
 	}
-	contract = &recorder{doc: doc, watched: map[*testing.T]bool{}}
+	contract = &recorder{doc: doc, watched: map[*testing.T]bool{}, unmatched: map[string]int{}}
 	testenv.Observe = contract.observe
 	return nil
 }
 
 func (r *recorder) observe(_, method, path string, resp *testenv.Response) {
-	if _, err := r.doc.Check(method, path, resp.Status, resp.Header.Get("Content-Type"), resp.Raw); err != nil {
-		r.mu.Lock()
+	documented, err := r.doc.Check(method, path, resp.Status, resp.Header.Get("Content-Type"), resp.Raw)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !documented {
+		r.unmatched[method+" "+strings.SplitN(path, "?", 2)[0]]++
+		return
+	}
+	r.checked++
+	if err != nil {
 		r.violations = append(r.violations, err.Error())
-		r.mu.Unlock()
 	}
 }
 
@@ -78,12 +90,19 @@ func (r *recorder) take() []string {
 }
 
 // leftover prints the violations no test reported (answers to tests that never called do) and
-// returns how many there were.
+// a summary of what was checked, and returns how many violations there were.
 func (r *recorder) leftover() int {
 	v := r.take()
 	for _, e := range v {
 		fmt.Fprintln(os.Stderr, "e2e: answer contradicts api/openapi.yaml:", e)
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(os.Stderr, "e2e: %d answers checked against api/openapi.yaml; requests to undocumented routes:", r.checked)
+	for _, k := range slices.Sorted(maps.Keys(r.unmatched)) {
+		fmt.Fprintf(os.Stderr, " %s (%d)", k, r.unmatched[k])
+	}
+	fmt.Fprintln(os.Stderr)
 	return len(v)
 }
 
