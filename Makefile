@@ -11,12 +11,13 @@ WORKFLOWCHECK := $(TOOLS_CACHE)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowc
 export SPLATHOST_VERSITYGW := $(VERSITYGW)
 PG_BIN := /usr/lib/postgresql/15/bin
 BINARIES := splathost gateway user scene session worker demo
-GO_SOURCES = $(shell find . -name '*.go' -not -path './.dev/*' -not -path './bin/*' -not -path './web/node_modules/*') go.mod go.sum go.work tools/go.mod tools/go.sum $(wildcard ent/migrate/migrations/*)
+GO_SOURCES = $(shell find . -name '*.go' -not -path './.dev/*' -not -path './bin/*' -not -path './web/node_modules/*') go.mod go.sum go.work tools/go.mod tools/go.sum api/openapi.yaml $(wildcard ent/migrate/migrations/*)
 
 # The browser code (npm workspace web/) is built into web/dist, which the gateway embeds. Stamps
 # live in node_modules, so a fresh `npm ci` always rebuilds.
-WEB_SOURCES = $(shell find web/sdk/src web/embed/src -type f) web/build.mjs web/package.json \
-	web/tsconfig.base.json web/sdk/tsconfig.json web/embed/tsconfig.json web/sdk/package.json web/embed/package.json
+WEB_SOURCES = $(shell find web/sdk/src web/embed/src web/docs/src -type f) web/build.mjs web/package.json \
+	web/tsconfig.base.json web/sdk/tsconfig.json web/embed/tsconfig.json web/sdk/package.json web/embed/package.json \
+	web/docs/build.mjs web/docs/package.json
 WEB_INSTALLED := web/node_modules/.splathost-installed
 WEB_BUILT := web/node_modules/.splathost-built
 

@@ -21,7 +21,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e: cannot start the test stack:", err)
 		os.Exit(1)
 	}
+	if err := watchContract(); err != nil {
+		env.Stop()
+		fmt.Fprintln(os.Stderr, "e2e: the OpenAPI document does not load:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
+	if n := contract.leftover(); n > 0 && code == 0 {
+		code = 1 // answers outside any test's reach broke the document; leftover printed them
+	}
 	env.Stop()
 	os.Exit(code)
 }
@@ -48,6 +56,7 @@ func doAt(t *testing.T, base, method, path string, headers map[string]string, bo
 	t.Helper()
 	r, err := testenv.Do(base, method, path, headers, body)
 	require.NoError(t, err)
+	contract.report(t)
 	return r
 }
 

@@ -50,8 +50,9 @@ type Options struct {
 	Integrations   *user.Integrations
 	Sessions       SessionVerifier
 	Upstreams      []Upstream
-	// Assets is the built web tree (package web's Dist): /embed/assets/* and /sdk/* are served
-	// from it. Nil serves neither.
+	// Assets is the built web tree (package web's Dist): /embed/assets/*, /sdk/* and the API
+	// reference page (/docs, /docs/assets/*) are served from it. Nil serves none of them;
+	// /openapi.yaml is served either way.
 	Assets fs.FS
 	// Ready are extra readiness checks (the dependencies of in-process services).
 	Ready map[string]httpx.Check
@@ -105,6 +106,9 @@ func New(o Options) (*fiber.App, error) {
 		if err := mountStatic(app, o.Assets); err != nil {
 			return nil, err
 		}
+	}
+	if err := mountDocs(app, o.Assets); err != nil {
+		return nil, err
 	}
 
 	var routes []prefixRoute

@@ -36,6 +36,7 @@ type staticMount struct {
 var staticMounts = []staticMount{
 	{prefix: "/embed/assets", dir: "embed/assets"},
 	{prefix: "/sdk", dir: "sdk", cors: true},
+	{prefix: "/docs/assets", dir: "docs/assets"},
 }
 
 // contentTypes fixes the types the browser checks strictly (module scripts, stylesheets and
@@ -61,6 +62,12 @@ func contentTypeOf(name string) string {
 	return "application/octet-stream"
 }
 
+// newStaticFile holds body for serving as contentType, with an ETag of its content.
+func newStaticFile(body []byte, contentType string) *staticFile {
+	sum := sha256.Sum256(body)
+	return &staticFile{body: body, contentType: contentType, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+}
+
 // loadStatic reads every regular file under dir into memory, keyed by its path below dir. A
 // missing dir yields no files (a gateway built without the npm build still starts).
 func loadStatic(tree fs.FS, dir string) (map[string]*staticFile, error) {
@@ -79,12 +86,7 @@ func loadStatic(tree fs.FS, dir string) (map[string]*staticFile, error) {
 		if err != nil {
 			return err
 		}
-		sum := sha256.Sum256(body)
-		files[strings.TrimPrefix(p, dir+"/")] = &staticFile{
-			body:        body,
-			contentType: contentTypeOf(p),
-			etag:        `"` + hex.EncodeToString(sum[:12]) + `"`,
-		}
+		files[strings.TrimPrefix(p, dir+"/")] = newStaticFile(body, contentTypeOf(p))
 		return nil
 	})
 	if err != nil {

@@ -1,12 +1,13 @@
-// Builds web/dist for the gateway: the embed bundles into dist/embed/assets and the SDK into
-// dist/sdk, after typechecking. `node build.mjs sdk` builds only the SDK's module, without the
-// typecheck (npm test's quick pre-step).
+// Builds web/dist for the gateway: the embed bundles into dist/embed/assets, the SDK into
+// dist/sdk, after typechecking, and the API reference page into dist/docs. `node build.mjs sdk`
+// builds only the SDK's module, without the typecheck (npm test's quick pre-step).
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildDocs } from './docs/build.mjs';
 
 const root = dirname(fileURLToPath(import.meta.url));
 const dist = join(root, 'dist');
@@ -78,4 +79,5 @@ if (sdkOnly) {
   await buildSdk();
   sdkTypes();
   await buildEmbeds();
+  buildDocs(dist);
 }

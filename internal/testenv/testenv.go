@@ -201,8 +201,17 @@ func (e *Env) StartClickHouse() error {
 // Response is a decoded JSON response.
 type Response = restclient.Response
 
+// Observe, when set, sees every answer Do receives, with the base URL, method and path (with
+// its query) it was sent to. The e2e package checks each against the OpenAPI document here, so
+// every request of every test, helpers and goroutines included, is held to it.
+var Observe func(base, method, path string, r *Response)
+
 // Do sends a request to base+path with headers and a body (a string is sent as is, anything
 // else as JSON) and decodes a JSON object response.
 func Do(base, method, path string, headers map[string]string, body any) (*Response, error) {
-	return restclient.Do(base, method, path, headers, body)
+	r, err := restclient.Do(base, method, path, headers, body)
+	if err == nil && Observe != nil {
+		Observe(base, method, path, r)
+	}
+	return r, err
 }

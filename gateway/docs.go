@@ -1,0 +1,41 @@
+package gateway
+
+import (
+	"errors"
+	"io/fs"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/splathost/splathost/api"
+)
+
+// docsPolicy confines the API reference page to the gateway's own origin: Redoc's bundle and
+// the document come from here, its styles are injected at run time (style-src 'unsafe-inline')
+// and its search index runs in a blob: worker. Nothing else may load, so a future renderer that
+// reached for a CDN or a web font would fail visibly instead of phoning out.
+const docsPolicy = "default-src 'none'; script-src 'self'; worker-src blob:; connect-src 'self'; " +
+	"style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; base-uri 'none'; " +
+	"form-action 'none'; frame-ancestors 'self'"
+
+// mountDocs serves the OpenAPI document at /openapi.yaml (readable from any origin, so tools and
+// other sites' API clients can load it) and the reference page at /docs, which renders that
+// document with the renderer the web build put in docs/ (served at /docs/assets). Without a
+// built tree the page answers 404 and the document is still served.
+func mountDocs(app *fiber.App, tree fs.FS) error {
+	app.Get("/openapi.yaml", staticHandler(map[string]*staticFile{"": newStaticFile(api.Document, "application/yaml")}, true))
+	page := map[string]*staticFile{}
+	if tree != nil {
+		body, err := fs.ReadFile(tree, "docs/index.html")
+		switch {
+		case err == nil:
+			page[""] = newStaticFile(body, contentTypeOf("index.html"))
+		case !errors.Is(err, fs.ErrNotExist):
+			return err
+		}
+	}
+	app.Get("/docs", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentSecurityPolicy, docsPolicy)
+		return c.Next()
+	}, staticHandler(page, false))
+	return nil
+}

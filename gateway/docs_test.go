@@ -1,0 +1,75 @@
+package gateway
+
+import (
+	"io"
+	"io/fs"
+	"log/slog"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/splathost/splathost/api"
+	"github.com/splathost/splathost/api/apitest"
+	"github.com/splathost/splathost/web"
+)
+
+// TestServedOpenAPIDocument: /openapi.yaml is the embedded document, a valid OpenAPI 3.1
+// document, readable from any origin.
+func TestServedOpenAPIDocument(t *testing.T) {
+	h := docsApp(t)
+	rec := get(t, h, "GET", "/openapi.yaml", map[string]string{"Origin": "https://elsewhere.example"})
+	require.Equal(t, 200, rec.Code)
+	require.Equal(t, "application/yaml", rec.Header().Get("Content-Type"))
+	require.Equal(t, "*", rec.Header().Get("Access-Control-Allow-Origin"))
+	require.Equal(t, string(api.Document), rec.Body.String())
+	doc, err := apitest.Parse(rec.Body.Bytes())
+	require.NoError(t, err)
+	require.NoError(t, doc.ValidateOpenAPI31())
+	require.Equal(t, 405, get(t, h, "POST", "/openapi.yaml", nil).Code)
+}
+
+// assetRef finds the URLs an HTML page makes the browser load or link to.
+var assetRef = regexp.MustCompile(`(?i)\b(?:src|href|data-spec-url)\s*=\s*"([^"]*)"`)
+
+// TestDocsPageIsSelfContained: /docs is HTML whose every script, style, icon and document URL is
+// on the gateway's own origin (or inline data), each served, under a policy that forbids any
+// other host.
+func TestDocsPageIsSelfContained(t *testing.T) {
+	h := docsApp(t)
+	rec := get(t, h, "GET", "/docs", nil)
+	require.Equal(t, 200, rec.Code, rec.Body.String())
+	require.Equal(t, "text/html; charset=utf-8", rec.Header().Get("Content-Type"))
+	csp := rec.Header().Get("Content-Security-Policy")
+	require.Contains(t, csp, "default-src 'none'")
+	require.NotRegexp(t, `https?:`, csp, "the page's policy names no other host")
+	page := rec.Body.String()
+	refs := assetRef.FindAllStringSubmatch(page, -1)
+	require.NotEmpty(t, refs)
+	sawScript := false
+	for _, m := range refs {
+		ref := m[1]
+		if strings.HasPrefix(ref, "data:") {
+			continue
+		}
+		require.True(t, strings.HasPrefix(ref, "/") && !strings.HasPrefix(ref, "//"), "%s is not same-origin", ref)
+		asset := get(t, h, "GET", ref, nil)
+		require.Equal(t, 200, asset.Code, "%s is not served", ref)
+		sawScript = sawScript || strings.HasSuffix(ref, ".js")
+	}
+	require.True(t, sawScript, "the page loads its renderer from the gateway")
+	require.Contains(t, page, `data-spec-url="/openapi.yaml"`)
+}
+
+// docsApp is a gateway serving the real web build; the docs page exists only after it.
+func docsApp(t *testing.T) *adaptor {
+	t.Helper()
+	if _, err := fs.Stat(web.Dist, "docs/index.html"); err != nil {
+		t.Fatal("web/dist has no docs page: run `make web` first")
+	}
+	app, err := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Assets: web.Dist})
+	require.NoError(t, err)
+	return &adaptor{t, app}
+}
+
