@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -53,21 +52,11 @@ func writeSplat(t *testing.T, dir string, n int) string {
 	return p
 }
 
-// writeLODFolder writes the fixture LOD folder topped up to n files with copies of one of its
-// cells, and returns the folder and its file count.
+// writeLODFolder writes the fixture LOD folder of at least n files into a folder named park,
+// and returns the folder and its file count.
 func writeLODFolder(t *testing.T, n int) (string, int) {
 	t.Helper()
-	folder := fixtures.LODFolder(100)
-	var cell []byte
-	for p, b := range folder {
-		if strings.HasSuffix(p, ".webp") {
-			cell = b
-			break
-		}
-	}
-	for i := 0; len(folder) < n; i++ {
-		folder[fmt.Sprintf("extra/%05d.webp", i)] = cell
-	}
+	folder := lodFolderOf(n)
 	dir := filepath.Join(t.TempDir(), "park")
 	for p, b := range folder {
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755))
