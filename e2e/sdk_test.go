@@ -243,6 +243,7 @@ func TestSDKQuotaAndPlanErrorsAreTyped(t *testing.T) {
 	require.True(t, errors.As(err, &apiErr), "%v", err)
 	require.Equal(t, http.StatusRequestEntityTooLarge, apiErr.Status)
 	require.Equal(t, splathost.CodeStorageQuotaExceeded, apiErr.Code)
+	require.NotEmpty(t, apiErr.RequestID, "the gateway's request id, for support")
 	require.Equal(t, &splathost.StorageQuotaDetails{Scope: "customer", UsedBytes: 0, LimitBytes: 1000, RemainingBytes: 1000, RequestedBytes: 2048}, apiErr.Storage)
 
 	// A scene cap of 0: the commit's plan_limit.
