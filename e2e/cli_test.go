@@ -179,15 +179,16 @@ func TestCLICustomersUsageAndUpload(t *testing.T) {
 func TestCLIWorkflowsFindACloneJobByIntegrationAndCustomer(t *testing.T) {
 	ctx := context.Background()
 	in, c := sdkTenant(t, splathost.PlanPro, 1<<30)
-	_, err := c.PutCustomer(ctx, "cloner", splathost.CustomerUpdate{})
+	cloner := `o'cloner \ x` // quotes and backslashes must survive the visibility query
+	_, err := c.PutCustomer(ctx, cloner, splathost.CustomerUpdate{})
 	require.NoError(t, err)
 	_, err = c.PutCustomer(ctx, "bystander", splathost.CustomerUpdate{})
 	require.NoError(t, err)
-	src, err := c.UploadFile(ctx, "cloner", writeSplat(t, t.TempDir(), 20), splathost.UploadOptions{})
+	src, err := c.UploadFile(ctx, cloner, writeSplat(t, t.TempDir(), 20), splathost.UploadOptions{})
 	require.NoError(t, err)
-	_, job, err := c.StartClone(ctx, "cloner", src.SplatID, splathost.CloneOptions{RespondAsync: true})
+	_, job, err := c.StartClone(ctx, cloner, src.SplatID, splathost.CloneOptions{RespondAsync: true})
 	require.NoError(t, err)
-	done, err := c.WaitClone(ctx, "cloner", src.SplatID, job.JobID, splathost.CloneOptions{PollInterval: 100 * time.Millisecond})
+	done, err := c.WaitClone(ctx, cloner, src.SplatID, job.JobID, splathost.CloneOptions{PollInterval: 100 * time.Millisecond})
 	require.NoError(t, err)
 
 	type row struct {
@@ -209,13 +210,13 @@ func TestCLIWorkflowsFindACloneJobByIntegrationAndCustomer(t *testing.T) {
 	var rows []row
 	require.Eventually(t, func() bool {
 		rows = nil
-		ctlJSON(t, &rows, "workflows", "list", "--integration", in.ID, "--customer", "cloner", "--type", "clone")
+		ctlJSON(t, &rows, "workflows", "list", "--integration", in.ID, "--customer", cloner, "--type", "clone")
 		return len(rows) == 1 && rows[0].Status == "Completed"
 	}, 20*time.Second, 300*time.Millisecond, "rows %+v", rows)
 	w := rows[0]
 	require.Equal(t, job.JobID, w.RunID, "the job id is the run id")
 	require.Equal(t, workflows.CloneSceneWorkflow, w.Type)
-	require.Equal(t, "cloner", w.SearchAttributes["externalUserId"])
+	require.Equal(t, cloner, w.SearchAttributes["externalUserId"])
 	require.Equal(t, src.SplatID, w.SearchAttributes["sourceSplatId"])
 	require.NotNil(t, w.Clone)
 	require.False(t, w.Clone.Running)

@@ -34,9 +34,12 @@ func TestParseCap(t *testing.T) {
 }
 
 func TestVisibilityQueryQuotesTheCustomersText(t *testing.T) {
-	require.Equal(t, `integrationId = 'i1' AND externalUserId = 'o\'brien \\ co' AND WorkflowType = 'CloneScene'`,
-		visibilityQuery("i1", `o'brien \ co`, "clone"))
-	require.Equal(t, `integrationId = 'i1' AND WorkflowType = 'Custom'`, visibilityQuery("i1", "", "Custom"))
+	q, local := visibilityQuery("i1", `o'brien`, "clone")
+	require.Equal(t, `integrationId = 'i1' AND externalUserId = 'o\'brien' AND WorkflowType = 'CloneScene'`, q)
+	require.Empty(t, local)
+	q, local = visibilityQuery("i1", `back\slash`, "Custom")
+	require.Equal(t, `integrationId = 'i1' AND WorkflowType = 'Custom'`, q)
+	require.Equal(t, `back\slash`, local, "matched on the rows instead")
 }
 
 // feed runs an upload of 20 equal files through a bar.

@@ -88,7 +88,8 @@ func (a *app) workflowsCommand() *cobra.Command {
 		Short: "List workflows by the integrationId and externalUserId search attributes",
 		Args:  cobra.NoArgs,
 		RunE: a.runTemporal(func(cmd *cobra.Command, _ []string, tc client.Client) error {
-			rows, err := listWorkflows(cmd.Context(), tc, visibilityQuery(integrationID, customer, typ), limit)
+			query, local := visibilityQuery(integrationID, customer, typ)
+			rows, err := listWorkflows(cmd.Context(), tc, query, local, limit)
 			if err != nil {
 				return err
 			}
@@ -158,10 +159,14 @@ func (a *app) workflowsCommand() *cobra.Command {
 	return cmd
 }
 
-// visibilityQuery builds the list filter on the product's search attributes.
-func visibilityQuery(integrationID, customer, typ string) string {
+// visibilityQuery builds the list filter on the product's search attributes. A customer id
+// holding a backslash matches nothing in the SQL visibility store however it is escaped, so
+// such an id is returned as local, to be matched on the listed rows instead.
+func visibilityQuery(integrationID, customer, typ string) (query, local string) {
 	q := []string{"integrationId = " + quote(integrationID)}
-	if customer != "" {
+	if strings.Contains(customer, `\`) {
+		local = customer
+	} else if customer != "" {
 		q = append(q, "externalUserId = "+quote(customer))
 	}
 	if typ != "" {
@@ -170,16 +175,18 @@ func visibilityQuery(integrationID, customer, typ string) string {
 		}
 		q = append(q, "WorkflowType = "+quote(typ))
 	}
-	return strings.Join(q, " AND ")
+	return strings.Join(q, " AND "), local
 }
 
 // quote makes a string literal of the visibility query language; an external user id is the
 // integrator's opaque text and may hold quotes.
 func quote(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+	return "'" + strings.ReplaceAll(s, "'", `\'`) + "'"
 }
 
-func listWorkflows(ctx context.Context, tc client.Client, query string, limit int) ([]workflowRow, error) {
+// listWorkflows lists up to limit workflows matching query, newest first; with customer not
+// empty only those whose externalUserId is customer.
+func listWorkflows(ctx context.Context, tc client.Client, query, customer string, limit int) ([]workflowRow, error) {
 	rows := []workflowRow{}
 	var token []byte
 	for len(rows) < limit {
@@ -190,6 +197,12 @@ func listWorkflows(ctx context.Context, tc client.Client, query string, limit in
 		}
 		for _, info := range resp.GetExecutions() {
 			r := rowOf(info)
+			if customer != "" && r.SearchAttributes["externalUserId"] != customer {
+				continue
+			}
+			if len(rows) == limit {
+				break
+			}
 			if err := addCloneProgress(ctx, tc, &r); err != nil {
 				return nil, err
 			}
