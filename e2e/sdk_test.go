@@ -290,6 +290,13 @@ func TestSDKOperatorRotateAndRevoke(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, acct.MaxSplats)
 
+	framed, err := op.UpdateIntegration(ctx, in.ID, splathost.IntegrationUpdate{FrameAncestors: &[]string{"https://*.example.com"}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"https://*.example.com"}, framed.FrameAncestors)
+	framed, err = op.UpdateIntegration(ctx, in.ID, splathost.IntegrationUpdate{FrameAncestors: &[]string{}})
+	require.NoError(t, err)
+	require.Empty(t, framed.FrameAncestors)
+
 	_, err = c.PutCustomer(ctx, "eu", splathost.CustomerUpdate{})
 	require.NoError(t, err)
 	rotated, err := op.RotateIntegration(ctx, in.ID)

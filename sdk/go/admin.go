@@ -79,13 +79,13 @@ type NewIntegration struct {
 	FrameAncestors []string `json:"frameAncestors,omitempty"`
 }
 
-// IntegrationUpdate is the body of UpdateIntegration; nil fields keep their value and
-// FrameAncestors set to Null lifts the framing restriction.
+// IntegrationUpdate is the body of UpdateIntegration; nil fields keep their value, and
+// FrameAncestors pointing to an empty list lifts the framing restriction.
 type IntegrationUpdate struct {
-	ProductSlug    *string            `json:"productSlug,omitempty"`
-	Capabilities   []string           `json:"capabilities,omitempty"`
-	RestAccess     *bool              `json:"restAccess,omitempty"`
-	FrameAncestors Nullable[[]string] `json:"frameAncestors,omitzero"`
+	ProductSlug    *string   `json:"productSlug,omitempty"`
+	Capabilities   []string  `json:"capabilities,omitempty"`
+	RestAccess     *bool     `json:"restAccess,omitempty"`
+	FrameAncestors *[]string `json:"frameAncestors,omitempty"`
 }
 
 type accountEnvelope struct {

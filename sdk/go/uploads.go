@@ -167,6 +167,7 @@ type countingReader struct {
 	n    int64
 }
 
+// Read implements io.Reader, reporting what passes through.
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	if n > 0 && c.sent != nil {
