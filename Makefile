@@ -10,8 +10,8 @@ WORKFLOWCHECK_VERSION := v0.6.0
 WORKFLOWCHECK := $(TOOLS_CACHE)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowcheck
 export SPLATHOST_VERSITYGW := $(VERSITYGW)
 PG_BIN := /usr/lib/postgresql/15/bin
-BINARIES := splathost gateway user scene session worker demo
-GO_SOURCES = $(shell find . -name '*.go' -not -path './.dev/*' -not -path './bin/*' -not -path './web/node_modules/*') go.mod go.sum go.work tools/go.mod tools/go.sum api/openapi.yaml $(wildcard ent/migrate/migrations/*)
+BINARIES := splathost gateway user scene session worker demo splathostctl
+GO_SOURCES = $(shell find . -name '*.go' -not -path './.dev/*' -not -path './bin/*' -not -path './web/node_modules/*') go.mod go.sum go.work tools/go.mod tools/go.sum sdk/go/go.mod api/openapi.yaml $(wildcard ent/migrate/migrations/*)
 
 # The browser code (npm workspace web/) is built into web/dist, which the gateway embeds. Stamps
 # live in node_modules, so a fresh `npm ci` always rebuilds.
@@ -92,13 +92,14 @@ dev: deps build
 migrate: bin/splathost
 	bin/splathost migrate
 
-## test: vet both modules, then unit and integration tests (the harness starts the real stack).
-## The e2e package includes the browser tests (TestBrowser, about 2-3 minutes on two cores).
+## test: vet the three modules (product, tools, Go SDK), then unit and integration tests (the
+## harness starts the real stack). The e2e package includes the browser tests (TestBrowser,
+## about 2-3 minutes on two cores).
 test: deps build $(WORKFLOWCHECK)
-	go vet ./... ./tools/...
+	go vet ./... ./tools/... ./sdk/go/...
 	cd web && npm test
 	$(WORKFLOWCHECK) ./workflows/...
-	go test -count=1 -timeout 30m ./...
+	go test -count=1 -timeout 30m ./... ./sdk/go/...
 
 bench: deps build bin/bench
 	bin/bench

@@ -247,10 +247,9 @@ func TestCloneQuotaBoundary(t *testing.T) {
 	require.EqualValues(t, 2*size, r.Body["usedBytes"])
 }
 
-// lodScene commits a LOD scene of n files for eu: the fixture folder topped up with copies of
-// one of its cells.
-func lodScene(t *testing.T, tn tenant, eu string, n int) map[string]any {
-	t.Helper()
+// lodFolderOf is the fixture LOD folder topped up to at least n files with copies of one of
+// its cells.
+func lodFolderOf(n int) map[string][]byte {
 	folder := fixtures.LODFolder(100)
 	var cell []byte
 	for p, b := range folder {
@@ -262,6 +261,14 @@ func lodScene(t *testing.T, tn tenant, eu string, n int) map[string]any {
 	for i := 0; len(folder) < n; i++ {
 		folder[fmt.Sprintf("extra/%05d.webp", i)] = cell
 	}
+	return folder
+}
+
+// lodScene commits a LOD scene of n files for eu: the fixture folder topped up with copies of
+// one of its cells.
+func lodScene(t *testing.T, tn tenant, eu string, n int) map[string]any {
+	t.Helper()
+	folder := lodFolderOf(n)
 	ensureCustomer(t, tn, eu, nil)
 	up := requestLOD(t, tn, eu, folder)
 	paths := lodFiles(folder)

@@ -3,6 +3,7 @@ package user
 import (
 	"context"
 	"math"
+	"net/url"
 	"regexp"
 	"time"
 
@@ -358,6 +359,24 @@ func (s *Service) revokeIntegration(c *fiber.Ctx) error {
 	}
 	s.changed()
 	return c.JSON(fiber.Map{"status": "success"})
+}
+
+// adminCustomerUsage is the customer usage an integrator reads with its keys, for the operator,
+// who holds no integration secret (splathostctl customers usage). The external user id is a
+// path segment here, so it arrives escaped.
+func (s *Service) adminCustomerUsage(c *fiber.Ctx) error {
+	if err := requireAdmin(c); err != nil {
+		return err
+	}
+	in, err := s.integration(c.UserContext(), s.db.Ent.Integration, c.Params("id"), false)
+	if err != nil {
+		return err
+	}
+	eu, err := url.PathUnescape(c.Params("externalUserId"))
+	if err != nil || eu == "" {
+		return apperr.NotFound("external user not found")
+	}
+	return s.writeUsage(c, &httpx.Caller{IntegrationID: in.ID, AccountID: in.AccountID, ProductSlug: in.ProductSlug}, eu)
 }
 
 func (s *Service) integration(ctx context.Context, q *ent.IntegrationClient, id string, lock bool) (*ent.Integration, error) {

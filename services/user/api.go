@@ -295,6 +295,12 @@ func (s *Service) getUsage(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	return s.writeUsage(c, caller, eu)
+}
+
+// writeUsage answers the spec's customer usage shape for eu of the caller's integration; the
+// integrator's route and the operator's (admin.go) share it so they cannot drift apart.
+func (s *Service) writeUsage(c *fiber.Ctx, caller *httpx.Caller, eu string) error {
 	v, err := s.loadCustomer(c.UserContext(), caller, eu)
 	if err != nil {
 		return err

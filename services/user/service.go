@@ -59,4 +59,5 @@ func (s *Service) Register(r fiber.Router) {
 	r.Patch("/admin/v1/integrations/:id", s.patchIntegration)
 	r.Post("/admin/v1/integrations/:id/rotate", s.rotateIntegration)
 	r.Post("/admin/v1/integrations/:id/revoke", s.revokeIntegration)
+	r.Get("/admin/v1/integrations/:id/customers/:externalUserId/usage", s.adminCustomerUsage)
 }

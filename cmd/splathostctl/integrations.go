@@ -1,0 +1,103 @@
+package main
+
+import (
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	splathost "github.com/splathost/splathost/sdk/go"
+)
+
+func (a *app) integrationsCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "integrations", Short: "Create integrations, rotate and revoke their keys"}
+	var accountID, slug string
+	var caps, frames []string
+	var rest bool
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create an integration; its secret key is shown only now",
+		Args:  cobra.NoArgs,
+		RunE: a.runSDK(func(cmd *cobra.Command, _ []string, c *splathost.Client) error {
+			in, err := c.CreateIntegration(cmd.Context(), splathost.NewIntegration{AccountID: accountID, ProductSlug: slug,
+				Capabilities: caps, RestAccess: &rest, FrameAncestors: frames})
+			if err != nil {
+				return err
+			}
+			return a.printIntegration(in)
+		}),
+	}
+	f := create.Flags()
+	f.StringVar(&accountID, "account", "", "account id (required)")
+	f.StringVar(&slug, "product-slug", "", "the integration's site domain (required)")
+	f.StringSliceVar(&caps, "capabilities", []string{"viewer", "editor"}, "viewer and/or editor")
+	f.BoolVar(&rest, "rest-access", true, "allow the REST API")
+	f.StringSliceVar(&frames, "frame-ancestors", nil, "origins allowed to frame the embeds (default any)")
+	_ = create.MarkFlagRequired("account")
+	_ = create.MarkFlagRequired("product-slug")
+
+	byID := func(use, short string, run func(cmd *cobra.Command, c *splathost.Client, id string) error) *cobra.Command {
+		return &cobra.Command{Use: use + " <integrationId>", Short: short, Args: cobra.ExactArgs(1),
+			RunE: a.runSDK(func(cmd *cobra.Command, args []string, c *splathost.Client) error {
+				return run(cmd, c, args[0])
+			})}
+	}
+	get := byID("get", "Show an integration (without its secret)", func(cmd *cobra.Command, c *splathost.Client, id string) error {
+		in, err := c.GetIntegration(cmd.Context(), id)
+		if err != nil {
+			return err
+		}
+		return a.printIntegration(in)
+	})
+	rotate := byID("rotate", "Issue a new secret key; the old one stops working at once", func(cmd *cobra.Command, c *splathost.Client, id string) error {
+		in, err := c.RotateIntegration(cmd.Context(), id)
+		if err != nil {
+			return err
+		}
+		return a.printIntegration(in)
+	})
+	revoke := byID("revoke", "Revoke an integration for good: its keys answer 410", func(cmd *cobra.Command, c *splathost.Client, id string) error {
+		if err := c.RevokeIntegration(cmd.Context(), id); err != nil {
+			return err
+		}
+		in, err := c.GetIntegration(cmd.Context(), id)
+		if err != nil {
+			return err
+		}
+		return a.printIntegration(in)
+	})
+	cmd.AddCommand(create, get, rotate, revoke)
+	return cmd
+}
+
+func (a *app) printIntegration(in *splathost.Integration) error {
+	return a.print(in, func(w *tabwriter.Writer) {
+		row(w, "ID", "ACCOUNT", "PRODUCT", "CAPABILITIES", "REST", "PUBLIC KEY", "REVOKED")
+		row(w, in.ID, in.AccountID, in.ProductSlug, strings.Join(in.Capabilities, ","), in.RestAccess, in.PublicKey, in.Revoked)
+		if in.SecretKey != "" {
+			row(w)
+			row(w, "SECRET KEY (shown once)", in.SecretKey)
+		}
+	})
+}
+
+func (a *app) customersCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "customers", Short: "Inspect an integration's customers"}
+	usage := &cobra.Command{
+		Use:   "usage <integrationId> <externalUserId>",
+		Short: "Show a customer's storage and scene count",
+		Args:  cobra.ExactArgs(2),
+		RunE: a.runSDK(func(cmd *cobra.Command, args []string, c *splathost.Client) error {
+			u, err := c.AdminCustomerUsage(cmd.Context(), args[0], args[1])
+			if err != nil {
+				return err
+			}
+			return a.print(u, func(w *tabwriter.Writer) {
+				row(w, "USED BYTES", "LIMIT BYTES", "REMAINING", "PERCENT", "SPLATS", "MAX SPLATS")
+				row(w, u.Storage.UsedBytes, u.Storage.LimitBytes, u.Storage.RemainingBytes, u.Storage.PercentUsed, u.Splats.Used, orNone(u.Splats.Limit))
+			})
+		}),
+	}
+	cmd.AddCommand(usage)
+	return cmd
+}

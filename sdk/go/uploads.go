@@ -1,0 +1,394 @@
+package splathost
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// CacheControl is the Cache-Control every signed upload PUT must send, exactly: it is part of
+// the signature, and the object store refuses any other value.
+const CacheControl = "public, max-age=31536000, immutable"
+
+// FileUploadRequest is the body of RequestFileUpload.
+type FileUploadRequest struct {
+	// FileName ends in .sog, .ksplat, .ply or .splat.
+	FileName    string `json:"fileName"`
+	ContentType string `json:"contentType"`
+	FileSize    int64  `json:"fileSize"`
+}
+
+// FileUpload is a signed URL for one scene file: PUT the bytes to UploadURL, then commit with
+// SplatURL = FileURL.
+type FileUpload struct {
+	UploadURL string    `json:"uploadUrl"`
+	FileURL   string    `json:"fileUrl"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// FolderFile is one file of a LOD folder upload request.
+type FolderFile struct {
+	RelativePath string `json:"relativePath"`
+	ContentType  string `json:"contentType"`
+	FileSize     int64  `json:"fileSize"`
+}
+
+// SignedFile is the signed URL of one LOD folder file.
+type SignedFile struct {
+	RelativePath string `json:"relativePath"`
+	UploadURL    string `json:"uploadUrl"`
+	Key          string `json:"key"`
+}
+
+// FolderUpload is the answer of RequestFolderUpload: a URL per file, valid one hour; commit
+// with SplatType lod, SplatURL = ManifestURL and LodFolderKey = FolderKey.
+type FolderUpload struct {
+	FolderKey   string       `json:"folderKey"`
+	ManifestURL string       `json:"manifestUrl"`
+	Uploads     []SignedFile `json:"uploads"`
+	ExpiresAt   time.Time    `json:"expiresAt"`
+}
+
+// ImageSpec is one requested image: its type and exact size.
+type ImageSpec struct {
+	ContentType string `json:"contentType"`
+	FileSize    int64  `json:"fileSize"`
+}
+
+// ImageUploadRequest is the body of RequestImageUploads; set at least one image.
+type ImageUploadRequest struct {
+	// Thumbnail is image/jpeg, image/png or image/webp.
+	Thumbnail *ImageSpec `json:"thumbnail,omitempty"`
+	// Depth is image/jpeg.
+	Depth *ImageSpec `json:"depth,omitempty"`
+}
+
+// SignedImage is the signed URL of one image, valid five minutes; FileURL goes to the
+// commit's ImageURL or ThumbnailDepthURL.
+type SignedImage struct {
+	UploadURL string    `json:"uploadUrl"`
+	FileURL   string    `json:"fileUrl"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// ImageUploads is the answer of RequestImageUploads, one entry per requested image.
+type ImageUploads struct {
+	Thumbnail *SignedImage `json:"thumbnail"`
+	Depth     *SignedImage `json:"depth"`
+}
+
+// RequestFileUpload asks for a signed URL for one scene file
+// (POST /api/v1/uploads/splat-file). Retried on failure: an unused URL just expires.
+func (c *Client) RequestFileUpload(ctx context.Context, eu string, r FileUploadRequest) (*FileUpload, error) {
+	var out FileUpload
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/uploads/splat-file", eu: eu, body: r, safe: true}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// RequestFolderUpload asks for signed URLs for every file of a LOD folder
+// (POST /api/v1/uploads/lod-folder). Retried on failure: unused URLs just expire.
+func (c *Client) RequestFolderUpload(ctx context.Context, eu string, files []FolderFile) (*FolderUpload, error) {
+	var out FolderUpload
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/uploads/lod-folder", eu: eu,
+		body: map[string]any{"files": files}, safe: true}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// RequestImageUploads asks for signed URLs for a thumbnail and/or depth image
+// (POST /api/v1/uploads/splat-images). Retried on failure: unused URLs just expire.
+func (c *Client) RequestImageUploads(ctx context.Context, eu string, r ImageUploadRequest) (*ImageUploads, error) {
+	var out ImageUploads
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/uploads/splat-images", eu: eu, body: r, safe: true}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// PutObject sends one object to a signed upload URL with the headers the signature demands
+// (Content-Type, Content-Length and [CacheControl]). open is called once per attempt, since a
+// retried PUT must send the body again from its start. The PUT is retried like any
+// idempotent request.
+func (c *Client) PutObject(ctx context.Context, uploadURL, contentType string, size int64, open func() (io.ReadCloser, error)) error {
+	return c.putObject(ctx, uploadURL, contentType, size, open, nil)
+}
+
+// putObject is PutObject that reports every chunk read to sent, negatively for the bytes of
+// an attempt that failed, so progress never counts a byte twice.
+func (c *Client) putObject(ctx context.Context, uploadURL, contentType string, size int64,
+	open func() (io.ReadCloser, error), sent func(int64)) error {
+	return c.retry.run(ctx, true, c.jitter, func() (bool, time.Duration, error) {
+		body, err := open()
+		if err != nil {
+			return false, 0, err
+		}
+		defer body.Close()
+		counted := &countingReader{r: body, sent: sent}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, uploadURL, counted)
+		if err != nil {
+			return false, 0, err
+		}
+		req.ContentLength = size
+		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("Cache-Control", CacheControl)
+		resp, err := c.http.Do(req)
+		if err != nil {
+			counted.undo()
+			return true, 0, err
+		}
+		defer resp.Body.Close()
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if resp.StatusCode/100 == 2 {
+			return false, 0, nil
+		}
+		counted.undo()
+		// The store answers in its own XML, not the service's envelope.
+		err = &APIError{Status: resp.StatusCode, Message: "upload PUT refused: " + http.StatusText(resp.StatusCode), Body: msg}
+		return resp.StatusCode >= 500, retryAfter(resp.Header), err
+	})
+}
+
+// countingReader reports what it reads to sent.
+type countingReader struct {
+	r    io.Reader
+	sent func(int64)
+	n    int64
+}
+
+// Read implements io.Reader, reporting what passes through.
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if n > 0 && c.sent != nil {
+		c.n += int64(n)
+		c.sent(int64(n))
+	}
+	return n, err
+}
+
+// undo takes back what a failed attempt reported.
+func (c *countingReader) undo() {
+	if c.n > 0 && c.sent != nil {
+		c.sent(-c.n)
+	}
+	c.n = 0
+}
+
+// Progress is where an upload stands.
+type Progress struct {
+	BytesDone  int64
+	BytesTotal int64
+	FilesDone  int
+	FilesTotal int
+}
+
+// UploadOptions tune UploadFile and UploadFolder.
+type UploadOptions struct {
+	// Title of the scene; the file or folder name when empty.
+	Title       string
+	Description string
+	// Visibility defaults to private.
+	Visibility Visibility
+	// ContentType of a single file; derived from its extension when empty.
+	ContentType string
+	// Concurrency bounds the parallel PUTs of a folder (default 8).
+	Concurrency int
+	// OnProgress, when set, is called after every chunk sent and every file finished, never
+	// concurrently.
+	OnProgress func(Progress)
+}
+
+// fileTypes is the content type each scene file extension is declared with.
+var fileTypes = map[string]string{
+	".sog": "application/sog", ".ksplat": "application/ksplat", ".ply": "application/ply", ".splat": "application/splat",
+}
+
+// folderTypes is the content type of each file kind a LOD folder holds.
+var folderTypes = map[string]string{".json": "application/json", ".webp": "image/webp"}
+
+// UploadFile uploads the scene file at filePath for the customer eu and commits it as a scene:
+// the signed-URL request, the PUT, then the commit.
+func (c *Client) UploadFile(ctx context.Context, eu, filePath string, o UploadOptions) (*CommitResult, error) {
+	st, err := os.Stat(filePath)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("splathost: %s is not a regular file", filePath)
+	}
+	name := filepath.Base(filePath)
+	ctype := o.ContentType
+	if ctype == "" {
+		if ctype = fileTypes[strings.ToLower(filepath.Ext(name))]; ctype == "" {
+			return nil, fmt.Errorf("splathost: %s: a scene file ends in .sog, .ksplat, .ply or .splat", name)
+		}
+	}
+	up, err := c.RequestFileUpload(ctx, eu, FileUploadRequest{FileName: name, ContentType: ctype, FileSize: st.Size()})
+	if err != nil {
+		return nil, err
+	}
+	tr := newTracker(o.OnProgress, st.Size(), 1)
+	open := func() (io.ReadCloser, error) { return os.Open(filePath) }
+	if err := c.putObject(ctx, up.UploadURL, ctype, st.Size(), open, tr.sent); err != nil {
+		return nil, err
+	}
+	tr.fileDone()
+	return c.CommitSplat(ctx, eu, CommitRequest{Title: titleOr(o.Title, name), Description: o.Description,
+		Visibility: o.Visibility, SplatType: SplatTypeFile, SplatURL: up.FileURL})
+}
+
+// UploadFolder uploads the LOD folder at dir (lod-meta.json at its root and its .webp cells)
+// for the customer eu and commits it as a scene. Files whose names start with a dot are
+// skipped (editor and OS droppings); any file that is neither .json nor .webp is an error,
+// since the service would refuse it.
+func (c *Client) UploadFolder(ctx context.Context, eu, dir string, o UploadOptions) (*CommitResult, error) {
+	if o.Title == "" {
+		o.Title = filepath.Base(filepath.Clean(dir))
+	}
+	return c.UploadFS(ctx, eu, os.DirFS(dir), o)
+}
+
+// UploadFS is UploadFolder for any file system, such as an embed.FS or a testing/fstest.MapFS.
+func (c *Client) UploadFS(ctx context.Context, eu string, fsys fs.FS, o UploadOptions) (*CommitResult, error) {
+	files, err := folderFiles(fsys)
+	if err != nil {
+		return nil, err
+	}
+	up, err := c.RequestFolderUpload(ctx, eu, files)
+	if err != nil {
+		return nil, err
+	}
+	var total int64
+	byPath := make(map[string]FolderFile, len(files))
+	for _, f := range files {
+		total += f.FileSize
+		byPath[f.RelativePath] = f
+	}
+	tr := newTracker(o.OnProgress, total, len(files))
+	workers := o.Concurrency
+	if workers <= 0 {
+		workers = 8
+	}
+	if err := c.putAll(ctx, fsys, up.Uploads, byPath, workers, tr); err != nil {
+		return nil, err
+	}
+	return c.CommitSplat(ctx, eu, CommitRequest{Title: titleOr(o.Title, "LOD scene"), Description: o.Description,
+		Visibility: o.Visibility, SplatType: SplatTypeLOD, SplatURL: up.ManifestURL, LodFolderKey: up.FolderKey})
+}
+
+// putAll PUTs every signed file with at most workers in flight; the first failure cancels the
+// rest, since the scene cannot be committed without every file.
+func (c *Client) putAll(ctx context.Context, fsys fs.FS, uploads []SignedFile, byPath map[string]FolderFile,
+	workers int, tr *tracker) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	work := make(chan SignedFile)
+	var wg sync.WaitGroup
+	for range min(workers, len(uploads)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range work {
+				f, ok := byPath[s.RelativePath]
+				if !ok {
+					cancel(fmt.Errorf("splathost: the service signed %q, which was not requested", s.RelativePath))
+					return
+				}
+				open := func() (io.ReadCloser, error) { return fsys.Open(f.RelativePath) }
+				if err := c.putObject(ctx, s.UploadURL, f.ContentType, f.FileSize, open, tr.sent); err != nil {
+					cancel(fmt.Errorf("splathost: upload %s: %w", f.RelativePath, err))
+					return
+				}
+				tr.fileDone()
+			}
+		}()
+	}
+feed:
+	for _, s := range uploads {
+		select {
+		case work <- s:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// folderFiles lists the files of a LOD folder in path order with their types and sizes.
+func folderFiles(fsys fs.FS) ([]FolderFile, error) {
+	var files []FolderFile
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".") && p != "." {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		ctype, ok := folderTypes[strings.ToLower(path.Ext(p))]
+		if !ok {
+			return fmt.Errorf("splathost: %s: a LOD folder holds only .json and .webp files", p)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		files = append(files, FolderFile{RelativePath: p, ContentType: ctype, FileSize: info.Size()})
+		return nil
+	})
+	sort.Slice(files, func(i, j int) bool { return files[i].RelativePath < files[j].RelativePath })
+	return files, err
+}
+
+func titleOr(title, fallback string) string {
+	if title != "" {
+		return title
+	}
+	return fallback
+}
+
+// tracker sums the progress of concurrent PUTs and reports it one call at a time.
+type tracker struct {
+	mu     sync.Mutex
+	report func(Progress)
+	p      Progress
+}
+
+func newTracker(report func(Progress), bytes int64, files int) *tracker {
+	t := &tracker{report: report, p: Progress{BytesTotal: bytes, FilesTotal: files}}
+	t.emit(0, 0)
+	return t
+}
+
+func (t *tracker) sent(n int64) { t.emit(n, 0) }
+
+func (t *tracker) fileDone() { t.emit(0, 1) }
+
+func (t *tracker) emit(bytes int64, files int) {
+	if t.report == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.p.BytesDone += bytes
+	t.p.FilesDone += files
+	t.report(t.p)
+}
