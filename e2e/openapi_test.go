@@ -152,7 +152,7 @@ func TestOpenAPIRoutesMatchGateway(t *testing.T) {
 	// fallback) and real asset names.
 	values := map[string]string{
 		"splatId": "0123456789abcdef01234567", "jobId": "00000000-0000-4000-8000-000000000000",
-		"accountId": "0123456789abcdef01234567", "integrationId": "0123456789abcdef01234567",
+		"accountId": "0123456789abcdef01234567", "integrationId": "0123456789abcdef01234567", "externalUserId": eu,
 	}
 	assets := map[string]string{"/embed/assets/": "viewer.js", "/sdk/": "splathost-embed.js", "/docs/assets/": "docs.js"}
 	var fallbacks []string
