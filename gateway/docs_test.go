@@ -72,4 +72,3 @@ func docsApp(t *testing.T) *adaptor {
 	require.NoError(t, err)
 	return &adaptor{t, app}
 }
-
