@@ -46,7 +46,8 @@ deps: $(VERSITYGW)
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || { \
 			echo "repairing half-installed packages, then retrying"; \
 			DEBIAN_FRONTEND=noninteractive apt-get --fix-broken install -y -qq >/dev/null && \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || \
+			{ echo "could not install:$$missing"; exit 1; }; }; \
 		for s in postgresql clickhouse-server; do service $$s stop >/dev/null 2>&1 || true; done; \
 	fi
 	@$(MAKE) --no-print-directory $(WEB_INSTALLED)
