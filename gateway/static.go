@@ -9,18 +9,37 @@ import (
 	"mime"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/splathost/splathost/internal/apperr"
 )
 
-// staticFile is one built asset held in memory: the tree is a few megabytes compiled into the
-// binary, so hashing it once at start gives every response a ready ETag.
+// staticFile is one built asset. It is read and hashed on its first request, not at start:
+// the tree (bundles and their source maps) is megabytes compiled into the binary, and copying
+// it all to the heap would cost every gateway that much memory for files it may never serve.
 type staticFile struct {
-	body        []byte
 	contentType string
+	read        func() ([]byte, error)
+	once        sync.Once
+	body        []byte
 	etag        string
+	err         error
+}
+
+// get returns the file's body and ETag, reading them once.
+func (f *staticFile) get() ([]byte, string, error) {
+	f.once.Do(func() {
+		body, err := f.read()
+		if err != nil {
+			f.err = err
+			return
+		}
+		sum := sha256.Sum256(body)
+		f.body, f.etag = body, `"`+hex.EncodeToString(sum[:12])+`"`
+	})
+	return f.body, f.etag, f.err
 }
 
 // staticMount is a URL prefix served from a folder of the built web tree.
@@ -62,14 +81,14 @@ func contentTypeOf(name string) string {
 	return "application/octet-stream"
 }
 
-// newStaticFile holds body for serving as contentType, with an ETag of its content.
+// newStaticFile serves body (already in memory) as contentType, with an ETag of its content.
 func newStaticFile(body []byte, contentType string) *staticFile {
-	sum := sha256.Sum256(body)
-	return &staticFile{body: body, contentType: contentType, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+	return &staticFile{contentType: contentType, read: func() ([]byte, error) { return body, nil }}
 }
 
-// loadStatic reads every regular file under dir into memory, keyed by its path below dir. A
-// missing dir yields no files (a gateway built without the npm build still starts).
+// loadStatic lists every regular file under dir, keyed by its path below dir; each is read on
+// its first request. A missing dir yields no files (a gateway built without the npm build still
+// starts).
 func loadStatic(tree fs.FS, dir string) (map[string]*staticFile, error) {
 	files := map[string]*staticFile{}
 	err := fs.WalkDir(tree, dir, func(p string, d fs.DirEntry, err error) error {
@@ -82,11 +101,8 @@ func loadStatic(tree fs.FS, dir string) (map[string]*staticFile, error) {
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		body, err := fs.ReadFile(tree, p)
-		if err != nil {
-			return err
-		}
-		files[strings.TrimPrefix(p, dir+"/")] = newStaticFile(body, contentTypeOf(p))
+		files[strings.TrimPrefix(p, dir+"/")] = &staticFile{contentType: contentTypeOf(p),
+			read: func() ([]byte, error) { return fs.ReadFile(tree, p) }}
 		return nil
 	})
 	if err != nil {
@@ -129,16 +145,20 @@ func staticHandler(files map[string]*staticFile, cors bool) fiber.Handler {
 		if !ok {
 			return apperr.NotFound("asset not found")
 		}
+		body, etag, err := f.get()
+		if err != nil {
+			return apperr.Internal(err)
+		}
 		// The names are stable across releases, so browsers revalidate every time instead of
 		// caching a stale bundle; the ETag makes that a 304.
 		c.Set(fiber.HeaderCacheControl, "no-cache")
-		c.Set(fiber.HeaderETag, f.etag)
+		c.Set(fiber.HeaderETag, etag)
 		c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
-		if etagMatches(c.Get(fiber.HeaderIfNoneMatch), f.etag) {
+		if etagMatches(c.Get(fiber.HeaderIfNoneMatch), etag) {
 			return c.SendStatus(fiber.StatusNotModified)
 		}
 		c.Set(fiber.HeaderContentType, f.contentType)
-		return c.Send(f.body)
+		return c.Send(body)
 	}
 }
 

@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -155,4 +156,36 @@ func TestStaticWithoutBuild(t *testing.T) {
 	require.NoError(t, err)
 	h := adaptor{t, app}
 	require.Equal(t, http.StatusNotFound, get(t, h, http.MethodGet, "/sdk/splathost-embed.js", nil).Code)
+}
+
+// countingFS counts the files opened from the tree it wraps.
+type countingFS struct {
+	fs.FS
+	opened map[string]int
+}
+
+func (c *countingFS) Open(name string) (fs.File, error) {
+	f, err := c.FS.Open(name)
+	if err == nil {
+		if st, serr := f.Stat(); serr == nil && !st.IsDir() {
+			c.opened[name]++
+		}
+	}
+	return f, err
+}
+
+// TestStaticReadsAFileOnItsFirstRequestOnly: starting the gateway reads no asset (the tree is
+// megabytes a gateway may never serve), and a file is read once however often it is served.
+func TestStaticReadsAFileOnItsFirstRequestOnly(t *testing.T) {
+	tree := &countingFS{FS: staticTree, opened: map[string]int{}}
+	app, err := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Assets: tree})
+	require.NoError(t, err)
+	require.Empty(t, tree.opened, "no asset is read at start")
+	h := adaptor{t, app}
+	for range 3 {
+		rec := get(t, h, "GET", "/embed/assets/viewer.js", nil)
+		require.Equal(t, 200, rec.Code)
+		require.Equal(t, "import './chunk-A.js';", rec.Body.String())
+	}
+	require.Equal(t, map[string]int{"embed/assets/viewer.js": 1}, tree.opened)
 }
