@@ -218,7 +218,7 @@ func (a *Activities) planClone(src *ent.Scene, remix bool, in PrepareCloneInput)
 		}
 		plan.FolderSrc, plan.FolderDst = folder, d
 		lod := strings.TrimSuffix(d, "/")
-		draft.LodFolderKey = &lod
+		draft.LodFolderKey, draft.LodFiles = &lod, src.LodFiles
 	}
 	// Every URL of the record that points at a copied object (or into the copied folder) now
 	// points at the copy; anything else (an external URL) is kept as it is.
@@ -305,9 +305,11 @@ func copyTitle(title string) string {
 }
 
 // measure checks every planned object is in the store and sums the bytes the clone will hold:
-// a HEAD per single object (recording its size in the plan), one listing for a LOD folder. A
-// LOD folder holds what the scene was charged for less its single objects; fewer bytes mean
-// tiles (or the manifest) are gone.
+// a HEAD per single object (recording its size in the plan). A LOD folder holds what the scene
+// was charged for less its single objects. When the scene recorded its file count at commit,
+// the folder's manifest gets a HEAD and the plan carries the count and bytes for the copy's
+// own listing to check (one listing in all, not one here and one in the copy); an older scene's
+// folder is listed here, where fewer bytes mean tiles (or the manifest) are gone.
 func (a *Activities) measure(ctx context.Context, src *ent.Scene, plan *schema.ClonePlan) (bytes int64, total int, err error) {
 	var singles int64
 	for i := range plan.Objects {
@@ -329,6 +331,23 @@ func (a *Activities) measure(ctx context.Context, src *ent.Scene, plan *schema.C
 	total = len(plan.Objects)
 	if plan.FolderSrc == "" {
 		return bytes, total, nil
+	}
+	if src.LodFiles != nil && *src.LodFiles > 0 {
+		// The scene's splatUrl names its manifest, inside the folder.
+		manifest, ok := strings.CutPrefix(src.SplatURL, a.AssetBase+"/")
+		if !ok || !strings.HasPrefix(manifest, plan.FolderSrc) {
+			return 0, 0, fmt.Errorf("scene %s: splatUrl %q is not in its LOD folder", src.ID, src.SplatURL)
+		}
+		_, err := a.Objects.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(a.Bucket), Key: aws.String(manifest)})
+		var nf *s3types.NotFound
+		if errors.As(err, &nf) {
+			return 0, 0, sourceFilesMissing(manifest[strings.LastIndex(manifest, "/")+1:])
+		}
+		if err != nil {
+			return 0, 0, fmt.Errorf("checking %s: %w", manifest, err)
+		}
+		plan.FolderFiles, plan.FolderBytes = *src.LodFiles, src.FileSizeBytes-singles
+		return bytes + plan.FolderBytes, total + plan.FolderFiles, nil
 	}
 	var folderBytes int64
 	var n int
@@ -474,9 +493,12 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in CopyCloneInput) (C
 		if in.Plan.FolderSrc == "" {
 			return
 		}
+		var files int
+		var bytes int64
 		err := a.listFolder(ctx, in.Plan.FolderSrc, func(page []s3types.Object) error {
 			for _, o := range page {
 				k := aws.ToString(o.Key)
+				files, bytes = files+1, bytes+aws.ToInt64(o.Size)
 				if !produce(copyItem{src: k, dst: in.Plan.FolderDst + strings.TrimPrefix(k, in.Plan.FolderSrc), size: aws.ToInt64(o.Size)}) {
 					return ctx.Err()
 				}
@@ -485,6 +507,12 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in CopyCloneInput) (C
 		})
 		if err != nil && ctx.Err() == nil {
 			fail(err)
+		}
+		// A plan that did not list the folder (the scene recorded its count at commit) is
+		// checked here, by the one listing the copy needs anyway: the copy fails whole, and rolls
+		// back, when tiles are gone.
+		if err == nil && in.Plan.FolderFiles > 0 && (files < in.Plan.FolderFiles || bytes < in.Plan.FolderBytes) {
+			fail(sourceFilesMissing(fmt.Sprintf("the LOD folder holds %d of %d files", files, in.Plan.FolderFiles)))
 		}
 	}()
 	wg.Wait()
@@ -574,7 +602,7 @@ func (a *Activities) FinalizeClone(ctx context.Context, in FinalizeCloneInput) (
 	create := tx.Scene.Create().SetID(job.ID).SetIntegrationID(job.IntegrationID).SetOwnerID(job.OwnerID).
 		SetTitle(d.Title).SetDescription(d.Description).SetSplatType(scene.SplatType(d.SplatType)).
 		SetSplatURL(d.SplatURL).SetNillableLodFolderKey(d.LodFolderKey).SetImageURL(d.ImageURL).
-		SetNillableThumbnailDepthURL(d.ThumbnailDepthURL).SetVisibility(scene.VisibilityPrivate).
+		SetNillableThumbnailDepthURL(d.ThumbnailDepthURL).SetNillableLodFiles(d.LodFiles).SetVisibility(scene.VisibilityPrivate).
 		SetAllowEmbed(d.AllowEmbed).SetAllowComments(d.AllowComments).SetAllowReactions(d.AllowReactions).
 		SetAllowClone(false).SetFileSizeBytes(job.Bytes).SetAssetKeys(d.AssetKeys).
 		SetClonedFromID(job.SourceSceneID).SetHoldsSplatSlot(false)

@@ -182,6 +182,39 @@ func TestCopyCloneObjectsSourceMissing(t *testing.T) {
 	require.Equal(t, "SOURCE_FILES_MISSING", e.Extra["code"])
 }
 
+// TestCopyCloneObjectsChecksTheRecordedFolder: a plan made from the file count recorded at
+// commit (no listing of its own) relies on the copy's listing, which fails the job with 409
+// SOURCE_FILES_MISSING when the folder holds fewer files or bytes than recorded, and copies the
+// whole folder when it holds them all.
+func TestCopyCloneObjectsChecksTheRecordedFolder(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		files       int
+		bytes       int64
+		wantMissing bool
+	}{
+		{"whole", 20, 190, false},
+		{"a file gone", 21, 190, true},
+		{"bytes gone", 20, 191, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &activitiestest.Bucket{}
+			in, want := folderPlan(b, 20) // tiles of 0..19 bytes: 190 in all
+			in.Plan.FolderFiles, in.Plan.FolderBytes = tc.files, tc.bytes
+			err := runCopy(b, in)
+			if !tc.wantMissing {
+				require.NoError(t, err)
+				require.ElementsMatch(t, want, b.Keys(in.Prefix))
+				return
+			}
+			e := ClientErrorOf(err)
+			require.NotNil(t, e, "%v", err)
+			require.Equal(t, 409, e.Status)
+			require.Equal(t, "SOURCE_FILES_MISSING", e.Extra["code"])
+		})
+	}
+}
+
 func TestCopyCloneObjectsRefusesForeignDestinations(t *testing.T) {
 	b := &activitiestest.Bucket{}
 	in, _ := folderPlan(b, 1)

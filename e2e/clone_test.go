@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/stretchr/testify/require"
 
+	"github.com/splathost/splathost/ent/clonejob"
 	"github.com/splathost/splathost/internal/fixtures"
 	"github.com/splathost/splathost/internal/testenv"
 	"github.com/splathost/splathost/workflows"
@@ -351,4 +352,44 @@ func requireSameFolder(t *testing.T, src, dst string, n int) {
 	want, got := rel(src), rel(dst)
 	require.Len(t, want, n)
 	require.Equal(t, want, got, "no object missing, none extra")
+}
+
+// TestCloneOfALODFolderWithATileGone: a LOD scene records its file count at commit, so the
+// clone plans without listing; the copy's listing finds a tile gone and the job answers 409
+// SOURCE_FILES_MISSING, rolled back (nothing charged, no copy left). The clone of the whole
+// folder carries the count on, so a clone of the clone plans the same way.
+func TestCloneOfALODFolderWithATileGone(t *testing.T) {
+	a := newTenant(t)
+	src := lodScene(t, a, "tiles", 40)
+	id := src["id"].(string)
+	sc := mustScene(t, id)
+	require.NotNil(t, sc.LodFiles, "the commit records the folder's file count")
+	require.Equal(t, 40, *sc.LodFiles)
+
+	r := do(t, "POST", clonePath(id), a.keys("tiles"), nil)
+	requireCloneSuccess(t, r, 201, src)
+	copyID := r.Body["splatId"].(string)
+	require.Equal(t, sc.LodFiles, mustScene(t, copyID).LodFiles, "the clone carries the count")
+
+	used, _ := usageOf(t, a, "tiles")
+	owner := customerRecord(t, a, "tiles")
+	keys := listKeys(t, *sc.LodFolderKey+"/")
+	for k := range keys {
+		if strings.HasSuffix(k, ".webp") {
+			st := store(t)
+			_, err := st.Client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(k)})
+			require.NoError(t, err)
+			break
+		}
+	}
+	r = do(t, "POST", clonePath(id), a.keys("tiles"), nil)
+	requireEnvelope(t, r, 409)
+	require.Equal(t, "SOURCE_FILES_MISSING", r.Body["code"])
+	after, _ := usageOf(t, a, "tiles")
+	require.Equal(t, used, after, "the failed job released what it reserved")
+	jobs, err := env.Process.DB.Ent.CloneJob.Query().Where(clonejob.OwnerID(owner.ID)).Count(context.Background())
+	require.NoError(t, err)
+	require.Zero(t, jobs)
+	// Only the first clone's objects remain under the customer's clone folders.
+	require.Len(t, listKeys(t, "i/"+a.IntegrationID+"/u/"+owner.ID+"/clone/"), len(keys))
 }

@@ -5848,6 +5848,8 @@ type SceneMutation struct {
 	splat_url                     *string
 	splat_type                    *scene.SplatType
 	lod_folder_key                *string
+	lod_files                     *int
+	addlod_files                  *int
 	visibility                    *scene.Visibility
 	allow_embed                   *bool
 	allow_comments                *bool
@@ -6410,6 +6412,76 @@ func (m *SceneMutation) LodFolderKeyCleared() bool {
 func (m *SceneMutation) ResetLodFolderKey() {
 	m.lod_folder_key = nil
 	delete(m.clearedFields, scene.FieldLodFolderKey)
+}
+
+// SetLodFiles sets the "lod_files" field.
+func (m *SceneMutation) SetLodFiles(i int) {
+	m.lod_files = &i
+	m.addlod_files = nil
+}
+
+// LodFiles returns the value of the "lod_files" field in the mutation.
+func (m *SceneMutation) LodFiles() (r int, exists bool) {
+	v := m.lod_files
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLodFiles returns the old "lod_files" field's value of the Scene entity.
+// If the Scene object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SceneMutation) OldLodFiles(ctx context.Context) (v *int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLodFiles is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLodFiles requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLodFiles: %w", err)
+	}
+	return oldValue.LodFiles, nil
+}
+
+// AddLodFiles adds i to the "lod_files" field.
+func (m *SceneMutation) AddLodFiles(i int) {
+	if m.addlod_files != nil {
+		*m.addlod_files += i
+	} else {
+		m.addlod_files = &i
+	}
+}
+
+// AddedLodFiles returns the value that was added to the "lod_files" field in this mutation.
+func (m *SceneMutation) AddedLodFiles() (r int, exists bool) {
+	v := m.addlod_files
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearLodFiles clears the value of the "lod_files" field.
+func (m *SceneMutation) ClearLodFiles() {
+	m.lod_files = nil
+	m.addlod_files = nil
+	m.clearedFields[scene.FieldLodFiles] = struct{}{}
+}
+
+// LodFilesCleared returns if the "lod_files" field was cleared in this mutation.
+func (m *SceneMutation) LodFilesCleared() bool {
+	_, ok := m.clearedFields[scene.FieldLodFiles]
+	return ok
+}
+
+// ResetLodFiles resets all changes to the "lod_files" field.
+func (m *SceneMutation) ResetLodFiles() {
+	m.lod_files = nil
+	m.addlod_files = nil
+	delete(m.clearedFields, scene.FieldLodFiles)
 }
 
 // SetVisibility sets the "visibility" field.
@@ -7543,7 +7615,7 @@ func (m *SceneMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *SceneMutation) Fields() []string {
-	fields := make([]string, 0, 33)
+	fields := make([]string, 0, 34)
 	if m.created_at != nil {
 		fields = append(fields, scene.FieldCreatedAt)
 	}
@@ -7576,6 +7648,9 @@ func (m *SceneMutation) Fields() []string {
 	}
 	if m.lod_folder_key != nil {
 		fields = append(fields, scene.FieldLodFolderKey)
+	}
+	if m.lod_files != nil {
+		fields = append(fields, scene.FieldLodFiles)
 	}
 	if m.visibility != nil {
 		fields = append(fields, scene.FieldVisibility)
@@ -7673,6 +7748,8 @@ func (m *SceneMutation) Field(name string) (ent.Value, bool) {
 		return m.SplatType()
 	case scene.FieldLodFolderKey:
 		return m.LodFolderKey()
+	case scene.FieldLodFiles:
+		return m.LodFiles()
 	case scene.FieldVisibility:
 		return m.Visibility()
 	case scene.FieldAllowEmbed:
@@ -7748,6 +7825,8 @@ func (m *SceneMutation) OldField(ctx context.Context, name string) (ent.Value, e
 		return m.OldSplatType(ctx)
 	case scene.FieldLodFolderKey:
 		return m.OldLodFolderKey(ctx)
+	case scene.FieldLodFiles:
+		return m.OldLodFiles(ctx)
 	case scene.FieldVisibility:
 		return m.OldVisibility(ctx)
 	case scene.FieldAllowEmbed:
@@ -7877,6 +7956,13 @@ func (m *SceneMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetLodFolderKey(v)
+		return nil
+	case scene.FieldLodFiles:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLodFiles(v)
 		return nil
 	case scene.FieldVisibility:
 		v, ok := value.(scene.Visibility)
@@ -8040,6 +8126,9 @@ func (m *SceneMutation) SetField(name string, value ent.Value) error {
 // this mutation.
 func (m *SceneMutation) AddedFields() []string {
 	var fields []string
+	if m.addlod_files != nil {
+		fields = append(fields, scene.FieldLodFiles)
+	}
 	if m.addview_count != nil {
 		fields = append(fields, scene.FieldViewCount)
 	}
@@ -8057,6 +8146,8 @@ func (m *SceneMutation) AddedFields() []string {
 // was not set, or was not defined in the schema.
 func (m *SceneMutation) AddedField(name string) (ent.Value, bool) {
 	switch name {
+	case scene.FieldLodFiles:
+		return m.AddedLodFiles()
 	case scene.FieldViewCount:
 		return m.AddedViewCount()
 	case scene.FieldLikeCount:
@@ -8072,6 +8163,13 @@ func (m *SceneMutation) AddedField(name string) (ent.Value, bool) {
 // type.
 func (m *SceneMutation) AddField(name string, value ent.Value) error {
 	switch name {
+	case scene.FieldLodFiles:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddLodFiles(v)
+		return nil
 	case scene.FieldViewCount:
 		v, ok := value.(int64)
 		if !ok {
@@ -8106,6 +8204,9 @@ func (m *SceneMutation) ClearedFields() []string {
 	}
 	if m.FieldCleared(scene.FieldLodFolderKey) {
 		fields = append(fields, scene.FieldLodFolderKey)
+	}
+	if m.FieldCleared(scene.FieldLodFiles) {
+		fields = append(fields, scene.FieldLodFiles)
 	}
 	if m.FieldCleared(scene.FieldRemixedFrom) {
 		fields = append(fields, scene.FieldRemixedFrom)
@@ -8159,6 +8260,9 @@ func (m *SceneMutation) ClearField(name string) error {
 		return nil
 	case scene.FieldLodFolderKey:
 		m.ClearLodFolderKey()
+		return nil
+	case scene.FieldLodFiles:
+		m.ClearLodFiles()
 		return nil
 	case scene.FieldRemixedFrom:
 		m.ClearRemixedFrom()
@@ -8233,6 +8337,9 @@ func (m *SceneMutation) ResetField(name string) error {
 		return nil
 	case scene.FieldLodFolderKey:
 		m.ResetLodFolderKey()
+		return nil
+	case scene.FieldLodFiles:
+		m.ResetLodFiles()
 		return nil
 	case scene.FieldVisibility:
 		m.ResetVisibility()

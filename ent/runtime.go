@@ -551,48 +551,52 @@ func init() {
 	sceneDescImageURL := sceneFields[4].Descriptor()
 	// scene.DefaultImageURL holds the default value on creation for the image_url field.
 	scene.DefaultImageURL = sceneDescImageURL.Default.(string)
+	// sceneDescLodFiles is the schema descriptor for lod_files field.
+	sceneDescLodFiles := sceneFields[9].Descriptor()
+	// scene.LodFilesValidator is a validator for the "lod_files" field. It is called by the builders before save.
+	scene.LodFilesValidator = sceneDescLodFiles.Validators[0].(func(int) error)
 	// sceneDescAllowEmbed is the schema descriptor for allow_embed field.
-	sceneDescAllowEmbed := sceneFields[10].Descriptor()
+	sceneDescAllowEmbed := sceneFields[11].Descriptor()
 	// scene.DefaultAllowEmbed holds the default value on creation for the allow_embed field.
 	scene.DefaultAllowEmbed = sceneDescAllowEmbed.Default.(bool)
 	// sceneDescAllowComments is the schema descriptor for allow_comments field.
-	sceneDescAllowComments := sceneFields[11].Descriptor()
+	sceneDescAllowComments := sceneFields[12].Descriptor()
 	// scene.DefaultAllowComments holds the default value on creation for the allow_comments field.
 	scene.DefaultAllowComments = sceneDescAllowComments.Default.(bool)
 	// sceneDescAllowReactions is the schema descriptor for allow_reactions field.
-	sceneDescAllowReactions := sceneFields[12].Descriptor()
+	sceneDescAllowReactions := sceneFields[13].Descriptor()
 	// scene.DefaultAllowReactions holds the default value on creation for the allow_reactions field.
 	scene.DefaultAllowReactions = sceneDescAllowReactions.Default.(bool)
 	// sceneDescAllowClone is the schema descriptor for allow_clone field.
-	sceneDescAllowClone := sceneFields[13].Descriptor()
+	sceneDescAllowClone := sceneFields[14].Descriptor()
 	// scene.DefaultAllowClone holds the default value on creation for the allow_clone field.
 	scene.DefaultAllowClone = sceneDescAllowClone.Default.(bool)
 	// sceneDescViewCount is the schema descriptor for view_count field.
-	sceneDescViewCount := sceneFields[18].Descriptor()
+	sceneDescViewCount := sceneFields[19].Descriptor()
 	// scene.DefaultViewCount holds the default value on creation for the view_count field.
 	scene.DefaultViewCount = sceneDescViewCount.Default.(int64)
 	// sceneDescLikeCount is the schema descriptor for like_count field.
-	sceneDescLikeCount := sceneFields[19].Descriptor()
+	sceneDescLikeCount := sceneFields[20].Descriptor()
 	// scene.DefaultLikeCount holds the default value on creation for the like_count field.
 	scene.DefaultLikeCount = sceneDescLikeCount.Default.(int64)
 	// sceneDescFileSizeBytes is the schema descriptor for file_size_bytes field.
-	sceneDescFileSizeBytes := sceneFields[20].Descriptor()
+	sceneDescFileSizeBytes := sceneFields[21].Descriptor()
 	// scene.DefaultFileSizeBytes holds the default value on creation for the file_size_bytes field.
 	scene.DefaultFileSizeBytes = sceneDescFileSizeBytes.Default.(int64)
 	// sceneDescFeatured is the schema descriptor for featured field.
-	sceneDescFeatured := sceneFields[21].Descriptor()
+	sceneDescFeatured := sceneFields[22].Descriptor()
 	// scene.DefaultFeatured holds the default value on creation for the featured field.
 	scene.DefaultFeatured = sceneDescFeatured.Default.(bool)
 	// sceneDescClonedFromID is the schema descriptor for cloned_from_id field.
-	sceneDescClonedFromID := sceneFields[24].Descriptor()
+	sceneDescClonedFromID := sceneFields[25].Descriptor()
 	// scene.ClonedFromIDValidator is a validator for the "cloned_from_id" field. It is called by the builders before save.
 	scene.ClonedFromIDValidator = sceneDescClonedFromID.Validators[0].(func(string) error)
 	// sceneDescHoldsSplatSlot is the schema descriptor for holds_splat_slot field.
-	sceneDescHoldsSplatSlot := sceneFields[25].Descriptor()
+	sceneDescHoldsSplatSlot := sceneFields[26].Descriptor()
 	// scene.DefaultHoldsSplatSlot holds the default value on creation for the holds_splat_slot field.
 	scene.DefaultHoldsSplatSlot = sceneDescHoldsSplatSlot.Default.(bool)
 	// sceneDescArchiveProtected is the schema descriptor for archive_protected field.
-	sceneDescArchiveProtected := sceneFields[28].Descriptor()
+	sceneDescArchiveProtected := sceneFields[29].Descriptor()
 	// scene.DefaultArchiveProtected holds the default value on creation for the archive_protected field.
 	scene.DefaultArchiveProtected = sceneDescArchiveProtected.Default.(bool)
 	// sceneDescID is the schema descriptor for id field.

@@ -43,6 +43,8 @@ type Scene struct {
 	SplatType scene.SplatType `json:"splat_type,omitempty"`
 	// LodFolderKey holds the value of the "lod_folder_key" field.
 	LodFolderKey *string `json:"lod_folder_key,omitempty"`
+	// LodFiles holds the value of the "lod_files" field.
+	LodFiles *int `json:"lod_files,omitempty"`
 	// Visibility holds the value of the "visibility" field.
 	Visibility scene.Visibility `json:"visibility,omitempty"`
 	// AllowEmbed holds the value of the "allow_embed" field.
@@ -135,7 +137,7 @@ func (*Scene) scanValues(columns []string) ([]any, error) {
 			values[i] = new([]byte)
 		case scene.FieldAllowEmbed, scene.FieldAllowComments, scene.FieldAllowReactions, scene.FieldAllowClone, scene.FieldFeatured, scene.FieldHoldsSplatSlot, scene.FieldArchiveProtected, scene.FieldArchivedPriorAllowEmbed:
 			values[i] = new(sql.NullBool)
-		case scene.FieldViewCount, scene.FieldLikeCount, scene.FieldFileSizeBytes:
+		case scene.FieldLodFiles, scene.FieldViewCount, scene.FieldLikeCount, scene.FieldFileSizeBytes:
 			values[i] = new(sql.NullInt64)
 		case scene.FieldID, scene.FieldIntegrationID, scene.FieldOwnerID, scene.FieldTitle, scene.FieldDescription, scene.FieldImageURL, scene.FieldThumbnailDepthURL, scene.FieldSplatURL, scene.FieldSplatType, scene.FieldLodFolderKey, scene.FieldVisibility, scene.FieldClonedFromID, scene.FieldArchivedPriorVisibility:
 			values[i] = new(sql.NullString)
@@ -229,6 +231,13 @@ func (_m *Scene) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.LodFolderKey = new(string)
 				*_m.LodFolderKey = value.String
+			}
+		case scene.FieldLodFiles:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field lod_files", values[i])
+			} else if value.Valid {
+				_m.LodFiles = new(int)
+				*_m.LodFiles = int(value.Int64)
 			}
 		case scene.FieldVisibility:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -459,6 +468,11 @@ func (_m *Scene) String() string {
 	if v := _m.LodFolderKey; v != nil {
 		builder.WriteString("lod_folder_key=")
 		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.LodFiles; v != nil {
+		builder.WriteString("lod_files=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
 	}
 	builder.WriteString(", ")
 	builder.WriteString("visibility=")

@@ -148,6 +148,20 @@ func (_c *SceneCreate) SetNillableLodFolderKey(v *string) *SceneCreate {
 	return _c
 }
 
+// SetLodFiles sets the "lod_files" field.
+func (_c *SceneCreate) SetLodFiles(v int) *SceneCreate {
+	_c.mutation.SetLodFiles(v)
+	return _c
+}
+
+// SetNillableLodFiles sets the "lod_files" field if the given value is not nil.
+func (_c *SceneCreate) SetNillableLodFiles(v *int) *SceneCreate {
+	if v != nil {
+		_c.SetLodFiles(*v)
+	}
+	return _c
+}
+
 // SetVisibility sets the "visibility" field.
 func (_c *SceneCreate) SetVisibility(v scene.Visibility) *SceneCreate {
 	_c.mutation.SetVisibility(v)
@@ -599,6 +613,11 @@ func (_c *SceneCreate) check() error {
 			return &ValidationError{Name: "splat_type", err: fmt.Errorf(`ent: validator failed for field "Scene.splat_type": %w`, err)}
 		}
 	}
+	if v, ok := _c.mutation.LodFiles(); ok {
+		if err := scene.LodFilesValidator(v); err != nil {
+			return &ValidationError{Name: "lod_files", err: fmt.Errorf(`ent: validator failed for field "Scene.lod_files": %w`, err)}
+		}
+	}
 	if _, ok := _c.mutation.Visibility(); !ok {
 		return &ValidationError{Name: "visibility", err: errors.New(`ent: missing required field "Scene.visibility"`)}
 	}
@@ -729,6 +748,10 @@ func (_c *SceneCreate) createSpec() (*Scene, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.LodFolderKey(); ok {
 		_spec.SetField(scene.FieldLodFolderKey, field.TypeString, value)
 		_node.LodFolderKey = &value
+	}
+	if value, ok := _c.mutation.LodFiles(); ok {
+		_spec.SetField(scene.FieldLodFiles, field.TypeInt, value)
+		_node.LodFiles = &value
 	}
 	if value, ok := _c.mutation.Visibility(); ok {
 		_spec.SetField(scene.FieldVisibility, field.TypeEnum, value)
@@ -1021,6 +1044,30 @@ func (u *SceneUpsert) UpdateLodFolderKey() *SceneUpsert {
 // ClearLodFolderKey clears the value of the "lod_folder_key" field.
 func (u *SceneUpsert) ClearLodFolderKey() *SceneUpsert {
 	u.SetNull(scene.FieldLodFolderKey)
+	return u
+}
+
+// SetLodFiles sets the "lod_files" field.
+func (u *SceneUpsert) SetLodFiles(v int) *SceneUpsert {
+	u.Set(scene.FieldLodFiles, v)
+	return u
+}
+
+// UpdateLodFiles sets the "lod_files" field to the value that was provided on create.
+func (u *SceneUpsert) UpdateLodFiles() *SceneUpsert {
+	u.SetExcluded(scene.FieldLodFiles)
+	return u
+}
+
+// AddLodFiles adds v to the "lod_files" field.
+func (u *SceneUpsert) AddLodFiles(v int) *SceneUpsert {
+	u.Add(scene.FieldLodFiles, v)
+	return u
+}
+
+// ClearLodFiles clears the value of the "lod_files" field.
+func (u *SceneUpsert) ClearLodFiles() *SceneUpsert {
+	u.SetNull(scene.FieldLodFiles)
 	return u
 }
 
@@ -1563,6 +1610,34 @@ func (u *SceneUpsertOne) UpdateLodFolderKey() *SceneUpsertOne {
 func (u *SceneUpsertOne) ClearLodFolderKey() *SceneUpsertOne {
 	return u.Update(func(s *SceneUpsert) {
 		s.ClearLodFolderKey()
+	})
+}
+
+// SetLodFiles sets the "lod_files" field.
+func (u *SceneUpsertOne) SetLodFiles(v int) *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetLodFiles(v)
+	})
+}
+
+// AddLodFiles adds v to the "lod_files" field.
+func (u *SceneUpsertOne) AddLodFiles(v int) *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.AddLodFiles(v)
+	})
+}
+
+// UpdateLodFiles sets the "lod_files" field to the value that was provided on create.
+func (u *SceneUpsertOne) UpdateLodFiles() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateLodFiles()
+	})
+}
+
+// ClearLodFiles clears the value of the "lod_files" field.
+func (u *SceneUpsertOne) ClearLodFiles() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.ClearLodFiles()
 	})
 }
 
@@ -2330,6 +2405,34 @@ func (u *SceneUpsertBulk) UpdateLodFolderKey() *SceneUpsertBulk {
 func (u *SceneUpsertBulk) ClearLodFolderKey() *SceneUpsertBulk {
 	return u.Update(func(s *SceneUpsert) {
 		s.ClearLodFolderKey()
+	})
+}
+
+// SetLodFiles sets the "lod_files" field.
+func (u *SceneUpsertBulk) SetLodFiles(v int) *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetLodFiles(v)
+	})
+}
+
+// AddLodFiles adds v to the "lod_files" field.
+func (u *SceneUpsertBulk) AddLodFiles(v int) *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.AddLodFiles(v)
+	})
+}
+
+// UpdateLodFiles sets the "lod_files" field to the value that was provided on create.
+func (u *SceneUpsertBulk) UpdateLodFiles() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateLodFiles()
+	})
+}
+
+// ClearLodFiles clears the value of the "lod_files" field.
+func (u *SceneUpsertBulk) ClearLodFiles() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.ClearLodFiles()
 	})
 }
 

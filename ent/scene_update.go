@@ -162,6 +162,33 @@ func (_u *SceneUpdate) ClearLodFolderKey() *SceneUpdate {
 	return _u
 }
 
+// SetLodFiles sets the "lod_files" field.
+func (_u *SceneUpdate) SetLodFiles(v int) *SceneUpdate {
+	_u.mutation.ResetLodFiles()
+	_u.mutation.SetLodFiles(v)
+	return _u
+}
+
+// SetNillableLodFiles sets the "lod_files" field if the given value is not nil.
+func (_u *SceneUpdate) SetNillableLodFiles(v *int) *SceneUpdate {
+	if v != nil {
+		_u.SetLodFiles(*v)
+	}
+	return _u
+}
+
+// AddLodFiles adds value to the "lod_files" field.
+func (_u *SceneUpdate) AddLodFiles(v int) *SceneUpdate {
+	_u.mutation.AddLodFiles(v)
+	return _u
+}
+
+// ClearLodFiles clears the value of the "lod_files" field.
+func (_u *SceneUpdate) ClearLodFiles() *SceneUpdate {
+	_u.mutation.ClearLodFiles()
+	return _u
+}
+
 // SetVisibility sets the "visibility" field.
 func (_u *SceneUpdate) SetVisibility(v scene.Visibility) *SceneUpdate {
 	_u.mutation.SetVisibility(v)
@@ -609,6 +636,11 @@ func (_u *SceneUpdate) check() error {
 			return &ValidationError{Name: "splat_type", err: fmt.Errorf(`ent: validator failed for field "Scene.splat_type": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.LodFiles(); ok {
+		if err := scene.LodFilesValidator(v); err != nil {
+			return &ValidationError{Name: "lod_files", err: fmt.Errorf(`ent: validator failed for field "Scene.lod_files": %w`, err)}
+		}
+	}
 	if v, ok := _u.mutation.Visibility(); ok {
 		if err := scene.VisibilityValidator(v); err != nil {
 			return &ValidationError{Name: "visibility", err: fmt.Errorf(`ent: validator failed for field "Scene.visibility": %w`, err)}
@@ -680,6 +712,15 @@ func (_u *SceneUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.LodFolderKeyCleared() {
 		_spec.ClearField(scene.FieldLodFolderKey, field.TypeString)
+	}
+	if value, ok := _u.mutation.LodFiles(); ok {
+		_spec.SetField(scene.FieldLodFiles, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedLodFiles(); ok {
+		_spec.AddField(scene.FieldLodFiles, field.TypeInt, value)
+	}
+	if _u.mutation.LodFilesCleared() {
+		_spec.ClearField(scene.FieldLodFiles, field.TypeInt)
 	}
 	if value, ok := _u.mutation.Visibility(); ok {
 		_spec.SetField(scene.FieldVisibility, field.TypeEnum, value)
@@ -982,6 +1023,33 @@ func (_u *SceneUpdateOne) SetNillableLodFolderKey(v *string) *SceneUpdateOne {
 // ClearLodFolderKey clears the value of the "lod_folder_key" field.
 func (_u *SceneUpdateOne) ClearLodFolderKey() *SceneUpdateOne {
 	_u.mutation.ClearLodFolderKey()
+	return _u
+}
+
+// SetLodFiles sets the "lod_files" field.
+func (_u *SceneUpdateOne) SetLodFiles(v int) *SceneUpdateOne {
+	_u.mutation.ResetLodFiles()
+	_u.mutation.SetLodFiles(v)
+	return _u
+}
+
+// SetNillableLodFiles sets the "lod_files" field if the given value is not nil.
+func (_u *SceneUpdateOne) SetNillableLodFiles(v *int) *SceneUpdateOne {
+	if v != nil {
+		_u.SetLodFiles(*v)
+	}
+	return _u
+}
+
+// AddLodFiles adds value to the "lod_files" field.
+func (_u *SceneUpdateOne) AddLodFiles(v int) *SceneUpdateOne {
+	_u.mutation.AddLodFiles(v)
+	return _u
+}
+
+// ClearLodFiles clears the value of the "lod_files" field.
+func (_u *SceneUpdateOne) ClearLodFiles() *SceneUpdateOne {
+	_u.mutation.ClearLodFiles()
 	return _u
 }
 
@@ -1445,6 +1513,11 @@ func (_u *SceneUpdateOne) check() error {
 			return &ValidationError{Name: "splat_type", err: fmt.Errorf(`ent: validator failed for field "Scene.splat_type": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.LodFiles(); ok {
+		if err := scene.LodFilesValidator(v); err != nil {
+			return &ValidationError{Name: "lod_files", err: fmt.Errorf(`ent: validator failed for field "Scene.lod_files": %w`, err)}
+		}
+	}
 	if v, ok := _u.mutation.Visibility(); ok {
 		if err := scene.VisibilityValidator(v); err != nil {
 			return &ValidationError{Name: "visibility", err: fmt.Errorf(`ent: validator failed for field "Scene.visibility": %w`, err)}
@@ -1533,6 +1606,15 @@ func (_u *SceneUpdateOne) sqlSave(ctx context.Context) (_node *Scene, err error)
 	}
 	if _u.mutation.LodFolderKeyCleared() {
 		_spec.ClearField(scene.FieldLodFolderKey, field.TypeString)
+	}
+	if value, ok := _u.mutation.LodFiles(); ok {
+		_spec.SetField(scene.FieldLodFiles, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedLodFiles(); ok {
+		_spec.AddField(scene.FieldLodFiles, field.TypeInt, value)
+	}
+	if _u.mutation.LodFilesCleared() {
+		_spec.ClearField(scene.FieldLodFiles, field.TypeInt)
 	}
 	if value, ok := _u.mutation.Visibility(); ok {
 		_spec.SetField(scene.FieldVisibility, field.TypeEnum, value)

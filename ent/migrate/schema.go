@@ -170,6 +170,7 @@ var (
 		{Name: "splat_url", Type: field.TypeString},
 		{Name: "splat_type", Type: field.TypeEnum, Enums: []string{"file", "lod"}, Default: "file"},
 		{Name: "lod_folder_key", Type: field.TypeString, Nullable: true},
+		{Name: "lod_files", Type: field.TypeInt, Nullable: true},
 		{Name: "visibility", Type: field.TypeEnum, Enums: []string{"private", "public"}, Default: "private"},
 		{Name: "allow_embed", Type: field.TypeBool, Default: true},
 		{Name: "allow_comments", Type: field.TypeBool, Default: true},
@@ -203,13 +204,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "scenes_external_users_scenes",
-				Columns:    []*schema.Column{ScenesColumns[32]},
+				Columns:    []*schema.Column{ScenesColumns[33]},
 				RefColumns: []*schema.Column{ExternalUsersColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "scenes_integrations_scenes",
-				Columns:    []*schema.Column{ScenesColumns[33]},
+				Columns:    []*schema.Column{ScenesColumns[34]},
 				RefColumns: []*schema.Column{IntegrationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -218,32 +219,32 @@ var (
 			{
 				Name:    "scene_integration_id_created_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{ScenesColumns[33], ScenesColumns[1], ScenesColumns[0]},
+				Columns: []*schema.Column{ScenesColumns[34], ScenesColumns[1], ScenesColumns[0]},
 			},
 			{
 				Name:    "scene_integration_id_updated_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{ScenesColumns[33], ScenesColumns[2], ScenesColumns[0]},
+				Columns: []*schema.Column{ScenesColumns[34], ScenesColumns[2], ScenesColumns[0]},
 			},
 			{
 				Name:    "scene_integration_id_view_count_id",
 				Unique:  false,
-				Columns: []*schema.Column{ScenesColumns[33], ScenesColumns[19], ScenesColumns[0]},
+				Columns: []*schema.Column{ScenesColumns[34], ScenesColumns[20], ScenesColumns[0]},
 			},
 			{
 				Name:    "scene_integration_id_featured_featured_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{ScenesColumns[33], ScenesColumns[22], ScenesColumns[23], ScenesColumns[0]},
+				Columns: []*schema.Column{ScenesColumns[34], ScenesColumns[23], ScenesColumns[24], ScenesColumns[0]},
 			},
 			{
 				Name:    "scene_owner_id_created_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{ScenesColumns[32], ScenesColumns[1], ScenesColumns[0]},
+				Columns: []*schema.Column{ScenesColumns[33], ScenesColumns[1], ScenesColumns[0]},
 			},
 			{
 				Name:    "scene_archived_at",
 				Unique:  false,
-				Columns: []*schema.Column{ScenesColumns[28]},
+				Columns: []*schema.Column{ScenesColumns[29]},
 			},
 		},
 	}

@@ -37,6 +37,8 @@ const (
 	FieldSplatType = "splat_type"
 	// FieldLodFolderKey holds the string denoting the lod_folder_key field in the database.
 	FieldLodFolderKey = "lod_folder_key"
+	// FieldLodFiles holds the string denoting the lod_files field in the database.
+	FieldLodFiles = "lod_files"
 	// FieldVisibility holds the string denoting the visibility field in the database.
 	FieldVisibility = "visibility"
 	// FieldAllowEmbed holds the string denoting the allow_embed field in the database.
@@ -117,6 +119,7 @@ var Columns = []string{
 	FieldSplatURL,
 	FieldSplatType,
 	FieldLodFolderKey,
+	FieldLodFiles,
 	FieldVisibility,
 	FieldAllowEmbed,
 	FieldAllowComments,
@@ -170,6 +173,8 @@ var (
 	DescriptionValidator func(string) error
 	// DefaultImageURL holds the default value on creation for the "image_url" field.
 	DefaultImageURL string
+	// LodFilesValidator is a validator for the "lod_files" field. It is called by the builders before save.
+	LodFilesValidator func(int) error
 	// DefaultAllowEmbed holds the default value on creation for the "allow_embed" field.
 	DefaultAllowEmbed bool
 	// DefaultAllowComments holds the default value on creation for the "allow_comments" field.
@@ -334,6 +339,11 @@ func BySplatType(opts ...sql.OrderTermOption) OrderOption {
 // ByLodFolderKey orders the results by the lod_folder_key field.
 func ByLodFolderKey(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldLodFolderKey, opts...).ToFunc()
+}
+
+// ByLodFiles orders the results by the lod_files field.
+func ByLodFiles(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldLodFiles, opts...).ToFunc()
 }
 
 // ByVisibility orders the results by the visibility field.

@@ -115,6 +115,11 @@ func LodFolderKey(v string) predicate.Scene {
 	return predicate.Scene(sql.FieldEQ(FieldLodFolderKey, v))
 }
 
+// LodFiles applies equality check predicate on the "lod_files" field. It's identical to LodFilesEQ.
+func LodFiles(v int) predicate.Scene {
+	return predicate.Scene(sql.FieldEQ(FieldLodFiles, v))
+}
+
 // AllowEmbed applies equality check predicate on the "allow_embed" field. It's identical to AllowEmbedEQ.
 func AllowEmbed(v bool) predicate.Scene {
 	return predicate.Scene(sql.FieldEQ(FieldAllowEmbed, v))
@@ -828,6 +833,56 @@ func LodFolderKeyEqualFold(v string) predicate.Scene {
 // LodFolderKeyContainsFold applies the ContainsFold predicate on the "lod_folder_key" field.
 func LodFolderKeyContainsFold(v string) predicate.Scene {
 	return predicate.Scene(sql.FieldContainsFold(FieldLodFolderKey, v))
+}
+
+// LodFilesEQ applies the EQ predicate on the "lod_files" field.
+func LodFilesEQ(v int) predicate.Scene {
+	return predicate.Scene(sql.FieldEQ(FieldLodFiles, v))
+}
+
+// LodFilesNEQ applies the NEQ predicate on the "lod_files" field.
+func LodFilesNEQ(v int) predicate.Scene {
+	return predicate.Scene(sql.FieldNEQ(FieldLodFiles, v))
+}
+
+// LodFilesIn applies the In predicate on the "lod_files" field.
+func LodFilesIn(vs ...int) predicate.Scene {
+	return predicate.Scene(sql.FieldIn(FieldLodFiles, vs...))
+}
+
+// LodFilesNotIn applies the NotIn predicate on the "lod_files" field.
+func LodFilesNotIn(vs ...int) predicate.Scene {
+	return predicate.Scene(sql.FieldNotIn(FieldLodFiles, vs...))
+}
+
+// LodFilesGT applies the GT predicate on the "lod_files" field.
+func LodFilesGT(v int) predicate.Scene {
+	return predicate.Scene(sql.FieldGT(FieldLodFiles, v))
+}
+
+// LodFilesGTE applies the GTE predicate on the "lod_files" field.
+func LodFilesGTE(v int) predicate.Scene {
+	return predicate.Scene(sql.FieldGTE(FieldLodFiles, v))
+}
+
+// LodFilesLT applies the LT predicate on the "lod_files" field.
+func LodFilesLT(v int) predicate.Scene {
+	return predicate.Scene(sql.FieldLT(FieldLodFiles, v))
+}
+
+// LodFilesLTE applies the LTE predicate on the "lod_files" field.
+func LodFilesLTE(v int) predicate.Scene {
+	return predicate.Scene(sql.FieldLTE(FieldLodFiles, v))
+}
+
+// LodFilesIsNil applies the IsNil predicate on the "lod_files" field.
+func LodFilesIsNil() predicate.Scene {
+	return predicate.Scene(sql.FieldIsNull(FieldLodFiles))
+}
+
+// LodFilesNotNil applies the NotNil predicate on the "lod_files" field.
+func LodFilesNotNil() predicate.Scene {
+	return predicate.Scene(sql.FieldNotNull(FieldLodFiles))
 }
 
 // VisibilityEQ applies the EQ predicate on the "visibility" field.

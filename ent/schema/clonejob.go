@@ -16,6 +16,7 @@ type CloneDraft struct {
 	SplatType             string         `json:"splatType"`
 	SplatURL              string         `json:"splatUrl"`
 	LodFolderKey          *string        `json:"lodFolderKey,omitempty"`
+	LodFiles              *int           `json:"lodFiles,omitempty"`
 	ImageURL              string         `json:"imageUrl"`
 	ThumbnailDepthURL     *string        `json:"thumbnailDepthUrl,omitempty"`
 	InitialCameraPosition []float64      `json:"initialCameraPosition,omitempty"`
@@ -43,6 +44,11 @@ type ClonePlan struct {
 	Objects   []ObjectCopy `json:"objects,omitempty"`
 	FolderSrc string       `json:"folderSrc,omitempty"`
 	FolderDst string       `json:"folderDst,omitempty"`
+	// FolderFiles and FolderBytes are what the folder must hold, when the source recorded its
+	// file count at commit: the copy's own listing then checks the folder is whole, and the
+	// plan needs no listing of its own. Zero: the plan listed the folder itself.
+	FolderFiles int   `json:"folderFiles,omitempty"`
+	FolderBytes int64 `json:"folderBytes,omitempty"`
 }
 
 // CloneJob is a clone in progress: it holds the storage the clone reserved from its customer

@@ -32,6 +32,10 @@ func (Scene) Fields() []ent.Field {
 		field.String("splat_url"),
 		field.Enum("splat_type").Values("file", "lod").Default("file"),
 		field.String("lod_folder_key").Optional().Nillable(),
+		// lod_files is how many objects the LOD folder holds, known at commit (the upload
+		// ticket's files), so a clone can count and reserve without listing the folder first.
+		// Nil for single-file scenes and for LOD scenes committed before it was recorded.
+		field.Int("lod_files").Optional().Nillable().NonNegative(),
 		field.Enum("visibility").Values("private", "public").Default("private"),
 		field.Bool("allow_embed").Default(true),
 		field.Bool("allow_comments").Default(true),

@@ -264,6 +264,7 @@ func (s *Service) commit(c *fiber.Ctx) error {
 	var size int64
 	var keys []string
 	var lodKey *string
+	var lodFiles *int
 	switch req.splatType {
 	case "file":
 		a, err := s.resolve(ctx, "splatUrl", req.splatURL, owner, uploadticket.KindSplatFile)
@@ -290,6 +291,8 @@ func (s *Service) commit(c *fiber.Ctx) error {
 			return err
 		}
 		lodKey = &req.lodFolderKey
+		n := len(a.ticket.Objects)
+		lodFiles = &n
 		assets, size = append(assets, a), size+a.ticket.TotalBytes
 	}
 	var imageTicket *asset
@@ -339,7 +342,7 @@ func (s *Service) commit(c *fiber.Ctx) error {
 		create := tx.Scene.Create().SetIntegrationID(caller.IntegrationID).SetOwnerID(owner.ID).
 			SetTitle(req.title).SetDescription(req.description).SetVisibility(scene.Visibility(req.visibility)).
 			SetSplatType(scene.SplatType(req.splatType)).SetSplatURL(req.splatURL).SetNillableLodFolderKey(lodKey).
-			SetImageURL(req.imageURL).SetFileSizeBytes(size).SetAssetKeys(keys)
+			SetNillableLodFiles(lodFiles).SetImageURL(req.imageURL).SetFileSizeBytes(size).SetAssetKeys(keys)
 		if req.depthURL != "" {
 			create.SetThumbnailDepthURL(req.depthURL)
 		}

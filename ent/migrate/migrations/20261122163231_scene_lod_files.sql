@@ -1,0 +1,2 @@
+-- Modify "scenes" table
+ALTER TABLE "scenes" ADD COLUMN "lod_files" bigint NULL;
