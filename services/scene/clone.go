@@ -71,11 +71,7 @@ func (s *Service) cloner(ctx context.Context, caller *httpx.Caller, eu string) (
 // for it up to the time budget — 201 with the result when it is done, 202 with the job to poll
 // otherwise; a job that failed within the budget answers its error.
 func (s *Service) clone(c *fiber.Ctx) error {
-	caller, eu, err := httpx.KeyCallerWithEU(c)
-	if err != nil {
-		return err
-	}
-	id, err := SceneIDParam(c)
+	caller, eu, id, err := customerScene(c)
 	if err != nil {
 		return err
 	}
@@ -142,11 +138,7 @@ func waitBudget(prefer string, budget time.Duration) time.Duration {
 // pollClone answers GET /api/v1/splats/{id}/clone/{jobId}: running progress, then exactly the
 // 201 payload, or the job's error. Every poll keeps the job from being abandoned.
 func (s *Service) pollClone(c *fiber.Ctx) error {
-	caller, eu, err := httpx.KeyCallerWithEU(c)
-	if err != nil {
-		return err
-	}
-	id, err := SceneIDParam(c)
+	caller, eu, id, err := customerScene(c)
 	if err != nil {
 		return err
 	}

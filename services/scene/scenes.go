@@ -44,6 +44,20 @@ func (s *Service) registerScenes(r fiber.Router) {
 // integration or another customer's — existence is never disclosed.
 func errSceneNotFound() error { return apperr.NotFound("splat not found") }
 
+// customerScene is the prologue of the routes on one scene that act for a customer: the key
+// caller with its EU (400 without), and the path's scene id (404 for a malformed one).
+func customerScene(c *fiber.Ctx) (*httpx.Caller, string, string, error) {
+	caller, eu, err := httpx.KeyCallerWithEU(c)
+	if err != nil {
+		return nil, "", "", err
+	}
+	id, err := SceneIDParam(c)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return caller, eu, id, nil
+}
+
 // SceneIDParam returns the path's :id scene id, lower-cased; anything but 24 hex characters
 // names no scene (404). The embed API of the session service reads its ids with it too.
 func SceneIDParam(c *fiber.Ctx) (string, error) {
@@ -360,11 +374,7 @@ func (s *Service) feature(c *fiber.Ctx, caller *httpx.Caller, id string, feature
 // the record. Retained (archived) scenes answer 404 like everywhere else in the API: the
 // billing lifecycle owns them (their counters were released when they were archived).
 func (s *Service) deleteScene(c *fiber.Ctx) error {
-	caller, eu, err := httpx.KeyCallerWithEU(c)
-	if err != nil {
-		return err
-	}
-	id, err := SceneIDParam(c)
+	caller, eu, id, err := customerScene(c)
 	if err != nil {
 		return err
 	}

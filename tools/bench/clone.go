@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -225,20 +224,11 @@ func (c *cloneBench) list(ctx context.Context, prefix string) ([]string, error) 
 // copyRaw is one plain CopyObject inside the bucket, as the clone job does it.
 func (c *cloneBench) copyRaw(ctx context.Context, src, dst string) error {
 	_, err := c.store.Client.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(c.store.Bucket), Key: aws.String(dst),
-		CopySource: aws.String(rawCopySource(c.store.Bucket, src)), MetadataDirective: s3types.MetadataDirectiveCopy})
+		CopySource: aws.String(objectstore.CopySource(c.store.Bucket, src)), MetadataDirective: s3types.MetadataDirectiveCopy})
 	if err != nil {
 		return fmt.Errorf("copying %s: %w", src, err)
 	}
 	return nil
-}
-
-// rawCopySource is the x-amz-copy-source value, encoded segment by segment like the product's.
-func rawCopySource(bucket, key string) string {
-	segs := strings.Split(bucket+"/"+key, "/")
-	for i, s := range segs {
-		segs[i] = strings.ReplaceAll(url.PathEscape(s), "+", "%2B")
-	}
-	return strings.Join(segs, "/")
 }
 
 // cloneRun is one clone job as the client saw it.
