@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -24,7 +25,6 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/metrics"
-	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/quota"
 )
 
@@ -529,7 +529,7 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in CopyCloneInput) (C
 // maximum; LOD files are at most 50 MiB), well under CopyObject's 5 GiB limit.
 func (a *Activities) copyObject(ctx context.Context, src, dst string) error {
 	_, err := a.Objects.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(a.Bucket), Key: aws.String(dst),
-		CopySource: aws.String(objectstore.CopySource(a.Bucket, src)), MetadataDirective: s3types.MetadataDirectiveCopy})
+		CopySource: aws.String(CopySource(a.Bucket, src)), MetadataDirective: s3types.MetadataDirectiveCopy})
 	var api smithy.APIError
 	if errors.As(err, &api) && (api.ErrorCode() == "NoSuchKey" || api.ErrorCode() == "NotFound") {
 		return sourceFilesMissing(src[strings.LastIndex(src, "/")+1:] + " was removed during the copy")
@@ -538,6 +538,16 @@ func (a *Activities) copyObject(ctx context.Context, src, dst string) error {
 		return fmt.Errorf("copying %s: %w", src, err)
 	}
 	return nil
+}
+
+// CopySource is the x-amz-copy-source value of a CopyObject: bucket/key, URL-encoded segment
+// by segment (S3 decodes it; a literal '+' must be encoded, or some stores read it as a space).
+func CopySource(bucket, key string) string {
+	segs := strings.Split(bucket+"/"+key, "/")
+	for i, s := range segs {
+		segs[i] = strings.ReplaceAll(url.PathEscape(s), "+", "%2B")
+	}
+	return strings.Join(segs, "/")
 }
 
 // FinalizeCloneInput names the job whose copy is complete.

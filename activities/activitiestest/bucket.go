@@ -28,9 +28,12 @@ type Bucket struct {
 	// FailCopy, when set, runs before every CopyObject call (numbered from 1) with its
 	// destination key; an error it returns fails the call before anything is copied.
 	FailCopy func(call int, dst string) error
-	deletes  [][]string
-	lists    []string
-	copies   []string
+	// copyCalls numbers the CopyObject calls as they start: concurrent copies must never share
+	// a number (counting finished copies would let two calls both be "the 1200th").
+	copyCalls int
+	deletes   [][]string
+	lists     []string
+	copies    []string
 }
 
 // Put adds empty objects.
@@ -169,7 +172,8 @@ func (b *Bucket) HeadObject(_ context.Context, in *s3.HeadObjectInput, _ ...func
 func (b *Bucket) CopyObject(_ context.Context, in *s3.CopyObjectInput, _ ...func(*s3.Options)) (*s3.CopyObjectOutput, error) {
 	dst := aws.ToString(in.Key)
 	b.mu.Lock()
-	call, fail := len(b.copies)+1, b.FailCopy
+	b.copyCalls++
+	call, fail := b.copyCalls, b.FailCopy
 	b.mu.Unlock()
 	if fail != nil {
 		if err := fail(call, dst); err != nil {

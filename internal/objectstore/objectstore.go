@@ -4,8 +4,6 @@ package objectstore
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -44,14 +42,4 @@ func New(cfg config.Config) (*Store, error) {
 func (s *Store) Ready(ctx context.Context) error {
 	_, err := s.Client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.Bucket)})
 	return err
-}
-
-// CopySource is the x-amz-copy-source value of a CopyObject: bucket/key, URL-encoded segment by
-// segment (S3 decodes it; a literal '+' must be encoded, or some stores read it as a space).
-func CopySource(bucket, key string) string {
-	segs := strings.Split(bucket+"/"+key, "/")
-	for i, s := range segs {
-		segs[i] = strings.ReplaceAll(url.PathEscape(s), "+", "%2B")
-	}
-	return strings.Join(segs, "/")
 }
