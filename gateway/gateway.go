@@ -177,7 +177,17 @@ func (a *auth) keys(c *fiber.Ctx) error {
 	if !in.RestAccess {
 		return apperr.Forbidden("REST API access is disabled for this integration")
 	}
-	return a.admit(c, callerOf(in, httpx.SchemeKey))
+	caller := callerOf(in, httpx.SchemeKey)
+	if err := a.admit(c, caller); err != nil {
+		return err
+	}
+	// A customer's status, which sessions scoped to them check at every use, changes only here:
+	// forget it before answering, so the integrator's next call through this gateway sees it.
+	if caller.HasExternalUser && c.Path() == "/api/v1/external-user" && success(c) &&
+		(c.Method() == fiber.MethodPut || c.Method() == fiber.MethodDelete) {
+		a.opts.Integrations.DropCustomer(caller.IntegrationID, caller.ExternalUserID)
+	}
+	return nil
 }
 
 func (a *auth) secretBearer(c *fiber.Ctx) error {
@@ -235,7 +245,22 @@ func (a *auth) admin(c *fiber.Ctx) error {
 		return apperr.Unauthorized("missing or invalid admin token")
 	}
 	httpx.SetCaller(c, &httpx.Caller{Scheme: httpx.SchemeAdmin})
-	return c.Next()
+	if err := c.Next(); err != nil {
+		return err
+	}
+	// Read-your-writes for revocation and rotation: the service that made the change told every
+	// process over NOTIFY, but this gateway (which may be another process) must not answer the
+	// operator before its own cache forgot the old state.
+	if c.Method() != fiber.MethodGet && strings.HasPrefix(c.Path(), "/admin/v1/integrations/") && success(c) {
+		a.opts.Integrations.Flush()
+	}
+	return nil
+}
+
+// success reports whether the response so far is a 2xx.
+func success(c *fiber.Ctx) bool {
+	status := c.Response().StatusCode()
+	return status >= 200 && status < 300
 }
 
 // admit validates the EU header and hands the request on with its caller.

@@ -9,6 +9,18 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// Health check of an idle LISTEN connection. A connection whose peer vanished without closing
+// it (a half-open TCP connection: a network partition, a frozen or killed host) never delivers
+// another notification and never reports an error by itself; the caches would then serve stale
+// entries forever. So after DefaultHealthEvery without a notification the listener runs a query
+// on the connection and gives it DefaultHealthTimeout to answer; otherwise the connection is
+// dropped (Live turns false at once, so the caches are bypassed), and a new one is opened and
+// the caches flushed. A dead connection is thus noticed within HealthEvery + HealthTimeout.
+const (
+	DefaultHealthEvery   = 5 * time.Second
+	DefaultHealthTimeout = 3 * time.Second
+)
+
 // Listener is what a cache needs from a Postgres LISTEN loop.
 type Listener struct {
 	// Channel is the NOTIFY channel.
@@ -21,16 +33,30 @@ type Listener struct {
 	// Live is true while the connection is up; a cache must be bypassed while it is false,
 	// because a notification missed then would leave a stale entry forever.
 	Live *atomic.Bool
-	Log  *slog.Logger
+	// Backend, if not nil, holds the Postgres backend pid of the current connection (0 while
+	// there is none), for diagnostics and the tests that kill it.
+	Backend *atomic.Uint32
+	Log     *slog.Logger
+	// HealthEvery and HealthTimeout override DefaultHealthEvery and DefaultHealthTimeout.
+	HealthEvery, HealthTimeout time.Duration
 }
 
 // Listen keeps a LISTEN connection open until ctx ends, reconnecting with backoff. It returns
 // when ctx is done.
 func Listen(ctx context.Context, pool *pgxpool.Pool, l Listener) {
+	if l.HealthEvery <= 0 {
+		l.HealthEvery = DefaultHealthEvery
+	}
+	if l.HealthTimeout <= 0 {
+		l.HealthTimeout = DefaultHealthTimeout
+	}
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := listenOnce(ctx, pool, l)
 		l.Live.Store(false)
+		if l.Backend != nil {
+			l.Backend.Store(0)
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -45,23 +71,58 @@ func Listen(ctx context.Context, pool *pgxpool.Pool, l Listener) {
 }
 
 func listenOnce(ctx context.Context, pool *pgxpool.Pool, l Listener) error {
-	pooled, err := pool.Acquire(ctx)
+	acquireCtx, cancel := context.WithTimeout(ctx, l.HealthEvery+l.HealthTimeout)
+	pooled, err := pool.Acquire(acquireCtx)
+	cancel()
 	if err != nil {
 		return err
 	}
 	// The connection will have run LISTEN, so it must never return to the pool.
 	conn := pooled.Hijack()
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "LISTEN "+l.Channel); err != nil {
+	defer func() {
+		// Closing sends a Terminate message; a peer that is gone must not hold us here.
+		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = conn.Close(closeCtx)
+	}()
+	if err := exec(ctx, l.HealthTimeout, func(ctx context.Context) error {
+		_, err := conn.Exec(ctx, "LISTEN "+l.Channel)
 		return err
+	}); err != nil {
+		return err
+	}
+	if l.Backend != nil {
+		l.Backend.Store(conn.PgConn().PID())
 	}
 	l.OnConnect()
 	l.Live.Store(true)
 	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
+		waitCtx, cancel := context.WithTimeout(ctx, l.HealthEvery)
+		n, err := conn.WaitForNotification(waitCtx)
+		idle := waitCtx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if err != nil && !idle {
 			return err
+		}
+		if err != nil {
+			// No notification for a while: make sure the connection is still there. A timeout
+			// leaves a pgx connection usable (only the deadline fired), so the same connection
+			// answers the check.
+			if err := exec(ctx, l.HealthTimeout, func(ctx context.Context) error {
+				_, err := conn.Exec(ctx, "SELECT 1")
+				return err
+			}); err != nil {
+				return err
+			}
+			continue
 		}
 		l.OnNotify(n.Payload)
 	}
+}
+
+// exec runs fn with at most timeout to finish.
+func exec(ctx context.Context, timeout time.Duration, fn func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return fn(ctx)
 }

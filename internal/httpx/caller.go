@@ -162,6 +162,17 @@ func TrustSignedCaller(secret []byte) fiber.Handler {
 // one); only such a session may use the editor embed's routes.
 const CapabilityEditor = "editor"
 
+// SessionCustomerInactive is the Caller.Session key the gateway sets (to true) when the customer
+// a session is scoped to is no longer active: such a session may still view, but not save,
+// upload or publish. It is decided at each use, from the gateway's caches, not at mint.
+const SessionCustomerInactive = "customerInactive"
+
+// CustomerInactive reports whether the caller is a session whose customer is no longer active.
+func (c *Caller) CustomerInactive() bool {
+	v, _ := c.Session[SessionCustomerInactive].(bool)
+	return v
+}
+
 const sessionAsKeyKey = "splathost.sessionAsKey"
 
 // AdmitSessionAsKey lets the rest of this request's handlers treat its session caller like a

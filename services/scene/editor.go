@@ -30,7 +30,10 @@ func (s *Service) registerEditor(r fiber.Router) {
 
 // editorScope admits an editor session scoped to a customer to the v1 handler behind it. A
 // viewer session may not edit (403); a guest editor session (no EU) is read-only for cloud
-// actions and gets the 403 AUTH_REQUIRED the editor turns into its authRequired event.
+// actions and gets the 403 AUTH_REQUIRED the editor turns into its authRequired event. The
+// capabilities and the customer's status are those the gateway found at this request, not at
+// mint: an integration that lost the editor capability, or a customer made inactive, loses the
+// right to save, upload and publish at once (403); reading (a clone's progress) stays allowed.
 func editorScope(c *fiber.Ctx) error {
 	caller := httpx.CallerOf(c)
 	if caller == nil || !caller.IsSession() {
@@ -42,6 +45,10 @@ func editorScope(c *fiber.Ctx) error {
 	if !caller.HasExternalUser {
 		return apperr.Forbidden("sign in to save, upload or publish: this guest session is read-only").
 			With("code", "AUTH_REQUIRED")
+	}
+	if caller.CustomerInactive() && c.Method() != fiber.MethodGet {
+		return apperr.Forbidden("this customer is inactive: the session may view, not save, upload or publish").
+			With("code", "CUSTOMER_INACTIVE")
 	}
 	httpx.AdmitSessionAsKey(c)
 	return c.Next()

@@ -54,7 +54,9 @@ func (s *Service) page(kind string) fiber.Handler {
 			return apperr.Internal(err)
 		}
 		httpx.SetPageHeaders(c, frames.FrameAncestors)
-		if kind == TypeEditor && !slices.Contains(claims.Capabilities, TypeEditor) {
+		// The caller's capabilities are the claims' still granted by the integration (checked by
+		// the gateway at this request).
+		if kind == TypeEditor && !slices.Contains(caller.Capabilities, TypeEditor) {
 			return apperr.Forbidden("this session cannot open the editor: it is not an editor session")
 		}
 		boot := bootData{Kind: kind, SessionToken: token, ExpiresAt: httpx.ISOTime(claims.ExpiresAt.Time),

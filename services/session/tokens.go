@@ -81,6 +81,12 @@ func (k *Keys) Sign(claims *Claims) (string, error) {
 	return t.SignedString(k.signer.Secret)
 }
 
+// MaxTokenBytes bounds a session token before it is decoded (base64, JSON, HMAC): a header or a
+// query string can hold no more (the servers' 16 KiB read buffer), and the tokens mint signs stay
+// well below it with every field at its limit (about 6 KiB of plain characters), so nothing larger is worth
+// decoding.
+const MaxTokenBytes = 16 << 10
+
 // errBadToken is every verification failure: the client learns only that the token is not
 // valid, never which check failed.
 var errBadToken = apperr.Unauthorized("invalid or expired session token")
@@ -88,6 +94,9 @@ var errBadToken = apperr.Unauthorized("invalid or expired session token")
 // Parse verifies a token's signature, algorithm, key id, expiry and type and returns its
 // claims. It does not look at the integration (see Verifier).
 func (k *Keys) Parse(token string) (*Claims, error) {
+	if len(token) > MaxTokenBytes {
+		return nil, errBadToken
+	}
 	var claims Claims
 	_, err := k.parser.ParseWithClaims(token, &claims, func(t *jwt.Token) (any, error) {
 		kid, _ := t.Header["kid"].(string)
@@ -112,10 +121,11 @@ func (k *Keys) Parse(token string) (*Claims, error) {
 	return &claims, nil
 }
 
-// IntegrationLookup finds the integration of a public key; *user.Integrations (the gateway's
-// in-memory credential cache) implements it.
+// IntegrationLookup finds the integration of a public key and the status of a customer;
+// *user.Integrations (the gateway's in-memory credential cache) implements it.
 type IntegrationLookup interface {
 	ByPublicKey(ctx context.Context, publicKey string) (*user.Integration, error)
+	CustomerActive(ctx context.Context, integrationID, eu string) (bool, error)
 }
 
 // Verifier implements gateway.SessionVerifier: a session bearer becomes a caller of the
@@ -132,8 +142,10 @@ func NewVerifier(keys *Keys, integrations IntegrationLookup) *Verifier {
 
 // VerifySession checks a session token and that its integration is still the one holding its
 // public key: a token naming another integration's key is forged (401) and a revoked
-// integration's sessions end at once (410), as its keys do. It costs no database round trip
-// while the integration cache is live.
+// integration's sessions end at once (410), as its keys do. The rights are those of now, not of
+// the mint: the session keeps only the capabilities the integration still has, and a session
+// scoped to a customer who is no longer active is marked so (it may view, not edit; see
+// CustomerInactive). It costs no database round trip while the integration cache is live.
 func (v *Verifier) VerifySession(ctx context.Context, token string) (*httpx.Caller, error) {
 	claims, err := v.keys.Parse(token)
 	if err != nil {
@@ -149,11 +161,26 @@ func (v *Verifier) VerifySession(ctx context.Context, token string) (*httpx.Call
 	if in.Revoked {
 		return nil, apperr.Gone("integration revoked")
 	}
+	caps := make([]string, 0, len(claims.Capabilities))
+	for _, c := range claims.Capabilities {
+		if slices.Contains(in.Capabilities, c) {
+			caps = append(caps, c)
+		}
+	}
 	caller := &httpx.Caller{
 		Scheme: httpx.SchemeSession, IntegrationID: in.ID, AccountID: in.AccountID, ProductSlug: in.ProductSlug,
-		PublicKey: in.PublicKey, Capabilities: slices.Clone(claims.Capabilities),
+		PublicKey: in.PublicKey, Capabilities: caps,
 		ExternalUserID: claims.ExternalUserID, HasExternalUser: claims.ExternalUserID != "",
 		Session: map[string]any{claimSub: claims.Subject, claimSplatID: claims.SplatID},
+	}
+	if claims.ExternalUserID != "" {
+		active, err := v.integrations.CustomerActive(ctx, in.ID, claims.ExternalUserID)
+		if err != nil {
+			return nil, apperr.Internal(err)
+		}
+		if !active {
+			caller.Session[httpx.SessionCustomerInactive] = true
+		}
 	}
 	return caller, nil
 }

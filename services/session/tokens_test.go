@@ -31,6 +31,13 @@ func (f fakeIntegrations) ByPublicKey(_ context.Context, pk string) (*user.Integ
 	return f[pk], nil
 }
 
+// CustomerActive answers that every customer is active except those named "inactive-…".
+func (f fakeIntegrations) CustomerActive(_ context.Context, _, eu string) (bool, error) {
+	return !strings.HasPrefix(eu, "inactive-"), nil
+}
+
+var bothCapabilities = []string{TypeViewer, TypeEditor}
+
 func testKeys(t *testing.T) *Keys {
 	t.Helper()
 	k, err := NewKeys([]config.SessionKey{currentKey, previousKey})
@@ -71,7 +78,7 @@ func rawToken(t *testing.T, header, payload any, sig string) string {
 
 func TestVerifySessionAcceptsCurrentAndPreviousKeys(t *testing.T) {
 	k := testKeys(t)
-	v := NewVerifier(k, fakeIntegrations{"mpk_a": {ID: "int-a", AccountID: "acc", ProductSlug: "shop", PublicKey: "mpk_a"}})
+	v := NewVerifier(k, fakeIntegrations{"mpk_a": {ID: "int-a", AccountID: "acc", ProductSlug: "shop", PublicKey: "mpk_a", Capabilities: bothCapabilities}})
 	c := validClaims(time.Now())
 	c.SplatID, c.ExternalUserID, c.Subject = "aaaaaaaaaaaaaaaaaaaaaaaa", "cust-1", "rec-1"
 	tok, err := k.Sign(c)
@@ -96,7 +103,7 @@ func TestVerifySessionAcceptsCurrentAndPreviousKeys(t *testing.T) {
 func TestVerifySessionRejectsEveryAttack(t *testing.T) {
 	k := testKeys(t)
 	ints := fakeIntegrations{
-		"mpk_a":       {ID: "int-a", PublicKey: "mpk_a"},
+		"mpk_a":       {ID: "int-a", PublicKey: "mpk_a", Capabilities: bothCapabilities},
 		"mpk_b":       {ID: "int-b", PublicKey: "mpk_b"},
 		"mpk_revoked": {ID: "int-r", PublicKey: "mpk_revoked", Revoked: true},
 	}
@@ -147,6 +154,7 @@ func TestVerifySessionRejectsEveryAttack(t *testing.T) {
 		{"signature stripped", parts[0] + "." + parts[1] + ".", 401},
 		{"garbage", "not-a-jwt", 401},
 		{"secret key as token", "msk_abc", 401},
+		{"oversized", valid + strings.Repeat("A", MaxTokenBytes), 401},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -156,6 +164,52 @@ func TestVerifySessionRejectsEveryAttack(t *testing.T) {
 			require.Equal(t, tc.status, apperr.From(err).Status, err.Error())
 		})
 	}
+}
+
+// TestVerifySessionGrantsTodaysRights: rights are those of the request, not of the mint. An
+// integration that lost a capability takes it from its live sessions, and a session whose
+// customer is no longer active is marked so.
+func TestVerifySessionGrantsTodaysRights(t *testing.T) {
+	k := testKeys(t)
+	ints := fakeIntegrations{"mpk_a": {ID: "int-a", PublicKey: "mpk_a", Capabilities: bothCapabilities}}
+	v := NewVerifier(k, ints)
+	c := validClaims(time.Now())
+	c.Capabilities, c.ExternalUserID = []string{TypeEditor}, "cust-1"
+	tok, err := k.Sign(c)
+	require.NoError(t, err)
+	caller, err := v.VerifySession(context.Background(), tok)
+	require.NoError(t, err)
+	require.Equal(t, []string{TypeEditor}, caller.Capabilities)
+	require.False(t, caller.CustomerInactive())
+
+	ints["mpk_a"].Capabilities = []string{TypeViewer}
+	caller, err = v.VerifySession(context.Background(), tok)
+	require.NoError(t, err)
+	require.Empty(t, caller.Capabilities, "the editor capability is gone")
+
+	c.ExternalUserID = "inactive-1"
+	tok, err = k.Sign(c)
+	require.NoError(t, err)
+	caller, err = v.VerifySession(context.Background(), tok)
+	require.NoError(t, err)
+	require.True(t, caller.CustomerInactive())
+}
+
+// TestMintedTokensFitTheBound: a token with every field at its limit stays under MaxTokenBytes,
+// so the bound refuses only what mint never signs.
+func TestMintedTokensFitTheBound(t *testing.T) {
+	k := testKeys(t)
+	c := validClaims(time.Now())
+	eu := strings.Repeat("\U0001F600", 256) // 256 characters of 4 bytes each
+	avatar := "https://a.example/" + strings.Repeat("a", maxAvatarURL-len("https://a.example/"))
+	c.ExternalUserID, c.IdentityUserID, c.Name, c.AvatarURL = eu, eu, strings.Repeat("é", maxUserName), &avatar
+	c.Subject, c.SplatID, c.Capabilities = strings.Repeat("a", 24), strings.Repeat("b", 24), []string{TypeEditor}
+	tok, err := k.Sign(c)
+	require.NoError(t, err)
+	require.Less(t, len(tok), MaxTokenBytes, "%d bytes", len(tok))
+	t.Logf("largest token: %d bytes", len(tok))
+	_, err = k.Parse(tok)
+	require.NoError(t, err)
 }
 
 func TestNewKeysNeedsAKey(t *testing.T) {

@@ -401,6 +401,13 @@ func notifyIntegration(ctx context.Context, tx *ent.Tx, id string) error {
 	return err
 }
 
+// notifyCustomer tells every process to drop the cached status of one customer (sessions
+// scoped to the customer check it at every use). Delivered only if tx commits.
+func notifyCustomer(ctx context.Context, tx *ent.Tx, integrationID, eu string) error {
+	_, err := tx.ExecContext(ctx, "SELECT pg_notify($1, $2)", integrationsChannel, customerNoticePrefix+integrationID+":"+eu)
+	return err
+}
+
 func accountJSON(a *ent.Account) fiber.Map {
 	return fiber.Map{
 		"id": a.ID, "name": a.Name, "plan": a.Plan, "storageBundleBytes": a.StorageBundleBytes,

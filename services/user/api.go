@@ -207,8 +207,15 @@ func (s *Service) putTx(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, e
 	if err != nil {
 		return err
 	}
+	before := u.Status
 	if u, err = applyPatch(ctx, u, p); err != nil {
 		return err
+	}
+	if u.Status != before {
+		// Sessions scoped to this customer check the status at every use, from the caches.
+		if err := notifyCustomer(ctx, tx, caller.IntegrationID, eu); err != nil {
+			return err
+		}
 	}
 	*out, *fx, err = applyLifecycle(ctx, tx, caller, u, p, time.Now().UTC().Truncate(time.Microsecond))
 	return err

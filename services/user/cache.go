@@ -16,8 +16,17 @@ import (
 )
 
 // integrationsChannel is the Postgres NOTIFY channel every change to an integration is
-// announced on, so each process drops its cached copy.
+// announced on, so each process drops its cached copy. A change of a customer's status is
+// announced on it too, with a payload of customerNoticePrefix + integration id + ":" + EU, so
+// that each process drops that customer's entry only.
 const integrationsChannel = "splathost_integrations"
+
+// customerNoticePrefix marks a notification about one customer's status.
+const customerNoticePrefix = "customer:"
+
+// DefaultCacheBytes is the memory budget of an Integrations cache: about 40 000 integrations
+// with both of their keys cached, far more than the processes of one deployment serve.
+const DefaultCacheBytes = 32 << 20
 
 // Integration is the part of an integration authentication needs.
 type Integration struct {
@@ -31,87 +40,155 @@ type Integration struct {
 	Revoked      bool
 }
 
-// Integrations answers "which integration holds this key?" from memory, so authenticating a
-// request costs no database round trip. Entries (including "no such key") live until a NOTIFY
-// on integrationsChannel says something changed; while the LISTEN connection is down the cache
+// cost approximates the bytes in holds (the struct and what its fields point to).
+func (in *Integration) cost() int64 {
+	n := 128 + len(in.ID) + len(in.AccountID) + len(in.ProductSlug) + len(in.PublicKey) + len(in.SecretHash)
+	for _, c := range in.Capabilities {
+		n += 16 + len(c)
+	}
+	return int64(n)
+}
+
+// cached is one cache entry: an integration (by public key or secret hash) or a customer's
+// status (by integration and EU).
+type cached struct {
+	in     *Integration
+	active bool
+}
+
+// Cache key prefixes: one byte budget holds the three kinds of entry.
+const (
+	keyPublic   = "p:"
+	keySecret   = "s:"
+	keyCustomer = "c:"
+)
+
+// Integrations answers "which integration holds this key?" and "is this customer active?" from
+// memory, so authenticating a request costs no database round trip. Only rows that exist are
+// cached: a key that matches nothing is looked up every time (malformed keys never are, see
+// ValidPublicKey), so what unauthenticated callers send cannot fill the cache. The cache is
+// bounded by bytes and evicts its least recently used entries when full. Entries live until a
+// NOTIFY on integrationsChannel says something changed (or the process that made the change
+// drops them itself, see Flush and DropCustomer); while the LISTEN connection is down the cache
 // is bypassed, because a missed notification would let a revoked key keep working.
 type Integrations struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
 
-	mu       sync.RWMutex
-	byPublic map[string]*Integration // nil value: known not to exist
-	bySecret map[string]*Integration // keyed by string(hash)
-	gen      uint64                  // bumped on every flush; stale loads are not cached
-	live     atomic.Bool             // LISTEN connection is up
-	loads    atomic.Int64            // database lookups, for tests and metrics
+	mu      sync.Mutex // an LRU read moves the entry, so every access writes
+	entries *byteLRU[cached]
+	gen     uint64        // bumped on every invalidation; loads that raced one are not cached
+	live    atomic.Bool   // LISTEN connection is up
+	backend atomic.Uint32 // backend pid of the LISTEN connection, for tests and diagnostics
+	loads   atomic.Int64  // database lookups, for tests and metrics
 	// load reads one integration; the database query in production.
 	load func(ctx context.Context, where string, arg any) (*Integration, error)
+	// loadCustomer reads a customer's status; found is false when there is no such customer.
+	loadCustomer func(ctx context.Context, integrationID, eu string) (active, found bool, err error)
+	// health is how the LISTEN connection is checked (db.Listener's fields; zero: defaults).
+	healthEvery, healthTimeout time.Duration
 }
 
-// NewIntegrations returns a cache over pool; call Listen to enable caching.
+// NewIntegrations returns a cache over pool with the DefaultCacheBytes budget; call Listen to
+// enable caching.
 func NewIntegrations(pool *pgxpool.Pool, log *slog.Logger) *Integrations {
-	s := &Integrations{pool: pool, log: log, byPublic: map[string]*Integration{}, bySecret: map[string]*Integration{}}
+	s := &Integrations{pool: pool, log: log, entries: newByteLRU[cached](DefaultCacheBytes)}
 	s.load = s.loadRow
+	s.loadCustomer = s.loadCustomerRow
 	return s
+}
+
+// SetMaxBytes changes the cache's memory budget (tests, and operators through configuration).
+// Call it before the cache is used.
+func (s *Integrations) SetMaxBytes(n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.entries = newByteLRU[cached](n)
+}
+
+// SetHealthCheck changes how often an idle LISTEN connection is checked and how long the check
+// may take (see db.Listener). Call it before Listen.
+func (s *Integrations) SetHealthCheck(every, timeout time.Duration) {
+	s.healthEvery, s.healthTimeout = every, timeout
 }
 
 // ByPublicKey returns the integration owning publicKey, or nil when there is none.
 func (s *Integrations) ByPublicKey(ctx context.Context, publicKey string) (*Integration, error) {
-	if s.live.Load() {
-		s.mu.RLock()
-		in, ok := s.byPublic[publicKey]
-		gen := s.gen
-		s.mu.RUnlock()
-		if ok {
-			return in, nil
-		}
-		s.loads.Add(1)
-		in, err := s.load(ctx, "public_key = $1", publicKey)
-		if err != nil {
-			return nil, err
-		}
-		// A header value from Fiber aliases a buffer fasthttp reuses for the next request; a map
-		// key must own its bytes or the map silently corrupts.
-		key := strings.Clone(publicKey)
-		s.store(gen, func() { s.byPublic[key] = in })
-		return in, nil
+	if !ValidPublicKey(publicKey) {
+		return nil, nil
 	}
-	s.loads.Add(1)
-	return s.load(ctx, "public_key = $1", publicKey)
+	// A header value from Fiber aliases a buffer fasthttp reuses for the next request; a map
+	// key must own its bytes or the map silently corrupts (the concatenation copies).
+	return s.integration(ctx, keyPublic+publicKey, "public_key = $1", publicKey)
 }
 
 // BySecret returns the integration whose secret key is secret, or nil when there is none.
 func (s *Integrations) BySecret(ctx context.Context, secret string) (*Integration, error) {
-	hash := HashSecret(secret)
-	if s.live.Load() {
-		key := string(hash)
-		s.mu.RLock()
-		in, ok := s.bySecret[key]
-		gen := s.gen
-		s.mu.RUnlock()
-		if ok {
-			return in, nil
-		}
-		s.loads.Add(1)
-		in, err := s.load(ctx, "secret_hash = $1", hash)
-		if err != nil {
-			return nil, err
-		}
-		s.store(gen, func() { s.bySecret[key] = in })
-		return in, nil
+	if !ValidSecretKey(secret) {
+		return nil, nil
 	}
-	s.loads.Add(1)
-	return s.load(ctx, "secret_hash = $1", hash)
+	hash := HashSecret(secret)
+	return s.integration(ctx, keySecret+string(hash), "secret_hash = $1", hash)
 }
 
-// store caches a loaded entry unless a flush happened since the load began, which would mean
-// the loaded row may already be stale.
-func (s *Integrations) store(gen uint64, put func()) {
+func (s *Integrations) integration(ctx context.Context, key, where string, arg any) (*Integration, error) {
+	if !s.live.Load() {
+		s.loads.Add(1)
+		return s.load(ctx, where, arg)
+	}
+	s.mu.Lock()
+	e, ok := s.entries.get(key)
+	gen := s.gen
+	s.mu.Unlock()
+	if ok {
+		return e.in, nil
+	}
+	s.loads.Add(1)
+	in, err := s.load(ctx, where, arg)
+	if err != nil || in == nil {
+		return in, err // a miss is never cached: it would let any caller fill the cache
+	}
+	s.store(gen, key, cached{in: in}, in.cost())
+	return in, nil
+}
+
+// CustomerActive reports whether the integration's customer eu exists and is active: a session
+// scoped to a customer checks it on every use, so that deactivating the customer takes its
+// editing rights away at once (an inactive customer's session may only view).
+func (s *Integrations) CustomerActive(ctx context.Context, integrationID, eu string) (bool, error) {
+	if !s.live.Load() {
+		s.loads.Add(1)
+		active, _, err := s.loadCustomer(ctx, integrationID, eu)
+		return active, err
+	}
+	key := customerKey(integrationID, eu)
+	s.mu.Lock()
+	e, ok := s.entries.get(key)
+	gen := s.gen
+	s.mu.Unlock()
+	if ok {
+		return e.active, nil
+	}
+	s.loads.Add(1)
+	active, found, err := s.loadCustomer(ctx, integrationID, eu)
+	if err != nil || !found {
+		return false, err
+	}
+	s.store(gen, key, cached{active: active}, 0)
+	return active, nil
+}
+
+func customerKey(integrationID, eu string) string {
+	return keyCustomer + integrationID + "\x00" + eu
+}
+
+// store caches a loaded entry unless an invalidation happened since the load began, which would
+// mean the loaded row may already be stale.
+func (s *Integrations) store(gen uint64, key string, e cached, cost int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.gen == gen && len(s.byPublic)+len(s.bySecret) < 100_000 {
-		put()
+	if s.gen == gen {
+		s.entries.put(key, e, cost)
 	}
 }
 
@@ -131,24 +208,78 @@ func (s *Integrations) loadRow(ctx context.Context, where string, arg any) (*Int
 	return &in, nil
 }
 
-// Flush drops every cached entry.
+func (s *Integrations) loadCustomerRow(ctx context.Context, integrationID, eu string) (active, found bool, err error) {
+	var status string
+	err = s.pool.QueryRow(ctx, `SELECT status FROM external_users WHERE integration_id = $1 AND external_user_id = $2`,
+		integrationID, eu).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	return status == "active", true, nil
+}
+
+// Flush drops every cached entry. The process that changed an integration calls it before
+// answering, so its own next request sees the change (read-your-writes); the others hear the
+// NOTIFY.
 func (s *Integrations) Flush() {
 	s.mu.Lock()
-	s.byPublic = map[string]*Integration{}
-	s.bySecret = map[string]*Integration{}
+	s.entries.clear()
 	s.gen++
 	s.mu.Unlock()
 }
 
-// Listen keeps the cache's LISTEN connection until ctx ends, flushing the cache on every
-// notification and on every reconnect. It returns when ctx is done.
-func (s *Integrations) Listen(ctx context.Context) {
-	db.Listen(ctx, s.pool, db.Listener{Channel: integrationsChannel, OnConnect: s.Flush,
-		OnNotify: func(string) { s.Flush() }, Live: &s.live, Log: s.log})
+// DropCustomer drops the cached status of the integration's customer eu; the process that
+// changed it calls it before answering.
+func (s *Integrations) DropCustomer(integrationID, eu string) {
+	s.mu.Lock()
+	s.entries.remove(customerKey(integrationID, eu))
+	s.gen++
+	s.mu.Unlock()
 }
 
-// Loads is how many times an integration was read from the database.
+// notified applies one notification: a customer's status, or anything about integrations.
+func (s *Integrations) notified(payload string) {
+	if rest, ok := strings.CutPrefix(payload, customerNoticePrefix); ok {
+		if integrationID, eu, ok := strings.Cut(rest, ":"); ok {
+			s.DropCustomer(integrationID, eu)
+			return
+		}
+	}
+	s.Flush()
+}
+
+// Listen keeps the cache's LISTEN connection until ctx ends, flushing the cache on every
+// notification and on every reconnect. An idle connection is checked every few seconds (see
+// db.Listener), so a connection that died without closing is replaced, and the cache flushed,
+// within db.DefaultHealthEvery + db.DefaultHealthTimeout. It returns when ctx is done.
+func (s *Integrations) Listen(ctx context.Context) {
+	db.Listen(ctx, s.pool, db.Listener{Channel: integrationsChannel, OnConnect: s.Flush,
+		OnNotify: s.notified, Live: &s.live, Backend: &s.backend, Log: s.log,
+		HealthEvery: s.healthEvery, HealthTimeout: s.healthTimeout})
+}
+
+// Loads is how many times an integration or customer was read from the database.
 func (s *Integrations) Loads() int64 { return s.loads.Load() }
 
 // Live reports whether the cache is in use (its LISTEN connection is up).
 func (s *Integrations) Live() bool { return s.live.Load() }
+
+// Bytes is the memory the cached entries are accounted at; it never exceeds the budget.
+func (s *Integrations) Bytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.entries.used
+}
+
+// Len is the number of cached entries.
+func (s *Integrations) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.entries.len()
+}
+
+// ListenerBackend is the Postgres backend pid of the LISTEN connection (0 while there is none).
+func (s *Integrations) ListenerBackend() uint32 { return s.backend.Load() }

@@ -179,6 +179,9 @@ func deleteCustomer(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, eu st
 	up := u.Update().SetStatus(externaluser.StatusDeleted).SetUsedBytes(0).SetSplatCount(0)
 	if u.DeletedAt == nil || u.Status != externaluser.StatusDeleted {
 		up.SetDeletedAt(now)
+		if err := notifyCustomer(ctx, tx, caller.IntegrationID, eu); err != nil {
+			return nil, err
+		}
 	}
 	if del.customer, err = up.Save(ctx); err != nil {
 		return nil, err

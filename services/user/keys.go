@@ -16,9 +16,56 @@ const (
 	PublicKeyPrefix = "mpk_"
 )
 
+// keyRandomBytes is the randomness of every key; keyTokenLen is its unpadded base64url length.
+const (
+	keyRandomBytes = 32
+	keyTokenLen    = (keyRandomBytes*8 + 5) / 6 // 43
+)
+
 // newKeyPair makes a public key and a secret key, each carrying 256 random bits.
 func newKeyPair() (publicKey, secretKey string) {
-	return PublicKeyPrefix + randomToken(32), SecretKeyPrefix + randomToken(32)
+	return PublicKeyPrefix + randomToken(keyRandomBytes), SecretKeyPrefix + randomToken(keyRandomBytes)
+}
+
+// ValidPublicKey reports whether s has the shape newKeyPair gives a public key: mpk_ and 43
+// characters of unpadded base64url encoding 32 bytes. Anything else cannot exist, so it is
+// refused before any lookup: an unauthenticated caller must not make us query, hash or cache
+// whatever a header can hold.
+func ValidPublicKey(s string) bool { return validKey(s, PublicKeyPrefix) }
+
+// ValidSecretKey is ValidPublicKey for a secret key (msk_).
+func ValidSecretKey(s string) bool { return validKey(s, SecretKeyPrefix) }
+
+func validKey(s, prefix string) bool {
+	if len(s) != len(prefix)+keyTokenLen || s[:len(prefix)] != prefix {
+		return false
+	}
+	tok := s[len(prefix):]
+	for i := 0; i < len(tok); i++ {
+		if base64URLValue(tok[i]) < 0 {
+			return false
+		}
+	}
+	// 256 bits fill 42 characters and 4 bits of the 43rd: its 2 low bits are always zero in
+	// what the encoder writes (the canonical encoding).
+	return base64URLValue(tok[len(tok)-1])&3 == 0
+}
+
+// base64URLValue is c's value in the base64url alphabet, or -1.
+func base64URLValue(c byte) int {
+	switch {
+	case c >= 'A' && c <= 'Z':
+		return int(c - 'A')
+	case c >= 'a' && c <= 'z':
+		return int(c-'a') + 26
+	case c >= '0' && c <= '9':
+		return int(c-'0') + 52
+	case c == '-':
+		return 62
+	case c == '_':
+		return 63
+	}
+	return -1
 }
 
 func randomToken(n int) string {
@@ -45,9 +92,16 @@ func secretMatches(secret string, hash []byte) bool {
 // does not tell whether the public key exists.
 var dummyHash = HashSecret("msk_unknown")
 
+// errInvalidCredentials is every failed key check: malformed, unknown, or not matching.
+var errInvalidCredentials = apperr.Unauthorized("invalid credentials")
+
 // Authenticate resolves a secret + public key pair. Both must belong to the same integration,
 // else 401; a revoked integration answers 410 only to a caller holding its valid secret.
 func (s *Integrations) Authenticate(ctx context.Context, publicKey, secret string) (*Integration, error) {
+	if !ValidPublicKey(publicKey) || !ValidSecretKey(secret) {
+		// The same answer as an unknown key: the shape of a key is public, nothing else is told.
+		return nil, errInvalidCredentials
+	}
 	in, err := s.ByPublicKey(ctx, publicKey)
 	if err != nil {
 		return nil, apperr.Internal(err)
@@ -59,7 +113,7 @@ func (s *Integrations) Authenticate(ctx context.Context, publicKey, secret strin
 	if !secretMatches(secret, hash) || in == nil {
 		// The public key is not a secret; naming it helps an operator see who is failing.
 		s.log.DebugContext(ctx, "authentication failed", "publicKey", publicKey, "knownPublicKey", in != nil)
-		return nil, apperr.Unauthorized("invalid credentials")
+		return nil, errInvalidCredentials
 	}
 	if in.Revoked {
 		return nil, apperr.Gone("integration revoked")
@@ -69,12 +123,15 @@ func (s *Integrations) Authenticate(ctx context.Context, publicKey, secret strin
 
 // AuthenticateSecret resolves a secret bearer (embed-session minting).
 func (s *Integrations) AuthenticateSecret(ctx context.Context, secret string) (*Integration, error) {
+	if !ValidSecretKey(secret) {
+		return nil, errInvalidCredentials
+	}
 	in, err := s.BySecret(ctx, secret)
 	if err != nil {
 		return nil, apperr.Internal(err)
 	}
 	if in == nil {
-		return nil, apperr.Unauthorized("invalid credentials")
+		return nil, errInvalidCredentials
 	}
 	if in.Revoked {
 		return nil, apperr.Gone("integration revoked")

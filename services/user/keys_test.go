@@ -64,3 +64,38 @@ func TestNewKeyPair(t *testing.T) {
 	require.Equal(t, "msk_", SecretKeyPrefix)
 	require.Equal(t, "mpk_", PublicKeyPrefix)
 }
+
+func TestKeyShape(t *testing.T) {
+	for i := 0; i < 200; i++ {
+		pk, sk := newKeyPair()
+		require.True(t, ValidPublicKey(pk), pk)
+		require.True(t, ValidSecretKey(sk), sk)
+		require.False(t, ValidPublicKey(sk), "a secret key is not a public key")
+		require.False(t, ValidSecretKey(pk), "a public key is not a secret key")
+	}
+	pk, _ := newKeyPair()
+	tok := pk[len(PublicKeyPrefix):]
+	for _, tc := range []struct{ name, key string }{
+		{"empty", ""},
+		{"prefix only", "mpk_"},
+		{"no prefix", tok},
+		{"other prefix", "mpx_" + tok},
+		{"upper-case prefix", "MPK_" + tok},
+		{"one short", pk[:len(pk)-1]},
+		{"one long", pk + "A"},
+		{"oversized", PublicKeyPrefix + strings.Repeat("A", 15000)},
+		{"padding", pk[:len(pk)-1] + "="},
+		{"standard base64 alphabet", PublicKeyPrefix + strings.Repeat("+", keyTokenLen-1) + "A"},
+		{"slash", PublicKeyPrefix + strings.Repeat("/", keyTokenLen-1) + "A"},
+		{"space", PublicKeyPrefix + strings.Repeat(" ", keyTokenLen-1) + "A"},
+		{"NUL", PublicKeyPrefix + strings.Repeat("\x00", keyTokenLen-1) + "A"},
+		{"non-ASCII", PublicKeyPrefix + strings.Repeat("é", keyTokenLen/2) + "A"},
+		{"non-canonical last character", PublicKeyPrefix + strings.Repeat("A", keyTokenLen-1) + "B"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.False(t, ValidPublicKey(tc.key))
+			require.False(t, ValidSecretKey(strings.Replace(tc.key, "mpk_", "msk_", 1)))
+		})
+	}
+	require.True(t, ValidPublicKey(PublicKeyPrefix+strings.Repeat("_", keyTokenLen-1)+"w"))
+}
