@@ -47,8 +47,7 @@ func editorScope(c *fiber.Ctx) error {
 			With("code", "AUTH_REQUIRED")
 	}
 	if caller.CustomerInactive() && c.Method() != fiber.MethodGet {
-		return apperr.Forbidden("this customer is inactive: the session may view, not save, upload or publish").
-			With("code", "CUSTOMER_INACTIVE")
+		return apperr.Forbidden("this customer is inactive: the session may view, not save, upload or publish")
 	}
 	httpx.AdmitSessionAsKey(c)
 	return c.Next()

@@ -1,0 +1,252 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/splathost/splathost/internal/db"
+	"github.com/splathost/splathost/services/user"
+)
+
+// garbageKey returns the i-th of a family of keys no integration holds: oversized, of a wrong
+// alphabet, or of exactly the right shape but unknown.
+func garbageKey(prefix string, i int) string {
+	switch i % 4 {
+	case 0:
+		return prefix + strings.Repeat(fmt.Sprintf("%08d", i), 1800) // ~14 KB, under the header limit
+	case 1:
+		return prefix + strings.Repeat("+/=", 14) + fmt.Sprintf("%x", i%16) // wrong alphabet, right length
+	case 2:
+		return fmt.Sprintf("%s%043d", prefix, i)[:len(prefix)+42] + "A" // right shape, unknown
+	default:
+		return fmt.Sprintf("x%d", i) // no prefix
+	}
+}
+
+// TestGarbageKeysNeitherLoadNorGrowTheCache is issue 12's unauthenticated memory exhaustion:
+// thousands of garbage public keys and secret bearers (oversized, wrong alphabet, right shape
+// but unknown) all answer the 401 envelope of an unknown key, the credential cache does not grow
+// by a byte, and real keys are still served from it afterwards.
+func TestGarbageKeysNeitherLoadNorGrowTheCache(t *testing.T) {
+	a := newTenant(t)
+	ints := env.Process.Integrations
+	require.Equal(t, 200, do(t, "PUT", "/api/v1/external-user", a.keys("real"), nil).Status)
+
+	const n = 4000
+	type result struct {
+		status int
+		body   string
+	}
+	results := make(chan result, n)
+	var wg sync.WaitGroup
+	var bytesMax int64
+	var mu sync.Mutex
+	jobs := make(chan int)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				var req *http.Request
+				switch (i / 4) % 3 {
+				case 0: // a garbage public key with a well-formed (unknown) secret
+					req, _ = http.NewRequest("GET", env.URL+"/api/v1/splats/trending", nil)
+					req.Header.Set("Authorization", "Bearer "+garbageKey(user.SecretKeyPrefix, 2))
+					req.Header.Set("X-Service-Public-Key", garbageKey(user.PublicKeyPrefix, i))
+				case 1: // a real public key with a garbage secret
+					req, _ = http.NewRequest("GET", env.URL+"/api/v1/splats/trending", nil)
+					req.Header.Set("Authorization", "Bearer "+garbageKey(user.SecretKeyPrefix, i))
+					req.Header.Set("X-Service-Public-Key", a.PublicKey)
+				default: // a garbage secret bearer where sessions are minted
+					req, _ = http.NewRequest("POST", env.URL+"/api/editor/embed-sessions", strings.NewReader(`{"publicKey":"`+a.PublicKey+`"}`))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Authorization", "Bearer "+garbageKey(user.SecretKeyPrefix, i))
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					results <- result{status: -1, body: err.Error()}
+					continue
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				results <- result{status: resp.StatusCode, body: string(body)}
+				mu.Lock()
+				bytesMax = max(bytesMax, ints.Bytes())
+				mu.Unlock()
+			}
+		}()
+	}
+	before, lenBefore := ints.Bytes(), ints.Len()
+	for i := 0; i < n; i++ {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	close(results)
+	for r := range results {
+		require.Equal(t, 401, r.status, r.body)
+		require.Contains(t, r.body, `"status":"error"`)
+		require.Contains(t, r.body, `"message":"`)
+	}
+	// Other tests' integrations may be cached meanwhile, but n misses would be far above this.
+	require.LessOrEqual(t, ints.Len(), lenBefore+8, "misses are never cached")
+	require.Less(t, bytesMax, before+16<<10, "the cache does not grow with garbage")
+
+	// The real keys still work, from the cache.
+	require.Eventually(t, func() bool {
+		loads := ints.Loads()
+		for i := 0; i < 3; i++ {
+			require.Equal(t, 200, do(t, "GET", "/api/v1/external-user", a.keys("real"), nil).Status)
+		}
+		return ints.Loads() == loads
+	}, 10*time.Second, 50*time.Millisecond)
+	// A well-formed unknown key is one database lookup and the unknown key's answer; a malformed
+	// one is refused before any lookup.
+	loads := ints.Loads()
+	requireEnvelope(t, do(t, "GET", "/api/v1/external-user", map[string]string{"Authorization": "Bearer " + a.SecretKey,
+		"X-Service-Public-Key": garbageKey(user.PublicKeyPrefix, 0)}, nil), 401)
+	require.Equal(t, loads, ints.Loads(), "a malformed key is never looked up")
+}
+
+// TestSessionRightsAreCheckedAtUse: an editor session minted while its integration had the
+// editor capability and its customer was active loses the right to save at once when either
+// changes; an inactive customer's session still views. The integrator's own REST calls for the
+// inactive customer stay allowed. Through the in-process gateway and the split one.
+func TestSessionRightsAreCheckedAtUse(t *testing.T) {
+	s := startSplit(t)
+	for _, gw := range []struct{ name, url string }{{"in-process", env.URL}, {"split", s.gatewayURL}} {
+		t.Run(gw.name, func(t *testing.T) {
+			at := func(method, path string, h map[string]string, body any) int {
+				return doAt(t, gw.url, method, path, h, body).Status
+			}
+			a := newTenant(t)
+			id := newScene(t, a, "eda", 2)["id"].(string)
+			ed := sessionHeaders(editorToken(t, a, "eda"))
+			save := func() int { return at("PATCH", editorPath("/splats/"+id), ed, map[string]any{"title": "saved"}) }
+			require.Equal(t, 200, save())
+
+			// The operator takes the editor capability away: the next save is refused.
+			r := doAt(t, gw.url, "PATCH", "/admin/v1/integrations/"+a.IntegrationID, admin(), map[string]any{"capabilities": []string{"viewer"}})
+			require.Equal(t, 200, r.Status, string(r.Raw))
+			requireEnvelope(t, doAt(t, gw.url, "PATCH", editorPath("/splats/"+id), ed, map[string]any{"title": "x"}), 403)
+			r = doAt(t, gw.url, "PATCH", "/admin/v1/integrations/"+a.IntegrationID, admin(), map[string]any{"capabilities": []string{"viewer", "editor"}})
+			require.Equal(t, 200, r.Status, string(r.Raw))
+			require.Equal(t, 200, save())
+
+			// The integrator deactivates the customer: save, upload, commit and publish are refused
+			// at once; viewing still works.
+			r = doAt(t, gw.url, "PUT", "/api/v1/external-user", a.keys("eda"), map[string]any{"status": "inactive"})
+			require.Equal(t, 200, r.Status, string(r.Raw))
+			for _, rt := range editorRoutes(id) {
+				if rt.method == "GET" {
+					continue
+				}
+				r := doAt(t, gw.url, rt.method, rt.path, ed, rt.body)
+				requireEnvelope(t, r, 403)
+				require.Contains(t, r.Body["message"], "inactive", "%s %s", rt.method, rt.path)
+			}
+			requireEnvelope(t, doAt(t, gw.url, "PATCH", editorPath("/splats/"+id), ed, map[string]any{"visibility": "public"}), 403)
+			r = doAt(t, gw.url, "GET", "/api/embed/splats/"+id, ed, nil)
+			require.Equal(t, 200, r.Status, string(r.Raw))
+			require.Equal(t, "saved", splatOf(r)["title"], "nothing written after the deactivation")
+			// REST calls the integrator makes for the inactive customer stay allowed.
+			r = doAt(t, gw.url, "PATCH", splatPath(id), a.keys("eda"), map[string]any{"title": "by the integrator"})
+			require.Equal(t, 200, r.Status, string(r.Raw))
+
+			// Active again: the same session saves again.
+			require.Equal(t, 200, at("PUT", "/api/v1/external-user", a.keys("eda"), map[string]any{"status": "active"}))
+			require.Equal(t, 200, save())
+			// A deleted customer's session may not save either.
+			require.Equal(t, 200, at("DELETE", "/api/v1/external-user", a.keys("eda"), nil))
+			requireEnvelope(t, doAt(t, gw.url, "PATCH", editorPath("/splats/"+id), ed, map[string]any{"title": "x"}), 403)
+		})
+	}
+}
+
+// TestRevocationAndRotationAreReadYourWrites: a call made right after the revoke or rotate
+// answer, with the old keys, through the gateway that forwarded the admin call, never gets in.
+// The split gateway hears the change only over NOTIFY from the user service's process unless it
+// drops the integration itself before answering.
+func TestRevocationAndRotationAreReadYourWrites(t *testing.T) {
+	s := startSplit(t)
+	for _, gw := range []struct{ name, url string }{{"in-process", env.URL}, {"split", s.gatewayURL}} {
+		t.Run(gw.name, func(t *testing.T) {
+			rotating := newTenant(t)
+			for i := 0; i < 200; i++ {
+				if i%2 == 0 {
+					require.Equal(t, 200, doAt(t, gw.url, "GET", "/api/v1/splats/trending", rotating.keys(""), nil).Status)
+					r := doAt(t, gw.url, "POST", "/admin/v1/integrations/"+rotating.IntegrationID+"/rotate", admin(), nil)
+					require.Equal(t, 200, r.Status, string(r.Raw))
+					requireEnvelope(t, doAt(t, gw.url, "GET", "/api/v1/splats/trending", rotating.keys(""), nil), 401)
+					rotating.SecretKey = r.Body["integration"].(map[string]any)["secretKey"].(string)
+					continue
+				}
+				a := newIntegration(t, rotating.AccountID, nil)
+				require.Equal(t, 200, doAt(t, gw.url, "GET", "/api/v1/splats/trending", a.keys(""), nil).Status)
+				require.Equal(t, 200, doAt(t, gw.url, "POST", "/admin/v1/integrations/"+a.IntegrationID+"/revoke", admin(), nil).Status)
+				requireEnvelope(t, doAt(t, gw.url, "GET", "/api/v1/splats/trending", a.keys(""), nil), 410)
+			}
+		})
+	}
+}
+
+// TestListenerReplacesAHalfOpenConnection: a LISTEN connection whose backend stops answering
+// (frozen with SIGSTOP, as a half-open TCP connection behaves) is detected by the listener's
+// health check within db.DefaultHealthEvery + db.DefaultHealthTimeout, replaced, and the cache
+// flushed, so a revocation it missed is in force within that bound; a terminated backend is
+// replaced at once.
+func TestListenerReplacesAHalfOpenConnection(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ints := user.NewIntegrations(env.Process.DB.Pool, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	go ints.Listen(ctx)
+	require.Eventually(t, ints.Live, 10*time.Second, 20*time.Millisecond)
+
+	a := newTenant(t)
+	lookup := func() *user.Integration {
+		in, err := ints.ByPublicKey(ctx, a.PublicKey)
+		require.NoError(t, err)
+		require.NotNil(t, in)
+		return in
+	}
+	// Cached once nothing more is announced (the NOTIFY of the creation may still arrive).
+	require.Eventually(t, func() bool {
+		lookup()
+		loads := ints.Loads()
+		lookup()
+		return ints.Loads() == loads
+	}, 5*time.Second, 20*time.Millisecond)
+	require.False(t, lookup().Revoked)
+
+	pid := int(ints.ListenerBackend())
+	require.NotZero(t, pid)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	frozen := time.Now()
+	// The revocation's NOTIFY is never delivered on the frozen connection.
+	require.Equal(t, 200, do(t, "POST", "/admin/v1/integrations/"+a.IntegrationID+"/revoke", admin(), nil).Status)
+	bound := db.DefaultHealthEvery + db.DefaultHealthTimeout
+	require.Eventually(t, func() bool { return lookup().Revoked }, bound+2*time.Second, 50*time.Millisecond,
+		"a revocation missed by a dead LISTEN connection is in force within the health check's bound")
+	t.Logf("revocation in force %s after the connection froze (bound %s)", time.Since(frozen).Round(time.Millisecond), bound)
+	require.Eventually(t, func() bool { return ints.Live() && int(ints.ListenerBackend()) != pid }, bound, 20*time.Millisecond,
+		"a new LISTEN connection")
+	require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
+
+	// A terminated backend is noticed at once and replaced.
+	pid = int(ints.ListenerBackend())
+	var terminated bool
+	require.NoError(t, env.Process.DB.Pool.QueryRow(ctx, "SELECT pg_terminate_backend($1)", pid).Scan(&terminated))
+	require.True(t, terminated)
+	require.Eventually(t, func() bool { return ints.Live() && int(ints.ListenerBackend()) != pid }, 5*time.Second, 20*time.Millisecond)
+}
