@@ -98,7 +98,7 @@ func NewIntegrations(pool *pgxpool.Pool, log *slog.Logger) *Integrations {
 	return s
 }
 
-// SetMaxBytes changes the cache's memory budget (tests, and operators through configuration).
+// SetMaxBytes changes the cache's memory budget (tests; the binaries keep DefaultCacheBytes).
 // Call it before the cache is used.
 func (s *Integrations) SetMaxBytes(n int64) {
 	s.mu.Lock()
@@ -107,7 +107,8 @@ func (s *Integrations) SetMaxBytes(n int64) {
 }
 
 // SetHealthCheck changes how often an idle LISTEN connection is checked and how long the check
-// may take (see db.Listener). Call it before Listen.
+// may take (see db.Listener; the binaries keep the defaults, whose sum is the documented bound).
+// Call it before Listen.
 func (s *Integrations) SetHealthCheck(every, timeout time.Duration) {
 	s.healthEvery, s.healthTimeout = every, timeout
 }
