@@ -204,13 +204,16 @@ func TestRevocationAndRotationAreReadYourWrites(t *testing.T) {
 
 // TestListenerReplacesAHalfOpenConnection: a LISTEN connection whose backend stops answering
 // (frozen with SIGSTOP, as a half-open TCP connection behaves) is detected by the listener's
-// health check within db.DefaultHealthEvery + db.DefaultHealthTimeout, replaced, and the cache
-// flushed, so a revocation it missed is in force within that bound; a terminated backend is
-// replaced at once.
+// health check within HealthEvery + HealthTimeout (db.DefaultHealthEvery + DefaultHealthTimeout
+// in the binaries; shorter here to keep the suite fast), replaced, and the cache flushed, so a
+// revocation it missed is in force within that bound; a terminated backend is replaced at once.
 func TestListenerReplacesAHalfOpenConnection(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	ints := user.NewIntegrations(env.Process.DB.Pool, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	const every, timeout = 1500 * time.Millisecond, time.Second
+	require.Less(t, every+timeout, db.DefaultHealthEvery+db.DefaultHealthTimeout)
+	ints.SetHealthCheck(every, timeout)
 	go ints.Listen(ctx)
 	require.Eventually(t, ints.Live, 10*time.Second, 20*time.Millisecond)
 
@@ -237,8 +240,8 @@ func TestListenerReplacesAHalfOpenConnection(t *testing.T) {
 	frozen := time.Now()
 	// The revocation's NOTIFY is never delivered on the frozen connection.
 	require.Equal(t, 200, do(t, "POST", "/admin/v1/integrations/"+a.IntegrationID+"/revoke", admin(), nil).Status)
-	bound := db.DefaultHealthEvery + db.DefaultHealthTimeout
-	require.Eventually(t, func() bool { return lookup().Revoked }, bound+2*time.Second, 50*time.Millisecond,
+	bound := every + timeout
+	require.Eventually(t, func() bool { return lookup().Revoked }, bound+time.Second, 20*time.Millisecond,
 		"a revocation missed by a dead LISTEN connection is in force within the health check's bound")
 	t.Logf("revocation in force %s after the connection froze (bound %s)", time.Since(frozen).Round(time.Millisecond), bound)
 	require.Eventually(t, func() bool { return ints.Live() && int(ints.ListenerBackend()) != pid }, bound, 20*time.Millisecond,
