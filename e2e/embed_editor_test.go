@@ -225,11 +225,10 @@ func TestEmbedEditorUploadAndCommitChargeTheCustomer(t *testing.T) {
 	require.Equal(t, 200, r.Status, string(r.Raw))
 	require.Len(t, r.Body["uploads"], 2)
 
-	// A customer deactivated after minting can no longer upload: the session is still valid (it
-	// may view), so the editor route answers 403 for the missing right, checked live.
+	// A customer deactivated after minting can no longer upload: the v1 rule (401), checked live.
 	ensureCustomer(t, a, "uma", map[string]any{"status": "inactive"})
 	requireEnvelope(t, do(t, "POST", editorPath("/uploads/splat-file"), ed,
-		map[string]any{"fileName": "a.splat", "contentType": "application/splat", "fileSize": 32}), 403)
+		map[string]any{"fileName": "a.splat", "contentType": "application/splat", "fileSize": 32}), 401)
 }
 
 // TestEmbedEditorPublishAndDuplicate: a session's first publish of a clone re-checks the scene

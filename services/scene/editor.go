@@ -33,7 +33,9 @@ func (s *Service) registerEditor(r fiber.Router) {
 // actions and gets the 403 AUTH_REQUIRED the editor turns into its authRequired event. The
 // capabilities and the customer's status are those the gateway found at this request, not at
 // mint: an integration that lost the editor capability, or a customer made inactive, loses the
-// right to save, upload and publish at once (403); reading (a clone's progress) stays allowed.
+// right to save and publish at once (403). Uploads, commits and clones of an inactive customer
+// reach the v1 handlers, which refuse them with the spec's 401 from the customer's live row;
+// reading (a clone's progress) stays allowed.
 func editorScope(c *fiber.Ctx) error {
 	caller := httpx.CallerOf(c)
 	if caller == nil || !caller.IsSession() {
@@ -46,8 +48,8 @@ func editorScope(c *fiber.Ctx) error {
 		return apperr.Forbidden("sign in to save, upload or publish: this guest session is read-only").
 			With("code", "AUTH_REQUIRED")
 	}
-	if caller.CustomerInactive() && c.Method() != fiber.MethodGet {
-		return apperr.Forbidden("this customer is inactive: the session may view, not save, upload or publish")
+	if caller.CustomerInactive() && c.Method() == fiber.MethodPatch {
+		return apperr.Forbidden("this customer is inactive: the session may view, not save or publish")
 	}
 	httpx.AdmitSessionAsKey(c)
 	return c.Next()
