@@ -54,12 +54,15 @@ func workerProcess(t *testing.T, queue, logName string) *osexec.Cmd {
 }
 
 // TestCloneSurvivesWorkerKill kills the worker process (SIGKILL) in the middle of copying a
-// 2 000-object LOD folder and starts a new one: the job finishes, the bucket holds exactly the
-// source's objects under the clone (none missing, none extra), and every object copied before
-// the kill is untouched — copied once.
+// 6 000-object LOD folder and starts a new one: the job finishes, the bucket holds exactly the
+// source's objects under the clone (none missing, none extra), every object copied before the
+// kill is untouched — copied once — and the progress a client polls never goes back.
 func TestCloneSurvivesWorkerKill(t *testing.T) {
 	a := newTenant(t)
-	src := lodScene(t, a, "crashy", 2000)
+	// Big enough that the copy outlasts the SDK's first heartbeat flush (4 s) at one copy at a
+	// time, so the kill lands after a poll showed progress.
+	const n = 6000
+	src := lodScene(t, a, "crashy", n)
 	ctx := context.Background()
 	owner := customerRecord(t, a, "crashy")
 
@@ -80,10 +83,16 @@ func TestCloneSurvivesWorkerKill(t *testing.T) {
 
 	require.Eventually(t, func() bool { return len(listKeys(t, prefix)) >= 100 }, time.Minute, 10*time.Millisecond,
 		"the copy starts")
+	// Killed once a poll has shown progress (the SDK sends a heartbeat at once, then one per
+	// 4 s), so a retry starting again from 0 would show as a step back.
+	require.Eventually(t, func() bool {
+		st, err := workflows.DescribeClone(ctx, env.Process.Temporal, wfID, runID)
+		return err == nil && st.Copied > 0
+	}, time.Minute, 20*time.Millisecond, "a poll shows progress")
 	require.NoError(t, first.Process.Kill())
 	_ = first.Wait()
 	atKill := listKeys(t, prefix)
-	require.Less(t, len(atKill), 2000, "killed in the middle of the copy")
+	require.Less(t, len(atKill), n, "killed in the middle of the copy")
 	st, err := workflows.DescribeClone(ctx, env.Process.Temporal, wfID, runID)
 	require.NoError(t, err)
 	require.True(t, st.Running)
@@ -104,11 +113,11 @@ func TestCloneSurvivesWorkerKill(t *testing.T) {
 
 	// The audit: the job's folder holds exactly the source folder, object for object.
 	after := listKeys(t, prefix)
-	require.Len(t, after, 2000, "no orphan object in the job's folder")
+	require.Len(t, after, n, "no orphan object in the job's folder")
 	srcFolder := *mustScene(t, src["id"].(string)).LodFolderKey + "/"
 	dstFolder := *mustScene(t, in.JobID).LodFolderKey + "/"
 	require.True(t, strings.HasPrefix(dstFolder, prefix))
-	requireSameFolder(t, srcFolder, dstFolder, 2000)
+	requireSameFolder(t, srcFolder, dstFolder, n)
 	for k, at := range atKill {
 		require.True(t, after[k].Equal(at), "%s was copied again after the restart", k)
 	}
