@@ -267,3 +267,17 @@ func TestCopyCloneObjectsRefusesForeignDestinations(t *testing.T) {
 	require.ErrorContains(t, err, "outside the job's folder")
 	require.Empty(t, b.Copies())
 }
+
+// TestCopyCloneObjectsRefusesASingleObjectThatChangedSize: the thumbnail was measured (and
+// reserved) at 7 bytes, then rewritten at 9 before the copy: the copy is refused with 409
+// SOURCE_FILES_MISSING (the job rolls back) rather than held at a size nobody is charged for.
+func TestCopyCloneObjectsRefusesASingleObjectThatChangedSize(t *testing.T) {
+	b := &activitiestest.Bucket{}
+	in, _ := folderPlan(b, 3)
+	b.PutSized(in.Plan.Objects[0].Src, 9)
+	e := ClientErrorOf(runCopy(b, in))
+	require.NotNil(t, e)
+	require.Equal(t, 409, e.Status)
+	require.Equal(t, "SOURCE_FILES_MISSING", e.Extra["code"])
+	require.Contains(t, e.Message, "9 bytes, 7 were reserved")
+}
