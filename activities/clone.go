@@ -243,7 +243,11 @@ func (a *Activities) planClone(src *ent.Scene, remix bool, in PrepareCloneInput)
 	}
 	if src.LevelData != nil {
 		// Assets referenced from levelData (audio, for example) are copied too: every URL of
-		// this integration's key space that is not already part of the plan joins it.
+		// the source owner's own key space that is not already part of the plan joins it.
+		// Anything else — another customer's file, or another integration's — is left as the
+		// text it is and never copied: levelData is free JSON its owner writes, and naming a
+		// key there must not let a clone copy (and so read) objects its caller could not clone.
+		ownPrefix := "i/" + src.IntegrationID + "/u/" + src.OwnerID + "/"
 		refs := 0
 		var err error
 		draft.LevelData, _ = walkStrings(src.LevelData, func(s string) string {
@@ -252,8 +256,8 @@ func (a *Activities) planClone(src *ent.Scene, remix bool, in PrepareCloneInput)
 				return s
 			}
 			if _, planned := mapped[key]; !planned && !(plan.FolderSrc != "" && strings.HasPrefix(key, plan.FolderSrc)) {
-				if _, ok := cloneKey(key, in.IntegrationID, dst); !ok || !safeKey(key) {
-					return s // not an object of this integration: left as it is
+				if _, ok := cloneKey(key, in.IntegrationID, dst); !ok || !safeKey(key) || !strings.HasPrefix(key, ownPrefix) {
+					return s // not an object of the source's owner: left as it is
 				}
 				if refs++; refs > maxLevelDataAssets {
 					err = apperr.Conflict(fmt.Sprintf("levelData references more than %d assets", maxLevelDataAssets))
@@ -365,6 +369,10 @@ func (a *Activities) measure(ctx context.Context, src *ent.Scene, plan *schema.C
 	if n == 0 || folderBytes < src.FileSizeBytes-singles {
 		return 0, 0, sourceFilesMissing(fmt.Sprintf("the LOD folder holds %d of %d bytes", folderBytes, src.FileSizeBytes-singles))
 	}
+	// What was listed is what is charged, and the copy's own listing must find exactly that:
+	// a folder that grows between the two (a tile rewritten bigger) would otherwise be copied
+	// at its new size and charged at the old one.
+	plan.FolderFiles, plan.FolderBytes = n, folderBytes
 	return bytes + folderBytes, total + n, nil
 }
 
@@ -392,10 +400,12 @@ type CopyCloneResult struct {
 	Skipped int
 }
 
-// copyItem is one object to copy.
+// copyItem is one object to copy. verify asks for a HEAD of the copy: the single objects of a
+// plan were measured (and charged) by PrepareClone, possibly long before the copy.
 type copyItem struct {
 	src, dst string
 	size     int64
+	verify   bool
 }
 
 // CopyCloneObjects copies every planned object inside the store (S3 CopyObject: the bytes never
@@ -419,17 +429,31 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in CopyCloneInput) (C
 	}
 	var res CopyCloneResult
 	done := map[string]int64{}
+	// floor is the progress an earlier attempt already showed (its last heartbeat, which the
+	// clone API answered polls with) or more: what is already in the job's folder. A resumed
+	// copy never reports less than it (polls must never go backwards, issue 12 point 13); its
+	// count catches up as it skips what is done, then passes it.
+	floor := 0
+	if activity.HasHeartbeatDetails(ctx) {
+		var last CloneProgress
+		if err := activity.GetHeartbeatDetails(ctx, &last); err == nil {
+			floor = last.Copied
+		}
+	}
 	if activity.HasHeartbeatDetails(ctx) || activity.GetInfo(ctx).Attempt > 1 {
 		err := a.listFolder(ctx, in.Prefix, func(page []s3types.Object) error {
 			for _, o := range page {
 				done[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
 			}
+			// A long listing keeps the attempt alive, at the progress already shown.
+			activity.RecordHeartbeat(ctx, CloneProgress{Copied: min(max(floor, len(done)), in.TotalObjects), Total: in.TotalObjects})
 			return nil
 		})
 		if err != nil {
 			return res, err
 		}
 	}
+	floor = min(max(floor, len(done)), in.TotalObjects)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	items := make(chan copyItem, in.Concurrency)
@@ -443,16 +467,16 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in CopyCloneInput) (C
 		mu.Unlock()
 		cancel()
 	}
-	progress := CloneProgress{Total: in.TotalObjects}
+	progress := CloneProgress{Copied: floor, Total: in.TotalObjects}
 	step := func(copied bool) {
 		mu.Lock()
 		defer mu.Unlock()
-		progress.Copied++
 		if copied {
 			res.Copied++
 		} else {
 			res.Skipped++
 		}
+		progress.Copied = max(floor, res.Copied+res.Skipped)
 		// The SDK throttles what reaches the server; recording every object costs nothing.
 		activity.RecordHeartbeat(ctx, progress)
 	}
@@ -470,6 +494,12 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in CopyCloneInput) (C
 					fail(err)
 					continue // drain: the producer stops on the cancellation
 				}
+				if it.verify {
+					if err := a.verifyCopy(ctx, it); err != nil {
+						fail(err)
+						continue
+					}
+				}
 				step(true)
 			}
 		}()
@@ -486,7 +516,7 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in CopyCloneInput) (C
 	func() {
 		defer close(items)
 		for _, o := range in.Plan.Objects {
-			if !produce(copyItem{src: o.Src, dst: o.Dst, size: o.Size}) {
+			if !produce(copyItem{src: o.Src, dst: o.Dst, size: o.Size, verify: true}) {
 				return
 			}
 		}
@@ -508,11 +538,13 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in CopyCloneInput) (C
 		if err != nil && ctx.Err() == nil {
 			fail(err)
 		}
-		// A plan that did not list the folder (the scene recorded its count at commit) is
-		// checked here, by the one listing the copy needs anyway: the copy fails whole, and rolls
-		// back, when tiles are gone.
-		if err == nil && in.Plan.FolderFiles > 0 && (files < in.Plan.FolderFiles || bytes < in.Plan.FolderBytes) {
-			fail(sourceFilesMissing(fmt.Sprintf("the LOD folder holds %d of %d files", files, in.Plan.FolderFiles)))
+		// The folder must hold exactly what the job reserved (the count and bytes recorded at
+		// commit, or listed when the job was planned), checked by the one listing the copy needs
+		// anyway: the copy fails whole, and rolls back, when tiles are gone — or when they grew
+		// (a tile rewritten bigger than committed), since the clone would then hold more bytes
+		// than it is charged for.
+		if err == nil && in.Plan.FolderFiles > 0 && (files != in.Plan.FolderFiles || bytes != in.Plan.FolderBytes) {
+			fail(folderMismatch(files, bytes, in.Plan.FolderFiles, in.Plan.FolderBytes))
 		}
 	}()
 	wg.Wait()
@@ -523,6 +555,32 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in CopyCloneInput) (C
 		return res, err
 	}
 	return res, nil
+}
+
+// verifyCopy checks a copied single object has the size PrepareClone measured and reserved: a
+// source rewritten at another size in between is refused (the job rolls back) rather than held
+// at a size nobody is charged for.
+func (a *Activities) verifyCopy(ctx context.Context, it copyItem) error {
+	head, err := a.Objects.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(a.Bucket), Key: aws.String(it.dst)})
+	if err != nil {
+		return fmt.Errorf("checking the copy %s: %w", it.dst, err)
+	}
+	if n := aws.ToInt64(head.ContentLength); n != it.size {
+		name := it.src[strings.LastIndex(it.src, "/")+1:]
+		return sourceFilesMissing(fmt.Sprintf("%s holds %d bytes, %d were reserved", name, n, it.size))
+	}
+	return nil
+}
+
+// folderMismatch is the 409 of a LOD folder that does not hold what its scene recorded. Fewer
+// files or bytes are the spec's missing source files; more bytes mean the stored files are not
+// the ones committed either, so the answer is the same: the record's files are not in storage.
+func folderMismatch(files int, bytes int64, wantFiles int, wantBytes int64) error {
+	if files < wantFiles {
+		return sourceFilesMissing(fmt.Sprintf("the LOD folder holds %d of %d files", files, wantFiles))
+	}
+	return sourceFilesMissing(fmt.Sprintf("the LOD folder holds %d files of %d bytes, the scene recorded %d files of %d bytes",
+		files, bytes, wantFiles, wantBytes))
 }
 
 // copyObject copies src to dst inside the bucket. Objects are at most 2 GiB (the single-file
@@ -598,6 +656,10 @@ func (a *Activities) FinalizeClone(ctx context.Context, in FinalizeCloneInput) (
 	if err != nil {
 		return FinalizeCloneResult{}, fmt.Errorf("locking clone job %s: %w", in.JobID, err)
 	}
+	acct, err := recheckClone(ctx, tx, job)
+	if err != nil {
+		return FinalizeCloneResult{}, err
+	}
 	d := job.Draft
 	create := tx.Scene.Create().SetID(job.ID).SetIntegrationID(job.IntegrationID).SetOwnerID(job.OwnerID).
 		SetTitle(d.Title).SetDescription(d.Description).SetSplatType(scene.SplatType(d.SplatType)).
@@ -627,15 +689,38 @@ func (a *Activities) FinalizeClone(ctx context.Context, in FinalizeCloneInput) (
 	if err := announceScene(ctx, tx, job.IntegrationID, job.ID); err != nil {
 		return FinalizeCloneResult{}, err
 	}
-	acct, err := tx.Account.Get(ctx, in.AccountID)
-	if err != nil {
-		return FinalizeCloneResult{}, err
-	}
 	if err := tx.Commit(); err != nil {
 		return FinalizeCloneResult{}, fmt.Errorf("committing the clone %s: %w", job.ID, err)
 	}
 	metrics.CloneJobs.WithLabelValues("succeeded").Inc()
 	return FinalizeCloneResult{SplatID: job.ID, Usage: quota.AccountSnapshot(acct)}, nil
+}
+
+// recheckClone applies the commit's rules once more, under the row locks, before a job becomes
+// a scene: the copy can take minutes, and in that time the customer may have been deactivated,
+// suspended or canceled, or had their caps (or the account's) lowered below what they hold. The
+// reservation is given back and taken again through quota.Reserve, so the status and every cap
+// are checked exactly as a commit checks them (same envelopes); a refusal is a client error and
+// the workflow rolls the job back (copies deleted, reservation released). A customer whose
+// billing state is not active is refused as well, even if an integrator set them active again:
+// their scenes are in retained archive, and a clone must not land beside them. It returns the
+// account after the charge (unchanged on success: the release and the charge cancel out).
+func recheckClone(ctx context.Context, tx *ent.Tx, job *ent.CloneJob) (*ent.Account, error) {
+	u, err := tx.ExternalUser.Query().Where(externaluser.ID(job.OwnerID)).Only(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading customer %s: %w", job.OwnerID, err)
+	}
+	if u.BillingState != externaluser.BillingStateActive {
+		return nil, ClientError(apperr.Unauthorized("external user is inactive or suspended"))
+	}
+	if err := quota.Release(ctx, tx, job.OwnerID, job.AccountID, quota.Charge{Bytes: job.Bytes}); err != nil {
+		return nil, fmt.Errorf("re-checking clone job %s: %w", job.ID, err)
+	}
+	_, acct, err := quota.Reserve(ctx, tx, job.OwnerID, job.AccountID, quota.Charge{Bytes: job.Bytes})
+	if err != nil {
+		return nil, clientErrorOr(err)
+	}
+	return acct, nil
 }
 
 // RollbackCloneInput names the job to undo.

@@ -3,7 +3,9 @@ package activities
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,7 +66,7 @@ func TestPlanCloneRewritesEveryURL(t *testing.T) {
 	src := "i/" + cloneInt + "/u/o/"
 	lod := src + "lod-folder/t1"
 	depth := "http://s3/bucket/" + src + "splat-images/t2/depth.jpg"
-	sc := &ent.Scene{ID: "source", Title: "Park", SplatType: "lod", SplatURL: "http://s3/bucket/" + lod + "/lod-meta.json",
+	sc := &ent.Scene{ID: "source", IntegrationID: cloneInt, OwnerID: "o", Title: "Park", SplatType: "lod", SplatURL: "http://s3/bucket/" + lod + "/lod-meta.json",
 		LodFolderKey: &lod, ImageURL: "http://s3/bucket/" + src + "splat-images/t2/thumbnail.jpg", ThumbnailDepthURL: &depth,
 		AssetKeys:  []string{src + "splat-images/t2/thumbnail.jpg", src + "splat-images/t2/depth.jpg"},
 		AllowEmbed: true, AllowComments: false, AllowReactions: true, AllowClone: true,
@@ -94,6 +96,19 @@ func TestPlanCloneRewritesEveryURL(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "Park", d.Title, "a remix keeps the title")
 	require.Equal(t, &schema.RemixedFrom{SplatID: "source", OwnerName: "", ClonedAt: "2026-11-02T03:04:05.000Z"}, d.RemixedFrom)
+
+	// levelData naming another customer's file (same integration) or another integration's is
+	// kept as text and never copied: only the source owner's own objects are.
+	foreign := "http://s3/bucket/i/" + cloneInt + "/u/someone-else/splat-file/t9/secret.ply"
+	other := "http://s3/bucket/i/another-integration/u/o/splat-file/t9/x.ply"
+	sc.LevelData = map[string]any{"audio": []any{foreign, other, "http://s3/bucket/" + src + "audio/t3/wind.mp3"}}
+	d, plan, err = a.planClone(sc, false, in)
+	require.NoError(t, err)
+	require.Equal(t, []any{foreign, other, dst + "audio/t3/wind.mp3"}, d.LevelData["audio"])
+	for _, o := range plan.Objects {
+		require.True(t, strings.HasPrefix(o.Src, src), "only the owner's objects are copied: %s", o.Src)
+	}
+	require.Len(t, plan.Objects, 3)
 
 	sc.AssetKeys = append(sc.AssetKeys, "i/another-integration/u/o/splat-file/t/x.ply")
 	_, _, err = a.planClone(sc, false, in)
@@ -133,7 +148,15 @@ func TestCopyCloneObjectsResumesWithoutRecopying(t *testing.T) {
 	a := &Activities{Objects: b, Bucket: "bucket"}
 	env.RegisterActivity(a)
 	var last CloneProgress
-	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, d converter.EncodedValues) { require.NoError(t, d.Get(&last)) })
+	// Every heartbeat of both attempts, in order: what polls would have seen.
+	var mu sync.Mutex
+	var seen []int
+	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, d converter.EncodedValues) {
+		mu.Lock()
+		defer mu.Unlock()
+		require.NoError(t, d.Get(&last))
+		seen = append(seen, last.Copied)
+	})
 	_, err := env.ExecuteActivity(a.CopyCloneObjects, in)
 	require.ErrorContains(t, err, "worker crashed")
 	require.Len(t, b.Copies(), 1200)
@@ -143,18 +166,35 @@ func TestCopyCloneObjectsResumesWithoutRecopying(t *testing.T) {
 	b.FailCopy = nil
 	env = s.NewTestActivityEnvironment()
 	env.RegisterActivity(a)
-	env.SetHeartbeatDetails(last)
+	// The server keeps an earlier heartbeat than the last one recorded (the SDK throttles):
+	// the retry starts from what is in the folder, which is more.
+	reached := CloneProgress{Copied: last.Copied / 2, Total: last.Total}
+	env.SetHeartbeatDetails(reached)
+	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, d converter.EncodedValues) {
+		mu.Lock()
+		defer mu.Unlock()
+		var p CloneProgress
+		require.NoError(t, d.Get(&p))
+		seen = append(seen, p.Copied)
+	})
+	crashedAt := len(seen)
 	v, err := env.ExecuteActivity(a.CopyCloneObjects, in)
 	require.NoError(t, err)
+	require.Greater(t, len(seen), crashedAt, "the retry heartbeats")
+	require.GreaterOrEqual(t, seen[crashedAt], reached.Copied, "the retry starts from what polls saw, not from 0")
+	require.GreaterOrEqual(t, seen[crashedAt], 1000, "or from what its first listed page holds, when that is more")
+	// The SDK sends the first heartbeat of an attempt at once and throttles the rest: that first
+	// one is what a poll sees right after the retry starts (it was 0 before, issue 12 point 13).
+	require.True(t, slices.IsSorted(seen[crashedAt:]), "progress never goes back within the retry")
 	var res CopyCloneResult
 	require.NoError(t, v.Get(&res))
 	require.Equal(t, CopyCloneResult{Copied: 1301, Skipped: 1200}, res)
 	copies := b.Copies()
 	require.Len(t, copies, 2501, "each object copied once in all")
-	seen := map[string]bool{}
+	once := map[string]bool{}
 	for _, k := range copies {
-		require.False(t, seen[k], "copied twice: %s", k)
-		seen[k] = true
+		require.False(t, once[k], "copied twice: %s", k)
+		once[k] = true
 	}
 	require.ElementsMatch(t, want, b.Keys(in.Prefix))
 }
@@ -196,6 +236,10 @@ func TestCopyCloneObjectsChecksTheRecordedFolder(t *testing.T) {
 		{"whole", 20, 190, false},
 		{"a file gone", 21, 190, true},
 		{"bytes gone", 20, 191, true},
+		// A tile rewritten bigger than committed: copying it would hold bytes nobody is
+		// charged for.
+		{"a tile grew", 20, 189, true},
+		{"a file more", 19, 190, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &activitiestest.Bucket{}
@@ -222,4 +266,18 @@ func TestCopyCloneObjectsRefusesForeignDestinations(t *testing.T) {
 	err := runCopy(b, in)
 	require.ErrorContains(t, err, "outside the job's folder")
 	require.Empty(t, b.Copies())
+}
+
+// TestCopyCloneObjectsRefusesASingleObjectThatChangedSize: the thumbnail was measured (and
+// reserved) at 7 bytes, then rewritten at 9 before the copy: the copy is refused with 409
+// SOURCE_FILES_MISSING (the job rolls back) rather than held at a size nobody is charged for.
+func TestCopyCloneObjectsRefusesASingleObjectThatChangedSize(t *testing.T) {
+	b := &activitiestest.Bucket{}
+	in, _ := folderPlan(b, 3)
+	b.PutSized(in.Plan.Objects[0].Src, 9)
+	e := ClientErrorOf(runCopy(b, in))
+	require.NotNil(t, e)
+	require.Equal(t, 409, e.Status)
+	require.Equal(t, "SOURCE_FILES_MISSING", e.Extra["code"])
+	require.Contains(t, e.Message, "9 bytes, 7 were reserved")
 }

@@ -6,7 +6,9 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/clonejob"
 	"github.com/splathost/splathost/ent/externaluser"
+	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/spawn"
 	"github.com/splathost/splathost/internal/testenv"
@@ -51,12 +54,15 @@ func workerProcess(t *testing.T, queue, logName string) *osexec.Cmd {
 }
 
 // TestCloneSurvivesWorkerKill kills the worker process (SIGKILL) in the middle of copying a
-// 2 000-object LOD folder and starts a new one: the job finishes, the bucket holds exactly the
-// source's objects under the clone (none missing, none extra), and every object copied before
-// the kill is untouched — copied once.
+// 6 000-object LOD folder and starts a new one: the job finishes, the bucket holds exactly the
+// source's objects under the clone (none missing, none extra), every object copied before the
+// kill is untouched — copied once — and the progress a client polls never goes back.
 func TestCloneSurvivesWorkerKill(t *testing.T) {
 	a := newTenant(t)
-	src := lodScene(t, a, "crashy", 2000)
+	// Big enough that the copy outlasts the SDK's first heartbeat flush (4 s) at one copy at a
+	// time, so the kill lands after a poll showed progress.
+	const n = 6000
+	src := lodScene(t, a, "crashy", n)
 	ctx := context.Background()
 	owner := customerRecord(t, a, "crashy")
 
@@ -71,13 +77,22 @@ func TestCloneSurvivesWorkerKill(t *testing.T) {
 	require.NoError(t, err)
 	wfID := workflows.CloneWorkflowID(a.IntegrationID, owner.ID)
 	prefix := activities.ClonePrefix(a.IntegrationID, owner.ID, in.JobID)
+	// What a client polling the job sees, all along (issue 12 point 13: it went 9 490 → 0 →
+	// success after a crash; it must never go back).
+	progress := watchCloneProgress(t, wfID, runID)
 
 	require.Eventually(t, func() bool { return len(listKeys(t, prefix)) >= 100 }, time.Minute, 10*time.Millisecond,
 		"the copy starts")
+	// Killed once a poll has shown progress (the SDK sends a heartbeat at once, then one per
+	// 4 s), so a retry starting again from 0 would show as a step back.
+	require.Eventually(t, func() bool {
+		st, err := workflows.DescribeClone(ctx, env.Process.Temporal, wfID, runID)
+		return err == nil && st.Copied > 0
+	}, time.Minute, 20*time.Millisecond, "a poll shows progress")
 	require.NoError(t, first.Process.Kill())
 	_ = first.Wait()
 	atKill := listKeys(t, prefix)
-	require.Less(t, len(atKill), 2000, "killed in the middle of the copy")
+	require.Less(t, len(atKill), n, "killed in the middle of the copy")
 	st, err := workflows.DescribeClone(ctx, env.Process.Temporal, wfID, runID)
 	require.NoError(t, err)
 	require.True(t, st.Running)
@@ -91,19 +106,53 @@ func TestCloneSurvivesWorkerKill(t *testing.T) {
 	require.False(t, st.Running, "the job finished after the restart")
 	require.NoError(t, st.Err)
 	require.Equal(t, in.JobID, st.Result.SplatID)
+	seen := progress()
+	require.NotEmpty(t, seen)
+	require.True(t, slices.IsSorted(seen), "progress never goes back across the crash: %v", seen)
+	require.Greater(t, slices.Max(seen), 0, "progress was seen")
 
 	// The audit: the job's folder holds exactly the source folder, object for object.
 	after := listKeys(t, prefix)
-	require.Len(t, after, 2000, "no orphan object in the job's folder")
+	require.Len(t, after, n, "no orphan object in the job's folder")
 	srcFolder := *mustScene(t, src["id"].(string)).LodFolderKey + "/"
 	dstFolder := *mustScene(t, in.JobID).LodFolderKey + "/"
 	require.True(t, strings.HasPrefix(dstFolder, prefix))
-	requireSameFolder(t, srcFolder, dstFolder, 2000)
+	requireSameFolder(t, srcFolder, dstFolder, n)
 	for k, at := range atKill {
 		require.True(t, after[k].Equal(at), "%s was copied again after the restart", k)
 	}
 	used, _ := usageOf(t, a, "crashy")
 	require.EqualValues(t, 2*int64(src["fileSizeBytes"].(float64)), used)
+}
+
+// watchCloneProgress polls a job's copiedObjects (as the clone API answers them) every 20 ms
+// while it runs; the returned function stops the polling and gives every value seen, in order.
+func watchCloneProgress(t *testing.T, wfID, runID string) func() []int {
+	t.Helper()
+	var seen []int
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			st, err := workflows.DescribeClone(context.Background(), env.Process.Temporal, wfID, runID)
+			if err != nil || !st.Running {
+				continue
+			}
+			seen = append(seen, st.Copied)
+		}
+	}()
+	var once sync.Once
+	finish := func() []int {
+		once.Do(func() { close(stop); <-done })
+		return seen
+	}
+	t.Cleanup(func() { finish() })
+	return finish
 }
 
 // customerRecord reads a customer's row.
@@ -160,4 +209,73 @@ func TestCloneOfADeletedCustomerRollsBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n, "no reservation is left")
 	require.Empty(t, listKeys(t, "i/"+a.IntegrationID+"/u/"+owner.ID+"/clone/"), "no copy is left")
+}
+
+// TestCloneFinalizeRechecksTheCustomer (issue 12, point 6): a clone whose customer is suspended,
+// or whose cap is lowered below what they hold, while it copies must not land a live scene over
+// the caps. The finalize re-checks status, billing state and caps under the row locks, and the
+// job fails with the commit's answer (401 inactive, 413 over the cap), rolled back: no scene, no
+// reservation, no copy, and usage equals the sum of live scenes.
+func TestCloneFinalizeRechecksTheCustomer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(src map[string]any) map[string]any
+		status int
+	}{
+		{"suspended", func(map[string]any) map[string]any { return map[string]any{"billingState": "suspended"} }, 401},
+		{"capped", func(src map[string]any) map[string]any {
+			// Room for the source alone: the clone no longer fits.
+			return map[string]any{"limitBytes": int64(src["fileSizeBytes"].(float64))}
+		}, 413},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newTenant(t)
+			eu := "held-" + tc.name
+			src := lodScene(t, a, eu, 1000)
+			ctx := context.Background()
+			owner := customerRecord(t, a, eu)
+			// One copy at a time on a worker of its own keeps the job copying while the customer
+			// changes.
+			queue := "clone-recheck-" + ids.New()
+			workerProcess(t, queue, "worker-recheck-"+tc.name+".log")
+			in := workflows.CloneInput{JobID: ids.New(), SourceSceneID: src["id"].(string), IntegrationID: a.IntegrationID,
+				AccountID: a.AccountID, OwnerRecordID: owner.ID, ExternalUserID: eu, ClonedAt: time.Now(),
+				AbandonAfter: 10 * time.Minute, Concurrency: 1}
+			runID, err := workflows.StartClone(ctx, env.Process.Temporal, queue, in)
+			require.NoError(t, err)
+			wfID := workflows.CloneWorkflowID(a.IntegrationID, owner.ID)
+			prefix := activities.ClonePrefix(a.IntegrationID, owner.ID, in.JobID)
+			require.Eventually(t, func() bool { return len(listKeys(t, prefix)) >= 20 }, time.Minute, 10*time.Millisecond,
+				"the copy starts")
+			r := do(t, "PUT", "/api/v1/external-user", a.keys(eu), tc.change(src))
+			require.Equal(t, 200, r.Status, string(r.Raw))
+			require.Less(t, len(listKeys(t, prefix)), 1000, "changed while the job was copying")
+
+			wait, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			defer cancel()
+			workflows.WaitClone(wait, env.Process.Temporal, wfID, runID)
+			st, err := workflows.DescribeClone(ctx, env.Process.Temporal, wfID, runID)
+			require.NoError(t, err)
+			require.False(t, st.Running)
+			e := activities.ClientErrorOf(st.Err)
+			require.NotNil(t, e, "the job failed with a client answer: %v", st.Err)
+			require.Equal(t, tc.status, e.Status, "%v", st.Err)
+			if tc.status == 413 {
+				require.Equal(t, "STORAGE_QUOTA_EXCEEDED", e.Extra["code"])
+				require.Equal(t, "customer", e.Extra["scope"])
+			}
+
+			n, err := env.Process.DB.Ent.Scene.Query().Where(scene.ID(in.JobID)).Count(ctx)
+			require.NoError(t, err)
+			require.Zero(t, n, "no clone landed")
+			n, err = env.Process.DB.Ent.CloneJob.Query().Where(clonejob.OwnerID(owner.ID)).Count(ctx)
+			require.NoError(t, err)
+			require.Zero(t, n, "no reservation is left")
+			require.Empty(t, listKeys(t, prefix), "no copy is left")
+			used, live := liveBytesOf(t, a, eu)
+			require.Equal(t, live, used, "usage equals the sum of live scenes")
+			acct, _ := accountOf(t, a)
+			require.Equal(t, live, acct, "the account holds the same")
+		})
+	}
 }

@@ -393,3 +393,63 @@ func TestCloneOfALODFolderWithATileGone(t *testing.T) {
 	// Only the first clone's objects remain under the customer's clone folders.
 	require.Len(t, listKeys(t, "i/"+a.IntegrationID+"/u/"+owner.ID+"/clone/"), len(keys))
 }
+
+// TestCloneRefusesAGrownLODTile (issue 12, point 1): a tile rewritten bigger than committed —
+// directly in the store, as an unsigned-length upload URL reused after the commit could before
+// — makes the folder differ from the scene's record. The clone refuses it (409, rolled back)
+// instead of copying the big bytes and charging the recorded size; usage stays the sum of live
+// scenes and no copy is left.
+func TestCloneRefusesAGrownLODTile(t *testing.T) {
+	a := newTenant(t)
+	src := lodScene(t, a, "grower", 40)
+	id := src["id"].(string)
+	sc := mustScene(t, id)
+	owner := customerRecord(t, a, "grower")
+	st := store(t)
+	for k := range listKeys(t, *sc.LodFolderKey+"/") {
+		if strings.HasSuffix(k, ".webp") {
+			_, err := st.Client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(k),
+				Body: bytes.NewReader(bytes.Repeat([]byte{7}, 1<<20)), ContentType: aws.String("image/webp")})
+			require.NoError(t, err)
+			break
+		}
+	}
+	used, _ := usageOf(t, a, "grower")
+	r := do(t, "POST", clonePath(id), a.keys("grower"), nil)
+	requireEnvelope(t, r, 409)
+	require.Equal(t, "SOURCE_FILES_MISSING", r.Body["code"])
+	require.Contains(t, r.Body["message"], "recorded")
+	after, _ := usageOf(t, a, "grower")
+	require.Equal(t, used, after, "nothing charged")
+	u, live := liveBytesOf(t, a, "grower")
+	require.Equal(t, u, live, "usage equals the sum of live scenes")
+	require.Empty(t, listKeys(t, "i/"+a.IntegrationID+"/u/"+owner.ID+"/clone/"), "no copy is left")
+	l := do(t, "GET", "/api/v1/splats", a.keys("grower"), nil)
+	require.Len(t, l.Body["splats"], 1, "no clone landed")
+}
+
+// TestCloneLevelDataCopiesOnlyTheOwnersObjects (issue 12, point 6): levelData is free JSON its
+// owner writes; a URL there naming another customer's file is kept as text and never copied
+// into the clone (the cloner could not clone that file), while the owner's own asset is.
+func TestCloneLevelDataCopiesOnlyTheOwnersObjects(t *testing.T) {
+	a := newTenant(t)
+	victim := commitScene(t, a, "victim", 16)
+	src := commitScene(t, a, "thief", 8)
+	own := commitScene(t, a, "thief", 4) // an object of the owner's own key space
+	level := fmt.Sprintf(`{"audio": [%q, %q]}`, victim["splatUrl"], own["splatUrl"])
+	updateScene(t, src["id"].(string), `level_data = $2::jsonb`, level)
+	owner := customerRecord(t, a, "thief")
+
+	r := do(t, "POST", clonePath(src["id"].(string)), a.keys("thief"), nil)
+	sp := requireCloneSuccess(t, r, 201, src, int(own["fileSizeBytes"].(float64)))
+	copies := listKeys(t, "i/"+a.IntegrationID+"/u/"+owner.ID+"/clone/")
+	require.Len(t, copies, 2, "the scene file and the owner's own levelData asset: %v", copies)
+	// i/<integration>/u/<customer>/<kind>/<ticket>/<file>: a copy keeps <kind>/<ticket>/<file>.
+	victimRel := strings.SplitN(keyOf(t, victim["splatUrl"].(string)), "/", 5)[4]
+	for k := range copies {
+		require.False(t, strings.HasSuffix(k, "/"+victimRel), "another customer's file was copied: %s", k)
+	}
+	audio := mustScene(t, sp["id"].(string)).LevelData["audio"].([]any)
+	require.Equal(t, victim["splatUrl"], audio[0], "the foreign URL is kept as text")
+	require.NotEqual(t, own["splatUrl"], audio[1], "the owner's asset points at its copy")
+}

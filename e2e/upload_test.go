@@ -384,3 +384,60 @@ func TestAssetsArePublicReadOnlyAndCORS(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, 403, resp.StatusCode, "anonymous writes are refused")
 }
+
+// liveBytesOf is the customer's usedBytes and the sum of their live (unarchived) scenes and
+// reserved clone jobs, straight from Postgres: the two must always be equal.
+func liveBytesOf(t *testing.T, tn tenant, eu string) (used, live int64) {
+	t.Helper()
+	require.NoError(t, env.Process.DB.Pool.QueryRow(context.Background(), `SELECT u.used_bytes,
+		(SELECT coalesce(sum(file_size_bytes), 0) FROM scenes WHERE owner_id = u.id AND archived_at IS NULL) +
+		(SELECT coalesce(sum(bytes), 0) FROM clone_jobs WHERE owner_id = u.id)
+		FROM external_users u WHERE u.integration_id = $1 AND u.external_user_id = $2`, tn.IntegrationID, eu).Scan(&used, &live))
+	return used, live
+}
+
+// TestUploadURLsSignTheirDeclaredLength (issue 12, point 1): every signed upload covers the
+// declared Content-Length, so the store refuses a body of another size — before the commit,
+// and after it, when the URL is still valid and would otherwise let a 32-byte scene grow to
+// gigabytes nobody is charged for.
+func TestUploadURLsSignTheirDeclaredLength(t *testing.T) {
+	a := newTenant(t)
+	ensureCustomer(t, a, "sizer", nil)
+	body := splatBytes(4)
+	r := do(t, "POST", "/api/v1/uploads/splat-file", a.keys("sizer"),
+		map[string]any{"fileName": "scene.splat", "contentType": "application/splat", "fileSize": len(body)})
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	up, fileURL := r.Body["uploadUrl"].(string), r.Body["fileUrl"].(string)
+	require.Contains(t, strings.ToLower(up), "content-length", "the length is a signed header")
+	put := signedPut("application/splat")
+	require.Equal(t, 403, putUpload(t, up, append(body, splatBytes(1)...), put), "a bigger body than declared")
+	require.Equal(t, 403, putUpload(t, up, body[:len(body)-32], put), "a smaller body than declared")
+	require.Equal(t, 200, putUpload(t, up, body, put))
+	c := do(t, "POST", "/api/v1/splats", a.keys("sizer"), map[string]any{"title": "small", "splatUrl": fileURL})
+	require.Equal(t, 201, c.Status, string(c.Raw))
+
+	// The URL outlives the commit: a reused one still writes only the declared size.
+	require.Equal(t, 403, putUpload(t, up, splatBytes(4096), put), "a reused URL cannot grow the committed object")
+	head, err := store(t).Client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(store(t).Bucket), Key: aws.String(keyOf(t, fileURL))})
+	require.NoError(t, err)
+	require.EqualValues(t, len(body), aws.ToInt64(head.ContentLength))
+	used, live := liveBytesOf(t, a, "sizer")
+	require.EqualValues(t, len(body), used)
+	require.Equal(t, used, live, "usage equals the sum of live scenes")
+
+	// Each file of a LOD folder is signed with its own declared length.
+	folder := lodFolderOf(3)
+	lod := requestLOD(t, a, "sizer", folder)
+	for _, p := range lodFiles(folder) {
+		require.Equal(t, 403, putUpload(t, lod.urls[p], append(append([]byte(nil), folder[p]...), 0), signedPut(lodContentType(p))), p)
+		require.Equal(t, 200, putUpload(t, lod.urls[p], folder[p], signedPut(lodContentType(p))), p)
+	}
+	c = do(t, "POST", "/api/v1/splats", a.keys("sizer"), map[string]any{
+		"title": "lod", "splatType": "lod", "splatUrl": lod.manifestURL, "lodFolderKey": lod.folderKey})
+	require.Equal(t, 201, c.Status, string(c.Raw))
+	for _, p := range lodFiles(folder) {
+		require.Equal(t, 403, putUpload(t, lod.urls[p], bytes.Repeat([]byte{1}, len(folder[p])+1<<20), signedPut(lodContentType(p))), p)
+	}
+	used, live = liveBytesOf(t, a, "sizer")
+	require.Equal(t, used, live, "usage equals the sum of live scenes")
+}

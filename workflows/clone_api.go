@@ -117,15 +117,24 @@ func DescribeClone(ctx context.Context, c client.Client, workflowID, runID strin
 	}
 	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		st.Running = true
-		if phase == ClonePhaseFinalizing {
-			st.Copied = st.Total
-		}
+		copying := false
 		for _, pa := range d.GetPendingActivities() {
+			if pa.GetActivityType().GetName() != "CopyCloneObjects" {
+				continue
+			}
+			copying = true
+			// The details survive a worker crash (a retry's first heartbeat starts from them),
+			// so the count only grows across attempts.
 			var p activities.CloneProgress
-			if pa.GetActivityType().GetName() == "CopyCloneObjects" && pa.GetHeartbeatDetails() != nil &&
-				dc.FromPayloads(pa.GetHeartbeatDetails(), &p) == nil {
+			if pa.GetHeartbeatDetails() != nil && dc.FromPayloads(pa.GetHeartbeatDetails(), &p) == nil {
 				st.Copied, st.Total = p.Copied, max(st.Total, p.Total)
 			}
+		}
+		// The memo says "copying" in the same workflow task that schedules the copy, so a
+		// copying job without a pending copy has finished copying and the workflow has not yet
+		// moved to "finalizing": answering 0 there would send the count backwards.
+		if phase == ClonePhaseFinalizing || (phase == ClonePhaseCopying && !copying) {
+			st.Copied = st.Total
 		}
 		return st, nil
 	}

@@ -73,14 +73,16 @@ const (
 
 func (s *Service) url(key string) string { return s.assetBase + "/" + key }
 
-// presign signs a PUT whose signature covers Content-Type, Cache-Control and, when length > 0,
-// Content-Length; the store rejects an upload that differs in any of them.
+// presign signs a PUT whose signature covers Content-Type, Cache-Control and Content-Length
+// (contract item 9); the store rejects an upload that differs in any of them. The length is what
+// the ticket records and the commit charges: without it in the signature, the URL (valid for its
+// whole window, also after the commit) could write any number of bytes over the charged object.
 func (s *Service) presign(ctx context.Context, key, contentType string, length int64, ttl time.Duration) (string, error) {
-	in := &s3.PutObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(key),
-		ContentType: aws.String(contentType), CacheControl: aws.String(CacheControl)}
-	if length > 0 {
-		in.ContentLength = aws.Int64(length)
+	if length <= 0 {
+		return "", fmt.Errorf("presign %s: a positive declared length is required", key)
 	}
+	in := &s3.PutObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(key),
+		ContentType: aws.String(contentType), CacheControl: aws.String(CacheControl), ContentLength: aws.Int64(length)}
 	req, err := s.store.Presign.PresignPutObject(ctx, in, s3.WithPresignExpires(ttl))
 	if err != nil {
 		return "", err
@@ -140,7 +142,7 @@ func (s *Service) uploadSplatFile(c *fiber.Ctx) error {
 	prefix := ticketPrefix(caller.IntegrationID, owner.ID, kindFile)
 	key := prefix + "scene" + ext
 	expires := s.now().Add(fileWindow)
-	uploadURL, err := s.presign(c.UserContext(), key, ctype, 0, fileWindow)
+	uploadURL, err := s.presign(c.UserContext(), key, ctype, size, fileWindow)
 	if err != nil {
 		return signingFailed(err)
 	}
@@ -315,7 +317,7 @@ func (s *Service) presignAll(ctx context.Context, uploads []lodSigned, objects [
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(uploads); i += workers {
-				u, err := s.presign(ctx, uploads[i].Key, objects[i].ContentType, 0, lodWindow)
+				u, err := s.presign(ctx, uploads[i].Key, objects[i].ContentType, objects[i].Size, lodWindow)
 				if err != nil {
 					errs[w] = err
 					return
