@@ -390,7 +390,9 @@ func TestDeletingAScenesOrCustomerRemovesItsViews(t *testing.T) {
 	pid := workflows.AssetPurgeWorkflowID(workflows.AssetPurgeInput{PurgeID: purgeID, Kind: workflows.PurgeKindScene, IntegrationID: tn.IntegrationID})
 	ctx, cancel := context.WithTimeout(context.Background(), eventuallyWait)
 	defer cancel()
-	require.NoError(t, env.Process.Temporal.GetWorkflow(ctx, pid, "").Get(ctx, nil), "the scene DELETE started %s", pid)
+	// The service starts it right after its answer: wait for it to exist and finish.
+	require.Eventually(t, func() bool { return env.Process.Temporal.GetWorkflow(ctx, pid, "").Get(ctx, nil) == nil },
+		eventuallyWait, 100*time.Millisecond, "the scene DELETE started %s", pid)
 	r := do(t, "DELETE", "/api/v1/external-user", tn.keys("bob"), nil)
 	require.Equal(t, 200, r.Status, string(r.Raw))
 	wid := workflows.DeleteViewsWorkflowID(workflows.DeleteViewsInput{IntegrationID: tn.IntegrationID, SceneIDs: []string{bobs1, bobs2}})
