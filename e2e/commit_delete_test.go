@@ -331,3 +331,38 @@ func TestSceneDeleteRedriveFinishesForgottenPurge(t *testing.T) {
 	require.Equal(t, 3, deleted)
 	recordHistory(t, run.GetID(), "", "redrive_purges_kinds.json")
 }
+
+// TestUploadPurgeNeverDeletesWhatAScenesNames: the upload purge re-checks at run time: keys a
+// live scene of the owner names stay, whatever the outbox row says, and so does a ticket that was
+// committed; only the rest goes.
+func TestUploadPurgeNeverDeletesWhatAScenesNames(t *testing.T) {
+	a := newTenant(t)
+	sc := commitScene(t, a, "keeper", 2)
+	recordID := customerRecordID(t, a, "keeper")
+	live := keyOf(t, sc["splatUrl"].(string))
+	var committed string
+	ctx := context.Background()
+	require.NoError(t, env.Process.DB.Pool.QueryRow(ctx, `SELECT id FROM upload_tickets WHERE scene_id = $1`, sc["id"]).Scan(&committed))
+	stray := "i/" + a.IntegrationID + "/u/" + recordID + "/splat_images/" + ids.New() + "/depth.png"
+	st := store(t)
+	_, err := st.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(stray), Body: strings.NewReader("x")})
+	require.NoError(t, err)
+	purgeID := ids.New()
+	_, err = env.Process.DB.Pool.Exec(ctx, `INSERT INTO asset_purges (id, created_at, updated_at, kind, integration_id,
+		external_user_record_id, external_user_id, keys, ticket_ids)
+		VALUES ($1, now(), now(), 'upload', $2, $3, 'keeper', $4, $5)`,
+		purgeID, a.IntegrationID, recordID, `["`+live+`", "`+stray+`"]`, `["`+committed+`"]`)
+	require.NoError(t, err)
+	in := workflows.AssetPurgeInput{PurgeID: purgeID, Kind: workflows.PurgeKindUpload, IntegrationID: a.IntegrationID, ExternalUserID: "keeper"}
+	run, err := workflows.StartAssetPurge(ctx, env.Process.Temporal, env.Config.TaskQueue, in)
+	require.NoError(t, err)
+	var res workflows.PurgeResult
+	require.NoError(t, run.Get(ctx, &res))
+	require.Equal(t, 1, res.Deleted, "only the stray key")
+	require.True(t, objectGone(t, st, stray))
+	require.True(t, objectExists(t, st, live), "the scene's file stays")
+	var tickets int
+	require.NoError(t, env.Process.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM upload_tickets WHERE id = $1`, committed).Scan(&tickets))
+	require.Equal(t, 1, tickets, "a committed ticket is never claimed")
+	require.Equal(t, 200, do(t, "GET", splatPath(sc["id"].(string)), a.keys("keeper"), nil).Status)
+}
