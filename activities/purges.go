@@ -3,10 +3,14 @@ package activities
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/assetpurge"
+	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/ent/uploadticket"
 )
 
 // LoadPurgeInput asks for the objects of an outbox row (asset_purges) from Offset on: its keys
@@ -101,12 +105,16 @@ type PendingPurgesInput struct {
 	Limit  int
 }
 
-// PendingPurge names one open outbox row and the customer it purges.
+// PendingPurge names one open outbox row, its kind (customer, scene or upload; "" in histories
+// of before the kinds: customer), the customer it purges or whose scene or uploads it removes,
+// and a scene purge's scene.
 type PendingPurge struct {
 	PurgeID              string
 	IntegrationID        string
 	ExternalUserRecordID string
 	ExternalUserID       string
+	Kind                 string
+	SceneID              string
 }
 
 // PendingPurgesResult lists open rows.
@@ -122,7 +130,8 @@ func (a *Activities) PendingPurges(ctx context.Context, in PendingPurgesInput) (
 	rows, err := a.Ent.AssetPurge.Query().
 		Where(assetpurge.DoneAtIsNil(), assetpurge.CreatedAtLT(time.Now().Add(-in.MinAge))).
 		Order(ent.Asc(assetpurge.FieldCreatedAt)).Limit(in.Limit).
-		Select(assetpurge.FieldID, assetpurge.FieldIntegrationID, assetpurge.FieldExternalUserRecordID, assetpurge.FieldExternalUserID).
+		Select(assetpurge.FieldID, assetpurge.FieldIntegrationID, assetpurge.FieldExternalUserRecordID, assetpurge.FieldExternalUserID,
+			assetpurge.FieldKind, assetpurge.FieldSceneID).
 		All(ctx)
 	if err != nil {
 		return PendingPurgesResult{}, err
@@ -130,7 +139,135 @@ func (a *Activities) PendingPurges(ctx context.Context, in PendingPurgesInput) (
 	out := PendingPurgesResult{Purges: make([]PendingPurge, len(rows))}
 	for i, r := range rows {
 		out.Purges[i] = PendingPurge{PurgeID: r.ID, IntegrationID: r.IntegrationID,
-			ExternalUserRecordID: r.ExternalUserRecordID, ExternalUserID: r.ExternalUserID}
+			ExternalUserRecordID: r.ExternalUserRecordID, ExternalUserID: r.ExternalUserID, Kind: string(r.Kind)}
+		if r.SceneID != nil {
+			out.Purges[i].SceneID = *r.SceneID
+		}
 	}
 	return out, nil
+}
+
+// ClaimUploadsInput names the outbox row of a commit refused for quota.
+type ClaimUploadsInput struct {
+	PurgeID string
+}
+
+// ClaimUploadsResult counts the uploads claimed (their objects will go) and kept (another
+// commit took them, or a scene names their objects). Closed says the row is already done.
+type ClaimUploadsResult struct {
+	Claimed int
+	Kept    int
+	Closed  bool
+}
+
+// ClaimUploads decides, at run time, which uploads of a refused commit may go. In one
+// transaction, under the row locks of the outbox row and of each upload ticket: a ticket that
+// has been committed since (a concurrent commit of the same upload won) is kept; the others are
+// claimed — their rows deleted, so a commit still in flight finds no upload and cannot land a
+// scene on objects about to go — and their objects become the row's keys and prefixes, minus any
+// a scene of the owner names (the re-check does not trust the tickets alone). A re-run after the
+// row was prepared changes nothing.
+func (a *Activities) ClaimUploads(ctx context.Context, in ClaimUploadsInput) (ClaimUploadsResult, error) {
+	if in.PurgeID == "" {
+		return ClaimUploadsResult{}, badInput("ClaimUploads: purge id is required")
+	}
+	tx, err := a.Ent.Tx(ctx)
+	if err != nil {
+		return ClaimUploadsResult{}, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	p, err := tx.AssetPurge.Query().Where(assetpurge.ID(in.PurgeID)).ForUpdate().Only(ctx)
+	if ent.IsNotFound(err) {
+		return ClaimUploadsResult{}, badInput("ClaimUploads: no asset purge %s", in.PurgeID)
+	}
+	if err != nil {
+		return ClaimUploadsResult{}, err
+	}
+	switch {
+	case p.DoneAt != nil:
+		return ClaimUploadsResult{Closed: true}, nil
+	case p.PreparedAt != nil:
+		return ClaimUploadsResult{}, nil
+	case p.Kind != assetpurge.KindUpload:
+		return ClaimUploadsResult{}, badInput("ClaimUploads: asset purge %s is a %s purge", in.PurgeID, p.Kind)
+	}
+	var out ClaimUploadsResult
+	keys, prefixes := slices.Clone(p.Keys), slices.Clone(p.Prefixes)
+	var claimed []string
+	if len(p.TicketIds) > 0 {
+		tickets, err := tx.UploadTicket.Query().Where(uploadticket.IDIn(p.TicketIds...)).ForUpdate().All(ctx)
+		if err != nil {
+			return out, err
+		}
+		for _, t := range tickets {
+			if t.CommittedAt != nil || t.IntegrationID != p.IntegrationID || t.OwnerID != p.ExternalUserRecordID {
+				out.Kept++
+				continue
+			}
+			k, pre, ok := ticketObjects(t)
+			if !ok {
+				a.Log.Warn("upload purge: ticket prefix outside the scene key space; deleting the row only", "ticket", t.ID, "prefix", t.Prefix)
+			}
+			if len(pre) > 0 {
+				// A LOD folder goes as its prefix; listing its 20 000 keys as well adds nothing.
+				k = nil
+			}
+			keys, prefixes, claimed = append(keys, k...), append(prefixes, pre...), append(claimed, t.ID)
+		}
+	}
+	keys, prefixes, err = unreferenced(ctx, tx, p.ExternalUserRecordID, keys, prefixes)
+	if err != nil {
+		return out, err
+	}
+	if len(claimed) > 0 {
+		if _, err := tx.UploadTicket.Delete().Where(uploadticket.IDIn(claimed...), uploadticket.CommittedAtIsNil()).Exec(ctx); err != nil {
+			return out, err
+		}
+	}
+	if err := p.Update().SetKeys(keys).SetPrefixes(prefixes).SetPreparedAt(time.Now()).Exec(ctx); err != nil {
+		return out, err
+	}
+	if err := tx.Commit(); err != nil {
+		return out, err
+	}
+	out.Claimed = len(claimed)
+	return out, nil
+}
+
+// unreferenced drops the keys and prefixes a scene of ownerID names (its asset keys or its LOD
+// folder). Only the owner's scenes are read: a commit takes uploads only from the caller's own
+// prefix, so no other customer's scene can name them, and the owner index keeps this cheap.
+func unreferenced(ctx context.Context, tx *ent.Tx, ownerID string, keys, prefixes []string) ([]string, []string, error) {
+	if len(keys)+len(prefixes) == 0 {
+		return keys, prefixes, nil
+	}
+	scenes, err := tx.Scene.Query().Where(scene.OwnerID(ownerID)).
+		Select(scene.FieldAssetKeys, scene.FieldLodFolderKey).All(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	named := map[string]bool{}
+	var folders []string
+	for _, sc := range scenes {
+		for _, k := range sc.AssetKeys {
+			named[k] = true
+		}
+		if sc.LodFolderKey != nil {
+			folders = append(folders, strings.TrimSuffix(*sc.LodFolderKey, "/")+"/")
+		}
+	}
+	inFolder := func(k string) bool {
+		return slices.ContainsFunc(folders, func(f string) bool { return strings.HasPrefix(k, f) })
+	}
+	keys = slices.DeleteFunc(keys, func(k string) bool { return named[k] || inFolder(k) })
+	prefixes = slices.DeleteFunc(prefixes, func(p string) bool {
+		// A prefix holding a named key, or inside or around a named folder, stays.
+		for k := range named {
+			if strings.HasPrefix(k, p) {
+				return true
+			}
+		}
+		return inFolder(p) || slices.ContainsFunc(folders, func(f string) bool { return strings.HasPrefix(f, p) })
+	})
+	return keys, prefixes, nil
 }

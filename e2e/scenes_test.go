@@ -645,7 +645,9 @@ func TestDeleteSplatReleasesStorageAndObjects(t *testing.T) {
 	acctUsed, acctScenes = accountOf(t, a)
 	require.EqualValues(t, 160-96, acctUsed)
 	require.EqualValues(t, 1, acctScenes)
-	require.False(t, objectExists(t, st, key), "the scene file is removed from the store")
+	// The file goes through the scene's asset purge (outbox + workflow), after the answer.
+	require.Eventually(t, func() bool { return !objectExists(t, st, key) }, eventuallyWait, 50*time.Millisecond,
+		"the scene file is removed from the store")
 	require.True(t, objectExists(t, st, keyOf(t, keep["splatUrl"].(string))), "other scenes keep theirs")
 
 	requireEnvelope(t, do(t, "GET", splatPath(id), h, nil), 404)

@@ -383,13 +383,21 @@ func TestDeletingAScenesOrCustomerRemovesItsViews(t *testing.T) {
 		require.Eventually(t, func() bool { rows, _ := chCount(t, id); return rows == 2 }, visibleWithin, 100*time.Millisecond)
 	}
 	require.Equal(t, 200, do(t, "DELETE", splatPath(gone), tn.keys("ada"), nil).Status)
-	wid := workflows.DeleteViewsWorkflowID(workflows.DeleteViewsInput{IntegrationID: tn.IntegrationID, SceneIDs: []string{gone}})
+	// The scene DELETE's asset purge (PurgeAssets) removes the view records too.
+	var purgeID string
+	require.NoError(t, env.Process.DB.Pool.QueryRow(context.Background(),
+		`SELECT id FROM asset_purges WHERE kind = 'scene' AND scene_id = $1`, gone).Scan(&purgeID))
+	pid := workflows.AssetPurgeWorkflowID(workflows.AssetPurgeInput{PurgeID: purgeID, Kind: workflows.PurgeKindScene, IntegrationID: tn.IntegrationID})
 	ctx, cancel := context.WithTimeout(context.Background(), eventuallyWait)
 	defer cancel()
-	require.NoError(t, env.Process.Temporal.GetWorkflow(ctx, wid, "").Get(ctx, nil), "the scene DELETE started %s", wid)
-	recordHistory(t, wid, "", "delete_scene_views.json")
+	// The service starts it right after its answer: wait for it to exist and finish.
+	require.Eventually(t, func() bool { return env.Process.Temporal.GetWorkflow(ctx, pid, "").Get(ctx, nil) == nil },
+		eventuallyWait, 100*time.Millisecond, "the scene DELETE started %s", pid)
 	r := do(t, "DELETE", "/api/v1/external-user", tn.keys("bob"), nil)
 	require.Equal(t, 200, r.Status, string(r.Raw))
+	wid := workflows.DeleteViewsWorkflowID(workflows.DeleteViewsInput{IntegrationID: tn.IntegrationID, SceneIDs: []string{bobs1, bobs2}})
+	require.NoError(t, env.Process.Temporal.GetWorkflow(ctx, wid, "").Get(ctx, nil), "the customer DELETE started %s", wid)
+	recordHistory(t, wid, "", "delete_scene_views.json")
 	for _, id := range []string{gone, bobs1, bobs2} {
 		// Each table's mutation runs on its own: wait for both.
 		require.Eventually(t, func() bool {

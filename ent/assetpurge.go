@@ -24,6 +24,8 @@ type AssetPurge struct {
 	UpdatedAt time.Time `json:"updated_at,omitempty"`
 	// IntegrationID holds the value of the "integration_id" field.
 	IntegrationID string `json:"integration_id,omitempty"`
+	// Kind holds the value of the "kind" field.
+	Kind assetpurge.Kind `json:"kind,omitempty"`
 	// ExternalUserRecordID holds the value of the "external_user_record_id" field.
 	ExternalUserRecordID string `json:"external_user_record_id,omitempty"`
 	// ExternalUserID holds the value of the "external_user_id" field.
@@ -32,6 +34,12 @@ type AssetPurge struct {
 	Keys []string `json:"keys,omitempty"`
 	// Prefixes holds the value of the "prefixes" field.
 	Prefixes []string `json:"prefixes,omitempty"`
+	// SceneID holds the value of the "scene_id" field.
+	SceneID *string `json:"scene_id,omitempty"`
+	// TicketIds holds the value of the "ticket_ids" field.
+	TicketIds []string `json:"ticket_ids,omitempty"`
+	// PreparedAt holds the value of the "prepared_at" field.
+	PreparedAt *time.Time `json:"prepared_at,omitempty"`
 	// SceneCount holds the value of the "scene_count" field.
 	SceneCount int `json:"scene_count,omitempty"`
 	// DoneAt holds the value of the "done_at" field.
@@ -48,13 +56,13 @@ func (*AssetPurge) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case assetpurge.FieldKeys, assetpurge.FieldPrefixes:
+		case assetpurge.FieldKeys, assetpurge.FieldPrefixes, assetpurge.FieldTicketIds:
 			values[i] = new([]byte)
 		case assetpurge.FieldSceneCount, assetpurge.FieldDeletedObjects:
 			values[i] = new(sql.NullInt64)
-		case assetpurge.FieldID, assetpurge.FieldIntegrationID, assetpurge.FieldExternalUserRecordID, assetpurge.FieldExternalUserID, assetpurge.FieldFailure:
+		case assetpurge.FieldID, assetpurge.FieldIntegrationID, assetpurge.FieldKind, assetpurge.FieldExternalUserRecordID, assetpurge.FieldExternalUserID, assetpurge.FieldSceneID, assetpurge.FieldFailure:
 			values[i] = new(sql.NullString)
-		case assetpurge.FieldCreatedAt, assetpurge.FieldUpdatedAt, assetpurge.FieldDoneAt:
+		case assetpurge.FieldCreatedAt, assetpurge.FieldUpdatedAt, assetpurge.FieldPreparedAt, assetpurge.FieldDoneAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -95,6 +103,12 @@ func (_m *AssetPurge) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.IntegrationID = value.String
 			}
+		case assetpurge.FieldKind:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field kind", values[i])
+			} else if value.Valid {
+				_m.Kind = assetpurge.Kind(value.String)
+			}
 		case assetpurge.FieldExternalUserRecordID:
 			if value, ok := values[i].(*sql.NullString); !ok {
 				return fmt.Errorf("unexpected type %T for field external_user_record_id", values[i])
@@ -122,6 +136,28 @@ func (_m *AssetPurge) assignValues(columns []string, values []any) error {
 				if err := json.Unmarshal(*value, &_m.Prefixes); err != nil {
 					return fmt.Errorf("unmarshal field prefixes: %w", err)
 				}
+			}
+		case assetpurge.FieldSceneID:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field scene_id", values[i])
+			} else if value.Valid {
+				_m.SceneID = new(string)
+				*_m.SceneID = value.String
+			}
+		case assetpurge.FieldTicketIds:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field ticket_ids", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.TicketIds); err != nil {
+					return fmt.Errorf("unmarshal field ticket_ids: %w", err)
+				}
+			}
+		case assetpurge.FieldPreparedAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field prepared_at", values[i])
+			} else if value.Valid {
+				_m.PreparedAt = new(time.Time)
+				*_m.PreparedAt = value.Time
 			}
 		case assetpurge.FieldSceneCount:
 			if value, ok := values[i].(*sql.NullInt64); !ok {
@@ -194,6 +230,9 @@ func (_m *AssetPurge) String() string {
 	builder.WriteString("integration_id=")
 	builder.WriteString(_m.IntegrationID)
 	builder.WriteString(", ")
+	builder.WriteString("kind=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Kind))
+	builder.WriteString(", ")
 	builder.WriteString("external_user_record_id=")
 	builder.WriteString(_m.ExternalUserRecordID)
 	builder.WriteString(", ")
@@ -205,6 +244,19 @@ func (_m *AssetPurge) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("prefixes=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Prefixes))
+	builder.WriteString(", ")
+	if v := _m.SceneID; v != nil {
+		builder.WriteString("scene_id=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	builder.WriteString("ticket_ids=")
+	builder.WriteString(fmt.Sprintf("%v", _m.TicketIds))
+	builder.WriteString(", ")
+	if v := _m.PreparedAt; v != nil {
+		builder.WriteString("prepared_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
 	builder.WriteString(", ")
 	builder.WriteString("scene_count=")
 	builder.WriteString(fmt.Sprintf("%v", _m.SceneCount))

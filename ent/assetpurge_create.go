@@ -57,6 +57,20 @@ func (_c *AssetPurgeCreate) SetIntegrationID(v string) *AssetPurgeCreate {
 	return _c
 }
 
+// SetKind sets the "kind" field.
+func (_c *AssetPurgeCreate) SetKind(v assetpurge.Kind) *AssetPurgeCreate {
+	_c.mutation.SetKind(v)
+	return _c
+}
+
+// SetNillableKind sets the "kind" field if the given value is not nil.
+func (_c *AssetPurgeCreate) SetNillableKind(v *assetpurge.Kind) *AssetPurgeCreate {
+	if v != nil {
+		_c.SetKind(*v)
+	}
+	return _c
+}
+
 // SetExternalUserRecordID sets the "external_user_record_id" field.
 func (_c *AssetPurgeCreate) SetExternalUserRecordID(v string) *AssetPurgeCreate {
 	_c.mutation.SetExternalUserRecordID(v)
@@ -78,6 +92,40 @@ func (_c *AssetPurgeCreate) SetKeys(v []string) *AssetPurgeCreate {
 // SetPrefixes sets the "prefixes" field.
 func (_c *AssetPurgeCreate) SetPrefixes(v []string) *AssetPurgeCreate {
 	_c.mutation.SetPrefixes(v)
+	return _c
+}
+
+// SetSceneID sets the "scene_id" field.
+func (_c *AssetPurgeCreate) SetSceneID(v string) *AssetPurgeCreate {
+	_c.mutation.SetSceneID(v)
+	return _c
+}
+
+// SetNillableSceneID sets the "scene_id" field if the given value is not nil.
+func (_c *AssetPurgeCreate) SetNillableSceneID(v *string) *AssetPurgeCreate {
+	if v != nil {
+		_c.SetSceneID(*v)
+	}
+	return _c
+}
+
+// SetTicketIds sets the "ticket_ids" field.
+func (_c *AssetPurgeCreate) SetTicketIds(v []string) *AssetPurgeCreate {
+	_c.mutation.SetTicketIds(v)
+	return _c
+}
+
+// SetPreparedAt sets the "prepared_at" field.
+func (_c *AssetPurgeCreate) SetPreparedAt(v time.Time) *AssetPurgeCreate {
+	_c.mutation.SetPreparedAt(v)
+	return _c
+}
+
+// SetNillablePreparedAt sets the "prepared_at" field if the given value is not nil.
+func (_c *AssetPurgeCreate) SetNillablePreparedAt(v *time.Time) *AssetPurgeCreate {
+	if v != nil {
+		_c.SetPreparedAt(*v)
+	}
 	return _c
 }
 
@@ -194,6 +242,10 @@ func (_c *AssetPurgeCreate) defaults() {
 		v := assetpurge.DefaultUpdatedAt()
 		_c.mutation.SetUpdatedAt(v)
 	}
+	if _, ok := _c.mutation.Kind(); !ok {
+		v := assetpurge.DefaultKind
+		_c.mutation.SetKind(v)
+	}
 	if _, ok := _c.mutation.SceneCount(); !ok {
 		v := assetpurge.DefaultSceneCount
 		_c.mutation.SetSceneCount(v)
@@ -224,6 +276,14 @@ func (_c *AssetPurgeCreate) check() error {
 			return &ValidationError{Name: "integration_id", err: fmt.Errorf(`ent: validator failed for field "AssetPurge.integration_id": %w`, err)}
 		}
 	}
+	if _, ok := _c.mutation.Kind(); !ok {
+		return &ValidationError{Name: "kind", err: errors.New(`ent: missing required field "AssetPurge.kind"`)}
+	}
+	if v, ok := _c.mutation.Kind(); ok {
+		if err := assetpurge.KindValidator(v); err != nil {
+			return &ValidationError{Name: "kind", err: fmt.Errorf(`ent: validator failed for field "AssetPurge.kind": %w`, err)}
+		}
+	}
 	if _, ok := _c.mutation.ExternalUserRecordID(); !ok {
 		return &ValidationError{Name: "external_user_record_id", err: errors.New(`ent: missing required field "AssetPurge.external_user_record_id"`)}
 	}
@@ -238,6 +298,11 @@ func (_c *AssetPurgeCreate) check() error {
 	if v, ok := _c.mutation.ExternalUserID(); ok {
 		if err := assetpurge.ExternalUserIDValidator(v); err != nil {
 			return &ValidationError{Name: "external_user_id", err: fmt.Errorf(`ent: validator failed for field "AssetPurge.external_user_id": %w`, err)}
+		}
+	}
+	if v, ok := _c.mutation.SceneID(); ok {
+		if err := assetpurge.SceneIDValidator(v); err != nil {
+			return &ValidationError{Name: "scene_id", err: fmt.Errorf(`ent: validator failed for field "AssetPurge.scene_id": %w`, err)}
 		}
 	}
 	if _, ok := _c.mutation.SceneCount(); !ok {
@@ -299,6 +364,10 @@ func (_c *AssetPurgeCreate) createSpec() (*AssetPurge, *sqlgraph.CreateSpec) {
 		_spec.SetField(assetpurge.FieldIntegrationID, field.TypeString, value)
 		_node.IntegrationID = value
 	}
+	if value, ok := _c.mutation.Kind(); ok {
+		_spec.SetField(assetpurge.FieldKind, field.TypeEnum, value)
+		_node.Kind = value
+	}
 	if value, ok := _c.mutation.ExternalUserRecordID(); ok {
 		_spec.SetField(assetpurge.FieldExternalUserRecordID, field.TypeString, value)
 		_node.ExternalUserRecordID = value
@@ -314,6 +383,18 @@ func (_c *AssetPurgeCreate) createSpec() (*AssetPurge, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Prefixes(); ok {
 		_spec.SetField(assetpurge.FieldPrefixes, field.TypeJSON, value)
 		_node.Prefixes = value
+	}
+	if value, ok := _c.mutation.SceneID(); ok {
+		_spec.SetField(assetpurge.FieldSceneID, field.TypeString, value)
+		_node.SceneID = &value
+	}
+	if value, ok := _c.mutation.TicketIds(); ok {
+		_spec.SetField(assetpurge.FieldTicketIds, field.TypeJSON, value)
+		_node.TicketIds = value
+	}
+	if value, ok := _c.mutation.PreparedAt(); ok {
+		_spec.SetField(assetpurge.FieldPreparedAt, field.TypeTime, value)
+		_node.PreparedAt = &value
 	}
 	if value, ok := _c.mutation.SceneCount(); ok {
 		_spec.SetField(assetpurge.FieldSceneCount, field.TypeInt, value)
@@ -395,6 +476,60 @@ func (u *AssetPurgeUpsert) UpdateUpdatedAt() *AssetPurgeUpsert {
 	return u
 }
 
+// SetKeys sets the "keys" field.
+func (u *AssetPurgeUpsert) SetKeys(v []string) *AssetPurgeUpsert {
+	u.Set(assetpurge.FieldKeys, v)
+	return u
+}
+
+// UpdateKeys sets the "keys" field to the value that was provided on create.
+func (u *AssetPurgeUpsert) UpdateKeys() *AssetPurgeUpsert {
+	u.SetExcluded(assetpurge.FieldKeys)
+	return u
+}
+
+// ClearKeys clears the value of the "keys" field.
+func (u *AssetPurgeUpsert) ClearKeys() *AssetPurgeUpsert {
+	u.SetNull(assetpurge.FieldKeys)
+	return u
+}
+
+// SetPrefixes sets the "prefixes" field.
+func (u *AssetPurgeUpsert) SetPrefixes(v []string) *AssetPurgeUpsert {
+	u.Set(assetpurge.FieldPrefixes, v)
+	return u
+}
+
+// UpdatePrefixes sets the "prefixes" field to the value that was provided on create.
+func (u *AssetPurgeUpsert) UpdatePrefixes() *AssetPurgeUpsert {
+	u.SetExcluded(assetpurge.FieldPrefixes)
+	return u
+}
+
+// ClearPrefixes clears the value of the "prefixes" field.
+func (u *AssetPurgeUpsert) ClearPrefixes() *AssetPurgeUpsert {
+	u.SetNull(assetpurge.FieldPrefixes)
+	return u
+}
+
+// SetPreparedAt sets the "prepared_at" field.
+func (u *AssetPurgeUpsert) SetPreparedAt(v time.Time) *AssetPurgeUpsert {
+	u.Set(assetpurge.FieldPreparedAt, v)
+	return u
+}
+
+// UpdatePreparedAt sets the "prepared_at" field to the value that was provided on create.
+func (u *AssetPurgeUpsert) UpdatePreparedAt() *AssetPurgeUpsert {
+	u.SetExcluded(assetpurge.FieldPreparedAt)
+	return u
+}
+
+// ClearPreparedAt clears the value of the "prepared_at" field.
+func (u *AssetPurgeUpsert) ClearPreparedAt() *AssetPurgeUpsert {
+	u.SetNull(assetpurge.FieldPreparedAt)
+	return u
+}
+
 // SetDoneAt sets the "done_at" field.
 func (u *AssetPurgeUpsert) SetDoneAt(v time.Time) *AssetPurgeUpsert {
 	u.Set(assetpurge.FieldDoneAt, v)
@@ -472,17 +607,20 @@ func (u *AssetPurgeUpsertOne) UpdateNewValues() *AssetPurgeUpsertOne {
 		if _, exists := u.create.mutation.IntegrationID(); exists {
 			s.SetIgnore(assetpurge.FieldIntegrationID)
 		}
+		if _, exists := u.create.mutation.Kind(); exists {
+			s.SetIgnore(assetpurge.FieldKind)
+		}
 		if _, exists := u.create.mutation.ExternalUserRecordID(); exists {
 			s.SetIgnore(assetpurge.FieldExternalUserRecordID)
 		}
 		if _, exists := u.create.mutation.ExternalUserID(); exists {
 			s.SetIgnore(assetpurge.FieldExternalUserID)
 		}
-		if _, exists := u.create.mutation.Keys(); exists {
-			s.SetIgnore(assetpurge.FieldKeys)
+		if _, exists := u.create.mutation.SceneID(); exists {
+			s.SetIgnore(assetpurge.FieldSceneID)
 		}
-		if _, exists := u.create.mutation.Prefixes(); exists {
-			s.SetIgnore(assetpurge.FieldPrefixes)
+		if _, exists := u.create.mutation.TicketIds(); exists {
+			s.SetIgnore(assetpurge.FieldTicketIds)
 		}
 		if _, exists := u.create.mutation.SceneCount(); exists {
 			s.SetIgnore(assetpurge.FieldSceneCount)
@@ -529,6 +667,69 @@ func (u *AssetPurgeUpsertOne) SetUpdatedAt(v time.Time) *AssetPurgeUpsertOne {
 func (u *AssetPurgeUpsertOne) UpdateUpdatedAt() *AssetPurgeUpsertOne {
 	return u.Update(func(s *AssetPurgeUpsert) {
 		s.UpdateUpdatedAt()
+	})
+}
+
+// SetKeys sets the "keys" field.
+func (u *AssetPurgeUpsertOne) SetKeys(v []string) *AssetPurgeUpsertOne {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.SetKeys(v)
+	})
+}
+
+// UpdateKeys sets the "keys" field to the value that was provided on create.
+func (u *AssetPurgeUpsertOne) UpdateKeys() *AssetPurgeUpsertOne {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.UpdateKeys()
+	})
+}
+
+// ClearKeys clears the value of the "keys" field.
+func (u *AssetPurgeUpsertOne) ClearKeys() *AssetPurgeUpsertOne {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.ClearKeys()
+	})
+}
+
+// SetPrefixes sets the "prefixes" field.
+func (u *AssetPurgeUpsertOne) SetPrefixes(v []string) *AssetPurgeUpsertOne {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.SetPrefixes(v)
+	})
+}
+
+// UpdatePrefixes sets the "prefixes" field to the value that was provided on create.
+func (u *AssetPurgeUpsertOne) UpdatePrefixes() *AssetPurgeUpsertOne {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.UpdatePrefixes()
+	})
+}
+
+// ClearPrefixes clears the value of the "prefixes" field.
+func (u *AssetPurgeUpsertOne) ClearPrefixes() *AssetPurgeUpsertOne {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.ClearPrefixes()
+	})
+}
+
+// SetPreparedAt sets the "prepared_at" field.
+func (u *AssetPurgeUpsertOne) SetPreparedAt(v time.Time) *AssetPurgeUpsertOne {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.SetPreparedAt(v)
+	})
+}
+
+// UpdatePreparedAt sets the "prepared_at" field to the value that was provided on create.
+func (u *AssetPurgeUpsertOne) UpdatePreparedAt() *AssetPurgeUpsertOne {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.UpdatePreparedAt()
+	})
+}
+
+// ClearPreparedAt clears the value of the "prepared_at" field.
+func (u *AssetPurgeUpsertOne) ClearPreparedAt() *AssetPurgeUpsertOne {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.ClearPreparedAt()
 	})
 }
 
@@ -784,17 +985,20 @@ func (u *AssetPurgeUpsertBulk) UpdateNewValues() *AssetPurgeUpsertBulk {
 			if _, exists := b.mutation.IntegrationID(); exists {
 				s.SetIgnore(assetpurge.FieldIntegrationID)
 			}
+			if _, exists := b.mutation.Kind(); exists {
+				s.SetIgnore(assetpurge.FieldKind)
+			}
 			if _, exists := b.mutation.ExternalUserRecordID(); exists {
 				s.SetIgnore(assetpurge.FieldExternalUserRecordID)
 			}
 			if _, exists := b.mutation.ExternalUserID(); exists {
 				s.SetIgnore(assetpurge.FieldExternalUserID)
 			}
-			if _, exists := b.mutation.Keys(); exists {
-				s.SetIgnore(assetpurge.FieldKeys)
+			if _, exists := b.mutation.SceneID(); exists {
+				s.SetIgnore(assetpurge.FieldSceneID)
 			}
-			if _, exists := b.mutation.Prefixes(); exists {
-				s.SetIgnore(assetpurge.FieldPrefixes)
+			if _, exists := b.mutation.TicketIds(); exists {
+				s.SetIgnore(assetpurge.FieldTicketIds)
 			}
 			if _, exists := b.mutation.SceneCount(); exists {
 				s.SetIgnore(assetpurge.FieldSceneCount)
@@ -842,6 +1046,69 @@ func (u *AssetPurgeUpsertBulk) SetUpdatedAt(v time.Time) *AssetPurgeUpsertBulk {
 func (u *AssetPurgeUpsertBulk) UpdateUpdatedAt() *AssetPurgeUpsertBulk {
 	return u.Update(func(s *AssetPurgeUpsert) {
 		s.UpdateUpdatedAt()
+	})
+}
+
+// SetKeys sets the "keys" field.
+func (u *AssetPurgeUpsertBulk) SetKeys(v []string) *AssetPurgeUpsertBulk {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.SetKeys(v)
+	})
+}
+
+// UpdateKeys sets the "keys" field to the value that was provided on create.
+func (u *AssetPurgeUpsertBulk) UpdateKeys() *AssetPurgeUpsertBulk {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.UpdateKeys()
+	})
+}
+
+// ClearKeys clears the value of the "keys" field.
+func (u *AssetPurgeUpsertBulk) ClearKeys() *AssetPurgeUpsertBulk {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.ClearKeys()
+	})
+}
+
+// SetPrefixes sets the "prefixes" field.
+func (u *AssetPurgeUpsertBulk) SetPrefixes(v []string) *AssetPurgeUpsertBulk {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.SetPrefixes(v)
+	})
+}
+
+// UpdatePrefixes sets the "prefixes" field to the value that was provided on create.
+func (u *AssetPurgeUpsertBulk) UpdatePrefixes() *AssetPurgeUpsertBulk {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.UpdatePrefixes()
+	})
+}
+
+// ClearPrefixes clears the value of the "prefixes" field.
+func (u *AssetPurgeUpsertBulk) ClearPrefixes() *AssetPurgeUpsertBulk {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.ClearPrefixes()
+	})
+}
+
+// SetPreparedAt sets the "prepared_at" field.
+func (u *AssetPurgeUpsertBulk) SetPreparedAt(v time.Time) *AssetPurgeUpsertBulk {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.SetPreparedAt(v)
+	})
+}
+
+// UpdatePreparedAt sets the "prepared_at" field to the value that was provided on create.
+func (u *AssetPurgeUpsertBulk) UpdatePreparedAt() *AssetPurgeUpsertBulk {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.UpdatePreparedAt()
+	})
+}
+
+// ClearPreparedAt clears the value of the "prepared_at" field.
+func (u *AssetPurgeUpsertBulk) ClearPreparedAt() *AssetPurgeUpsertBulk {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.ClearPreparedAt()
 	})
 }
 

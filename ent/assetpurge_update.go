@@ -10,6 +10,7 @@ import (
 
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
+	"entgo.io/ent/dialect/sql/sqljson"
 	"entgo.io/ent/schema/field"
 	"github.com/splathost/splathost/ent/assetpurge"
 	"github.com/splathost/splathost/ent/predicate"
@@ -32,6 +33,62 @@ func (_u *AssetPurgeUpdate) Where(ps ...predicate.AssetPurge) *AssetPurgeUpdate 
 // SetUpdatedAt sets the "updated_at" field.
 func (_u *AssetPurgeUpdate) SetUpdatedAt(v time.Time) *AssetPurgeUpdate {
 	_u.mutation.SetUpdatedAt(v)
+	return _u
+}
+
+// SetKeys sets the "keys" field.
+func (_u *AssetPurgeUpdate) SetKeys(v []string) *AssetPurgeUpdate {
+	_u.mutation.SetKeys(v)
+	return _u
+}
+
+// AppendKeys appends value to the "keys" field.
+func (_u *AssetPurgeUpdate) AppendKeys(v []string) *AssetPurgeUpdate {
+	_u.mutation.AppendKeys(v)
+	return _u
+}
+
+// ClearKeys clears the value of the "keys" field.
+func (_u *AssetPurgeUpdate) ClearKeys() *AssetPurgeUpdate {
+	_u.mutation.ClearKeys()
+	return _u
+}
+
+// SetPrefixes sets the "prefixes" field.
+func (_u *AssetPurgeUpdate) SetPrefixes(v []string) *AssetPurgeUpdate {
+	_u.mutation.SetPrefixes(v)
+	return _u
+}
+
+// AppendPrefixes appends value to the "prefixes" field.
+func (_u *AssetPurgeUpdate) AppendPrefixes(v []string) *AssetPurgeUpdate {
+	_u.mutation.AppendPrefixes(v)
+	return _u
+}
+
+// ClearPrefixes clears the value of the "prefixes" field.
+func (_u *AssetPurgeUpdate) ClearPrefixes() *AssetPurgeUpdate {
+	_u.mutation.ClearPrefixes()
+	return _u
+}
+
+// SetPreparedAt sets the "prepared_at" field.
+func (_u *AssetPurgeUpdate) SetPreparedAt(v time.Time) *AssetPurgeUpdate {
+	_u.mutation.SetPreparedAt(v)
+	return _u
+}
+
+// SetNillablePreparedAt sets the "prepared_at" field if the given value is not nil.
+func (_u *AssetPurgeUpdate) SetNillablePreparedAt(v *time.Time) *AssetPurgeUpdate {
+	if v != nil {
+		_u.SetPreparedAt(*v)
+	}
+	return _u
+}
+
+// ClearPreparedAt clears the value of the "prepared_at" field.
+func (_u *AssetPurgeUpdate) ClearPreparedAt() *AssetPurgeUpdate {
+	_u.mutation.ClearPreparedAt()
 	return _u
 }
 
@@ -155,11 +212,39 @@ func (_u *AssetPurgeUpdate) sqlSave(ctx context.Context) (_node int, err error) 
 	if value, ok := _u.mutation.UpdatedAt(); ok {
 		_spec.SetField(assetpurge.FieldUpdatedAt, field.TypeTime, value)
 	}
+	if value, ok := _u.mutation.Keys(); ok {
+		_spec.SetField(assetpurge.FieldKeys, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedKeys(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, assetpurge.FieldKeys, value)
+		})
+	}
 	if _u.mutation.KeysCleared() {
 		_spec.ClearField(assetpurge.FieldKeys, field.TypeJSON)
 	}
+	if value, ok := _u.mutation.Prefixes(); ok {
+		_spec.SetField(assetpurge.FieldPrefixes, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedPrefixes(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, assetpurge.FieldPrefixes, value)
+		})
+	}
 	if _u.mutation.PrefixesCleared() {
 		_spec.ClearField(assetpurge.FieldPrefixes, field.TypeJSON)
+	}
+	if _u.mutation.SceneIDCleared() {
+		_spec.ClearField(assetpurge.FieldSceneID, field.TypeString)
+	}
+	if _u.mutation.TicketIdsCleared() {
+		_spec.ClearField(assetpurge.FieldTicketIds, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.PreparedAt(); ok {
+		_spec.SetField(assetpurge.FieldPreparedAt, field.TypeTime, value)
+	}
+	if _u.mutation.PreparedAtCleared() {
+		_spec.ClearField(assetpurge.FieldPreparedAt, field.TypeTime)
 	}
 	if value, ok := _u.mutation.DoneAt(); ok {
 		_spec.SetField(assetpurge.FieldDoneAt, field.TypeTime, value)
@@ -204,6 +289,62 @@ type AssetPurgeUpdateOne struct {
 // SetUpdatedAt sets the "updated_at" field.
 func (_u *AssetPurgeUpdateOne) SetUpdatedAt(v time.Time) *AssetPurgeUpdateOne {
 	_u.mutation.SetUpdatedAt(v)
+	return _u
+}
+
+// SetKeys sets the "keys" field.
+func (_u *AssetPurgeUpdateOne) SetKeys(v []string) *AssetPurgeUpdateOne {
+	_u.mutation.SetKeys(v)
+	return _u
+}
+
+// AppendKeys appends value to the "keys" field.
+func (_u *AssetPurgeUpdateOne) AppendKeys(v []string) *AssetPurgeUpdateOne {
+	_u.mutation.AppendKeys(v)
+	return _u
+}
+
+// ClearKeys clears the value of the "keys" field.
+func (_u *AssetPurgeUpdateOne) ClearKeys() *AssetPurgeUpdateOne {
+	_u.mutation.ClearKeys()
+	return _u
+}
+
+// SetPrefixes sets the "prefixes" field.
+func (_u *AssetPurgeUpdateOne) SetPrefixes(v []string) *AssetPurgeUpdateOne {
+	_u.mutation.SetPrefixes(v)
+	return _u
+}
+
+// AppendPrefixes appends value to the "prefixes" field.
+func (_u *AssetPurgeUpdateOne) AppendPrefixes(v []string) *AssetPurgeUpdateOne {
+	_u.mutation.AppendPrefixes(v)
+	return _u
+}
+
+// ClearPrefixes clears the value of the "prefixes" field.
+func (_u *AssetPurgeUpdateOne) ClearPrefixes() *AssetPurgeUpdateOne {
+	_u.mutation.ClearPrefixes()
+	return _u
+}
+
+// SetPreparedAt sets the "prepared_at" field.
+func (_u *AssetPurgeUpdateOne) SetPreparedAt(v time.Time) *AssetPurgeUpdateOne {
+	_u.mutation.SetPreparedAt(v)
+	return _u
+}
+
+// SetNillablePreparedAt sets the "prepared_at" field if the given value is not nil.
+func (_u *AssetPurgeUpdateOne) SetNillablePreparedAt(v *time.Time) *AssetPurgeUpdateOne {
+	if v != nil {
+		_u.SetPreparedAt(*v)
+	}
+	return _u
+}
+
+// ClearPreparedAt clears the value of the "prepared_at" field.
+func (_u *AssetPurgeUpdateOne) ClearPreparedAt() *AssetPurgeUpdateOne {
+	_u.mutation.ClearPreparedAt()
 	return _u
 }
 
@@ -357,11 +498,39 @@ func (_u *AssetPurgeUpdateOne) sqlSave(ctx context.Context) (_node *AssetPurge, 
 	if value, ok := _u.mutation.UpdatedAt(); ok {
 		_spec.SetField(assetpurge.FieldUpdatedAt, field.TypeTime, value)
 	}
+	if value, ok := _u.mutation.Keys(); ok {
+		_spec.SetField(assetpurge.FieldKeys, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedKeys(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, assetpurge.FieldKeys, value)
+		})
+	}
 	if _u.mutation.KeysCleared() {
 		_spec.ClearField(assetpurge.FieldKeys, field.TypeJSON)
 	}
+	if value, ok := _u.mutation.Prefixes(); ok {
+		_spec.SetField(assetpurge.FieldPrefixes, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedPrefixes(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, assetpurge.FieldPrefixes, value)
+		})
+	}
 	if _u.mutation.PrefixesCleared() {
 		_spec.ClearField(assetpurge.FieldPrefixes, field.TypeJSON)
+	}
+	if _u.mutation.SceneIDCleared() {
+		_spec.ClearField(assetpurge.FieldSceneID, field.TypeString)
+	}
+	if _u.mutation.TicketIdsCleared() {
+		_spec.ClearField(assetpurge.FieldTicketIds, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.PreparedAt(); ok {
+		_spec.SetField(assetpurge.FieldPreparedAt, field.TypeTime, value)
+	}
+	if _u.mutation.PreparedAtCleared() {
+		_spec.ClearField(assetpurge.FieldPreparedAt, field.TypeTime)
 	}
 	if value, ok := _u.mutation.DoneAt(); ok {
 		_spec.SetField(assetpurge.FieldDoneAt, field.TypeTime, value)

@@ -1068,12 +1068,17 @@ type AssetPurgeMutation struct {
 	created_at              *time.Time
 	updated_at              *time.Time
 	integration_id          *string
+	kind                    *assetpurge.Kind
 	external_user_record_id *string
 	external_user_id        *string
 	keys                    *[]string
 	appendkeys              []string
 	prefixes                *[]string
 	appendprefixes          []string
+	scene_id                *string
+	ticket_ids              *[]string
+	appendticket_ids        []string
+	prepared_at             *time.Time
 	scene_count             *int
 	addscene_count          *int
 	done_at                 *time.Time
@@ -1298,6 +1303,42 @@ func (m *AssetPurgeMutation) ResetIntegrationID() {
 	m.integration_id = nil
 }
 
+// SetKind sets the "kind" field.
+func (m *AssetPurgeMutation) SetKind(a assetpurge.Kind) {
+	m.kind = &a
+}
+
+// Kind returns the value of the "kind" field in the mutation.
+func (m *AssetPurgeMutation) Kind() (r assetpurge.Kind, exists bool) {
+	v := m.kind
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKind returns the old "kind" field's value of the AssetPurge entity.
+// If the AssetPurge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetPurgeMutation) OldKind(ctx context.Context) (v assetpurge.Kind, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKind is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKind requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKind: %w", err)
+	}
+	return oldValue.Kind, nil
+}
+
+// ResetKind resets all changes to the "kind" field.
+func (m *AssetPurgeMutation) ResetKind() {
+	m.kind = nil
+}
+
 // SetExternalUserRecordID sets the "external_user_record_id" field.
 func (m *AssetPurgeMutation) SetExternalUserRecordID(s string) {
 	m.external_user_record_id = &s
@@ -1498,6 +1539,169 @@ func (m *AssetPurgeMutation) ResetPrefixes() {
 	m.prefixes = nil
 	m.appendprefixes = nil
 	delete(m.clearedFields, assetpurge.FieldPrefixes)
+}
+
+// SetSceneID sets the "scene_id" field.
+func (m *AssetPurgeMutation) SetSceneID(s string) {
+	m.scene_id = &s
+}
+
+// SceneID returns the value of the "scene_id" field in the mutation.
+func (m *AssetPurgeMutation) SceneID() (r string, exists bool) {
+	v := m.scene_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSceneID returns the old "scene_id" field's value of the AssetPurge entity.
+// If the AssetPurge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetPurgeMutation) OldSceneID(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSceneID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSceneID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSceneID: %w", err)
+	}
+	return oldValue.SceneID, nil
+}
+
+// ClearSceneID clears the value of the "scene_id" field.
+func (m *AssetPurgeMutation) ClearSceneID() {
+	m.scene_id = nil
+	m.clearedFields[assetpurge.FieldSceneID] = struct{}{}
+}
+
+// SceneIDCleared returns if the "scene_id" field was cleared in this mutation.
+func (m *AssetPurgeMutation) SceneIDCleared() bool {
+	_, ok := m.clearedFields[assetpurge.FieldSceneID]
+	return ok
+}
+
+// ResetSceneID resets all changes to the "scene_id" field.
+func (m *AssetPurgeMutation) ResetSceneID() {
+	m.scene_id = nil
+	delete(m.clearedFields, assetpurge.FieldSceneID)
+}
+
+// SetTicketIds sets the "ticket_ids" field.
+func (m *AssetPurgeMutation) SetTicketIds(s []string) {
+	m.ticket_ids = &s
+	m.appendticket_ids = nil
+}
+
+// TicketIds returns the value of the "ticket_ids" field in the mutation.
+func (m *AssetPurgeMutation) TicketIds() (r []string, exists bool) {
+	v := m.ticket_ids
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTicketIds returns the old "ticket_ids" field's value of the AssetPurge entity.
+// If the AssetPurge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetPurgeMutation) OldTicketIds(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTicketIds is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTicketIds requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTicketIds: %w", err)
+	}
+	return oldValue.TicketIds, nil
+}
+
+// AppendTicketIds adds s to the "ticket_ids" field.
+func (m *AssetPurgeMutation) AppendTicketIds(s []string) {
+	m.appendticket_ids = append(m.appendticket_ids, s...)
+}
+
+// AppendedTicketIds returns the list of values that were appended to the "ticket_ids" field in this mutation.
+func (m *AssetPurgeMutation) AppendedTicketIds() ([]string, bool) {
+	if len(m.appendticket_ids) == 0 {
+		return nil, false
+	}
+	return m.appendticket_ids, true
+}
+
+// ClearTicketIds clears the value of the "ticket_ids" field.
+func (m *AssetPurgeMutation) ClearTicketIds() {
+	m.ticket_ids = nil
+	m.appendticket_ids = nil
+	m.clearedFields[assetpurge.FieldTicketIds] = struct{}{}
+}
+
+// TicketIdsCleared returns if the "ticket_ids" field was cleared in this mutation.
+func (m *AssetPurgeMutation) TicketIdsCleared() bool {
+	_, ok := m.clearedFields[assetpurge.FieldTicketIds]
+	return ok
+}
+
+// ResetTicketIds resets all changes to the "ticket_ids" field.
+func (m *AssetPurgeMutation) ResetTicketIds() {
+	m.ticket_ids = nil
+	m.appendticket_ids = nil
+	delete(m.clearedFields, assetpurge.FieldTicketIds)
+}
+
+// SetPreparedAt sets the "prepared_at" field.
+func (m *AssetPurgeMutation) SetPreparedAt(t time.Time) {
+	m.prepared_at = &t
+}
+
+// PreparedAt returns the value of the "prepared_at" field in the mutation.
+func (m *AssetPurgeMutation) PreparedAt() (r time.Time, exists bool) {
+	v := m.prepared_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPreparedAt returns the old "prepared_at" field's value of the AssetPurge entity.
+// If the AssetPurge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetPurgeMutation) OldPreparedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPreparedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPreparedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPreparedAt: %w", err)
+	}
+	return oldValue.PreparedAt, nil
+}
+
+// ClearPreparedAt clears the value of the "prepared_at" field.
+func (m *AssetPurgeMutation) ClearPreparedAt() {
+	m.prepared_at = nil
+	m.clearedFields[assetpurge.FieldPreparedAt] = struct{}{}
+}
+
+// PreparedAtCleared returns if the "prepared_at" field was cleared in this mutation.
+func (m *AssetPurgeMutation) PreparedAtCleared() bool {
+	_, ok := m.clearedFields[assetpurge.FieldPreparedAt]
+	return ok
+}
+
+// ResetPreparedAt resets all changes to the "prepared_at" field.
+func (m *AssetPurgeMutation) ResetPreparedAt() {
+	m.prepared_at = nil
+	delete(m.clearedFields, assetpurge.FieldPreparedAt)
 }
 
 // SetSceneCount sets the "scene_count" field.
@@ -1744,7 +1948,7 @@ func (m *AssetPurgeMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *AssetPurgeMutation) Fields() []string {
-	fields := make([]string, 0, 11)
+	fields := make([]string, 0, 15)
 	if m.created_at != nil {
 		fields = append(fields, assetpurge.FieldCreatedAt)
 	}
@@ -1753,6 +1957,9 @@ func (m *AssetPurgeMutation) Fields() []string {
 	}
 	if m.integration_id != nil {
 		fields = append(fields, assetpurge.FieldIntegrationID)
+	}
+	if m.kind != nil {
+		fields = append(fields, assetpurge.FieldKind)
 	}
 	if m.external_user_record_id != nil {
 		fields = append(fields, assetpurge.FieldExternalUserRecordID)
@@ -1765,6 +1972,15 @@ func (m *AssetPurgeMutation) Fields() []string {
 	}
 	if m.prefixes != nil {
 		fields = append(fields, assetpurge.FieldPrefixes)
+	}
+	if m.scene_id != nil {
+		fields = append(fields, assetpurge.FieldSceneID)
+	}
+	if m.ticket_ids != nil {
+		fields = append(fields, assetpurge.FieldTicketIds)
+	}
+	if m.prepared_at != nil {
+		fields = append(fields, assetpurge.FieldPreparedAt)
 	}
 	if m.scene_count != nil {
 		fields = append(fields, assetpurge.FieldSceneCount)
@@ -1792,6 +2008,8 @@ func (m *AssetPurgeMutation) Field(name string) (ent.Value, bool) {
 		return m.UpdatedAt()
 	case assetpurge.FieldIntegrationID:
 		return m.IntegrationID()
+	case assetpurge.FieldKind:
+		return m.Kind()
 	case assetpurge.FieldExternalUserRecordID:
 		return m.ExternalUserRecordID()
 	case assetpurge.FieldExternalUserID:
@@ -1800,6 +2018,12 @@ func (m *AssetPurgeMutation) Field(name string) (ent.Value, bool) {
 		return m.Keys()
 	case assetpurge.FieldPrefixes:
 		return m.Prefixes()
+	case assetpurge.FieldSceneID:
+		return m.SceneID()
+	case assetpurge.FieldTicketIds:
+		return m.TicketIds()
+	case assetpurge.FieldPreparedAt:
+		return m.PreparedAt()
 	case assetpurge.FieldSceneCount:
 		return m.SceneCount()
 	case assetpurge.FieldDoneAt:
@@ -1823,6 +2047,8 @@ func (m *AssetPurgeMutation) OldField(ctx context.Context, name string) (ent.Val
 		return m.OldUpdatedAt(ctx)
 	case assetpurge.FieldIntegrationID:
 		return m.OldIntegrationID(ctx)
+	case assetpurge.FieldKind:
+		return m.OldKind(ctx)
 	case assetpurge.FieldExternalUserRecordID:
 		return m.OldExternalUserRecordID(ctx)
 	case assetpurge.FieldExternalUserID:
@@ -1831,6 +2057,12 @@ func (m *AssetPurgeMutation) OldField(ctx context.Context, name string) (ent.Val
 		return m.OldKeys(ctx)
 	case assetpurge.FieldPrefixes:
 		return m.OldPrefixes(ctx)
+	case assetpurge.FieldSceneID:
+		return m.OldSceneID(ctx)
+	case assetpurge.FieldTicketIds:
+		return m.OldTicketIds(ctx)
+	case assetpurge.FieldPreparedAt:
+		return m.OldPreparedAt(ctx)
 	case assetpurge.FieldSceneCount:
 		return m.OldSceneCount(ctx)
 	case assetpurge.FieldDoneAt:
@@ -1869,6 +2101,13 @@ func (m *AssetPurgeMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetIntegrationID(v)
 		return nil
+	case assetpurge.FieldKind:
+		v, ok := value.(assetpurge.Kind)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKind(v)
+		return nil
 	case assetpurge.FieldExternalUserRecordID:
 		v, ok := value.(string)
 		if !ok {
@@ -1896,6 +2135,27 @@ func (m *AssetPurgeMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetPrefixes(v)
+		return nil
+	case assetpurge.FieldSceneID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSceneID(v)
+		return nil
+	case assetpurge.FieldTicketIds:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTicketIds(v)
+		return nil
+	case assetpurge.FieldPreparedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPreparedAt(v)
 		return nil
 	case assetpurge.FieldSceneCount:
 		v, ok := value.(int)
@@ -1988,6 +2248,15 @@ func (m *AssetPurgeMutation) ClearedFields() []string {
 	if m.FieldCleared(assetpurge.FieldPrefixes) {
 		fields = append(fields, assetpurge.FieldPrefixes)
 	}
+	if m.FieldCleared(assetpurge.FieldSceneID) {
+		fields = append(fields, assetpurge.FieldSceneID)
+	}
+	if m.FieldCleared(assetpurge.FieldTicketIds) {
+		fields = append(fields, assetpurge.FieldTicketIds)
+	}
+	if m.FieldCleared(assetpurge.FieldPreparedAt) {
+		fields = append(fields, assetpurge.FieldPreparedAt)
+	}
 	if m.FieldCleared(assetpurge.FieldDoneAt) {
 		fields = append(fields, assetpurge.FieldDoneAt)
 	}
@@ -2014,6 +2283,15 @@ func (m *AssetPurgeMutation) ClearField(name string) error {
 	case assetpurge.FieldPrefixes:
 		m.ClearPrefixes()
 		return nil
+	case assetpurge.FieldSceneID:
+		m.ClearSceneID()
+		return nil
+	case assetpurge.FieldTicketIds:
+		m.ClearTicketIds()
+		return nil
+	case assetpurge.FieldPreparedAt:
+		m.ClearPreparedAt()
+		return nil
 	case assetpurge.FieldDoneAt:
 		m.ClearDoneAt()
 		return nil
@@ -2037,6 +2315,9 @@ func (m *AssetPurgeMutation) ResetField(name string) error {
 	case assetpurge.FieldIntegrationID:
 		m.ResetIntegrationID()
 		return nil
+	case assetpurge.FieldKind:
+		m.ResetKind()
+		return nil
 	case assetpurge.FieldExternalUserRecordID:
 		m.ResetExternalUserRecordID()
 		return nil
@@ -2048,6 +2329,15 @@ func (m *AssetPurgeMutation) ResetField(name string) error {
 		return nil
 	case assetpurge.FieldPrefixes:
 		m.ResetPrefixes()
+		return nil
+	case assetpurge.FieldSceneID:
+		m.ResetSceneID()
+		return nil
+	case assetpurge.FieldTicketIds:
+		m.ResetTicketIds()
+		return nil
+	case assetpurge.FieldPreparedAt:
+		m.ResetPreparedAt()
 		return nil
 	case assetpurge.FieldSceneCount:
 		m.ResetSceneCount()

@@ -132,7 +132,7 @@ func init() {
 		}
 	}()
 	// assetpurgeDescExternalUserRecordID is the schema descriptor for external_user_record_id field.
-	assetpurgeDescExternalUserRecordID := assetpurgeFields[1].Descriptor()
+	assetpurgeDescExternalUserRecordID := assetpurgeFields[2].Descriptor()
 	// assetpurge.ExternalUserRecordIDValidator is a validator for the "external_user_record_id" field. It is called by the builders before save.
 	assetpurge.ExternalUserRecordIDValidator = func() func(string) error {
 		validators := assetpurgeDescExternalUserRecordID.Validators
@@ -150,15 +150,19 @@ func init() {
 		}
 	}()
 	// assetpurgeDescExternalUserID is the schema descriptor for external_user_id field.
-	assetpurgeDescExternalUserID := assetpurgeFields[2].Descriptor()
+	assetpurgeDescExternalUserID := assetpurgeFields[3].Descriptor()
 	// assetpurge.ExternalUserIDValidator is a validator for the "external_user_id" field. It is called by the builders before save.
 	assetpurge.ExternalUserIDValidator = assetpurgeDescExternalUserID.Validators[0].(func(string) error)
+	// assetpurgeDescSceneID is the schema descriptor for scene_id field.
+	assetpurgeDescSceneID := assetpurgeFields[6].Descriptor()
+	// assetpurge.SceneIDValidator is a validator for the "scene_id" field. It is called by the builders before save.
+	assetpurge.SceneIDValidator = assetpurgeDescSceneID.Validators[0].(func(string) error)
 	// assetpurgeDescSceneCount is the schema descriptor for scene_count field.
-	assetpurgeDescSceneCount := assetpurgeFields[5].Descriptor()
+	assetpurgeDescSceneCount := assetpurgeFields[9].Descriptor()
 	// assetpurge.DefaultSceneCount holds the default value on creation for the scene_count field.
 	assetpurge.DefaultSceneCount = assetpurgeDescSceneCount.Default.(int)
 	// assetpurgeDescDeletedObjects is the schema descriptor for deleted_objects field.
-	assetpurgeDescDeletedObjects := assetpurgeFields[7].Descriptor()
+	assetpurgeDescDeletedObjects := assetpurgeFields[11].Descriptor()
 	// assetpurge.DefaultDeletedObjects holds the default value on creation for the deleted_objects field.
 	assetpurge.DefaultDeletedObjects = assetpurgeDescDeletedObjects.Default.(int)
 	// assetpurgeDescID is the schema descriptor for id field.

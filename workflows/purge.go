@@ -100,51 +100,75 @@ func PurgeCustomerAssets(ctx workflow.Context, in PurgeInput) (PurgeResult, erro
 	if in.PurgeID == "" || in.IntegrationID == "" || in.ExternalUserRecordID == "" {
 		return PurgeResult{}, temporal.NewNonRetryableApplicationError("purge id, integration id and external user record id are required", activities.ErrBadInput, nil)
 	}
+	dbCtx := workflow.WithActivityOptions(ctx, dbOptions)
+	closed, more, err := deleteSlices(ctx, in.PurgeID, &in.Offset, &in.Deleted)
+	switch {
+	case err != nil:
+		return closeFailed(dbCtx, in.PurgeID, in.Deleted, err)
+	case closed:
+		return PurgeResult{Deleted: in.Deleted, AlreadyClosed: true}, nil
+	case more:
+		return PurgeResult{}, workflow.NewContinueAsNewError(ctx, PurgeCustomerAssets, in)
+	}
+	return closePurge(dbCtx, in.PurgeID, in.Deleted)
+}
+
+// deleteSlices deletes a row's objects a slice at a time from *offset on, adding what it
+// removed to *deleted. closed says another run had already closed the row; more says the
+// history grew long and the caller must continue as new (with *offset and *deleted). The
+// commands it issues are those PurgeCustomerAssets always issued, so running purges replay.
+func deleteSlices(ctx workflow.Context, purgeID string, offset, deleted *int) (closed, more bool, err error) {
 	var a *activities.Activities
 	dbCtx := workflow.WithActivityOptions(ctx, dbOptions)
 	delCtx := workflow.WithActivityOptions(ctx, deleteOptions)
 	for {
 		var slice activities.LoadPurgeResult
-		err := workflow.ExecuteActivity(dbCtx, a.LoadPurge, activities.LoadPurgeInput{PurgeID: in.PurgeID, Offset: in.Offset, Limit: purgeSlice}).Get(ctx, &slice)
+		err := workflow.ExecuteActivity(dbCtx, a.LoadPurge, activities.LoadPurgeInput{PurgeID: purgeID, Offset: *offset, Limit: purgeSlice}).Get(ctx, &slice)
 		if err != nil {
-			return closeFailed(dbCtx, in, err)
+			return false, false, err
 		}
 		if slice.Closed {
-			return PurgeResult{Deleted: in.Deleted, AlreadyClosed: true}, nil
+			return true, false, nil
 		}
 		if len(slice.Keys)+len(slice.Prefixes) > 0 {
 			var res activities.DeleteObjectsResult
 			err := workflow.ExecuteActivity(delCtx, a.DeleteObjects, activities.DeleteObjectsInput{Keys: slice.Keys, Prefixes: slice.Prefixes}).Get(ctx, &res)
 			if err != nil {
-				return closeFailed(dbCtx, in, err)
+				return false, false, err
 			}
-			in.Deleted += res.Deleted
+			*deleted += res.Deleted
 		}
-		in.Offset = slice.Next
+		*offset = slice.Next
 		if slice.Last {
-			break
+			return false, false, nil
 		}
 		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-			return PurgeResult{}, workflow.NewContinueAsNewError(ctx, PurgeCustomerAssets, in)
+			return false, true, nil
 		}
 	}
-	if err := workflow.ExecuteActivity(dbCtx, a.ClosePurge, activities.ClosePurgeInput{PurgeID: in.PurgeID, Deleted: in.Deleted}).Get(ctx, nil); err != nil {
+}
+
+// closePurge closes the row once every object is gone.
+func closePurge(ctx workflow.Context, purgeID string, deleted int) (PurgeResult, error) {
+	err := workflow.ExecuteActivity(ctx, (*activities.Activities)(nil).ClosePurge,
+		activities.ClosePurgeInput{PurgeID: purgeID, Deleted: deleted}).Get(ctx, nil)
+	if err != nil {
 		return PurgeResult{}, err
 	}
-	return PurgeResult{Deleted: in.Deleted}, nil
+	return PurgeResult{Deleted: deleted}, nil
 }
 
 // closeFailed handles an activity error. The activities retry forever, so an error that reaches
 // the workflow is bad input (or a cancellation): bad input closes the row with the failure.
-func closeFailed(ctx workflow.Context, in PurgeInput, err error) (PurgeResult, error) {
+func closeFailed(ctx workflow.Context, purgeID string, deleted int, err error) (PurgeResult, error) {
 	var app *temporal.ApplicationError
 	if !errors.As(err, &app) || app.Type() != activities.ErrBadInput {
 		return PurgeResult{}, err
 	}
 	msg := app.Error()
 	if cerr := workflow.ExecuteActivity(ctx, (*activities.Activities)(nil).ClosePurge,
-		activities.ClosePurgeInput{PurgeID: in.PurgeID, Deleted: in.Deleted, Failure: msg}).Get(ctx, nil); cerr != nil {
+		activities.ClosePurgeInput{PurgeID: purgeID, Deleted: deleted, Failure: msg}).Get(ctx, nil); cerr != nil {
 		return PurgeResult{}, cerr
 	}
-	return PurgeResult{Deleted: in.Deleted, Failure: msg}, err
+	return PurgeResult{Deleted: deleted, Failure: msg}, err
 }

@@ -22,6 +22,10 @@ const (
 	OrphanSweepEvery = 15 * time.Minute
 )
 
+// purgeKindsChange is the GetVersion change id of RedrivePurges starting PurgeAssets for scene
+// and upload rows.
+const purgeKindsChange = "purge-kinds"
+
 // redriveMinAge leaves a fresh outbox row to the service that wrote it, which starts its
 // workflow right after the commit.
 const redriveMinAge = time.Minute
@@ -41,7 +45,8 @@ type RedriveResult struct {
 // RedrivePurges restarts the purge of every outbox row still open: the service crashed between
 // its commit and the workflow start, Temporal was unreachable then, or a purge of the same
 // customer was still running. Each purge starts as an abandoned child under the same business
-// id the service uses, so a purge that is already running is found, not duplicated.
+// id the service uses, so a purge that is already running is found, not duplicated: customer
+// rows run PurgeCustomerAssets, scene DELETE and refused-commit rows PurgeAssets.
 func RedrivePurges(ctx workflow.Context, _ RedriveInput) (RedriveResult, error) {
 	var a *activities.Activities
 	var pending activities.PendingPurgesResult
@@ -50,10 +55,24 @@ func RedrivePurges(ctx workflow.Context, _ RedriveInput) (RedriveResult, error) 
 	if err != nil {
 		return RedriveResult{}, err
 	}
+	// Rows of a scene DELETE or a refused commit run PurgeAssets. Histories of before those kinds
+	// existed replay the customer purge for every row.
+	kinds := workflow.GetVersion(ctx, purgeKindsChange, workflow.DefaultVersion, 1)
 	// Start every child in one workflow task, then collect the outcomes: one round trip for the
 	// batch instead of one per row.
 	starts := make([]workflow.Future, len(pending.Purges))
 	for i, p := range pending.Purges {
+		if kinds != workflow.DefaultVersion && (p.Kind == PurgeKindScene || p.Kind == PurgeKindUpload) {
+			in := AssetPurgeInput{PurgeID: p.PurgeID, Kind: p.Kind, IntegrationID: p.IntegrationID,
+				ExternalUserID: p.ExternalUserID, SceneID: p.SceneID}
+			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+				WorkflowID:            AssetPurgeWorkflowID(in),
+				ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+				TypedSearchAttributes: assetPurgeSearchAttributes(in),
+			})
+			starts[i] = workflow.ExecuteChildWorkflow(cctx, PurgeAssets, in).GetChildWorkflowExecution()
+			continue
+		}
 		in := PurgeInput{PurgeID: p.PurgeID, IntegrationID: p.IntegrationID,
 			ExternalUserRecordID: p.ExternalUserRecordID, ExternalUserID: p.ExternalUserID}
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{

@@ -11,6 +11,7 @@ import (
 func Register(w worker.Registry) int {
 	w.RegisterWorkflow(PurgeCustomerAssets)
 	w.RegisterWorkflow(RedrivePurges)
+	w.RegisterWorkflow(PurgeAssets)
 	w.RegisterWorkflow(SweepOrphanUploads)
 	w.RegisterWorkflowWithOptions(SceneRetention, workflow.RegisterOptions{Name: SceneRetentionWorkflow})
 	w.RegisterWorkflow(RedriveRetention)

@@ -7,7 +7,6 @@ import (
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/worker"
 	"github.com/splathost/splathost/services/scene"
-	"github.com/splathost/splathost/workflows"
 )
 
 func main() {
@@ -26,7 +25,6 @@ func main() {
 	defer tc.Close()
 	svc := scene.New(d, store, rt.Log, rt.Config.AssetBase(), scene.ClonesFrom(tc, rt.Config))
 	svc.UseViews(views)
-	svc.UseViewRecords(workflows.ViewDeletions{Client: tc, TaskQueue: rt.Config.TaskQueue})
 	// Scene reads are served from memory while the LISTEN connection is up; every change is
 	// announced with a NOTIFY, so this process drops its copies whichever process made it.
 	go svc.Listen(rt.Ctx)

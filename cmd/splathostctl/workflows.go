@@ -28,7 +28,9 @@ var workflowTypes = map[string]string{
 	"clone":     workflows.CloneSceneWorkflow,
 	"retention": workflows.SceneRetentionWorkflow,
 	"purge":     "PurgeCustomerAssets",
-	"views":     "DeleteSceneViews",
+	// Scene DELETE and refused-commit purges.
+	"asset-purge": "PurgeAssets",
+	"views":       "DeleteSceneViews",
 }
 
 // temporal dials the Temporal frontend. The SDK's own logging is discarded: the CLI reports
@@ -84,7 +86,7 @@ func (a *app) workflowsCommand() *cobra.Command {
 	var integrationID, customer, typ string
 	var limit int
 	list := &cobra.Command{
-		Use:   "list --integration ID [--customer EU] [--type clone|retention|purge|views]",
+		Use:   "list --integration ID [--customer EU] [--type clone|retention|purge|asset-purge|views]",
 		Short: "List workflows by the integrationId and externalUserId search attributes",
 		Args:  cobra.NoArgs,
 		RunE: a.runTemporal(func(cmd *cobra.Command, _ []string, tc client.Client) error {
@@ -108,7 +110,7 @@ func (a *app) workflowsCommand() *cobra.Command {
 	f := list.Flags()
 	f.StringVar(&integrationID, "integration", "", "integration id (required)")
 	f.StringVar(&customer, "customer", "", "external user id")
-	f.StringVar(&typ, "type", "", "clone, retention, purge, views or a workflow type name")
+	f.StringVar(&typ, "type", "", "clone, retention, purge, asset-purge, views or a workflow type name")
 	f.IntVar(&limit, "limit", 100, "at most this many workflows, newest first")
 	_ = list.MarkFlagRequired("integration")
 

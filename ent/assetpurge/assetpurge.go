@@ -3,6 +3,7 @@
 package assetpurge
 
 import (
+	"fmt"
 	"time"
 
 	"entgo.io/ent/dialect/sql"
@@ -19,6 +20,8 @@ const (
 	FieldUpdatedAt = "updated_at"
 	// FieldIntegrationID holds the string denoting the integration_id field in the database.
 	FieldIntegrationID = "integration_id"
+	// FieldKind holds the string denoting the kind field in the database.
+	FieldKind = "kind"
 	// FieldExternalUserRecordID holds the string denoting the external_user_record_id field in the database.
 	FieldExternalUserRecordID = "external_user_record_id"
 	// FieldExternalUserID holds the string denoting the external_user_id field in the database.
@@ -27,6 +30,12 @@ const (
 	FieldKeys = "keys"
 	// FieldPrefixes holds the string denoting the prefixes field in the database.
 	FieldPrefixes = "prefixes"
+	// FieldSceneID holds the string denoting the scene_id field in the database.
+	FieldSceneID = "scene_id"
+	// FieldTicketIds holds the string denoting the ticket_ids field in the database.
+	FieldTicketIds = "ticket_ids"
+	// FieldPreparedAt holds the string denoting the prepared_at field in the database.
+	FieldPreparedAt = "prepared_at"
 	// FieldSceneCount holds the string denoting the scene_count field in the database.
 	FieldSceneCount = "scene_count"
 	// FieldDoneAt holds the string denoting the done_at field in the database.
@@ -45,10 +54,14 @@ var Columns = []string{
 	FieldCreatedAt,
 	FieldUpdatedAt,
 	FieldIntegrationID,
+	FieldKind,
 	FieldExternalUserRecordID,
 	FieldExternalUserID,
 	FieldKeys,
 	FieldPrefixes,
+	FieldSceneID,
+	FieldTicketIds,
+	FieldPreparedAt,
 	FieldSceneCount,
 	FieldDoneAt,
 	FieldDeletedObjects,
@@ -78,6 +91,8 @@ var (
 	ExternalUserRecordIDValidator func(string) error
 	// ExternalUserIDValidator is a validator for the "external_user_id" field. It is called by the builders before save.
 	ExternalUserIDValidator func(string) error
+	// SceneIDValidator is a validator for the "scene_id" field. It is called by the builders before save.
+	SceneIDValidator func(string) error
 	// DefaultSceneCount holds the default value on creation for the "scene_count" field.
 	DefaultSceneCount int
 	// DefaultDeletedObjects holds the default value on creation for the "deleted_objects" field.
@@ -87,6 +102,33 @@ var (
 	// IDValidator is a validator for the "id" field. It is called by the builders before save.
 	IDValidator func(string) error
 )
+
+// Kind defines the type for the "kind" enum field.
+type Kind string
+
+// KindCustomer is the default value of the Kind enum.
+const DefaultKind = KindCustomer
+
+// Kind values.
+const (
+	KindCustomer Kind = "customer"
+	KindScene    Kind = "scene"
+	KindUpload   Kind = "upload"
+)
+
+func (k Kind) String() string {
+	return string(k)
+}
+
+// KindValidator is a validator for the "kind" field enum values. It is called by the builders before save.
+func KindValidator(k Kind) error {
+	switch k {
+	case KindCustomer, KindScene, KindUpload:
+		return nil
+	default:
+		return fmt.Errorf("assetpurge: invalid enum value for kind field: %q", k)
+	}
+}
 
 // OrderOption defines the ordering options for the AssetPurge queries.
 type OrderOption func(*sql.Selector)
@@ -111,6 +153,11 @@ func ByIntegrationID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldIntegrationID, opts...).ToFunc()
 }
 
+// ByKind orders the results by the kind field.
+func ByKind(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldKind, opts...).ToFunc()
+}
+
 // ByExternalUserRecordID orders the results by the external_user_record_id field.
 func ByExternalUserRecordID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldExternalUserRecordID, opts...).ToFunc()
@@ -119,6 +166,16 @@ func ByExternalUserRecordID(opts ...sql.OrderTermOption) OrderOption {
 // ByExternalUserID orders the results by the external_user_id field.
 func ByExternalUserID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldExternalUserID, opts...).ToFunc()
+}
+
+// BySceneID orders the results by the scene_id field.
+func BySceneID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldSceneID, opts...).ToFunc()
+}
+
+// ByPreparedAt orders the results by the prepared_at field.
+func ByPreparedAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldPreparedAt, opts...).ToFunc()
 }
 
 // BySceneCount orders the results by the scene_count field.

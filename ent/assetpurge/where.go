@@ -89,6 +89,16 @@ func ExternalUserID(v string) predicate.AssetPurge {
 	return predicate.AssetPurge(sql.FieldEQ(FieldExternalUserID, v))
 }
 
+// SceneID applies equality check predicate on the "scene_id" field. It's identical to SceneIDEQ.
+func SceneID(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldEQ(FieldSceneID, v))
+}
+
+// PreparedAt applies equality check predicate on the "prepared_at" field. It's identical to PreparedAtEQ.
+func PreparedAt(v time.Time) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldEQ(FieldPreparedAt, v))
+}
+
 // SceneCount applies equality check predicate on the "scene_count" field. It's identical to SceneCountEQ.
 func SceneCount(v int) predicate.AssetPurge {
 	return predicate.AssetPurge(sql.FieldEQ(FieldSceneCount, v))
@@ -254,6 +264,26 @@ func IntegrationIDContainsFold(v string) predicate.AssetPurge {
 	return predicate.AssetPurge(sql.FieldContainsFold(FieldIntegrationID, v))
 }
 
+// KindEQ applies the EQ predicate on the "kind" field.
+func KindEQ(v Kind) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldEQ(FieldKind, v))
+}
+
+// KindNEQ applies the NEQ predicate on the "kind" field.
+func KindNEQ(v Kind) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldNEQ(FieldKind, v))
+}
+
+// KindIn applies the In predicate on the "kind" field.
+func KindIn(vs ...Kind) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldIn(FieldKind, vs...))
+}
+
+// KindNotIn applies the NotIn predicate on the "kind" field.
+func KindNotIn(vs ...Kind) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldNotIn(FieldKind, vs...))
+}
+
 // ExternalUserRecordIDEQ applies the EQ predicate on the "external_user_record_id" field.
 func ExternalUserRecordIDEQ(v string) predicate.AssetPurge {
 	return predicate.AssetPurge(sql.FieldEQ(FieldExternalUserRecordID, v))
@@ -402,6 +432,141 @@ func PrefixesIsNil() predicate.AssetPurge {
 // PrefixesNotNil applies the NotNil predicate on the "prefixes" field.
 func PrefixesNotNil() predicate.AssetPurge {
 	return predicate.AssetPurge(sql.FieldNotNull(FieldPrefixes))
+}
+
+// SceneIDEQ applies the EQ predicate on the "scene_id" field.
+func SceneIDEQ(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldEQ(FieldSceneID, v))
+}
+
+// SceneIDNEQ applies the NEQ predicate on the "scene_id" field.
+func SceneIDNEQ(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldNEQ(FieldSceneID, v))
+}
+
+// SceneIDIn applies the In predicate on the "scene_id" field.
+func SceneIDIn(vs ...string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldIn(FieldSceneID, vs...))
+}
+
+// SceneIDNotIn applies the NotIn predicate on the "scene_id" field.
+func SceneIDNotIn(vs ...string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldNotIn(FieldSceneID, vs...))
+}
+
+// SceneIDGT applies the GT predicate on the "scene_id" field.
+func SceneIDGT(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldGT(FieldSceneID, v))
+}
+
+// SceneIDGTE applies the GTE predicate on the "scene_id" field.
+func SceneIDGTE(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldGTE(FieldSceneID, v))
+}
+
+// SceneIDLT applies the LT predicate on the "scene_id" field.
+func SceneIDLT(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldLT(FieldSceneID, v))
+}
+
+// SceneIDLTE applies the LTE predicate on the "scene_id" field.
+func SceneIDLTE(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldLTE(FieldSceneID, v))
+}
+
+// SceneIDContains applies the Contains predicate on the "scene_id" field.
+func SceneIDContains(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldContains(FieldSceneID, v))
+}
+
+// SceneIDHasPrefix applies the HasPrefix predicate on the "scene_id" field.
+func SceneIDHasPrefix(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldHasPrefix(FieldSceneID, v))
+}
+
+// SceneIDHasSuffix applies the HasSuffix predicate on the "scene_id" field.
+func SceneIDHasSuffix(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldHasSuffix(FieldSceneID, v))
+}
+
+// SceneIDIsNil applies the IsNil predicate on the "scene_id" field.
+func SceneIDIsNil() predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldIsNull(FieldSceneID))
+}
+
+// SceneIDNotNil applies the NotNil predicate on the "scene_id" field.
+func SceneIDNotNil() predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldNotNull(FieldSceneID))
+}
+
+// SceneIDEqualFold applies the EqualFold predicate on the "scene_id" field.
+func SceneIDEqualFold(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldEqualFold(FieldSceneID, v))
+}
+
+// SceneIDContainsFold applies the ContainsFold predicate on the "scene_id" field.
+func SceneIDContainsFold(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldContainsFold(FieldSceneID, v))
+}
+
+// TicketIdsIsNil applies the IsNil predicate on the "ticket_ids" field.
+func TicketIdsIsNil() predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldIsNull(FieldTicketIds))
+}
+
+// TicketIdsNotNil applies the NotNil predicate on the "ticket_ids" field.
+func TicketIdsNotNil() predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldNotNull(FieldTicketIds))
+}
+
+// PreparedAtEQ applies the EQ predicate on the "prepared_at" field.
+func PreparedAtEQ(v time.Time) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldEQ(FieldPreparedAt, v))
+}
+
+// PreparedAtNEQ applies the NEQ predicate on the "prepared_at" field.
+func PreparedAtNEQ(v time.Time) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldNEQ(FieldPreparedAt, v))
+}
+
+// PreparedAtIn applies the In predicate on the "prepared_at" field.
+func PreparedAtIn(vs ...time.Time) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldIn(FieldPreparedAt, vs...))
+}
+
+// PreparedAtNotIn applies the NotIn predicate on the "prepared_at" field.
+func PreparedAtNotIn(vs ...time.Time) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldNotIn(FieldPreparedAt, vs...))
+}
+
+// PreparedAtGT applies the GT predicate on the "prepared_at" field.
+func PreparedAtGT(v time.Time) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldGT(FieldPreparedAt, v))
+}
+
+// PreparedAtGTE applies the GTE predicate on the "prepared_at" field.
+func PreparedAtGTE(v time.Time) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldGTE(FieldPreparedAt, v))
+}
+
+// PreparedAtLT applies the LT predicate on the "prepared_at" field.
+func PreparedAtLT(v time.Time) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldLT(FieldPreparedAt, v))
+}
+
+// PreparedAtLTE applies the LTE predicate on the "prepared_at" field.
+func PreparedAtLTE(v time.Time) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldLTE(FieldPreparedAt, v))
+}
+
+// PreparedAtIsNil applies the IsNil predicate on the "prepared_at" field.
+func PreparedAtIsNil() predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldIsNull(FieldPreparedAt))
+}
+
+// PreparedAtNotNil applies the NotNil predicate on the "prepared_at" field.
+func PreparedAtNotNil() predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldNotNull(FieldPreparedAt))
 }
 
 // SceneCountEQ applies the EQ predicate on the "scene_count" field.

@@ -33,10 +33,14 @@ var (
 		{Name: "created_at", Type: field.TypeTime},
 		{Name: "updated_at", Type: field.TypeTime},
 		{Name: "integration_id", Type: field.TypeString, Size: 24},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"customer", "scene", "upload"}, Default: "customer"},
 		{Name: "external_user_record_id", Type: field.TypeString, Size: 24},
 		{Name: "external_user_id", Type: field.TypeString},
 		{Name: "keys", Type: field.TypeJSON, Nullable: true},
 		{Name: "prefixes", Type: field.TypeJSON, Nullable: true},
+		{Name: "scene_id", Type: field.TypeString, Nullable: true, Size: 24},
+		{Name: "ticket_ids", Type: field.TypeJSON, Nullable: true},
+		{Name: "prepared_at", Type: field.TypeTime, Nullable: true},
 		{Name: "scene_count", Type: field.TypeInt, Default: 0},
 		{Name: "done_at", Type: field.TypeTime, Nullable: true},
 		{Name: "deleted_objects", Type: field.TypeInt, Default: 0},
@@ -51,7 +55,7 @@ var (
 			{
 				Name:    "assetpurge_done_at_created_at",
 				Unique:  false,
-				Columns: []*schema.Column{AssetPurgesColumns[9], AssetPurgesColumns[1]},
+				Columns: []*schema.Column{AssetPurgesColumns[13], AssetPurgesColumns[1]},
 			},
 		},
 	}

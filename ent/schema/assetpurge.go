@@ -6,12 +6,15 @@ import (
 	"entgo.io/ent/schema/index"
 )
 
-// AssetPurge is the transactional outbox of a customer deletion: the row is written in the same
-// transaction that removes the customer's scenes, so the objects still to be removed from the
-// store are never forgotten, even when the process dies between the commit and the start of the
-// PurgeCustomerAssets workflow. The service starts the workflow right after the commit; the
-// purge re-drive restarts any row not yet closed; the workflow closes the row when every object
-// is gone. Closed rows stay as the audit trail of what a deletion removed.
+// AssetPurge is the transactional outbox of stored objects to remove: the row is written in the
+// same transaction that makes the objects unneeded, so they are never forgotten, even when the
+// process dies between the commit and the start of the purge workflow. Three kinds: a customer
+// deletion (the customer's scenes, PurgeCustomerAssets), a scene DELETE (the scene's objects and
+// view records, PurgeAssets) and a commit refused for quota (the uploads it named, PurgeAssets,
+// which first claims the uploads that are still uncommitted and keeps any another commit took).
+// The service starts the workflow right after the commit; the purge re-drive restarts any row
+// not yet closed; the workflow closes the row when every object is gone. Closed rows stay as the
+// audit trail of what a deletion removed.
 type AssetPurge struct{ ent.Schema }
 
 // Mixin of the AssetPurge.
@@ -21,14 +24,27 @@ func (AssetPurge) Mixin() []ent.Mixin { return []ent.Mixin{IDMixin{}, TimeMixin{
 func (AssetPurge) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("integration_id").MaxLen(24).NotEmpty().Immutable(),
-		// external_user_record_id and external_user_id name the deleted customer (its record id
-		// and the integrator's id); the workflow id and search attributes come from them. No
+		// kind says which workflow runs the row and what it does before deleting (see above).
+		field.Enum("kind").Values("customer", "scene", "upload").Default("customer").Immutable(),
+		// external_user_record_id and external_user_id name the deleted customer, or the owner of
+		// the scene or uploads (its record id and the integrator's id); the customer purge's
+		// workflow id and every purge's search attributes come from them. No
 		// foreign keys: the outbox must never block or be blocked by the rows it outlives.
 		field.String("external_user_record_id").MaxLen(24).NotEmpty().Immutable(),
 		field.String("external_user_id").NotEmpty().Immutable(),
 		// keys are single objects to delete; prefixes are folders (LOD scenes) to list and empty.
-		field.Strings("keys").Optional().Immutable(),
-		field.Strings("prefixes").Optional().Immutable(),
+		// An upload purge fills them in when it claims its uploads (prepared_at).
+		field.Strings("keys").Optional(),
+		field.Strings("prefixes").Optional(),
+		// scene_id is the deleted scene of a scene purge, whose view records go too.
+		field.String("scene_id").Optional().Nillable().MaxLen(24).Immutable(),
+		// ticket_ids are the upload tickets of an upload purge: only those still uncommitted when
+		// the purge runs are claimed (their rows deleted, so no commit can take them afterwards)
+		// and their objects removed.
+		field.Strings("ticket_ids").Optional().Immutable(),
+		// prepared_at records that an upload purge has claimed its uploads and fixed keys and
+		// prefixes; a re-run does not claim again.
+		field.Time("prepared_at").Optional().Nillable(),
 		field.Int("scene_count").Default(0).Immutable(),
 		// done_at closes the row: every object is gone (or, with failure set, the purge gave up
 		// on input it can never process).

@@ -22,7 +22,6 @@ import (
 	"github.com/splathost/splathost/services/session"
 	"github.com/splathost/splathost/services/user"
 	"github.com/splathost/splathost/web"
-	"github.com/splathost/splathost/workflows"
 )
 
 // Process is a running all-in-one splathost: the gateway with every service mounted in-process,
@@ -82,7 +81,6 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	p.Views = views
 	p.Streamer = &analytics.Streamer{DB: d, Views: views, Log: log}
 	scenes.UseViews(views)
-	scenes.UseViewRecords(workflows.ViewDeletions{Client: tc, TaskQueue: cfg.TaskQueue})
 	keys, err := session.NewKeys(cfg.SessionKeys)
 	if err != nil {
 		p.Close()

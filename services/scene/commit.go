@@ -19,6 +19,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/assetpurge"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/ent/schema"
 	"github.com/splathost/splathost/ent/uploadticket"
@@ -145,7 +146,7 @@ func (s *Service) resolve(ctx context.Context, field, rawURL string, owner *ent.
 		return nil, apperr.Invalid("invalid upload URL", fmt.Sprintf("%s: this URL comes from another upload endpoint", field))
 	}
 	if t.CommittedAt != nil {
-		return nil, apperr.Conflict(field + ": this upload is already part of a scene")
+		return nil, s.alreadyCommitted(ctx, field, t.ID, owner)
 	}
 	if s.now().After(t.ExpiresAt.Add(commitGrace)) {
 		return nil, apperr.Invalid("invalid upload URL", field+": the upload window has closed; upload again")
@@ -271,7 +272,12 @@ func (s *Service) commit(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		o, _ := a.object()
+		o, ok := a.object()
+		if !ok {
+			// Another key under the caller's own upload prefix (another file of the ticket's
+			// folder, say): not the fileUrl this upload issued.
+			return apperr.Invalid("invalid upload URL", "splatUrl: must be the fileUrl of a splat-file upload")
+		}
 		if err := s.verifyObject(ctx, "splatUrl", o); err != nil {
 			return err
 		}
@@ -334,9 +340,24 @@ func (s *Service) commit(c *fiber.Ctx) error {
 
 	var sc *ent.Scene
 	var acct *ent.Account
+	// refused is the quota answer of a commit the transaction turned down, and purge the outbox
+	// row of objects to remove (the refused commit's uploads, or the unused image of a commit).
+	var refused error
+	var purge *ent.AssetPurge
+	var taken *errUploadTaken
 	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
 		var err error
 		if _, acct, err = quota.Reserve(ctx, tx, owner.ID, caller.AccountID, quota.Charge{Bytes: size, Slot: true}); err != nil {
+			var e *apperr.Error
+			if !errors.As(err, &e) || (e.Status != http.StatusRequestEntityTooLarge && e.Status != http.StatusForbidden) {
+				return err
+			}
+			// The spec: when commit fails for quota, remove the uploaded objects. Not here and
+			// not blindly: a concurrent commit of the same upload may have just won, so the
+			// outbox row names the tickets, committed with the refusal, and the purge workflow
+			// removes only those still uncommitted when it runs (activities.ClaimUploads).
+			refused = err
+			purge, err = s.uploadPurge(ctx, tx, owner, caller.IntegrationID, ticketIDs(assets), nil)
 			return err
 		}
 		create := tx.Scene.Create().SetIntegrationID(caller.IntegrationID).SetOwnerID(owner.ID).
@@ -362,79 +383,99 @@ func (s *Service) commit(c *fiber.Ctx) error {
 			return err
 		}
 		for _, a := range assets {
-			// The committed_at guard makes a second concurrent commit of the same upload fail.
+			// The committed_at guard makes a second concurrent commit of the same upload fail,
+			// and so does a ticket a refused commit's purge has claimed (deleted).
 			n, err := tx.UploadTicket.Update().Where(uploadticket.ID(a.ticket.ID), uploadticket.CommittedAtIsNil()).
 				SetCommittedAt(s.now()).SetSceneID(sc.ID).Save(ctx)
 			if err != nil {
 				return err
 			}
 			if n == 0 {
-				return apperr.Conflict("this upload is already part of a scene")
+				taken = &errUploadTaken{ticketID: a.ticket.ID}
+				return taken
+			}
+		}
+		if len(unused) > 0 {
+			// The ticket is spent; an image it signed but the scene does not use would be
+			// orphaned (the sweep takes only uncommitted tickets).
+			if purge, err = s.uploadPurge(ctx, tx, owner, caller.IntegrationID, nil, unused); err != nil {
+				return err
 			}
 		}
 		return sceneChanged(ctx, tx, caller.IntegrationID, sc.ID)
 	})
+	if taken != nil {
+		return s.alreadyCommitted(ctx, "splatUrl", taken.ticketID, owner)
+	}
 	if err != nil {
-		var e *apperr.Error
-		if errors.As(err, &e) && (e.Status == http.StatusRequestEntityTooLarge || e.Status == http.StatusForbidden) {
-			// The spec: when commit fails for quota, remove the uploaded objects.
-			s.removeUploads(assets)
-		}
 		return err
 	}
-	s.invalidateScene(ctx, caller.IntegrationID, sc.ID)
-	if len(unused) > 0 {
-		// The ticket is spent; an image it signed but the scene does not use would be orphaned.
-		s.deleteDetached(unused)
+	s.startAssetPurge(ctx, purge)
+	if refused != nil {
+		return refused
 	}
+	s.invalidateScene(ctx, caller.IntegrationID, sc.ID)
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{
 		"status": "success", "splatId": sc.ID,
 		"splat": itemOf(sc, owner.ExternalUserID, caller.ProductSlug, eu), "usage": quota.AccountSnapshot(acct),
 	})
 }
 
-// removeUploads deletes the objects of tickets a failed commit referenced. It runs detached from
-// the request (the client has its answer) and is best effort: the orphan sweep removes whatever
-// it misses.
-func (s *Service) removeUploads(assets []*asset) {
-	var keys []string
+// errUploadTaken aborts a commit's transaction when one of its uploads was committed (or
+// claimed by a refused commit's purge) after resolve saw it free.
+type errUploadTaken struct{ ticketID string }
+
+func (e *errUploadTaken) Error() string {
+	return "upload ticket " + e.ticketID + " taken by another commit"
+}
+
+// alreadyCommitted is the 409 of a commit naming an upload that is no longer free. When the
+// upload became a live scene of this very customer (same integration and EU: a retry whose first
+// answer was lost), the answer names that scene's splatId so the client can carry on; otherwise
+// it says nothing about where the upload went.
+func (s *Service) alreadyCommitted(ctx context.Context, field, ticketID string, owner *ent.ExternalUser) error {
+	conflict := apperr.Conflict(field + ": this upload is already part of a scene")
+	t, err := s.db.Ent.UploadTicket.Get(ctx, ticketID)
+	if ent.IsNotFound(err) {
+		return apperr.Conflict(field + ": this upload was removed after a refused commit; upload again")
+	}
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	if t.SceneID == nil || t.OwnerID != owner.ID || t.IntegrationID != owner.IntegrationID {
+		return conflict
+	}
+	mine, err := s.db.Ent.Scene.Query().Where(scene.ID(*t.SceneID), scene.IntegrationID(owner.IntegrationID),
+		scene.OwnerID(owner.ID), scene.ArchivedAtIsNil()).Exist(ctx)
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	if !mine {
+		return conflict
+	}
+	return conflict.With("splatId", *t.SceneID)
+}
+
+// ticketIDs are the upload tickets a commit names.
+func ticketIDs(assets []*asset) []string {
+	out := make([]string, 0, len(assets))
 	for _, a := range assets {
-		for _, o := range a.ticket.Objects {
-			keys = append(keys, o.Key)
+		if !slices.Contains(out, a.ticket.ID) {
+			out = append(out, a.ticket.ID)
 		}
 	}
-	s.deleteDetached(keys)
+	return out
 }
 
-// deleteDetached deletes objects after the response, best effort: the orphan sweep catches what
-// it misses.
-func (s *Service) deleteDetached(keys []string) {
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		if err := s.deleteKeys(ctx, keys); err != nil {
-			s.log.Warn("deleting objects", "error", err, "objects", len(keys))
-		}
-	}()
-}
-
-// deleteKeys removes objects in batches of 1000 (the S3 DeleteObjects maximum).
-func (s *Service) deleteKeys(ctx context.Context, keys []string) error {
-	for len(keys) > 0 {
-		n := min(1000, len(keys))
-		ids := make([]s3types.ObjectIdentifier, n)
-		for i, k := range keys[:n] {
-			ids[i] = s3types.ObjectIdentifier{Key: aws.String(k)}
-		}
-		out, err := s.store.Client.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String(s.store.Bucket),
-			Delete: &s3types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
-		if err != nil {
-			return err
-		}
-		if len(out.Errors) > 0 {
-			return fmt.Errorf("%d objects not deleted, first: %s", len(out.Errors), aws.ToString(out.Errors[0].Message))
-		}
-		keys = keys[n:]
+// uploadPurge writes, in the caller's transaction, the outbox row (asset_purges, kind upload)
+// of uploads to remove: the tickets whose objects go if they are still uncommitted when the
+// purge runs, and single keys (an unused image of a committed ticket). The PurgeAssets workflow
+// re-checks both against the owner's scenes before deleting anything.
+func (s *Service) uploadPurge(ctx context.Context, tx *ent.Tx, owner *ent.ExternalUser, integrationID string, tickets, keys []string) (*ent.AssetPurge, error) {
+	if len(tickets)+len(keys) == 0 {
+		return nil, nil
 	}
-	return nil
+	return tx.AssetPurge.Create().SetKind(assetpurge.KindUpload).SetIntegrationID(integrationID).
+		SetExternalUserRecordID(owner.ID).SetExternalUserID(owner.ExternalUserID).
+		SetTicketIds(tickets).SetKeys(keys).Save(ctx)
 }

@@ -2,32 +2,27 @@ package scene
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/assetpurge"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/quota"
+	"github.com/splathost/splathost/workflows"
 )
 
 // Scene metadata limits (spec, Limits).
 const (
 	maxTitle       = 200
 	maxDescription = 2000
-	// assetDeleteTimeout bounds the object deletions of one DELETE; they run detached from the
-	// client's connection so that a client hanging up does not leave half a scene behind.
-	assetDeleteTimeout = 5 * time.Minute
 )
 
 // registerScenes mounts the scene read, update and delete routes.
@@ -368,11 +363,15 @@ func (s *Service) feature(c *fiber.Ctx, caller *httpx.Caller, id string, feature
 	return c.JSON(fiber.Map{"status": "success", "splat": itemOf(sc, ownerEU, caller.ProductSlug, callerEU(caller))})
 }
 
-// deleteScene answers DELETE /api/v1/splats/{id} with the spec's side effects in order: the
-// record (1) and the release of its storage and slot (3) in one transaction, then its view
-// records (2), stored assets (4) and cache entries (5), none of which can be rolled back with
-// the record. Retained (archived) scenes answer 404 like everywhere else in the API: the
-// billing lifecycle owns them (their counters were released when they were archived).
+// deleteScene answers DELETE /api/v1/splats/{id} with the spec's side effects: the record (1)
+// and the release of its storage and slot (3) in one transaction with an outbox row
+// (asset_purges, kind scene) of its view records (2) and stored assets (4), then its cache
+// entries (5). The PurgeAssets workflow the row starts removes the objects (the file, images and
+// the whole LOD folder) and the view records with retries; if this process dies or Temporal is
+// unreachable before the start, the worker's purge re-drive starts it. So the answer never waits
+// for the store, however large the folder. Retained (archived) scenes answer 404 like everywhere
+// else in the API: the billing lifecycle owns them (their counters were released when they were
+// archived).
 func (s *Service) deleteScene(c *fiber.Ctx) error {
 	caller, eu, id, err := customerScene(c)
 	if err != nil {
@@ -386,11 +385,12 @@ func (s *Service) deleteScene(c *fiber.Ctx) error {
 	if owner == nil {
 		return errSceneNotFound()
 	}
-	var sc *ent.Scene
+	var purge *ent.AssetPurge
 	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
 		// Lock order: the scene row, then release's customer → account. A concurrent second
 		// DELETE waits here and then finds no row, so the scene is released exactly once.
-		if sc, err = lockOwnedScene(ctx, tx, caller.IntegrationID, owner.ID, id); err != nil {
+		sc, err := lockOwnedScene(ctx, tx, caller.IntegrationID, owner.ID, id)
+		if err != nil {
 			return err
 		}
 		if err := tx.Scene.DeleteOneID(sc.ID).Exec(ctx); err != nil {
@@ -399,55 +399,31 @@ func (s *Service) deleteScene(c *fiber.Ctx) error {
 		if err := quota.Release(ctx, tx, sc.OwnerID, caller.AccountID, quota.Charge{Bytes: sc.FileSizeBytes, Slot: sc.HoldsSplatSlot}); err != nil {
 			return err
 		}
+		keys, prefixes := s.sceneObjects(sc)
+		purge, err = tx.AssetPurge.Create().SetKind(assetpurge.KindScene).SetIntegrationID(sc.IntegrationID).
+			SetExternalUserRecordID(owner.ID).SetExternalUserID(owner.ExternalUserID).SetSceneID(sc.ID).
+			SetKeys(keys).SetPrefixes(prefixes).SetSceneCount(1).Save(ctx)
+		if err != nil {
+			return err
+		}
 		return sceneChanged(ctx, tx, sc.IntegrationID, sc.ID)
 	})
 	if err != nil {
 		return err
 	}
-	// The record is gone and its storage released: from here on the client's answer is success.
-	// What follows runs detached from the request so a client hanging up cannot interrupt it, and
-	// a failure is logged, not returned (a retry would only get 404).
-	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), assetDeleteTimeout)
-	defer cancel()
-	if err := s.deleteViews(bg, sc.IntegrationID, sc.ID); err != nil {
-		s.log.Warn("deleting the view records of a deleted scene", "scene", sc.ID, "error", err)
-	}
-	if err := s.deleteSceneAssets(bg, sc); err != nil {
-		s.log.Error("deleting the stored assets of a deleted scene", "scene", sc.ID, "error", err)
-	}
-	s.invalidateScene(bg, sc.IntegrationID, sc.ID)
+	s.startAssetPurge(ctx, purge)
+	s.invalidateScene(context.WithoutCancel(ctx), caller.IntegrationID, id)
 	return c.JSON(fiber.Map{"status": "success"})
 }
 
-// ViewRecords deletes the view records of deleted scenes, durably (workflows.ViewDeletions
-// starts a DeleteSceneViews workflow, which retries until ClickHouse has them gone).
-type ViewRecords interface {
-	Delete(ctx context.Context, integrationID string, sceneIDs []string) error
-}
-
-// UseViewRecords gives the service what deletes a deleted scene's view records.
-func (s *Service) UseViewRecords(v ViewRecords) { s.viewRecords = v }
-
-// deleteViews removes a deleted scene's view records (spec, DELETE side effect 2) by handing
-// the deletion to a workflow. It runs after the scene row is gone, so a view recorded
-// concurrently may survive it; the view store tolerates views of scenes that no longer exist
-// (trending and viewCount read only live scenes).
-func (s *Service) deleteViews(ctx context.Context, integrationID, sceneID string) error {
-	if s.viewRecords == nil {
-		return errors.New("no view store wired: the scene's view records stay until their partitions expire")
-	}
-	return s.viewRecords.Delete(ctx, integrationID, []string{sceneID})
-}
-
-// deleteSceneAssets removes a scene's stored objects: every key in asset_keys (the scene file
-// and its images) and, for a LOD scene, every object under its folder. Keys outside the
-// scene's integration are never touched, whatever a row says, and an empty folder key never
-// becomes a bucket-wide listing.
-func (s *Service) deleteSceneAssets(ctx context.Context, sc *ent.Scene) error {
+// sceneObjects lists what a deleted scene's purge removes: every key in asset_keys (the scene
+// file and its images) and, for a LOD scene, its folder. Keys outside the scene's integration
+// are never named, whatever a row says, and an empty folder key never becomes a bucket-wide
+// listing (the DeleteObjects activity refuses both again).
+func (s *Service) sceneObjects(sc *ent.Scene) (keys, prefixes []string) {
 	scope := "i/" + sc.IntegrationID + "/"
-	var keys []string
 	for _, k := range sc.AssetKeys {
-		if strings.HasPrefix(k, scope) {
+		if strings.HasPrefix(k, scope) && len(k) > len(scope) && !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		} else {
 			s.log.Warn("not deleting an asset key outside the scene's integration", "scene", sc.ID, "key", k)
@@ -455,27 +431,40 @@ func (s *Service) deleteSceneAssets(ctx context.Context, sc *ent.Scene) error {
 	}
 	if sc.LodFolderKey != nil {
 		folder := strings.TrimSuffix(*sc.LodFolderKey, "/") + "/"
-		if !strings.HasPrefix(folder, scope) || len(folder) <= len(scope) {
-			s.log.Warn("not deleting a LOD folder outside the scene's integration", "scene", sc.ID, "folder", folder)
+		if strings.HasPrefix(folder, scope) && len(folder) > len(scope)+1 {
+			prefixes = append(prefixes, folder)
 		} else {
-			p := s3.NewListObjectsV2Paginator(s.store.Client, &s3.ListObjectsV2Input{Bucket: aws.String(s.store.Bucket), Prefix: aws.String(folder)})
-			for p.HasMorePages() {
-				page, err := p.NextPage(ctx)
-				if err != nil {
-					return fmt.Errorf("listing %s: %w", folder, err)
-				}
-				for _, o := range page.Contents {
-					keys = append(keys, aws.ToString(o.Key))
-				}
-				// Delete as we list: a 20 000-tile folder never sits in memory twice over.
-				if len(keys) >= 1000 {
-					if err := s.deleteKeys(ctx, keys); err != nil {
-						return err
-					}
-					keys = keys[:0]
-				}
-			}
+			s.log.Warn("not deleting a LOD folder outside the scene's integration", "scene", sc.ID, "folder", folder)
 		}
 	}
-	return s.deleteKeys(ctx, keys)
+	return keys, prefixes
+}
+
+// purgeStartTimeout bounds the start of a purge workflow after the commit. It runs detached
+// from the request: the outbox row makes the start durable, so the answer does not wait for it.
+const purgeStartTimeout = 30 * time.Second
+
+// startAssetPurge starts the PurgeAssets workflow of an outbox row, detached from the request.
+// A failure (or the process dying first) is only logged: the row stays open and the worker's
+// purge re-drive starts it.
+func (s *Service) startAssetPurge(ctx context.Context, p *ent.AssetPurge) {
+	if p == nil {
+		return
+	}
+	if s.clones.Client == nil {
+		s.log.Info("no Temporal client; the purge re-drive will start the purge", "purge", p.ID)
+		return
+	}
+	in := workflows.AssetPurgeInput{PurgeID: p.ID, Kind: string(p.Kind), IntegrationID: p.IntegrationID,
+		ExternalUserID: p.ExternalUserID}
+	if p.SceneID != nil {
+		in.SceneID = *p.SceneID
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), purgeStartTimeout)
+		defer cancel()
+		if _, err := workflows.StartAssetPurge(ctx, s.clones.Client, s.clones.TaskQueue, in); err != nil {
+			s.log.Warn("starting an asset purge; the re-drive will retry", "purge", p.ID, "error", err)
+		}
+	}()
 }

@@ -32,10 +32,9 @@ type Service struct {
 	cache *sceneCache
 	// clones runs the clone jobs; see clone.go.
 	clones Clones
-	// views ranks trending (ClickHouse); viewRecords deletes a deleted scene's view records.
-	// Both are wired by the binary (UseViews, UseViewRecords).
-	views       *analytics.Views
-	viewRecords ViewRecords
+	// views ranks trending (ClickHouse), wired by the binary (UseViews). A deleted scene's view
+	// records go with its asset purge (deleteScene).
+	views *analytics.Views
 	// scores caches trending's window scores for a few seconds (trending.go).
 	scores scoreCache
 }
