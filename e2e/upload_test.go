@@ -92,8 +92,18 @@ func store(t *testing.T) *objectstore.Store {
 	return s
 }
 
+// keyOf is the object key of an asset URL: a stored or upload URL (AssetBase + "/" + key), or
+// an asset-route URL of an answer (/assets/<key> or /assets/s/<token>/<key>, assets.go).
 func keyOf(t *testing.T, url string) string {
 	t.Helper()
+	if i := strings.Index(url, "/assets/s/"); i >= 0 {
+		_, key, ok := strings.Cut(url[i+len("/assets/s/"):], "/")
+		require.True(t, ok, url)
+		return key
+	}
+	if i := strings.Index(url, "/assets/"); i >= 0 && !strings.HasPrefix(url, env.Config.AssetBase()+"/") {
+		return url[i+len("/assets/"):]
+	}
 	key, ok := strings.CutPrefix(url, env.Config.AssetBase()+"/")
 	require.True(t, ok, url)
 	return key

@@ -389,7 +389,7 @@ func (s *Service) commit(c *fiber.Ctx) error {
 	}
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{
 		"status": "success", "splatId": sc.ID,
-		"splat": itemOf(sc, owner.ExternalUserID, caller.ProductSlug, eu), "usage": quota.AccountSnapshot(acct),
+		"splat": s.itemOf(sc, owner.ExternalUserID, caller.ProductSlug, eu), "usage": quota.AccountSnapshot(acct),
 	})
 }
 
