@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -80,6 +82,23 @@ func TestDevStackRunsSplitBinaries(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 200, r.Status, string(r.Raw))
 	require.EqualValues(t, len(body), r.Body["splat"].(map[string]any)["fileSizeBytes"])
+
+	// Its file through the split gateway's asset route, streamed from the scene binary: signed
+	// (the scene is private) 200, Range 206, HEAD; the unsigned form 404; the store's own URL 403.
+	signed := r.Body["splat"].(map[string]any)["splatUrl"].(string)
+	require.True(t, strings.HasPrefix(signed, st.GatewayURL+"/assets/s/"), signed)
+	got := fetchAsset(t, "GET", signed, nil)
+	require.Equal(t, 200, got.status, string(got.body))
+	require.Equal(t, body, got.body)
+	part := fetchAsset(t, "GET", signed, map[string]string{"Range": "bytes=32-63"})
+	require.Equal(t, 206, part.status, string(part.body))
+	require.Equal(t, body[32:64], part.body)
+	head := fetchAsset(t, "HEAD", signed, nil)
+	require.Equal(t, 200, head.status)
+	require.Equal(t, strconv.Itoa(len(body)), head.header.Get("Content-Length"))
+	requireAssetNotFound(t, fetchAsset(t, "GET", unsignedOf(t, signed), nil))
+	key := signed[strings.Index(signed, "/i/")+1:]
+	require.Equal(t, 403, fetchAsset(t, "GET", strings.TrimSuffix(st.ObjectStoreURL, "/")+"/"+st.S3Bucket+"/"+key, nil).status)
 
 	resp, err := http.Get(st.TemporalUIURL)
 	require.NoError(t, err)

@@ -465,9 +465,8 @@ func (r *idleReader) Read(p []byte) (int, error) {
 // registerAssets mounts the asset route. It is public: the gateway sends no caller with it.
 func (s *Service) registerAssets(r fiber.Router) {
 	// The signed shape first: Fiber matches in registration order and /assets/* covers both.
-	// The handler parses the raw path itself; the two routes document the two shapes.
+	// The handler parses the raw path itself; the two routes document the two shapes. Fiber's
+	// Get registers HEAD too.
 	r.Get(AssetsPrefix+"/s/:token/*", s.serveAsset)
-	r.Head(AssetsPrefix+"/s/:token/*", s.serveAsset)
 	r.Get(AssetsPrefix+"/*", s.serveAsset)
-	r.Head(AssetsPrefix+"/*", s.serveAsset)
 }
