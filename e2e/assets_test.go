@@ -223,12 +223,12 @@ func TestAssetArchivedAndDeletedScenesAreGoneWithin60s(t *testing.T) {
 		require.Equal(t, 200, fetchAsset(t, "GET", u, nil).status, u)
 	}
 
+	r := do(t, "DELETE", splatPath(gone["id"].(string)), a.keys(who), nil)
+	require.Less(t, r.Status, 300, string(r.Raw))
 	lifecyclePut(t, a, who, map[string]any{"billingState": "suspended", "keepSplatIds": []string{keep},
 		"limitBytes": 32, "maxSplats": 1})
 	requireArchived(t, a, who, open["id"].(string), false)
 	requireArchived(t, a, who, closed["id"].(string), false)
-	r := do(t, "DELETE", splatPath(gone["id"].(string)), a.keys(who), nil)
-	require.Less(t, r.Status, 300, string(r.Raw))
 
 	start := time.Now()
 	require.Eventually(t, func() bool {
