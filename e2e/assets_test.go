@@ -281,3 +281,19 @@ func TestAssetURLTokenShape(t *testing.T) {
 	require.GreaterOrEqual(t, scene.AssetURLLifetime, 15*time.Minute)
 	require.LessOrEqual(t, scene.AssetDecisionTTL, 30*time.Second)
 }
+
+// TestAssetCloneServesItsOwnCopy: a clone's files live in its own folder (named by the new
+// scene), and its signed URLs serve the copy; the source's URLs keep working.
+func TestAssetCloneServesItsOwnCopy(t *testing.T) {
+	a := newTenant(t)
+	src := commitScene(t, a, "cloner", 6)
+	r := do(t, "POST", clonePath(src["id"].(string)), a.keys("cloner"), nil)
+	sp := requireCloneSuccess(t, r, 201, src)
+	u := sp["splatUrl"].(string)
+	require.Contains(t, u, "/assets/s/")
+	require.Contains(t, keyOf(t, u), "/clone/"+sp["id"].(string)+"/")
+	got := fetchAsset(t, "GET", u, nil)
+	require.Equal(t, 200, got.status, string(got.body))
+	require.Equal(t, splatBytes(6), got.body)
+	require.Equal(t, 200, fetchAsset(t, "GET", src["splatUrl"].(string), nil).status)
+}
