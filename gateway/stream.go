@@ -29,6 +29,9 @@ var corsPublic = cors.New(cors.Config{
 // gateway gives up on it.
 const streamIdle = 30 * time.Second
 
+// streamBuffered is the largest answer body the streamer reads whole before passing it on.
+const streamBuffered = 64 << 10
+
 // streamer forwards the public prefixes of a service in another process (scene files of up to
 // gigabytes): with no caller, only GET and HEAD, and the answer's body streamed through
 // instead of read whole into memory like the API forwarder does.
@@ -47,6 +50,9 @@ func newStreamer(base string) (*streamer, error) {
 		MaxIdleConnDuration:           90 * time.Second,
 		DisableHeaderNamesNormalizing: true,
 		StreamResponseBody:            true,
+		// fasthttp streams only a body longer than this (and a chunked one); anything up to it
+		// is read whole, which bounds what one answer holds here.
+		MaxResponseBodySize: streamBuffered,
 		// No whole-answer read deadline: a 2 GiB file takes longer than any fixed bound. The
 		// upstream bounds its own idleness (assetIdle), which ends a stalled stream here too.
 		ReadTimeout:  0,
