@@ -297,3 +297,18 @@ func TestAssetCloneServesItsOwnCopy(t *testing.T) {
 	require.Equal(t, splatBytes(6), got.body)
 	require.Equal(t, 200, fetchAsset(t, "GET", src["splatUrl"].(string), nil).status)
 }
+
+// TestAssetRevokedIntegrationIsGone: revoking an integration stops its public files within the
+// decision cache's bound.
+func TestAssetRevokedIntegrationIsGone(t *testing.T) {
+	a := newTenant(t)
+	ensureCustomer(t, a, "revoked", nil)
+	fileURL := uploadSplat(t, a, "revoked", splatBytes(2))
+	r := do(t, "POST", "/api/v1/splats", a.keys("revoked"), map[string]any{"title": "open", "splatUrl": fileURL, "visibility": "public"})
+	require.Equal(t, 201, r.Status, string(r.Raw))
+	u := splatOf(r)["splatUrl"].(string)
+	require.Equal(t, 200, fetchAsset(t, "GET", u, nil).status)
+	require.Equal(t, 200, do(t, "POST", "/admin/v1/integrations/"+a.IntegrationID+"/revoke", admin(), nil).Status)
+	require.Eventually(t, func() bool { return fetchAsset(t, "GET", u, nil).status == 404 },
+		scene.AssetDecisionTTL+5*time.Second, 250*time.Millisecond)
+}
