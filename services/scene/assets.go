@@ -296,9 +296,9 @@ func errAssetNotFound() error { return apperr.NotFound("asset not found") }
 
 // mayServe decides whether the request's object is served: its folder's scene exists, is live,
 // belongs to the key's integration, which is not revoked; and it is open to everyone or the URL
-// is signed. The scene comes from the scene cache, which every writer invalidates by NOTIFY, so
-// an archive or delete takes effect at once (within AssetDecisionTTL while LISTEN reconnects,
-// when the cache reads through).
+// is signed. The scene comes from the scene cache, which every writer invalidates by NOTIFY
+// (and which reads through while its LISTEN connection is down), so an archive or delete takes
+// effect at once; only the revocation is cached, for AssetDecisionTTL.
 func (s *Service) mayServe(ctx context.Context, r assetRequest) (public bool, err error) {
 	id, err := s.assetOwner(ctx, r.scope)
 	if err != nil {
@@ -328,6 +328,8 @@ func (s *Service) mayServe(ctx context.Context, r assetRequest) (public bool, er
 // whole in memory), with Range (206), conditional requests (304), ETag, Last-Modified and the
 // stored Content-Type. CORS is the gateway's.
 func (s *Service) serveAsset(c *fiber.Ctx) error {
+	// Refusals are never cached: a scene published a moment later must load at once.
+	c.Set(fiber.HeaderCacheControl, "no-store")
 	if s.urls == nil {
 		return errAssetNotFound()
 	}
