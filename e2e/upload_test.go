@@ -92,8 +92,18 @@ func store(t *testing.T) *objectstore.Store {
 	return s
 }
 
+// keyOf is the object key of an asset URL: a stored or upload URL (AssetBase + "/" + key), or
+// an asset-route URL of an answer (/assets/<key> or /assets/s/<token>/<key>, assets.go).
 func keyOf(t *testing.T, url string) string {
 	t.Helper()
+	if i := strings.Index(url, "/assets/s/"); i >= 0 {
+		_, key, ok := strings.Cut(url[i+len("/assets/s/"):], "/")
+		require.True(t, ok, url)
+		return key
+	}
+	if i := strings.Index(url, "/assets/"); i >= 0 && !strings.HasPrefix(url, env.Config.AssetBase()+"/") {
+		return url[i+len("/assets/"):]
+	}
 	key, ok := strings.CutPrefix(url, env.Config.AssetBase()+"/")
 	require.True(t, ok, url)
 	return key
@@ -354,10 +364,11 @@ func TestAccountScopeQuotaAndOverage(t *testing.T) {
 	require.EqualValues(t, 960, r.Body["requestedBytes"])
 }
 
-// TestAssetsArePublicReadOnlyAndCORS checks the object store the stack runs: a browser on any
-// origin can GET a committed scene's file (the viewer fetches it), but anonymous clients can
-// neither list the bucket nor write to it.
-func TestAssetsArePublicReadOnlyAndCORS(t *testing.T) {
+// TestAssetsAreReadOnlyAndCORS checks the object store the stack runs and the asset route in
+// front of it: a browser on any origin can GET a committed scene's file through the URL the API
+// gave (the viewer fetches it), but anonymous clients can neither read, list nor write the bucket
+// itself, and the asset route takes no writes.
+func TestAssetsAreReadOnlyAndCORS(t *testing.T) {
 	a := newTenant(t)
 	sc := commitScene(t, a, "reader", 8)
 	fileURL := sc["splatUrl"].(string)
@@ -378,12 +389,21 @@ func TestAssetsArePublicReadOnlyAndCORS(t *testing.T) {
 	list.Body.Close()
 	require.Equal(t, 403, list.StatusCode, "anonymous listing is refused")
 
-	put, err := http.NewRequest("PUT", fileURL, strings.NewReader("overwritten"))
+	storeURL := env.Config.AssetBase() + "/" + keyOf(t, fileURL)
+	get, err := http.Get(storeURL)
 	require.NoError(t, err)
-	resp, err = http.DefaultClient.Do(put)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, 403, resp.StatusCode, "anonymous writes are refused")
+	get.Body.Close()
+	require.Equal(t, 403, get.StatusCode, "anonymous reads of the store are refused")
+	for _, u := range []string{storeURL, fileURL} {
+		put, err := http.NewRequest("PUT", u, strings.NewReader("overwritten"))
+		require.NoError(t, err)
+		resp, err = http.DefaultClient.Do(put)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Contains(t, []int{403, 405}, resp.StatusCode, "anonymous writes are refused: %s", u)
+	}
+	got, _, _ := getObject(t, keyOf(t, fileURL))
+	require.Len(t, got, 8*32, "nothing was overwritten")
 }
 
 // liveBytesOf is the customer's usedBytes and the sum of their live (unarchived) scenes and

@@ -37,6 +37,9 @@ type SessionVerifier interface {
 type Upstream struct {
 	Name     string
 	Prefixes []string
+	// Public are prefixes anyone may request (the asset route): no authentication, the CORS
+	// policy of corsPublic, and, when forwarded, no caller and the answer streamed.
+	Public   []string
 	Register func(fiber.Router)
 	URL      string
 }
@@ -101,6 +104,11 @@ func New(o Options) (*fiber.App, error) {
 		app.Use(page, httpx.Page, a.sessionPage)
 	}
 	app.Use("/admin", a.admin)
+	for _, up := range o.Upstreams {
+		for _, p := range up.Public {
+			app.Use(strings.TrimSuffix(p, "/"), corsPublic)
+		}
+	}
 
 	if o.Assets != nil {
 		if err := mountStatic(app, o.Assets); err != nil {
@@ -123,6 +131,15 @@ func New(o Options) (*fiber.App, error) {
 		}
 		for _, p := range up.Prefixes {
 			routes = append(routes, prefixRoute{prefix: strings.TrimSuffix(p, "/"), fwd: fwd})
+		}
+		if len(up.Public) > 0 {
+			st, err := newStreamer(up.URL)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range up.Public {
+				app.All(strings.TrimSuffix(p, "/")+"/*", st.handle)
+			}
 		}
 	}
 	// Fiber matches routes in registration order, so a prefix nested in another service's

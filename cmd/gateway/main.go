@@ -30,7 +30,7 @@ func main() {
 		Assets:   web.Dist,
 		Upstreams: []gateway.Upstream{
 			{Name: "user", Prefixes: user.Prefixes, URL: cfg.UserURL},
-			{Name: "scene", Prefixes: scene.Prefixes, URL: cfg.SceneURL},
+			{Name: "scene", Prefixes: scene.Prefixes, Public: scene.PublicPrefixes, URL: cfg.SceneURL},
 			{Name: "session", Prefixes: session.Prefixes, URL: cfg.SessionURL},
 		},
 	})

@@ -5,6 +5,7 @@ package main
 import (
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
 )
 
@@ -17,6 +18,7 @@ func main() {
 		boot.Fatal(rt.Log, "session keys", err)
 	}
 	svc := session.New(d, rt.Log, keys)
+	svc.UseAssetURLs(scene.NewAssetURLs(rt.Config))
 	app := boot.ServiceApp("session", rt.Config, rt.Log, session.Prefixes, svc.Register,
 		map[string]httpx.Check{"postgres": d.Ping})
 	rt.Log.Info("listening", "addr", rt.Config.SessionAddr)

@@ -81,12 +81,15 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	p.Views = views
 	p.Streamer = &analytics.Streamer{DB: d, Views: views, Log: log}
 	scenes.UseViews(views)
+	urls := scene.NewAssetURLs(cfg)
+	scenes.UseAssetURLs(urls)
 	keys, err := session.NewKeys(cfg.SessionKeys)
 	if err != nil {
 		p.Close()
 		return nil, err
 	}
 	sessions := session.New(d, log, keys)
+	sessions.UseAssetURLs(urls)
 	app, err := gateway.New(gateway.Options{
 		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken,
 		InternalSecret: []byte(cfg.InternalSecret), Integrations: ints,
@@ -94,7 +97,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 		Assets:   web.Dist,
 		Upstreams: []gateway.Upstream{
 			{Name: "user", Prefixes: user.Prefixes, Register: users.Register},
-			{Name: "scene", Prefixes: scene.Prefixes, Register: scenes.Register},
+			{Name: "scene", Prefixes: scene.Prefixes, Public: scene.PublicPrefixes, Register: scenes.Register},
 			{Name: "session", Prefixes: session.Prefixes, Register: sessions.Register},
 		},
 		Ready: map[string]httpx.Check{

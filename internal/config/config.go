@@ -4,6 +4,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -33,9 +34,16 @@ type Config struct {
 	S3AccessKey, S3SecretKey string
 	// S3Bucket holds every scene asset.
 	S3Bucket string
-	// AssetBaseURL is the public base of asset URLs (fileUrl, splatUrl, imageUrl): an object's
-	// URL is AssetBaseURL + "/" + key. Defaults to the object store's path-style bucket URL.
+	// AssetBaseURL is the base of the asset URLs the upload answers give (fileUrl, manifestUrl)
+	// and the scene records store: an object's URL is AssetBaseURL + "/" + key. It names an
+	// object, it is not a public read URL (the bucket is private); scene answers rewrite it to
+	// PublicURL + "/assets/…". Defaults to the object store's path-style bucket URL, the form
+	// every stored record already has.
 	AssetBaseURL string
+	// PublicURL is the origin clients reach the gateway at (scheme://host[:port]); the asset
+	// URLs of scene answers (splatUrl, imageUrl) start with it. Defaults to http:// plus
+	// GatewayAddr.
+	PublicURL string
 	// AdminToken authorizes the operator API (Authorization: Bearer <token>).
 	AdminToken string
 	// InternalSecret signs the caller identity the gateway forwards to a service in another
@@ -93,6 +101,7 @@ func Load() (Config, error) {
 		S3SecretKey:       l.str("SPLATHOST_S3_SECRET_KEY", "splathost-dev-secret"),
 		S3Bucket:          l.str("SPLATHOST_S3_BUCKET", "splathost"),
 		AssetBaseURL:      l.str("SPLATHOST_ASSET_BASE_URL", ""),
+		PublicURL:         l.str("SPLATHOST_PUBLIC_URL", ""),
 		AdminToken:        l.str("SPLATHOST_ADMIN_TOKEN", ""),
 		InternalSecret:    l.str("SPLATHOST_INTERNAL_SECRET", ""),
 		SessionKeys:       l.sessionKeys("SPLATHOST_SESSION_KEYS"),
@@ -125,6 +134,22 @@ func (c Config) AssetBase() string {
 		return strings.TrimSuffix(c.AssetBaseURL, "/")
 	}
 	return strings.TrimSuffix(c.S3Endpoint, "/") + "/" + c.S3Bucket
+}
+
+// PublicBase is PublicURL without a trailing slash, or http:// plus GatewayAddr when it is not
+// set (an unspecified listen host becomes localhost).
+func (c Config) PublicBase() string {
+	if c.PublicURL != "" {
+		return strings.TrimSuffix(c.PublicURL, "/")
+	}
+	host, port, err := net.SplitHostPort(c.GatewayAddr)
+	if err != nil {
+		return "http://" + c.GatewayAddr
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // RequireSecrets reports an error when the secrets a public-facing binary needs are missing:
@@ -280,6 +305,7 @@ func (cfg Config) Environ() []string {
 		{"SPLATHOST_S3_SECRET_KEY", cfg.S3SecretKey},
 		{"SPLATHOST_S3_BUCKET", cfg.S3Bucket},
 		{"SPLATHOST_ASSET_BASE_URL", cfg.AssetBaseURL},
+		{"SPLATHOST_PUBLIC_URL", cfg.PublicURL},
 		{"SPLATHOST_ADMIN_TOKEN", cfg.AdminToken},
 		{"SPLATHOST_INTERNAL_SECRET", cfg.InternalSecret},
 		{"SPLATHOST_SESSION_KEYS", FormatSessionKeys(cfg.SessionKeys)},

@@ -197,7 +197,7 @@ func TestEnvironRoundTrips(t *testing.T) {
 	want := Config{
 		PostgresURL: "postgres://db/x", TemporalAddr: "t:1", TemporalNamespace: "ns", TaskQueue: "q",
 		ClickHouseAddr: "ch:9", ClickHouseDB: "cdb", S3Endpoint: "http://s3:1", S3Region: "eu-west-1",
-		S3AccessKey: "ak", S3SecretKey: "sk", S3Bucket: "b", AssetBaseURL: "https://cdn.example",
+		S3AccessKey: "ak", S3SecretKey: "sk", S3Bucket: "b", AssetBaseURL: "https://cdn.example", PublicURL: "https://api.example",
 		AdminToken: "admin-token-0123456789", InternalSecret: "internal-secret-0123",
 		SessionKeys: []SessionKey{{ID: "k2", Secret: []byte("0123456789abcdef0123456789abcdef")}},
 		GatewayAddr: "g:1", UserAddr: "u:1", SceneAddr: "s:1", SessionAddr: "se:1",
@@ -227,4 +227,20 @@ func TestEnvironRoundTrips(t *testing.T) {
 	got, err = Load()
 	require.NoError(t, err)
 	require.False(t, got.WorkerSchedules, "false survives too")
+}
+
+// TestPublicBase: the asset URLs' origin is PublicURL, else the gateway's listen address, with
+// an unspecified host named localhost.
+func TestPublicBase(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{PublicURL: "https://api.example/", GatewayAddr: "127.0.0.1:8080"}, "https://api.example"},
+		{Config{GatewayAddr: "127.0.0.1:8080"}, "http://127.0.0.1:8080"},
+		{Config{GatewayAddr: ":8080"}, "http://localhost:8080"},
+		{Config{GatewayAddr: "0.0.0.0:9"}, "http://localhost:9"},
+	} {
+		require.Equal(t, c.want, c.cfg.PublicBase())
+	}
 }

@@ -122,17 +122,21 @@ func Start() (*Env, error) {
 		e.Traces = NewTraces()
 		otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(e.Traces)))
 	}
-	e.Process, err = allinone.Start(ctx, e.Config, log)
-	if err != nil {
-		e.Stop()
-		return nil, err
-	}
+	// Listen first: the product's public URL (the origin of asset URLs in answers) is this
+	// listener's.
 	e.ln, err = net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		e.Stop()
 		return nil, err
 	}
 	e.URL = "http://" + e.ln.Addr().String()
+	e.Config.PublicURL = e.URL
+	e.Process, err = allinone.Start(ctx, e.Config, log)
+	if err != nil {
+		_ = e.ln.Close()
+		e.Stop()
+		return nil, err
+	}
 	e.served = make(chan error, 1)
 	go func() { e.served <- boot.ServeListener(ctx, e.Process.App, e.ln, 5*time.Second) }()
 	if err := e.waitReady(); err != nil {

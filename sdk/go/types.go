@@ -145,9 +145,12 @@ type RemixedFrom struct {
 
 // Splat is a scene. LevelData and LodFolderKey are filled by GetSplat only.
 type Splat struct {
-	ID             string       `json:"id"`
-	Title          string       `json:"title"`
-	Description    string       `json:"description"`
+	ID          string `json:"id"`
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	// ImageURL and SplatURL are URLs of the deployment's asset route: stable for a public,
+	// embeddable scene, otherwise signed and valid for at least 15 minutes (fetch the scene
+	// again for fresh ones). Either may be fetched with a plain GET, no credentials.
 	ImageURL       string       `json:"imageUrl"`
 	SplatURL       string       `json:"splatUrl"`
 	Visibility     Visibility   `json:"visibility"`

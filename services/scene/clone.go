@@ -190,6 +190,6 @@ func (s *Service) cloneDone(c *fiber.Ctx, caller *httpx.Caller, eu string, st *w
 	if sc == nil || sc.IntegrationID != caller.IntegrationID || sc.ArchivedAt != nil {
 		return errSceneNotFound()
 	}
-	return c.Status(status).JSON(fiber.Map{"status": "success", "splat": itemOf(sc, ownerEUOf(sc), caller.ProductSlug, eu),
+	return c.Status(status).JSON(fiber.Map{"status": "success", "splat": s.itemOf(sc, ownerEUOf(sc), caller.ProductSlug, eu),
 		"splatId": st.Result.SplatID, "sourceSplatId": st.Result.SourceSplatID, "usage": st.Result.Usage})
 }

@@ -417,7 +417,7 @@ func (s *Service) commit(c *fiber.Ctx) error {
 	s.invalidateScene(ctx, caller.IntegrationID, sc.ID)
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{
 		"status": "success", "splatId": sc.ID,
-		"splat": itemOf(sc, owner.ExternalUserID, caller.ProductSlug, eu), "usage": quota.AccountSnapshot(acct),
+		"splat": s.itemOf(sc, owner.ExternalUserID, caller.ProductSlug, eu), "usage": quota.AccountSnapshot(acct),
 	})
 }
 

@@ -41,9 +41,15 @@ type splatDetail struct {
 
 // itemOf renders a scene. ownerEU is the owner's external user id; callerEU is the caller's
 // (empty for an integration-level caller, who owns nothing personally).
-func itemOf(sc *ent.Scene, ownerEU, productSlug, callerEU string) splatItem {
+func (s *Service) itemOf(sc *ent.Scene, ownerEU, productSlug, callerEU string) splatItem {
+	return renderItem(s.urls, sc, ownerEU, productSlug, callerEU)
+}
+
+// renderItem renders a scene with its asset URLs as urls gives them (assets.go): stable
+// asset-route URLs for a scene open to everyone, signed ones otherwise.
+func renderItem(urls *AssetURLs, sc *ent.Scene, ownerEU, productSlug, callerEU string) splatItem {
 	return splatItem{
-		ID: sc.ID, Title: sc.Title, Description: sc.Description, ImageURL: sc.ImageURL, SplatURL: sc.SplatURL,
+		ID: sc.ID, Title: sc.Title, Description: sc.Description, ImageURL: urls.Of(sc, sc.ImageURL), SplatURL: urls.Of(sc, sc.SplatURL),
 		Visibility: string(sc.Visibility), AllowEmbed: sc.AllowEmbed, AllowComments: sc.AllowComments,
 		AllowReactions: sc.AllowReactions, AllowClone: sc.AllowClone, RemixedFrom: sc.RemixedFrom,
 		SplatType: string(sc.SplatType), ExternalUserID: ownerEU, ProductSlug: productSlug,
@@ -54,12 +60,17 @@ func itemOf(sc *ent.Scene, ownerEU, productSlug, callerEU string) splatItem {
 }
 
 // detailOf renders a single-scene fetch.
-func detailOf(sc *ent.Scene, ownerEU, productSlug, callerEU string) splatDetail {
-	return splatDetail{splatItem: itemOf(sc, ownerEU, productSlug, callerEU), LevelData: sc.LevelData, LodFolderKey: sc.LodFolderKey}
+func (s *Service) detailOf(sc *ent.Scene, ownerEU, productSlug, callerEU string) splatDetail {
+	return renderDetail(s.urls, sc, ownerEU, productSlug, callerEU)
 }
 
-// Detail renders a scene, loaded with its owner edge, as the single-scene fetch. The session
-// service serves embed reads with it, so an embed sees the same shape as the REST API.
-func Detail(sc *ent.Scene, productSlug, callerEU string) any {
-	return detailOf(sc, ownerEUOf(sc), productSlug, callerEU)
+func renderDetail(urls *AssetURLs, sc *ent.Scene, ownerEU, productSlug, callerEU string) splatDetail {
+	return splatDetail{splatItem: renderItem(urls, sc, ownerEU, productSlug, callerEU), LevelData: sc.LevelData, LodFolderKey: sc.LodFolderKey}
+}
+
+// Detail renders a scene, loaded with its owner edge, as the single-scene fetch, with its asset
+// URLs from urls. The session service serves embed reads with it, so an embed sees the same
+// shape as the REST API.
+func Detail(urls *AssetURLs, sc *ent.Scene, productSlug, callerEU string) any {
+	return renderDetail(urls, sc, ownerEUOf(sc), productSlug, callerEU)
 }

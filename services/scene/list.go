@@ -268,7 +268,7 @@ func (s *Service) listScenes(c *fiber.Ctx) error {
 	// on the caller is rendered here, per request.
 	items := make([]splatItem, len(page.rows))
 	for i, sc := range page.rows {
-		items[i] = itemOf(sc, ownerEUOf(sc), caller.ProductSlug, callerEU)
+		items[i] = s.itemOf(sc, ownerEUOf(sc), caller.ProductSlug, callerEU)
 	}
 	return c.JSON(fiber.Map{"status": "success", "splats": items, "nextCursor": page.next})
 }

@@ -107,7 +107,7 @@ func (s *Service) getScene(c *fiber.Ctx) error {
 	if caller.HasExternalUser && owner != eu && sc.Visibility != scene.VisibilityPublic {
 		return errSceneNotFound()
 	}
-	return c.JSON(fiber.Map{"status": "success", "splat": detailOf(sc, owner, caller.ProductSlug, eu)})
+	return c.JSON(fiber.Map{"status": "success", "splat": s.detailOf(sc, owner, caller.ProductSlug, eu)})
 }
 
 // scenePatch is a validated PATCH body; nil fields are omitted (untouched).
@@ -284,9 +284,9 @@ func (s *Service) patchScene(c *fiber.Ctx) error {
 	s.invalidateScene(ctx, caller.IntegrationID, id)
 	if caller.IsSession() {
 		// The editor reloads its state from the answer: the single-scene shape, with levelData.
-		return c.JSON(fiber.Map{"status": "success", "splat": detailOf(sc, eu, caller.ProductSlug, eu)})
+		return c.JSON(fiber.Map{"status": "success", "splat": s.detailOf(sc, eu, caller.ProductSlug, eu)})
 	}
-	return c.JSON(fiber.Map{"status": "success", "splat": itemOf(sc, eu, caller.ProductSlug, eu)})
+	return c.JSON(fiber.Map{"status": "success", "splat": s.itemOf(sc, eu, caller.ProductSlug, eu)})
 }
 
 // firstPublish applies the spec's first publish of a clone: a clone holds no scene slot until it
@@ -360,7 +360,7 @@ func (s *Service) feature(c *fiber.Ctx, caller *httpx.Caller, id string, feature
 	if err != nil {
 		return apperr.Internal(err)
 	}
-	return c.JSON(fiber.Map{"status": "success", "splat": itemOf(sc, ownerEU, caller.ProductSlug, callerEU(caller))})
+	return c.JSON(fiber.Map{"status": "success", "splat": s.itemOf(sc, ownerEU, caller.ProductSlug, callerEU(caller))})
 }
 
 // deleteScene answers DELETE /api/v1/splats/{id} with the spec's side effects: the record (1)

@@ -20,6 +20,10 @@ import (
 // longest matching prefix.
 var Prefixes = []string{"/api/v1/splats", "/api/v1/uploads", "/api/embed/editor"}
 
+// PublicPrefixes are the path prefixes of this service a gateway forwards without a caller
+// (anyone may ask; the service decides) and with the answer streamed, not buffered.
+var PublicPrefixes = []string{AssetsPrefix}
+
 // Service handles the scene service's routes.
 type Service struct {
 	db    *db.DB
@@ -37,7 +41,15 @@ type Service struct {
 	views *analytics.Views
 	// scores caches trending's window scores for a few seconds (trending.go).
 	scores scoreCache
+	// urls renders and verifies asset-route URLs; assets holds the asset route's caches
+	// (assets.go). Wired by the binary (UseAssetURLs).
+	urls   *AssetURLs
+	assets assetState
 }
+
+// UseAssetURLs wires the asset URL signer: scene answers then carry asset-route URLs and
+// /assets/ serves objects. Without it answers keep the stored URLs and /assets/ finds nothing.
+func (s *Service) UseAssetURLs(u *AssetURLs) { s.urls = u }
 
 // New returns the scene service. assetBase is config.Config.AssetBase().
 func New(d *db.DB, store *objectstore.Store, log *slog.Logger, assetBase string, clones Clones) *Service {
@@ -57,6 +69,7 @@ func (s *Service) Register(r fiber.Router) {
 	r.Post("/api/v1/splats", s.commit)
 	r.Post("/api/v1/splats/:id/clone", s.clone)
 	r.Get("/api/v1/splats/:id/clone/:jobId", s.pollClone)
+	s.registerAssets(r)
 	s.registerScenes(r)
 	s.registerEditor(r)
 }

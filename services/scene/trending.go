@@ -194,7 +194,7 @@ func (s *Service) trending(c *fiber.Ctx) error {
 	eu := callerEU(caller)
 	taken := make([]string, 0, len(top))
 	for _, r := range top {
-		items = append(items, trendingItem{splatItem: itemOf(r.sc, ownerEUOf(r.sc), caller.ProductSlug, eu),
+		items = append(items, trendingItem{splatItem: s.itemOf(r.sc, ownerEUOf(r.sc), caller.ProductSlug, eu),
 			Trending: trendingInfo{Source: sourceWindow, Score: r.score.Value(), Impressions: r.score.Impressions, UniqueViews: r.score.UniqueViews}})
 		taken = append(taken, r.sc.ID)
 	}
@@ -207,7 +207,7 @@ func (s *Service) trending(c *fiber.Ctx) error {
 			return apperr.Internal(err)
 		}
 		for _, sc := range rest {
-			items = append(items, trendingItem{splatItem: itemOf(sc, ownerEUOf(sc), caller.ProductSlug, eu),
+			items = append(items, trendingItem{splatItem: s.itemOf(sc, ownerEUOf(sc), caller.ProductSlug, eu),
 				Trending: trendingInfo{Source: sourceAllTime}})
 		}
 	}

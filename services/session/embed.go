@@ -66,7 +66,7 @@ func (s *Service) getScene(c *fiber.Ctx) error {
 	if sc == nil || !ss.sees(sc) {
 		return errNotFound()
 	}
-	return c.JSON(fiber.Map{"status": "success", "splat": sceneapi.Detail(sc, ss.productSlug, ss.eu)})
+	return c.JSON(fiber.Map{"status": "success", "splat": sceneapi.Detail(s.urls, sc, ss.productSlug, ss.eu)})
 }
 
 // loadScene reads a scene with its owner's external user id; nil when there is none.

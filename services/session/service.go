@@ -10,6 +10,7 @@ import (
 
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
+	sceneapi "github.com/splathost/splathost/services/scene"
 )
 
 // Prefixes are the path prefixes this service owns; a split gateway forwards them here.
@@ -21,7 +22,13 @@ type Service struct {
 	log  *slog.Logger
 	keys *Keys
 	now  func() time.Time
+	// urls renders the asset URLs of embed answers (wired by the binary, UseAssetURLs).
+	urls *sceneapi.AssetURLs
 }
+
+// UseAssetURLs wires the asset URL signer the embed answers render scenes with: a scene the
+// session may see but not everyone may gets signed asset URLs.
+func (s *Service) UseAssetURLs(u *sceneapi.AssetURLs) { s.urls = u }
 
 // New returns the session service; keys signs the session tokens it mints.
 func New(d *db.DB, log *slog.Logger, keys *Keys) *Service {

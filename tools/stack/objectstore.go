@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 )
 
 // VersityGWVersion is the pinned versitygw release; `make deps` installs it with go install.
@@ -86,8 +87,8 @@ func (o *objectStore) start(ctx context.Context, timeout time.Duration) error {
 	o.proc, err = startProcess(procSpec{
 		name: "versitygw",
 		path: o.bin,
-		// Any origin may read assets and PUT signed uploads from a browser (the viewer fetches
-		// scene files, the editor uploads them); signatures still guard every write.
+		// Any origin may PUT signed uploads from a browser (the editor uploads scene files);
+		// signatures guard every request, and nothing is anonymously readable.
 		args: []string{"--port", hostPort(o.port), "--quiet", "--cors-allow-origin", "*", "posix", o.root},
 		// Credentials travel in the environment, not argv, so `ps` does not show the secret.
 		env: []string{
@@ -122,8 +123,10 @@ func (o *objectStore) client() *s3.Client {
 	})
 }
 
-// ensureBucket succeeds once the bucket exists, creating it if needed, with its public-read
-// policy in place (set again on every start, so an older .dev/ gets it too).
+// ensureBucket succeeds once the bucket exists, creating it if needed, with no bucket policy:
+// the bucket is private (contract item 9), its objects are read through the service's asset
+// route. The policy is deleted on every start, so an older .dev/ that had the public-read
+// policy of earlier versions loses it.
 func ensureBucket(ctx context.Context, client *s3.Client, bucket string) error {
 	_, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)})
 	var notFound *types.NotFound
@@ -140,18 +143,18 @@ func ensureBucket(ctx context.Context, client *s3.Client, bucket string) error {
 	case err != nil:
 		return err
 	}
-	return publicRead(ctx, client, bucket)
+	return private(ctx, client, bucket)
 }
 
-// publicRead lets anyone GET the bucket's objects: the asset URLs the API returns (fileUrl,
-// splatUrl, imageUrl) are public by design, as behind a CDN in production; listing and every
-// write still need credentials.
-func publicRead(ctx context.Context, client *s3.Client, bucket string) error {
-	policy := fmt.Sprintf(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*",`+
-		`"Action":["s3:GetObject"],"Resource":["arn:aws:s3:::%s/*"]}]}`, bucket)
-	_, err := client.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String(bucket), Policy: aws.String(policy)})
-	if err != nil {
-		return fmt.Errorf("bucket %s public-read policy: %w", bucket, err)
+// private removes any bucket policy (an older stack's public-read one), so no object is
+// readable without credentials or a presigned URL.
+func private(ctx context.Context, client *s3.Client, bucket string) error {
+	if _, err := client.DeleteBucketPolicy(ctx, &s3.DeleteBucketPolicyInput{Bucket: aws.String(bucket)}); err != nil {
+		var api smithy.APIError
+		if errors.As(err, &api) && api.ErrorCode() == "NoSuchBucketPolicy" {
+			return nil
+		}
+		return fmt.Errorf("bucket %s: delete the public-read policy: %w", bucket, err)
 	}
 	return nil
 }

@@ -1,0 +1,144 @@
+package gateway
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/cors"
+	"github.com/valyala/fasthttp"
+
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/httpx"
+)
+
+// corsPublic is the CORS policy of a service's public prefixes (the asset route): any origin
+// may read, since an embed or a host page on another origin loads scene files; Range and the
+// validators must be visible to the fetch that streams a file.
+var corsPublic = cors.New(cors.Config{
+	AllowOrigins:  "*",
+	AllowMethods:  "GET,HEAD,OPTIONS",
+	AllowHeaders:  "Range,If-None-Match,If-Modified-Since,If-Range",
+	ExposeHeaders: "Content-Length,Content-Range,Accept-Ranges,ETag,Last-Modified," + httpx.RequestIDHeader,
+	MaxAge:        3600,
+})
+
+// streamIdle is how long a streamed answer may make no progress, on either side, before the
+// gateway gives up on it.
+const streamIdle = 30 * time.Second
+
+// streamBuffered is the largest answer body the streamer reads whole before passing it on.
+const streamBuffered = 64 << 10
+
+// streamer forwards the public prefixes of a service in another process (scene files of up to
+// gigabytes): with no caller, only GET and HEAD, and the answer's body streamed through
+// instead of read whole into memory like the API forwarder does.
+type streamer struct {
+	client *fasthttp.HostClient
+}
+
+func newStreamer(base string) (*streamer, error) {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return nil, fmt.Errorf("upstream url %q: want http://host:port", base)
+	}
+	return &streamer{client: &fasthttp.HostClient{
+		Addr:                          u.Host,
+		MaxConns:                      1024,
+		MaxIdleConnDuration:           90 * time.Second,
+		DisableHeaderNamesNormalizing: true,
+		StreamResponseBody:            true,
+		// fasthttp streams only a body longer than this (and a chunked one); anything up to it
+		// is read whole, which bounds what one answer holds here.
+		MaxResponseBodySize: streamBuffered,
+		// No whole-answer read deadline: a 2 GiB file takes longer than any fixed bound. The
+		// upstream bounds its own idleness (assetIdle), which ends a stalled stream here too.
+		ReadTimeout:  0,
+		WriteTimeout: 60 * time.Second,
+	}}, nil
+}
+
+// streamHeaders are the request headers a public answer depends on; nothing else (no cookie,
+// no credential) is forwarded.
+var streamHeaders = []string{fiber.HeaderRange, fiber.HeaderIfRange, fiber.HeaderIfNoneMatch, fiber.HeaderIfModifiedSince,
+	httpx.RequestIDHeader, "Traceparent", "Tracestate"}
+
+func (s *streamer) handle(c *fiber.Ctx) error {
+	if c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
+		return apperr.New(fiber.StatusMethodNotAllowed, "method not allowed")
+	}
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	req.Header.SetMethod(c.Method())
+	req.SetRequestURIBytes(c.Request().URI().RequestURI())
+	req.Header.SetHost(s.client.Addr)
+	for _, h := range streamHeaders {
+		if v := c.Request().Header.Peek(h); len(v) > 0 {
+			req.Header.SetBytesV(h, v)
+		}
+	}
+	httpx.InjectTrace(c, req.Header.Set)
+	resp := fasthttp.AcquireResponse()
+	if c.Method() == fiber.MethodHead {
+		resp.SkipBody = true
+	}
+	if err := s.client.Do(req, resp); err != nil {
+		fasthttp.ReleaseResponse(resp)
+		e := apperr.New(fiber.StatusBadGateway, "service unavailable, retry with backoff")
+		e.Cause = err
+		return e
+	}
+	c.Status(resp.StatusCode())
+	resp.Header.VisitAll(func(k, v []byte) {
+		key := string(k)
+		for _, h := range hopHeaders {
+			if key == h {
+				return
+			}
+		}
+		if key == fiber.HeaderContentLength {
+			return
+		}
+		c.Response().Header.SetBytesKV(k, v)
+	})
+	length := resp.Header.ContentLength()
+	if c.Method() == fiber.MethodHead || resp.BodyStream() == nil {
+		if c.Method() == fiber.MethodHead {
+			c.Response().SkipBody = true
+			if length >= 0 {
+				c.Response().Header.SetContentLength(length)
+			}
+		} else {
+			c.Response().SetBodyRaw(append([]byte(nil), resp.Body()...))
+		}
+		fasthttp.ReleaseResponse(resp)
+		return nil
+	}
+	// The response (and its upstream connection) is released when the server has written the
+	// body, or given up writing it: it closes the stream either way.
+	c.Response().SetBodyStream(&upstreamBody{resp: resp, conn: c.Context().Conn()}, length)
+	return nil
+}
+
+// upstreamBody is an upstream answer's body stream. Every read pushes the client connection's
+// write deadline forward (an idle bound instead of the server's whole-answer WriteTimeout);
+// Close returns the upstream connection to its pool.
+type upstreamBody struct {
+	resp *fasthttp.Response
+	conn net.Conn
+}
+
+func (b *upstreamBody) Read(p []byte) (int, error) {
+	if b.conn != nil {
+		_ = b.conn.SetWriteDeadline(time.Now().Add(streamIdle))
+	}
+	return b.resp.BodyStream().Read(p)
+}
+
+func (b *upstreamBody) Close() error {
+	err := b.resp.CloseBodyStream()
+	fasthttp.ReleaseResponse(b.resp)
+	return err
+}
