@@ -122,7 +122,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 	tn := newTenant(t)
 	const owner = "nul-owner"
 	sc := commitScene(t, tn, owner, 4)
-	sceneID := sc["splatId"].(string)
+	sceneID := sc["id"].(string)
 	editor := sessionHeaders(editorToken(t, tn, owner))
 	viewer := sessionHeaders(mintToken(t, tn, "", map[string]any{"type": "viewer"}))
 	// The routes under test must accept their base bodies: the poison is then the only fault.

@@ -91,7 +91,7 @@ func TestListsAndTrendingDoNotReadLevelData(t *testing.T) {
 	tn := newTenant(t)
 	const owner = "columns-owner"
 	sc := commitScene(t, tn, owner, 4)
-	id := sc["splatId"].(string)
+	id := sc["id"].(string)
 	big := map[string]any{"notes": strings.Repeat("n", 200<<10)}
 	editor := sessionHeaders(editorToken(t, tn, owner))
 	r := do(t, "PATCH", editorPath("/splats/"+id), editor, map[string]any{"levelData": big, "visibility": "public"})
