@@ -2,27 +2,21 @@
 // /embed/editor?session=JWT itself, without the SDK. The editor posts its events to the framing
 // page's origin as the browser reports it and takes host messages only from its parent at that
 // origin; a hostOrigin parameter that disagrees with the framing page silences it; messages from
-// another origin are ignored. The host pages are served by the test itself through request
-// interception, each on its own origin, so they are cross-origin to the gateway like a real
-// integrator's page.
+// another origin are ignored. The host page is served by the test itself on its own origin, so
+// it is cross-origin to the gateway like a real integrator's page.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
 import { consoleOf, env, eventually, launch, SPLAT_ID } from './helpers.mjs';
 
-const HOST = 'http://rawhost.invalid';
 const FOREIGN = 'http://foreign.invalid';
 const gatewayOrigin = new URL(env.gatewayUrl).origin;
 
-let browser;
-before(async () => {
-  browser = await launch();
-  // The host page: an iframe whose src is the page's own ?src=, and a log of every message its
-  // iframe posts (with the origin the browser stamped on it) in window.events.
-  await browser.context.route(`${HOST}/**`, (route) => {
-    const src = new URL(route.request().url()).searchParams.get('src') ?? '';
-    const attr = src.replaceAll('&', '&amp;').replaceAll('"', '&quot;');
-    route.fulfill({
-      status: 200, contentType: 'text/html', body: `<!doctype html><title>raw host</title>
+/** The host page: an iframe whose src is the page's own ?src=, and a log of every message its
+ * iframe posts (with the origin the browser stamped on it) in window.events. */
+function hostPage(src) {
+  const attr = src.replaceAll('&', '&amp;').replaceAll('"', '&quot;');
+  return `<!doctype html><title>raw host</title>
 <script>
   window.events = [];
   window.stray = [];
@@ -32,14 +26,33 @@ before(async () => {
     else window.stray.push({ origin: e.origin, data: e.data });
   });
 </script>
-<iframe id="editor" src="${attr}" style="width:800px;height:600px;border:0"></iframe>`,
-    });
+<iframe id="editor" src="${attr}" style="width:800px;height:600px;border:0"></iframe>`;
+}
+
+// The host is a real server on loopback (another port, so another origin than the gateway):
+// Chromium refuses to let a page of a public origin (an intercepted .invalid one) frame a
+// loopback address (Private Network Access), so the host must be local like the demo host.
+let HOST;
+let server;
+let browser;
+before(async () => {
+  server = createServer((req, res) => {
+    const src = new URL(req.url, 'http://x').searchParams.get('src') ?? '';
+    res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' });
+    res.end(hostPage(src));
   });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  HOST = `http://127.0.0.1:${server.address().port}`;
+  assert.notEqual(HOST, gatewayOrigin);
+  browser = await launch();
   await browser.context.route(`${FOREIGN}/**`, (route) => route.fulfill({
     status: 200, contentType: 'text/html', body: '<!doctype html><title>foreign</title><p>foreign</p>',
   }));
 });
-after(async () => { await browser?.close(); });
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
 
 /** Mints a scoped editor session as the integrator's server does (secret key, server side). */
 async function editorSession(splatId) {
