@@ -191,6 +191,18 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		requireEnvelope(t, r, 404)
 	}
 
+	// Query parameters and headers that reach Postgres: the list's are enums, integers and a
+	// cursor whose parts are validated; the EU header refuses control characters. Go's client
+	// will not send a NUL in a header, so that request is written by hand.
+	for _, q := range []string{"sort=%00", "dir=a%00", "featured=%00", "limit=1%00", "cursor=%00"} {
+		requireEnvelope(t, do(t, "GET", "/api/v1/splats?"+q, tn.keys(owner), nil), 400)
+	}
+	status, body := rawRequest(t, "GET /api/v1/external-user HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"+
+		"Authorization: Bearer "+tn.SecretKey+"\r\nX-Service-Public-Key: "+tn.PublicKey+"\r\n"+
+		"X-Service-External-User-Id: a\x00b\r\n\r\n")
+	require.Equal(t, 400, status, body)
+	require.Contains(t, body, `"issues"`)
+
 	// The base bodies themselves are fine (so the poison was the only fault): one of them, sent
 	// clean, is accepted.
 	r := do(t, "PATCH", "/api/v1/splats/"+sceneID, tn.keys(owner), map[string]any{"title": "Renamed"})
