@@ -142,7 +142,7 @@ func TestEmbedEditorLevelData(t *testing.T) {
 		"one byte over":     {`{"levelData":{"blob":"` + strings.Repeat("x", 256<<10-10) + `"}}`, "levelData: must be at most 262144 bytes"},
 		"array":             {`{"levelData":[1,2,3]}`, "levelData: must be a JSON object or null"},
 		"string":            {`{"levelData":"camera"}`, "levelData: must be a JSON object or null"},
-		"NUL":               {`{"levelData":{"a":"\u0000"}}`, "levelData: strings must not contain NUL characters"},
+		"NUL":               {`{"levelData":{"a":"\u0000"}}`, "levelData.a: must not contain the NUL character"},
 		"huge number":       {`{"levelData":{"a":1e999}}`, "levelData: numbers must be finite doubles"},
 		"deep":              {`{"levelData":` + strings.Repeat(`{"a":`, 200) + `1` + strings.Repeat(`}`, 200) + `}`, "levelData: must not nest"},
 		"unknown field":     {`{"levelData":{},"camera":1}`, "camera: unknown field"},

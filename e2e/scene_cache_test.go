@@ -67,6 +67,21 @@ func startSceneProcess(t *testing.T) *sceneProcess {
 	return p
 }
 
+// settle waits until the process has applied the notifications of the changes made so far
+// (no new one for 300 ms): the setup's commits notify every process, and one that lands after a
+// read has started keeps that read out of the cache, as it must, which a test counting cache
+// loads would take for a miss.
+func settle(t *testing.T, p *sceneProcess) {
+	t.Helper()
+	last, since := p.svc.CacheNotices(), time.Now()
+	require.Eventually(t, func() bool {
+		if n := p.svc.CacheNotices(); n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) >= 300*time.Millisecond
+	}, 10*time.Second, 20*time.Millisecond)
+}
+
 // sceneAt is GET /api/v1/splats/{id} through base: its status and, for a 200, the splat.
 func sceneAt(t *testing.T, base string, tn tenant, eu, id string) (int, map[string]any) {
 	t.Helper()
@@ -107,6 +122,7 @@ func TestSceneCacheFollowsChangesInEveryProcess(t *testing.T) {
 	a, b := newTenant(t), newTenant(t)
 	id := newScene(t, a, "alice", 1)["id"].(string)
 	newScene(t, a, "bob", 1) // provisions bob
+	settle(t, other)
 
 	// Warm both processes; the other one answers repeated reads from memory.
 	for _, base := range []string{env.URL, other.url} {
@@ -193,6 +209,7 @@ func TestSceneCacheListPagesFollowCommits(t *testing.T) {
 	a := newTenant(t)
 	first := newScene(t, a, "lister", 1)["id"].(string)
 	newScene(t, a, "someone", 1)
+	settle(t, other)
 
 	queries := []struct{ eu, query string }{{"lister", ""}, {"", ""}, {"", "limit=1"}, {"lister", "sort=updatedAt&dir=asc"}}
 	for _, q := range queries {
@@ -249,6 +266,7 @@ func TestSceneCacheFlushesWhenItsListenerReconnects(t *testing.T) {
 	other := startSceneProcess(t)
 	a := newTenant(t)
 	id := newScene(t, a, "quiet", 1)["id"].(string)
+	settle(t, other)
 	require.Equal(t, "Scene quiet", titleAt(t, other.url, a, "quiet", id))
 	_, err := env.Process.DB.Pool.Exec(context.Background(), `UPDATE scenes SET title = 'Changed quietly' WHERE id = $1`, id)
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/splathost/splathost/internal/apperr"
@@ -45,7 +46,93 @@ func DecodeObject(body []byte, emptyOK bool) (*Fields, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, apperr.Invalid("invalid JSON body", "body: unexpected data after the JSON object")
 	}
+	if issues := NULIssues(trimmed); len(issues) > 0 {
+		return nil, apperr.Invalid("validation failed", issues...)
+	}
 	return &Fields{raw: raw}, nil
+}
+
+// nulEscape is how JSON spells the NUL character inside a string; a raw NUL byte is not valid
+// JSON, so this escape is the only way one arrives.
+var nulEscape = []byte(`\u0000`)
+
+// maxNULIssues bounds the issues one body can produce, so the answer stays small.
+const maxNULIssues = 10
+
+// NULProblem is the issue text for a string or key holding the NUL character.
+const NULProblem = "must not contain the NUL character (U+0000)"
+
+// NULIssues names every string value and object key of the JSON value body that holds the NUL
+// character, by its path (title, metadata.key, levelData.annotations[0].title). Postgres text and
+// jsonb refuse NUL, so such input must be refused as a 400 before it reaches a query, and
+// checking it here, in the one decoder every JSON body goes through, covers every field of
+// every route at once. Bodies without the escape (nearly all) cost one byte search.
+func NULIssues(body []byte) []string {
+	if !bytes.Contains(body, nulEscape) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var issues []string
+	// A malformed body is the decoder's to report; whatever was found before the error stands.
+	_ = walkNUL(dec, "", &issues)
+	return issues
+}
+
+// walkNUL reads one JSON value from dec and records each NUL-holding string or key under path.
+// Nesting is bounded by encoding/json's own depth limit.
+func walkNUL(dec *json.Decoder, path string, issues *[]string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	add := func(at string) {
+		if len(*issues) < maxNULIssues {
+			if at == "" {
+				at = "body"
+			}
+			*issues = append(*issues, at+": "+NULProblem)
+		}
+	}
+	switch t := tok.(type) {
+	case string:
+		if strings.IndexByte(t, 0) >= 0 {
+			add(path)
+		}
+	case json.Delim:
+		switch t {
+		case '{':
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key, _ := kt.(string)
+				child := Printable(key)
+				if path != "" {
+					child = path + "." + child
+				}
+				if strings.IndexByte(key, 0) >= 0 {
+					add(child)
+				}
+				if err := walkNUL(dec, child, issues); err != nil {
+					return err
+				}
+			}
+		case '[':
+			for i := 0; dec.More(); i++ {
+				if err := walkNUL(dec, path+"["+strconv.Itoa(i)+"]", issues); err != nil {
+					return err
+				}
+			}
+		}
+		if t == '{' || t == '[' {
+			if _, err := dec.Token(); err != nil { // the closing delimiter
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func jsonProblem(err error) string {

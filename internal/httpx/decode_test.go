@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -331,10 +332,13 @@ func TestFieldsOnly(t *testing.T) {
 		require.Equal(t, []string{"LimitBytes: unknown field"}, e.Issues)
 	})
 	t.Run("control characters in echoed name are replaced", func(t *testing.T) {
-		f := decode(t, `{"a\nb\u0000c\u007f":1}`)
+		f := decode(t, `{"a\nb\u0001c\u007f":1}`)
 		f.Only()
 		e := require400(t, f.Err())
 		require.Equal(t, []string{"a?b?c?: unknown field"}, e.Issues)
+		// A NUL in a name is refused by the decoder itself, echoed the same way.
+		_, err := DecodeObject([]byte(`{"a\nb\u0000c\u007f":1}`), false)
+		require.Equal(t, []string{"a?b?c?: " + NULProblem}, require400(t, err).Issues)
 	})
 	t.Run("long echoed name is truncated", func(t *testing.T) {
 		f := decode(t, `{"`+strings.Repeat("é", 1000)+`":1}`)
@@ -426,4 +430,70 @@ func TestFieldsStringList(t *testing.T) {
 			require.Equal(t, tt.issues, e.Issues)
 		})
 	}
+}
+
+// TestDecodeObjectRefusesNUL: Postgres text and jsonb refuse the NUL character, so the decoder
+// every JSON body goes through refuses it anywhere in the body (values, keys, nested, in
+// arrays) as a 400 naming each place, and lets every other string (an escaped backslash before
+// "u0000" included) through.
+func TestDecodeObjectRefusesNUL(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want []string // the paths named, in order
+	}{
+		{"top-level string", `{"title":"a\u0000b"}`, []string{"title"}},
+		{"only a NUL", `{"description":"\u0000"}`, []string{"description"}},
+		{"nested value", `{"metadata":{"plan":"x\u0000"}}`, []string{"metadata.plan"}},
+		{"nested key", `{"metadata":{"a\u0000b":1}}`, []string{"metadata.a?b"}},
+		{"top-level key", `{"ti\u0000tle":"x"}`, []string{"ti?tle"}},
+		{"in an array", `{"levelData":{"annotations":[{"title":"ok"},{"title":"\u0000"}]}}`,
+			[]string{"levelData.annotations[1].title"}},
+		{"array of strings", `{"events":["a","b\u0000"]}`, []string{"events[1]"}},
+		{"several fields", `{"title":"\u0000","displayName":"x\u0000","n":1}`, []string{"title", "displayName"}},
+		{"after other escapes", `{"title":"\"\\\n\u00e9\u0000"}`, []string{"title"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := DecodeObject([]byte(tt.body), false)
+			e := require400(t, err)
+			require.Len(t, e.Issues, len(tt.want), "%q", e.Issues)
+			for i, path := range tt.want {
+				require.Equal(t, path+": "+NULProblem, e.Issues[i])
+			}
+		})
+	}
+
+	for _, ok := range []string{
+		`{"title":"\\u0000"}`,       // a backslash, then the text u0000
+		`{"title":"\\\\u0000"}`,     // two backslashes, then the text
+		`{"title":"\u0001 \u001f"}`, // other control characters are the fields' own business
+		`{"title":"u0000"}`,
+	} {
+		f, err := DecodeObject([]byte(ok), false)
+		require.NoError(t, err, ok)
+		_, has := f.String("title", 0, 100)
+		require.True(t, has, ok)
+	}
+
+	// Many NULs: the answer stays small.
+	var b strings.Builder
+	b.WriteString("{")
+	for i := 0; i < 100; i++ {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(`"k` + strconv.Itoa(i) + `":"\u0000"`)
+	}
+	b.WriteString("}")
+	_, err := DecodeObject([]byte(b.String()), false)
+	require.Len(t, require400(t, err).Issues, maxNULIssues)
+}
+
+// TestNULIssuesNeedsTheEscape: the walk runs only when the escape is in the body; a body that
+// is malformed after a NUL still reports what was found (the decoder reports the rest).
+func TestNULIssuesNeedsTheEscape(t *testing.T) {
+	require.Nil(t, NULIssues([]byte(`{"title":"plain"}`)))
+	require.Equal(t, []string{"a: " + NULProblem}, NULIssues([]byte(`{"a":"\u0000","b":`)))
+	require.Equal(t, []string{"body: " + NULProblem}, NULIssues([]byte(`"\u0000"`)))
 }

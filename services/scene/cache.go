@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -17,11 +18,13 @@ import (
 	"github.com/splathost/splathost/internal/db"
 )
 
-// Cache bounds. A scene row is small (its levelData aside); a list page holds up to
-// maxListLimit rows, so list pages are bounded by the rows they hold.
+// Cache bounds, in bytes of the cached rows as sceneBytes estimates them. A scene row is small
+// but for its levelData (up to 256 KiB), so a bound by count would let a few thousand rows with
+// big levelData take gigabytes; a bound by bytes holds whatever the rows carry. List pages hold
+// rows without levelData (itemColumns).
 const (
-	maxCachedScenes   = 20_000
-	maxCachedListRows = 20_000
+	maxCachedSceneBytes = 64 << 20
+	maxCachedListBytes  = 32 << 20
 )
 
 // scenePage is one list page as the database returned it: the rows (with their owners'
@@ -31,10 +34,94 @@ const (
 type scenePage struct {
 	rows []*ent.Scene
 	next *string
+	// size is the page's cost, measured once before the page is cached (it never changes).
+	size int64
 }
 
-// cost is what a page counts against maxCachedListRows; an empty page still takes a slot.
-func (p *scenePage) cost() int { return len(p.rows) + 1 }
+// cost is what a page counts against the list budget: its rows' bytes plus a fixed overhead,
+// so an empty page still costs something.
+func (p *scenePage) cost() int64 { return p.size }
+
+// measure sets the page's size from its rows.
+func (p *scenePage) measure() {
+	n := int64(entryOverhead)
+	if p.next != nil {
+		n += int64(len(*p.next))
+	}
+	for _, sc := range p.rows {
+		n += sceneBytes(sc)
+	}
+	p.size = n
+}
+
+// entryOverhead is a rough per-entry cost of the map slot, key and headers, so that entries with
+// little data are not free.
+const entryOverhead = 256
+
+// sceneBytes estimates the memory a cached scene row holds: a fixed part for the struct and its
+// owner edge, plus every string, slice and the levelData tree it points to. It errs high rather
+// than low; the point is that a row's cost grows with what it carries.
+func sceneBytes(sc *ent.Scene) int64 {
+	if sc == nil {
+		return 8
+	}
+	n := int64(unsafe.Sizeof(*sc)) + entryOverhead
+	n += int64(len(sc.ID) + len(sc.IntegrationID) + len(sc.OwnerID) + len(sc.Title) + len(sc.Description) +
+		len(sc.ImageURL) + len(sc.SplatURL) + len(sc.SplatType) + len(sc.Visibility))
+	for _, p := range []*string{sc.ThumbnailDepthURL, sc.LodFolderKey, sc.ClonedFromID} {
+		if p != nil {
+			n += int64(len(*p)) + 16
+		}
+	}
+	for _, k := range sc.AssetKeys {
+		n += int64(len(k)) + 16
+	}
+	n += int64(8 * (len(sc.InitialCameraPosition) + len(sc.InitialCameraRotation)))
+	if sc.RemixedFrom != nil {
+		n += 256
+	}
+	if sc.LevelData != nil {
+		n += jsonBytes(sc.LevelData)
+	}
+	if o := sc.Edges.Owner; o != nil {
+		n += int64(unsafe.Sizeof(*o)) + int64(len(o.ExternalUserID))
+	}
+	return n
+}
+
+// jsonBytes estimates the memory of a decoded JSON value: the interface and map/slice headers
+// plus the strings, walked iteratively so no nesting depth matters.
+func jsonBytes(v any) int64 {
+	var n int64
+	stack := []any{v}
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		n += 16 // the interface value
+		switch x := v.(type) {
+		case string:
+			n += int64(len(x))
+		case map[string]any:
+			n += 48
+			for k, e := range x {
+				n += int64(len(k)) + 32
+				stack = append(stack, e)
+			}
+		case []any:
+			n += 24
+			stack = append(stack, x...)
+		default:
+			n += 8
+		}
+	}
+	return n
+}
+
+// sceneEntry is a cached scene row and its cost.
+type sceneEntry struct {
+	sc   *ent.Scene
+	cost int64
+}
 
 // sceneCache holds scene rows (GET /api/v1/splats/{id}) and list pages (GET /api/v1/splats) in
 // memory. Entries live until a NOTIFY on db.ScenesChannel names their scene or their integration:
@@ -50,21 +137,24 @@ type sceneCache struct {
 	log  *slog.Logger
 
 	mu     sync.RWMutex
-	scenes map[string]*ent.Scene // by scene id
+	scenes map[string]sceneEntry // by scene id
+	// sceneCost is the sum of the cached scenes' cost.
+	sceneCost int64
 	// lists holds list pages by integration id, then by pageKey.
 	lists    map[string]map[string]*scenePage
-	listCost int    // sum of the cached pages' cost
+	listCost int64  // sum of the cached pages' cost
 	gen      uint64 // bumped on every invalidation and flush; loads that raced one are not cached
 	live     atomic.Bool
 	loads    atomic.Int64 // database reads through the cache, for tests and metrics
 	notices  atomic.Int64 // notifications applied, so a test can wait for one
 
-	maxScenes, maxListRows int
+	// maxSceneBytes and maxListBytes bound sceneCost and listCost.
+	maxSceneBytes, maxListBytes int64
 }
 
 func newSceneCache(pool *pgxpool.Pool, log *slog.Logger) *sceneCache {
-	return &sceneCache{pool: pool, log: log, scenes: map[string]*ent.Scene{}, lists: map[string]map[string]*scenePage{},
-		maxScenes: maxCachedScenes, maxListRows: maxCachedListRows}
+	return &sceneCache{pool: pool, log: log, scenes: map[string]sceneEntry{}, lists: map[string]map[string]*scenePage{},
+		maxSceneBytes: maxCachedSceneBytes, maxListBytes: maxCachedListBytes}
 }
 
 // scene returns the scene with id, from memory when possible; nil when there is none. Rows
@@ -76,16 +166,20 @@ func (c *sceneCache) scene(ctx context.Context, id string, load func(context.Con
 		return load(ctx, id)
 	}
 	c.mu.RLock()
-	sc, ok := c.scenes[id]
+	e, ok := c.scenes[id]
 	gen := c.gen
 	c.mu.RUnlock()
 	if ok {
-		return sc, nil
+		return e.sc, nil
 	}
 	c.loads.Add(1)
 	sc, err := load(ctx, id)
 	if err != nil || sc == nil {
 		return sc, err
+	}
+	cost := sceneBytes(sc) + int64(len(id))
+	if cost > c.maxSceneBytes {
+		return sc, nil
 	}
 	// A path parameter from Fiber aliases a buffer fasthttp reuses for the next request; a map
 	// key must own its bytes or the map silently corrupts.
@@ -95,13 +189,19 @@ func (c *sceneCache) scene(ctx context.Context, id string, load func(context.Con
 	if c.gen != gen {
 		return sc, nil // an invalidation landed while loading: the row may already be stale
 	}
-	if _, ok := c.scenes[key]; !ok && len(c.scenes) >= c.maxScenes {
-		for k := range c.scenes { // map order is random: a random eviction
+	if old, ok := c.scenes[key]; ok {
+		c.sceneCost -= old.cost
+		delete(c.scenes, key)
+	}
+	for c.sceneCost+cost > c.maxSceneBytes {
+		for k, old := range c.scenes { // map order is random: a random eviction
 			delete(c.scenes, k)
+			c.sceneCost -= old.cost
 			break
 		}
 	}
-	c.scenes[key] = sc
+	c.scenes[key] = sceneEntry{sc: sc, cost: cost}
+	c.sceneCost += cost
 	return sc, nil
 }
 
@@ -123,7 +223,9 @@ func (c *sceneCache) page(ctx context.Context, integrationID, key string, load f
 	if err != nil {
 		return nil, err
 	}
-	if p.cost() > c.maxListRows {
+	p.measure()
+	p.size += int64(len(key))
+	if p.cost() > c.maxListBytes {
 		return p, nil
 	}
 	integ, key := strings.Clone(integrationID), strings.Clone(key)
@@ -136,7 +238,7 @@ func (c *sceneCache) page(ctx context.Context, integrationID, key string, load f
 		c.listCost -= old.cost()
 		delete(c.lists[integ], key)
 	}
-	for c.listCost+p.cost() > c.maxListRows && c.evictPage() {
+	for c.listCost+p.cost() > c.maxListBytes && c.evictPage() {
 	}
 	pages := c.lists[integ]
 	if pages == nil {
@@ -168,7 +270,10 @@ func (c *sceneCache) evictPage() bool {
 func (c *sceneCache) invalidate(integrationID, sceneID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.scenes, sceneID)
+	if e, ok := c.scenes[sceneID]; ok {
+		c.sceneCost -= e.cost
+		delete(c.scenes, sceneID)
+	}
 	for _, p := range c.lists[integrationID] {
 		c.listCost -= p.cost()
 	}
@@ -180,7 +285,8 @@ func (c *sceneCache) invalidate(integrationID, sceneID string) {
 func (c *sceneCache) flush() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.scenes = map[string]*ent.Scene{}
+	c.scenes = map[string]sceneEntry{}
+	c.sceneCost = 0
 	c.lists = map[string]map[string]*scenePage{}
 	c.listCost = 0
 	c.gen++

@@ -3,8 +3,10 @@ package scene
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/scene"
 )
 
 func liveCache() *sceneCache {
@@ -170,13 +173,15 @@ func TestSceneCacheKeysOwnTheirBytes(t *testing.T) {
 
 func TestSceneCacheIsBounded(t *testing.T) {
 	c := liveCache()
-	c.maxScenes, c.maxListRows = 10, 30
+	row := sceneBytes(&ent.Scene{ID: "A", IntegrationID: "i1", Title: "t"}) + 1
+	c.maxSceneBytes, c.maxListBytes = 10*row, 30*sceneBytes(nil)+3*entryOverhead+20
 	ctx := context.Background()
 	for i := range 50 {
 		_, err := c.scene(ctx, string(rune('A'+i)), loadRow("i1"))
 		require.NoError(t, err)
 	}
 	require.Len(t, c.scenes, 10)
+	require.Equal(t, 10*row, c.sceneCost)
 	page := func(n int) func(context.Context) (*scenePage, error) {
 		return func(context.Context) (*scenePage, error) { return &scenePage{rows: make([]*ent.Scene, n)}, nil }
 	}
@@ -184,8 +189,8 @@ func TestSceneCacheIsBounded(t *testing.T) {
 		_, err := c.page(ctx, []string{"i1", "i2", "i3"}[i%3], string(rune('a'+i)), page(4))
 		require.NoError(t, err)
 	}
-	require.LessOrEqual(t, c.listCost, 30)
-	total := 0
+	require.LessOrEqual(t, c.listCost, c.maxListBytes)
+	var total int64
 	for _, pages := range c.lists {
 		require.NotEmpty(t, pages, "no empty integration maps are left behind")
 		for _, p := range pages {
@@ -202,11 +207,75 @@ func TestSceneCacheIsBounded(t *testing.T) {
 		return &scenePage{rows: make([]*ent.Scene, 2)}, nil
 	})
 	require.NoError(t, err)
-	require.Equal(t, 3, c.listCost)
+	require.Equal(t, entryOverhead+2*sceneBytes(nil)+1, c.listCost)
 	// A page larger than the whole budget is served but not cached.
-	_, err = c.page(ctx, "i1", "huge", page(31))
+	_, err = c.page(ctx, "i1", "huge", page(100))
 	require.NoError(t, err)
 	require.False(t, c.cachedPage("i1", "huge"))
+}
+
+// TestSceneCacheIsBoundedByBytes: the scene cache holds rows up to a byte budget, whatever they
+// carry: a few rows with big levelData take the room of many small ones (a bound by count let
+// 20 000 rows of 256 KiB levelData each take 5 GiB), a row bigger than the budget is served but
+// not kept, and an invalidation gives its bytes back.
+func TestSceneCacheIsBoundedByBytes(t *testing.T) {
+	c := liveCache()
+	c.maxSceneBytes = 1 << 20
+	ctx := context.Background()
+	big := func(kib int) func(context.Context, string) (*ent.Scene, error) {
+		return func(_ context.Context, id string) (*ent.Scene, error) {
+			notes := make([]any, kib)
+			for i := range notes {
+				notes[i] = strings.Repeat("x", 1024)
+			}
+			return &ent.Scene{ID: id, IntegrationID: "i1", Title: "t", LevelData: map[string]any{"notes": notes}}, nil
+		}
+	}
+	// The levelData is counted.
+	require.Greater(t, sceneBytes(&ent.Scene{LevelData: map[string]any{"notes": []any{strings.Repeat("x", 256<<10)}}}), int64(256<<10))
+	for i := range 40 {
+		_, err := c.scene(ctx, fmt.Sprintf("big%02d", i), big(200))
+		require.NoError(t, err)
+		require.LessOrEqual(t, c.sceneCost, c.maxSceneBytes)
+	}
+	require.LessOrEqual(t, len(c.scenes), 5, "200 KiB rows: at most five fit in 1 MiB")
+	require.NotEmpty(t, c.scenes)
+	var total int64
+	for _, e := range c.scenes {
+		total += e.cost
+	}
+	require.Equal(t, total, c.sceneCost)
+
+	// Larger than the whole budget: served, not kept, nothing evicted for it.
+	before := len(c.scenes)
+	sc, err := c.scene(ctx, "huge", big(2048))
+	require.NoError(t, err)
+	require.Equal(t, "huge", sc.ID)
+	require.False(t, c.cachedScene("huge"))
+	require.Len(t, c.scenes, before)
+
+	// Invalidations and a flush give the bytes back.
+	for id := range c.scenes {
+		c.invalidate("i1", id)
+	}
+	require.Zero(t, c.sceneCost)
+	_, err = c.scene(ctx, "small", loadRow("i1"))
+	require.NoError(t, err)
+	c.flush()
+	require.Zero(t, c.sceneCost)
+	require.Empty(t, c.scenes)
+}
+
+// TestListColumnsLeaveOutLevelData: list and trending items are read with itemColumns, every
+// scene column but level_data.
+func TestListColumnsLeaveOutLevelData(t *testing.T) {
+	require.NotContains(t, itemColumns, scene.FieldLevelData)
+	require.Len(t, itemColumns, len(scene.Columns)-1)
+	for _, c := range scene.Columns {
+		if c != scene.FieldLevelData {
+			require.Contains(t, itemColumns, c)
+		}
+	}
 }
 
 func TestPageKeyNormalizesTheQuery(t *testing.T) {

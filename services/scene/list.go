@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 
@@ -292,7 +293,7 @@ func (s *Service) queryPage(ctx context.Context, integrationID string, hasEU boo
 	}
 	// One query for the page (one extra row tells whether another page follows) and one for the
 	// owners' external user ids of the whole page.
-	rows, err := q.Order(p.order()).Limit(p.limit + 1).
+	rows, err := q.Select(itemColumns...).Order(p.order()).Limit(p.limit + 1).
 		WithOwner(func(oq *ent.ExternalUserQuery) { oq.Select(externaluser.FieldExternalUserID) }).
 		All(ctx)
 	if err != nil {
@@ -306,6 +307,11 @@ func (s *Service) queryPage(ctx context.Context, integrationID string, hasEU boo
 	}
 	return page, nil
 }
+
+// itemColumns are the scene columns a list item (and a trending item) is rendered from: every
+// column but level_data, which items never show and which can be 256 KiB per scene; reading it
+// for a page of 100 would cost up to 25 MiB of transfer and memory (and of cache) per request.
+var itemColumns = slices.DeleteFunc(slices.Clone(scene.Columns), func(c string) bool { return c == scene.FieldLevelData })
 
 // ownerEUOf is the eager-loaded owner's external user id.
 func ownerEUOf(sc *ent.Scene) string {

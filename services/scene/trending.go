@@ -201,7 +201,7 @@ func (s *Service) trending(c *fiber.Ctx) error {
 	windowCount := len(items)
 	if len(items) < limit {
 		rest, err := s.db.Ent.Scene.Query().Where(eligible(caller.IntegrationID)...).Where(scene.IDNotIn(taken...)).
-			Order(ent.Desc(scene.FieldViewCount), ent.Asc(scene.FieldID)).Limit(limit - len(items)).
+			Select(itemColumns...).Order(ent.Desc(scene.FieldViewCount), ent.Asc(scene.FieldID)).Limit(limit - len(items)).
 			WithOwner(func(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldExternalUserID) }).All(ctx)
 		if err != nil {
 			return apperr.Internal(err)
@@ -240,7 +240,7 @@ func (s *Service) rankWindow(ctx context.Context, integrationID string, since ti
 			byID[sc.SceneID], ids[i] = sc, sc.SceneID
 		}
 		rows, err := s.db.Ent.Scene.Query().Where(eligible(integrationID)...).Where(scene.IDIn(ids...)).
-			WithOwner(func(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldExternalUserID) }).All(ctx)
+			Select(itemColumns...).WithOwner(func(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldExternalUserID) }).All(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -5,7 +5,9 @@ import (
 	"math"
 	"net/url"
 	"regexp"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -373,7 +375,10 @@ func (s *Service) adminCustomerUsage(c *fiber.Ctx) error {
 		return err
 	}
 	eu, err := url.PathUnescape(c.Params("externalUserId"))
-	if err != nil || eu == "" {
+	// The segment arrives escaped, so it can spell what no external user id holds (the EU header
+	// refuses control characters) and what Postgres text refuses outright (NUL, invalid UTF-8):
+	// such an id names no customer.
+	if err != nil || eu == "" || strings.IndexByte(eu, 0) >= 0 || !utf8.ValidString(eu) {
 		return apperr.NotFound("external user not found")
 	}
 	return s.writeUsage(c, &httpx.Caller{IntegrationID: in.ID, AccountID: in.AccountID, ProductSlug: in.ProductSlug}, eu)

@@ -344,7 +344,8 @@ func TestParseCustomerPatchEmailHash(t *testing.T) {
 		{name: "trailing space", value: ptr("abcdef12 "), issue: issueEmailChars},
 		{name: "tab", value: ptr("abcd\tef12"), issue: issueEmailChars},
 		{name: "newline", value: ptr("abcdef12\n"), issue: issueEmailChars},
-		{name: "nul", value: ptr("abcd\x00ef12"), issue: issueEmailChars},
+		{name: "nul", value: ptr("abcd\x00ef12"), issue: "emailHash: must not contain the NUL character (U+0000)"}, // the decoder's rule
+		{name: "other control", value: ptr("abcd\x01ef12"), issue: issueEmailChars},
 		{name: "del", value: ptr("abcd\x7fef12"), issue: issueEmailChars},
 		{name: "plain e-mail is just a string", value: ptr("user@example.com")},
 		{name: "null clears"},
@@ -529,7 +530,9 @@ func TestParseCustomerPatchUnknownFields(t *testing.T) {
 		{body: `{"externalUserId":"x"}`, issues: []string{"externalUserId: unknown field"}},
 		{body: `{"usedBytes":0,"id":"x"}`, issues: []string{"id: unknown field", "usedBytes: unknown field"}},
 		{body: `{"foo":null,"limitBytes":5}`, issues: []string{"foo: unknown field"}},
-		{body: `{"a\u0000b":1}`, issues: []string{"a?b: unknown field"}},
+		{body: `{"a\u0001b":1}`, issues: []string{"a?b: unknown field"}},
+		// A NUL, which Postgres cannot store, is refused by the decoder before any field rule.
+		{body: `{"a\u0000b":1}`, issues: []string{"a?b: must not contain the NUL character (U+0000)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.body, func(t *testing.T) {

@@ -15,34 +15,49 @@ const params = new URLSearchParams(location.search);
 
 // ---- messages to and from the host -------------------------------------------------------
 
-/** The host origin messages go to, or null when the editor must not post at all. */
-const hostOrigin: string | null = (() => {
-  const given = params.get('hostOrigin');
-  if (!given) {
-    console.warn('splathost editor: no hostOrigin query parameter; events are not posted');
-    return null;
+/**
+ * The origin of the page that frames the editor, as the browser reports it: the first of
+ * `location.ancestorOrigins` where the browser has it (Chromium, Safari), else the origin of
+ * `document.referrer` (the page that navigated this frame: the host, which set the iframe's src;
+ * the SDK sends its origin as the referrer). Null when the browser reports nothing usable.
+ */
+function framingOrigin(): string | null {
+  const ancestors = location.ancestorOrigins;
+  if (ancestors && ancestors.length > 0) {
+    return ancestors[0] === 'null' ? null : ancestors[0];
   }
-  let origin: string;
+  if (!document.referrer) return null;
   try {
-    origin = new URL(given).origin;
+    const origin = new URL(document.referrer).origin;
+    return origin === 'null' ? null : origin;
   } catch {
-    origin = 'null';
-  }
-  if (origin === 'null' || origin !== given) {
-    console.warn('splathost editor: hostOrigin is not an origin; events are not posted:', given);
     return null;
   }
+}
+
+/**
+ * The host origin messages go to and come from, or null when the editor must not post at all
+ * (docs/embeds.md, contract item 8). A raw iframe host (no SDK, no hostOrigin parameter) gets its
+ * events at the origin the browser reports for the framing page; the SDK's hostOrigin parameter,
+ * when given, must be exactly that origin, so a page cannot name another origin to receive the
+ * events of an editor it frames.
+ */
+const hostOrigin: string | null = (() => {
   if (window.parent === window) {
     console.warn('splathost editor: not framed; events are not posted');
     return null;
   }
-  // Where the browser tells who frames us, a hostOrigin that is not the parent is a lie.
-  const ancestors = location.ancestorOrigins;
-  if (ancestors && ancestors.length > 0 && ancestors[0] !== origin) {
-    console.warn('splathost editor: hostOrigin does not match the framing page; events are not posted');
+  const reported = framingOrigin();
+  if (!reported) {
+    console.warn('splathost editor: the browser reports no framing origin; events are not posted');
     return null;
   }
-  return origin;
+  const given = params.get('hostOrigin');
+  if (given !== null && given !== reported) {
+    console.warn('splathost editor: hostOrigin does not match the framing page; events are not posted:', given);
+    return null;
+  }
+  return reported;
 })();
 
 function post<K extends EditorEventName>(type: K, payload: EditorEventMap[K]): void {

@@ -111,8 +111,12 @@ function createFrame(el: HTMLElement, kind: 'viewer' | 'editor', src: string, ti
   const iframe = el.ownerDocument.createElement('iframe');
   iframe.src = src;
   iframe.title = title ?? (kind === 'editor' ? 'Scene editor' : 'Scene viewer');
-  // The page URL carries the session token; never leak it to what the embed links to.
-  iframe.referrerPolicy = 'no-referrer';
+  // The referrer of the frame's navigation is this host page's URL (the embed's own requests
+  // send none: its response says Referrer-Policy: no-referrer). The editor needs the host's
+  // origin from it where the browser has no location.ancestorOrigins, to check hostOrigin
+  // against (docs/embeds.md); the origin alone is all it gets, never the host page's path. The
+  // viewer posts nothing and gets nothing.
+  iframe.referrerPolicy = kind === 'editor' ? 'origin' : 'no-referrer';
   iframe.allow = 'fullscreen; xr-spatial-tracking';
   iframe.style.cssText = 'width:100%;height:100%;border:0;display:block';
   el.appendChild(iframe);

@@ -48,7 +48,9 @@ test('mountEditor creates the iframe with session and hostOrigin', () => {
   assert.equal(src.origin + src.pathname, BASE + '/embed/editor');
   assert.equal(src.searchParams.get('session'), 'tok.en/+=');
   assert.equal(src.searchParams.get('hostOrigin'), HOST);
-  assert.equal(ed.iframe.referrerPolicy, 'no-referrer');
+  // The editor checks hostOrigin against the referrer's origin where the browser has no
+  // location.ancestorOrigins: the SDK sends the origin, nothing more.
+  assert.equal(ed.iframe.referrerPolicy, 'origin');
 });
 
 test('mountViewer creates the viewer iframe and destroy removes it', () => {
@@ -57,6 +59,7 @@ test('mountViewer creates the viewer iframe and destroy removes it', () => {
   const src = new URL(v.iframe.src);
   assert.equal(src.pathname, '/embed/viewer');
   assert.equal(src.searchParams.get('session'), 'abc');
+  assert.equal(v.iframe.referrerPolicy, 'no-referrer');
   v.destroy();
   assert.equal(v.iframe.removed, true);
 });
