@@ -37,6 +37,10 @@ type Activities struct {
 	// AssetBase prefixes an object key to make its public URL (config.Config.AssetBase); clones
 	// rewrite the URLs of their source to their copies with it.
 	AssetBase string
+	// PublicBase is the gateway origin whose /assets route serves objects
+	// (config.Config.PublicBase): levelData may name an asset by the URL an answer gave, and a
+	// clone recognises and rewrites those too.
+	PublicBase string
 	// Views is the ClickHouse view store (analytics.Views).
 	Views ViewStore
 	Log   *slog.Logger

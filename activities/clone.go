@@ -223,15 +223,15 @@ func (a *Activities) planClone(src *ent.Scene, remix bool, in PrepareCloneInput)
 	// Every URL of the record that points at a copied object (or into the copied folder) now
 	// points at the copy; anything else (an external URL) is kept as it is.
 	rewrite := func(u string) string {
-		key, ok := strings.CutPrefix(u, a.AssetBase+"/")
+		key, render, ok := a.assetRef(u)
 		if !ok {
 			return u
 		}
 		if d, ok := mapped[key]; ok {
-			return a.AssetBase + "/" + d
+			return render(d)
 		}
 		if plan.FolderSrc != "" && strings.HasPrefix(key, plan.FolderSrc) {
-			return a.AssetBase + "/" + plan.FolderDst + strings.TrimPrefix(key, plan.FolderSrc)
+			return render(plan.FolderDst + strings.TrimPrefix(key, plan.FolderSrc))
 		}
 		return u
 	}
@@ -251,7 +251,7 @@ func (a *Activities) planClone(src *ent.Scene, remix bool, in PrepareCloneInput)
 		refs := 0
 		var err error
 		draft.LevelData, _ = walkStrings(src.LevelData, func(s string) string {
-			key, ok := strings.CutPrefix(s, a.AssetBase+"/")
+			key, _, ok := a.assetRef(s)
 			if !ok || err != nil {
 				return s
 			}
@@ -783,4 +783,28 @@ func (a *Activities) RollbackClone(ctx context.Context, in RollbackCloneInput) (
 	out.Released = job.Bytes
 	metrics.CloneJobs.WithLabelValues("rolled_back").Inc()
 	return out, nil
+}
+
+// assetRef reads an asset URL in any of the forms a scene may hold: the stored form
+// (AssetBase/<key>, what uploads answer and records keep) or the service's asset route
+// (PublicBase/assets/<key>, or /assets/s/<token>/<key>, which answers hand out and a levelData
+// author may paste). render builds the URL of another key in the same form; a signed URL
+// becomes the stable unsigned one, since its token covers only the source's folder.
+func (a *Activities) assetRef(u string) (key string, render func(string) string, ok bool) {
+	if key, ok := strings.CutPrefix(u, a.AssetBase+"/"); ok {
+		return key, func(k string) string { return a.AssetBase + "/" + k }, true
+	}
+	if a.PublicBase == "" {
+		return "", nil, false
+	}
+	rest, ok := strings.CutPrefix(u, a.PublicBase+"/assets/")
+	if !ok {
+		return "", nil, false
+	}
+	if signed, ok := strings.CutPrefix(rest, "s/"); ok {
+		if _, rest, ok = strings.Cut(signed, "/"); !ok {
+			return "", nil, false
+		}
+	}
+	return rest, func(k string) string { return a.PublicBase + "/assets/" + k }, true
 }

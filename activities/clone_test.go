@@ -281,3 +281,25 @@ func TestCopyCloneObjectsRefusesASingleObjectThatChangedSize(t *testing.T) {
 	require.Equal(t, "SOURCE_FILES_MISSING", e.Extra["code"])
 	require.Contains(t, e.Message, "9 bytes, 7 were reserved")
 }
+
+// TestAssetRefReadsEveryURLForm: levelData may name an asset by its stored URL or by the asset
+// route's URL an answer handed out (signed or not); each maps to its key and renders another key
+// in the same form, a signed one as the stable unsigned URL. Anything else is not an asset.
+func TestAssetRefReadsEveryURLForm(t *testing.T) {
+	a := &Activities{AssetBase: "http://s3/bucket", PublicBase: "https://gw.example"}
+	key := "i/int/u/own/f/tick/a.ply"
+	for _, c := range []struct{ in, render string }{
+		{"http://s3/bucket/" + key, "http://s3/bucket/NEW"},
+		{"https://gw.example/assets/" + key, "https://gw.example/assets/NEW"},
+		{"https://gw.example/assets/s/tok.sig/" + key, "https://gw.example/assets/NEW"},
+	} {
+		got, render, ok := a.assetRef(c.in)
+		require.True(t, ok, c.in)
+		require.Equal(t, key, got, c.in)
+		require.Equal(t, c.render, render("NEW"), c.in)
+	}
+	for _, in := range []string{"https://elsewhere/" + key, "https://gw.example/assets/s/only-a-token", "https://gw.example/other/" + key, ""} {
+		_, _, ok := a.assetRef(in)
+		require.False(t, ok, in)
+	}
+}
