@@ -44,7 +44,8 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	// An idle database/sql connection keeps its pgx connection acquired, starving the pgx users
 	// of the same pool (authentication, LISTEN); let pgxpool alone keep idle connections.
 	sqlDB.SetMaxIdleConns(0)
-	client := ent.NewClient(ent.Driver(entsql.OpenDB(dialect.Postgres, sqlDB)))
+	// Reads and BEGIN survive one dead pooled connection (retry.go).
+	client := ent.NewClient(ent.Driver(retryDriver{Driver: entsql.OpenDB(dialect.Postgres, sqlDB), pool: pool}))
 	return &DB{Pool: pool, Ent: client}, nil
 }
 

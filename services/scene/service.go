@@ -4,6 +4,7 @@ package scene
 
 import (
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -38,6 +39,8 @@ type Service struct {
 	viewRecords ViewRecords
 	// scores caches trending's window scores for a few seconds (trending.go).
 	scores scoreCache
+	// scoresDownUntil (unix ns) skips ClickHouse for a moment after a failed score query.
+	scoresDownUntil atomic.Int64
 }
 
 // New returns the scene service. assetBase is config.Config.AssetBase().
