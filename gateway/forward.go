@@ -17,6 +17,7 @@ import (
 
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/netx"
 )
 
 var errListenerDown = errors.New("integration cache listener is down")
@@ -93,7 +94,7 @@ var errPeerClosed = errors.New("upstream closed the pooled connection")
 // restarted service closes its idle keep-alive connections, or the kernel does for a killed
 // one). fasthttp cannot tell such a connection from a live one until it reads the answer, and an
 // EOF then no longer shows whether the request was received, so a POST could not be resent; a
-// failed write shows it was not. The check is one non-blocking peek before each write after the
+// failed write shows it was not. The check (netx.IdleBroken) runs before each write after the
 // first.
 type liveConn struct {
 	net.Conn
@@ -103,32 +104,11 @@ type liveConn struct {
 // Write writes p unless the upstream has closed the connection, in which case it fails as a
 // write (see failureOf).
 func (c *liveConn) Write(p []byte) (int, error) {
-	if c.used && peerClosed(c.Conn) {
+	if c.used && netx.IdleBroken(c.Conn) {
 		return 0, &net.OpError{Op: "write", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: errPeerClosed}
 	}
 	c.used = true
 	return c.Conn.Write(p)
-}
-
-// peerClosed reports whether the peer has closed or reset conn: a peek that finds the end of
-// the stream or an error, without waiting and without consuming anything.
-func peerClosed(conn net.Conn) bool {
-	sc, ok := conn.(syscall.Conn)
-	if !ok {
-		return false
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	closed := false
-	var b [1]byte
-	_ = rc.Read(func(fd uintptr) bool {
-		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		closed = (err == nil && n == 0) || (err != nil && err != syscall.EAGAIN && err != syscall.EINTR)
-		return true // never wait for data
-	})
-	return closed
 }
 
 // hopHeaders are connection-scoped and never forwarded.

@@ -8,11 +8,13 @@ import (
 
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/netx"
 )
 
 // DB is the product database handle.
@@ -31,6 +33,11 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		// Every request is a short query; a pool sized by CPU count (pgx's default) would queue
 		// requests on a two-core machine while Postgres sits idle.
 		cfg.MaxConns = 16
+	}
+	// A connection whose backend was terminated (a Postgres restart, pg_terminate_backend, an
+	// idle timeout) is dropped when it is drawn, not handed to a query that would fail with it.
+	cfg.PrepareConn = func(_ context.Context, c *pgx.Conn) (bool, error) {
+		return !netx.IdleBroken(c.PgConn().Conn()), nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
