@@ -76,7 +76,17 @@ func TestSplitStackSurvivesServiceRestarts(t *testing.T) {
 		Dir: dir, Services: "split", BinDir: filepath.Join(root, "bin"),
 	})
 	require.NoError(t, err)
-	defer func() { require.NoError(t, stack.Stop(), "the stack stops cleanly after the restarts") }()
+	defer func() {
+		// Ctrl-C (the runner's stop) still stops everything, the restarted children included.
+		var pids []int
+		for _, name := range []string{"user", "scene", "session", "worker", "gateway"} {
+			pids = append(pids, stackProcess(t, dir, name).PID)
+		}
+		require.NoError(t, stack.Stop(), "the stack stops cleanly after the restarts")
+		for _, pid := range pids {
+			require.Error(t, syscall.Kill(pid, 0), "pid %d outlived the stack", pid)
+		}
+	}()
 	gw := stack.State.GatewayURL
 	call := func(method, path string, headers map[string]string, body any) *testenv.Response {
 		t.Helper()
