@@ -128,8 +128,16 @@ func (s *Streamer) lead(ctx context.Context) error {
 	}
 	lock := &lockConn{conn: pc}
 	lctx, lost := context.WithCancelCause(ctx)
-	defer lost(nil)
-	go lock.watch(lctx, lost, s.Fence/4)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		lock.watch(lctx, lost, s.Fence/4)
+	}()
+	// Runs before pc is closed: the watcher must be done with the connection first.
+	defer func() {
+		lost(nil)
+		<-watched
+	}()
 	if !sleep(lctx, s.Fence) {
 		return context.Cause(lctx)
 	}
