@@ -183,3 +183,28 @@ func TestReadsSurviveTerminatedConnections(t *testing.T) {
 		require.Equal(t, map[int]int{200: 24}, burst(), "round %d: reads right after %d backends were terminated", round, killed)
 	}
 }
+
+// TestReadRetriedWhenItsBackendDies terminates the backend of a read while it runs: the read is
+// run again on a new connection and succeeds, where it used to fail with the termination.
+func TestReadRetriedWhenItsBackendDies(t *testing.T) {
+	ctx := context.Background()
+	const marker = "SELECT pg_sleep(0.4), 'read-retried-when-its-backend-dies'"
+	killed := make(chan int, 1)
+	go func() {
+		for i := 0; i < 100; i++ {
+			var n int
+			err := env.Process.DB.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
+				WHERE query = $1 AND state = 'active' AND pid <> pg_backend_pid()`, marker).Scan(&n)
+			if err != nil || n > 0 {
+				killed <- n
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		killed <- 0
+	}()
+	rows, err := env.Process.DB.Ent.QueryContext(ctx, marker)
+	require.NoError(t, err, "the read is run again after its backend was terminated")
+	require.NoError(t, rows.Close())
+	require.Equal(t, 1, <-killed, "its backend was terminated while it ran")
+}

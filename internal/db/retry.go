@@ -33,22 +33,16 @@ type retryDriver struct {
 
 // Query runs a statement that returns rows, retrying a read once on a connection error.
 func (d retryDriver) Query(ctx context.Context, query string, args, v any) error {
-	err := d.Driver.Query(ctx, query, args, v)
-	if err == nil || ctx.Err() != nil || !IsConnError(err) || !isPlainRead(query) {
-		return err
-	}
-	d.pool.Reset()
-	return d.Driver.Query(ctx, query, args, v)
+	return once(ctx, d.pool, isPlainRead(query), func() error { return d.Driver.Query(ctx, query, args, v) })
 }
 
 // QueryContext is Query for ent's raw-SQL entry point (Client.QueryContext).
-func (d retryDriver) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	rows, err := d.Driver.QueryContext(ctx, query, args...)
-	if err == nil || ctx.Err() != nil || !IsConnError(err) || !isPlainRead(query) {
-		return rows, err
-	}
-	d.pool.Reset()
-	return d.Driver.QueryContext(ctx, query, args...)
+func (d retryDriver) QueryContext(ctx context.Context, query string, args ...any) (rows *sql.Rows, err error) {
+	err = once(ctx, d.pool, isPlainRead(query), func() error {
+		rows, err = d.Driver.QueryContext(ctx, query, args...)
+		return err
+	})
+	return rows, err
 }
 
 // Tx starts a transaction, retrying BEGIN once on a connection error: nothing has run yet.
@@ -57,13 +51,23 @@ func (d retryDriver) Tx(ctx context.Context) (dialect.Tx, error) {
 }
 
 // BeginTx is Tx with options.
-func (d retryDriver) BeginTx(ctx context.Context, opts *entsql.TxOptions) (dialect.Tx, error) {
-	tx, err := d.Driver.BeginTx(ctx, opts)
-	if err == nil || ctx.Err() != nil || !IsConnError(err) {
-		return tx, err
+func (d retryDriver) BeginTx(ctx context.Context, opts *entsql.TxOptions) (tx dialect.Tx, err error) {
+	err = once(ctx, d.pool, true, func() error {
+		tx, err = d.Driver.BeginTx(ctx, opts)
+		return err
+	})
+	return tx, err
+}
+
+// once runs fn and, when it failed on a connection error and repeatable says a second run is
+// harmless, resets the pool and runs it once more.
+func once(ctx context.Context, pool *pgxpool.Pool, repeatable bool, fn func() error) error {
+	err := fn()
+	if err == nil || !repeatable || ctx.Err() != nil || !IsConnError(err) {
+		return err
 	}
-	d.pool.Reset()
-	return d.Driver.BeginTx(ctx, opts)
+	pool.Reset()
+	return fn()
 }
 
 // IsConnError reports whether err means the database connection itself failed (closed by the
@@ -125,10 +129,5 @@ type readRow struct {
 
 // Scan runs the statement and scans its one row into dest, retrying once on a connection error.
 func (r readRow) Scan(dest ...any) error {
-	err := r.pool.QueryRow(r.ctx, r.sql, r.args...).Scan(dest...)
-	if err == nil || r.ctx.Err() != nil || !IsConnError(err) {
-		return err
-	}
-	r.pool.Reset()
-	return r.pool.QueryRow(r.ctx, r.sql, r.args...).Scan(dest...)
+	return once(r.ctx, r.pool, true, func() error { return r.pool.QueryRow(r.ctx, r.sql, r.args...).Scan(dest...) })
 }
