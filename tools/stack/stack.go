@@ -397,19 +397,8 @@ func (s *Stack) startClickHouse(ctx context.Context) error {
 		return err
 	}
 	s.watchProc(s.ch.proc)
-	s.stateMu.Lock()
-	defer s.stateMu.Unlock()
-	for i, p := range s.state.Processes {
-		if p.Name == "clickhouse" {
-			s.state.Processes[i].PID = s.ch.proc.pid()
-		}
-	}
-	b, err := json.MarshalIndent(s.state, "", "  ")
-	if err != nil {
-		return err
-	}
 	s.log.Info("clickhouse started again on request", "pid", s.ch.proc.pid())
-	return writeFileAtomic(s.opts.StateFile, append(b, '\n'), 0o600)
+	return s.recordPID("clickhouse", s.ch.proc.pid())
 }
 
 // Stop shuts everything down in reverse dependency order: the services first, so they stop

@@ -62,7 +62,9 @@ func (s *Stack) supervise(svc *service) {
 					continue
 				}
 				s.log.Info("child restarted", "part", svc.def.name, "pid", np.pid(), "restarts", restarts)
-				s.recordPID(svc.def.name, np.pid())
+				if err := s.recordPID(svc.def.name, np.pid()); err != nil {
+					s.log.Error("state file not updated", "part", svc.def.name, "error", err)
+				}
 				go s.logReady(svc, np)
 				break
 			}
@@ -113,12 +115,12 @@ func (s *Stack) shuttingDown() bool {
 }
 
 // recordPID rewrites the state file with a part's new pid, so tools and tests reading it find
-// the running process.
-func (s *Stack) recordPID(name string, pid int) {
+// the running process. It writes nothing once Stop has begun (Stop removes the file).
+func (s *Stack) recordPID(name string, pid int) error {
 	s.stateMu.Lock()
 	defer s.stateMu.Unlock()
 	if !s.stateSaved || s.shuttingDown() {
-		return
+		return nil
 	}
 	for i, p := range s.state.Processes {
 		if p.Name == name {
@@ -126,10 +128,8 @@ func (s *Stack) recordPID(name string, pid int) {
 		}
 	}
 	b, err := json.MarshalIndent(s.state, "", "  ")
-	if err == nil {
-		err = writeFileAtomic(s.opts.StateFile, append(b, '\n'), 0o600)
-	}
 	if err != nil {
-		s.log.Error("state file not updated", "part", name, "error", err)
+		return err
 	}
+	return writeFileAtomic(s.opts.StateFile, append(b, '\n'), 0o600)
 }
