@@ -206,7 +206,6 @@ func (s *Service) trending(c *fiber.Ctx) error {
 	if errors.Is(err, errScoresUnavailable) {
 		// ClickHouse is down or too slow: the ranking degrades to the all-time backfill (every
 		// item's trending.source says "alltime", windowCount is 0) instead of failing the call.
-		s.log.Warn("trending: window scores unavailable; answering with the all-time ranking", "integrationId", caller.IntegrationID, "error", err)
 		top, err = nil, nil
 	}
 	if err != nil {
@@ -252,7 +251,13 @@ func (s *Service) rankWindow(ctx context.Context, integrationID string, since ti
 		defer cancel()
 		return s.views.WindowScores(qctx, integrationID, since)
 	})
+	if err != nil && ctx.Err() != nil {
+		return nil, err // the caller went away: says nothing about ClickHouse
+	}
 	if err != nil {
+		// Logged once per failed query, not for the calls answered during the pause after it.
+		s.log.Warn("trending: window scores unavailable; answering with the all-time ranking",
+			"integrationId", integrationID, "retryAfter", scoresRetryAfter.String(), "error", err)
 		s.scoresDownUntil.Store(time.Now().Add(scoresRetryAfter).UnixNano())
 		return nil, fmt.Errorf("%w: %w", errScoresUnavailable, err)
 	}
