@@ -2,8 +2,10 @@ package analytics
 
 import (
 	"context"
-	"github.com/splathost/splathost/internal/metrics"
+	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/internal/db"
+	"github.com/splathost/splathost/internal/metrics"
 )
 
 // streamerLock is the Postgres advisory lock held by the one streamer that drains the outbox;
@@ -26,15 +29,18 @@ const (
 	// DefaultInsertTimeout bounds one ClickHouse insert; an insert cut off by it may still land,
 	// which the next attempt's deduplication absorbs.
 	DefaultInsertTimeout = 15 * time.Second
+	// DefaultFence is how long a new leader waits before its first batch: longer than a lost
+	// leader takes to notice (a check every Fence/4, each bounded by lockCheckTimeout) and cancel
+	// its insert.
+	DefaultFence = 2 * time.Second
 )
 
 // Streamer moves accepted views from the Postgres outbox (view_outboxes, written by POST
 // /api/embed/views) into ClickHouse, in id order, a batch at a time:
 //
 //  1. read the oldest rows;
-//  2. insert them into view_events (the materialized view fills the daily rollup); after any
-//     failure, and on the first batch after (re)gaining the lock, ids already stored are skipped,
-//     since the failed attempt may have landed;
+//  2. insert them into view_events (the materialized view fills the daily rollup), skipping the
+//     ids already stored, since a failed attempt or a previous leader may have stored them;
 //  3. in one Postgres transaction delete the rows and add them to scenes.view_count, announcing
 //     the changed scenes on db.ScenesChannel so the scene caches drop them.
 //
@@ -46,10 +52,12 @@ type Streamer struct {
 	DB    *db.DB
 	Views *Views
 	Log   *slog.Logger
-	// Batch, Idle and InsertTimeout default to DefaultBatch, DefaultIdle, DefaultInsertTimeout.
+	// Batch, Idle, InsertTimeout and Fence default to DefaultBatch, DefaultIdle,
+	// DefaultInsertTimeout and DefaultFence.
 	Batch         int
 	Idle          time.Duration
 	InsertTimeout time.Duration
+	Fence         time.Duration
 
 	streamed atomic.Int64
 	failures atomic.Int64
@@ -72,6 +80,9 @@ func (s *Streamer) Run(ctx context.Context) {
 	if s.InsertTimeout <= 0 {
 		s.InsertTimeout = DefaultInsertTimeout
 	}
+	if s.Fence <= 0 {
+		s.Fence = DefaultFence
+	}
 	for ctx.Err() == nil {
 		err := s.lead(ctx)
 		if ctx.Err() != nil {
@@ -87,6 +98,14 @@ func (s *Streamer) Run(ctx context.Context) {
 // lead takes the advisory lock on a dedicated connection and drains while it holds it. Another
 // process holding the lock makes it wait; the lock dies with the connection, so a crashed
 // leader is replaced.
+//
+// Two streamers must never insert at the same time, or both could find a batch absent from
+// ClickHouse and both store it (the daily rollup's count would then count those views twice, as
+// it did before: 7 493 impressions for 5 000 views). So the leader proves it still holds the lock
+// before every batch, a watcher cancels a batch in flight as soon as the lock's connection stops
+// answering, and a new leader waits Fence before its first batch, by which time a previous
+// leader that lost its connection has noticed and abandoned its insert. Every insert also skips
+// the ids already stored.
 func (s *Streamer) lead(ctx context.Context) error {
 	conn, err := s.DB.Pool.Acquire(ctx)
 	if err != nil {
@@ -107,39 +126,103 @@ func (s *Streamer) lead(ctx context.Context) error {
 			return nil
 		}
 	}
-	dirty := true // the previous leader may have inserted rows it did not get to delete
+	lock := &lockConn{conn: pc}
+	lctx, lost := context.WithCancelCause(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		lock.watch(lctx, lost, s.Fence/4)
+	}()
+	// Runs before pc is closed: the watcher must be done with the connection first.
+	defer func() {
+		lost(nil)
+		<-watched
+	}()
+	if !sleep(lctx, s.Fence) {
+		return context.Cause(lctx)
+	}
 	backoff := s.Idle
-	for ctx.Err() == nil {
-		n, err := s.drain(ctx, dirty)
+	for lctx.Err() == nil {
+		if err := lock.held(lctx); err != nil {
+			lost(err)
+			break
+		}
+		n, err := s.drain(lctx)
 		switch {
-		case err != nil && ctx.Err() == nil:
+		case err != nil && lctx.Err() == nil:
 			s.failures.Add(1)
-			dirty = true
 			s.Log.Warn("view streamer: batch failed; the views wait in Postgres and are retried", "error", err, "retryIn", backoff.String())
-			sleep(ctx, backoff)
+			sleep(lctx, backoff)
 			backoff = min(2*backoff, 5*time.Second)
-			// A lock connection that died means another streamer may lead now.
-			if err := pc.Ping(ctx); err != nil {
-				return err
-			}
 		case err == nil:
-			dirty, backoff = false, s.Idle
+			backoff = s.Idle
 			if n < s.Batch {
-				sleep(ctx, s.Idle)
+				sleep(lctx, s.Idle)
 			}
 		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return context.Cause(lctx)
+}
+
+// lockConn is the connection holding the streamer's advisory lock, shared by the batch loop
+// and the watcher (a pgx connection serves one statement at a time).
+type lockConn struct {
+	mu   sync.Mutex
+	conn *pgx.Conn
+}
+
+// lockCheckTimeout bounds one ownership check: a connection that does not answer in this time
+// is treated as lost (a half-open connection would otherwise hang the check).
+const lockCheckTimeout = time.Second
+
+// errLockLost is the cause of a leadership that ended because the lock is no longer held.
+var errLockLost = errors.New("the view streamer's advisory lock is no longer held")
+
+// held proves the session still holds the lock: the connection answers and pg_locks lists the
+// lock as granted to it.
+func (l *lockConn) held(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, lockCheckTimeout)
+	defer cancel()
+	var ok bool
+	// An advisory lock on a bigint key is listed with its high half as classid and its low half
+	// as objid.
+	err := l.conn.QueryRow(cctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory'
+		AND pid = pg_backend_pid() AND granted AND classid = $1::bigint::oid AND objid = $2::bigint::oid AND objsubid = 1)`,
+		int64(uint32(streamerLock>>32)), int64(uint32(streamerLock&0xffffffff))).Scan(&ok)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errLockLost, err)
+	}
+	if !ok {
+		return errLockLost
 	}
 	return nil
 }
 
-// drain moves one batch and returns its size.
-func (s *Streamer) drain(ctx context.Context, dedupe bool) (int, error) {
+// watch checks the lock every interval until ctx ends, and cancels the leadership (and with it
+// any ClickHouse insert in flight) as soon as a check fails.
+func (l *lockConn) watch(ctx context.Context, lost context.CancelCauseFunc, interval time.Duration) {
+	for sleep(ctx, interval) {
+		if err := l.held(ctx); err != nil && ctx.Err() == nil {
+			lost(err)
+			return
+		}
+	}
+}
+
+// drain moves one batch and returns its size. The insert always skips ids already stored: a
+// previous attempt or a previous leader may have stored part of the batch.
+func (s *Streamer) drain(ctx context.Context) (int, error) {
 	events, err := s.oldest(ctx)
 	if err != nil || len(events) == 0 {
 		return 0, err
 	}
 	ictx, cancel := context.WithTimeout(ctx, s.InsertTimeout)
-	_, err = s.Views.Insert(ictx, events, dedupe)
+	_, err = s.Views.Insert(ictx, events, true)
 	cancel()
 	if err != nil {
 		return 0, err

@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"net/url"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -12,18 +17,42 @@ import (
 
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/netx"
 )
 
 var errListenerDown = errors.New("integration cache listener is down")
 
+// Upstream retry policy. A service that restarts (a deploy, a crash under an orchestrator, the
+// dev stack's supervisor) refuses connections for a moment and leaves the gateway's pooled
+// keep-alive connections dead; a request that never reached it is retried until the service is
+// back, within a bound, rather than answered 502.
+const (
+	// upstreamRetryFor bounds the time a request spends retrying: long enough for a service
+	// process to restart, short enough that a client's own retry takes over when it does not.
+	upstreamRetryFor = 5 * time.Second
+	// upstreamBackoffMin and upstreamBackoffMax are the first and the longest pause between
+	// attempts.
+	upstreamBackoffMin = 20 * time.Millisecond
+	upstreamBackoffMax = 500 * time.Millisecond
+	// upstreamIdleFor closes pooled connections unused this long: a connection idle for a while
+	// is the likeliest to have been closed by a restarted service.
+	upstreamIdleFor = 10 * time.Second
+)
+
 // forwarder sends a request to a service in another process over a keep-alive connection
 // pool, with the caller the gateway authenticated signed into httpx.CallerHeader.
 type forwarder struct {
-	client *fasthttp.HostClient
-	secret []byte
+	name     string
+	client   *fasthttp.HostClient
+	secret   []byte
+	log      *slog.Logger
+	retryFor time.Duration
+	// droppedAt (unix ns) is when the idle connections were last dropped after a connection
+	// failure, so a burst of failures drops them once, not once per request.
+	droppedAt atomic.Int64
 }
 
-func newForwarder(base string, secret []byte) (*forwarder, error) {
+func newForwarder(name, base string, secret []byte, log *slog.Logger) (*forwarder, error) {
 	u, err := url.Parse(base)
 	if err != nil || u.Scheme != "http" || u.Host == "" {
 		return nil, fmt.Errorf("upstream url %q: want http://host:port", base)
@@ -31,15 +60,55 @@ func newForwarder(base string, secret []byte) (*forwarder, error) {
 	if len(secret) == 0 {
 		return nil, errors.New("forwarding needs the internal secret")
 	}
-	return &forwarder{secret: secret, client: &fasthttp.HostClient{
+	if log == nil {
+		log = slog.Default()
+	}
+	return &forwarder{name: name, secret: secret, log: log, retryFor: upstreamRetryFor, client: &fasthttp.HostClient{
 		Addr:                          u.Host,
 		MaxConns:                      1024,
-		MaxIdleConnDuration:           90 * time.Second,
+		MaxIdleConnDuration:           upstreamIdleFor,
 		ReadTimeout:                   60 * time.Second,
 		WriteTimeout:                  60 * time.Second,
 		DisableHeaderNamesNormalizing: true,
 		MaxResponseBodySize:           64 << 20,
+		// One attempt per Do: handle decides what may be retried (fasthttp would also resend a
+		// POST after an EOF, which a service that died while handling it may have applied).
+		MaxIdemponentCallAttempts: 1,
+		Dial:                      dialLive,
 	}}, nil
+}
+
+// dialLive dials like fasthttp's default and wraps the connection in a liveConn.
+func dialLive(addr string) (net.Conn, error) {
+	c, err := fasthttp.Dial(addr)
+	if err != nil {
+		return nil, err
+	}
+	return &liveConn{Conn: c}, nil
+}
+
+// errPeerClosed is the write error of a pooled connection the upstream has already closed.
+var errPeerClosed = errors.New("upstream closed the pooled connection")
+
+// liveConn refuses to write a request on a pooled connection the upstream has already closed (a
+// restarted service closes its idle keep-alive connections, or the kernel does for a killed
+// one). fasthttp cannot tell such a connection from a live one until it reads the answer, and an
+// EOF then no longer shows whether the request was received, so a POST could not be resent; a
+// failed write shows it was not. The check (netx.IdleBroken) runs before each write after the
+// first.
+type liveConn struct {
+	net.Conn
+	used bool
+}
+
+// Write writes p unless the upstream has closed the connection, in which case it fails as a
+// write (see failureOf).
+func (c *liveConn) Write(p []byte) (int, error) {
+	if c.used && netx.IdleBroken(c.Conn) {
+		return 0, &net.OpError{Op: "write", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: errPeerClosed}
+	}
+	c.used = true
+	return c.Conn.Write(p)
 }
 
 // hopHeaders are connection-scoped and never forwarded.
@@ -65,10 +134,18 @@ func (f *forwarder) handle(c *fiber.Ctx) error {
 		req.Header.Set(httpx.CallerHeader, sig)
 	}
 	httpx.InjectTrace(c, req.Header.Set)
-	if err := f.client.Do(req, resp); err != nil {
+	attempts, err := f.do(req, resp)
+	if err != nil {
+		// The route is the pattern (no ids, no query string); no header is logged.
+		f.log.WarnContext(c.UserContext(), "upstream request failed", "upstream", f.name, "addr", f.client.Addr,
+			"method", c.Method(), "route", c.Route().Path, "attempts", attempts, "requestId", httpx.RequestID(c), "error", err)
 		e := apperr.New(fiber.StatusBadGateway, "service unavailable, retry with backoff")
-		e.Cause = err
+		e.Cause = fmt.Errorf("upstream %s (%s) after %d attempts: %w", f.name, f.client.Addr, attempts, err)
 		return e
+	}
+	if attempts > 1 {
+		f.log.InfoContext(c.UserContext(), "upstream answered after retries", "upstream", f.name, "addr", f.client.Addr,
+			"method", c.Method(), "route", c.Route().Path, "attempts", attempts, "requestId", httpx.RequestID(c))
 	}
 	c.Status(resp.StatusCode())
 	resp.Header.VisitAll(func(k, v []byte) {
@@ -85,6 +162,100 @@ func (f *forwarder) handle(c *fiber.Ctx) error {
 	})
 	c.Response().SetBodyRaw(append([]byte(nil), resp.Body()...))
 	return nil
+}
+
+// do sends req, retrying while the failure shows the upstream did not get it (connection
+// refused, the request's write failed) and, for idempotent methods, when the connection broke
+// before an answer (a pooled connection the upstream closed, or an upstream killed mid-request):
+// with backoff, for at most retryFor. It returns the number of attempts made.
+func (f *forwarder) do(req *fasthttp.Request, resp *fasthttp.Response) (int, error) {
+	deadline := time.Now().Add(f.retryFor)
+	backoff := upstreamBackoffMin
+	for attempt := 1; ; attempt++ {
+		err := f.client.Do(req, resp)
+		if err == nil {
+			return attempt, nil
+		}
+		switch failureOf(err) {
+		case notReceived:
+		case connectionLost:
+			if !idempotent(req) {
+				return attempt, err
+			}
+		default:
+			return attempt, err
+		}
+		// The other pooled connections to this upstream are likely dead too (it restarted):
+		// close them rather than let each cost a request an attempt.
+		f.dropIdle()
+		wait := backoff
+		if attempt == 1 && failureOf(err) == connectionLost {
+			wait = 0 // a stale pooled connection: a new one is likely to work at once
+		} else {
+			backoff = min(2*backoff, upstreamBackoffMax)
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return attempt, err
+		}
+		time.Sleep(wait)
+	}
+}
+
+// dropIdle closes the idle connections to the upstream, at most once per backoff ceiling.
+func (f *forwarder) dropIdle() {
+	now := time.Now().UnixNano()
+	last := f.droppedAt.Load()
+	if now-last < int64(upstreamBackoffMax) || !f.droppedAt.CompareAndSwap(last, now) {
+		return
+	}
+	f.client.CloseIdleConnections()
+}
+
+// upstreamFailure classifies a transport error of one attempt.
+type upstreamFailure int
+
+const (
+	// otherFailure: a timeout, an oversized answer, a malformed answer: not retried.
+	otherFailure upstreamFailure = iota
+	// notReceived: the upstream cannot have received the request; any method may be resent.
+	notReceived
+	// connectionLost: the connection broke before a complete answer; the upstream may have
+	// received the request, so only idempotent methods are resent.
+	connectionLost
+)
+
+// failureOf classifies err.
+func failureOf(err error) upstreamFailure {
+	if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		return otherFailure
+	}
+	if errors.Is(err, fasthttp.ErrDialTimeout) || errors.Is(err, syscall.ECONNREFUSED) {
+		return notReceived
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		switch {
+		case op.Timeout():
+			return otherFailure
+		case op.Op == "dial", op.Op == "write":
+			// A write fails when the upstream had already closed or reset the connection: it
+			// will not process the part it may have read.
+			return notReceived
+		}
+		return connectionLost
+	}
+	if errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return connectionLost
+	}
+	return otherFailure
+}
+
+// idempotent methods may be sent twice with the effect of once (RFC 9110 9.2.2); DELETE is left
+// out because a repeated DELETE answers 404 where the first answered 204.
+func idempotent(req *fasthttp.Request) bool {
+	h := &req.Header
+	return h.IsGet() || h.IsHead() || h.IsOptions() || h.IsPut()
 }
 
 // upstreamReady checks a service's own readiness endpoint.

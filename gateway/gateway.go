@@ -125,7 +125,7 @@ func New(o Options) (*fiber.App, error) {
 			up.Register(app)
 			continue
 		}
-		fwd, err := newForwarder(up.URL, o.InternalSecret)
+		fwd, err := newForwarder(up.Name, up.URL, o.InternalSecret, o.Log)
 		if err != nil {
 			return nil, err
 		}

@@ -8,11 +8,13 @@ import (
 
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/netx"
 )
 
 // DB is the product database handle.
@@ -32,6 +34,11 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		// requests on a two-core machine while Postgres sits idle.
 		cfg.MaxConns = 16
 	}
+	// A connection whose backend was terminated (a Postgres restart, pg_terminate_backend, an
+	// idle timeout) is dropped when it is drawn, not handed to a query that would fail with it.
+	cfg.PrepareConn = func(_ context.Context, c *pgx.Conn) (bool, error) {
+		return !netx.IdleBroken(c.PgConn().Conn()), nil
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres pool: %w", err)
@@ -44,7 +51,8 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	// An idle database/sql connection keeps its pgx connection acquired, starving the pgx users
 	// of the same pool (authentication, LISTEN); let pgxpool alone keep idle connections.
 	sqlDB.SetMaxIdleConns(0)
-	client := ent.NewClient(ent.Driver(entsql.OpenDB(dialect.Postgres, sqlDB)))
+	// Reads and BEGIN survive one dead pooled connection (retry.go).
+	client := ent.NewClient(ent.Driver(retryDriver{Driver: entsql.OpenDB(dialect.Postgres, sqlDB), pool: pool}))
 	return &DB{Pool: pool, Ent: client}, nil
 }
 

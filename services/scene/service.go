@@ -4,6 +4,7 @@ package scene
 
 import (
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -45,6 +46,8 @@ type Service struct {
 	// (assets.go). Wired by the binary (UseAssetURLs).
 	urls   *AssetURLs
 	assets assetState
+	// scoresDownUntil (unix ns) skips ClickHouse for a moment after a failed score query.
+	scoresDownUntil atomic.Int64
 }
 
 // UseAssetURLs wires the asset URL signer: scene answers then carry asset-route URLs and

@@ -2,6 +2,8 @@ package scene
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -75,6 +77,20 @@ func (c *scoreCache) get(key string, now time.Time, load func() ([]analytics.Sco
 	}
 	return v.([]analytics.Score), nil
 }
+
+// errScoresUnavailable marks a window ranking that could not be read from ClickHouse; trending
+// then answers with the all-time ranking from Postgres.
+var errScoresUnavailable = errors.New("trending window scores unavailable")
+
+// ClickHouse outage handling for trending.
+const (
+	// scoresTimeout bounds the window-score query: it takes milliseconds when ClickHouse is
+	// healthy, and a frozen server must not hold trending calls for the driver's 30 s.
+	scoresTimeout = 3 * time.Second
+	// scoresRetryAfter is how long after a failed score query trending skips ClickHouse and
+	// answers from Postgres at once, so an outage does not cost every call the timeout.
+	scoresRetryAfter = 2 * time.Second
+)
 
 // Trending item sources.
 const (
@@ -187,6 +203,11 @@ func (s *Service) trending(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	since := trendingSince(s.now(), window)
 	top, err := s.rankWindow(ctx, caller.IntegrationID, since, limit)
+	if errors.Is(err, errScoresUnavailable) {
+		// ClickHouse is down or too slow: the ranking degrades to the all-time backfill (every
+		// item's trending.source says "alltime", windowCount is 0) instead of failing the call.
+		top, err = nil, nil
+	}
 	if err != nil {
 		return apperr.Internal(err)
 	}
@@ -222,11 +243,23 @@ func (s *Service) trending(c *fiber.Ctx) error {
 // decided by likes and views, which only Postgres knows).
 func (s *Service) rankWindow(ctx context.Context, integrationID string, since time.Time, limit int) ([]ranked, error) {
 	key := integrationID + "|" + since.Format(time.DateOnly)
+	if until := s.scoresDownUntil.Load(); until != 0 && time.Now().UnixNano() < until {
+		return nil, fmt.Errorf("%w: failed less than %s ago", errScoresUnavailable, scoresRetryAfter)
+	}
 	scores, err := s.scores.get(key, s.now(), func() ([]analytics.Score, error) {
-		return s.views.WindowScores(ctx, integrationID, since)
+		qctx, cancel := context.WithTimeout(ctx, scoresTimeout)
+		defer cancel()
+		return s.views.WindowScores(qctx, integrationID, since)
 	})
+	if err != nil && ctx.Err() != nil {
+		return nil, err // the caller went away: says nothing about ClickHouse
+	}
 	if err != nil {
-		return nil, err
+		// Logged once per failed query, not for the calls answered during the pause after it.
+		s.log.Warn("trending: window scores unavailable; answering with the all-time ranking",
+			"integrationId", integrationID, "retryAfter", scoresRetryAfter.String(), "error", err)
+		s.scoresDownUntil.Store(time.Now().Add(scoresRetryAfter).UnixNano())
+		return nil, fmt.Errorf("%w: %w", errScoresUnavailable, err)
 	}
 	var got []ranked
 	for start := 0; start < len(scores); start += trendingChunk {

@@ -64,7 +64,7 @@ func (s *Service) loadCustomer(ctx context.Context, caller *httpx.Caller, eu str
 	v := customerView{IntegrationID: caller.IntegrationID, ProductSlug: caller.ProductSlug}
 	var deleted *time.Time
 	var created, updated time.Time
-	err := s.db.Pool.QueryRow(ctx, customerQuery, caller.IntegrationID, eu).Scan(
+	err := s.db.ReadRow(ctx, customerQuery, caller.IntegrationID, eu).Scan(
 		&v.ID, &v.ExternalUserID, &v.DisplayName, &v.AvatarURL, &v.EmailHash, &v.Metadata,
 		&v.Status, &v.BillingState, &v.UsedBytes, &v.LimitBytes, &v.MaxSplats, &deleted, &created, &updated)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -82,6 +82,6 @@ func (s *Service) loadCustomer(ctx context.Context, caller *httpx.Caller, eu str
 // liveSceneCount counts a customer's scenes outside the retained archive.
 func (s *Service) liveSceneCount(ctx context.Context, ownerID string) (int64, error) {
 	var n int64
-	err := s.db.Pool.QueryRow(ctx, `SELECT count(*) FROM scenes WHERE owner_id = $1 AND archived_at IS NULL`, ownerID).Scan(&n)
+	err := s.db.ReadRow(ctx, `SELECT count(*) FROM scenes WHERE owner_id = $1 AND archived_at IS NULL`, ownerID).Scan(&n)
 	return n, err
 }

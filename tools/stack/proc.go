@@ -39,6 +39,7 @@ type process struct {
 	cmd      *exec.Cmd
 	logFile  *os.File
 	logStart int64         // log size before this run, so error tails skip earlier runs
+	started  time.Time     // when this run started, for the supervisor's backoff reset
 	done     chan struct{} // closed once the child has exited and been reaped
 	waitErr  error         // the exit status; read only after done is closed
 	stopping atomic.Bool   // set before a deliberate stop, so the exit is not reported as a crash
@@ -77,7 +78,7 @@ func startProcess(spec procSpec) (*process, error) {
 		logFile.Close()
 		return nil, fmt.Errorf("%s: start %s: %w", spec.name, spec.path, err)
 	}
-	p := &process{spec: spec, cmd: cmd, logFile: logFile, logStart: logStart, done: make(chan struct{})}
+	p := &process{spec: spec, cmd: cmd, logFile: logFile, logStart: logStart, started: time.Now(), done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		logFile.Close()

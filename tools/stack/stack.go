@@ -82,9 +82,14 @@ type Stack struct {
 
 	state      State
 	stateSaved bool
+	stateMu    sync.Mutex // serialises state file writes (restarts, ClickHouse) with Stop
 	failed     chan error
 	stopOnce   sync.Once
 	stopErr    error
+	// stopping is closed when Stop begins; supMu orders it with the supervisor's restarts, so
+	// no child is started after Stop has read the processes it stops.
+	stopping chan struct{}
+	supMu    sync.Mutex
 }
 
 // New validates the options and resolves defaults; it starts nothing.
@@ -131,10 +136,11 @@ func New(opts Options, log *slog.Logger) (*Stack, error) {
 		opts.StopTimeout = 20 * time.Second
 	}
 	return &Stack{
-		opts:   opts,
-		log:    log,
-		logDir: filepath.Join(dir, "logs"),
-		failed: make(chan error, 1),
+		opts:     opts,
+		log:      log,
+		logDir:   filepath.Join(dir, "logs"),
+		failed:   make(chan error, 1),
+		stopping: make(chan struct{}),
 	}, nil
 }
 
@@ -342,17 +348,19 @@ func (s *Stack) State() State { return s.state }
 // StateFile is the path of the state file.
 func (s *Stack) StateFile() string { return s.opts.StateFile }
 
-// Failed reports the first child that exits on its own after start-up, with its log tail.
+// Failed reports the first infrastructure child (Postgres, ClickHouse, versitygw) that exits on
+// its own after start-up, with its log tail. Product binaries are restarted instead
+// (supervise.go).
 func (s *Stack) Failed() <-chan error { return s.failed }
 
-// watch turns an unexpected child exit into an error on Failed.
+// watch turns an unexpected exit of the infrastructure into an error on Failed and supervises
+// the product binaries.
 func (s *Stack) watch() {
-	procs := []*process{s.pg.proc, s.ch.proc, s.s3.proc}
-	for _, svc := range s.services {
-		procs = append(procs, svc.proc)
-	}
-	for _, p := range procs {
+	for _, p := range []*process{s.pg.proc, s.ch.proc, s.s3.proc} {
 		s.watchProc(p)
+	}
+	for _, svc := range s.services {
+		s.supervise(svc)
 	}
 }
 
@@ -389,17 +397,8 @@ func (s *Stack) startClickHouse(ctx context.Context) error {
 		return err
 	}
 	s.watchProc(s.ch.proc)
-	for i, p := range s.state.Processes {
-		if p.Name == "clickhouse" {
-			s.state.Processes[i].PID = s.ch.proc.pid()
-		}
-	}
-	b, err := json.MarshalIndent(s.state, "", "  ")
-	if err != nil {
-		return err
-	}
 	s.log.Info("clickhouse started again on request", "pid", s.ch.proc.pid())
-	return writeFileAtomic(s.opts.StateFile, append(b, '\n'), 0o600)
+	return s.recordPID("clickhouse", s.ch.proc.pid())
 }
 
 // Stop shuts everything down in reverse dependency order: the services first, so they stop
@@ -407,15 +406,24 @@ func (s *Stack) startClickHouse(ctx context.Context) error {
 // state file and is safe to call more than once.
 func (s *Stack) Stop() error {
 	s.stopOnce.Do(func() {
+		s.supMu.Lock()
+		close(s.stopping)
+		procs := make([]*process, len(s.services))
+		for i, svc := range s.services {
+			procs[i] = svc.proc
+		}
+		s.supMu.Unlock()
+		s.stateMu.Lock()
 		if s.stateSaved {
 			_ = os.Remove(s.opts.StateFile)
 		}
+		s.stateMu.Unlock()
 		var errs []error
 		// Services stop in parallel: each has its own drain timeout.
 		var wg sync.WaitGroup
-		svcErrs := make([]error, len(s.services))
-		for i, svc := range s.services {
-			wg.Go(func() { svcErrs[i] = svc.proc.stop(s.cfg.ShutdownTimeout + 5*time.Second) })
+		svcErrs := make([]error, len(procs))
+		for i, p := range procs {
+			wg.Go(func() { svcErrs[i] = p.stop(s.cfg.ShutdownTimeout + 5*time.Second) })
 		}
 		wg.Wait()
 		errs = append(errs, svcErrs...)
@@ -487,8 +495,8 @@ func (s *Stack) PrintSummary(w io.Writer) {
 	io.WriteString(w, b.String())
 }
 
-// Run starts the stack, prints the summary and keeps it up until ctx ends (a signal) or a child
-// dies, then stops everything. It returns nil after a requested shutdown.
+// Run starts the stack, prints the summary and keeps it up until ctx ends (a signal) or a part of
+// the infrastructure dies (product binaries that exit are restarted), then stops everything. It returns nil after a requested shutdown.
 func Run(ctx context.Context, opts Options, log *slog.Logger, out io.Writer) error {
 	s, err := New(opts, log)
 	if err != nil {

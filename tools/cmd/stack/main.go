@@ -7,7 +7,8 @@
 //	                                           # integration tests: infrastructure only
 //
 // It stays up until SIGINT or SIGTERM (a second one exits at once; the children then get their
-// parent-death signal), or until its parent process goes away. SIGUSR1 kills ClickHouse as a
+// parent-death signal), or until its parent process goes away. A product binary that exits is
+// restarted with backoff; an exit of Postgres, ClickHouse or versitygw stops the stack. SIGUSR1 kills ClickHouse as a
 // crash would and SIGUSR2 starts it again (failure tests; the state file gets its new pid).
 package main
 
