@@ -42,8 +42,8 @@ type DeleteViewsInput struct {
 // DeleteViewsResult is empty: the workflow ends when the records are gone.
 type DeleteViewsResult struct{}
 
-// DeleteSceneViews removes the view records of deleted scenes (a scene DELETE, a customer
-// DELETE), retrying until ClickHouse has accepted the deletion.
+// DeleteSceneViews removes the view records of deleted scenes (a customer DELETE; a scene
+// DELETE does it inside its PurgeAssets workflow), retrying until ClickHouse has accepted the deletion.
 func DeleteSceneViews(ctx workflow.Context, in DeleteViewsInput) (DeleteViewsResult, error) {
 	var a *activities.Activities
 	ctx = workflow.WithActivityOptions(ctx, viewOptions)
