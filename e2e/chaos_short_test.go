@@ -1,0 +1,6 @@
+//go:build !chaos
+
+package e2e
+
+// chaosFull is false in `make test`: the fault suite runs its short form only.
+const chaosFull = false
