@@ -244,12 +244,13 @@ func TestChaosRacingCommitsClonesDeletes(t *testing.T) {
 			for range work {
 				eu := raceCustomers[rand.IntN(len(raceCustomers))]
 				switch n := rand.IntN(10); {
-				case n < 4:
-					r.ops["commit"].Add(1)
-					r.commit(eu)
-				case n < 5:
+				case n == 0 && chaosRunsPending:
+					// Point 4: a refused concurrent commit deletes the winner's file.
 					r.ops["double commit"].Add(1)
 					r.doubleCommit(eu)
+				case n < 5:
+					r.ops["commit"].Add(1)
+					r.commit(eu)
 				case n < 7:
 					r.ops["clone"].Add(1)
 					r.clone(eu)
