@@ -169,6 +169,9 @@ func TestChaosViewsAcrossFaults(t *testing.T) {
 			}
 		}
 	})
+	// A second worker, as a second replica: its streamer competes for the advisory lock, so a
+	// streamer that lost its lock connection without noticing would drain beside the new holder.
+	require.NoError(t, sp.AddWorker("worker-2"))
 	pool, err := pgxpool.New(ctx, cfg.PostgresURL)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
@@ -198,12 +201,17 @@ func TestChaosViewsAcrossFaults(t *testing.T) {
 	var sent, accepted, retries, ambiguous, gaveUp atomic.Int64
 	faultErrs := make(chan error, 8)
 	var terminated int
+	var chDown atomic.Bool
 	faults := []struct {
 		at   float64
 		name string
 		do   func() error
 	}{
-		{0.15, "ClickHouse SIGKILL", func() error { return stack.CrashClickHouse(30 * time.Second) }},
+		{0.15, "ClickHouse SIGKILL", func() error {
+			err := stack.CrashClickHouse(30 * time.Second)
+			chDown.Store(err == nil)
+			return err
+		}},
 		{0.35, "session SIGKILL + restart", func() error {
 			if err := sp.Kill("session"); err != nil {
 				return err
@@ -229,8 +237,35 @@ func TestChaosViewsAcrossFaults(t *testing.T) {
 			}
 			return errors.New("no advisory-lock holder found to terminate")
 		}},
-		{0.75, "ClickHouse restart", func() error { return stack.StartClickHouse(filepath.Join(dir, "stack.json"), 2*time.Minute) }},
+		{0.75, "ClickHouse restart", func() error {
+			chDown.Store(false)
+			return stack.StartClickHouse(filepath.Join(dir, "stack.json"), 2*time.Minute)
+		}},
 	}
+	// Trending is asked for while ClickHouse is down: it degrades, never a 5xx (point 14).
+	var downTrending statusCounts
+	downSources := map[string]int{}
+	probeDone := make(chan struct{})
+	go func() {
+		defer close(probeDone)
+		for sent.Load() < int64(n) {
+			time.Sleep(200 * time.Millisecond)
+			if !chDown.Load() {
+				continue
+			}
+			r, err := testenv.Do(sp.URL, "GET", "/api/v1/splats/trending", tn.keys(""), nil)
+			if err != nil {
+				downTrending.add(0, err)
+				continue
+			}
+			downTrending.add(r.Status, nil)
+			if s, ok := r.Body["trending"].(map[string]any); ok && r.Status == 200 {
+				downTrending.mu.Lock()
+				downSources[fmt.Sprint(s["source"])]++
+				downTrending.mu.Unlock()
+			}
+		}
+	}()
 	var injected []string
 	faultDone := make(chan struct{})
 	go func() {
@@ -284,6 +319,7 @@ func TestChaosViewsAcrossFaults(t *testing.T) {
 	close(work)
 	wg.Wait()
 	<-faultDone
+	<-probeDone
 	close(faultErrs)
 	for err := range faultErrs {
 		t.Errorf("fault: %v", err)
@@ -333,6 +369,9 @@ func TestChaosViewsAcrossFaults(t *testing.T) {
 	rep.equal("ClickHouse distinct event ids", float64(events), float64(vc))
 	rep.equal("trending impressions", impressions, float64(vc))
 	rep.atMost("viewCount − accepted (retries of lost answers)", float64(vc)-acc, float64(ambiguous.Load()))
+	rep.info("trending calls while ClickHouse was down", float64(downTrending.count(func(int) bool { return true })+downTrending.errs))
+	rep.zero("trending 5xx while ClickHouse was down", float64(downTrending.count(func(s int) bool { return s >= 500 })+downTrending.errs))
+	rep.note("trending while ClickHouse was down: %s, summary sources %v", downTrending.String(), downSources)
 	rep.note("%d beacons by 16 clients; faults: %v; viewCount %d, trending source %s", n, injected, vc, source)
 	rep.check()
 }

@@ -207,19 +207,22 @@ func TestChaosRacingCommitsClonesDeletes(t *testing.T) {
 		}
 	}()
 
-	// The killer: SIGKILL the scene service and the worker in turn, restarting each at once.
-	var killed atomic.Int64
+	// The killer: SIGKILL the scene service and the worker in turn, restarting each at once, at
+	// even steps of the run's progress so the kills land mid-run at any scale.
+	const killSteps = 8
+	var killed, finished atomic.Int64
 	killDone := make(chan struct{})
 	go func() {
 		defer close(killDone)
 		if !kills {
 			return
 		}
-		for i := 0; ctx.Err() == nil; i++ {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(1500 * time.Millisecond):
+		for i := 1; i <= killSteps; i++ {
+			for finished.Load() < int64(i*ops/(killSteps+1)) {
+				if ctx.Err() != nil {
+					return
+				}
+				time.Sleep(5 * time.Millisecond)
 			}
 			name := []string{"scene", "worker"}[i%2]
 			if err := sp.Kill(name); err != nil {
@@ -242,6 +245,7 @@ func TestChaosRacingCommitsClonesDeletes(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range work {
+				finished.Add(1)
 				eu := raceCustomers[rand.IntN(len(raceCustomers))]
 				switch n := rand.IntN(10); {
 				case n == 0 && chaosRunsPending:
@@ -266,8 +270,8 @@ func TestChaosRacingCommitsClonesDeletes(t *testing.T) {
 	}
 	close(work)
 	wg.Wait()
-	stop()
 	<-killDone
+	stop()
 	monitor.Wait()
 	for _, n := range testenv.SplitNames {
 		if sp.PID(n) == 0 {

@@ -33,6 +33,8 @@ type Split struct {
 	binDir, logDir string
 	mu             sync.Mutex
 	procs          map[string]*splitProc
+	// extra are workers beyond the first (AddWorker), by name, with their own health address.
+	extra map[string]string
 }
 
 // splitProc is one running child.
@@ -90,7 +92,8 @@ func StartSplit(o SplitOptions) (*Split, error) {
 	if o.TaskQueue != "" {
 		c.TaskQueue, c.WorkerSchedules = o.TaskQueue, false
 	}
-	s := &Split{Config: c, URL: "http://" + c.GatewayAddr, binDir: o.BinDir, logDir: o.LogDir, procs: map[string]*splitProc{}}
+	s := &Split{Config: c, URL: "http://" + c.GatewayAddr, binDir: o.BinDir, logDir: o.LogDir,
+		procs: map[string]*splitProc{}, extra: map[string]string{}}
 	for _, n := range SplitNames {
 		if err := s.spawn(n); err != nil {
 			s.Stop()
@@ -106,8 +109,42 @@ func StartSplit(o SplitOptions) (*Split, error) {
 	return s, nil
 }
 
+// AddWorker starts one more worker process, named name (its log is NAME.log), as a second
+// replica would run in production: it polls the same task queue and runs its own view streamer,
+// which competes for the streamer's advisory lock.
+func (s *Split) AddWorker(name string) error {
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.extra[name] = addr
+	s.mu.Unlock()
+	if err := s.spawn(name); err != nil {
+		return err
+	}
+	return s.waitReady(name, time.Minute)
+}
+
+// names are every child started, the extra workers after the split binaries.
+func (s *Split) names() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := append([]string(nil), SplitNames...)
+	for n := range s.extra {
+		out = append(out, n)
+	}
+	return out
+}
+
 // healthAddr is where the named child answers /readyz.
 func (s *Split) healthAddr(name string) string {
+	s.mu.Lock()
+	addr, extra := s.extra[name]
+	s.mu.Unlock()
+	if extra {
+		return addr
+	}
 	switch name {
 	case "gateway":
 		return s.Config.GatewayAddr
@@ -130,8 +167,18 @@ func (s *Split) spawn(name string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(filepath.Join(s.binDir, name))
-	cmd.Env = s.Config.Environ()
+	bin, cfg := name, s.Config
+	if addr := s.healthAddr(name); name != "worker" && addr == s.Config.WorkerHealthAddr {
+		// Not a split binary nor an extra worker: healthAddr's default.
+		return fmt.Errorf("unknown process %s", name)
+	}
+	s.mu.Lock()
+	if addr, ok := s.extra[name]; ok {
+		bin, cfg.WorkerHealthAddr = "worker", addr
+	}
+	s.mu.Unlock()
+	cmd := exec.Command(filepath.Join(s.binDir, bin))
+	cmd.Env = cfg.Environ()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := spawn.Start(cmd); err != nil {
@@ -250,7 +297,7 @@ func (s *Split) Term(name string, timeout time.Duration) error {
 
 // Stop kills every child and waits for them.
 func (s *Split) Stop() {
-	for _, n := range SplitNames {
+	for _, n := range s.names() {
 		if p := s.proc(n); p != nil {
 			_ = p.cmd.Process.Kill()
 			<-p.done
