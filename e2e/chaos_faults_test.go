@@ -197,29 +197,20 @@ func TestChaosViewsAcrossFaults(t *testing.T) {
 	call("PATCH", splatPath(id), tn.keys("ada"), map[string]any{"visibility": "public"}, 200)
 	tok := call("POST", "/api/editor/embed-sessions", tn.secretBearer(""), map[string]any{"publicKey": tn.PublicKey, "type": "viewer", "splatId": id}, 201).Body["sessionToken"].(string)
 
-	// The faults, each once the beacons reach its share of n.
+	// The faults, each once the beacons reach its share of n. The lock connection dies first,
+	// while every batch succeeds: a streamer whose batches fail (ClickHouse down) pings its lock
+	// connection and notices, one whose batches succeed must check too.
 	var sent, accepted, retries, ambiguous, gaveUp atomic.Int64
 	faultErrs := make(chan error, 8)
 	var terminated int
-	var chDown atomic.Bool
+	var chDown, lockTaken atomic.Bool
+	var ingestedAtTakeover map[string]float64
 	faults := []struct {
 		at   float64
 		name string
 		do   func() error
 	}{
-		{0.15, "ClickHouse SIGKILL", func() error {
-			err := stack.CrashClickHouse(30 * time.Second)
-			chDown.Store(err == nil)
-			return err
-		}},
-		{0.35, "session SIGKILL + restart", func() error {
-			if err := sp.Kill("session"); err != nil {
-				return err
-			}
-			time.Sleep(300 * time.Millisecond)
-			return sp.Start("session")
-		}},
-		{0.55, "lock connection terminated", func() error {
+		{0.15, "lock connection terminated", func() error {
 			for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 				// The dedicated stack's only advisory-lock holder is the streamer.
 				rows, err := pool.Query(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
@@ -232,14 +223,36 @@ func TestChaosViewsAcrossFaults(t *testing.T) {
 				}
 				rows.Close()
 				if terminated > 0 {
+					// Wait for the other streamer to take the lock over: from then on two
+					// streamers run unless the first noticed it lost the lock.
+					for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+						var holders int
+						if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted`).Scan(&holders); err == nil && holders > 0 {
+							lockTaken.Store(true)
+							ingestedAtTakeover = ingestedByWorker(sp)
+							break
+						}
+					}
 					return nil
 				}
 			}
 			return errors.New("no advisory-lock holder found to terminate")
 		}},
-		{0.75, "ClickHouse restart", func() error {
+		{0.40, "ClickHouse SIGKILL", func() error {
+			err := stack.CrashClickHouse(30 * time.Second)
+			chDown.Store(err == nil)
+			return err
+		}},
+		{0.60, "ClickHouse restart", func() error {
 			chDown.Store(false)
 			return stack.StartClickHouse(filepath.Join(dir, "stack.json"), 2*time.Minute)
+		}},
+		{0.80, "session SIGKILL + restart", func() error {
+			if err := sp.Kill("session"); err != nil {
+				return err
+			}
+			time.Sleep(300 * time.Millisecond)
+			return sp.Start("session")
 		}},
 	}
 	// Trending is asked for while ClickHouse is down: it degrades, never a 5xx (point 14).
@@ -361,6 +374,15 @@ func TestChaosViewsAcrossFaults(t *testing.T) {
 	rep.info("retried attempts", float64(retries.Load()))
 	rep.info("answers lost (retried, may count)", float64(ambiguous.Load()))
 	rep.info("advisory-lock backends terminated", float64(terminated))
+	rep.info("lock taken over by the other streamer", boolFigure(lockTaken.Load()))
+	// Deterministic where duplicates are not: after the takeover only the new holder may drain.
+	draining := 0
+	for name, v := range ingestedByWorker(sp) {
+		if at, ok := ingestedAtTakeover[name]; ok && v > at {
+			draining++
+		}
+	}
+	rep.atMost("streamers that drained after the takeover", float64(draining), 1)
 	rep.zero("beacons never accepted", float64(gaveUp.Load()))
 	rep.zero("outbox rows left", float64(pending))
 	rep.zero("lost: accepted − viewCount (if > 0)", max(0, acc-float64(vc)))
@@ -374,6 +396,29 @@ func TestChaosViewsAcrossFaults(t *testing.T) {
 	rep.note("trending while ClickHouse was down: %s, summary sources %v", downTrending.String(), downSources)
 	rep.note("%d beacons by 16 clients; faults: %v; viewCount %d, trending source %s", n, injected, vc, source)
 	rep.check()
+}
+
+// ingestedByWorker reads splathost_views_ingested_total of each worker process of sp (a
+// missing or unreadable one is left out).
+func ingestedByWorker(sp *testenv.Split) map[string]float64 {
+	out := map[string]float64{}
+	for _, name := range []string{"worker", "worker-2"} {
+		resp, err := http.Get(sp.ServiceURL(name) + "/metrics")
+		if err != nil {
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(body), "\n") {
+			if v, ok := strings.CutPrefix(line, "splathost_views_ingested_total "); ok {
+				var f float64
+				if _, err := fmt.Sscanf(v, "%g", &f); err == nil {
+					out[name] = f
+				}
+			}
+		}
+	}
+	return out
 }
 
 // postBeacon sends one view beacon. sentBody says whether the request may have reached the
