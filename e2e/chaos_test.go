@@ -170,7 +170,16 @@ func chaosSplit(t *testing.T, mutate func(*testenv.SplitOptions)) *testenv.Split
 	if mutate != nil {
 		mutate(&o)
 	}
-	sp, err := testenv.StartSplit(o)
+	// A free port picked for a child can be taken by another process before the child binds it
+	// (tests of other packages run beside this one): start again on new ports.
+	var sp *testenv.Split
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if sp, err = testenv.StartSplit(o); err == nil {
+			break
+		}
+		t.Logf("split start, attempt %d: %v", attempt+1, err)
+	}
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		sp.Stop()
