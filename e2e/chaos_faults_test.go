@@ -114,7 +114,7 @@ func TestChaosCloneAcrossWorkerKill(t *testing.T) {
 	}
 	runSweeps(t, a.IntegrationID)
 	orphans, missing, objects := objectAudit(t, store(t), a.IntegrationID)
-	cb, cs, ab, as := usageAudit(t, a)
+	cb, cs, ab, as := usageAudit(t, a, "crashy")
 	rep.info("objects in the folder", float64(n))
 	rep.info("copied at the kill", atKill)
 	rep.info("progress polls", float64(len(progress)))

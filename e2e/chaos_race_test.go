@@ -300,7 +300,7 @@ func TestChaosRacingCommitsClonesDeletes(t *testing.T) {
 			break
 		}
 	}
-	cb, cs, ab, as := usageAudit(t, tn)
+	cb, cs, ab, as := usageAudit(t, tn, raceCustomers...)
 
 	rep.info("operations", float64(ops))
 	for _, k := range []string{"commit", "double commit", "clone", "delete"} {
