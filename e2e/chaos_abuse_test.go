@@ -236,22 +236,26 @@ func (f *abuseFixture) cases(t *testing.T) []abuseCase {
 // envelope unless the object store answered.
 func requireAbuseAnswer(t *testing.T, c abuseCase, status int, body []byte) {
 	t.Helper()
-	require.GreaterOrEqual(t, status, 400, "%s: %s", c.name, body)
-	require.Less(t, status, 500, "%s: never a 5xx: %s", c.name, body)
+	shown := body // object bodies are binary: show a quoted head of them
+	if len(shown) > 200 {
+		shown = shown[:200]
+	}
+	require.GreaterOrEqual(t, status, 400, "%s: %q", c.name, shown)
+	require.Less(t, status, 500, "%s: never a 5xx: %q", c.name, shown)
 	if c.want != 0 {
-		require.Equal(t, c.want, status, "%s: %s", c.name, body)
+		require.Equal(t, c.want, status, "%s: %q", c.name, shown)
 	}
 	if c.store {
 		return
 	}
-	var env map[string]any
-	require.NoError(t, json.Unmarshal(body, &env), "%s: the envelope is JSON: %s", c.name, body)
-	require.Equal(t, "error", env["status"], "%s: %s", c.name, body)
-	msg, _ := env["message"].(string)
-	require.NotEmpty(t, msg, "%s: %s", c.name, body)
+	var envelope map[string]any
+	require.NoError(t, json.Unmarshal(body, &envelope), "%s: the envelope is JSON: %q", c.name, shown)
+	require.Equal(t, "error", envelope["status"], "%s: %q", c.name, shown)
+	msg, _ := envelope["message"].(string)
+	require.NotEmpty(t, msg, "%s: %q", c.name, shown)
 	if status == 400 {
-		issues, _ := env["issues"].([]any)
-		require.NotEmpty(t, issues, "%s: a 400 names its problems: %s", c.name, body)
+		issues, _ := envelope["issues"].([]any)
+		require.NotEmpty(t, issues, "%s: a 400 names its problems: %q", c.name, shown)
 	}
 }
 
