@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -165,7 +166,9 @@ func (s *statusCounts) String() string {
 // own, so killing them stalls only this test's work; logs go to the stack's directory.
 func chaosSplit(t *testing.T, mutate func(*testenv.SplitOptions)) *testenv.Split {
 	t.Helper()
-	dir := t.TempDir()
+	// Logs live with the stack's, so SPLATHOST_KEEP_TEST_DIR keeps them for a post-mortem.
+	dir := filepath.Join(env.Dir, "chaos-"+ids.New())
+	require.NoError(t, os.MkdirAll(dir, 0o755))
 	o := testenv.SplitOptions{Config: env.Config, LogDir: dir, TaskQueue: "chaos-" + ids.New()}
 	if mutate != nil {
 		mutate(&o)
@@ -185,7 +188,7 @@ func chaosSplit(t *testing.T, mutate func(*testenv.SplitOptions)) *testenv.Split
 		sp.Stop()
 		if t.Failed() {
 			for _, n := range testenv.SplitNames {
-				t.Logf("%s log:\n%s", n, testenv.LogTail(dir+"/"+n+".log", 15))
+				t.Logf("%s log (%s):\n%s", n, dir, testenv.LogTail(filepath.Join(dir, n+".log"), 15))
 			}
 		}
 	})
