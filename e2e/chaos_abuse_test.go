@@ -99,18 +99,17 @@ func newAbuseFixture(t *testing.T) *abuseFixture {
 	return f
 }
 
-// sceneFileKey is the object key of a scene's splat file, from its row (the API's URL may not
-// be the store's own once private assets are served through the service).
+// sceneFileKey is the object key of a scene's splat file: the object under the committed upload
+// that made the scene (the API's URL may not name the store's key once private assets are
+// served through the service).
 func sceneFileKey(t *testing.T, id string) *string {
 	t.Helper()
-	sc := mustScene(t, id)
-	for _, k := range bucketKeys(t, store(t), "i/"+sc.IntegrationID+"/") {
-		if strings.HasSuffix(sc.SplatURL, "/"+k) {
-			return &k
-		}
-	}
-	t.Fatalf("no object of scene %s found", id)
-	return nil
+	var prefix string
+	require.NoError(t, env.Process.DB.Pool.QueryRow(context.Background(),
+		`SELECT prefix FROM upload_tickets WHERE scene_id = $1 AND kind = 'splat_file'`, id).Scan(&prefix))
+	keys := bucketKeys(t, store(t), prefix)
+	require.Len(t, keys, 1, "the upload of scene %s holds one file", id)
+	return &keys[0]
 }
 
 // forgeToken re-signs a real session's claims: with key (nil: alg none), after edit.

@@ -203,6 +203,9 @@ type sceneRow struct {
 	splatURL, image, depth string
 	lodFolder              string
 	assets                 []string
+	// tickets are the prefixes of the committed uploads that made the scene: they still own
+	// its objects if asset URLs stop naming the store's keys.
+	tickets []string
 }
 
 // liveScenes reads every scene row of an integration.
@@ -220,6 +223,20 @@ func liveScenes(t *testing.T, integrationID string) []sceneRow {
 		out = append(out, s)
 	}
 	require.NoError(t, rows.Err())
+	tickets := map[string][]string{}
+	trows, err := env.Process.DB.Pool.Query(context.Background(),
+		`SELECT prefix, scene_id FROM upload_tickets WHERE integration_id = $1 AND scene_id IS NOT NULL`, integrationID)
+	require.NoError(t, err)
+	defer trows.Close()
+	for trows.Next() {
+		var prefix, id string
+		require.NoError(t, trows.Scan(&prefix, &id))
+		tickets[id] = append(tickets[id], prefix)
+	}
+	require.NoError(t, trows.Err())
+	for i := range out {
+		out[i].tickets = tickets[out[i].id]
+	}
 	return out
 }
 
@@ -238,7 +255,13 @@ func (s sceneRow) owns(key string) bool {
 			return true
 		}
 	}
-	return false
+	for _, p := range s.tickets {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	// A clone's copies live under its job's prefix, named by the clone's id.
+	return strings.Contains(key, "/clone/"+s.id+"/")
 }
 
 // bucketKeys lists every object under prefix.
@@ -268,7 +291,8 @@ func objectAudit(t *testing.T, st *objectstore.Store, integrationID string) (orp
 		for _, s := range scenes {
 			if s.owns(k) {
 				owned = true
-				if strings.HasSuffix(s.splatURL, "/"+k) {
+				// The splat file itself when the URL names a store key; else any object.
+				if strings.HasSuffix(s.splatURL, "/"+k) || !strings.HasPrefix(s.splatURL, env.Config.AssetBase()+"/") {
 					present[s.id] = true
 				}
 			}
