@@ -16,8 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
-
-	"github.com/splathost/splathost/internal/testenv"
 )
 
 // abuseCase is one hostile request. want is the exact 4xx it must get (0: any 4xx); store marks
@@ -309,7 +307,7 @@ func keyFlood(t *testing.T, rep *chaosReport) {
 			defer func() { done <- struct{}{} }()
 			for i := range work {
 				pk := fmt.Sprintf("mpk_%015d", i) + strings.Repeat("Q", 15<<10)
-				r, err := testenv.Do(sp.URL, "GET", "/api/v1/external-user", map[string]string{
+				r, err := chaosDo(sp.URL, "GET", "/api/v1/external-user", map[string]string{
 					"Authorization": "Bearer " + a.SecretKey, "X-Service-Public-Key": pk, "X-Service-External-User-Id": "x"}, nil)
 				if err != nil {
 					bad.add(0, err)

@@ -41,7 +41,7 @@ func TestChaosCloneAcrossWorkerKill(t *testing.T) {
 	srcID := src["id"].(string)
 	h := a.keys("crashy")
 	h["Prefer"] = "respond-async"
-	r, err := testenv.Do(sp.URL, "POST", clonePath(srcID), h, nil)
+	r, err := chaosDo(sp.URL, "POST", clonePath(srcID), h, nil)
 	require.NoError(t, err)
 	require.Equal(t, 202, r.Status, string(r.Raw))
 	jobID := r.Body["jobId"].(string)
@@ -58,7 +58,7 @@ func TestChaosCloneAcrossWorkerKill(t *testing.T) {
 		defer close(pollDone)
 		best := -1.0
 		for deadline := time.Now().Add(4 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			r, err := testenv.Do(sp.URL, "GET", clonePath(srcID)+"/"+jobID, a.keys("crashy"), nil)
+			r, err := chaosDo(sp.URL, "GET", clonePath(srcID)+"/"+jobID, a.keys("crashy"), nil)
 			mu.Lock()
 			if err != nil || r.Status != 200 {
 				pollErrs++
@@ -192,7 +192,7 @@ func TestChaosViewsAcrossFaults(t *testing.T) {
 	// A tenant with one public scene, through the split gateway.
 	call := func(method, path string, h map[string]string, body any, want int) *testenv.Response {
 		t.Helper()
-		r, err := testenv.Do(sp.URL, method, path, h, body)
+		r, err := chaosDo(sp.URL, method, path, h, body)
 		require.NoError(t, err)
 		require.Equal(t, want, r.Status, "%s %s: %s", method, path, r.Raw)
 		return r
@@ -279,7 +279,7 @@ func TestChaosViewsAcrossFaults(t *testing.T) {
 			if !chDown.Load() {
 				continue
 			}
-			r, err := testenv.Do(sp.URL, "GET", "/api/v1/splats/trending", tn.keys(""), nil)
+			r, err := chaosDo(sp.URL, "GET", "/api/v1/splats/trending", tn.keys(""), nil)
 			if err != nil {
 				downTrending.add(0, err)
 				continue
@@ -361,7 +361,7 @@ func TestChaosViewsAcrossFaults(t *testing.T) {
 	require.NoError(t, ch.QueryRow(ctx, "SELECT count(), uniqExact(event_id), uniqExact(visitor_id) FROM "+
 		cfg.ClickHouseDB+"."+analytics.EventsTable+" WHERE scene_id = ?", id).Scan(&rows, &events, &visitors))
 	vc := int64(call("GET", splatPath(id), tn.keys(""), nil, 200).Body["splat"].(map[string]any)["viewCount"].(float64))
-	tr, err := testenv.Do(sp.URL, "GET", "/api/v1/splats/trending", tn.keys(""), nil)
+	tr, err := chaosDo(sp.URL, "GET", "/api/v1/splats/trending", tn.keys(""), nil)
 	require.NoError(t, err)
 	var impressions float64 = -1
 	var source string

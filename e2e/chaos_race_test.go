@@ -63,7 +63,7 @@ func (r *raceState) call(method, path, eu string, h map[string]string, body any)
 	if h == nil {
 		h = r.tn.keys(eu)
 	}
-	resp, err := testenv.Do(r.base, method, path, h, body)
+	resp, err := chaosDo(r.base, method, path, h, body)
 	if err != nil {
 		r.st.add(0, err)
 		return nil
