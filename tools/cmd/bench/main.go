@@ -10,7 +10,8 @@
 //	bin/bench [--concurrency 32] [--warmup 1s] [--duration 5s] [--json] [--keep]
 //
 // `bin/bench bare-server --pg URL --addr HOST:PORT --pool 16` is the bare server itself, which
-// the benchmark runs as a separate process.
+// the benchmark runs as a separate process. `bin/bench chaos-report [FILE]` prints the results
+// of the fault and abuse suite (`make chaos`), which the markdown report also appends.
 package main
 
 import (
@@ -32,6 +33,8 @@ func main() {
 	var err error
 	if len(os.Args) > 1 && os.Args[1] == "bare-server" {
 		err = bareServer(os.Args[2:])
+	} else if len(os.Args) > 1 && os.Args[1] == "chaos-report" {
+		err = chaosReport(os.Args[2:])
 	} else {
 		var broken bool
 		broken, err = run(os.Args[1:])
@@ -114,6 +117,10 @@ func run(args []string) (broken bool, err error) {
 	} else {
 		err = rep.WriteMarkdown(os.Stdout)
 	}
+	if err == nil && !asJSON {
+		// The figures of the last `make chaos`, when there are any, belong to the same report.
+		_, err = bench.WriteChaosReport(os.Stdout, bench.DefaultChaosResults)
+	}
 	if err != nil {
 		return true, err
 	}
@@ -121,6 +128,20 @@ func run(args []string) (broken bool, err error) {
 		return true, errors.New("interrupted")
 	}
 	return rep.Broken(), nil
+}
+
+// chaosReport is the chaos-report subcommand: it prints the fault and abuse suite's results
+// (`make chaos` writes them) and fails when a case failed.
+func chaosReport(args []string) error {
+	path := bench.DefaultChaosResults
+	if len(args) > 0 {
+		path = args[0]
+	}
+	failed, err := bench.WriteChaosReport(os.Stdout, path)
+	if err == nil && failed > 0 {
+		err = fmt.Errorf("%d chaos cases failed", failed)
+	}
+	return err
 }
 
 // bareServer is the bare-server subcommand.
