@@ -19,15 +19,14 @@ import (
 )
 
 // abuseCase is one hostile request. want is the exact 4xx it must get (0: any 4xx); store marks
-// answers of the object store, which are S3 XML, not the API's envelope. pending names the
-// issue-12 point whose fix the row waits for: such rows run only under `make chaos` until the
-// fix is merged.
+// answers of the object store, which are S3 XML, not the API's envelope. point names the
+// issue-12 point the row holds the service to.
 type abuseCase struct {
-	name    string
-	want    int
-	store   bool
-	pending string
-	send    func(t *testing.T) (status int, body []byte)
+	name  string
+	want  int
+	store bool
+	point string
+	send  func(t *testing.T) (status int, body []byte)
 }
 
 // abuseFixture is what the table attacks: a tenant with a private scene, a public one, an
@@ -172,11 +171,11 @@ func (f *abuseFixture) cases(t *testing.T) []abuseCase {
 		{name: "session 15 KB", want: 401, send: hostile("POST", "/api/embed/views", sess(strings.Repeat("e", 15<<10)), beacon)},
 
 		// NUL characters reach no database (point 8).
-		{name: "NUL in displayName", want: 400, pending: "8", send: hostile("PUT", "/api/v1/external-user", a.keys("ada"), map[string]any{"displayName": nul})},
-		{name: "NUL in metadata", want: 400, pending: "8", send: hostile("PUT", "/api/v1/external-user", a.keys("ada"), map[string]any{"metadata": map[string]any{"k": nul}})},
-		{name: "NUL in title (PATCH)", want: 400, pending: "8", send: hostile("PATCH", splatPath(pid), a.keys("ada"), map[string]any{"title": nul})},
-		{name: "NUL in description (PATCH)", want: 400, pending: "8", send: hostile("PATCH", splatPath(pid), a.keys("ada"), map[string]any{"description": nul})},
-		{name: "NUL in title (commit)", want: 400, pending: "8", send: func(t *testing.T) (int, []byte) {
+		{name: "NUL in displayName", want: 400, point: "8", send: hostile("PUT", "/api/v1/external-user", a.keys("ada"), map[string]any{"displayName": nul})},
+		{name: "NUL in metadata", want: 400, point: "8", send: hostile("PUT", "/api/v1/external-user", a.keys("ada"), map[string]any{"metadata": map[string]any{"k": nul}})},
+		{name: "NUL in title (PATCH)", want: 400, point: "8", send: hostile("PATCH", splatPath(pid), a.keys("ada"), map[string]any{"title": nul})},
+		{name: "NUL in description (PATCH)", want: 400, point: "8", send: hostile("PATCH", splatPath(pid), a.keys("ada"), map[string]any{"description": nul})},
+		{name: "NUL in title (commit)", want: 400, point: "8", send: func(t *testing.T) (int, []byte) {
 			url := uploadSplat(t, a, "ada", splatBytes(2))
 			r := do(t, "POST", "/api/v1/splats", a.keys("ada"), map[string]any{"title": nul, "splatUrl": url})
 			return r.Status, r.Raw
@@ -184,7 +183,7 @@ func (f *abuseFixture) cases(t *testing.T) []abuseCase {
 		{name: "NUL in visitorId", want: 400, send: hostile("POST", "/api/embed/views", sess(f.viewer), map[string]any{"splatId": f.public["id"], "visitorId": nul})},
 
 		// A committed upload's URL cannot grow the object (point 1).
-		{name: "reused upload URL, bigger body", store: true, pending: "1", send: func(t *testing.T) (int, []byte) {
+		{name: "reused upload URL, bigger body", store: true, point: "1", send: func(t *testing.T) (int, []byte) {
 			big := splatBytes(4096)
 			req, err := http.NewRequest("PUT", f.committedURL, bytes.NewReader(big))
 			require.NoError(t, err)
@@ -205,10 +204,10 @@ func (f *abuseFixture) cases(t *testing.T) []abuseCase {
 		}},
 
 		// The store's own URLs are not anonymously readable (point 3).
-		{name: "anonymous store read, private scene", store: true, pending: "3", send: func(t *testing.T) (int, []byte) { return anonGet(t, storeURL(f.privateKey)) }},
-		{name: "anonymous store read, archived scene", store: true, pending: "3", send: func(t *testing.T) (int, []byte) { return anonGet(t, storeURL(f.archiveKey)) }},
+		{name: "anonymous store read, private scene", store: true, point: "3", send: func(t *testing.T) (int, []byte) { return anonGet(t, storeURL(f.privateKey)) }},
+		{name: "anonymous store read, archived scene", store: true, point: "3", send: func(t *testing.T) (int, []byte) { return anonGet(t, storeURL(f.archiveKey)) }},
 		{name: "anonymous store read, deleted scene", store: true, send: func(t *testing.T) (int, []byte) { return anonGet(t, storeURL(f.deletedKey)) }},
-		{name: "anonymous read of a private splatUrl", store: true, pending: "3", send: func(t *testing.T) (int, []byte) {
+		{name: "anonymous read of a private splatUrl", store: true, point: "3", send: func(t *testing.T) (int, []byte) {
 			return anonGet(t, mustScene(t, pid).SplatURL)
 		}},
 		{name: "anonymous bucket listing", store: true, send: func(t *testing.T) (int, []byte) {
@@ -257,19 +256,18 @@ func requireAbuseAnswer(t *testing.T, c abuseCase, status int, body []byte) {
 }
 
 // TestChaosAbuseTable sends the hostile requests of issue 12 and requires each answer to be a
-// 4xx with the spec's error envelope, never a 5xx. Rows waiting for a fix (pending) run only
-// under `make chaos`.
+// 4xx with the spec's error envelope, never a 5xx.
 func TestChaosAbuseTable(t *testing.T) {
 	rep := newChaosReport(t, "abuse table")
 	f := newAbuseFixture(t)
 	cases := f.cases(t)
-	var sent, ok, fiveXX, skipped int
+	var sent, ok, fiveXX int
 	for _, c := range cases {
-		if c.pending != "" && !chaosRunsPending {
-			skipped++
-			continue
+		name := c.name
+		if c.point != "" {
+			name += " (point " + c.point + ")"
 		}
-		t.Run(c.name, func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			sent++
 			status, body := c.send(t)
 			if status >= 500 {
@@ -282,9 +280,6 @@ func TestChaosAbuseTable(t *testing.T) {
 	rep.info("hostile requests", float64(sent))
 	rep.equal("answered 4xx + envelope", float64(ok), float64(sent))
 	rep.zero("5xx answers", float64(fiveXX))
-	if skipped > 0 {
-		rep.note("%d rows wait for their fix and run under make chaos only", skipped)
-	}
 	// What the issue measured: unauthenticated garbage keys must not grow the gateway.
 	if chaosFull {
 		keyFlood(t, rep)
