@@ -148,18 +148,7 @@ func (f *forwarder) handle(c *fiber.Ctx) error {
 			"method", c.Method(), "route", c.Route().Path, "attempts", attempts, "requestId", httpx.RequestID(c))
 	}
 	c.Status(resp.StatusCode())
-	resp.Header.VisitAll(func(k, v []byte) {
-		key := string(k)
-		for _, h := range hopHeaders {
-			if key == h {
-				return
-			}
-		}
-		if key == fiber.HeaderContentLength {
-			return
-		}
-		c.Response().Header.SetBytesKV(k, v)
-	})
+	copyAnswerHeaders(c, resp)
 	c.Response().SetBodyRaw(append([]byte(nil), resp.Body()...))
 	return nil
 }
@@ -274,4 +263,21 @@ func upstreamReady(base string) httpx.Check {
 		}
 		return nil
 	}
+}
+
+// copyAnswerHeaders copies a service's answer headers to the client's response, leaving out
+// the connection-scoped ones and Content-Length, which the response sets for the body it sends.
+func copyAnswerHeaders(c *fiber.Ctx, resp *fasthttp.Response) {
+	resp.Header.VisitAll(func(k, v []byte) {
+		key := string(k)
+		for _, h := range hopHeaders {
+			if key == h {
+				return
+			}
+		}
+		if key == fiber.HeaderContentLength {
+			return
+		}
+		c.Response().Header.SetBytesKV(k, v)
+	})
 }

@@ -91,18 +91,7 @@ func (s *streamer) handle(c *fiber.Ctx) error {
 		return e
 	}
 	c.Status(resp.StatusCode())
-	resp.Header.VisitAll(func(k, v []byte) {
-		key := string(k)
-		for _, h := range hopHeaders {
-			if key == h {
-				return
-			}
-		}
-		if key == fiber.HeaderContentLength {
-			return
-		}
-		c.Response().Header.SetBytesKV(k, v)
-	})
+	copyAnswerHeaders(c, resp)
 	length := resp.Header.ContentLength()
 	if c.Method() == fiber.MethodHead || resp.BodyStream() == nil {
 		if c.Method() == fiber.MethodHead {
