@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,6 +33,8 @@ type raceState struct {
 	st   statusCounts
 	// bothWon counts double commits of one upload that both got 201.
 	bothWon atomic.Int64
+	// deleted counts the DELETEs answered 200.
+	deleted atomic.Int64
 	ops     map[string]*atomic.Int64
 }
 
@@ -156,8 +159,12 @@ func (r *raceState) remove(eu string) {
 	if id == "" {
 		return
 	}
-	if c := r.call("DELETE", splatPath(id), eu, nil, nil); c != nil && c.Status >= 500 {
+	c := r.call("DELETE", splatPath(id), eu, nil, nil)
+	switch {
+	case c != nil && c.Status >= 500:
 		r.add(eu, id) // may still be there
+	case c != nil && c.Status == 200:
+		r.deleted.Add(1)
 	}
 }
 
@@ -327,10 +334,65 @@ func TestChaosRacingCommitsClonesDeletes(t *testing.T) {
 	rep.note("%d ops by 8 clients, cap %d B; answers %s", ops, raceCap, r.st.String())
 	if len(orphans) > 0 {
 		rep.note("first orphans: %v", orphans[:min(3, len(orphans))])
+		var kinds []string
+		rows, err := env.Process.DB.Pool.Query(context.Background(), `SELECT kind || ':' || count(*) || ' open:' || count(*) FILTER (WHERE done_at IS NULL)
+			FROM asset_purges WHERE integration_id = $1 GROUP BY kind`, tn.IntegrationID)
+		require.NoError(t, err)
+		for rows.Next() {
+			var k string
+			require.NoError(t, rows.Scan(&k))
+			kinds = append(kinds, k)
+		}
+		rows.Close()
+		rep.note("purge rows by kind: %v; successful deletes: %d", kinds, r.deleted.Load())
+		for _, k := range orphans[:min(3, len(orphans))] {
+			rep.note("orphan %s: %s", k, orphanHistory(t, k))
+		}
 	}
 	if len(missing) > 0 {
 		rep.note("first scenes missing files: %v", missing[:min(3, len(missing))])
 	}
 	t.Log(fmt.Sprintf("race answers: %s", r.st.String()))
 	rep.check()
+}
+
+// orphanHistory says what the database still knows of an orphan object's upload: its ticket
+// (committed, scene, whether that scene exists) and the purge rows naming it, so a failed
+// audit points at the path that leaked it.
+func orphanHistory(t *testing.T, key string) string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	rows, err := env.Process.DB.Pool.Query(ctx, `SELECT t.id, t.committed_at IS NOT NULL, coalesce(t.scene_id, ''),
+		EXISTS (SELECT 1 FROM scenes s WHERE s.id = t.scene_id), t.expires_at < now()
+		FROM upload_tickets t WHERE $1 LIKE t.prefix || '%'`, key)
+	require.NoError(t, err)
+	for rows.Next() {
+		var id, scene string
+		var committed, exists, expired bool
+		require.NoError(t, rows.Scan(&id, &committed, &scene, &exists, &expired))
+		out = append(out, fmt.Sprintf("ticket %s committed=%v scene=%q exists=%v expired=%v", id, committed, scene, exists, expired))
+	}
+	rows.Close()
+	if len(out) == 0 {
+		out = append(out, "no ticket")
+	}
+	rows, err = env.Process.DB.Pool.Query(ctx, `SELECT id, kind, coalesce(scene_id, ''), done_at IS NOT NULL, coalesce(failure, ''),
+		deleted_objects, created_at FROM asset_purges WHERE $1 = ANY (SELECT jsonb_array_elements_text(coalesce(keys, '[]'::jsonb)))
+		OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(coalesce(prefixes, '[]'::jsonb)) p WHERE $1 LIKE p || '%')
+		OR scene_id IN (SELECT scene_id FROM upload_tickets t WHERE $1 LIKE t.prefix || '%')
+		OR EXISTS (SELECT 1 FROM upload_tickets t WHERE $1 LIKE t.prefix || '%' AND coalesce(ticket_ids, '[]'::jsonb) ? t.id)`, key)
+	if err != nil {
+		return strings.Join(out, "; ") + "; purges: " + err.Error()
+	}
+	for rows.Next() {
+		var id, kind, scene, failure string
+		var done bool
+		var deleted int
+		var created time.Time
+		require.NoError(t, rows.Scan(&id, &kind, &scene, &done, &failure, &deleted, &created))
+		out = append(out, fmt.Sprintf("purge %s kind=%s scene=%q done=%v failure=%q deleted=%d created=%s", id, kind, scene, done, failure, deleted, created.Format(time.RFC3339)))
+	}
+	rows.Close()
+	return strings.Join(out, "; ")
 }

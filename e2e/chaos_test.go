@@ -310,13 +310,18 @@ func objectAudit(t *testing.T, st *objectstore.Store, integrationID string) (orp
 	return orphans, missing, len(keys)
 }
 
-// runSweeps backdates the integration's upload tickets past the sweep's margin and runs the
-// orphan sweep and the purge re-drive on the test stack's own worker, as their schedules would.
+// runSweeps backdates the integration's upload tickets past the sweep's margin and its open
+// purge rows past the re-drive's (a row whose workflow start a kill lost is left to the writer
+// for a minute), then runs the orphan sweep and the purge re-drive on the test stack's own
+// worker, as their schedules would once that time has passed.
 func runSweeps(t *testing.T, integrationID string) {
 	t.Helper()
 	ctx := context.Background()
 	_, err := env.Process.DB.Pool.Exec(ctx,
 		`UPDATE upload_tickets SET expires_at = now() - interval '3 hours' WHERE integration_id = $1`, integrationID)
+	require.NoError(t, err)
+	_, err = env.Process.DB.Pool.Exec(ctx,
+		`UPDATE asset_purges SET created_at = now() - interval '2 minutes' WHERE integration_id = $1 AND done_at IS NULL`, integrationID)
 	require.NoError(t, err)
 	for _, wf := range []struct {
 		name string
