@@ -298,6 +298,18 @@ func TestChaosRacingCommitsClonesDeletes(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	runSweeps(t, tn.IntegrationID)
+	// A purge activity a SIGKILL interrupted is retried once its heartbeat (or start-to-close)
+	// timeout of a minute has passed: wait for every purge row to close before the audit.
+	var openPurges int
+	purgeWait := time.Now()
+	for deadline := time.Now().Add(4 * time.Minute); ; time.Sleep(time.Second) {
+		require.NoError(t, env.Process.DB.Pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM asset_purges WHERE integration_id = $1 AND done_at IS NULL`, tn.IntegrationID).Scan(&openPurges))
+		if openPurges == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	purgeSecs := time.Since(purgeWait).Round(time.Second).Seconds()
 	st := store(t)
 	var orphans, missing []string
 	var objects int
@@ -329,6 +341,8 @@ func TestChaosRacingCommitsClonesDeletes(t *testing.T) {
 	rep.zero("customer splat count − Σ scenes", float64(cs))
 	rep.zero("account usedBytes − Σ scenes", float64(ab))
 	rep.zero("account splatCount − Σ scenes", float64(as))
+	rep.info("seconds until every purge closed", purgeSecs)
+	rep.zero("purge rows still open", float64(openPurges))
 	rep.zero("orphan objects after the sweeps", float64(len(orphans)))
 	rep.zero("scenes missing their file", float64(len(missing)))
 	rep.note("%d ops by 8 clients, cap %d B; answers %s", ops, raceCap, r.st.String())
