@@ -298,11 +298,12 @@ func TestChaosRacingCommitsClonesDeletes(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	runSweeps(t, tn.IntegrationID)
-	// A purge activity a SIGKILL interrupted is retried once its heartbeat (or start-to-close)
-	// timeout of a minute has passed: wait for every purge row to close before the audit.
+	// A purge activity a SIGKILL interrupted is retried once its timeout has passed (a minute
+	// for the object and database steps, five for the ClickHouse view deletion that closes a
+	// scene's row), plus the retry backoff: wait for every purge row to close before the audit.
 	var openPurges int
 	purgeWait := time.Now()
-	for deadline := time.Now().Add(4 * time.Minute); ; time.Sleep(time.Second) {
+	for deadline := time.Now().Add(8 * time.Minute); ; time.Sleep(time.Second) {
 		require.NoError(t, env.Process.DB.Pool.QueryRow(context.Background(),
 			`SELECT count(*) FROM asset_purges WHERE integration_id = $1 AND done_at IS NULL`, tn.IntegrationID).Scan(&openPurges))
 		if openPurges == 0 || time.Now().After(deadline) {
