@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -92,17 +93,28 @@ func StackBinary() (string, error) {
 
 // Start brings up the stack and the in-process product.
 func Start() (*Env, error) {
-	dir, err := os.MkdirTemp("", "splathost-test-")
-	if err != nil {
-		return nil, err
-	}
-	// Postgres runs as the postgres user and must reach its data directory.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return nil, err
-	}
-	stack, err := StartStack(context.Background(), StackOptions{Dir: dir, Services: "none"})
-	if err != nil {
-		return nil, err
+	var dir string
+	var stack *Stack
+	var err error
+	// The runner picks free ports and binds them a moment later; test binaries of other
+	// packages start stacks beside this one, so a port can be taken in between. Such a start is
+	// tried again, on new ports in a new directory.
+	for attempt := 0; ; attempt++ {
+		if dir, err = os.MkdirTemp("", "splathost-test-"); err != nil {
+			return nil, err
+		}
+		// Postgres runs as the postgres user and must reach its data directory.
+		if err := os.Chmod(dir, 0o755); err != nil {
+			return nil, err
+		}
+		stack, err = StartStack(context.Background(), StackOptions{Dir: dir, Services: "none"})
+		if err == nil {
+			break
+		}
+		if attempt == 2 || !strings.Contains(err.Error(), "already in use") {
+			return nil, err
+		}
+		_ = os.RemoveAll(dir)
 	}
 	e := &Env{State: stack.State, Dir: dir, stack: stack, Config: stack.State.Config()}
 	logf, err := os.Create(filepath.Join(dir, "splathost.log"))
