@@ -104,7 +104,7 @@ func sceneFileKey(t *testing.T, id string) *string {
 	var prefix string
 	require.NoError(t, env.Process.DB.Pool.QueryRow(context.Background(),
 		`SELECT prefix FROM upload_tickets WHERE scene_id = $1 AND kind = 'splat_file'`, id).Scan(&prefix))
-	keys := bucketKeys(t, store(t), prefix)
+	keys := objectsUnder(t, store(t), prefix)
 	require.Len(t, keys, 1, "the upload of scene %s holds one file", id)
 	return &keys[0]
 }

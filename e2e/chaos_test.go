@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
@@ -265,27 +263,12 @@ func (s sceneRow) owns(key string) bool {
 	return strings.Contains(key, "/clone/"+s.id+"/")
 }
 
-// bucketKeys lists every object under prefix.
-func bucketKeys(t *testing.T, st *objectstore.Store, prefix string) []string {
-	t.Helper()
-	var keys []string
-	p := s3.NewListObjectsV2Paginator(st.Client, &s3.ListObjectsV2Input{Bucket: aws.String(st.Bucket), Prefix: aws.String(prefix)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(context.Background())
-		require.NoError(t, err)
-		for _, o := range page.Contents {
-			keys = append(keys, aws.ToString(o.Key))
-		}
-	}
-	return keys
-}
-
 // objectAudit compares the bucket under an integration's prefix with its scene rows: orphans
 // are objects no scene owns, missing are scenes whose splat file is gone.
 func objectAudit(t *testing.T, st *objectstore.Store, integrationID string) (orphans, missing []string, objects int) {
 	t.Helper()
 	scenes := liveScenes(t, integrationID)
-	keys := bucketKeys(t, st, "i/"+integrationID+"/")
+	keys := objectsUnder(t, st, "i/"+integrationID+"/")
 	present := map[string]bool{}
 	for _, k := range keys {
 		owned := false

@@ -133,50 +133,50 @@ func (s *Integrations) BySecret(ctx context.Context, secret string) (*Integratio
 }
 
 func (s *Integrations) integration(ctx context.Context, key, where string, arg any) (*Integration, error) {
+	e, err := s.lookup(key, func() (cached, int64, bool, error) {
+		in, err := s.load(ctx, where, arg)
+		if err != nil || in == nil {
+			return cached{}, 0, false, err
+		}
+		return cached{in: in}, in.cost(), true, nil
+	})
+	return e.in, err
+}
+
+// lookup serves key from the cache while the LISTEN connection is up (without it a change could
+// go unseen, so every call loads). load returns the entry, its cost in bytes and whether the row
+// exists; only rows that exist are stored: a miss is never cached, as it would let any caller
+// fill the cache. An entry loaded across an invalidation (the generation moved) is not stored.
+func (s *Integrations) lookup(key string, load func() (e cached, cost int64, found bool, err error)) (cached, error) {
 	if !s.live.Load() {
 		s.loads.Add(1)
-		return s.load(ctx, where, arg)
+		e, _, _, err := load()
+		return e, err
 	}
 	s.mu.Lock()
 	e, ok := s.entries.get(key)
 	gen := s.gen
 	s.mu.Unlock()
 	if ok {
-		return e.in, nil
+		return e, nil
 	}
 	s.loads.Add(1)
-	in, err := s.load(ctx, where, arg)
-	if err != nil || in == nil {
-		return in, err // a miss is never cached: it would let any caller fill the cache
+	e, cost, found, err := load()
+	if err == nil && found {
+		s.store(gen, key, e, cost)
 	}
-	s.store(gen, key, cached{in: in}, in.cost())
-	return in, nil
+	return e, err
 }
 
 // CustomerActive reports whether the integration's customer eu exists and is active: a session
 // scoped to a customer checks it on every use, so that deactivating the customer takes its
 // editing rights away at once (an inactive customer's session may only view).
 func (s *Integrations) CustomerActive(ctx context.Context, integrationID, eu string) (bool, error) {
-	if !s.live.Load() {
-		s.loads.Add(1)
-		active, _, err := s.loadCustomer(ctx, integrationID, eu)
-		return active, err
-	}
-	key := customerKey(integrationID, eu)
-	s.mu.Lock()
-	e, ok := s.entries.get(key)
-	gen := s.gen
-	s.mu.Unlock()
-	if ok {
-		return e.active, nil
-	}
-	s.loads.Add(1)
-	active, found, err := s.loadCustomer(ctx, integrationID, eu)
-	if err != nil || !found {
-		return false, err
-	}
-	s.store(gen, key, cached{active: active}, 0)
-	return active, nil
+	e, err := s.lookup(customerKey(integrationID, eu), func() (cached, int64, bool, error) {
+		active, found, err := s.loadCustomer(ctx, integrationID, eu)
+		return cached{active: active && found}, 0, found, err
+	})
+	return e.active, err
 }
 
 func customerKey(integrationID, eu string) string {
