@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
-	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -64,7 +63,7 @@ const (
 
 // parseLevelData reads the optional levelData field of an editor body: a JSON object or null,
 // at most 256 KiB serialized. set says the field was sent; nil with set true clears it.
-// Strings may not hold NUL, which a jsonb column refuses.
+// NUL, which a jsonb column refuses, never gets here: httpx.DecodeObject refuses it in any body.
 func parseLevelData(f *httpx.Fields) (value map[string]any, set bool) {
 	raw, ok := f.Raw("levelData")
 	if !ok {
@@ -98,8 +97,8 @@ func parseLevelData(f *httpx.Fields) (value map[string]any, set bool) {
 	return value, true
 }
 
-// levelDataProblem walks a decoded levelData for what JSON allows but the jsonb column does
-// not store: NUL in a string or key, and nesting deeper than maxLevelDataDepth.
+// levelDataProblem walks a decoded levelData for what JSON allows but the jsonb column's
+// recursive parser should not be given: nesting deeper than maxLevelDataDepth.
 func levelDataProblem(v any, depth int) string {
 	switch v.(type) {
 	case []any, map[string]any:
@@ -108,10 +107,6 @@ func levelDataProblem(v any, depth int) string {
 		}
 	}
 	switch v := v.(type) {
-	case string:
-		if strings.ContainsRune(v, 0) {
-			return "strings must not contain NUL characters"
-		}
 	case []any:
 		for _, e := range v {
 			if p := levelDataProblem(e, depth+1); p != "" {
@@ -119,10 +114,7 @@ func levelDataProblem(v any, depth int) string {
 			}
 		}
 	case map[string]any:
-		for k, e := range v {
-			if strings.ContainsRune(k, 0) {
-				return "keys must not contain NUL characters"
-			}
+		for _, e := range v {
 			if p := levelDataProblem(e, depth+1); p != "" {
 				return p
 			}
