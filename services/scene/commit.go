@@ -330,6 +330,14 @@ func (s *Service) commit(c *fiber.Ctx) error {
 			imageTicket = a
 		}
 	}
+	// The editor's levelData may name an audio upload: charged with the scene (attach.go).
+	audio, err := s.audioAttachment(ctx, owner, req.levelData, nil)
+	if err != nil {
+		return err
+	}
+	if audio != nil {
+		assets, size, keys = append(assets, audio.ticket), size+audio.size, append(keys, audio.key)
+	}
 	if imageTicket != nil {
 		for _, o := range imageTicket.ticket.Objects {
 			if !slices.Contains(keys, o.Key) {

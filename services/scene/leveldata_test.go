@@ -70,7 +70,7 @@ func TestLevelDataV1(t *testing.T) {
 		{"annotation without title", `{"annotations":[{"id":"a","position":[0,0,0]}]}`, "levelData.annotations[0].title: required"},
 		{"blank title", ann(`,"title":"   "`), "levelData.annotations[0].title: must be 1-120 characters, not blank"},
 		{"title of 121", `{"annotations":[{"id":"a","position":[0,0,0],"title":"` + strings.Repeat("é", 121) + `"}]}`, "levelData.annotations[0].title: must be 1-120"},
-		{"text of 2001", ann(`,"text":"`+strings.Repeat("x", 2001)+`"`), "levelData.annotations[0].text: must be at most 2000 characters"},
+		{"text of 2001", ann(`,"text":"` + strings.Repeat("x", 2001) + `"`), "levelData.annotations[0].text: must be at most 2000 characters"},
 		{"text not a string", ann(`,"text":false`), "levelData.annotations[0].text: must be a string"},
 		{"annotation camera broken", ann(`,"camera":{"position":[0,0,0]}`), "levelData.annotations[0].camera.target: required"},
 		{"background colour short", `{"background":{"color":"#fff"}}`, "levelData.background.color: must be a colour '#rrggbb'"},
