@@ -268,6 +268,10 @@ func (s *Service) applySave(ctx context.Context, tx *ent.Tx, cur *ent.Scene, up 
 		freed += size
 	}
 	keys := slices.DeleteFunc(slices.Clone(cur.AssetKeys), func(k string) bool { return slices.Contains(released, k) })
+	// unused are the other objects of an attached ticket (the depth image of a splat-images
+	// upload whose thumbnail the save takes): the committed ticket is spent, so the orphan
+	// sweep would never take them.
+	var unused []string
 	for _, a := range plan.attach {
 		if a.ticket == nil || slices.Contains(keys, a.key) {
 			continue
@@ -282,6 +286,11 @@ func (s *Service) applySave(ctx context.Context, tx *ent.Tx, cur *ent.Scene, up 
 		}
 		charged += a.size
 		keys = append(keys, a.key)
+		for _, o := range a.ticket.ticket.Objects {
+			if o.Key != a.key {
+				unused = append(unused, o.Key)
+			}
+		}
 	}
 	if freed > 0 {
 		if err := quota.Release(ctx, tx, cur.OwnerID, accountID, quota.Charge{Bytes: freed}); err != nil {
@@ -297,10 +306,10 @@ func (s *Service) applySave(ctx context.Context, tx *ent.Tx, cur *ent.Scene, up 
 		return nil, nil
 	}
 	up.SetAssetKeys(keys).SetFileSizeBytes(max(0, cur.FileSizeBytes+charged-freed))
-	if len(released) == 0 {
+	if len(released)+len(unused) == 0 {
 		return nil, nil
 	}
-	purge, err := s.uploadPurge(ctx, tx, owner, cur.IntegrationID, nil, released)
+	purge, err := s.uploadPurge(ctx, tx, owner, cur.IntegrationID, nil, append(released, unused...))
 	if err != nil {
 		return nil, fmt.Errorf("recording the purge of a save's released objects: %w", err)
 	}

@@ -517,8 +517,14 @@ func FuzzLevelDataIssues(f *testing.F) {
 			} `json:"orientation"`
 		}
 		// The known fields of an accepted levelData decode into their types: no string where a
-		// number is read, no 4-element vector, no object where an array is.
-		if err := json.Unmarshal(body, &v1); err != nil {
+		// number is read, no 4-element vector, no object where an array is. encoding/json
+		// matches names without regard to case, the rules (and the viewer) exactly, so keys that
+		// only differ in case from a v1 name are unknown keys and dropped first.
+		exact, err := json.Marshal(exactKeys(ld))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(exact, &v1); err != nil {
 			t.Fatalf("accepted levelData does not decode as v1: %v", err)
 		}
 		checkCamera := func(c *camera) {
@@ -569,4 +575,30 @@ func FuzzLevelDataIssues(f *testing.F) {
 			}
 		}
 	})
+}
+
+// levelDataNames are the names levelData v1 gives meaning to, at any depth.
+var levelDataNames = []string{"version", "camera", "annotations", "background", "post", "audio", "orientation",
+	"position", "target", "fov", "id", "title", "text", "color", "exposure", "toneMapping", "url", "loop", "volume", "rotation"}
+
+// exactKeys returns v without the object keys that equal a levelData name only when case is
+// ignored.
+func exactKeys(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			if !slices.ContainsFunc(levelDataNames, func(n string) bool { return n != k && strings.EqualFold(n, k) }) {
+				out[k] = exactKeys(x)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = exactKeys(x)
+		}
+		return out
+	}
+	return v
 }
