@@ -167,3 +167,20 @@ func TestSeedCamera(t *testing.T) {
 		})
 	}
 }
+
+// TestCommitCameraArrays: initialCameraPosition and initialCameraRotation are arrays of exactly
+// three finite numbers; a null element is not 0.
+func TestCommitCameraArrays(t *testing.T) {
+	for _, bad := range []string{`[0,null,1]`, `[null,null,null]`, `[1,2]`, `[1,2,3,4]`, `"1,2,3"`, `{"x":1}`, `[1e999,0,0]`, `["1",2,3]`, `[true,0,0]`} {
+		for _, field := range []string{"initialCameraPosition", "initialCameraRotation"} {
+			_, err := parseCommit([]byte(`{"title":"t","splatUrl":"x","`+field+`":`+bad+`}`), false)
+			e := require400(t, err)
+			require.Len(t, e.Issues, 1, bad)
+			require.True(t, strings.HasPrefix(e.Issues[0], field+": must be"), "%s %s: %v", field, bad, e.Issues)
+		}
+	}
+	r, err := parseCommit([]byte(`{"title":"t","splatUrl":"x","initialCameraPosition":[0,-1.5,2e3],"initialCameraRotation":null}`), false)
+	require.NoError(t, err)
+	require.Equal(t, []float64{0, -1.5, 2000}, r.cameraPosition)
+	require.Nil(t, r.cameraRotation)
+}
