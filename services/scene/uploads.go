@@ -126,17 +126,10 @@ func (s *Service) saveTicket(ctx context.Context, owner *ent.ExternalUser, kind 
 }
 
 func (s *Service) uploadSplatFile(c *fiber.Ctx) error {
-	caller, eu, err := httpx.KeyCallerWithEU(c)
+	caller, eu, f, name, err := singleUploadBody(c)
 	if err != nil {
 		return err
 	}
-	f, err := httpx.DecodeObject(c.Body(), false)
-	if err != nil {
-		return err
-	}
-	f.Only("fileName", "contentType", "fileSize")
-	f.Require("fileName", "contentType", "fileSize")
-	name, _ := f.String("fileName", 1, 255)
 	ctype, _ := f.String("contentType", 1, 100)
 	size, _ := f.Int("fileSize", 1, MaxSingleFileBytes)
 	ext := strings.ToLower(path.Ext(name))
@@ -150,22 +143,7 @@ func (s *Service) uploadSplatFile(c *fiber.Ctx) error {
 	if err := f.Err(); err != nil {
 		return err
 	}
-	owner, err := s.uploader(c.UserContext(), caller, eu)
-	if err != nil {
-		return err
-	}
-	prefix := ticketPrefix(caller.IntegrationID, owner.ID, kindFile)
-	key := prefix + "scene" + ext
-	expires := s.now().Add(fileWindow)
-	uploadURL, err := s.presign(c.UserContext(), key, ctype, size, fileWindow)
-	if err != nil {
-		return signingFailed(err)
-	}
-	if err := s.saveTicket(c.UserContext(), owner, uploadticket.KindSplatFile, prefix,
-		[]schema.UploadObject{{Key: key, ContentType: ctype, Size: size}}, expires); err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{"status": "success", "uploadUrl": uploadURL, "fileUrl": s.url(key), "expiresAt": httpx.ISOTime(expires)})
+	return s.signSingleUpload(c, caller, eu, uploadticket.KindSplatFile, kindFile, "scene"+ext, ctype, size, fileWindow)
 }
 
 // uploadAudio answers POST /api/embed/editor/uploads/audio: a signed PUT for one MP3 or Ogg
@@ -174,17 +152,10 @@ func (s *Service) uploadSplatFile(c *fiber.Ctx) error {
 // file in levelData.audio.url (attach.go), and the orphan sweep removes an audio file no save
 // ever named.
 func (s *Service) uploadAudio(c *fiber.Ctx) error {
-	caller, eu, err := httpx.KeyCallerWithEU(c)
+	caller, eu, f, name, err := singleUploadBody(c)
 	if err != nil {
 		return err
 	}
-	f, err := httpx.DecodeObject(c.Body(), false)
-	if err != nil {
-		return err
-	}
-	f.Only("fileName", "contentType", "fileSize")
-	f.Require("fileName", "contentType", "fileSize")
-	name, _ := f.String("fileName", 1, 255)
 	ctype, okType := f.Enum("contentType", "audio/mpeg", "audio/ogg")
 	size, _ := f.Int("fileSize", 1, MaxAudioBytes)
 	if ext := strings.ToLower(path.Ext(name)); name != "" && okType && !slices.Contains(audioTypes[ctype].names, ext) {
@@ -193,18 +164,41 @@ func (s *Service) uploadAudio(c *fiber.Ctx) error {
 	if err := f.Err(); err != nil {
 		return err
 	}
+	return s.signSingleUpload(c, caller, eu, uploadticket.KindAudio, kindAudio, "audio"+audioTypes[ctype].ext, ctype, size, audioWindow)
+}
+
+// singleUploadBody is the prologue of the one-file upload routes: the key caller with its EU,
+// and the body {fileName, contentType, fileSize}, each required and nothing else; the caller
+// reads contentType and fileSize by its own rules.
+func singleUploadBody(c *fiber.Ctx) (caller *httpx.Caller, eu string, f *httpx.Fields, name string, err error) {
+	if caller, eu, err = httpx.KeyCallerWithEU(c); err != nil {
+		return nil, "", nil, "", err
+	}
+	if f, err = httpx.DecodeObject(c.Body(), false); err != nil {
+		return nil, "", nil, "", err
+	}
+	f.Only("fileName", "contentType", "fileSize")
+	f.Require("fileName", "contentType", "fileSize")
+	name, _ = f.String("fileName", 1, 255)
+	return caller, eu, f, name, nil
+}
+
+// signSingleUpload records a one-object ticket of the customer (401 for an unknown or inactive
+// one) and answers its signed PUT: {status, uploadUrl, fileUrl, expiresAt}.
+func (s *Service) signSingleUpload(c *fiber.Ctx, caller *httpx.Caller, eu string, kind uploadticket.Kind, keyKind, name,
+	ctype string, size int64, window time.Duration) error {
 	owner, err := s.uploader(c.UserContext(), caller, eu)
 	if err != nil {
 		return err
 	}
-	prefix := ticketPrefix(caller.IntegrationID, owner.ID, kindAudio)
-	key := prefix + "audio" + audioTypes[ctype].ext
-	expires := s.now().Add(audioWindow)
-	uploadURL, err := s.presign(c.UserContext(), key, ctype, size, audioWindow)
+	prefix := ticketPrefix(caller.IntegrationID, owner.ID, keyKind)
+	key := prefix + name
+	expires := s.now().Add(window)
+	uploadURL, err := s.presign(c.UserContext(), key, ctype, size, window)
 	if err != nil {
 		return signingFailed(err)
 	}
-	if err := s.saveTicket(c.UserContext(), owner, uploadticket.KindAudio, prefix,
+	if err := s.saveTicket(c.UserContext(), owner, kind, prefix,
 		[]schema.UploadObject{{Key: key, ContentType: ctype, Size: size}}, expires); err != nil {
 		return err
 	}
