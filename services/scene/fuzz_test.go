@@ -400,6 +400,9 @@ func FuzzParseScenePatch(f *testing.F) {
 		`{"levelData":null,"title":"x"}`,
 		`{"levelData":"x"}`,
 		`{"levelData":{"a":{"b":{"c":"\u0000"}}}}`,
+		`{"imageUrl":"https://assets.example/i/a/u/b/m/c/thumbnail.jpg"}`,
+		`{"imageUrl":null}`,
+		`{"imageUrl":""}`,
 	} {
 		f.Add([]byte(seed), false)
 		f.Add([]byte(seed), true)
@@ -419,11 +422,11 @@ func FuzzParseScenePatch(f *testing.F) {
 		if p == nil {
 			t.Fatal("nil patch without an error")
 		}
-		if p.hasLevelData && !editor || p.featured != nil && editor {
+		if (p.hasLevelData || p.imageURL != nil) && !editor || p.featured != nil && editor {
 			t.Fatal("a field of the other PATCH accepted")
 		}
 		others := []bool{p.title != nil, p.description != nil, p.visibility != nil, p.allowEmbed != nil,
-			p.allowClone != nil, p.allowComments != nil, p.allowReactions != nil, p.hasLevelData}
+			p.allowClone != nil, p.allowComments != nil, p.allowReactions != nil, p.hasLevelData, p.imageURL != nil}
 		set := 0
 		for _, o := range others {
 			if o {
