@@ -251,6 +251,19 @@ func (s *Service) storedSize(ctx context.Context, key string) (int64, error) {
 // returns the outbox row of the released objects, if any.
 func (s *Service) applySave(ctx context.Context, tx *ent.Tx, cur *ent.Scene, up *ent.SceneUpdateOne, owner *ent.ExternalUser,
 	accountID string, p *scenePatch, plan *savePlan) (*ent.AssetPurge, error) {
+	// The plan was made from an unlocked read. A scene that changed since in a way the plan did
+	// not see (it was not live then; an object the plan took as held was let go by another save)
+	// is not saved from a stale plan: the editor saves again.
+	stale := apperr.Conflict("the scene changed during the save; save again")
+	if p.imageURL != nil && plan.imageKey == "" || p.hasLevelData && !plan.audio {
+		return nil, stale
+	}
+	curImage, _ := s.assetKey(cur.ImageURL)
+	for _, a := range plan.attach {
+		if a.ticket == nil && a.key != curImage && !slices.Contains(cur.AssetKeys, a.key) {
+			return nil, stale
+		}
+	}
 	if p.imageURL != nil {
 		up.SetImageURL(*p.imageURL)
 	}
