@@ -86,14 +86,14 @@ func serviceDefs(mode string, cfg config.Config) ([]serviceDef, error) {
 	switch mode {
 	case ServicesSplit:
 		return []serviceDef{
-			{"user", cfg.UserAddr},
-			{"scene", cfg.SceneAddr},
-			{"session", cfg.SessionAddr},
-			{"worker", cfg.WorkerHealthAddr},
-			{"gateway", cfg.GatewayAddr},
+			{name: "user", readyAddr: cfg.UserAddr},
+			{name: "scene", readyAddr: cfg.SceneAddr},
+			{name: "session", readyAddr: cfg.SessionAddr},
+			{name: "worker", readyAddr: cfg.WorkerHealthAddr},
+			{name: "gateway", readyAddr: cfg.GatewayAddr},
 		}, nil
 	case ServicesAllInOne:
-		return []serviceDef{{"splathost", cfg.GatewayAddr}}, nil
+		return []serviceDef{{name: "splathost", readyAddr: cfg.GatewayAddr}}, nil
 	case ServicesNone:
 		return nil, nil
 	default:
