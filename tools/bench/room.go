@@ -60,6 +60,18 @@ func (rr *roomRows) all() []*Row {
 	return []*Row{&rr.p50One, &rr.p99One, &rr.p50Two, &rr.p99Two, &rr.perPeer, &rr.capacity}
 }
 
+// roomPhase starts the stack of the room measures (split, two gateways on two session
+// processes) and runs them.
+func (r *runner) roomPhase(ctx context.Context, ready *Row, rr *roomRows) {
+	if !r.phaseOf(ctx, testenv.StackOptions{Services: "split", Gateways: 2, Sessions: 2}, ready, func(st *testenv.Stack) {
+		r.withTenant(st, "rooms", func(t Tenant) { r.rooms(ctx, st, t, rr) }, rr.all()...)
+	}) {
+		for _, row := range rr.all() {
+			row.Err = ready.Err
+		}
+	}
+}
+
 // rooms runs the room measures on a split stack with two gateways, each on its own session
 // process.
 func (r *runner) rooms(ctx context.Context, st *testenv.Stack, t Tenant, rr *roomRows) {
@@ -78,6 +90,10 @@ func (r *runner) rooms(ctx context.Context, st *testenv.Stack, t Tenant, rr *roo
 		return
 	}
 	log := r.o.Log.With("measure", "room")
+	// Memory first, on a session process that has served nothing yet, so its idle size is
+	// the one a fresh process has.
+	log.Info("room memory", "participants", roomIdleRooms*session.RoomCapacity)
+	r.roomMemory(ctx, st, t, gw1, token, rr)
 	for _, run := range []struct {
 		name     string
 		p50, p99 *Row
@@ -98,8 +114,6 @@ func (r *runner) rooms(ctx context.Context, st *testenv.Stack, t Tenant, rr *roo
 		run.p50.Notes = res.summary()
 		run.p99.Notes = fmt.Sprintf("max %s", fmtLatency(res.max))
 	}
-	log.Info("room memory", "participants", roomIdleRooms*session.RoomCapacity)
-	r.roomMemory(ctx, st, t, gw1, token, rr)
 }
 
 // editorSession mints an editor session for the tenant's customer, named so participants are
