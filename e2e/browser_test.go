@@ -180,6 +180,7 @@ func TestBrowser(t *testing.T) {
 	fixtureDir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(fixtureDir, "ball.ply"), fixtures.PLY(formatSplats), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(fixtureDir, "stand.ply"), stand.PLY(formatSplats), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(fixtureDir, "stand.splat"), stand.Splat(formatSplats), 0o644))
 
 	// Node must end before the test binary's own deadline, so its output is still reported.
 	deadline, ok := t.Deadline()

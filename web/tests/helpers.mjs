@@ -1,6 +1,6 @@
 // Shared pieces of the browser tests. They run under `go test ./e2e -run TestBrowser`, which
 // starts the stack and the demo host and passes their addresses in SPLATHOST_* variables.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -285,4 +285,27 @@ export async function standColours(context, frame) {
   } finally {
     await decoder.close();
   }
+}
+
+const CONTENT_TYPES = { ply: 'application/ply', splat: 'application/splat', ksplat: 'application/ksplat', sog: 'application/sog' };
+
+/**
+ * Uploads a file of the fixture directory and commits it as a new scene of the demo customer
+ * (the REST calls an integrator's server makes); with levelData, sets it through an editor
+ * session. Returns the new scene's id.
+ */
+export async function commitScene(fileName, { title = fileName, levelData } = {}) {
+  const data = await readFile(join(env.fixtureDir, fileName));
+  const contentType = CONTENT_TYPES[fileName.split('.').pop()];
+  const up = await rest('POST', '/api/v1/uploads/splat-file', { fileName, contentType, fileSize: data.length });
+  if (up.status !== 200) throw new Error(`upload ticket: ${up.status} ${JSON.stringify(up.body)}`);
+  const put = await fetch(up.body.uploadUrl, {
+    method: 'PUT', body: data,
+    headers: { 'Content-Type': contentType, 'Cache-Control': 'public, max-age=31536000, immutable' },
+  });
+  if (!put.ok) throw new Error(`upload PUT: ${put.status}`);
+  const r = await rest('POST', '/api/v1/splats', { title, splatUrl: up.body.fileUrl });
+  if (r.status !== 201) throw new Error(`commit: ${r.status} ${JSON.stringify(r.body)}`);
+  if (levelData !== undefined) await editorPatch(r.body.splatId, { levelData });
+  return r.body.splatId;
 }
