@@ -135,11 +135,12 @@ func formatScenes(t *testing.T, d *demoHost, g fixtures.Gen) map[string]string {
 	name := g.Scene.String()
 	files := []struct{ format, name, contentType string }{
 		{"ply", name + ".ply", "application/ply"},
+		{"compressed-ply", name + ".compressed.ply", "application/ply"},
 		{"splat", name + ".splat", "application/splat"},
 		{"ksplat", name + ".ksplat", "application/ksplat"},
 		{"sog", name + ".sog", "application/sog"},
 	}
-	data := map[string][]byte{"ply": g.PLY(formatSplats), "splat": g.Splat(formatSplats),
+	data := map[string][]byte{"ply": g.PLY(formatSplats), "compressed-ply": g.CompressedPLY(formatSplats), "splat": g.Splat(formatSplats),
 		"ksplat": g.KSplat(formatSplats), "sog": g.SOG(formatSplats)}
 	out := map[string]string{}
 	for _, f := range files {

@@ -25,7 +25,7 @@ async function look(id) {
   }
 }
 
-for (const format of ['ply', 'splat', 'ksplat', 'sog', 'lod']) {
+for (const format of ['ply', 'compressed-ply', 'splat', 'ksplat', 'sog', 'lod']) {
   test(`the ${format} scan shows upright, and as stored with rotation [0,0,0]`, async (t) => {
     const id = env.standScenes[format];
     assert.ok(id, `the harness made no standing ${format} scene`);
