@@ -1,5 +1,6 @@
 // The viewer embed, mounted by the demo host page through the SDK, renders a scene of each of
-// the six formats (.ply plain and compressed, .splat, .ksplat, .sog, LOD): the canvas shows the clear colour and, over a real part of it, the scene.
+// the six formats (.ply plain and compressed, .splat, .ksplat, .sog, LOD): the canvas shows the
+// clear colour and, over a real part of it, the scene.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { canvasCoverage, consoleOf, embedFrame, env, launch, settled } from './helpers.mjs';
