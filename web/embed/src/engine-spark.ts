@@ -51,9 +51,13 @@ export function createSpark(canvas: HTMLCanvasElement, hooks: EngineHooks): Engi
   const camera = new THREE.PerspectiveCamera(60, 1, 0.01, 1000);
   scene.add(new SparkRenderer({ renderer }));
 
+  // The canvas's own CSS size (the stylesheet makes it the window), which the stage's project()
+  // uses too, so hotspots sit where the splats are drawn.
   const resize = () => {
-    renderer.setSize(window.innerWidth, window.innerHeight, false);
-    camera.aspect = window.innerWidth / Math.max(1, window.innerHeight);
+    const w = canvas.clientWidth || window.innerWidth;
+    const h = canvas.clientHeight || window.innerHeight;
+    renderer.setSize(w, h, false);
+    camera.aspect = w / Math.max(1, h);
   };
   resize();
   window.addEventListener('resize', resize);
