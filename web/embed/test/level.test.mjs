@@ -43,6 +43,10 @@ test('readLevel keeps a valid levelData v1 as it is', () => {
     orientation: { rotation: [90, 0, -90] },
     custom: { kept: [1, 2] },
   };
+  // Unknown keys inside the known objects are kept too (a newer editor may write them).
+  raw.annotations[0].colour = 'red';
+  raw.camera.near = 0.1;
+  raw.post.bloom = 2;
   const got = level.readLevel(raw);
   assert.deepEqual(got, { ...raw, background: { color: '#3366cc' } });
   // A copy: the editor may change what it read without touching the source.
@@ -66,7 +70,7 @@ test('readLevel drops malformed parts and never throws', () => {
       'junk',
     ],
     background: { color: 'blue' },
-    post: { exposure: 20, toneMapping: 'filmic' },
+    post: { exposure: 20, toneMapping: 'filmic', bloom: 1 },
     audio: { url: '' },
     orientation: { rotation: [400, 0, 0] },
   });
@@ -76,7 +80,7 @@ test('readLevel drops malformed parts and never throws', () => {
       { id: 'ok', position: [0, 0, 0], title: 'Fine', text: '' },
       { id: 'cam', position: [0, 0, 0], title: 'Bad camera', text: '' },
     ],
-    post: {},
+    post: { bloom: 1 },
   });
   assert.equal(level.readLevel({ annotations: Array.from({ length: 250 }, (_, i) => ({ id: `a${i}`, position: [0, 0, 0], title: 't' })) }).annotations.length, 200);
   assert.equal(level.readLevel({ camera: { position: [0, 0, 1], target: [0, 0, 0], fov: 200 } }).camera.fov, undefined);
