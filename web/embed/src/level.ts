@@ -9,6 +9,7 @@ export type { CameraState, Vec3 };
 /** The tone mapping curves the viewer offers (PlayCanvas's TONEMAP_LINEAR, _ACES, _NEUTRAL). */
 export type ToneMapping = 'linear' | 'aces' | 'neutral';
 
+/** Every ToneMapping, for controls that offer them. */
 export const TONE_MAPPINGS: readonly ToneMapping[] = ['linear', 'aces', 'neutral'];
 
 /** A hotspot: a titled note at a point of the scene, optionally with the view to show it from. */
@@ -56,6 +57,7 @@ export interface LevelV1 {
  */
 export const DEFAULT_ROTATION: [number, number, number] = [180, 0, 0];
 
+/** The most annotations a scene keeps (the server refuses more; readLevel keeps the first). */
 export const MAX_ANNOTATIONS = 200;
 const ANNOTATION_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const COLOR = /^#[0-9a-fA-F]{6}$/;
