@@ -1,6 +1,6 @@
 // Shared pieces of the browser tests. They run under `go test ./e2e -run TestBrowser`, which
 // starts the stack and the demo host and passes their addresses in SPLATHOST_* variables.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -28,6 +28,7 @@ export const env = {
   customer: need('SPLATHOST_DEMO_CUSTOMER'),
   sampleSplatId: need('SPLATHOST_SAMPLE_SPLAT_ID'),
   formatScenes: JSON.parse(need('SPLATHOST_FORMAT_SCENES')),
+  standScenes: JSON.parse(need('SPLATHOST_STAND_SCENES')),
   fixtureDir: need('SPLATHOST_FIXTURE_DIR'),
 };
 
@@ -95,19 +96,25 @@ export async function settled(frame, timeout = 120_000) {
   return frame.evaluate(() => document.documentElement.dataset.splathost);
 }
 
+// The embed's overlays (hotspots, the annotation card, the viewer's buttons): hidden while the
+// canvas is screenshot, so measurements see only what the engine drew.
+const OVERLAYS = '.splathost-hotspots, .splathost-card, .splathost-controls';
+
 /**
- * Screenshots the embed's canvas and measures it: the fraction of pixels that differ from the
- * clear colour by more than `tolerance` in some channel, and the fraction that is the clear
- * colour. The PNG is decoded by the browser itself (a 2D canvas in a blank page), so no image
- * library is needed.
+ * The embed canvas's pixels as the screen shows them, overlays hidden: a screenshot decoded by
+ * the browser itself (a 2D canvas in a blank page), so no image library is needed. Returns
+ * {width, height, data (RGBA bytes, rows top down), at(x, y) → [r, g, b]}.
  */
-export async function canvasCoverage(context, frame, tolerance = 12) {
+export async function canvasPixels(context, frame) {
+  const hide = (v) => frame.evaluate(({ sel, v }) => { for (const el of document.querySelectorAll(sel)) el.style.visibility = v; }, { sel: OVERLAYS, v });
+  await hide('hidden');
   const png = await frame.locator('#splathost-canvas').screenshot();
+  await hide('');
   const decoder = await context.newPage();
   try {
-    return await decoder.evaluate(async ({ b64, bg, tol }) => {
+    const { width, height, b64 } = await decoder.evaluate(async (src) => {
       const img = new Image();
-      img.src = `data:image/png;base64,${b64}`;
+      img.src = `data:image/png;base64,${src}`;
       await img.decode();
       const c = document.createElement('canvas');
       c.width = img.width;
@@ -115,19 +122,39 @@ export async function canvasCoverage(context, frame, tolerance = 12) {
       const g = c.getContext('2d', { willReadFrequently: true });
       g.drawImage(img, 0, 0);
       const d = g.getImageData(0, 0, c.width, c.height).data;
-      let drawn = 0;
-      let background = 0;
-      for (let i = 0; i < d.length; i += 4) {
-        const off = Math.max(Math.abs(d[i] - bg[0]), Math.abs(d[i + 1] - bg[1]), Math.abs(d[i + 2] - bg[2]));
-        if (off > tol) drawn++;
-        if (off <= 2) background++;
-      }
-      const n = d.length / 4;
-      return { width: c.width, height: c.height, drawn: drawn / n, background: background / n };
-    }, { b64: png.toString('base64'), bg: BACKGROUND, tol: tolerance });
+      let bin = '';
+      for (let i = 0; i < d.length; i += 0x8000) bin += String.fromCharCode(...d.subarray(i, i + 0x8000));
+      return { width: c.width, height: c.height, b64: btoa(bin) };
+    }, png.toString('base64'));
+    const data = Buffer.from(b64, 'base64');
+    return {
+      width, height, data,
+      at(x, y) {
+        const i = 4 * (Math.round(y) * width + Math.round(x));
+        return [data[i], data[i + 1], data[i + 2]];
+      },
+    };
   } finally {
     await decoder.close();
   }
+}
+
+/**
+ * Screenshots the embed's canvas and measures it: the fraction of pixels that differ from the
+ * clear colour by more than `tolerance` in some channel, and the fraction that is the clear
+ * colour.
+ */
+export async function canvasCoverage(context, frame, tolerance = 12) {
+  const { width, height, data: d } = await canvasPixels(context, frame);
+  let drawn = 0;
+  let background = 0;
+  for (let i = 0; i < d.length; i += 4) {
+    const off = Math.max(Math.abs(d[i] - BACKGROUND[0]), Math.abs(d[i + 1] - BACKGROUND[1]), Math.abs(d[i + 2] - BACKGROUND[2]));
+    if (off > tolerance) drawn++;
+    if (off <= 2) background++;
+  }
+  const n = d.length / 4;
+  return { width, height, drawn: drawn / n, background: background / n };
 }
 
 /** The demo page's event log so far: {source, type, payload} in order. */
@@ -192,4 +219,102 @@ export async function eventually(fn, { timeout = 10_000, interval = 200 } = {}) 
     if (v || Date.now() >= end) return v;
     await new Promise((r) => setTimeout(r, interval));
   }
+}
+
+/**
+ * Mints an embed session as the integrator's server does (secret key, server side), scoped to
+ * the demo customer; returns the token.
+ */
+export async function mintSession(type, splatId, user = { name: 'Browser test' }) {
+  const res = await fetch(`${env.gatewayUrl}/api/editor/embed-sessions`, {
+    method: 'POST',
+    headers: {
+      Authorization: `Bearer ${env.secretKey}`, 'X-Service-External-User-Id': env.customer,
+      'Content-Type': 'application/json',
+    },
+    body: JSON.stringify({ publicKey: env.publicKey, type, ...(splatId ? { splatId } : {}), user }),
+  });
+  const body = await res.json();
+  if (res.status !== 201) throw new Error(`minting a ${type} session: ${res.status} ${JSON.stringify(body)}`);
+  return body.sessionToken;
+}
+
+/** PATCHes a scene of the demo customer through an editor session (the route that takes
+ * levelData); returns the scene as the answer has it. */
+export async function editorPatch(splatId, body) {
+  const token = await mintSession('editor', splatId);
+  const res = await fetch(`${env.gatewayUrl}/api/embed/editor/splats/${splatId}`, {
+    method: 'PATCH',
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const out = await res.json();
+  if (res.status !== 200) throw new Error(`PATCH ${splatId}: ${res.status} ${JSON.stringify(out)}`);
+  return out.splat;
+}
+
+/** Opens the viewer page of a scene at the top level of a new page (no host); returns the page
+ * once the viewer settled, failing with the page's console when it did not render. */
+export async function openViewer(context, splatId) {
+  const token = await mintSession('viewer', splatId);
+  const page = await context.newPage();
+  const log = consoleOf(page);
+  await page.goto(`${env.gatewayUrl}/embed/viewer?session=${encodeURIComponent(token)}`);
+  const state = await settled(page.mainFrame());
+  if (state !== 'rendered') {
+    await page.close();
+    throw new Error(`the viewer did not render ${splatId}:\n${log.join('\n')}`);
+  }
+  return { page, log };
+}
+
+/**
+ * Finds the standing scene's two colours on the embed's canvas: for the green ground and the
+ * red column, how many pixels (as a fraction), their centroid (0..1 of the width and height, y
+ * down) and the fraction of them in the lower half of the frame.
+ */
+export async function standColours(context, frame) {
+  const { width, height, data: d } = await canvasPixels(context, frame);
+  const acc = () => ({ n: 0, x: 0, y: 0, lower: 0 });
+  const green = acc();
+  const red = acc();
+  for (let i = 0; i < d.length; i += 4) {
+    const [r, g, b] = [d[i], d[i + 1], d[i + 2]];
+    const a = g - Math.max(r, b) > 60 ? green : r - Math.max(g, b) > 60 ? red : null;
+    if (!a) continue;
+    const p = i / 4;
+    const y = Math.floor(p / width);
+    a.n++;
+    a.x += p % width;
+    a.y += y;
+    if (y >= height / 2) a.lower++;
+  }
+  const n = d.length / 4;
+  const out = (a) => ({
+    share: a.n / n, x: a.n ? a.x / a.n / width : NaN, y: a.n ? a.y / a.n / height : NaN, lower: a.n ? a.lower / a.n : NaN,
+  });
+  return { width, height, green: out(green), red: out(red) };
+}
+
+const CONTENT_TYPES = { ply: 'application/ply', splat: 'application/splat', ksplat: 'application/ksplat', sog: 'application/sog' };
+
+/**
+ * Uploads a file of the fixture directory and commits it as a new scene of the demo customer
+ * (the REST calls an integrator's server makes); with levelData, sets it through an editor
+ * session. Returns the new scene's id.
+ */
+export async function commitScene(fileName, { title = fileName, levelData } = {}) {
+  const data = await readFile(join(env.fixtureDir, fileName));
+  const contentType = CONTENT_TYPES[fileName.split('.').pop()];
+  const up = await rest('POST', '/api/v1/uploads/splat-file', { fileName, contentType, fileSize: data.length });
+  if (up.status !== 200) throw new Error(`upload ticket: ${up.status} ${JSON.stringify(up.body)}`);
+  const put = await fetch(up.body.uploadUrl, {
+    method: 'PUT', body: data,
+    headers: { 'Content-Type': contentType, 'Cache-Control': 'public, max-age=31536000, immutable' },
+  });
+  if (!put.ok) throw new Error(`upload PUT: ${put.status}`);
+  const r = await rest('POST', '/api/v1/splats', { title, splatUrl: up.body.fileUrl });
+  if (r.status !== 201) throw new Error(`commit: ${r.status} ${JSON.stringify(r.body)}`);
+  if (levelData !== undefined) await editorPatch(r.body.splatId, { levelData });
+  return r.body.splatId;
 }

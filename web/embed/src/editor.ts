@@ -5,6 +5,7 @@ import {
   EDITOR_SOURCE, HOST_SOURCE, type EditorEventMap, type EditorEventName, type HostMessage, type Visibility,
 } from '../../sdk/src/index.ts';
 import { Api, ApiError, type Splat, readBoot } from './api.ts';
+import { hostOrigin as hostOriginOf } from './host.ts';
 import { cameraFromLevelData } from './orbit.ts';
 import { Stage, Superseded, formatOfName, formatOfSplat, hideError, setStatus, showError } from './stage.ts';
 
@@ -15,50 +16,8 @@ const params = new URLSearchParams(location.search);
 
 // ---- messages to and from the host -------------------------------------------------------
 
-/**
- * The origin of the page that frames the editor, as the browser reports it: the first of
- * `location.ancestorOrigins` where the browser has it (Chromium, Safari), else the origin of
- * `document.referrer` (the page that navigated this frame: the host, which set the iframe's src;
- * the SDK sends its origin as the referrer). Null when the browser reports nothing usable.
- */
-function framingOrigin(): string | null {
-  const ancestors = location.ancestorOrigins;
-  if (ancestors && ancestors.length > 0) {
-    return ancestors[0] === 'null' ? null : ancestors[0];
-  }
-  if (!document.referrer) return null;
-  try {
-    const origin = new URL(document.referrer).origin;
-    return origin === 'null' ? null : origin;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * The host origin messages go to and come from, or null when the editor must not post at all
- * (docs/embeds.md, contract item 8). A raw iframe host (no SDK, no hostOrigin parameter) gets its
- * events at the origin the browser reports for the framing page; the SDK's hostOrigin parameter,
- * when given, must be exactly that origin, so a page cannot name another origin to receive the
- * events of an editor it frames.
- */
-const hostOrigin: string | null = (() => {
-  if (window.parent === window) {
-    console.warn('splathost editor: not framed; events are not posted');
-    return null;
-  }
-  const reported = framingOrigin();
-  if (!reported) {
-    console.warn('splathost editor: the browser reports no framing origin; events are not posted');
-    return null;
-  }
-  const given = params.get('hostOrigin');
-  if (given !== null && given !== reported) {
-    console.warn('splathost editor: hostOrigin does not match the framing page; events are not posted:', given);
-    return null;
-  }
-  return reported;
-})();
+/** Where events go and host messages come from (null: nowhere; the console says why). */
+const hostOrigin: string | null = hostOriginOf('editor', params);
 
 function post<K extends EditorEventName>(type: K, payload: EditorEventMap[K]): void {
   if (hostOrigin) window.parent.postMessage({ source: EDITOR_SOURCE, type, payload }, hostOrigin);
