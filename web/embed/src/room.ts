@@ -152,8 +152,8 @@ export class Room {
   private pingTimer = 0;
   private editTimer = 0;
   private cameraTimer = 0;
-  private lastEditAt = 0;
-  private lastCameraAt = 0;
+  private lastEditAt = -Infinity;
+  private lastCameraAt = -Infinity;
   private lastHeard = 0;
   private pending: RoomFields | null = null;
   private pendingCamera: CameraState | null = null;
@@ -252,7 +252,7 @@ export class Room {
     ws.onclose = (ev) => {
       if (this.ws !== ws) return;
       this.ws = null;
-      clearInterval(this.pingTimer);
+      clearTimeout(this.pingTimer);
       if (this.closed) return;
       if (FINAL_CODES.has(ev.code)) {
         this.setState('refused', ev.code, ev.reason);
@@ -351,9 +351,9 @@ export class Room {
   }
 
   private armPing(): void {
-    clearInterval(this.pingTimer);
+    clearTimeout(this.pingTimer);
     const every = this.opts.pingIntervalMs ?? 20_000;
-    this.pingTimer = setInterval(() => {
+    this.pingTimer = setTimeout(() => {
       // A socket that heard nothing for three intervals is dead (a sleeping laptop, a cut
       // network): drop it and reconnect rather than wait for TCP to notice.
       if (Date.now() - this.lastHeard > every * 3) {
@@ -363,6 +363,7 @@ export class Room {
         return;
       }
       this.send('{"type":"ping"}');
+      this.armPing();
     }, every);
   }
 
@@ -375,7 +376,7 @@ export class Room {
 
   private drop(): void {
     clearTimeout(this.retryTimer);
-    clearInterval(this.pingTimer);
+    clearTimeout(this.pingTimer);
     this.admitted = false;
     const ws = this.ws;
     this.ws = null;
