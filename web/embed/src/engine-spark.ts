@@ -21,12 +21,16 @@ export function createSpark(canvas: HTMLCanvasElement, hooks: EngineHooks): Engi
   const camera = new THREE.PerspectiveCamera(60, 1, 0.01, 1000);
   scene.add(new SparkRenderer({ renderer }));
 
+  // The canvas fills its container (the page's CSS sizes it); the drawing buffer follows.
   const resize = () => {
-    renderer.setSize(window.innerWidth, window.innerHeight, false);
-    camera.aspect = window.innerWidth / Math.max(1, window.innerHeight);
+    const w = canvas.clientWidth || 1;
+    const h = canvas.clientHeight || 1;
+    renderer.setSize(w, h, false);
+    camera.aspect = w / h;
   };
   resize();
-  window.addEventListener('resize', resize);
+  const resized = new ResizeObserver(resize);
+  resized.observe(canvas);
 
   renderer.setAnimationLoop(() => {
     const c = hooks.camera();
@@ -55,7 +59,7 @@ export function createSpark(canvas: HTMLCanvasElement, hooks: EngineHooks): Engi
       return { min: box.min.toArray(), max: box.max.toArray() };
     },
     destroy() {
-      window.removeEventListener('resize', resize);
+      resized.disconnect();
       renderer.setAnimationLoop(null);
       mesh?.dispose();
       renderer.dispose();
