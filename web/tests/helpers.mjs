@@ -193,3 +193,60 @@ export async function eventually(fn, { timeout = 10_000, interval = 200 } = {}) 
     await new Promise((r) => setTimeout(r, interval));
   }
 }
+
+/**
+ * Mints an embed session as the integrator's server does (secret key, server side): type
+ * 'viewer' or 'editor', for splatId (or none), scoped to the demo customer unless scoped is
+ * false, with user {name, avatarUrl} when given (none: the room shows a guest).
+ */
+export async function mint({ type = 'editor', splatId, scoped = true, user } = {}) {
+  const res = await fetch(`${env.gatewayUrl}/api/editor/embed-sessions`, {
+    method: 'POST',
+    headers: {
+      Authorization: `Bearer ${env.secretKey}`, 'Content-Type': 'application/json',
+      ...(scoped ? { 'X-Service-External-User-Id': env.customer } : {}),
+    },
+    body: JSON.stringify({ publicKey: env.publicKey, type, ...(splatId ? { splatId } : {}), ...(user ? { user } : {}) }),
+  });
+  const body = await res.json();
+  if (res.status !== 201) throw new Error(`mint ${type}: ${res.status} ${JSON.stringify(body)}`);
+  return body.sessionToken;
+}
+
+/**
+ * A new scene of the demo customer, committed through the REST API from the fixture file (no
+ * image, no levelData unless given): tests that save into a scene get one of their own.
+ */
+export async function newScene(title, extra = {}) {
+  const { readFile } = await import('node:fs/promises');
+  const data = await readFile(join(env.fixtureDir, 'ball.ply'));
+  const up = await rest('POST', '/api/v1/uploads/splat-file', { fileName: 'ball.ply', contentType: 'application/ply', fileSize: data.length });
+  if (up.status !== 200) throw new Error(`upload: ${up.status} ${JSON.stringify(up.body)}`);
+  const put = await fetch(up.body.uploadUrl, {
+    method: 'PUT', body: data,
+    headers: { 'Content-Type': 'application/ply', 'Cache-Control': 'public, max-age=31536000, immutable' },
+  });
+  if (!put.ok) throw new Error(`PUT: ${put.status}`);
+  const c = await rest('POST', '/api/v1/splats', { title, splatUrl: up.body.fileUrl, ...extra });
+  if (c.status !== 201) throw new Error(`commit: ${c.status} ${JSON.stringify(c.body)}`);
+  return c.body.splatId;
+}
+
+/** Opens the editor page of a session on its own (not framed: it posts no events) at
+ * gatewayUrl; returns the page once the scene is drawn. */
+export async function openEditor(context, token, { gatewayUrl = env.gatewayUrl } = {}) {
+  const page = await context.newPage();
+  const log = consoleOf(page);
+  await page.goto(`${gatewayUrl}/embed/editor?session=${encodeURIComponent(token)}`);
+  const state = await settled(page);
+  if (state !== 'rendered') throw new Error(`the editor shows ${state}:\n${log.join('\n')}`);
+  page.log = log;
+  return page;
+}
+
+/** The names the editor's presence bar shows, self first, and which one is self. */
+export function presenceOf(page) {
+  return page.$$eval('[data-presence-peer]', (els) => els.map((el) => ({
+    name: el.dataset.presenceName, self: el.hasAttribute('data-presence-self'),
+  })));
+}
