@@ -187,14 +187,21 @@ export class Room {
   }
 
   /** Announces a successful Save/Publish: the room's draft is cleared and every participant
-   * adopts the saved scene. Edits not yet flushed go first, so none lands after the save. */
+   * adopts the saved scene. A scene too large for one frame goes without its levelData (the
+   * others then read the scene back). */
   saved(splat: Record<string, unknown>): void {
     if (this.closed) return;
     // What was saved includes every local change: nothing pending is newer than the save.
     this.pending = null;
     clearTimeout(this.editTimer);
     this.editTimer = 0;
-    this.send(JSON.stringify({ type: 'saved', splat }));
+    let msg = JSON.stringify({ type: 'saved', splat });
+    if (new TextEncoder().encode(msg).length > MAX_MESSAGE_BYTES) {
+      // A large levelData would trip the server's frame bound: the others read it back instead.
+      const { levelData: _dropped, ...rest } = splat;
+      msg = JSON.stringify({ type: 'saved', splat: rest });
+    }
+    this.send(msg);
   }
 
   /** Reconnects now (e.g. with a replaced token after a refusal). */

@@ -264,3 +264,17 @@ test('an edit too large for one frame is split per key; a key over the bound sta
   for (const m of messages) assert.ok(Buffer.byteLength(m) <= room.MAX_MESSAGE_BYTES);
   assert.equal(room.splitEdit({ title: 'small' }).messages.length, 1);
 });
+
+test('a saved scene too large for one frame goes without its levelData', () => {
+  const { r } = newRoom();
+  const ws = last();
+  ws.open();
+  ws.say(welcome());
+  r.saved({ id: 'x', title: 'small', levelData: { version: 1 } });
+  r.saved({ id: 'x', title: 'big', levelData: { version: 1, annotations: [{ text: 'x'.repeat(70_000) }] } });
+  assert.deepEqual(ws.sent.map((m) => m.splat), [
+    { id: 'x', title: 'small', levelData: { version: 1 } },
+    { id: 'x', title: 'big' },
+  ]);
+  r.close();
+});
