@@ -126,31 +126,33 @@ func startDemo(t *testing.T, root, stateFile string) *demoHost {
 	return d
 }
 
-// formatScenes commits one scene of every format the viewer must render, owned by the demo
-// customer so the demo page can mint viewer sessions for them; it returns format → splatId.
-func formatScenes(t *testing.T, d *demoHost) map[string]string {
+// formatScenes commits one scene of every format the viewer must render, all showing g's scene,
+// owned by the demo customer so the demo page can mint viewer sessions for them; it returns
+// format → splatId.
+func formatScenes(t *testing.T, d *demoHost, g fixtures.Gen) map[string]string {
 	t.Helper()
 	tn, eu := d.tenant(), d.State.Customer
+	name := g.Scene.String()
 	files := []struct{ format, name, contentType string }{
-		{"ply", "ball.ply", "application/ply"},
-		{"splat", "ball.splat", "application/splat"},
-		{"ksplat", "ball.ksplat", "application/ksplat"},
-		{"sog", "ball.sog", "application/sog"},
+		{"ply", name + ".ply", "application/ply"},
+		{"splat", name + ".splat", "application/splat"},
+		{"ksplat", name + ".ksplat", "application/ksplat"},
+		{"sog", name + ".sog", "application/sog"},
 	}
-	data := map[string][]byte{"ply": fixtures.PLY(formatSplats), "splat": fixtures.Splat(formatSplats),
-		"ksplat": fixtures.KSplat(formatSplats), "sog": fixtures.SOG(formatSplats)}
+	data := map[string][]byte{"ply": g.PLY(formatSplats), "splat": g.Splat(formatSplats),
+		"ksplat": g.KSplat(formatSplats), "sog": g.SOG(formatSplats)}
 	out := map[string]string{}
 	for _, f := range files {
 		url := uploadFile(t, tn, eu, f.name, f.contentType, data[f.format])
-		r := do(t, "POST", "/api/v1/splats", tn.keys(eu), map[string]any{"title": "Format " + f.format, "splatUrl": url})
+		r := do(t, "POST", "/api/v1/splats", tn.keys(eu), map[string]any{"title": "Format " + f.format + " " + name, "splatUrl": url})
 		require.Equal(t, 201, r.Status, string(r.Raw))
 		out[f.format] = r.Body["splatId"].(string)
 	}
-	folder := fixtures.LODFolder(formatSplats)
+	folder := g.LODFolder(formatSplats)
 	up := requestLOD(t, tn, eu, folder)
 	putLOD(t, up, folder, lodFiles(folder))
 	r := do(t, "POST", "/api/v1/splats", tn.keys(eu), map[string]any{
-		"title": "Format lod", "splatType": "lod", "splatUrl": up.manifestURL, "lodFolderKey": up.folderKey})
+		"title": "Format lod " + name, "splatType": "lod", "splatUrl": up.manifestURL, "lodFolderKey": up.folderKey})
 	require.Equal(t, 201, r.Status, string(r.Raw))
 	out["lod"] = r.Body["splatId"].(string)
 	return out
@@ -166,11 +168,18 @@ func TestBrowser(t *testing.T) {
 	require.NoError(t, err)
 	browserDeps(t, root)
 	demo := startDemo(t, root, filepath.Join(t.TempDir(), "demo.json"))
-	scenes, err := json.Marshal(formatScenes(t, demo))
+	scenes, err := json.Marshal(formatScenes(t, demo, fixtures.Gen{Seed: fixtures.DefaultSeed}))
 	require.NoError(t, err)
-	// A scene file for the editor's file picker (the quota and new-scene tests upload it).
+	// The standing scene (y-down, as 3DGS training stores scans) in every format: the viewer
+	// must show it upright (orientation.test.mjs).
+	stand := fixtures.Gen{Seed: fixtures.DefaultSeed, Scene: fixtures.SceneStand}
+	standScenes, err := json.Marshal(formatScenes(t, demo, stand))
+	require.NoError(t, err)
+	// Scene files for the editor's file picker (the quota and new-scene tests upload them) and
+	// for tests that commit scenes of their own.
 	fixtureDir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(fixtureDir, "ball.ply"), fixtures.PLY(formatSplats), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(fixtureDir, "stand.ply"), stand.PLY(formatSplats), 0o644))
 
 	// Node must end before the test binary's own deadline, so its output is still reported.
 	deadline, ok := t.Deadline()
@@ -196,6 +205,7 @@ func TestBrowser(t *testing.T) {
 		"SPLATHOST_DEMO_CUSTOMER="+demo.State.Customer,
 		"SPLATHOST_SAMPLE_SPLAT_ID="+demo.State.SampleSplatID,
 		"SPLATHOST_FORMAT_SCENES="+string(scenes),
+		"SPLATHOST_STAND_SCENES="+string(standScenes),
 		"SPLATHOST_FIXTURE_DIR="+fixtureDir,
 	)
 	// Node's runner forks a process per test file, and each starts Chromium: all of them share

@@ -4,7 +4,7 @@
 // exposure, tone mapping) and the allow toggles are saved into the scene.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { canvasCoverage, consoleOf, env, launch, mint, newScene, openEditor, settled, splatOf } from './helpers.mjs';
+import { canvasCoverage, consoleOf, env, launch, mintSession, newScene, openEditor, settled, splatOf } from './helpers.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -26,7 +26,7 @@ async function save(page) {
 }
 
 test('the panel never covers the scene, wide or narrow', async () => {
-  const token = await mint({ splatId: env.sampleSplatId, user: { name: 'Layout check' } });
+  const token = await mintSession('editor', env.sampleSplatId, { name: 'Layout check' });
   const page = await openEditor(browser.context, token);
   const wide = page.viewportSize();
   let canvas = await box(page, '#splathost-canvas');
@@ -54,21 +54,23 @@ test('the panel never covers the scene, wide or narrow', async () => {
 
 test('annotations placed in the editor are saved and shown by the viewer', async () => {
   const id = await newScene('Annotated scene');
-  const page = await openEditor(browser.context, await mint({ splatId: id, user: { name: 'Annotator' } }));
+  const page = await openEditor(browser.context, await mintSession('editor', id, { name: 'Annotator' }));
   await page.click('button[data-action=add-annotation]');
   assert.equal(await page.evaluate(() => document.documentElement.hasAttribute('data-placing')), true);
   const c = await box(page, '#splathost-canvas');
   await page.mouse.click(c.x + c.width * 0.5, c.y + c.height * 0.45);
-  const row = page.locator('[data-annotation-id]');
+  const row = page.locator('[data-annotation-row]');
   await row.waitFor({ timeout: 5_000 });
   await row.locator('input[name=annotation-title]').fill('The top');
   await row.locator('textarea[name=annotation-text]').fill('Where the ball is brightest.');
   // A second one, deleted again.
   await page.click('button[data-action=add-annotation]');
   await page.mouse.click(c.x + c.width * 0.3, c.y + c.height * 0.6);
-  await page.waitForFunction(() => document.querySelectorAll('[data-annotation-id]').length === 2);
-  await page.locator('[data-annotation-id]').nth(1).locator('button[data-action=delete-annotation]').click();
-  await page.waitForFunction(() => document.querySelectorAll('[data-annotation-id]').length === 1);
+  await page.waitForFunction(() => document.querySelectorAll('[data-annotation-row]').length === 2);
+  await page.locator('[data-annotation-row]').nth(1).locator('button[data-action=delete-annotation]').click();
+  await page.waitForFunction(() => document.querySelectorAll('[data-annotation-row]').length === 1);
+  // The editor shows it as the viewer will: a hotspot marker.
+  await page.locator('.splathost-hotspot[data-annotation-id]').waitFor({ state: 'attached' });
   await save(page);
 
   const saved = await splatOf(id);
@@ -85,7 +87,7 @@ test('annotations placed in the editor are saved and shown by the viewer', async
   // The viewer shows it as a hotspot with its title.
   const viewer = await browser.context.newPage();
   const log = consoleOf(viewer);
-  await viewer.goto(`${env.gatewayUrl}/embed/viewer?session=${encodeURIComponent(await mint({ type: 'viewer', splatId: id }))}`);
+  await viewer.goto(`${env.gatewayUrl}/embed/viewer?session=${encodeURIComponent(await mintSession('viewer', id))}`);
   assert.equal(await settled(viewer), 'rendered', log.join('\n'));
   const hotspot = viewer.locator(`[data-annotation-id="${list[0].id}"]`);
   await hotspot.waitFor({ state: 'attached', timeout: 10_000 });
@@ -96,7 +98,7 @@ test('annotations placed in the editor are saved and shown by the viewer', async
 test("a scene's first save gives it a thumbnail from the canvas", async () => {
   const id = await newScene('No image yet');
   assert.ok(!(await splatOf(id)).imageUrl, 'the scene starts without an image');
-  const page = await openEditor(browser.context, await mint({ splatId: id, user: { name: 'Thumbnailer' } }));
+  const page = await openEditor(browser.context, await mintSession('editor', id, { name: 'Thumbnailer' }));
   const uploads = [];
   page.on('request', (r) => { if (r.url().includes('/uploads/splat-images')) uploads.push(r.postDataJSON()); });
   await page.fill('textarea[name=description]', 'Saved once');
@@ -123,7 +125,7 @@ test("a scene's first save gives it a thumbnail from the canvas", async () => {
 
 test('the view settings and the allow toggles are saved into the scene', async () => {
   const id = await newScene('View settings');
-  const page = await openEditor(browser.context, await mint({ splatId: id, user: { name: 'Viewsmith' } }));
+  const page = await openEditor(browser.context, await mintSession('editor', id, { name: 'Viewsmith' }));
   await page.click('button[data-action=rotate]');
   await page.click('button[data-action=flip]');
   await page.$eval('input[name=background]', (el) => {

@@ -28,6 +28,7 @@ export const env = {
   customer: need('SPLATHOST_DEMO_CUSTOMER'),
   sampleSplatId: need('SPLATHOST_SAMPLE_SPLAT_ID'),
   formatScenes: JSON.parse(need('SPLATHOST_FORMAT_SCENES')),
+  standScenes: JSON.parse(need('SPLATHOST_STAND_SCENES')),
   fixtureDir: need('SPLATHOST_FIXTURE_DIR'),
 };
 
@@ -195,22 +196,95 @@ export async function eventually(fn, { timeout = 10_000, interval = 200 } = {}) 
 }
 
 /**
- * Mints an embed session as the integrator's server does (secret key, server side): type
- * 'viewer' or 'editor', for splatId (or none), scoped to the demo customer unless scoped is
- * false, with user {name, avatarUrl} when given (none: the room shows a guest).
+ * Mints an embed session as the integrator's server does (secret key, server side), scoped to
+ * the demo customer; returns the token.
  */
-export async function mint({ type = 'editor', splatId, scoped = true, user } = {}) {
+export async function mintSession(type, splatId, user = { name: 'Browser test' }) {
   const res = await fetch(`${env.gatewayUrl}/api/editor/embed-sessions`, {
     method: 'POST',
     headers: {
-      Authorization: `Bearer ${env.secretKey}`, 'Content-Type': 'application/json',
-      ...(scoped ? { 'X-Service-External-User-Id': env.customer } : {}),
+      Authorization: `Bearer ${env.secretKey}`, 'X-Service-External-User-Id': env.customer,
+      'Content-Type': 'application/json',
     },
-    body: JSON.stringify({ publicKey: env.publicKey, type, ...(splatId ? { splatId } : {}), ...(user ? { user } : {}) }),
+    body: JSON.stringify({ publicKey: env.publicKey, type, ...(splatId ? { splatId } : {}), user }),
   });
   const body = await res.json();
-  if (res.status !== 201) throw new Error(`mint ${type}: ${res.status} ${JSON.stringify(body)}`);
+  if (res.status !== 201) throw new Error(`minting a ${type} session: ${res.status} ${JSON.stringify(body)}`);
   return body.sessionToken;
+}
+
+/** PATCHes a scene of the demo customer through an editor session (the route that takes
+ * levelData); returns the scene as the answer has it. */
+export async function editorPatch(splatId, body) {
+  const token = await mintSession('editor', splatId);
+  const res = await fetch(`${env.gatewayUrl}/api/embed/editor/splats/${splatId}`, {
+    method: 'PATCH',
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const out = await res.json();
+  if (res.status !== 200) throw new Error(`PATCH ${splatId}: ${res.status} ${JSON.stringify(out)}`);
+  return out.splat;
+}
+
+/** Opens the viewer page of a scene at the top level of a new page (no host); returns the page
+ * once the viewer settled, failing with the page's console when it did not render. */
+export async function openViewer(context, splatId) {
+  const token = await mintSession('viewer', splatId);
+  const page = await context.newPage();
+  const log = consoleOf(page);
+  await page.goto(`${env.gatewayUrl}/embed/viewer?session=${encodeURIComponent(token)}`);
+  const state = await settled(page.mainFrame());
+  if (state !== 'rendered') {
+    await page.close();
+    throw new Error(`the viewer did not render ${splatId}:\n${log.join('\n')}`);
+  }
+  return { page, log };
+}
+
+/**
+ * Screenshots the embed's canvas and finds the standing scene's two colours in it: for the
+ * green ground and the red column, how many pixels (as a fraction), their centroid (0..1 of
+ * the width and height, y down) and the fraction of them in the lower half of the frame.
+ */
+export async function standColours(context, frame) {
+  const png = await frame.locator('#splathost-canvas').screenshot();
+  const decoder = await context.newPage();
+  try {
+    return await decoder.evaluate(async ({ b64 }) => {
+      const img = new Image();
+      img.src = `data:image/png;base64,${b64}`;
+      await img.decode();
+      const c = document.createElement('canvas');
+      c.width = img.width;
+      c.height = img.height;
+      const g = c.getContext('2d', { willReadFrequently: true });
+      g.drawImage(img, 0, 0);
+      const d = g.getImageData(0, 0, c.width, c.height).data;
+      const acc = () => ({ n: 0, x: 0, y: 0, lower: 0 });
+      const green = acc();
+      const red = acc();
+      for (let i = 0; i < d.length; i += 4) {
+        const [r, gr, b] = [d[i], d[i + 1], d[i + 2]];
+        const a = gr - Math.max(r, b) > 60 ? green : r - Math.max(gr, b) > 60 ? red : null;
+        if (!a) continue;
+        const p = i / 4;
+        const x = p % c.width;
+        const y = Math.floor(p / c.width);
+        a.n++;
+        a.x += x;
+        a.y += y;
+        if (y >= c.height / 2) a.lower++;
+      }
+      const n = d.length / 4;
+      const out = (a) => ({
+        share: a.n / n, x: a.n ? a.x / a.n / c.width : NaN, y: a.n ? a.y / a.n / c.height : NaN, lower: a.n ? a.lower / a.n : NaN,
+      });
+      return { width: c.width, height: c.height, green: out(green), red: out(red) };
+    }, { b64: png.toString('base64') });
+  } finally {
+    await decoder.close();
+  }
 }
 
 /**

@@ -5,7 +5,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  consoleOf, env, launch, mint, newScene, openEditor, presenceOf, settled, splatOf,
+  consoleOf, env, launch, mintSession, newScene, openEditor, presenceOf, settled, splatOf,
 } from './helpers.mjs';
 
 /** The room's bound for joins, leaves and edits to show in the others' editors. */
@@ -65,14 +65,14 @@ test('editors of one scene see each other: names cut to 32, guests numbered, ava
   const long = 'Ada Augusta King, Countess of Lovelace (née Byron)';
   const cut = [...long].slice(0, 32).join('');
   assert.ok([...long].length > 32);
-  const ada = await openEditor(browser.context, await mint({ splatId: id, user: { name: long, avatarUrl: AVATAR } }));
+  const ada = await openEditor(browser.context, await mintSession('editor', id, { name: long, avatarUrl: AVATAR }));
   await joined(ada);
   await rosterIs(ada, [cut]);
   // Two sessions without a user: guests, numbered from 1.
-  const g1 = await openEditor(browser.context, await mint({ splatId: id }));
+  const g1 = await openEditor(browser.context, await mintSession('editor', id, null));
   await joined(g1);
   await rosterIs(ada, [cut, 'Guest 1']);
-  const g2 = await openEditor(browser.context, await mint({ splatId: id }));
+  const g2 = await openEditor(browser.context, await mintSession('editor', id, null));
   await joined(g2);
   await rosterIs(ada, [cut, 'Guest 1', 'Guest 2']);
   await rosterIs(g1, ['Guest 1', cut, 'Guest 2']);
@@ -91,7 +91,7 @@ test('editors of one scene see each other: names cut to 32, guests numbered, ava
   // A leave shows within 2 s; the lowest free number goes to the next guest.
   await g1.close();
   await rosterIs(ada, [cut, 'Guest 2']);
-  const g3 = await openEditor(browser.context, await mint({ splatId: id }));
+  const g3 = await openEditor(browser.context, await mintSession('editor', id, null));
   await joined(g3);
   await rosterIs(ada, [cut, 'Guest 2', 'Guest 1']);
 
@@ -159,8 +159,8 @@ async function editTogether(a, b, id) {
 
 test('an edit in one editor shows in the other within 2 s; a save in one updates both', async () => {
   const id = await newScene('Room edits');
-  const a = await openEditor(browser.context, await mint({ splatId: id, user: { name: 'Editor A' } }));
-  const b = await openEditor(browser.context, await mint({ splatId: id, user: { name: 'Editor B' } }));
+  const a = await openEditor(browser.context, await mintSession('editor', id, { name: 'Editor A' }));
+  const b = await openEditor(browser.context, await mintSession('editor', id, { name: 'Editor B' }));
   await editTogether(a, b, id);
   await a.close();
   await b.close();
@@ -170,8 +170,8 @@ test('the same with the two editors on two different gateway processes', async (
   assert.ok(secondGateway, 'SPLATHOST_SECOND_GATEWAY_URL is not set: the Go harness starts a second gateway for this test');
   assert.notEqual(new URL(secondGateway).origin, new URL(env.gatewayUrl).origin);
   const id = await newScene('Room across gateways');
-  const a = await openEditor(browser.context, await mint({ splatId: id, user: { name: 'Editor A' } }));
-  const b = await openEditor(browser.context, await mint({ splatId: id, user: { name: 'Editor B' } }), { gatewayUrl: secondGateway });
+  const a = await openEditor(browser.context, await mintSession('editor', id, { name: 'Editor A' }));
+  const b = await openEditor(browser.context, await mintSession('editor', id, { name: 'Editor B' }), { gatewayUrl: secondGateway });
   // Each editor's socket goes to its own page's gateway.
   assert.equal(new URL(b.url()).origin, new URL(secondGateway).origin);
   await editTogether(a, b, id);
@@ -184,7 +184,7 @@ test('a viewer never opens a socket, and the room refuses a viewer session', asy
   const log = consoleOf(page);
   const sockets = [];
   page.on('websocket', (ws) => sockets.push(ws.url()));
-  const viewerToken = await mint({ type: 'viewer', splatId: env.sampleSplatId });
+  const viewerToken = await mintSession('viewer', env.sampleSplatId);
   await page.goto(`${env.gatewayUrl}/embed/viewer?session=${encodeURIComponent(viewerToken)}`);
   assert.equal(await settled(page), 'rendered', log.join('\n'));
   await new Promise((r) => setTimeout(r, 3000));
@@ -198,7 +198,7 @@ test('a viewer never opens a socket, and the room refuses a viewer session', asy
   }), url);
   assert.equal(code, 4403);
   // An editor page of the same scene does join (so the check above can fail).
-  const editor = await openEditor(browser.context, await mint({ splatId: env.sampleSplatId, user: { name: 'Socket check' } }));
+  const editor = await openEditor(browser.context, await mintSession('editor', env.sampleSplatId, { name: 'Socket check' }));
   await joined(editor);
   await page.close();
   await editor.close();

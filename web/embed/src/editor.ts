@@ -8,9 +8,10 @@ import {
   EDITOR_SOURCE, HOST_SOURCE, type EditorEventMap, type EditorEventName, type HostMessage, type Visibility,
 } from '../../sdk/src/index.ts';
 import { Api, ApiError, type Splat, readBoot } from './api.ts';
+import { hostOrigin as hostOriginOf } from './host.ts';
 import { Hotspots } from './hotspots.ts';
 import { type Annotation, type LevelV1, MAX_ANNOTATIONS, TONE_MAPPINGS, type ToneMapping, readLevel, rotationOf } from './level.ts';
-import { type CameraState, type Vec3, cameraFromLevelData } from './orbit.ts';
+import { type Vec3, cameraFromLevelData } from './orbit.ts';
 import { Presence } from './presence.ts';
 import { Room, type RoomFields } from './room.ts';
 import { CLEAR_RGB, Stage, Superseded, formatOfName, formatOfSplat, hideError, setStatus, showError } from './stage.ts';
@@ -21,50 +22,8 @@ const params = new URLSearchParams(location.search);
 
 // ---- messages to and from the host -------------------------------------------------------
 
-/**
- * The origin of the page that frames the editor, as the browser reports it: the first of
- * `location.ancestorOrigins` where the browser has it (Chromium, Safari), else the origin of
- * `document.referrer` (the page that navigated this frame: the host, which set the iframe's src;
- * the SDK sends its origin as the referrer). Null when the browser reports nothing usable.
- */
-function framingOrigin(): string | null {
-  const ancestors = location.ancestorOrigins;
-  if (ancestors && ancestors.length > 0) {
-    return ancestors[0] === 'null' ? null : ancestors[0];
-  }
-  if (!document.referrer) return null;
-  try {
-    const origin = new URL(document.referrer).origin;
-    return origin === 'null' ? null : origin;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * The host origin messages go to and come from, or null when the editor must not post at all
- * (docs/embeds.md, contract item 8). A raw iframe host (no SDK, no hostOrigin parameter) gets its
- * events at the origin the browser reports for the framing page; the SDK's hostOrigin parameter,
- * when given, must be exactly that origin, so a page cannot name another origin to receive the
- * events of an editor it frames.
- */
-const hostOrigin: string | null = (() => {
-  if (window.parent === window) {
-    console.warn('splathost editor: not framed; events are not posted');
-    return null;
-  }
-  const reported = framingOrigin();
-  if (!reported) {
-    console.warn('splathost editor: the browser reports no framing origin; events are not posted');
-    return null;
-  }
-  const given = params.get('hostOrigin');
-  if (given !== null && given !== reported) {
-    console.warn('splathost editor: hostOrigin does not match the framing page; events are not posted:', given);
-    return null;
-  }
-  return reported;
-})();
+/** Where events go and host messages come from (null: nowhere; the console says why). */
+const hostOrigin: string | null = hostOriginOf('editor', params);
 
 function post<K extends EditorEventName>(type: K, payload: EditorEventMap[K]): void {
   if (hostOrigin) window.parent.postMessage({ source: EDITOR_SOURCE, type, payload }, hostOrigin);
@@ -168,10 +127,9 @@ function section(name: string, title: string, ...children: HTMLElement[]): HTMLE
 // covers the scene, so what the canvas shows — and the thumbnail taken from it — is all scene.
 const layout = h('div', { class: 'splathost-editor' });
 const view = h('div', { class: 'splathost-view' });
-// Overlays that follow the camera: the annotations' hotspots and the others' camera markers.
-const hotspotLayer = h('div', { class: 'splathost-overlay', 'data-layer': 'hotspots' });
+// The others' camera markers follow our camera over the view.
 const markerLayer = h('div', { class: 'splathost-overlay', 'data-layer': 'peers' });
-view.append(hotspotLayer, markerLayer);
+view.append(markerLayer);
 layout.append(view);
 document.body.append(layout);
 const stage = new Stage(view);
@@ -296,8 +254,19 @@ const presence = new Presence(ui.presence, markerLayer, (p) => {
   const at = stage.project(p);
   return at.behind || at.x < 0 || at.y < 0 || at.x > stage.canvas.clientWidth || at.y > stage.canvas.clientHeight ? null : at;
 });
-// Markers follow our camera: they are placed again after every frame the engine draws.
-stage.onFrame(() => presence.update());
+// After every frame the engine draws: the markers follow our camera, and the others see where
+// we look (an orbit, a flight to an annotation or the start camera alike; the room sends it at
+// most 5 times a second).
+let sharedView = '';
+stage.onFrame(() => {
+  presence.update();
+  const cam = stage.orbit.get();
+  const key = JSON.stringify(cam);
+  if (room && key !== sharedView) {
+    sharedView = key;
+    room.camera(cam);
+  }
+});
 
 /** Joins the room of the open scene (one room per scene; a new or blank scene has none). */
 function joinRoom(splatId: string | null): void {
@@ -333,8 +302,8 @@ function joinRoom(splatId: string | null): void {
       },
     },
   });
-  // Our own marker for the others, from where we look now.
-  room.camera(stage.orbit.get());
+  // Our own marker for the others, from where we look now (sent after the welcome).
+  sharedView = '';
 }
 
 /** Shares a local change with the room and marks the scene dirty. */
@@ -424,9 +393,8 @@ ui.allowReactions.addEventListener('change', () => changed({ allowReactions: ui.
 // what visitors first see. The others see it as an unsaved change (their own views stay put)
 // and see our marker move.
 stage.orbit.onChange = () => {
-  const cam = stage.orbit.get();
-  room?.camera(cam);
   if (!editing()) return;
+  const cam = stage.orbit.get();
   level = { ...level, camera: cam };
   changed({ levelData: { camera: cam } });
 };
@@ -437,14 +405,8 @@ ui.startCamera.addEventListener('click', () => {
   say('The start camera is this view.');
 });
 ui.goStart.addEventListener('click', () => {
-  if (level.camera) void flyTo(level.camera);
+  if (level.camera) void stage.flyTo(level.camera);
 });
-
-/** Flies our view to cam; the others see our marker follow. */
-async function flyTo(cam: CameraState): Promise<void> {
-  await stage.flyTo(cam);
-  room?.camera(stage.orbit.get());
-}
 
 const turn = (deg: number) => ((deg % 360) + 360) % 360;
 ui.flip.addEventListener('click', () => {
@@ -470,11 +432,10 @@ ui.toneMapping.addEventListener('change', setPost);
 
 // ---- annotations -------------------------------------------------------------------------
 
-const hotspots = new Hotspots(hotspotLayer, stage);
-hotspots.onSelect((a) => {
-  selectAnnotation(a.id);
-  if (a.camera) void flyTo(a.camera);
-});
+// The viewer's hotspots, on the view: selecting one (its marker, its row, a new one) flies the
+// camera to it and opens its card, as a visitor will see it.
+const hotspots = new Hotspots(stage, view);
+hotspots.onSelect = (a) => highlightRow(a?.id ?? null);
 
 /** A fresh annotation id (levelData v1: 1-64 of [A-Za-z0-9_-]). */
 function annotationId(): string {
@@ -493,16 +454,18 @@ function updateAnnotation(id: string, patch: Partial<Annotation>): void {
   setAnnotations(annotations().map((a) => (a.id === id ? { ...a, ...patch } : a)));
 }
 
-let selected: string | null = null;
-
-function selectAnnotation(id: string | null): void {
-  selected = id;
-  hotspots.select(id);
-  for (const li of ui.annotations.querySelectorAll<HTMLElement>('[data-annotation-id]')) {
-    const on = li.dataset.annotationId === id;
+/** Marks the row of the selected annotation (the hotspots hold the selection). */
+function highlightRow(id: string | null): void {
+  for (const li of ui.annotations.querySelectorAll<HTMLElement>('[data-annotation-row]')) {
+    const on = li.dataset.annotationRow === id;
     li.toggleAttribute('data-selected', on);
     if (on) li.scrollIntoView({ block: 'nearest' });
   }
+}
+
+/** Selects an annotation as its hotspot would (the camera flies there), unless it is already. */
+function selectAnnotation(id: string): void {
+  if (hotspots.selectedId !== id) hotspots.select(id);
 }
 
 /**
@@ -513,11 +476,11 @@ function selectAnnotation(id: string | null): void {
 function renderAnnotations(): void {
   const list = annotations();
   hotspots.set(list);
-  const rows = [...ui.annotations.querySelectorAll<HTMLElement>('[data-annotation-id]')];
-  const sameSet = rows.length === list.length && rows.every((r, i) => r.dataset.annotationId === list[i].id);
+  const rows = [...ui.annotations.querySelectorAll<HTMLElement>('[data-annotation-row]')];
+  const sameSet = rows.length === list.length && rows.every((r, i) => r.dataset.annotationRow === list[i].id);
   if (!sameSet) ui.annotations.replaceChildren(...list.map(annotationRow));
   for (const a of list) {
-    const li = ui.annotations.querySelector<HTMLElement>(`[data-annotation-id="${a.id}"]`);
+    const li = ui.annotations.querySelector<HTMLElement>(`[data-annotation-row="${a.id}"]`);
     if (!li) continue;
     const title = li.querySelector<HTMLInputElement>('input[name=annotation-title]')!;
     const text = li.querySelector<HTMLTextAreaElement>('textarea[name=annotation-text]')!;
@@ -525,12 +488,11 @@ function renderAnnotations(): void {
     if (document.activeElement !== text && text.value !== a.text) text.value = a.text;
     li.toggleAttribute('data-has-camera', !!a.camera);
   }
-  if (selected && !list.some((a) => a.id === selected)) selected = null;
-  selectAnnotation(selected);
+  highlightRow(hotspots.selectedId);
 }
 
 function annotationRow(a: Annotation): HTMLElement {
-  const li = h('li', { 'data-annotation-id': a.id });
+  const li = h('li', { 'data-annotation-row': a.id });
   const title = h('input', { name: 'annotation-title', type: 'text', maxlength: '120', 'aria-label': 'Annotation title' });
   title.value = a.title;
   const text = h('textarea', { name: 'annotation-text', maxlength: '2000', rows: '2', 'aria-label': 'Annotation text' });
@@ -545,11 +507,7 @@ function annotationRow(a: Annotation): HTMLElement {
     if (title.value.trim()) updateAnnotation(a.id, { title: title.value });
   });
   text.addEventListener('input', () => updateAnnotation(a.id, { text: text.value }));
-  go.addEventListener('click', () => {
-    selectAnnotation(a.id);
-    const cur = annotations().find((x) => x.id === a.id);
-    if (cur?.camera) void flyTo(cur.camera);
-  });
+  go.addEventListener('click', () => hotspots.select(a.id));
   view.addEventListener('click', () => {
     updateAnnotation(a.id, { camera: stage.orbit.get() });
     say('The annotation shows from this view.');
@@ -610,10 +568,10 @@ window.addEventListener('keydown', (e) => {
       camera: stage.orbit.get(),
     };
     setPlacing(false);
-    selected = a.id;
     setAnnotations([...annotations(), a]);
+    hotspots.select(a.id);
     say('Annotation added: give it a title and a text.');
-    ui.annotations.querySelector<HTMLInputElement>(`[data-annotation-id="${a.id}"] input[name=annotation-title]`)?.select();
+    ui.annotations.querySelector<HTMLInputElement>(`[data-annotation-row="${a.id}"] input[name=annotation-title]`)?.select();
   }, true);
 }
 
@@ -707,7 +665,7 @@ async function show(load: () => Promise<void>): Promise<boolean> {
 /** A new levelData to edit: the panel and the stage follow it. */
 function resetLevel(raw: unknown): void {
   level = readLevel(raw);
-  selected = null;
+  hotspots.select(null);
   if (audioPreviewUrl) URL.revokeObjectURL(audioPreviewUrl);
   audioPreviewUrl = null;
   setPlacing(false);

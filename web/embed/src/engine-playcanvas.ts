@@ -1,6 +1,8 @@
-// PlayCanvas engine: .ply, .sog and streamed LOD folders (lod-meta.json), as gsplat assets.
+// PlayCanvas engine: .ply (plain and compressed), .sog and streamed LOD folders (lod-meta.json),
+// as gsplat assets. PlayCanvas draws every format as stored (no axis flip of its own): the
+// stage's orientation turns the scene entity.
 import * as pc from 'playcanvas';
-import { CLEAR_RGB, type Engine, type EngineHooks, type SceneSource } from './stage.ts';
+import { CLEAR_RGB, type Engine, type EngineHooks, type EngineLook, type Quat, type SceneSource } from './stage.ts';
 import type { Bounds } from './orbit.ts';
 
 /** Creates a PlayCanvas application on canvas (its own frame loop; hooks set the camera). */
@@ -42,8 +44,26 @@ export function createPlayCanvas(canvas: HTMLCanvasElement, hooks: EngineHooks):
   app.on('frameend', () => hooks.frame());
   app.start();
 
+  const TONE: Record<EngineLook['toneMapping'], number> = {
+    linear: pc.TONEMAP_LINEAR, aces: pc.TONEMAP_ACES, neutral: pc.TONEMAP_NEUTRAL,
+  };
   let objectUrl: string | null = null;
+  let entity: pc.Entity | null = null;
+  let rotation: Quat = [0, 0, 0, 1];
   return {
+    setRotation(q: Quat) {
+      rotation = q;
+      entity?.setLocalRotation(q[0], q[1], q[2], q[3]);
+    },
+    setLook(look: EngineLook) {
+      const cam = camera.camera!;
+      // The clear colour is written as given (not tone mapped), so the canvas shows it exactly.
+      cam.clearColor = new pc.Color(look.background[0] / 255, look.background[1] / 255, look.background[2] / 255, 1);
+      // The gsplat shader decodes the splat colour from gamma, applies toneMap (which multiplies
+      // by the scene's exposure outside physical units) and encodes it again.
+      cam.toneMapping = TONE[look.toneMapping];
+      app.scene.exposure = look.exposure;
+    },
     load(src: SceneSource): Promise<Bounds> {
       return new Promise((resolve, reject) => {
         let file: { url: string; filename?: string };
@@ -56,8 +76,9 @@ export function createPlayCanvas(canvas: HTMLCanvasElement, hooks: EngineHooks):
         }
         const asset = new pc.Asset('scene', 'gsplat', file);
         asset.once('load', () => {
-          const entity = new pc.Entity('scene');
+          entity = new pc.Entity('scene');
           entity.addComponent('gsplat', { asset });
+          entity.setLocalRotation(rotation[0], rotation[1], rotation[2], rotation[3]);
           app.root.addChild(entity);
           const aabb = (asset.resource as { aabb: pc.BoundingBox }).aabb;
           const min = aabb.getMin();

@@ -1,7 +1,8 @@
-// Spark + three engine: the formats only Spark reads, .splat and .ksplat.
+// Spark + three engine: the formats only Spark reads, .splat and .ksplat. Spark draws them as
+// stored (no axis flip of its own): the stage's orientation turns the mesh.
 import * as THREE from 'three';
-import { SparkRenderer, SplatFileType, SplatMesh } from '@sparkjsdev/spark';
-import { CLEAR_RGB, type Engine, type EngineHooks, type SceneSource } from './stage.ts';
+import { SparkRenderer, SplatFileType, SplatMesh, dyno } from '@sparkjsdev/spark';
+import { CLEAR_RGB, type Engine, type EngineHooks, type EngineLook, type Quat, type SceneSource } from './stage.ts';
 import type { Bounds } from './orbit.ts';
 
 const FILE_TYPES: Partial<Record<SceneSource['format'], SplatFileType>> = {
@@ -9,6 +10,35 @@ const FILE_TYPES: Partial<Record<SceneSource['format'], SplatFileType>> = {
   ksplat: SplatFileType.KSPLAT,
   ply: SplatFileType.PLY,
 };
+
+// The tone curves of PlayCanvas's gsplat output (tonemappingLinearPS, AcesPS, NeutralPS), applied
+// the way its gsplat shader applies them: per splat colour, from gamma to linear, times the
+// exposure, the curve, and back to gamma. Spark has no tone mapping of its own, so both engines
+// show a scene's post settings alike.
+const TONE_GLSL = `
+vec3 splathostTone(vec3 gammaColor, float exposure, int curve) {
+  vec3 color = pow(max(gammaColor, vec3(0.0)), vec3(2.2)) * exposure;
+  if (curve == 1) {
+    color = (color * (2.51 * color + 0.03)) / (color * (2.43 * color + 0.59) + 0.14);
+  } else if (curve == 2) {
+    float startCompression = 0.8 - 0.04;
+    float desaturation = 0.15;
+    float x = min(color.r, min(color.g, color.b));
+    float offset = x < 0.08 ? x - 6.25 * x * x : 0.04;
+    color -= offset;
+    float peak = max(color.r, max(color.g, color.b));
+    if (peak >= startCompression) {
+      float d = 1.0 - startCompression;
+      float newPeak = 1.0 - d * d / (peak + d - startCompression);
+      color *= newPeak / peak;
+      float g = 1.0 - 1.0 / (desaturation * (peak - newPeak) + 1.0);
+      color = mix(color, newPeak * vec3(1.0), g);
+    }
+  }
+  return pow(color + 0.0000001, vec3(1.0 / 2.2));
+}
+`;
+const CURVES: Record<EngineLook['toneMapping'], number> = { linear: 0, aces: 1, neutral: 2 };
 
 /** Creates a three renderer with Spark on canvas and runs its frame loop. */
 export function createSpark(canvas: HTMLCanvasElement, hooks: EngineHooks): Engine {
@@ -45,14 +75,48 @@ export function createSpark(canvas: HTMLCanvasElement, hooks: EngineHooks): Engi
     hooks.frame();
   });
 
+  // The look's uniforms, read by every mesh's world modifier (the last step of its splats).
+  const exposure = dyno.dynoFloat(1);
+  const curve = dyno.dynoInt(0);
+  const toneModifier = dyno.dynoBlock({ gsplat: dyno.Gsplat }, { gsplat: dyno.Gsplat }, ({ gsplat }) => {
+    const tone = new dyno.Dyno({
+      inTypes: { gsplat: dyno.Gsplat, exposure: 'float', curve: 'int' },
+      outTypes: { gsplat: dyno.Gsplat },
+      inputs: { gsplat, exposure, curve },
+      globals: () => [TONE_GLSL],
+      statements: ({ inputs, outputs }) => [
+        `${outputs.gsplat} = ${inputs.gsplat};`,
+        `${outputs.gsplat}.rgba.rgb = splathostTone(${inputs.gsplat}.rgba.rgb, ${inputs.exposure}, ${inputs.curve});`,
+      ],
+    });
+    return { gsplat: tone.outputs.gsplat };
+  });
+
   let mesh: SplatMesh | null = null;
+  let rotation: Quat = [0, 0, 0, 1];
   return {
+    setRotation(q: Quat) {
+      rotation = q;
+      mesh?.quaternion.set(q[0], q[1], q[2], q[3]);
+    },
+    setLook(look: EngineLook) {
+      const bg = look.background;
+      // Given in sRGB, so the canvas shows exactly that colour.
+      renderer.setClearColor(new THREE.Color().setRGB(bg[0] / 255, bg[1] / 255, bg[2] / 255, THREE.SRGBColorSpace), 1);
+      exposure.value = look.exposure;
+      curve.value = CURVES[look.toneMapping];
+      // The splats are regenerated when their generator's version changes.
+      mesh?.updateVersion();
+    },
     async load(src: SceneSource): Promise<Bounds> {
       // fileType is passed always: a stored URL or a picked file may not carry the extension.
       const fileType = FILE_TYPES[src.format];
       mesh = src.file
         ? new SplatMesh({ fileBytes: await src.file.arrayBuffer(), fileType, fileName: src.file.name })
         : new SplatMesh({ url: src.url!, fileType });
+      mesh.quaternion.set(rotation[0], rotation[1], rotation[2], rotation[3]);
+      mesh.worldModifier = toneModifier;
+      mesh.updateGenerator();
       scene.add(mesh);
       await mesh.initialized;
       const box = mesh.getBoundingBox(false);

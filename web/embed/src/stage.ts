@@ -1,10 +1,13 @@
 // The full-window canvas and its scene: picks the engine for the scene's format, loads it by
 // dynamic import (a page pulls only the engine it needs), drives the orbit camera, and tells
 // when real frames are on screen.
-import { type Bounds, type CameraState, Orbit, frameBounds } from './orbit.ts';
+import { type ToneMapping, type LevelV1, rotationOf } from './level.ts';
+import { type Bounds, type CameraState, type Vec3, DEFAULT_FOV, Orbit, frameBounds } from './orbit.ts';
 
-/** Clear colour of every engine, and of the page behind the canvas: rgb(32, 32, 36). Tests
- * compare canvas pixels against it. */
+export type { Bounds, CameraState, Vec3 };
+
+/** The default clear colour of every engine, and of the page behind the canvas: rgb(32, 32, 36)
+ * (levelData.background replaces it). Tests compare canvas pixels against it. */
 export const CLEAR_RGB: readonly [number, number, number] = [32, 32, 36];
 
 export type SceneFormat = 'ply' | 'sog' | 'lod' | 'splat' | 'ksplat';
@@ -22,10 +25,35 @@ export interface EngineHooks {
   frame(): void;
 }
 
+/** The look of the frame (levelData background and post), as setLook takes it. */
+export interface Look {
+  /** The clear colour, '#rrggbb'. */
+  background?: string;
+  /** Exposure in stops: the colour is multiplied by 2^exposure before the tone mapping. */
+  exposure?: number;
+  toneMapping?: ToneMapping;
+}
+
+/** A Look with every part resolved, as the engines apply it. */
+export interface EngineLook {
+  /** The clear colour, 0-255 sRGB. */
+  background: readonly [number, number, number];
+  /** Linear multiplier (2^stops). */
+  exposure: number;
+  toneMapping: ToneMapping;
+}
+
+/** A unit quaternion [x, y, z, w]. */
+export type Quat = [number, number, number, number];
+
 /** One rendering engine bound to one canvas. */
 export interface Engine {
-  /** Loads the scene; resolves with its bounds once the data is in (frames may lag). */
+  /** Loads the scene; resolves with its bounds in the scene's own (unrotated) frame once the
+   * data is in (frames may lag). */
   load(src: SceneSource): Promise<Bounds>;
+  /** Turns the loaded scene about the world origin. */
+  setRotation(q: Quat): void;
+  setLook(look: EngineLook): void;
   destroy(): void;
 }
 
@@ -68,11 +96,98 @@ const MIN_LIT_PIXELS = 4;
 // A scene that never lights a pixel (a camera looking away) still counts as shown after this.
 const RENDER_TIMEOUT_MS = 20000;
 
+/** What project() tells of a 3-D point: where it lands on the canvas, in CSS pixels from the
+ * canvas's top-left corner, and whether it is behind the camera (x and y then mean nothing). */
+export interface Projected {
+  x: number;
+  y: number;
+  behind: boolean;
+}
+
+const DEFAULT_LOOK: EngineLook = { background: CLEAR_RGB, exposure: 1, toneMapping: 'linear' };
+
+/** '#rrggbb' as 0-255 channels, or null when it is not that. */
+export function parseColor(hex: string): [number, number, number] | null {
+  const m = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(hex);
+  return m ? [parseInt(m[1], 16), parseInt(m[2], 16), parseInt(m[3], 16)] : null;
+}
+
+/** The quaternion of Euler degrees applied X first, then Y, then Z about the world's fixed axes
+ * (q = qz·qy·qx, PlayCanvas's setFromEulerAngles), the levelData.orientation convention. */
+export function quatFromEuler(deg: Vec3): Quat {
+  const [hx, hy, hz] = deg.map((d) => (d * Math.PI) / 360);
+  const sx = Math.sin(hx), cx = Math.cos(hx);
+  const sy = Math.sin(hy), cy = Math.cos(hy);
+  const sz = Math.sin(hz), cz = Math.cos(hz);
+  return [
+    sx * cy * cz - cx * sy * sz,
+    cx * sy * cz + sx * cy * sz,
+    cx * cy * sz - sx * sy * cz,
+    cx * cy * cz + sx * sy * sz,
+  ];
+}
+
+/** v turned by the unit quaternion q. */
+export function rotate(q: Quat, v: Vec3): Vec3 {
+  const [x, y, z, w] = q;
+  // t = 2·(q.xyz × v); v' = v + w·t + q.xyz × t
+  const tx = 2 * (y * v[2] - z * v[1]);
+  const ty = 2 * (z * v[0] - x * v[2]);
+  const tz = 2 * (x * v[1] - y * v[0]);
+  return [
+    v[0] + w * tx + (y * tz - z * ty),
+    v[1] + w * ty + (z * tx - x * tz),
+    v[2] + w * tz + (x * ty - y * tx),
+  ];
+}
+
+/** The box around b turned by q (exact for quarter turns, a little larger otherwise). */
+export function rotateBounds(b: Bounds, q: Quat): Bounds {
+  const min: Vec3 = [Infinity, Infinity, Infinity];
+  const max: Vec3 = [-Infinity, -Infinity, -Infinity];
+  for (let i = 0; i < 8; i++) {
+    const p = rotate(q, [i & 1 ? b.max[0] : b.min[0], i & 2 ? b.max[1] : b.min[1], i & 4 ? b.max[2] : b.min[2]]);
+    for (let k = 0; k < 3; k++) {
+      // Quarter turns leave float dust (1e-16) that would show in a stored camera.
+      const v = Math.round(p[k] * 1e9) / 1e9;
+      min[k] = Math.min(min[k], v);
+      max[k] = Math.max(max[k], v);
+    }
+  }
+  return { min, max };
+}
+
+const sub = (a: Vec3, b: Vec3): Vec3 => [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+const dot = (a: Vec3, b: Vec3) => a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+const cross = (a: Vec3, b: Vec3): Vec3 => [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
+const norm = (a: Vec3): Vec3 => {
+  const l = Math.hypot(...a) || 1;
+  return [a[0] / l, a[1] / l, a[2] / l];
+};
+
+/** The camera's orthonormal basis: right, up and forward (towards the target), world Y up. */
+function basis(cam: CameraState): { right: Vec3; up: Vec3; forward: Vec3 } {
+  const forward = norm(sub(cam.target, cam.position));
+  let right = cross(forward, [0, 1, 0]);
+  // Looking straight up or down: any right will do; keep the one the yaw of the orbit gives.
+  if (Math.hypot(...right) < 1e-9) right = [1, 0, 0];
+  right = norm(right);
+  return { right, up: cross(right, forward), forward };
+}
+
+const easeInOut = (t: number) => (t < 0.5 ? 4 * t * t * t : 1 - Math.pow(-2 * t + 2, 3) / 2);
+
 export class Stage {
   readonly orbit = new Orbit();
   canvas: HTMLCanvasElement;
   private engine: Engine | null = null;
   private generation = 0;
+  /** The loaded scene's bounds in its own frame (null before a scene is loaded). */
+  private localBounds: Bounds | null = null;
+  private rotation: Vec3 = rotationOf(null);
+  private look: EngineLook = DEFAULT_LOOK;
+  private frameListeners = new Set<() => void>();
+  private flight = 0;
 
   constructor(private readonly host: HTMLElement) {
     this.canvas = this.newCanvas(true);
@@ -83,13 +198,13 @@ export class Stage {
   }
 
   /** A fresh canvas; a blank one (no engine will draw on it) is painted the clear colour, so its
-   * pixels read as rgb(32, 32, 36) like an engine's empty frame. */
+   * pixels read as the background like an engine's empty frame. */
   private newCanvas(blank = false): HTMLCanvasElement {
     const c = document.createElement('canvas');
     if (blank) {
       const g = c.getContext('2d');
       if (g) {
-        g.fillStyle = `rgb(${CLEAR_RGB.join(',')})`;
+        g.fillStyle = `rgb(${this.look.background.join(',')})`;
         g.fillRect(0, 0, c.width, c.height);
       }
     }
@@ -106,6 +221,7 @@ export class Stage {
   clear(): void {
     this.generation++;
     this.dropEngine();
+    this.localBounds = null;
     this.canvas = this.newCanvas(true);
   }
 
@@ -114,24 +230,48 @@ export class Stage {
     this.engine = null;
   }
 
+  /** The loaded scene's bounds as shown (after its orientation), or null before a load. */
+  get bounds(): Bounds | null {
+    return this.localBounds && rotateBounds(this.localBounds, quatFromEuler(this.rotation));
+  }
+
+  /** The orientation applied to the scene (Euler degrees, levelData.orientation.rotation). */
+  get orientation(): Vec3 {
+    return [...this.rotation];
+  }
+
   /**
-   * Shows a scene: loads it with the right engine, sets the camera (the given one, else one
-   * framing the scene's bounds) and resolves once real frames of it have been drawn. A later
-   * show or clear supersedes it (it then rejects with a "superseded" error).
+   * Shows a scene: loads it with the right engine, turns it by the level's orientation (the
+   * default when it names none), applies its background and post look, sets the camera (the
+   * given one, else one framing the turned scene's bounds) and resolves once real frames of it
+   * have been drawn. A later show or clear supersedes it (it then rejects with a "superseded"
+   * error).
    */
-  async show(src: SceneSource, camera: CameraState | null): Promise<void> {
+  async show(src: SceneSource, camera: CameraState | null, level?: LevelV1): Promise<void> {
     const gen = ++this.generation;
+    this.flight++;
     const name = engineOf(src.format);
     const factory = await loadEngine(name);
     this.assertCurrent(gen);
     // A WebGL context stays bound to its engine: a fresh canvas for every engine.
     this.dropEngine();
+    this.localBounds = null;
     this.canvas = this.newCanvas();
     let drawn = () => {};
-    this.engine = factory(this.canvas, { camera: () => this.orbit.get(), frame: () => drawn() });
-    const bounds = await this.engine.load(src);
+    this.engine = factory(this.canvas, {
+      camera: () => this.orbit.get(),
+      frame: () => {
+        drawn();
+        for (const cb of [...this.frameListeners]) cb();
+      },
+    });
+    this.rotation = rotationOf(level);
+    if (level) this.look = resolveLook(DEFAULT_LOOK, { background: level.background?.color, ...level.post });
+    this.engine.setLook(this.look);
+    this.localBounds = await this.engine.load(src);
     this.assertCurrent(gen);
-    this.orbit.set(camera ?? frameBounds(bounds));
+    this.engine.setRotation(quatFromEuler(this.rotation));
+    this.orbit.set(camera ?? frameBounds(this.bounds!));
     await new Promise<void>((resolve) => {
       const started = performance.now();
       let lastSample = 0;
@@ -139,7 +279,7 @@ export class Stage {
         const now = performance.now();
         if (now - lastSample < 150 || gen !== this.generation) return;
         lastSample = now;
-        if (litPixels(this.canvas) >= MIN_LIT_PIXELS || now - started > RENDER_TIMEOUT_MS) {
+        if (litPixels(this.canvas, this.look.background) >= MIN_LIT_PIXELS || now - started > RENDER_TIMEOUT_MS) {
           drawn = () => {};
           resolve();
         }
@@ -148,9 +288,117 @@ export class Stage {
     this.assertCurrent(gen);
   }
 
+  /** Turns the loaded scene to rotation (Euler degrees, X then Y then Z about the world axes)
+   * and returns its bounds after the turn (to frame it again). Before a load it only records
+   * the rotation and returns empty bounds at the origin. */
+  setOrientation(rotation: Vec3): Bounds {
+    this.rotation = [...rotation];
+    this.engine?.setRotation(quatFromEuler(this.rotation));
+    return this.bounds ?? { min: [0, 0, 0], max: [0, 0, 0] };
+  }
+
+  /** Changes the background colour, exposure or tone mapping; parts left out stay as they are,
+   * malformed ones are ignored. */
+  setLook(look: Look): void {
+    this.look = resolveLook(this.look, look);
+    this.engine?.setLook(this.look);
+    if (!this.engine) this.canvas = this.newCanvas(true);
+  }
+
+  /** The current look, resolved. */
+  get currentLook(): EngineLook {
+    return this.look;
+  }
+
+  /** Calls cb after every drawn frame (overlays follow the camera); returns the unsubscribe. */
+  onFrame(cb: () => void): () => void {
+    this.frameListeners.add(cb);
+    return () => {
+      this.frameListeners.delete(cb);
+    };
+  }
+
+  /** The canvas's size in CSS pixels (at least 1x1). */
+  private viewport(): { width: number; height: number } {
+    return { width: Math.max(1, this.canvas.clientWidth), height: Math.max(1, this.canvas.clientHeight) };
+  }
+
+  /** Where the world point p is drawn on the canvas, as both engines project it (vertical fov,
+   * the canvas's aspect). */
+  project(p: Vec3): Projected {
+    const cam = this.orbit.get();
+    const { right, up, forward } = basis(cam);
+    const d = sub(p, cam.position);
+    const z = dot(d, forward);
+    const { width, height } = this.viewport();
+    const f = 1 / Math.tan(((cam.fov ?? DEFAULT_FOV) * Math.PI) / 360);
+    if (z <= 1e-9) return { x: NaN, y: NaN, behind: true };
+    const ndcX = (dot(d, right) * f) / (z * (width / height));
+    const ndcY = (dot(d, up) * f) / z;
+    return { x: ((ndcX + 1) / 2) * width, y: ((1 - ndcY) / 2) * height, behind: false };
+  }
+
+  /** The point under the canvas pixel (x, y) (CSS pixels) on the plane through the orbit target
+   * that faces the camera: where the editor puts a new annotation. */
+  pointAt(x: number, y: number): Vec3 {
+    const cam = this.orbit.get();
+    const { right, up, forward } = basis(cam);
+    const { width, height } = this.viewport();
+    const t = Math.tan(((cam.fov ?? DEFAULT_FOV) * Math.PI) / 360);
+    const dist = dot(sub(cam.target, cam.position), forward);
+    const sx = ((2 * x) / width - 1) * t * (width / height);
+    const sy = (1 - (2 * y) / height) * t;
+    // The ray position + s·(forward + sx·right + sy·up) meets the plane at s = dist.
+    return [0, 1, 2].map((k) => cam.position[k] + dist * (forward[k] + sx * right[k] + sy * up[k])) as Vec3;
+  }
+
+  /** Moves the camera to cam in ms milliseconds (eased; the orbit swings round its shorter way).
+   * Resolves when it arrives, or early when another flight or the user takes over. */
+  flyTo(cam: CameraState, ms = 800): Promise<void> {
+    const id = ++this.flight;
+    const from = { target: [...this.orbit.target] as Vec3, yaw: this.orbit.yaw, pitch: this.orbit.pitch, distance: this.orbit.distance, fov: this.orbit.fov };
+    const to = new Orbit();
+    to.set(cam);
+    let dyaw = to.yaw - from.yaw;
+    dyaw = Math.atan2(Math.sin(dyaw), Math.cos(dyaw));
+    const start = performance.now();
+    let last: string | null = null;
+    const key = () => JSON.stringify([this.orbit.target, this.orbit.yaw, this.orbit.pitch, this.orbit.distance, this.orbit.fov]);
+    return new Promise((resolve) => {
+      const step = () => {
+        // Superseded, or the user moved the camera since the last step.
+        if (id !== this.flight || (last !== null && key() !== last)) return resolve();
+        const t = ms <= 0 ? 1 : Math.min(1, (performance.now() - start) / ms);
+        const e = easeInOut(t);
+        for (let k = 0; k < 3; k++) this.orbit.target[k] = from.target[k] + (to.target[k] - from.target[k]) * e;
+        this.orbit.yaw = from.yaw + dyaw * e;
+        this.orbit.pitch = from.pitch + (to.pitch - from.pitch) * e;
+        this.orbit.distance = from.distance * Math.pow(to.distance / from.distance, e);
+        this.orbit.fov = from.fov + (to.fov - from.fov) * e;
+        if (t >= 1) {
+          this.orbit.set(cam);
+          return resolve();
+        }
+        last = key();
+        requestAnimationFrame(step);
+      };
+      step();
+    });
+  }
+
   private assertCurrent(gen: number): void {
     if (gen !== this.generation) throw new Superseded();
   }
+}
+
+/** base with the valid parts of look applied. */
+function resolveLook(base: EngineLook, look: Look): EngineLook {
+  const out = { ...base };
+  const bg = typeof look.background === 'string' ? parseColor(look.background) : null;
+  if (bg) out.background = bg;
+  if (typeof look.exposure === 'number' && Number.isFinite(look.exposure)) out.exposure = Math.pow(2, Math.max(-10, Math.min(10, look.exposure)));
+  if (look.toneMapping === 'linear' || look.toneMapping === 'aces' || look.toneMapping === 'neutral') out.toneMapping = look.toneMapping;
+  return out;
 }
 
 /** A load that a newer show or clear replaced. */
@@ -162,9 +410,9 @@ export class Superseded extends Error {
 
 let sampler: CanvasRenderingContext2D | null = null;
 
-/** Counts pixels of a downscaled copy of the canvas that are not the clear colour (the engines
+/** Counts pixels of a downscaled copy of the canvas that are not the background (the engines
  * keep their drawing buffer, so it can be read between frames). */
-function litPixels(canvas: HTMLCanvasElement): number {
+function litPixels(canvas: HTMLCanvasElement, bg: readonly [number, number, number]): number {
   const size = 64;
   if (!sampler) {
     const c = document.createElement('canvas');
@@ -177,7 +425,7 @@ function litPixels(canvas: HTMLCanvasElement): number {
   const px = sampler.getImageData(0, 0, size, size).data;
   let lit = 0;
   for (let i = 0; i < px.length; i += 4) {
-    const d = Math.abs(px[i] - CLEAR_RGB[0]) + Math.abs(px[i + 1] - CLEAR_RGB[1]) + Math.abs(px[i + 2] - CLEAR_RGB[2]);
+    const d = Math.abs(px[i] - bg[0]) + Math.abs(px[i + 1] - bg[1]) + Math.abs(px[i + 2] - bg[2]);
     if (d > 12) lit++;
   }
   return lit;

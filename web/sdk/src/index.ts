@@ -8,8 +8,10 @@
 
 /** `source` of every message the editor posts to its host. */
 export const EDITOR_SOURCE = 'service-editor';
-/** `source` of every message the host posts to the editor. */
+/** `source` of every message the host posts to the editor or the viewer. */
 export const HOST_SOURCE = 'splathost-host';
+/** `source` of every message the viewer posts to its host. */
+export const VIEWER_SOURCE = 'splathost-viewer';
 
 export type Visibility = 'private' | 'public';
 
@@ -45,6 +47,33 @@ export interface HostMessageMap {
 
 export type HostMessageName = keyof HostMessageMap;
 
+/** A camera in the scene's world frame (Y up, scene units; fov vertical, degrees). */
+export interface Camera {
+  position: [number, number, number];
+  target: [number, number, number];
+  fov?: number;
+}
+
+/** Payload of each viewer event. */
+export interface ViewerEventMap {
+  /** The scene is on screen and the viewer takes commands. */
+  ready: null;
+  /** The visitor (or goToAnnotation) opened an annotation. */
+  annotation: { id: string; title: string };
+}
+
+export type ViewerEventName = keyof ViewerEventMap;
+
+/** Payload of each message the host sends to the viewer. */
+export interface ViewerCommandMap {
+  /** Flies the camera to this view. */
+  setCamera: Camera;
+  /** Opens an annotation: flies to it and shows its card; then `annotation`. */
+  goToAnnotation: { id: string };
+}
+
+export type ViewerCommandName = keyof ViewerCommandMap;
+
 /** The envelope of every message, in both directions. */
 export interface Envelope<S extends string, T extends string, P> {
   source: S;
@@ -60,6 +89,16 @@ export type HostMessage = {
   [K in HostMessageName]: Envelope<typeof HOST_SOURCE, K, HostMessageMap[K]>;
 }[HostMessageName];
 
+export type ViewerMessage = {
+  [K in ViewerEventName]: Envelope<typeof VIEWER_SOURCE, K, ViewerEventMap[K]>;
+}[ViewerEventName];
+
+export type ViewerCommand = {
+  [K in ViewerCommandName]: Envelope<typeof HOST_SOURCE, K, ViewerCommandMap[K]>;
+}[ViewerCommandName];
+
+export const VIEWER_EVENTS: readonly ViewerEventName[] = ['ready', 'annotation'];
+
 export const EDITOR_EVENTS: readonly EditorEventName[] = [
   'ready', 'projectLoaded', 'projectCreated', 'saved', 'published', 'cloned', 'dirtyChanged',
   'authRequired', 'sessionExpiring', 'limitReached', 'error',
@@ -74,7 +113,8 @@ export interface MountOptions {
   title?: string;
 }
 
-export interface ViewerHandle {
+/** What both embeds' handles have. */
+export interface EmbedHandle {
   readonly iframe: HTMLIFrameElement;
   /** Removes the iframe and stops listening. */
   destroy(): void;
@@ -82,7 +122,19 @@ export interface ViewerHandle {
 
 export type Handler<K extends EditorEventName> = (payload: EditorEventMap[K]) => void;
 
-export interface EditorHandle extends ViewerHandle {
+export type ViewerHandler<K extends ViewerEventName> = (payload: ViewerEventMap[K]) => void;
+
+/** The mounted viewer. Commands sent before its `ready` wait for it. */
+export interface ViewerHandle extends EmbedHandle {
+  /** Subscribes to a viewer event; returns the function that unsubscribes. */
+  on<K extends ViewerEventName>(name: K, handler: ViewerHandler<K>): () => void;
+  /** Flies the camera to a view (world frame, Y up). */
+  setCamera(camera: Camera): void;
+  /** Opens the annotation with this id; then `annotation`. */
+  goToAnnotation(id: string): void;
+}
+
+export interface EditorHandle extends EmbedHandle {
   /** Subscribes to an editor event; returns the function that unsubscribes. */
   on<K extends EditorEventName>(name: K, handler: Handler<K>): () => void;
   /** Loads an existing scene (the session must see it); then `projectLoaded`. */
@@ -101,9 +153,7 @@ function embedUrl(kind: 'viewer' | 'editor', o: MountOptions, hostOrigin: string
   const base = new URL(o.baseUrl);
   const url = new URL(`/embed/${kind}`, base);
   url.searchParams.set('session', o.sessionToken);
-  if (kind === 'editor') {
-    url.searchParams.set('hostOrigin', hostOrigin);
-  }
+  url.searchParams.set('hostOrigin', hostOrigin);
   return { origin: base.origin, src: url.toString() };
 }
 
@@ -111,12 +161,11 @@ function createFrame(el: HTMLElement, kind: 'viewer' | 'editor', src: string, ti
   const iframe = el.ownerDocument.createElement('iframe');
   iframe.src = src;
   iframe.title = title ?? (kind === 'editor' ? 'Scene editor' : 'Scene viewer');
-  // The referrer of the frame's navigation is this host page's URL (the embed's own requests
-  // send none: its response says Referrer-Policy: no-referrer). The editor needs the host's
-  // origin from it where the browser has no location.ancestorOrigins, to check hostOrigin
-  // against (docs/embeds.md); the origin alone is all it gets, never the host page's path. The
-  // viewer posts nothing and gets nothing.
-  iframe.referrerPolicy = kind === 'editor' ? 'origin' : 'no-referrer';
+  // The referrer of the frame's navigation is this host page's origin, nothing more (the
+  // embed's own requests send none: its response says Referrer-Policy: no-referrer). The embed
+  // needs it where the browser has no location.ancestorOrigins, to check hostOrigin against
+  // (docs/embeds.md).
+  iframe.referrerPolicy = 'origin';
   iframe.allow = 'fullscreen; xr-spatial-tracking';
   iframe.style.cssText = 'width:100%;height:100%;border:0;display:block';
   el.appendChild(iframe);
@@ -131,31 +180,19 @@ function hostOriginOf(el: HTMLElement): string {
   return win.location.origin;
 }
 
-/** Mounts the viewer embed into el (the iframe fills it). */
-export function mountViewer(el: HTMLElement, options: MountOptions): ViewerHandle {
-  const { src } = embedUrl('viewer', options, hostOriginOf(el));
-  const iframe = createFrame(el, 'viewer', src, options.title);
-  return {
-    iframe,
-    destroy() {
-      iframe.remove();
-    },
-  };
-}
-
-/** Mounts the editor embed into el and relays its events. */
-export function mountEditor(el: HTMLElement, options: MountOptions): EditorHandle {
+/**
+ * The message channel with one embed's iframe: events from its window at the embed's origin
+ * with the embed's `source` reach the handlers; commands wait for its `ready` (a message to the
+ * iframe's initial blank document is dropped) and go to the embed's origin only.
+ */
+function connect(el: HTMLElement, iframe: HTMLIFrameElement, origin: string, source: string) {
   const win = el.ownerDocument.defaultView as Window;
-  const { origin, src } = embedUrl('editor', options, hostOriginOf(el));
-  const iframe = createFrame(el, 'editor', src, options.title);
-  const handlers = new Map<EditorEventName, Set<Handler<any>>>();
-  // The editor's page cannot receive anything before it has loaded (a message to the iframe's
-  // initial blank document is dropped), so commands wait for its `ready`.
+  const handlers = new Map<string, Set<(payload: any) => void>>();
   let ready = false;
-  let queue: HostMessage[] = [];
+  let queue: unknown[] = [];
   let destroyed = false;
 
-  const send = (msg: HostMessage) => {
+  const send = (msg: unknown) => {
     if (destroyed) return;
     if (!ready) {
       queue.push(msg);
@@ -165,17 +202,17 @@ export function mountEditor(el: HTMLElement, options: MountOptions): EditorHandl
   };
 
   const onMessage = (event: MessageEvent) => {
-    // Only this embed's window, from the embed's origin, speaking the editor protocol.
+    // Only this embed's window, from the embed's origin, speaking the embed's protocol.
     if (event.origin !== origin || event.source == null || event.source !== iframe.contentWindow) return;
-    const data = event.data as Partial<EditorMessage> | null;
-    if (!data || typeof data !== 'object' || data.source !== EDITOR_SOURCE || typeof data.type !== 'string') return;
+    const data = event.data as { source?: unknown; type?: unknown; payload?: unknown } | null;
+    if (!data || typeof data !== 'object' || data.source !== source || typeof data.type !== 'string') return;
     if (data.type === 'ready' && !ready) {
       ready = true;
       const pending = queue;
       queue = [];
       pending.forEach(send);
     }
-    const set = handlers.get(data.type as EditorEventName);
+    const set = handlers.get(data.type);
     if (!set) return;
     for (const h of [...set]) {
       try {
@@ -189,8 +226,8 @@ export function mountEditor(el: HTMLElement, options: MountOptions): EditorHandl
   win.addEventListener('message', onMessage);
 
   return {
-    iframe,
-    on(name, handler) {
+    send,
+    on(name: string, handler: (payload: any) => void): () => void {
       let set = handlers.get(name);
       if (!set) {
         set = new Set();
@@ -201,6 +238,45 @@ export function mountEditor(el: HTMLElement, options: MountOptions): EditorHandl
         set.delete(handler);
       };
     },
+    destroy() {
+      destroyed = true;
+      queue = [];
+      handlers.clear();
+      win.removeEventListener('message', onMessage);
+      iframe.remove();
+    },
+  };
+}
+
+/** Mounts the viewer embed into el (the iframe fills it); relays its events and sends it
+ * commands. */
+export function mountViewer(el: HTMLElement, options: MountOptions): ViewerHandle {
+  const { origin, src } = embedUrl('viewer', options, hostOriginOf(el));
+  const iframe = createFrame(el, 'viewer', src, options.title);
+  const ch = connect(el, iframe, origin, VIEWER_SOURCE);
+  const send = (msg: ViewerCommand) => ch.send(msg);
+  return {
+    iframe,
+    on: ch.on as ViewerHandle['on'],
+    setCamera(camera) {
+      send({ source: HOST_SOURCE, type: 'setCamera', payload: camera });
+    },
+    goToAnnotation(id) {
+      send({ source: HOST_SOURCE, type: 'goToAnnotation', payload: { id } });
+    },
+    destroy: ch.destroy,
+  };
+}
+
+/** Mounts the editor embed into el and relays its events. */
+export function mountEditor(el: HTMLElement, options: MountOptions): EditorHandle {
+  const { origin, src } = embedUrl('editor', options, hostOriginOf(el));
+  const iframe = createFrame(el, 'editor', src, options.title);
+  const ch = connect(el, iframe, origin, EDITOR_SOURCE);
+  const send = (msg: HostMessage) => ch.send(msg);
+  return {
+    iframe,
+    on: ch.on as EditorHandle['on'],
     openProject(splatId) {
       send({ source: HOST_SOURCE, type: 'openProject', payload: { splatId } });
     },
@@ -210,12 +286,6 @@ export function mountEditor(el: HTMLElement, options: MountOptions): EditorHandl
     updateSession(sessionToken) {
       send({ source: HOST_SOURCE, type: 'updateSession', payload: { sessionToken } });
     },
-    destroy() {
-      destroyed = true;
-      queue = [];
-      handlers.clear();
-      win.removeEventListener('message', onMessage);
-      iframe.remove();
-    },
+    destroy: ch.destroy,
   };
 }

@@ -53,15 +53,58 @@ test('mountEditor creates the iframe with session and hostOrigin', () => {
   assert.equal(ed.iframe.referrerPolicy, 'origin');
 });
 
-test('mountViewer creates the viewer iframe and destroy removes it', () => {
-  const { el } = fakeDom();
+test('mountViewer creates the viewer iframe with session and hostOrigin, and destroy removes it', () => {
+  const { el, listeners } = fakeDom();
   const v = mountViewer(el, { baseUrl: BASE, sessionToken: 'abc' });
   const src = new URL(v.iframe.src);
   assert.equal(src.pathname, '/embed/viewer');
   assert.equal(src.searchParams.get('session'), 'abc');
-  assert.equal(v.iframe.referrerPolicy, 'no-referrer');
+  // The viewer takes host commands too, under the editor's origin rules.
+  assert.equal(src.searchParams.get('hostOrigin'), HOST);
+  assert.equal(v.iframe.referrerPolicy, 'origin');
+  assert.equal(listeners.size, 1);
   v.destroy();
   assert.equal(v.iframe.removed, true);
+  assert.equal(listeners.size, 0);
+});
+
+const fromViewer = (frame, type, payload = null, over = {}) => ({
+  origin: EMBED_ORIGIN, source: frame.contentWindow,
+  data: { source: 'splathost-viewer', type, payload }, ...over,
+});
+
+test('viewer commands wait for its ready, then go to the embed origin only', () => {
+  const { el, dispatch } = fakeDom();
+  const v = mountViewer(el, { baseUrl: BASE, sessionToken: 't' });
+  const camera = { position: [1, 2, 3], target: [0, 0, 0], fov: 50 };
+  v.setCamera(camera);
+  assert.equal(v.iframe.sent.length, 0, 'nothing before ready');
+  // An editor's ready (another protocol) or a foreign one releases nothing.
+  dispatch(fromEditor(v.iframe, 'ready'));
+  dispatch(fromViewer(v.iframe, 'ready', null, { origin: 'https://evil.example' }));
+  assert.equal(v.iframe.sent.length, 0);
+  dispatch(fromViewer(v.iframe, 'ready'));
+  v.goToAnnotation('door-1');
+  assert.deepEqual(v.iframe.sent, [
+    { msg: { source: 'splathost-host', type: 'setCamera', payload: camera }, target: EMBED_ORIGIN },
+    { msg: { source: 'splathost-host', type: 'goToAnnotation', payload: { id: 'door-1' } }, target: EMBED_ORIGIN },
+  ]);
+});
+
+test('viewer events reach their handlers; other sources and windows do not', () => {
+  const { el, dispatch } = fakeDom();
+  const v = mountViewer(el, { baseUrl: BASE, sessionToken: 't' });
+  const got = [];
+  v.on('ready', (p) => got.push(['ready', p]));
+  const off = v.on('annotation', (p) => got.push(['annotation', p]));
+  dispatch(fromViewer(v.iframe, 'ready'));
+  dispatch(fromViewer(v.iframe, 'annotation', { id: 'a', title: 'A' }));
+  dispatch(fromEditor(v.iframe, 'annotation', { id: 'x', title: 'editor protocol' }));
+  dispatch(fromViewer(v.iframe, 'annotation', { id: 'y', title: 'foreign' }, { origin: HOST }));
+  dispatch(fromViewer(v.iframe, 'annotation', { id: 'z', title: 'other window' }, { source: { postMessage() {} } }));
+  off();
+  dispatch(fromViewer(v.iframe, 'annotation', { id: 'b', title: 'after off' }));
+  assert.deepEqual(got, [['ready', null], ['annotation', { id: 'a', title: 'A' }]]);
 });
 
 test('missing options throw', () => {
