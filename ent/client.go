@@ -20,6 +20,9 @@ import (
 	"github.com/splathost/splathost/ent/clonejob"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/integration"
+	"github.com/splathost/splathost/ent/roomdraft"
+	"github.com/splathost/splathost/ent/roommessage"
+	"github.com/splathost/splathost/ent/roompresence"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/ent/scenelike"
 	"github.com/splathost/splathost/ent/uploadticket"
@@ -43,6 +46,12 @@ type Client struct {
 	ExternalUser *ExternalUserClient
 	// Integration is the client for interacting with the Integration builders.
 	Integration *IntegrationClient
+	// RoomDraft is the client for interacting with the RoomDraft builders.
+	RoomDraft *RoomDraftClient
+	// RoomMessage is the client for interacting with the RoomMessage builders.
+	RoomMessage *RoomMessageClient
+	// RoomPresence is the client for interacting with the RoomPresence builders.
+	RoomPresence *RoomPresenceClient
 	// Scene is the client for interacting with the Scene builders.
 	Scene *SceneClient
 	// SceneLike is the client for interacting with the SceneLike builders.
@@ -67,6 +76,9 @@ func (c *Client) init() {
 	c.CloneJob = NewCloneJobClient(c.config)
 	c.ExternalUser = NewExternalUserClient(c.config)
 	c.Integration = NewIntegrationClient(c.config)
+	c.RoomDraft = NewRoomDraftClient(c.config)
+	c.RoomMessage = NewRoomMessageClient(c.config)
+	c.RoomPresence = NewRoomPresenceClient(c.config)
 	c.Scene = NewSceneClient(c.config)
 	c.SceneLike = NewSceneLikeClient(c.config)
 	c.UploadTicket = NewUploadTicketClient(c.config)
@@ -168,6 +180,9 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		CloneJob:     NewCloneJobClient(cfg),
 		ExternalUser: NewExternalUserClient(cfg),
 		Integration:  NewIntegrationClient(cfg),
+		RoomDraft:    NewRoomDraftClient(cfg),
+		RoomMessage:  NewRoomMessageClient(cfg),
+		RoomPresence: NewRoomPresenceClient(cfg),
 		Scene:        NewSceneClient(cfg),
 		SceneLike:    NewSceneLikeClient(cfg),
 		UploadTicket: NewUploadTicketClient(cfg),
@@ -196,6 +211,9 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		CloneJob:     NewCloneJobClient(cfg),
 		ExternalUser: NewExternalUserClient(cfg),
 		Integration:  NewIntegrationClient(cfg),
+		RoomDraft:    NewRoomDraftClient(cfg),
+		RoomMessage:  NewRoomMessageClient(cfg),
+		RoomPresence: NewRoomPresenceClient(cfg),
 		Scene:        NewSceneClient(cfg),
 		SceneLike:    NewSceneLikeClient(cfg),
 		UploadTicket: NewUploadTicketClient(cfg),
@@ -229,8 +247,9 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.Account, c.AssetPurge, c.CloneJob, c.ExternalUser, c.Integration, c.Scene,
-		c.SceneLike, c.UploadTicket, c.ViewOutbox,
+		c.Account, c.AssetPurge, c.CloneJob, c.ExternalUser, c.Integration, c.RoomDraft,
+		c.RoomMessage, c.RoomPresence, c.Scene, c.SceneLike, c.UploadTicket,
+		c.ViewOutbox,
 	} {
 		n.Use(hooks...)
 	}
@@ -240,8 +259,9 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.Account, c.AssetPurge, c.CloneJob, c.ExternalUser, c.Integration, c.Scene,
-		c.SceneLike, c.UploadTicket, c.ViewOutbox,
+		c.Account, c.AssetPurge, c.CloneJob, c.ExternalUser, c.Integration, c.RoomDraft,
+		c.RoomMessage, c.RoomPresence, c.Scene, c.SceneLike, c.UploadTicket,
+		c.ViewOutbox,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -260,6 +280,12 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.ExternalUser.mutate(ctx, m)
 	case *IntegrationMutation:
 		return c.Integration.mutate(ctx, m)
+	case *RoomDraftMutation:
+		return c.RoomDraft.mutate(ctx, m)
+	case *RoomMessageMutation:
+		return c.RoomMessage.mutate(ctx, m)
+	case *RoomPresenceMutation:
+		return c.RoomPresence.mutate(ctx, m)
 	case *SceneMutation:
 		return c.Scene.mutate(ctx, m)
 	case *SceneLikeMutation:
@@ -1066,6 +1092,405 @@ func (c *IntegrationClient) mutate(ctx context.Context, m *IntegrationMutation) 
 	}
 }
 
+// RoomDraftClient is a client for the RoomDraft schema.
+type RoomDraftClient struct {
+	config
+}
+
+// NewRoomDraftClient returns a client for the RoomDraft from the given config.
+func NewRoomDraftClient(c config) *RoomDraftClient {
+	return &RoomDraftClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `roomdraft.Hooks(f(g(h())))`.
+func (c *RoomDraftClient) Use(hooks ...Hook) {
+	c.hooks.RoomDraft = append(c.hooks.RoomDraft, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `roomdraft.Intercept(f(g(h())))`.
+func (c *RoomDraftClient) Intercept(interceptors ...Interceptor) {
+	c.inters.RoomDraft = append(c.inters.RoomDraft, interceptors...)
+}
+
+// Create returns a builder for creating a RoomDraft entity.
+func (c *RoomDraftClient) Create() *RoomDraftCreate {
+	mutation := newRoomDraftMutation(c.config, OpCreate)
+	return &RoomDraftCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of RoomDraft entities.
+func (c *RoomDraftClient) CreateBulk(builders ...*RoomDraftCreate) *RoomDraftCreateBulk {
+	return &RoomDraftCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *RoomDraftClient) MapCreateBulk(slice any, setFunc func(*RoomDraftCreate, int)) *RoomDraftCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &RoomDraftCreateBulk{err: fmt.Errorf("calling to RoomDraftClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*RoomDraftCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &RoomDraftCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for RoomDraft.
+func (c *RoomDraftClient) Update() *RoomDraftUpdate {
+	mutation := newRoomDraftMutation(c.config, OpUpdate)
+	return &RoomDraftUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *RoomDraftClient) UpdateOne(_m *RoomDraft) *RoomDraftUpdateOne {
+	mutation := newRoomDraftMutation(c.config, OpUpdateOne, withRoomDraft(_m))
+	return &RoomDraftUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *RoomDraftClient) UpdateOneID(id string) *RoomDraftUpdateOne {
+	mutation := newRoomDraftMutation(c.config, OpUpdateOne, withRoomDraftID(id))
+	return &RoomDraftUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for RoomDraft.
+func (c *RoomDraftClient) Delete() *RoomDraftDelete {
+	mutation := newRoomDraftMutation(c.config, OpDelete)
+	return &RoomDraftDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *RoomDraftClient) DeleteOne(_m *RoomDraft) *RoomDraftDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *RoomDraftClient) DeleteOneID(id string) *RoomDraftDeleteOne {
+	builder := c.Delete().Where(roomdraft.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &RoomDraftDeleteOne{builder}
+}
+
+// Query returns a query builder for RoomDraft.
+func (c *RoomDraftClient) Query() *RoomDraftQuery {
+	return &RoomDraftQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeRoomDraft},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a RoomDraft entity by its id.
+func (c *RoomDraftClient) Get(ctx context.Context, id string) (*RoomDraft, error) {
+	return c.Query().Where(roomdraft.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *RoomDraftClient) GetX(ctx context.Context, id string) *RoomDraft {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *RoomDraftClient) Hooks() []Hook {
+	return c.hooks.RoomDraft
+}
+
+// Interceptors returns the client interceptors.
+func (c *RoomDraftClient) Interceptors() []Interceptor {
+	return c.inters.RoomDraft
+}
+
+func (c *RoomDraftClient) mutate(ctx context.Context, m *RoomDraftMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&RoomDraftCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&RoomDraftUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&RoomDraftUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&RoomDraftDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown RoomDraft mutation op: %q", m.Op())
+	}
+}
+
+// RoomMessageClient is a client for the RoomMessage schema.
+type RoomMessageClient struct {
+	config
+}
+
+// NewRoomMessageClient returns a client for the RoomMessage from the given config.
+func NewRoomMessageClient(c config) *RoomMessageClient {
+	return &RoomMessageClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `roommessage.Hooks(f(g(h())))`.
+func (c *RoomMessageClient) Use(hooks ...Hook) {
+	c.hooks.RoomMessage = append(c.hooks.RoomMessage, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `roommessage.Intercept(f(g(h())))`.
+func (c *RoomMessageClient) Intercept(interceptors ...Interceptor) {
+	c.inters.RoomMessage = append(c.inters.RoomMessage, interceptors...)
+}
+
+// Create returns a builder for creating a RoomMessage entity.
+func (c *RoomMessageClient) Create() *RoomMessageCreate {
+	mutation := newRoomMessageMutation(c.config, OpCreate)
+	return &RoomMessageCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of RoomMessage entities.
+func (c *RoomMessageClient) CreateBulk(builders ...*RoomMessageCreate) *RoomMessageCreateBulk {
+	return &RoomMessageCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *RoomMessageClient) MapCreateBulk(slice any, setFunc func(*RoomMessageCreate, int)) *RoomMessageCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &RoomMessageCreateBulk{err: fmt.Errorf("calling to RoomMessageClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*RoomMessageCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &RoomMessageCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for RoomMessage.
+func (c *RoomMessageClient) Update() *RoomMessageUpdate {
+	mutation := newRoomMessageMutation(c.config, OpUpdate)
+	return &RoomMessageUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *RoomMessageClient) UpdateOne(_m *RoomMessage) *RoomMessageUpdateOne {
+	mutation := newRoomMessageMutation(c.config, OpUpdateOne, withRoomMessage(_m))
+	return &RoomMessageUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *RoomMessageClient) UpdateOneID(id int64) *RoomMessageUpdateOne {
+	mutation := newRoomMessageMutation(c.config, OpUpdateOne, withRoomMessageID(id))
+	return &RoomMessageUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for RoomMessage.
+func (c *RoomMessageClient) Delete() *RoomMessageDelete {
+	mutation := newRoomMessageMutation(c.config, OpDelete)
+	return &RoomMessageDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *RoomMessageClient) DeleteOne(_m *RoomMessage) *RoomMessageDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *RoomMessageClient) DeleteOneID(id int64) *RoomMessageDeleteOne {
+	builder := c.Delete().Where(roommessage.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &RoomMessageDeleteOne{builder}
+}
+
+// Query returns a query builder for RoomMessage.
+func (c *RoomMessageClient) Query() *RoomMessageQuery {
+	return &RoomMessageQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeRoomMessage},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a RoomMessage entity by its id.
+func (c *RoomMessageClient) Get(ctx context.Context, id int64) (*RoomMessage, error) {
+	return c.Query().Where(roommessage.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *RoomMessageClient) GetX(ctx context.Context, id int64) *RoomMessage {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *RoomMessageClient) Hooks() []Hook {
+	return c.hooks.RoomMessage
+}
+
+// Interceptors returns the client interceptors.
+func (c *RoomMessageClient) Interceptors() []Interceptor {
+	return c.inters.RoomMessage
+}
+
+func (c *RoomMessageClient) mutate(ctx context.Context, m *RoomMessageMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&RoomMessageCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&RoomMessageUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&RoomMessageUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&RoomMessageDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown RoomMessage mutation op: %q", m.Op())
+	}
+}
+
+// RoomPresenceClient is a client for the RoomPresence schema.
+type RoomPresenceClient struct {
+	config
+}
+
+// NewRoomPresenceClient returns a client for the RoomPresence from the given config.
+func NewRoomPresenceClient(c config) *RoomPresenceClient {
+	return &RoomPresenceClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `roompresence.Hooks(f(g(h())))`.
+func (c *RoomPresenceClient) Use(hooks ...Hook) {
+	c.hooks.RoomPresence = append(c.hooks.RoomPresence, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `roompresence.Intercept(f(g(h())))`.
+func (c *RoomPresenceClient) Intercept(interceptors ...Interceptor) {
+	c.inters.RoomPresence = append(c.inters.RoomPresence, interceptors...)
+}
+
+// Create returns a builder for creating a RoomPresence entity.
+func (c *RoomPresenceClient) Create() *RoomPresenceCreate {
+	mutation := newRoomPresenceMutation(c.config, OpCreate)
+	return &RoomPresenceCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of RoomPresence entities.
+func (c *RoomPresenceClient) CreateBulk(builders ...*RoomPresenceCreate) *RoomPresenceCreateBulk {
+	return &RoomPresenceCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *RoomPresenceClient) MapCreateBulk(slice any, setFunc func(*RoomPresenceCreate, int)) *RoomPresenceCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &RoomPresenceCreateBulk{err: fmt.Errorf("calling to RoomPresenceClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*RoomPresenceCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &RoomPresenceCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for RoomPresence.
+func (c *RoomPresenceClient) Update() *RoomPresenceUpdate {
+	mutation := newRoomPresenceMutation(c.config, OpUpdate)
+	return &RoomPresenceUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *RoomPresenceClient) UpdateOne(_m *RoomPresence) *RoomPresenceUpdateOne {
+	mutation := newRoomPresenceMutation(c.config, OpUpdateOne, withRoomPresence(_m))
+	return &RoomPresenceUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *RoomPresenceClient) UpdateOneID(id string) *RoomPresenceUpdateOne {
+	mutation := newRoomPresenceMutation(c.config, OpUpdateOne, withRoomPresenceID(id))
+	return &RoomPresenceUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for RoomPresence.
+func (c *RoomPresenceClient) Delete() *RoomPresenceDelete {
+	mutation := newRoomPresenceMutation(c.config, OpDelete)
+	return &RoomPresenceDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *RoomPresenceClient) DeleteOne(_m *RoomPresence) *RoomPresenceDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *RoomPresenceClient) DeleteOneID(id string) *RoomPresenceDeleteOne {
+	builder := c.Delete().Where(roompresence.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &RoomPresenceDeleteOne{builder}
+}
+
+// Query returns a query builder for RoomPresence.
+func (c *RoomPresenceClient) Query() *RoomPresenceQuery {
+	return &RoomPresenceQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeRoomPresence},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a RoomPresence entity by its id.
+func (c *RoomPresenceClient) Get(ctx context.Context, id string) (*RoomPresence, error) {
+	return c.Query().Where(roompresence.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *RoomPresenceClient) GetX(ctx context.Context, id string) *RoomPresence {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *RoomPresenceClient) Hooks() []Hook {
+	return c.hooks.RoomPresence
+}
+
+// Interceptors returns the client interceptors.
+func (c *RoomPresenceClient) Interceptors() []Interceptor {
+	return c.inters.RoomPresence
+}
+
+func (c *RoomPresenceClient) mutate(ctx context.Context, m *RoomPresenceMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&RoomPresenceCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&RoomPresenceUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&RoomPresenceUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&RoomPresenceDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown RoomPresence mutation op: %q", m.Op())
+	}
+}
+
 // SceneClient is a client for the Scene schema.
 type SceneClient struct {
 	config
@@ -1665,12 +2090,14 @@ func (c *ViewOutboxClient) mutate(ctx context.Context, m *ViewOutboxMutation) (V
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		Account, AssetPurge, CloneJob, ExternalUser, Integration, Scene, SceneLike,
-		UploadTicket, ViewOutbox []ent.Hook
+		Account, AssetPurge, CloneJob, ExternalUser, Integration, RoomDraft,
+		RoomMessage, RoomPresence, Scene, SceneLike, UploadTicket,
+		ViewOutbox []ent.Hook
 	}
 	inters struct {
-		Account, AssetPurge, CloneJob, ExternalUser, Integration, Scene, SceneLike,
-		UploadTicket, ViewOutbox []ent.Interceptor
+		Account, AssetPurge, CloneJob, ExternalUser, Integration, RoomDraft,
+		RoomMessage, RoomPresence, Scene, SceneLike, UploadTicket,
+		ViewOutbox []ent.Interceptor
 	}
 )
 

@@ -17,6 +17,9 @@ import (
 	"github.com/splathost/splathost/ent/clonejob"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/integration"
+	"github.com/splathost/splathost/ent/roomdraft"
+	"github.com/splathost/splathost/ent/roommessage"
+	"github.com/splathost/splathost/ent/roompresence"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/ent/scenelike"
 	"github.com/splathost/splathost/ent/uploadticket"
@@ -86,6 +89,9 @@ func checkColumn(t, c string) error {
 			clonejob.Table:     clonejob.ValidColumn,
 			externaluser.Table: externaluser.ValidColumn,
 			integration.Table:  integration.ValidColumn,
+			roomdraft.Table:    roomdraft.ValidColumn,
+			roommessage.Table:  roommessage.ValidColumn,
+			roompresence.Table: roompresence.ValidColumn,
 			scene.Table:        scene.ValidColumn,
 			scenelike.Table:    scenelike.ValidColumn,
 			uploadticket.Table: uploadticket.ValidColumn,

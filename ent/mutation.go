@@ -17,6 +17,9 @@ import (
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/ent/predicate"
+	"github.com/splathost/splathost/ent/roomdraft"
+	"github.com/splathost/splathost/ent/roommessage"
+	"github.com/splathost/splathost/ent/roompresence"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/ent/scenelike"
 	"github.com/splathost/splathost/ent/schema"
@@ -38,6 +41,9 @@ const (
 	TypeCloneJob     = "CloneJob"
 	TypeExternalUser = "ExternalUser"
 	TypeIntegration  = "Integration"
+	TypeRoomDraft    = "RoomDraft"
+	TypeRoomMessage  = "RoomMessage"
+	TypeRoomPresence = "RoomPresence"
 	TypeScene        = "Scene"
 	TypeSceneLike    = "SceneLike"
 	TypeUploadTicket = "UploadTicket"
@@ -6121,6 +6127,1690 @@ func (m *IntegrationMutation) ResetEdge(name string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown Integration edge %s", name)
+}
+
+// RoomDraftMutation represents an operation that mutates the RoomDraft nodes in the graph.
+type RoomDraftMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *string
+	fields        *map[string]interface{}
+	seq           *int64
+	addseq        *int64
+	updated_at    *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*RoomDraft, error)
+	predicates    []predicate.RoomDraft
+}
+
+var _ ent.Mutation = (*RoomDraftMutation)(nil)
+
+// roomdraftOption allows management of the mutation configuration using functional options.
+type roomdraftOption func(*RoomDraftMutation)
+
+// newRoomDraftMutation creates new mutation for the RoomDraft entity.
+func newRoomDraftMutation(c config, op Op, opts ...roomdraftOption) *RoomDraftMutation {
+	m := &RoomDraftMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeRoomDraft,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withRoomDraftID sets the ID field of the mutation.
+func withRoomDraftID(id string) roomdraftOption {
+	return func(m *RoomDraftMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *RoomDraft
+		)
+		m.oldValue = func(ctx context.Context) (*RoomDraft, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().RoomDraft.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withRoomDraft sets the old RoomDraft of the mutation.
+func withRoomDraft(node *RoomDraft) roomdraftOption {
+	return func(m *RoomDraftMutation) {
+		m.oldValue = func(context.Context) (*RoomDraft, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m RoomDraftMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m RoomDraftMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of RoomDraft entities.
+func (m *RoomDraftMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *RoomDraftMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *RoomDraftMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().RoomDraft.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetFields sets the "fields" field.
+func (m *RoomDraftMutation) SetFields(value map[string]interface{}) {
+	m.fields = &value
+}
+
+// GetFields returns the value of the "fields" field in the mutation.
+func (m *RoomDraftMutation) GetFields() (r map[string]interface{}, exists bool) {
+	v := m.fields
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFields returns the old "fields" field's value of the RoomDraft entity.
+// If the RoomDraft object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RoomDraftMutation) OldFields(ctx context.Context) (v map[string]interface{}, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFields is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFields requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFields: %w", err)
+	}
+	return oldValue.Fields, nil
+}
+
+// ResetFields resets all changes to the "fields" field.
+func (m *RoomDraftMutation) ResetFields() {
+	m.fields = nil
+}
+
+// SetSeq sets the "seq" field.
+func (m *RoomDraftMutation) SetSeq(i int64) {
+	m.seq = &i
+	m.addseq = nil
+}
+
+// Seq returns the value of the "seq" field in the mutation.
+func (m *RoomDraftMutation) Seq() (r int64, exists bool) {
+	v := m.seq
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSeq returns the old "seq" field's value of the RoomDraft entity.
+// If the RoomDraft object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RoomDraftMutation) OldSeq(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSeq is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSeq requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSeq: %w", err)
+	}
+	return oldValue.Seq, nil
+}
+
+// AddSeq adds i to the "seq" field.
+func (m *RoomDraftMutation) AddSeq(i int64) {
+	if m.addseq != nil {
+		*m.addseq += i
+	} else {
+		m.addseq = &i
+	}
+}
+
+// AddedSeq returns the value that was added to the "seq" field in this mutation.
+func (m *RoomDraftMutation) AddedSeq() (r int64, exists bool) {
+	v := m.addseq
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetSeq resets all changes to the "seq" field.
+func (m *RoomDraftMutation) ResetSeq() {
+	m.seq = nil
+	m.addseq = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *RoomDraftMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *RoomDraftMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the RoomDraft entity.
+// If the RoomDraft object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RoomDraftMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *RoomDraftMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// Where appends a list predicates to the RoomDraftMutation builder.
+func (m *RoomDraftMutation) Where(ps ...predicate.RoomDraft) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the RoomDraftMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *RoomDraftMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.RoomDraft, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *RoomDraftMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *RoomDraftMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (RoomDraft).
+func (m *RoomDraftMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *RoomDraftMutation) Fields() []string {
+	fields := make([]string, 0, 3)
+	if m.fields != nil {
+		fields = append(fields, roomdraft.FieldFields)
+	}
+	if m.seq != nil {
+		fields = append(fields, roomdraft.FieldSeq)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, roomdraft.FieldUpdatedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *RoomDraftMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case roomdraft.FieldFields:
+		return m.GetFields()
+	case roomdraft.FieldSeq:
+		return m.Seq()
+	case roomdraft.FieldUpdatedAt:
+		return m.UpdatedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *RoomDraftMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case roomdraft.FieldFields:
+		return m.OldFields(ctx)
+	case roomdraft.FieldSeq:
+		return m.OldSeq(ctx)
+	case roomdraft.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown RoomDraft field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *RoomDraftMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case roomdraft.FieldFields:
+		v, ok := value.(map[string]interface{})
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFields(v)
+		return nil
+	case roomdraft.FieldSeq:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSeq(v)
+		return nil
+	case roomdraft.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown RoomDraft field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *RoomDraftMutation) AddedFields() []string {
+	var fields []string
+	if m.addseq != nil {
+		fields = append(fields, roomdraft.FieldSeq)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *RoomDraftMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case roomdraft.FieldSeq:
+		return m.AddedSeq()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *RoomDraftMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case roomdraft.FieldSeq:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSeq(v)
+		return nil
+	}
+	return fmt.Errorf("unknown RoomDraft numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *RoomDraftMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *RoomDraftMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *RoomDraftMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown RoomDraft nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *RoomDraftMutation) ResetField(name string) error {
+	switch name {
+	case roomdraft.FieldFields:
+		m.ResetFields()
+		return nil
+	case roomdraft.FieldSeq:
+		m.ResetSeq()
+		return nil
+	case roomdraft.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown RoomDraft field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *RoomDraftMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *RoomDraftMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *RoomDraftMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *RoomDraftMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *RoomDraftMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *RoomDraftMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *RoomDraftMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown RoomDraft unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *RoomDraftMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown RoomDraft edge %s", name)
+}
+
+// RoomMessageMutation represents an operation that mutates the RoomMessage nodes in the graph.
+type RoomMessageMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *int64
+	payload       *string
+	created_at    *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*RoomMessage, error)
+	predicates    []predicate.RoomMessage
+}
+
+var _ ent.Mutation = (*RoomMessageMutation)(nil)
+
+// roommessageOption allows management of the mutation configuration using functional options.
+type roommessageOption func(*RoomMessageMutation)
+
+// newRoomMessageMutation creates new mutation for the RoomMessage entity.
+func newRoomMessageMutation(c config, op Op, opts ...roommessageOption) *RoomMessageMutation {
+	m := &RoomMessageMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeRoomMessage,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withRoomMessageID sets the ID field of the mutation.
+func withRoomMessageID(id int64) roommessageOption {
+	return func(m *RoomMessageMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *RoomMessage
+		)
+		m.oldValue = func(ctx context.Context) (*RoomMessage, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().RoomMessage.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withRoomMessage sets the old RoomMessage of the mutation.
+func withRoomMessage(node *RoomMessage) roommessageOption {
+	return func(m *RoomMessageMutation) {
+		m.oldValue = func(context.Context) (*RoomMessage, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m RoomMessageMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m RoomMessageMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of RoomMessage entities.
+func (m *RoomMessageMutation) SetID(id int64) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *RoomMessageMutation) ID() (id int64, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *RoomMessageMutation) IDs(ctx context.Context) ([]int64, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int64{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().RoomMessage.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetPayload sets the "payload" field.
+func (m *RoomMessageMutation) SetPayload(s string) {
+	m.payload = &s
+}
+
+// Payload returns the value of the "payload" field in the mutation.
+func (m *RoomMessageMutation) Payload() (r string, exists bool) {
+	v := m.payload
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPayload returns the old "payload" field's value of the RoomMessage entity.
+// If the RoomMessage object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RoomMessageMutation) OldPayload(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPayload is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPayload requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPayload: %w", err)
+	}
+	return oldValue.Payload, nil
+}
+
+// ResetPayload resets all changes to the "payload" field.
+func (m *RoomMessageMutation) ResetPayload() {
+	m.payload = nil
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *RoomMessageMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *RoomMessageMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the RoomMessage entity.
+// If the RoomMessage object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RoomMessageMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *RoomMessageMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// Where appends a list predicates to the RoomMessageMutation builder.
+func (m *RoomMessageMutation) Where(ps ...predicate.RoomMessage) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the RoomMessageMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *RoomMessageMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.RoomMessage, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *RoomMessageMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *RoomMessageMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (RoomMessage).
+func (m *RoomMessageMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *RoomMessageMutation) Fields() []string {
+	fields := make([]string, 0, 2)
+	if m.payload != nil {
+		fields = append(fields, roommessage.FieldPayload)
+	}
+	if m.created_at != nil {
+		fields = append(fields, roommessage.FieldCreatedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *RoomMessageMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case roommessage.FieldPayload:
+		return m.Payload()
+	case roommessage.FieldCreatedAt:
+		return m.CreatedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *RoomMessageMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case roommessage.FieldPayload:
+		return m.OldPayload(ctx)
+	case roommessage.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown RoomMessage field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *RoomMessageMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case roommessage.FieldPayload:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPayload(v)
+		return nil
+	case roommessage.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown RoomMessage field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *RoomMessageMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *RoomMessageMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *RoomMessageMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown RoomMessage numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *RoomMessageMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *RoomMessageMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *RoomMessageMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown RoomMessage nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *RoomMessageMutation) ResetField(name string) error {
+	switch name {
+	case roommessage.FieldPayload:
+		m.ResetPayload()
+		return nil
+	case roommessage.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown RoomMessage field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *RoomMessageMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *RoomMessageMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *RoomMessageMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *RoomMessageMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *RoomMessageMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *RoomMessageMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *RoomMessageMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown RoomMessage unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *RoomMessageMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown RoomMessage edge %s", name)
+}
+
+// RoomPresenceMutation represents an operation that mutates the RoomPresence nodes in the graph.
+type RoomPresenceMutation struct {
+	config
+	op              Op
+	typ             string
+	id              *string
+	room_key        *string
+	process_id      *string
+	name            *string
+	avatar_url      *string
+	colour          *string
+	guest           *bool
+	guest_number    *int
+	addguest_number *int
+	joined_at       *time.Time
+	last_seen       *time.Time
+	clearedFields   map[string]struct{}
+	done            bool
+	oldValue        func(context.Context) (*RoomPresence, error)
+	predicates      []predicate.RoomPresence
+}
+
+var _ ent.Mutation = (*RoomPresenceMutation)(nil)
+
+// roompresenceOption allows management of the mutation configuration using functional options.
+type roompresenceOption func(*RoomPresenceMutation)
+
+// newRoomPresenceMutation creates new mutation for the RoomPresence entity.
+func newRoomPresenceMutation(c config, op Op, opts ...roompresenceOption) *RoomPresenceMutation {
+	m := &RoomPresenceMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeRoomPresence,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withRoomPresenceID sets the ID field of the mutation.
+func withRoomPresenceID(id string) roompresenceOption {
+	return func(m *RoomPresenceMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *RoomPresence
+		)
+		m.oldValue = func(ctx context.Context) (*RoomPresence, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().RoomPresence.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withRoomPresence sets the old RoomPresence of the mutation.
+func withRoomPresence(node *RoomPresence) roompresenceOption {
+	return func(m *RoomPresenceMutation) {
+		m.oldValue = func(context.Context) (*RoomPresence, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m RoomPresenceMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m RoomPresenceMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of RoomPresence entities.
+func (m *RoomPresenceMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *RoomPresenceMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *RoomPresenceMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().RoomPresence.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetRoomKey sets the "room_key" field.
+func (m *RoomPresenceMutation) SetRoomKey(s string) {
+	m.room_key = &s
+}
+
+// RoomKey returns the value of the "room_key" field in the mutation.
+func (m *RoomPresenceMutation) RoomKey() (r string, exists bool) {
+	v := m.room_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRoomKey returns the old "room_key" field's value of the RoomPresence entity.
+// If the RoomPresence object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RoomPresenceMutation) OldRoomKey(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRoomKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRoomKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRoomKey: %w", err)
+	}
+	return oldValue.RoomKey, nil
+}
+
+// ResetRoomKey resets all changes to the "room_key" field.
+func (m *RoomPresenceMutation) ResetRoomKey() {
+	m.room_key = nil
+}
+
+// SetProcessID sets the "process_id" field.
+func (m *RoomPresenceMutation) SetProcessID(s string) {
+	m.process_id = &s
+}
+
+// ProcessID returns the value of the "process_id" field in the mutation.
+func (m *RoomPresenceMutation) ProcessID() (r string, exists bool) {
+	v := m.process_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProcessID returns the old "process_id" field's value of the RoomPresence entity.
+// If the RoomPresence object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RoomPresenceMutation) OldProcessID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProcessID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProcessID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProcessID: %w", err)
+	}
+	return oldValue.ProcessID, nil
+}
+
+// ResetProcessID resets all changes to the "process_id" field.
+func (m *RoomPresenceMutation) ResetProcessID() {
+	m.process_id = nil
+}
+
+// SetName sets the "name" field.
+func (m *RoomPresenceMutation) SetName(s string) {
+	m.name = &s
+}
+
+// Name returns the value of the "name" field in the mutation.
+func (m *RoomPresenceMutation) Name() (r string, exists bool) {
+	v := m.name
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldName returns the old "name" field's value of the RoomPresence entity.
+// If the RoomPresence object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RoomPresenceMutation) OldName(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldName is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldName requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldName: %w", err)
+	}
+	return oldValue.Name, nil
+}
+
+// ResetName resets all changes to the "name" field.
+func (m *RoomPresenceMutation) ResetName() {
+	m.name = nil
+}
+
+// SetAvatarURL sets the "avatar_url" field.
+func (m *RoomPresenceMutation) SetAvatarURL(s string) {
+	m.avatar_url = &s
+}
+
+// AvatarURL returns the value of the "avatar_url" field in the mutation.
+func (m *RoomPresenceMutation) AvatarURL() (r string, exists bool) {
+	v := m.avatar_url
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAvatarURL returns the old "avatar_url" field's value of the RoomPresence entity.
+// If the RoomPresence object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RoomPresenceMutation) OldAvatarURL(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAvatarURL is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAvatarURL requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAvatarURL: %w", err)
+	}
+	return oldValue.AvatarURL, nil
+}
+
+// ClearAvatarURL clears the value of the "avatar_url" field.
+func (m *RoomPresenceMutation) ClearAvatarURL() {
+	m.avatar_url = nil
+	m.clearedFields[roompresence.FieldAvatarURL] = struct{}{}
+}
+
+// AvatarURLCleared returns if the "avatar_url" field was cleared in this mutation.
+func (m *RoomPresenceMutation) AvatarURLCleared() bool {
+	_, ok := m.clearedFields[roompresence.FieldAvatarURL]
+	return ok
+}
+
+// ResetAvatarURL resets all changes to the "avatar_url" field.
+func (m *RoomPresenceMutation) ResetAvatarURL() {
+	m.avatar_url = nil
+	delete(m.clearedFields, roompresence.FieldAvatarURL)
+}
+
+// SetColour sets the "colour" field.
+func (m *RoomPresenceMutation) SetColour(s string) {
+	m.colour = &s
+}
+
+// Colour returns the value of the "colour" field in the mutation.
+func (m *RoomPresenceMutation) Colour() (r string, exists bool) {
+	v := m.colour
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldColour returns the old "colour" field's value of the RoomPresence entity.
+// If the RoomPresence object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RoomPresenceMutation) OldColour(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldColour is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldColour requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldColour: %w", err)
+	}
+	return oldValue.Colour, nil
+}
+
+// ResetColour resets all changes to the "colour" field.
+func (m *RoomPresenceMutation) ResetColour() {
+	m.colour = nil
+}
+
+// SetGuest sets the "guest" field.
+func (m *RoomPresenceMutation) SetGuest(b bool) {
+	m.guest = &b
+}
+
+// Guest returns the value of the "guest" field in the mutation.
+func (m *RoomPresenceMutation) Guest() (r bool, exists bool) {
+	v := m.guest
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldGuest returns the old "guest" field's value of the RoomPresence entity.
+// If the RoomPresence object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RoomPresenceMutation) OldGuest(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldGuest is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldGuest requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldGuest: %w", err)
+	}
+	return oldValue.Guest, nil
+}
+
+// ResetGuest resets all changes to the "guest" field.
+func (m *RoomPresenceMutation) ResetGuest() {
+	m.guest = nil
+}
+
+// SetGuestNumber sets the "guest_number" field.
+func (m *RoomPresenceMutation) SetGuestNumber(i int) {
+	m.guest_number = &i
+	m.addguest_number = nil
+}
+
+// GuestNumber returns the value of the "guest_number" field in the mutation.
+func (m *RoomPresenceMutation) GuestNumber() (r int, exists bool) {
+	v := m.guest_number
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldGuestNumber returns the old "guest_number" field's value of the RoomPresence entity.
+// If the RoomPresence object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RoomPresenceMutation) OldGuestNumber(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldGuestNumber is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldGuestNumber requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldGuestNumber: %w", err)
+	}
+	return oldValue.GuestNumber, nil
+}
+
+// AddGuestNumber adds i to the "guest_number" field.
+func (m *RoomPresenceMutation) AddGuestNumber(i int) {
+	if m.addguest_number != nil {
+		*m.addguest_number += i
+	} else {
+		m.addguest_number = &i
+	}
+}
+
+// AddedGuestNumber returns the value that was added to the "guest_number" field in this mutation.
+func (m *RoomPresenceMutation) AddedGuestNumber() (r int, exists bool) {
+	v := m.addguest_number
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetGuestNumber resets all changes to the "guest_number" field.
+func (m *RoomPresenceMutation) ResetGuestNumber() {
+	m.guest_number = nil
+	m.addguest_number = nil
+}
+
+// SetJoinedAt sets the "joined_at" field.
+func (m *RoomPresenceMutation) SetJoinedAt(t time.Time) {
+	m.joined_at = &t
+}
+
+// JoinedAt returns the value of the "joined_at" field in the mutation.
+func (m *RoomPresenceMutation) JoinedAt() (r time.Time, exists bool) {
+	v := m.joined_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldJoinedAt returns the old "joined_at" field's value of the RoomPresence entity.
+// If the RoomPresence object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RoomPresenceMutation) OldJoinedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldJoinedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldJoinedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldJoinedAt: %w", err)
+	}
+	return oldValue.JoinedAt, nil
+}
+
+// ResetJoinedAt resets all changes to the "joined_at" field.
+func (m *RoomPresenceMutation) ResetJoinedAt() {
+	m.joined_at = nil
+}
+
+// SetLastSeen sets the "last_seen" field.
+func (m *RoomPresenceMutation) SetLastSeen(t time.Time) {
+	m.last_seen = &t
+}
+
+// LastSeen returns the value of the "last_seen" field in the mutation.
+func (m *RoomPresenceMutation) LastSeen() (r time.Time, exists bool) {
+	v := m.last_seen
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastSeen returns the old "last_seen" field's value of the RoomPresence entity.
+// If the RoomPresence object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RoomPresenceMutation) OldLastSeen(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastSeen is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastSeen requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastSeen: %w", err)
+	}
+	return oldValue.LastSeen, nil
+}
+
+// ResetLastSeen resets all changes to the "last_seen" field.
+func (m *RoomPresenceMutation) ResetLastSeen() {
+	m.last_seen = nil
+}
+
+// Where appends a list predicates to the RoomPresenceMutation builder.
+func (m *RoomPresenceMutation) Where(ps ...predicate.RoomPresence) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the RoomPresenceMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *RoomPresenceMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.RoomPresence, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *RoomPresenceMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *RoomPresenceMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (RoomPresence).
+func (m *RoomPresenceMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *RoomPresenceMutation) Fields() []string {
+	fields := make([]string, 0, 9)
+	if m.room_key != nil {
+		fields = append(fields, roompresence.FieldRoomKey)
+	}
+	if m.process_id != nil {
+		fields = append(fields, roompresence.FieldProcessID)
+	}
+	if m.name != nil {
+		fields = append(fields, roompresence.FieldName)
+	}
+	if m.avatar_url != nil {
+		fields = append(fields, roompresence.FieldAvatarURL)
+	}
+	if m.colour != nil {
+		fields = append(fields, roompresence.FieldColour)
+	}
+	if m.guest != nil {
+		fields = append(fields, roompresence.FieldGuest)
+	}
+	if m.guest_number != nil {
+		fields = append(fields, roompresence.FieldGuestNumber)
+	}
+	if m.joined_at != nil {
+		fields = append(fields, roompresence.FieldJoinedAt)
+	}
+	if m.last_seen != nil {
+		fields = append(fields, roompresence.FieldLastSeen)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *RoomPresenceMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case roompresence.FieldRoomKey:
+		return m.RoomKey()
+	case roompresence.FieldProcessID:
+		return m.ProcessID()
+	case roompresence.FieldName:
+		return m.Name()
+	case roompresence.FieldAvatarURL:
+		return m.AvatarURL()
+	case roompresence.FieldColour:
+		return m.Colour()
+	case roompresence.FieldGuest:
+		return m.Guest()
+	case roompresence.FieldGuestNumber:
+		return m.GuestNumber()
+	case roompresence.FieldJoinedAt:
+		return m.JoinedAt()
+	case roompresence.FieldLastSeen:
+		return m.LastSeen()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *RoomPresenceMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case roompresence.FieldRoomKey:
+		return m.OldRoomKey(ctx)
+	case roompresence.FieldProcessID:
+		return m.OldProcessID(ctx)
+	case roompresence.FieldName:
+		return m.OldName(ctx)
+	case roompresence.FieldAvatarURL:
+		return m.OldAvatarURL(ctx)
+	case roompresence.FieldColour:
+		return m.OldColour(ctx)
+	case roompresence.FieldGuest:
+		return m.OldGuest(ctx)
+	case roompresence.FieldGuestNumber:
+		return m.OldGuestNumber(ctx)
+	case roompresence.FieldJoinedAt:
+		return m.OldJoinedAt(ctx)
+	case roompresence.FieldLastSeen:
+		return m.OldLastSeen(ctx)
+	}
+	return nil, fmt.Errorf("unknown RoomPresence field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *RoomPresenceMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case roompresence.FieldRoomKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRoomKey(v)
+		return nil
+	case roompresence.FieldProcessID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProcessID(v)
+		return nil
+	case roompresence.FieldName:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetName(v)
+		return nil
+	case roompresence.FieldAvatarURL:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAvatarURL(v)
+		return nil
+	case roompresence.FieldColour:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetColour(v)
+		return nil
+	case roompresence.FieldGuest:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetGuest(v)
+		return nil
+	case roompresence.FieldGuestNumber:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetGuestNumber(v)
+		return nil
+	case roompresence.FieldJoinedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetJoinedAt(v)
+		return nil
+	case roompresence.FieldLastSeen:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastSeen(v)
+		return nil
+	}
+	return fmt.Errorf("unknown RoomPresence field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *RoomPresenceMutation) AddedFields() []string {
+	var fields []string
+	if m.addguest_number != nil {
+		fields = append(fields, roompresence.FieldGuestNumber)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *RoomPresenceMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case roompresence.FieldGuestNumber:
+		return m.AddedGuestNumber()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *RoomPresenceMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case roompresence.FieldGuestNumber:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddGuestNumber(v)
+		return nil
+	}
+	return fmt.Errorf("unknown RoomPresence numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *RoomPresenceMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(roompresence.FieldAvatarURL) {
+		fields = append(fields, roompresence.FieldAvatarURL)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *RoomPresenceMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *RoomPresenceMutation) ClearField(name string) error {
+	switch name {
+	case roompresence.FieldAvatarURL:
+		m.ClearAvatarURL()
+		return nil
+	}
+	return fmt.Errorf("unknown RoomPresence nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *RoomPresenceMutation) ResetField(name string) error {
+	switch name {
+	case roompresence.FieldRoomKey:
+		m.ResetRoomKey()
+		return nil
+	case roompresence.FieldProcessID:
+		m.ResetProcessID()
+		return nil
+	case roompresence.FieldName:
+		m.ResetName()
+		return nil
+	case roompresence.FieldAvatarURL:
+		m.ResetAvatarURL()
+		return nil
+	case roompresence.FieldColour:
+		m.ResetColour()
+		return nil
+	case roompresence.FieldGuest:
+		m.ResetGuest()
+		return nil
+	case roompresence.FieldGuestNumber:
+		m.ResetGuestNumber()
+		return nil
+	case roompresence.FieldJoinedAt:
+		m.ResetJoinedAt()
+		return nil
+	case roompresence.FieldLastSeen:
+		m.ResetLastSeen()
+		return nil
+	}
+	return fmt.Errorf("unknown RoomPresence field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *RoomPresenceMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *RoomPresenceMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *RoomPresenceMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *RoomPresenceMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *RoomPresenceMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *RoomPresenceMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *RoomPresenceMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown RoomPresence unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *RoomPresenceMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown RoomPresence edge %s", name)
 }
 
 // SceneMutation represents an operation that mutates the Scene nodes in the graph.

@@ -10,6 +10,9 @@ import (
 	"github.com/splathost/splathost/ent/clonejob"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/integration"
+	"github.com/splathost/splathost/ent/roomdraft"
+	"github.com/splathost/splathost/ent/roommessage"
+	"github.com/splathost/splathost/ent/roompresence"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/ent/scenelike"
 	"github.com/splathost/splathost/ent/schema"
@@ -475,6 +478,132 @@ func init() {
 	// integration.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	integration.IDValidator = func() func(string) error {
 		validators := integrationDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	roomdraftFields := schema.RoomDraft{}.Fields()
+	_ = roomdraftFields
+	// roomdraftDescSeq is the schema descriptor for seq field.
+	roomdraftDescSeq := roomdraftFields[2].Descriptor()
+	// roomdraft.DefaultSeq holds the default value on creation for the seq field.
+	roomdraft.DefaultSeq = roomdraftDescSeq.Default.(int64)
+	// roomdraftDescUpdatedAt is the schema descriptor for updated_at field.
+	roomdraftDescUpdatedAt := roomdraftFields[3].Descriptor()
+	// roomdraft.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	roomdraft.DefaultUpdatedAt = roomdraftDescUpdatedAt.Default.(func() time.Time)
+	// roomdraft.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	roomdraft.UpdateDefaultUpdatedAt = roomdraftDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// roomdraftDescID is the schema descriptor for id field.
+	roomdraftDescID := roomdraftFields[0].Descriptor()
+	// roomdraft.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	roomdraft.IDValidator = func() func(string) error {
+		validators := roomdraftDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	roommessageFields := schema.RoomMessage{}.Fields()
+	_ = roommessageFields
+	// roommessageDescCreatedAt is the schema descriptor for created_at field.
+	roommessageDescCreatedAt := roommessageFields[2].Descriptor()
+	// roommessage.DefaultCreatedAt holds the default value on creation for the created_at field.
+	roommessage.DefaultCreatedAt = roommessageDescCreatedAt.Default.(func() time.Time)
+	roompresenceFields := schema.RoomPresence{}.Fields()
+	_ = roompresenceFields
+	// roompresenceDescRoomKey is the schema descriptor for room_key field.
+	roompresenceDescRoomKey := roompresenceFields[1].Descriptor()
+	// roompresence.RoomKeyValidator is a validator for the "room_key" field. It is called by the builders before save.
+	roompresence.RoomKeyValidator = func() func(string) error {
+		validators := roompresenceDescRoomKey.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(room_key string) error {
+			for _, fn := range fns {
+				if err := fn(room_key); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// roompresenceDescProcessID is the schema descriptor for process_id field.
+	roompresenceDescProcessID := roompresenceFields[2].Descriptor()
+	// roompresence.ProcessIDValidator is a validator for the "process_id" field. It is called by the builders before save.
+	roompresence.ProcessIDValidator = func() func(string) error {
+		validators := roompresenceDescProcessID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(process_id string) error {
+			for _, fn := range fns {
+				if err := fn(process_id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// roompresenceDescName is the schema descriptor for name field.
+	roompresenceDescName := roompresenceFields[3].Descriptor()
+	// roompresence.NameValidator is a validator for the "name" field. It is called by the builders before save.
+	roompresence.NameValidator = roompresenceDescName.Validators[0].(func(string) error)
+	// roompresenceDescColour is the schema descriptor for colour field.
+	roompresenceDescColour := roompresenceFields[5].Descriptor()
+	// roompresence.ColourValidator is a validator for the "colour" field. It is called by the builders before save.
+	roompresence.ColourValidator = func() func(string) error {
+		validators := roompresenceDescColour.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(colour string) error {
+			for _, fn := range fns {
+				if err := fn(colour); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// roompresenceDescGuestNumber is the schema descriptor for guest_number field.
+	roompresenceDescGuestNumber := roompresenceFields[7].Descriptor()
+	// roompresence.DefaultGuestNumber holds the default value on creation for the guest_number field.
+	roompresence.DefaultGuestNumber = roompresenceDescGuestNumber.Default.(int)
+	// roompresenceDescJoinedAt is the schema descriptor for joined_at field.
+	roompresenceDescJoinedAt := roompresenceFields[8].Descriptor()
+	// roompresence.DefaultJoinedAt holds the default value on creation for the joined_at field.
+	roompresence.DefaultJoinedAt = roompresenceDescJoinedAt.Default.(func() time.Time)
+	// roompresenceDescLastSeen is the schema descriptor for last_seen field.
+	roompresenceDescLastSeen := roompresenceFields[9].Descriptor()
+	// roompresence.DefaultLastSeen holds the default value on creation for the last_seen field.
+	roompresence.DefaultLastSeen = roompresenceDescLastSeen.Default.(func() time.Time)
+	// roompresenceDescID is the schema descriptor for id field.
+	roompresenceDescID := roompresenceFields[0].Descriptor()
+	// roompresence.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	roompresence.IDValidator = func() func(string) error {
+		validators := roompresenceDescID.Validators
 		fns := [...]func(string) error{
 			validators[0].(func(string) error),
 			validators[1].(func(string) error),

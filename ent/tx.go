@@ -24,6 +24,12 @@ type Tx struct {
 	ExternalUser *ExternalUserClient
 	// Integration is the client for interacting with the Integration builders.
 	Integration *IntegrationClient
+	// RoomDraft is the client for interacting with the RoomDraft builders.
+	RoomDraft *RoomDraftClient
+	// RoomMessage is the client for interacting with the RoomMessage builders.
+	RoomMessage *RoomMessageClient
+	// RoomPresence is the client for interacting with the RoomPresence builders.
+	RoomPresence *RoomPresenceClient
 	// Scene is the client for interacting with the Scene builders.
 	Scene *SceneClient
 	// SceneLike is the client for interacting with the SceneLike builders.
@@ -168,6 +174,9 @@ func (tx *Tx) init() {
 	tx.CloneJob = NewCloneJobClient(tx.config)
 	tx.ExternalUser = NewExternalUserClient(tx.config)
 	tx.Integration = NewIntegrationClient(tx.config)
+	tx.RoomDraft = NewRoomDraftClient(tx.config)
+	tx.RoomMessage = NewRoomMessageClient(tx.config)
+	tx.RoomPresence = NewRoomPresenceClient(tx.config)
 	tx.Scene = NewSceneClient(tx.config)
 	tx.SceneLike = NewSceneLikeClient(tx.config)
 	tx.UploadTicket = NewUploadTicketClient(tx.config)

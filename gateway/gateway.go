@@ -39,7 +39,13 @@ type Upstream struct {
 	Prefixes []string
 	// Public are prefixes anyone may request (the asset route): no authentication, the CORS
 	// policy of corsPublic, and, when forwarded, no caller and the answer streamed.
-	Public   []string
+	Public []string
+	// Upgrade are WebSocket routes among the prefixes (the multiplayer room): authenticated by
+	// the session token in their URL (?session=, like the embed pages: a browser cannot set
+	// Authorization on a WebSocket) and, when forwarded, tunnelled to the service (tunnel.go).
+	// A refused token is answered the way a browser's WebSocket can see: upgraded, then closed
+	// with 4401 (httpx.RefuseUpgrade).
+	Upgrade  []string
 	Register func(fiber.Router)
 	URL      string
 }
@@ -72,7 +78,12 @@ var corsAPI = cors.New(cors.Config{
 // New builds the gateway app.
 func New(o Options) (*fiber.App, error) {
 	app := httpx.NewApp("gateway", o.Log, o.BodyLimit)
-	a := &auth{opts: o, adminHash: sha256.Sum256([]byte(o.AdminToken))}
+	a := &auth{opts: o, adminHash: sha256.Sum256([]byte(o.AdminToken)), upgrades: map[string]bool{}}
+	for _, up := range o.Upstreams {
+		for _, p := range up.Upgrade {
+			a.upgrades[p] = true
+		}
+	}
 
 	checks := map[string]httpx.Check{"postgres": func(ctx context.Context) error {
 		if !o.Integrations.Live() {
@@ -129,6 +140,16 @@ func New(o Options) (*fiber.App, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(up.Upgrade) > 0 {
+			// Before the prefix routes, which would forward the upgrade as a plain request.
+			tun, err := newTunnel(up.Name, up.URL, o.InternalSecret, o.Log)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range up.Upgrade {
+				app.Get(p, tun.handle)
+			}
+		}
 		for _, p := range up.Prefixes {
 			routes = append(routes, prefixRoute{prefix: strings.TrimSuffix(p, "/"), fwd: fwd})
 		}
@@ -166,6 +187,8 @@ var EmbedPages = []string{"/embed/viewer", "/embed/editor"}
 type auth struct {
 	opts      Options
 	adminHash [32]byte
+	// upgrades are the WebSocket routes (Upstream.Upgrade), authenticated by ?session=.
+	upgrades map[string]bool
 }
 
 // bearer returns the token of an "Authorization: Bearer <token>" header.
@@ -220,6 +243,9 @@ func (a *auth) secretBearer(c *fiber.Ctx) error {
 }
 
 func (a *auth) sessionBearer(c *fiber.Ctx) error {
+	if a.upgrades[c.Path()] {
+		return a.sessionUpgrade(c)
+	}
 	tok, ok := bearer(c)
 	if !ok {
 		return apperr.Unauthorized("missing Authorization header: expected Bearer <session token>")
@@ -237,15 +263,47 @@ func (a *auth) sessionPage(c *fiber.Ctx) error {
 	return a.admitSession(c, tok)
 }
 
+// sessionUpgrade authenticates a WebSocket route by its ?session= token, with the same checks
+// as a session bearer. A refusal reaches a browser only as a close code: the request is
+// upgraded and closed with 4401 (4410 for a revoked integration), which the room's client
+// tells from a failure worth retrying.
+func (a *auth) sessionUpgrade(c *fiber.Ctx) error {
+	if err := httpx.RequireUpgrade(c); err != nil {
+		return err
+	}
+	tok := strings.TrimSpace(c.Query("session"))
+	if tok == "" {
+		return httpx.RefuseUpgrade(c, apperr.Unauthorized("missing session token: connect with ?session=<session token>"))
+	}
+	caller, err := a.verifySession(c, tok)
+	if err != nil {
+		if apperr.From(err).Status >= 500 {
+			a.opts.Log.ErrorContext(c.UserContext(), "session verification failed", "error", err, "requestId", httpx.RequestID(c))
+		}
+		return httpx.RefuseUpgrade(c, err)
+	}
+	return a.next(c, caller)
+}
+
+// verifySession verifies a session token.
+func (a *auth) verifySession(c *fiber.Ctx, tok string) (*httpx.Caller, error) {
+	if a.opts.Sessions == nil {
+		return nil, apperr.Unauthorized("invalid session token")
+	}
+	return a.opts.Sessions.VerifySession(c.UserContext(), tok)
+}
+
 // admitSession verifies a session token and hands the request on with its caller.
 func (a *auth) admitSession(c *fiber.Ctx, tok string) error {
-	if a.opts.Sessions == nil {
-		return apperr.Unauthorized("invalid session token")
-	}
-	caller, err := a.opts.Sessions.VerifySession(c.UserContext(), tok)
+	caller, err := a.verifySession(c, tok)
 	if err != nil {
 		return err
 	}
+	return a.next(c, caller)
+}
+
+// next hands a session's request on with its caller.
+func (a *auth) next(c *fiber.Ctx, caller *httpx.Caller) error {
 	// The session alone says who is calling: its customer scope comes from the signed token, so
 	// an EU header from the embed's page must not widen it, and a login cookie sent along never
 	// counts (spec: when a session bearer and a studio login cookie both arrive, the bearer wins).

@@ -31,7 +31,7 @@ func main() {
 		Upstreams: []gateway.Upstream{
 			{Name: "user", Prefixes: user.Prefixes, URL: cfg.UserURL},
 			{Name: "scene", Prefixes: scene.Prefixes, Public: scene.PublicPrefixes, URL: cfg.SceneURL},
-			{Name: "session", Prefixes: session.Prefixes, URL: cfg.SessionURL},
+			{Name: "session", Prefixes: session.Prefixes, Upgrade: []string{session.RoomPath}, URL: cfg.SessionURL},
 		},
 	})
 	if err != nil {

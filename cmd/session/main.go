@@ -19,10 +19,16 @@ func main() {
 	}
 	svc := session.New(d, rt.Log, keys)
 	svc.UseAssetURLs(scene.NewAssetURLs(rt.Config))
+	// The multiplayer rooms run until the shutdown signal, then close their WebSockets (1012)
+	// and delete this process's presence rows: the database must outlive them (rt.Close).
+	rooms := svc.Rooms()
+	roomsDone := make(chan struct{})
+	go func() { defer close(roomsDone); rooms.Run(rt.Ctx) }()
 	app := boot.ServiceApp("session", rt.Config, rt.Log, session.Prefixes, svc.Register,
-		map[string]httpx.Check{"postgres": d.Ping})
+		map[string]httpx.Check{"postgres": d.Ping, "room": rooms.Ready})
 	rt.Log.Info("listening", "addr", rt.Config.SessionAddr)
 	if err := boot.Serve(rt.Ctx, app, rt.Config.SessionAddr, rt.Config.ShutdownTimeout); err != nil {
 		rt.Log.Error("serve", "error", err)
 	}
+	<-roomsDone
 }

@@ -69,6 +69,42 @@ func (f IntegrationFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value,
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.IntegrationMutation", m)
 }
 
+// The RoomDraftFunc type is an adapter to allow the use of ordinary
+// function as RoomDraft mutator.
+type RoomDraftFunc func(context.Context, *ent.RoomDraftMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f RoomDraftFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.RoomDraftMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.RoomDraftMutation", m)
+}
+
+// The RoomMessageFunc type is an adapter to allow the use of ordinary
+// function as RoomMessage mutator.
+type RoomMessageFunc func(context.Context, *ent.RoomMessageMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f RoomMessageFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.RoomMessageMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.RoomMessageMutation", m)
+}
+
+// The RoomPresenceFunc type is an adapter to allow the use of ordinary
+// function as RoomPresence mutator.
+type RoomPresenceFunc func(context.Context, *ent.RoomPresenceMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f RoomPresenceFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.RoomPresenceMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.RoomPresenceMutation", m)
+}
+
 // The SceneFunc type is an adapter to allow the use of ordinary
 // function as Scene mutator.
 type SceneFunc func(context.Context, *ent.SceneMutation) (ent.Value, error)

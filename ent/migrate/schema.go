@@ -162,6 +162,74 @@ var (
 			},
 		},
 	}
+	// RoomDraftsColumns holds the columns for the "room_drafts" table.
+	RoomDraftsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 64},
+		{Name: "fields", Type: field.TypeJSON},
+		{Name: "seq", Type: field.TypeInt64, Default: 0},
+		{Name: "updated_at", Type: field.TypeTime},
+	}
+	// RoomDraftsTable holds the schema information for the "room_drafts" table.
+	RoomDraftsTable = &schema.Table{
+		Name:       "room_drafts",
+		Columns:    RoomDraftsColumns,
+		PrimaryKey: []*schema.Column{RoomDraftsColumns[0]},
+	}
+	// RoomMessagesColumns holds the columns for the "room_messages" table.
+	RoomMessagesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt64, Increment: true},
+		{Name: "payload", Type: field.TypeString, Size: 2147483647},
+		{Name: "created_at", Type: field.TypeTime},
+	}
+	// RoomMessagesTable holds the schema information for the "room_messages" table.
+	RoomMessagesTable = &schema.Table{
+		Name:       "room_messages",
+		Columns:    RoomMessagesColumns,
+		PrimaryKey: []*schema.Column{RoomMessagesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "roommessage_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{RoomMessagesColumns[2]},
+			},
+		},
+	}
+	// RoomPresencesColumns holds the columns for the "room_presences" table.
+	RoomPresencesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 24},
+		{Name: "room_key", Type: field.TypeString, Size: 64},
+		{Name: "process_id", Type: field.TypeString, Size: 24},
+		{Name: "name", Type: field.TypeString},
+		{Name: "avatar_url", Type: field.TypeString, Nullable: true},
+		{Name: "colour", Type: field.TypeString, Size: 7},
+		{Name: "guest", Type: field.TypeBool},
+		{Name: "guest_number", Type: field.TypeInt, Default: 0},
+		{Name: "joined_at", Type: field.TypeTime},
+		{Name: "last_seen", Type: field.TypeTime},
+	}
+	// RoomPresencesTable holds the schema information for the "room_presences" table.
+	RoomPresencesTable = &schema.Table{
+		Name:       "room_presences",
+		Columns:    RoomPresencesColumns,
+		PrimaryKey: []*schema.Column{RoomPresencesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "roompresence_room_key",
+				Unique:  false,
+				Columns: []*schema.Column{RoomPresencesColumns[1]},
+			},
+			{
+				Name:    "roompresence_process_id",
+				Unique:  false,
+				Columns: []*schema.Column{RoomPresencesColumns[2]},
+			},
+			{
+				Name:    "roompresence_last_seen",
+				Unique:  false,
+				Columns: []*schema.Column{RoomPresencesColumns[9]},
+			},
+		},
+	}
 	// ScenesColumns holds the columns for the "scenes" table.
 	ScenesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 24},
@@ -343,6 +411,9 @@ var (
 		CloneJobsTable,
 		ExternalUsersTable,
 		IntegrationsTable,
+		RoomDraftsTable,
+		RoomMessagesTable,
+		RoomPresencesTable,
 		ScenesTable,
 		SceneLikesTable,
 		UploadTicketsTable,

@@ -21,6 +21,15 @@ type ExternalUser func(*sql.Selector)
 // Integration is the predicate function for integration builders.
 type Integration func(*sql.Selector)
 
+// RoomDraft is the predicate function for roomdraft builders.
+type RoomDraft func(*sql.Selector)
+
+// RoomMessage is the predicate function for roommessage builders.
+type RoomMessage func(*sql.Selector)
+
+// RoomPresence is the predicate function for roompresence builders.
+type RoomPresence func(*sql.Selector)
+
 // Scene is the predicate function for scene builders.
 type Scene func(*sql.Selector)
 

@@ -40,6 +40,9 @@ type Process struct {
 	Streamer *analytics.Streamer
 	stop     context.CancelFunc
 	done     chan struct{}
+	// roomsDone is closed when the multiplayer rooms have closed their WebSockets and deleted
+	// their presence rows, which needs the database.
+	roomsDone chan struct{}
 }
 
 // Start builds the whole product in one process. Serve App; Close stops the rest.
@@ -68,7 +71,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 		return nil, err
 	}
 	runCtx, stop := context.WithCancel(context.Background())
-	p := &Process{DB: d, Temporal: tc, CH: ch, stop: stop, done: make(chan struct{})}
+	p := &Process{DB: d, Temporal: tc, CH: ch, stop: stop, done: make(chan struct{}), roomsDone: make(chan struct{})}
 
 	ints := user.NewIntegrations(d.Pool, log)
 	users := user.New(d, log, ints.Flush, user.Temporal{Client: tc, TaskQueue: cfg.TaskQueue})
@@ -98,12 +101,13 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 		Upstreams: []gateway.Upstream{
 			{Name: "user", Prefixes: user.Prefixes, Register: users.Register},
 			{Name: "scene", Prefixes: scene.Prefixes, Public: scene.PublicPrefixes, Register: scenes.Register},
-			{Name: "session", Prefixes: session.Prefixes, Register: sessions.Register},
+			{Name: "session", Prefixes: session.Prefixes, Upgrade: []string{session.RoomPath}, Register: sessions.Register},
 		},
 		Ready: map[string]httpx.Check{
 			"objectstore": store.Ready,
 			"clickhouse":  func(ctx context.Context) error { return ch.Ping(ctx) },
 			"temporal":    worker.Ready(tc),
+			"room":        sessions.Rooms().Ready,
 		},
 	})
 	if err != nil {
@@ -113,6 +117,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	p.App = app
 	p.Integrations = ints
 	p.Scenes = scenes
+	go func() { defer close(p.roomsDone); sessions.Rooms().Run(runCtx) }()
 	go func() {
 		defer close(p.done)
 		go ints.Listen(runCtx)
@@ -129,6 +134,7 @@ func (p *Process) Close() {
 	p.stop()
 	if p.App != nil {
 		<-p.done
+		<-p.roomsDone
 	}
 	p.Temporal.Close()
 	p.CH.Close()

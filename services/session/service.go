@@ -24,7 +24,13 @@ type Service struct {
 	now  func() time.Time
 	// urls renders the asset URLs of embed answers (wired by the binary, UseAssetURLs).
 	urls *sceneapi.AssetURLs
+	// rooms are the multiplayer rooms of this process (room.go); the binary runs them.
+	rooms *Rooms
 }
+
+// Rooms returns the service's multiplayer rooms: the binary runs them (Rooms.Run) and adds
+// their readiness check.
+func (s *Service) Rooms() *Rooms { return s.rooms }
 
 // UseAssetURLs wires the asset URL signer the embed answers render scenes with: a scene the
 // session may see but not everyone may gets signed asset URLs.
@@ -32,7 +38,7 @@ func (s *Service) UseAssetURLs(u *sceneapi.AssetURLs) { s.urls = u }
 
 // New returns the session service; keys signs the session tokens it mints.
 func New(d *db.DB, log *slog.Logger, keys *Keys) *Service {
-	return &Service{db: d, log: log, keys: keys, now: time.Now}
+	return &Service{db: d, log: log, keys: keys, now: time.Now, rooms: NewRooms(d, log)}
 }
 
 // Register mounts the service's routes. The router must already establish the caller (the
@@ -42,6 +48,7 @@ func (s *Service) Register(r fiber.Router) {
 	r.Get("/api/embed/splats/:id", s.getScene)
 	r.Post("/api/embed/splats/:id/like", s.like)
 	r.Post("/api/embed/views", s.recordView)
+	r.Get(RoomPath, s.room)
 	// httpx.Page again (the gateway marks them too): a split session service answers its own
 	// errors as pages.
 	r.Get("/embed/viewer", httpx.Page, s.page(TypeViewer))

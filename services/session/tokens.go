@@ -173,6 +173,13 @@ func (v *Verifier) VerifySession(ctx context.Context, token string) (*httpx.Call
 		ExternalUserID: claims.ExternalUserID, HasExternalUser: claims.ExternalUserID != "",
 		Session: map[string]any{claimSub: claims.Subject, claimSplatID: claims.SplatID},
 	}
+	// The end-user profile travels too: the multiplayer room shows it.
+	if claims.Name != "" {
+		caller.Session[claimName] = claims.Name
+	}
+	if claims.AvatarURL != nil {
+		caller.Session[claimAvatar] = *claims.AvatarURL
+	}
 	if claims.ExternalUserID != "" {
 		active, err := v.integrations.CustomerActive(ctx, in.ID, claims.ExternalUserID)
 		if err != nil {

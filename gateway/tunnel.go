@@ -1,0 +1,187 @@
+package gateway
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"syscall"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/httpx"
+)
+
+// Tunnel bounds. The upstream's handshake answer is read whole before anything is passed on,
+// so its size is bounded; after the 101 the bytes flow unread both ways.
+const (
+	// tunnelMaxHeader bounds the upstream's answer header (fasthttp refuses a larger one).
+	tunnelMaxHeader = 16 << 10
+	// tunnelMaxBody bounds the body of an upstream refusal that is not an upgrade.
+	tunnelMaxBody = 64 << 10
+	// tunnelHandshake bounds the dial, the request's write and the answer's read.
+	tunnelHandshake = 10 * time.Second
+)
+
+// tunnel forwards a WebSocket upgrade (the multiplayer room) to a service in another process:
+// it dials the service, sends the upgrade request with the caller the gateway authenticated
+// signed into httpx.CallerHeader (and without the session token, which the service never
+// needs), reads the answer and, on a 101, hands the client's connection over to a byte splice
+// with the service's until either side ends, when both are closed. WebSocket frames pass
+// through unread: pings, closes and their codes are the service's.
+type tunnel struct {
+	name     string
+	addr     string
+	secret   []byte
+	log      *slog.Logger
+	retryFor time.Duration
+}
+
+func newTunnel(name, base string, secret []byte, log *slog.Logger) (*tunnel, error) {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return nil, fmt.Errorf("upstream url %q: want http://host:port", base)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &tunnel{name: name, addr: u.Host, secret: secret, log: log, retryFor: upstreamRetryFor}, nil
+}
+
+// tunnelQueryDrop are the query parameters the service never gets: the credential.
+var tunnelQueryDrop = []string{"session"}
+
+func (t *tunnel) handle(c *fiber.Ctx) error {
+	if err := httpx.RequireUpgrade(c); err != nil {
+		return err
+	}
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	c.Request().Header.CopyTo(&req.Header)
+	// Connection and Upgrade make the upgrade and stay; the other hop-by-hop headers go.
+	for _, h := range []string{"Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Te", "Trailer", httpx.CallerHeader} {
+		req.Header.Del(h)
+	}
+	uri := fasthttp.AcquireURI()
+	defer fasthttp.ReleaseURI(uri)
+	c.Request().URI().CopyTo(uri)
+	for _, q := range tunnelQueryDrop {
+		uri.QueryArgs().Del(q)
+	}
+	req.Header.SetRequestURIBytes(uri.RequestURI())
+	req.Header.SetHost(t.addr)
+	if caller := httpx.CallerOf(c); caller != nil {
+		sig, err := httpx.SignCaller(t.secret, caller, time.Now())
+		if err != nil {
+			return httpx.RefuseUpgrade(c, apperr.Internal(err))
+		}
+		req.Header.Set(httpx.CallerHeader, sig)
+	}
+	httpx.InjectTrace(c, req.Header.Set)
+
+	up, attempts, err := t.dial()
+	if err != nil {
+		t.log.WarnContext(c.UserContext(), "upstream upgrade failed", "upstream", t.name, "addr", t.addr,
+			"route", c.Route().Path, "attempts", attempts, "requestId", httpx.RequestID(c), "error", err)
+		e := apperr.New(fiber.StatusBadGateway, "service unavailable, retry with backoff")
+		e.Cause = err
+		return httpx.RefuseUpgrade(c, e)
+	}
+	br, resp, err := t.handshake(up, req)
+	if err != nil {
+		_ = up.Close()
+		fasthttp.ReleaseResponse(resp)
+		t.log.WarnContext(c.UserContext(), "upstream upgrade failed", "upstream", t.name, "addr", t.addr,
+			"route", c.Route().Path, "requestId", httpx.RequestID(c), "error", err)
+		e := apperr.New(fiber.StatusBadGateway, "service unavailable, retry with backoff")
+		e.Cause = err
+		return httpx.RefuseUpgrade(c, e)
+	}
+	defer fasthttp.ReleaseResponse(resp)
+	c.Status(resp.StatusCode())
+	resp.Header.VisitAll(func(k, v []byte) {
+		switch string(k) {
+		case fiber.HeaderContentLength, httpx.RequestIDHeader:
+			return
+		}
+		c.Response().Header.SetBytesKV(k, v)
+	})
+	if resp.StatusCode() != fiber.StatusSwitchingProtocols {
+		// The service refused the upgrade with a plain answer (its envelope): pass it on.
+		_ = up.Close()
+		c.Response().SetBodyRaw(append([]byte(nil), resp.Body()...))
+		return nil
+	}
+	_ = up.SetDeadline(time.Time{})
+	c.Context().Hijack(func(client net.Conn) { splice(client, up, br) })
+	return nil
+}
+
+// dial connects to the service, retrying while it refuses connections (a restart) for at most
+// retryFor, with the forwarder's backoff.
+func (t *tunnel) dial() (net.Conn, int, error) {
+	deadline := time.Now().Add(t.retryFor)
+	backoff := upstreamBackoffMin
+	for attempt := 1; ; attempt++ {
+		conn, err := net.DialTimeout("tcp", t.addr, tunnelHandshake)
+		if err == nil {
+			return conn, attempt, nil
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) || time.Now().Add(backoff).After(deadline) {
+			return nil, attempt, err
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, upstreamBackoffMax)
+	}
+}
+
+// handshake writes req on up and reads the answer's header (bounded by tunnelMaxHeader) and, for
+// anything but a 101, its body (bounded by tunnelMaxBody). The reader it returns holds what the
+// service sent after its 101 (the welcome, usually), which the splice passes on first.
+func (t *tunnel) handshake(up net.Conn, req *fasthttp.Request) (*bufio.Reader, *fasthttp.Response, error) {
+	resp := fasthttp.AcquireResponse()
+	_ = up.SetDeadline(time.Now().Add(tunnelHandshake))
+	bw := bufio.NewWriter(up)
+	if err := req.Write(bw); err != nil {
+		return nil, resp, err
+	}
+	if err := bw.Flush(); err != nil {
+		return nil, resp, err
+	}
+	br := bufio.NewReaderSize(up, tunnelMaxHeader)
+	if err := resp.Header.Read(br); err != nil {
+		return nil, resp, err
+	}
+	if resp.StatusCode() == fiber.StatusSwitchingProtocols {
+		return br, resp, nil
+	}
+	n := resp.Header.ContentLength()
+	if n < 0 || n > tunnelMaxBody {
+		return nil, resp, fmt.Errorf("upstream refused the upgrade with %d and a body of length %d", resp.StatusCode(), n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(br, body); err != nil {
+		return nil, resp, err
+	}
+	resp.SetBodyRaw(body)
+	return br, resp, nil
+}
+
+// splice copies bytes both ways until either side ends, then ends the other. The client's
+// connection belongs to the server, which closes it when this returns; an expired deadline is
+// what unblocks a read on it.
+func splice(client, up net.Conn, upR io.Reader) {
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(up, client); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(client, upR); done <- struct{}{} }()
+	<-done
+	_ = up.Close()
+	_ = client.SetDeadline(time.Now())
+	<-done
+}

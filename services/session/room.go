@@ -1,0 +1,613 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fasthttp/websocket"
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/db"
+	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/ids"
+)
+
+// RoomPath is the multiplayer room's WebSocket route (docs/embeds.md, "Multiplayer room"):
+// GET /api/embed/room?splatId=<id>&session=<session token>. The gateway authenticates the token
+// in the URL (a browser cannot set Authorization on a WebSocket) and hands the upgrade here.
+const RoomPath = "/api/embed/room"
+
+// Connection timing. The server pings every roomPingEvery; a connection that sends nothing, not
+// even a pong, for roomReadIdle is dead (a half-open TCP connection never errors by itself).
+const (
+	roomPingEvery = 20 * time.Second
+	roomReadIdle  = 45 * time.Second
+	roomWriteWait = 10 * time.Second
+	// roomQueue is how many frames may wait for a slow client; a client further behind is
+	// closed (1008) rather than let the process buffer without bound.
+	roomQueue = 128
+	// roomPending bounds the events held for a joining participant until its welcome is sent.
+	roomPending = 1024
+	// roomStoreWait bounds each Postgres step of a message.
+	roomStoreWait = 5 * time.Second
+	// roomShutdownWait bounds the shutdown's wait for connections to close.
+	roomShutdownWait = 5 * time.Second
+)
+
+// Session keys of the end-user profile (the token's user), which the room shows.
+const (
+	claimName   = "name"
+	claimAvatar = "avatarUrl"
+)
+
+// Rooms is one session service process's side of the multiplayer rooms: its participants'
+// WebSockets, joined to every other process's through Postgres (roomStore). Run must be
+// running for rooms to admit anyone.
+type Rooms struct {
+	store *roomStore
+	log   *slog.Logger
+	// live is true while the LISTEN connection is up: without it this process would miss
+	// other processes' events, so it admits nobody.
+	live atomic.Bool
+	// events are the NOTIFY payloads, dispatched in arrival order by one goroutine.
+	events chan string
+	// stopped is closed when shutdown begins: from then on every request is refused with 1012.
+	stopped chan struct{}
+
+	mu sync.Mutex
+	// rooms are the local participants by room key.
+	rooms map[string]map[*roomConn]struct{}
+	// connected says the listener connected before: a later connect is a reconnect, after
+	// which every local participant resyncs (events may have been missed in between).
+	connected bool
+	conns     sync.WaitGroup
+}
+
+// NewRooms returns the rooms of a process over the database d.
+func NewRooms(d *db.DB, log *slog.Logger) *Rooms {
+	return &Rooms{
+		store:   &roomStore{pool: d.Pool, process: ids.New()},
+		log:     log,
+		events:  make(chan string, 4096),
+		stopped: make(chan struct{}),
+		rooms:   map[string]map[*roomConn]struct{}{},
+	}
+}
+
+// Ready is the rooms' readiness check: the LISTEN connection that carries other processes'
+// events is up.
+func (r *Rooms) Ready(context.Context) error {
+	if !r.live.Load() {
+		return errors.New("room LISTEN connection is down")
+	}
+	return nil
+}
+
+// Run listens for room events, refreshes this process's presence rows and sweeps dead
+// processes' rows until ctx ends; then it closes every connection with 1012 (clients
+// reconnect, to another process or to this one restarted), deletes this process's rows and
+// returns. The database must stay open until Run has returned.
+func (r *Rooms) Run(ctx context.Context) {
+	listenCtx, stopListen := context.WithCancel(context.Background())
+	var bg sync.WaitGroup
+	bg.Go(func() {
+		db.Listen(listenCtx, r.store.pool, db.Listener{Channel: RoomChannel, OnConnect: r.onConnect,
+			OnNotify: func(p string) { r.events <- p }, Live: &r.live, Log: r.log})
+	})
+	bg.Go(func() { r.dispatch(listenCtx) })
+	tick := time.NewTicker(presenceEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			r.shutdown()
+			stopListen()
+			bg.Wait()
+			return
+		case <-tick.C:
+			r.heartbeat(ctx)
+		}
+	}
+}
+
+// onConnect runs when the LISTEN connection is (re)established. After a reconnect, events of
+// the gap are lost: every local participant is closed with 1012 and resyncs from a welcome.
+func (r *Rooms) onConnect() {
+	r.mu.Lock()
+	again := r.connected
+	r.connected = true
+	conns := r.all()
+	r.mu.Unlock()
+	if !again {
+		return
+	}
+	for _, c := range conns {
+		c.closeWith(httpx.CloseServiceRestart, "RESYNC", "the room's connection to the database was re-established: reconnect to resync")
+	}
+}
+
+// all lists every local connection; r.mu must be held.
+func (r *Rooms) all() []*roomConn {
+	var out []*roomConn
+	for _, conns := range r.rooms {
+		for c := range conns {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// heartbeat refreshes this process's presence rows and sweeps the rows of dead processes. A
+// local participant whose row is gone (swept while this process could not reach Postgres) is
+// invisible to the others: it is closed with 1012 and rejoins.
+func (r *Rooms) heartbeat(ctx context.Context) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, roomStoreWait)
+	defer cancel()
+	have, err := r.store.heartbeat(ctx)
+	if err != nil {
+		r.log.Warn("room presence refresh failed", "error", err)
+		return
+	}
+	r.mu.Lock()
+	conns := r.all()
+	r.mu.Unlock()
+	for _, c := range conns {
+		if c.joinedBefore(start) && !have[c.id] {
+			c.closeWith(httpx.CloseServiceRestart, "RESYNC", "this participant's presence expired: reconnect to rejoin")
+		}
+	}
+	if err := r.store.sweep(ctx); err != nil {
+		r.log.Warn("room sweep failed", "error", err)
+	}
+}
+
+// dispatch hands every event to the local participants of its room, in NOTIFY order.
+func (r *Rooms) dispatch(ctx context.Context) {
+	for {
+		var payload string
+		select {
+		case <-ctx.Done():
+			return
+		case payload = <-r.events:
+		}
+		var ev roomEvent
+		if err := json.Unmarshal([]byte(payload), &ev); err != nil {
+			r.log.Warn("room event unreadable", "error", err)
+			continue
+		}
+		if ev.Ref != 0 {
+			fetchCtx, cancel := context.WithTimeout(ctx, roomStoreWait)
+			stored, err := r.store.message(fetchCtx, ev.Ref)
+			cancel()
+			if err == nil {
+				ev = roomEvent{}
+				err = json.Unmarshal([]byte(stored), &ev)
+			}
+			if err != nil {
+				r.log.Warn("room event row unreadable", "ref", ev.Ref, "error", err)
+				continue
+			}
+		}
+		r.mu.Lock()
+		for c := range r.rooms[ev.Room] {
+			c.deliver(&ev)
+		}
+		r.mu.Unlock()
+	}
+}
+
+// shutdown closes every local connection with 1012, waits for them to leave, and deletes
+// whatever rows of this process remain.
+func (r *Rooms) shutdown() {
+	r.mu.Lock()
+	close(r.stopped)
+	conns := r.all()
+	r.mu.Unlock()
+	for _, c := range conns {
+		c.closeWith(httpx.CloseServiceRestart, "SHUTTING_DOWN", "the server is restarting: reconnect")
+	}
+	done := make(chan struct{})
+	go func() { r.conns.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(roomShutdownWait):
+		r.log.Warn("room connections still open at shutdown")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), roomStoreWait)
+	defer cancel()
+	if err := r.store.leaveAll(ctx); err != nil {
+		r.log.Warn("room presence rows not deleted at shutdown; they expire in 15 s", "error", err)
+	}
+}
+
+// admission is who may join which room, decided before the upgrade.
+type admission struct {
+	room   string
+	name   string
+	avatar *string
+}
+
+// room answers GET /api/embed/room: the admission rules of the contract (item 10), then the
+// upgrade. A refused request is upgraded and closed with the refusal's code (httpx.CloseCode),
+// the only refusal a browser's WebSocket can see.
+func (s *Service) room(c *fiber.Ctx) error {
+	if err := httpx.RequireUpgrade(c); err != nil {
+		return err
+	}
+	adm, err := s.admitRoom(c)
+	if err != nil {
+		if apperr.From(err).Status >= 500 {
+			s.log.ErrorContext(c.UserContext(), "room admission failed", "error", err, "requestId", httpx.RequestID(c))
+		}
+		return httpx.RefuseUpgrade(c, err)
+	}
+	return s.rooms.upgrade(c, adm)
+}
+
+// admitRoom applies the admission rules: a session (4401), with the editor capability and an
+// active customer when scoped (4403), opening a scene of its integration it may open in the
+// editor: the customer's own, or a public embeddable one (4404, which never says whether the
+// scene exists).
+func (s *Service) admitRoom(c *fiber.Ctx) (*admission, error) {
+	caller := httpx.CallerOf(c)
+	ss, err := sessionCaller(caller)
+	if err != nil {
+		return nil, err
+	}
+	if ss.viewerOnly {
+		return nil, apperr.Forbidden("viewer sessions join no room: the room is for editor sessions")
+	}
+	if caller.CustomerInactive() {
+		return nil, apperr.Forbidden("this customer is inactive: the session may view, not edit")
+	}
+	id := c.Query("splatId")
+	if id == "" {
+		return nil, apperr.Invalid("missing splatId", "splatId: required")
+	}
+	if !ids.Valid(id) {
+		return nil, errNotFound()
+	}
+	sc, err := s.db.Ent.Scene.Query().Where(scene.ID(strings.ToLower(id))).
+		Select(scene.FieldIntegrationID, scene.FieldOwnerID, scene.FieldVisibility, scene.FieldAllowEmbed, scene.FieldArchivedAt).
+		Only(c.UserContext())
+	if err != nil && !ent.IsNotFound(err) {
+		return nil, apperr.Internal(err)
+	}
+	if sc == nil || !ss.sees(sc) {
+		return nil, errNotFound()
+	}
+	adm := &admission{room: ss.integrationID + ":" + sc.ID}
+	if name, _ := caller.Session[claimName].(string); name != "" {
+		adm.name = shownName(name)
+	}
+	if a, _ := caller.Session[claimAvatar].(string); a != "" {
+		adm.avatar = &a
+	}
+	return adm, nil
+}
+
+// upgrade switches the request to a WebSocket and serves the participant on it.
+func (r *Rooms) upgrade(c *fiber.Ctx, adm *admission) error {
+	err := httpx.Upgrader.Upgrade(c.Context(), func(ws *websocket.Conn) { r.serve(ws, adm) })
+	if err != nil {
+		return apperr.Invalid("bad WebSocket handshake", "headers: "+err.Error())
+	}
+	return nil
+}
+
+// serve runs one participant: join, welcome, then its messages until either side closes.
+func (r *Rooms) serve(ws *websocket.Conn, adm *admission) {
+	select {
+	case <-r.stopped:
+		httpx.CloseWebSocket(ws, httpx.ErrorFrame("SHUTTING_DOWN", "the server is restarting: reconnect"),
+			httpx.CloseServiceRestart, "the server is restarting")
+		return
+	default:
+	}
+	if !r.live.Load() {
+		httpx.CloseWebSocket(ws, httpx.ErrorFrame("RESYNC", "the room is reconnecting to its database: reconnect"),
+			httpx.CloseServiceRestart, "the room is reconnecting: retry")
+		return
+	}
+	c := &roomConn{rooms: r, ws: ws, room: adm.room, id: ids.New(), out: make(chan []byte, roomQueue),
+		closing: make(chan struct{}), readerDone: make(chan struct{}), tokens: RoomBurst, last: time.Now()}
+	if !r.register(c) {
+		httpx.CloseWebSocket(ws, httpx.ErrorFrame("SHUTTING_DOWN", "the server is restarting: reconnect"),
+			httpx.CloseServiceRestart, "the server is restarting")
+		return
+	}
+	defer r.conns.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), roomStoreWait)
+	j, err := r.store.join(ctx, adm.room, c.id, adm.name, adm.avatar)
+	cancel()
+	if err != nil {
+		r.unregister(c)
+		if apperr.From(err).Status >= 500 {
+			r.log.Error("room join failed", "error", err)
+		}
+		e := apperr.From(err)
+		httpx.CloseWebSocket(ws, httpx.ErrorFrame(httpx.ErrorCode(e), e.Message), httpx.CloseCode(e), e.Message)
+		return
+	}
+	writerDone := make(chan struct{})
+	go func() { defer close(writerDone); c.write() }()
+	c.welcome(j)
+	voluntary := c.read()
+	close(c.readerDone)
+	<-writerDone
+	_ = ws.Close()
+	r.unregister(c)
+	ctx, cancel = context.WithTimeout(context.Background(), roomStoreWait)
+	defer cancel()
+	if err := r.store.leave(ctx, c.room, c.id, voluntary); err != nil {
+		r.log.Warn("room leave not recorded; the row expires in 15 s", "error", err)
+	}
+}
+
+// register adds c to its room; false once shutdown has begun.
+func (r *Rooms) register(c *roomConn) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	select {
+	case <-r.stopped:
+		return false
+	default:
+	}
+	r.conns.Add(1)
+	conns := r.rooms[c.room]
+	if conns == nil {
+		conns = map[*roomConn]struct{}{}
+		r.rooms[c.room] = conns
+	}
+	conns[c] = struct{}{}
+	return true
+}
+
+func (r *Rooms) unregister(c *roomConn) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.rooms[c.room], c)
+	if len(r.rooms[c.room]) == 0 {
+		delete(r.rooms, c.room)
+	}
+}
+
+// roomConn is one participant's WebSocket.
+type roomConn struct {
+	rooms *Rooms
+	ws    *websocket.Conn
+	room  string
+	id    string
+	// out are the frames for the writer; a full queue closes the connection (1008).
+	out chan []byte
+	// closing is closed (once, by closeWith) to have the writer send the close; readerDone
+	// when the reader has ended.
+	closing, readerDone chan struct{}
+	closeOnce           sync.Once
+	// closeFrame, closeCode and closeReason are what the writer sends when closing; sent says
+	// the library already sent the close (an oversize message).
+	closeFrame  []byte
+	closeCode   int
+	closeReason string
+	closeSent   bool
+
+	mu sync.Mutex
+	// ready says the welcome went out; until then events wait in pending.
+	ready    bool
+	pending  []*roomEvent
+	joinedAt time.Time
+
+	// tokens and last are the rate limit's bucket (the reader's alone).
+	tokens float64
+	last   time.Time
+}
+
+// welcome sends the welcome, then the events that arrived while joining and are not already in
+// it: edits and saves after the draft's seq, joins of participants the roster did not list.
+func (c *roomConn) welcome(j *joined) {
+	msg, _ := json.Marshal(welcomeMsg{Type: "welcome", Self: j.self, Peers: j.peers, Draft: j.draft, Seq: j.seq})
+	listed := make(map[string]bool, len(j.peers))
+	for _, p := range j.peers {
+		listed[p.ID] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.send(msg)
+	for _, ev := range c.pending {
+		if (ev.Seq != 0 && ev.Seq <= j.seq) || (ev.Join != "" && listed[ev.Join]) {
+			continue
+		}
+		c.send(ev.Msg)
+	}
+	c.pending, c.ready, c.joinedAt = nil, true, time.Now()
+}
+
+// joinedBefore reports whether c's welcome went out before t.
+func (c *roomConn) joinedBefore(t time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ready && c.joinedAt.Before(t)
+}
+
+// deliver queues an event of c's room, unless c caused it.
+func (c *roomConn) deliver(ev *roomEvent) {
+	if ev.Echo == c.id {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ready {
+		if len(c.pending) < roomPending {
+			c.pending = append(c.pending, ev)
+		} else {
+			c.closeWith(httpx.CloseServiceRestart, "RESYNC", "too many events while joining: reconnect")
+		}
+		return
+	}
+	c.send(ev.Msg)
+}
+
+// send queues a frame without blocking; a client too slow to take it is closed.
+func (c *roomConn) send(frame []byte) {
+	select {
+	case c.out <- frame:
+	default:
+		c.closeWith(httpx.ClosePolicy, "TOO_SLOW", "this client does not read the room's messages fast enough")
+	}
+}
+
+// closeWith has the writer send an error frame and a close with code, once.
+func (c *roomConn) closeWith(code int, errCode, message string) {
+	c.closeOnce.Do(func() {
+		c.closeFrame, c.closeCode, c.closeReason = httpx.ErrorFrame(errCode, message), code, message
+		close(c.closing)
+	})
+}
+
+// closeFailed closes c for a failed message: err's code and frame (httpx.CloseCode).
+func (c *roomConn) closeFailed(err error) {
+	e := apperr.From(err)
+	if e.Status >= 500 {
+		c.rooms.log.Error("room message failed", "error", err)
+	}
+	code := httpx.CloseCode(e)
+	if errors.Is(err, errDraftTooLarge) {
+		code = httpx.CloseTooBig
+	}
+	c.closeWith(code, httpx.ErrorCode(e), e.Message)
+}
+
+// write sends queued frames and pings until closing (then the close) or until the reader ends.
+func (c *roomConn) write() {
+	ping := time.NewTicker(roomPingEvery)
+	defer ping.Stop()
+	for {
+		select {
+		case frame := <-c.out:
+			_ = c.ws.SetWriteDeadline(time.Now().Add(roomWriteWait))
+			if err := c.ws.WriteMessage(websocket.TextMessage, frame); err != nil {
+				c.closeWith(httpx.CloseInternal, "WRITE_FAILED", "write failed")
+				_ = c.ws.SetReadDeadline(time.Now())
+				return
+			}
+		case <-ping.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(roomWriteWait)); err != nil {
+				_ = c.ws.SetReadDeadline(time.Now())
+				return
+			}
+		case <-c.closing:
+			deadline := time.Now().Add(2 * time.Second)
+			if !c.closeSent {
+				_ = c.ws.SetWriteDeadline(deadline)
+				_ = c.ws.WriteMessage(websocket.TextMessage, c.closeFrame)
+				_ = c.ws.WriteControl(websocket.CloseMessage,
+					websocket.FormatCloseMessage(c.closeCode, httpx.CloseReason(c.closeReason)), deadline)
+			}
+			// The reader now only drains until the client's close arrives (or this deadline):
+			// dropping the connection with its frames unread would reset it, which can discard
+			// the close before the client reads it.
+			_ = c.ws.SetReadDeadline(deadline)
+			return
+		case <-c.readerDone:
+			return
+		}
+	}
+}
+
+// read handles the client's messages until the connection ends. It reports whether the client
+// itself closed it (a voluntary leave).
+func (c *roomConn) read() bool {
+	c.ws.SetReadLimit(RoomMaxMessage)
+	_ = c.ws.SetReadDeadline(time.Now().Add(roomReadIdle))
+	c.ws.SetPongHandler(func(string) error { return c.ws.SetReadDeadline(time.Now().Add(roomReadIdle)) })
+	for {
+		kind, frame, err := c.ws.ReadMessage()
+		if err != nil {
+			return c.ended(err)
+		}
+		select {
+		case <-c.closing:
+			continue // draining until the client's close
+		default:
+		}
+		_ = c.ws.SetReadDeadline(time.Now().Add(roomReadIdle))
+		if err := c.handle(kind, frame); err != nil {
+			c.closeFailed(err)
+		}
+	}
+}
+
+// ended sorts out how the connection ended.
+func (c *roomConn) ended(err error) bool {
+	if errors.Is(err, websocket.ErrReadLimit) {
+		// The library has sent 1009 already; drain what the client still sends (see write).
+		c.closeOnce.Do(func() { c.closeSent = true; close(c.closing) })
+		conn := c.ws.UnderlyingConn()
+		_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, _ = io.Copy(io.Discard, conn)
+		return false
+	}
+	select {
+	case <-c.closing:
+		return false
+	default:
+	}
+	var ce *websocket.CloseError
+	return errors.As(err, &ce) && (ce.Code == websocket.CloseNormalClosure || ce.Code == websocket.CloseGoingAway)
+}
+
+// handle applies one client message.
+func (c *roomConn) handle(kind int, frame []byte) error {
+	if !c.allow() {
+		return apperr.New(http.StatusTooManyRequests, "more than 30 messages a second: slow down").With("code", "RATE_LIMITED")
+	}
+	if kind != websocket.TextMessage {
+		return apperr.Invalid("malformed message", "message: must be a JSON text frame")
+	}
+	in, err := parseInbound(frame)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), roomStoreWait)
+	defer cancel()
+	switch in.kind {
+	case kindPing:
+		c.send(pongFrame)
+		return nil
+	case kindEdit:
+		err = c.rooms.store.edit(ctx, c.room, c.id, in.fields)
+	case kindCamera:
+		err = c.rooms.store.camera(ctx, c.room, c.id, in.camera)
+	case kindSaved:
+		err = c.rooms.store.saved(ctx, c.room, c.id, in.splat)
+	}
+	var e *apperr.Error
+	if err != nil && !errors.As(err, &e) {
+		err = apperr.Internal(err)
+	}
+	return err
+}
+
+// allow takes a token from the connection's bucket (RoomRate a second, RoomBurst at most).
+func (c *roomConn) allow() bool {
+	now := time.Now()
+	c.tokens = min(RoomBurst, c.tokens+now.Sub(c.last).Seconds()*RoomRate)
+	c.last = now
+	if c.tokens < 1 {
+		return false
+	}
+	c.tokens--
+	return true
+}

@@ -1,0 +1,300 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/splathost/splathost/internal/apperr"
+)
+
+// RoomChannel is the Postgres NOTIFY channel every room event travels on, between every
+// session service process (docs/embeds.md, "Multiplayer room": why LISTEN/NOTIFY).
+const RoomChannel = "splathost_room"
+
+// Presence timing: each process refreshes its participants' rows every presenceEvery; a row not
+// refreshed for presenceStale belongs to a process that died, and is ignored and swept.
+const (
+	presenceEvery = 5 * time.Second
+	presenceStale = 15 * time.Second
+	// notifyInline is the largest NOTIFY payload sent as is (Postgres refuses 8000 bytes and
+	// more); a larger event goes through a room_messages row whose id is notified.
+	notifyInline = 7000
+	// messageKeep is how long a room_messages row is kept: every listener has read it long
+	// before.
+	messageKeep = time.Minute
+	// draftKeep is how long the draft of a room nobody is in survives (its participants' process
+	// died and none came back): a voluntary last leave deletes it at once.
+	draftKeep = 10 * time.Minute
+)
+
+// roomEvent is a NOTIFY payload: the frame msg for the local participants of room. Echo is
+// the participant who caused it, who does not get it back; Seq is the draft's seq after an edit
+// or a save; Join is the participant a join announces. Ref replaces everything else when the
+// event is in a room_messages row.
+type roomEvent struct {
+	Room string          `json:"room,omitempty"`
+	Echo string          `json:"echo,omitempty"`
+	Seq  int64           `json:"seq,omitempty"`
+	Join string          `json:"join,omitempty"`
+	Msg  json.RawMessage `json:"msg,omitempty"`
+	Ref  int64           `json:"ref,omitempty"`
+}
+
+// errDraftTooLarge refuses an edit that would grow the draft past roomMaxDraft.
+var errDraftTooLarge = apperr.New(413, "this edit would make the room's draft larger than "+strconv.Itoa(roomMaxDraft>>10)+" KiB")
+
+// errRoomFull is the refusal of the participant after RoomCapacity.
+var errRoomFull = apperr.Conflict("the room is full: "+strconv.Itoa(RoomCapacity)+" participants").With("code", "ROOM_FULL")
+
+// roomStore is the room's Postgres side: the roster (room_presences), the draft (room_drafts)
+// and the fan-out (NOTIFY on RoomChannel, room_messages for large events). Every change and its
+// NOTIFY commit together, so a listener never hears of a change it cannot read yet.
+type roomStore struct {
+	pool *pgxpool.Pool
+	// process names this process's rows.
+	process string
+}
+
+// staleSecs is presenceStale for SQL (make_interval).
+var staleSecs = presenceStale.Seconds()
+
+// sqlLeaves announces every deleted presence row of the CTE gone as a leave.
+const sqlLeaves = `SELECT pg_notify('` + RoomChannel + `', json_build_object('room', room_key,
+	'msg', json_build_object('type', 'leave', 'id', id))::text) FROM gone`
+
+// lockRoom serialises joins and leaves of one room across processes (capacity, guest numbers,
+// the last leave's draft deletion), for the transaction's duration.
+func lockRoom(ctx context.Context, tx pgx.Tx, room string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "splathost_room:"+room)
+	return err
+}
+
+// notify sends ev on RoomChannel inside tx.
+func notify(ctx context.Context, tx pgx.Tx, ev roomEvent) error {
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	if len(payload) > notifyInline {
+		var id int64
+		if err := tx.QueryRow(ctx, `INSERT INTO room_messages (payload, created_at) VALUES ($1, now()) RETURNING id`,
+			string(payload)).Scan(&id); err != nil {
+			return err
+		}
+		payload, _ = json.Marshal(roomEvent{Ref: id})
+	}
+	_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, RoomChannel, string(payload))
+	return err
+}
+
+// inTx runs fn in a transaction and commits it when fn succeeds.
+func (s *roomStore) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// joined is what a participant learns when admitted.
+type joined struct {
+	self  Peer
+	peers []Peer
+	draft json.RawMessage
+	seq   int64
+}
+
+// join admits participant id (named name, "" for a guest) to room: stale rows of the room are
+// swept first (with their leaves), then the capacity is checked, the guest number and colour
+// chosen, the row written and the join announced, and the roster and the draft read, all in
+// one transaction under the room's lock.
+func (s *roomStore) join(ctx context.Context, room, id, name string, avatar *string) (*joined, error) {
+	var out *joined
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := lockRoom(ctx, tx, room); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `WITH gone AS (DELETE FROM room_presences WHERE room_key = $1
+			AND last_seen < now() - make_interval(secs => $2) RETURNING room_key, id) `+sqlLeaves, room, staleSecs); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT id, name, avatar_url, colour, guest, guest_number FROM room_presences
+			WHERE room_key = $1 ORDER BY joined_at, id`, room)
+		if err != nil {
+			return err
+		}
+		var peers []Peer
+		guests, colours := map[int]bool{}, map[string]bool{}
+		for rows.Next() {
+			var p Peer
+			var n int
+			if err := rows.Scan(&p.ID, &p.Name, &p.AvatarURL, &p.Colour, &p.Guest, &n); err != nil {
+				rows.Close()
+				return err
+			}
+			peers = append(peers, p)
+			colours[p.Colour] = true
+			if p.Guest {
+				guests[n] = true
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(peers) >= RoomCapacity {
+			return errRoomFull
+		}
+		self := Peer{ID: id, Name: name, AvatarURL: avatar, Colour: pickColour(colours, id), Guest: name == ""}
+		number := 0
+		if self.Guest {
+			number = lowestFree(guests)
+			self.Name = guestName(number)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO room_presences (id, room_key, process_id, name, avatar_url, colour, guest,
+			guest_number, joined_at, last_seen) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), now())`,
+			self.ID, room, s.process, self.Name, self.AvatarURL, self.Colour, self.Guest, number); err != nil {
+			return err
+		}
+		msg, _ := json.Marshal(joinMsg{Type: "join", Peer: self})
+		if err := notify(ctx, tx, roomEvent{Room: room, Join: self.ID, Echo: self.ID, Msg: msg}); err != nil {
+			return err
+		}
+		out = &joined{self: self, peers: append(peers, self), draft: json.RawMessage(`{}`)}
+		var draft string
+		err = tx.QueryRow(ctx, `SELECT fields::text, seq FROM room_drafts WHERE id = $1`, room).Scan(&draft, &out.seq)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return err
+		default:
+			out.draft = json.RawMessage(draft)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// edit merges fields into the room's draft (last writer wins per top-level field, levelData
+// per top-level levelData key, all inside Postgres so concurrent edits from other processes
+// never overwrite each other's fields) and announces the edit with the draft's new seq.
+func (s *roomStore) edit(ctx context.Context, room, from string, fields json.RawMessage) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		var seq, size int64
+		if err := tx.QueryRow(ctx, `INSERT INTO room_drafts AS d (id, fields, seq, updated_at) VALUES ($1, $2::jsonb, 1, now())
+			ON CONFLICT (id) DO UPDATE SET
+				fields = d.fields || (EXCLUDED.fields - 'levelData') || CASE WHEN EXCLUDED.fields ? 'levelData'
+					THEN jsonb_build_object('levelData', COALESCE(d.fields->'levelData', '{}'::jsonb) || (EXCLUDED.fields->'levelData'))
+					ELSE '{}'::jsonb END,
+				seq = d.seq + 1, updated_at = now()
+			RETURNING seq, octet_length(fields::text)`, room, string(fields)).Scan(&seq, &size); err != nil {
+			return err
+		}
+		if size > roomMaxDraft {
+			return errDraftTooLarge
+		}
+		msg, _ := json.Marshal(editMsg{Type: "edit", From: from, Fields: fields, Seq: seq})
+		return notify(ctx, tx, roomEvent{Room: room, Echo: from, Seq: seq, Msg: msg})
+	})
+}
+
+// saved clears the room's draft (a participant saved it) and announces the save to everyone,
+// the saver included, with the scene as the saver got it.
+func (s *roomStore) saved(ctx context.Context, room, from string, splat json.RawMessage) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		var seq int64
+		if err := tx.QueryRow(ctx, `INSERT INTO room_drafts AS d (id, fields, seq, updated_at) VALUES ($1, '{}', 1, now())
+			ON CONFLICT (id) DO UPDATE SET fields = '{}', seq = d.seq + 1, updated_at = now() RETURNING seq`,
+			room).Scan(&seq); err != nil {
+			return err
+		}
+		msg, _ := json.Marshal(savedMsg{Type: "saved", From: from, Splat: splat})
+		return notify(ctx, tx, roomEvent{Room: room, Seq: seq, Msg: msg})
+	})
+}
+
+// camera announces a participant's camera; it changes nothing stored.
+func (s *roomStore) camera(ctx context.Context, room, from string, cam *Camera) error {
+	msg, _ := json.Marshal(cameraMsg{Type: "camera", From: from, Camera: cam})
+	return s.inTx(ctx, func(tx pgx.Tx) error { return notify(ctx, tx, roomEvent{Room: room, Echo: from, Msg: msg}) })
+}
+
+// leave removes participant id from room and announces it. voluntary says the client closed
+// the connection itself: if nobody else is left, the room's draft goes too (closing an editor
+// drops its unsaved changes). A participant cut off by a shutdown or a failure keeps the draft
+// for its reconnect.
+func (s *roomStore) leave(ctx context.Context, room, id string, voluntary bool) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := lockRoom(ctx, tx, room); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `WITH gone AS (DELETE FROM room_presences WHERE id = $1 RETURNING room_key, id) `+sqlLeaves, id); err != nil {
+			return err
+		}
+		if !voluntary {
+			return nil
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM room_drafts WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM room_presences
+			WHERE room_key = $1 AND last_seen >= now() - make_interval(secs => $2))`, room, staleSecs)
+		return err
+	})
+}
+
+// heartbeat refreshes this process's rows and returns the ids it still has: a participant
+// whose row is gone was swept while this process could not reach Postgres.
+func (s *roomStore) heartbeat(ctx context.Context) (map[string]bool, error) {
+	rows, err := s.pool.Query(ctx, `UPDATE room_presences SET last_seen = now() WHERE process_id = $1 RETURNING id`, s.process)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, nil
+}
+
+// sweep deletes what dead processes left: stale presence rows (each announced as a leave),
+// read room_messages rows, and drafts of rooms nobody has been in for draftKeep.
+func (s *roomStore) sweep(ctx context.Context) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `WITH gone AS (DELETE FROM room_presences
+			WHERE last_seen < now() - make_interval(secs => $1) RETURNING room_key, id) `+sqlLeaves, staleSecs); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM room_messages WHERE created_at < now() - make_interval(secs => $1)`,
+			messageKeep.Seconds()); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM room_drafts d WHERE updated_at < now() - make_interval(secs => $1)
+			AND NOT EXISTS (SELECT 1 FROM room_presences p WHERE p.room_key = d.id)`, draftKeep.Seconds())
+		return err
+	})
+}
+
+// leaveAll removes every row of this process, announcing each leave (shutdown).
+func (s *roomStore) leaveAll(ctx context.Context) error {
+	_, err := s.pool.Exec(ctx, `WITH gone AS (DELETE FROM room_presences WHERE process_id = $1 RETURNING room_key, id) `+sqlLeaves, s.process)
+	return err
+}
+
+// message reads the event of a room_messages row.
+func (s *roomStore) message(ctx context.Context, id int64) (string, error) {
+	var payload string
+	err := s.pool.QueryRow(ctx, `SELECT payload FROM room_messages WHERE id = $1`, id).Scan(&payload)
+	return payload, err
+}
