@@ -172,6 +172,53 @@ func TestLikesOnePerVisitor(t *testing.T) {
 	requireEnvelope(t, do(t, "POST", "/api/embed/splats/"+id+"/like", sessionHeaders(tok), map[string]any{}), 400)
 }
 
+// TestUnlikeWithdrawsOneVisitorsLike: DELETE .../like removes the visitor's own like once (a
+// repeat or a visitor who never liked changes nothing), never takes likeCount below 0, and is
+// scoped like like: 403 where reactions are off, 404 where the session may not see the scene.
+func TestUnlikeWithdrawsOneVisitorsLike(t *testing.T) {
+	tn := newTenant(t)
+	id := publicScene(t, tn, "ada")
+	noReactions := publicScene(t, tn, "ada")
+	patchSplat(t, tn, "ada", noReactions, map[string]any{"allowReactions": false})
+	private := newScene(t, tn, "bob", 4)["id"].(string)
+	tok := mintToken(t, tn, "", map[string]any{"type": "viewer"})
+	bob := mintToken(t, tn, "bob", map[string]any{"type": "viewer"})
+	call := func(method, tok, id, visitor string) map[string]any {
+		r := do(t, method, "/api/embed/splats/"+id+"/like", sessionHeaders(tok), map[string]any{"visitorId": visitor})
+		require.Equal(t, 200, r.Status, string(r.Raw))
+		return r.Body
+	}
+	call("POST", tok, id, "v1")
+	call("POST", tok, id, "v2")
+	u := call("DELETE", tok, id, "v1")
+	require.Equal(t, map[string]any{"status": "success", "liked": false, "removed": true, "likeCount": float64(1)}, u)
+	u = call("DELETE", tok, id, "v1")
+	require.Equal(t, false, u["removed"], "a second unlike changes nothing")
+	require.Equal(t, float64(1), u["likeCount"])
+	require.Equal(t, false, call("DELETE", tok, id, "never-liked")["removed"])
+	require.Equal(t, float64(1), splatOf(do(t, "GET", splatPath(id), tn.keys(""), nil))["likeCount"])
+	require.Equal(t, float64(2), call("POST", tok, id, "v1")["likeCount"], "a visitor may like again")
+	require.Equal(t, float64(1), call("DELETE", tok, id, "v2")["likeCount"])
+	require.Equal(t, float64(0), call("DELETE", tok, id, "v1")["likeCount"])
+
+	// A count that drifted below its like rows (an operator's repair) stays at 0.
+	call("POST", tok, id, "v3")
+	updateScene(t, id, `like_count = 0`)
+	u = call("DELETE", tok, id, "v3")
+	require.Equal(t, true, u["removed"])
+	require.Equal(t, float64(0), u["likeCount"])
+	require.Equal(t, float64(0), splatOf(do(t, "GET", splatPath(id), tn.keys(""), nil))["likeCount"])
+
+	// The owner's own private scene: their session may like and unlike it; a guest may not see it.
+	call("POST", bob, private, "b1")
+	require.Equal(t, float64(0), call("DELETE", bob, private, "b1")["likeCount"])
+	requireEnvelope(t, do(t, "DELETE", "/api/embed/splats/"+private+"/like", sessionHeaders(tok), map[string]any{"visitorId": "b1"}), 404)
+	requireEnvelope(t, do(t, "DELETE", "/api/embed/splats/"+noReactions+"/like", sessionHeaders(tok), map[string]any{"visitorId": "v1"}), 403)
+	requireEnvelope(t, do(t, "DELETE", "/api/embed/splats/"+id+"/like", sessionHeaders(tok), map[string]any{}), 400)
+	requireEnvelope(t, do(t, "DELETE", "/api/embed/splats/"+id+"/like", nil, map[string]any{"visitorId": "v1"}), 401)
+	requireEnvelope(t, do(t, "DELETE", "/api/embed/splats/not-an-id/like", sessionHeaders(tok), map[string]any{"visitorId": "v1"}), 404)
+}
+
 func TestTrendingRanksTiesEligibilityAndBackfill(t *testing.T) {
 	tn := newTenant(t)
 	other := newTenant(t)

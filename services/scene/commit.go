@@ -373,8 +373,9 @@ func (s *Service) commit(c *fiber.Ctx) error {
 		if req.cameraRotation != nil {
 			create.SetInitialCameraRotation(req.cameraRotation)
 		}
-		if req.levelData != nil {
-			create.SetLevelData(req.levelData)
+		// With no camera in levelData, the commit's initial camera becomes its start camera.
+		if ld := seedCamera(req.levelData, req.cameraPosition, req.cameraRotation); ld != nil {
+			create.SetLevelData(ld)
 		}
 		if req.visibility == "public" {
 			create.SetFirstPublishedAt(s.now())

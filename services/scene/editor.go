@@ -62,7 +62,7 @@ const (
 )
 
 // parseLevelData reads the optional levelData field of an editor body: a JSON object or null,
-// at most 256 KiB serialized. set says the field was sent; nil with set true clears it.
+// at most 256 KiB serialized, valid as version 1 (leveldata.go). set says the field was sent; nil with set true clears it.
 // NUL, which a jsonb column refuses, never gets here: httpx.DecodeObject refuses it in any body.
 func parseLevelData(f *httpx.Fields) (value map[string]any, set bool) {
 	raw, ok := f.Raw("levelData")
@@ -92,6 +92,12 @@ func parseLevelData(f *httpx.Fields) (value map[string]any, set bool) {
 	}
 	if problem := levelDataProblem(value, 1); problem != "" {
 		f.Issuef("levelData: %s", problem)
+		return nil, false
+	}
+	if issues := levelDataIssues(value); len(issues) > 0 {
+		for _, issue := range issues {
+			f.Issuef("%s", issue)
+		}
 		return nil, false
 	}
 	return value, true

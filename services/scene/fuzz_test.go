@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -445,6 +446,127 @@ func FuzzParseScenePatch(f *testing.F) {
 		}
 		if p.visibility != nil && *p.visibility != "private" && *p.visibility != "public" {
 			t.Fatalf("visibility %q accepted", *p.visibility)
+		}
+	})
+}
+
+// FuzzLevelDataIssues asserts the levelData v1 rules never panic on any decoded JSON object,
+// name every problem under levelData, and accept only values whose known fields have the v1
+// shapes (the typed decode below is what a reader of levelData relies on).
+func FuzzLevelDataIssues(f *testing.F) {
+	for _, seed := range []string{
+		`{}`,
+		`{"version":1,"camera":{"position":[0,1,5],"target":[0,0,0],"fov":60}}`,
+		`{"annotations":[{"id":"a","position":[1,2,3],"title":"t","text":"x","camera":{"position":[0,0,1],"target":[0,0,0]}}]}`,
+		`{"annotations":[{"id":"a","position":[1,2,3],"title":"t"},{"id":"a","position":[1,2,3],"title":"t"}]}`,
+		`{"background":{"color":"#00ff00"},"post":{"exposure":-10,"toneMapping":"neutral"}}`,
+		`{"audio":{"url":"https://x/a.ogg","loop":false,"volume":1},"orientation":{"rotation":[180,0,0]}}`,
+		`{"camera":{"position":[1,1,1],"target":[1,1,1]}}`,
+		`{"camera":null,"annotations":null,"post":[],"audio":"x","orientation":{"rotation":"r"}}`,
+		`{"version":"1","camera":{"position":[1e308,-1e308,0],"target":[0,0,0],"fov":179.5}}`,
+		`{"other":{"deep":[1,2,{"x":null}]}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var ld map[string]any
+		if json.Unmarshal(body, &ld) != nil || ld == nil {
+			return
+		}
+		issues := levelDataIssues(ld)
+		if len(issues) > maxLevelDataIssues+1 {
+			t.Fatalf("%d issues", len(issues))
+		}
+		for _, issue := range issues {
+			if !strings.HasPrefix(issue, "levelData") || !strings.Contains(issue, ": ") {
+				t.Fatalf("issue %q does not name its field", issue)
+			}
+		}
+		if len(issues) > 0 {
+			return
+		}
+		type camera struct {
+			Position *[3]float64 `json:"position"`
+			Target   *[3]float64 `json:"target"`
+			FOV      *float64    `json:"fov"`
+		}
+		var v1 struct {
+			Version     *float64 `json:"version"`
+			Camera      *camera  `json:"camera"`
+			Annotations []struct {
+				ID       string      `json:"id"`
+				Position *[3]float64 `json:"position"`
+				Title    string      `json:"title"`
+				Text     string      `json:"text"`
+				Camera   *camera     `json:"camera"`
+			} `json:"annotations"`
+			Background *struct {
+				Color string `json:"color"`
+			} `json:"background"`
+			Post *struct {
+				Exposure    float64 `json:"exposure"`
+				ToneMapping string  `json:"toneMapping"`
+			} `json:"post"`
+			Audio *struct {
+				URL    string   `json:"url"`
+				Loop   bool     `json:"loop"`
+				Volume *float64 `json:"volume"`
+			} `json:"audio"`
+			Orientation *struct {
+				Rotation *[3]float64 `json:"rotation"`
+			} `json:"orientation"`
+		}
+		// The known fields of an accepted levelData decode into their types: no string where a
+		// number is read, no 4-element vector, no object where an array is.
+		if err := json.Unmarshal(body, &v1); err != nil {
+			t.Fatalf("accepted levelData does not decode as v1: %v", err)
+		}
+		checkCamera := func(c *camera) {
+			if c == nil {
+				return
+			}
+			if c.Position == nil || c.Target == nil || *c.Position == *c.Target {
+				t.Fatal("a camera without a direction accepted")
+			}
+			if c.FOV != nil && (*c.FOV < minFOV || *c.FOV > maxFOV) {
+				t.Fatalf("fov %v accepted", *c.FOV)
+			}
+		}
+		if v1.Version != nil && *v1.Version != 1 {
+			t.Fatalf("version %v accepted", *v1.Version)
+		}
+		checkCamera(v1.Camera)
+		if len(v1.Annotations) > maxAnnotations {
+			t.Fatalf("%d annotations accepted", len(v1.Annotations))
+		}
+		ids := map[string]bool{}
+		for _, a := range v1.Annotations {
+			if !annotationIDPattern.MatchString(a.ID) || ids[a.ID] || a.Position == nil ||
+				utf8.RuneCountInString(a.Title) < 1 || utf8.RuneCountInString(a.Title) > maxAnnotationName ||
+				utf8.RuneCountInString(a.Text) > maxAnnotationText {
+				t.Fatalf("annotation %+v accepted", a)
+			}
+			ids[a.ID] = true
+			checkCamera(a.Camera)
+		}
+		if v1.Background != nil && !colorPattern.MatchString(v1.Background.Color) {
+			t.Fatalf("colour %q accepted", v1.Background.Color)
+		}
+		if p := v1.Post; p != nil && (math.Abs(p.Exposure) > maxExposure || p.ToneMapping != "" && !slices.Contains(toneMappings, p.ToneMapping)) {
+			t.Fatalf("post %+v accepted", *p)
+		}
+		if a := v1.Audio; a != nil && (a.URL == "" || a.Volume != nil && (*a.Volume < 0 || *a.Volume > 1)) {
+			t.Fatalf("audio %+v accepted", *a)
+		}
+		if o := v1.Orientation; o != nil {
+			if o.Rotation == nil {
+				t.Fatal("orientation without rotation accepted")
+			}
+			for _, x := range o.Rotation {
+				if math.Abs(x) > maxOrientation {
+					t.Fatalf("rotation %v accepted", *o.Rotation)
+				}
+			}
 		}
 	})
 }

@@ -117,7 +117,7 @@ func TestEditorPatchLevelDataAndFeatured(t *testing.T) {
 		status     int
 		issue      string
 	}{
-		{name: "object", body: `{"levelData":{"camera":{"position":[0,1,2]},"n":null}}`},
+		{name: "object", body: `{"levelData":{"camera":{"position":[0,1,2],"target":[0,0,0]},"n":null}}`},
 		{name: "null clears", body: `{"levelData":null}`},
 		{name: "with metadata", body: `{"title":"t","levelData":{}}`},
 		{name: "exactly the limit", body: `{"levelData":` + big + `}`},
@@ -152,10 +152,10 @@ func TestEditorPatchLevelDataAndFeatured(t *testing.T) {
 			}
 		})
 	}
-	p, err := parseScenePatch([]byte(`{"levelData":{"camera":{"fov":60}}}`), true)
+	p, err := parseScenePatch([]byte(`{"levelData":{"post":{"exposure":1}}}`), true)
 	require.NoError(t, err)
 	require.True(t, p.hasLevelData)
-	require.Equal(t, map[string]any{"camera": map[string]any{"fov": 60.0}}, p.levelData)
+	require.Equal(t, map[string]any{"post": map[string]any{"exposure": 1.0}}, p.levelData)
 	p, err = parseScenePatch([]byte(`{"levelData":null}`), true)
 	require.NoError(t, err)
 	require.True(t, p.hasLevelData)

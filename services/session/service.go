@@ -47,6 +47,7 @@ func (s *Service) Register(r fiber.Router) {
 	r.Post("/api/editor/embed-sessions", s.mint)
 	r.Get("/api/embed/splats/:id", s.getScene)
 	r.Post("/api/embed/splats/:id/like", s.like)
+	r.Delete("/api/embed/splats/:id/like", s.unlike)
 	r.Post("/api/embed/views", s.recordView)
 	r.Get(RoomPath, s.room)
 	// httpx.Page again (the gateway marks them too): a split session service answers its own

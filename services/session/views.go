@@ -132,30 +132,85 @@ func (s *Service) like(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"status": "success", "liked": true, "created": liked, "likeCount": likes})
 }
 
-// likeTx records the like under the scene's row lock, so the count and the like rows agree.
-func likeTx(ctx context.Context, tx *ent.Tx, ss *session, id, visitorID string) (created bool, likes int64, err error) {
+// unlike answers DELETE /api/embed/splats/{id}/like with {visitorId}: the visitor's like is
+// withdrawn (removed says whether there was one; a repeat changes nothing), under the same
+// rules as like: a scene the session may see (404 otherwise) whose owner allows reactions (403
+// otherwise). The answer carries the scene's likeCount, which never goes below 0.
+func (s *Service) unlike(c *fiber.Ctx) error {
+	ss, id, err := sessionScene(c)
+	if err != nil {
+		return err
+	}
+	b, err := parseBeacon(c.Body(), false)
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	var likes int64
+	var removed bool
+	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
+		var err error
+		removed, likes, err = unlikeTx(ctx, tx, ss, id, b.visitorID)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"status": "success", "liked": false, "removed": removed, "likeCount": likes})
+}
+
+// lockLikedScene locks the scene row a like or unlike changes, so the count and the like rows
+// agree; it answers 404 for a scene the session may not see and 403 where reactions are off.
+func lockLikedScene(ctx context.Context, tx *ent.Tx, ss *session, id string) (likes int64, err error) {
 	rows, err := tx.QueryContext(ctx, `SELECT s.allow_reactions, s.like_count FROM scenes s WHERE `+visibleScene+` FOR UPDATE`,
 		id, ss.integrationID, ss.ownerArg())
 	if err != nil {
-		return false, 0, err
+		return 0, err
 	}
 	var allow, found bool
 	for rows.Next() {
 		found = true
 		if err := rows.Scan(&allow, &likes); err != nil {
 			rows.Close()
-			return false, 0, err
+			return 0, err
 		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return false, 0, err
+		return 0, err
 	}
 	if !found {
-		return false, 0, errNotFound()
+		return 0, errNotFound()
 	}
 	if !allow {
-		return false, 0, apperr.Forbidden("reactions are disabled for this scene")
+		return 0, apperr.Forbidden("reactions are disabled for this scene")
+	}
+	return likes, nil
+}
+
+// unlikeTx removes the visitor's like under the scene's row lock. GREATEST keeps the count at 0
+// even if a like row outlived a count reset (an operator's repair, say).
+func unlikeTx(ctx context.Context, tx *ent.Tx, ss *session, id, visitorID string) (removed bool, likes int64, err error) {
+	if likes, err = lockLikedScene(ctx, tx, ss, id); err != nil {
+		return false, 0, err
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM scene_likes WHERE scene_id = $1 AND visitor_id = $2`, id, visitorID)
+	if err != nil {
+		return false, 0, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return false, likes, nil
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE scenes SET like_count = GREATEST(like_count - 1, 0) WHERE id = $1`, id); err != nil {
+		return false, 0, err
+	}
+	return true, max(likes-1, 0), db.NotifyScenesChanged(ctx, tx, ss.integrationID, id)
+}
+
+// likeTx records the like under the scene's row lock, so the count and the like rows agree.
+func likeTx(ctx context.Context, tx *ent.Tx, ss *session, id, visitorID string) (created bool, likes int64, err error) {
+	if likes, err = lockLikedScene(ctx, tx, ss, id); err != nil {
+		return false, 0, err
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO scene_likes (integration_id, scene_id, visitor_id, created_at)
 		VALUES ($1, $2, $3, now()) ON CONFLICT (scene_id, visitor_id) DO NOTHING`, ss.integrationID, id, visitorID)
