@@ -844,45 +844,34 @@ async function uploadThumbnail(): Promise<string | null> {
   return body.thumbnail.fileUrl as string;
 }
 
-/** Uploads the picked file and commits it as a new scene; returns the new scene. */
+/** Uploads the picked file and commits it as a new scene; returns the new scene, with the allow
+ * toggles (which a commit does not take: it starts a scene with both on) and its thumbnail. */
 async function commitNew(file: File, title: string): Promise<Splat> {
   const contentType = CONTENT_TYPES[formatOfName(file.name) ?? ''] ?? 'application/octet-stream';
   const { body: up } = await api.call('POST', '/api/embed/editor/uploads/splat-file', { fileName: file.name, contentType, fileSize: file.size });
   say('Uploading…');
   await putSigned(up.uploadUrl, file, contentType);
-  let imageUrl: string | null = null;
-  try {
-    imageUrl = await uploadThumbnail();
-  } catch (err) {
-    console.warn('splathost editor: no thumbnail for the new scene', err);
-  }
   const { body } = await api.call('POST', '/api/embed/editor/splats', {
     title, description: ui.description.value, visibility: ui.visibility.value as Visibility,
     splatType: 'file', splatUrl: up.fileUrl, levelData: levelData(),
-    ...(imageUrl ? { imageUrl } : {}),
   });
-  const splat = await api.splat(body.splatId);
-  // The allow toggles are not part of a commit: a new scene starts with both on.
-  if (!ui.allowComments.checked || !ui.allowReactions.checked) {
-    const { body: patched } = await api.call('PATCH', `/api/embed/editor/splats/${splat.id}`, {
-      allowComments: ui.allowComments.checked, allowReactions: ui.allowReactions.checked,
-    });
-    return { ...splat, ...patched.splat };
-  }
-  return splat;
+  return patchScene(await api.splat(body.splatId), {
+    allowComments: ui.allowComments.checked, allowReactions: ui.allowReactions.checked,
+  });
 }
 
-/** PATCHes the open scene with body; on the scene's first save without an image, a thumbnail
- * of the canvas goes with it (a failed thumbnail is reported, the save still counts). */
-async function patchScene(body: Record<string, unknown>): Promise<Splat> {
-  const id = current!.id;
-  const { body: res } = await api.call('PATCH', `/api/embed/editor/splats/${id}`, body);
-  let splat: Splat = { ...current!, ...res.splat };
+/** PATCHes scene with body; on the scene's first save without an image, a thumbnail of the
+ * canvas is attached by a second PATCH (imageUrl). A failed thumbnail is logged and the save
+ * still counts: the next save tries again. */
+async function patchScene(scene: Splat, body: Record<string, unknown>): Promise<Splat> {
+  const path = `/api/embed/editor/splats/${scene.id}`;
+  const { body: res } = await api.call('PATCH', path, body);
+  let splat: Splat = { ...scene, ...res.splat };
   if (!splat.imageUrl) {
     try {
       const imageUrl = await uploadThumbnail();
       if (imageUrl) {
-        const { body: withImage } = await api.call('PATCH', `/api/embed/editor/splats/${id}`, { imageUrl });
+        const { body: withImage } = await api.call('PATCH', path, { imageUrl });
         splat = { ...splat, ...withImage.splat };
       }
     } catch (err) {
@@ -905,7 +894,7 @@ ui.save.addEventListener('click', () => action('save', async () => {
   const title = ui.title.value.trim();
   if (!title) throw new Error('the title must not be empty');
   if (current) {
-    savedAs(await patchScene({ ...settings(title), levelData: levelData() }));
+    savedAs(await patchScene(current, { ...settings(title), levelData: levelData() }));
     say('Saved.');
     post('saved', {});
     return;
@@ -930,7 +919,7 @@ ui.publish.addEventListener('click', () => action('publish', async () => {
   const picked = ui.visibility.value as Visibility;
   const visibility: Visibility = picked !== current.visibility ? picked : 'public';
   const splatId = current.id;
-  savedAs(await patchScene({ ...settings(title), levelData: levelData(), visibility }));
+  savedAs(await patchScene(current, { ...settings(title), levelData: levelData(), visibility }));
   ui.visibility.value = visibility;
   say(visibility === 'public' ? 'Published.' : 'Made private.');
   post('published', { splatId, visibility });
