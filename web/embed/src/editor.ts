@@ -175,6 +175,9 @@ const audioControls = h('div', { class: 'splathost-audio', hidden: '' });
   panel.addEventListener('submit', (e) => e.preventDefault());
   const actions = h('div', { class: 'splathost-actions' });
   actions.append(ui.save, ui.publish, ui.duplicate);
+  // Save and the status line stay in reach however far the panel is scrolled.
+  const footer = h('div', { class: 'splathost-footer' });
+  footer.append(actions, ui.status);
   const row = (...els: HTMLElement[]) => {
     const d = h('div', { class: 'splathost-row' });
     d.append(...els);
@@ -200,8 +203,7 @@ const audioControls = h('div', { class: 'splathost-audio', hidden: '' });
       field('Tone mapping', ui.toneMapping)),
     section('annotations', 'Annotations', ui.addAnnotation, ui.annotations),
     section('audio', 'Audio', field('Audio file (.mp3, .ogg)', ui.audioFile), audioControls),
-    actions,
-    ui.status,
+    footer,
   );
   layout.append(panel);
 }
