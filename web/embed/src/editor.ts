@@ -150,7 +150,7 @@ const ui = {
   rotate: h('button', { type: 'button', 'data-action': 'rotate', title: 'Turn the scene 90° about the vertical' }, 'Rotate 90°'),
   rotation: h('output', { name: 'rotation', class: 'splathost-hint' }),
   background: h('input', { name: 'background', type: 'color', value: DEFAULT_BACKGROUND }),
-  exposure: h('input', { name: 'exposure', type: 'range', min: '-5', max: '5', step: '0.1', value: '0' }),
+  exposure: h('input', { name: 'exposure', type: 'range', min: '-10', max: '10', step: '0.1', value: '0' }),
   exposureValue: h('output', { name: 'exposure-value', class: 'splathost-hint' }, '0.0'),
   toneMapping: h('select', { name: 'toneMapping' }),
   addAnnotation: h('button', { type: 'button', 'data-action': 'add-annotation' }, 'Add annotation'),
