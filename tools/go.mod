@@ -230,4 +230,9 @@ require (
 	google.golang.org/protobuf v1.36.11
 )
 
+require (
+	github.com/fasthttp/websocket v1.5.7
+	github.com/savsgio/gotils v0.0.0-20230208104028-c358bd845dee // indirect
+)
+
 replace github.com/splathost/splathost => ../

@@ -40,6 +40,9 @@ type State struct {
 
 	// DemoURL is the demo host page, when the runner started it (make dev does).
 	DemoURL string `json:"demoUrl,omitempty"`
+	// GatewayURLs are every gateway's base URL, gatewayUrl first, when the runner started more
+	// than one (--gateways): each forwards to its own session service process (--sessions).
+	GatewayURLs []string `json:"gatewayUrls,omitempty"`
 }
 
 // Config turns the stack's state into the product's configuration.

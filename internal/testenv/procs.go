@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -29,12 +31,25 @@ type Split struct {
 	Config config.Config
 	// URL is the split gateway's base URL.
 	URL string
+	// URLs are every gateway's base URL, URL first (SplitOptions.Gateways): the way a test
+	// reaches one stack through several gateway processes, as two browsers behind a load
+	// balancer would (the multiplayer room's cross-process tests).
+	URLs []string
 
 	binDir, logDir string
 	mu             sync.Mutex
 	procs          map[string]*splitProc
-	// extra are workers beyond the first (AddWorker), by name, with their own health address.
-	extra map[string]string
+	// extra are processes beyond the first of their binary (AddWorker, the gateway and session
+	// replicas), by name.
+	extra map[string]replica
+}
+
+// replica is a process beyond the first of its binary: the binary, its configuration (its own
+// listen address) and the address its /readyz answers on.
+type replica struct {
+	bin  string
+	cfg  config.Config
+	addr string
 }
 
 // splitProc is one running child.
@@ -57,6 +72,10 @@ type SplitOptions struct {
 	// serves: a split on a shared stack gets its own, so killing its worker stalls only its own
 	// jobs, and the worker leaves the stack's schedules alone.
 	TaskQueue string
+	// Gateways and Sessions are how many gateway and session service processes to run (1 when
+	// zero), named gateway, gateway-2, … and session, session-2, …. Gateway i forwards to
+	// session i (modulo Sessions); the user and scene services stay single.
+	Gateways, Sessions int
 }
 
 // freeAddr is a loopback address with a port nobody listens on right now.
@@ -92,15 +111,37 @@ func StartSplit(o SplitOptions) (*Split, error) {
 	if o.TaskQueue != "" {
 		c.TaskQueue, c.WorkerSchedules = o.TaskQueue, false
 	}
-	s := &Split{Config: c, URL: "http://" + c.GatewayAddr, binDir: o.BinDir, logDir: o.LogDir,
-		procs: map[string]*splitProc{}, extra: map[string]string{}}
-	for _, n := range SplitNames {
+	s := &Split{Config: c, URL: "http://" + c.GatewayAddr, URLs: []string{"http://" + c.GatewayAddr}, binDir: o.BinDir,
+		logDir: o.LogDir, procs: map[string]*splitProc{}, extra: map[string]replica{}}
+	sessionURLs := []string{c.SessionURL}
+	for i := 2; i <= max(o.Sessions, 1); i++ {
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		rc := c
+		rc.SessionAddr = addr
+		s.extra["session-"+strconv.Itoa(i)] = replica{bin: "session", cfg: rc, addr: addr}
+		sessionURLs = append(sessionURLs, "http://"+addr)
+	}
+	for i := 2; i <= max(o.Gateways, 1); i++ {
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		rc := c
+		rc.GatewayAddr, rc.SessionURL = addr, sessionURLs[(i-1)%len(sessionURLs)]
+		s.extra["gateway-"+strconv.Itoa(i)] = replica{bin: "gateway", cfg: rc, addr: addr}
+		s.URLs = append(s.URLs, "http://"+addr)
+	}
+	names := s.names()
+	for _, n := range names {
 		if err := s.spawn(n); err != nil {
 			s.Stop()
 			return nil, err
 		}
 	}
-	for _, n := range SplitNames {
+	for _, n := range names {
 		if err := s.waitReady(n, time.Minute); err != nil {
 			s.Stop()
 			return nil, err
@@ -117,8 +158,10 @@ func (s *Split) AddWorker(name string) error {
 	if err != nil {
 		return err
 	}
+	cfg := s.Config
+	cfg.WorkerHealthAddr = addr
 	s.mu.Lock()
-	s.extra[name] = addr
+	s.extra[name] = replica{bin: "worker", cfg: cfg, addr: addr}
 	s.mu.Unlock()
 	if err := s.spawn(name); err != nil {
 		return err
@@ -126,24 +169,25 @@ func (s *Split) AddWorker(name string) error {
 	return s.waitReady(name, time.Minute)
 }
 
-// names are every child started, the extra workers after the split binaries.
+// names are every child, the replicas and extra workers (sorted) after the split binaries.
 func (s *Split) names() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := append([]string(nil), SplitNames...)
+	extra := make([]string, 0, len(s.extra))
 	for n := range s.extra {
-		out = append(out, n)
+		extra = append(extra, n)
 	}
-	return out
+	slices.Sort(extra)
+	return append(append([]string(nil), SplitNames...), extra...)
 }
 
 // healthAddr is where the named child answers /readyz.
 func (s *Split) healthAddr(name string) string {
 	s.mu.Lock()
-	addr, extra := s.extra[name]
+	r, extra := s.extra[name]
 	s.mu.Unlock()
 	if extra {
-		return addr
+		return r.addr
 	}
 	switch name {
 	case "gateway":
@@ -173,8 +217,8 @@ func (s *Split) spawn(name string) error {
 		return fmt.Errorf("unknown process %s", name)
 	}
 	s.mu.Lock()
-	if addr, ok := s.extra[name]; ok {
-		bin, cfg.WorkerHealthAddr = "worker", addr
+	if r, ok := s.extra[name]; ok {
+		bin, cfg = r.bin, r.cfg
 	}
 	s.mu.Unlock()
 	cmd := exec.Command(filepath.Join(s.binDir, bin))

@@ -28,6 +28,10 @@ type StackOptions struct {
 	BinDir string
 	// Demo also runs the demo host page (--demo), as `make dev` does.
 	Demo bool
+	// Gateways and Sessions run that many gateway and session service processes with
+	// Services "split" (--gateways, --sessions; 1 when zero); State.GatewayURLs lists every
+	// gateway.
+	Gateways, Sessions int
 	// Runner is the stack runner binary; StackBinary() when empty.
 	Runner string
 	// ReadyTimeout bounds the wait for the state file; 3 minutes when zero.
@@ -98,6 +102,12 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	}
 	if o.Demo {
 		args = append(args, "--demo")
+	}
+	if o.Gateways > 1 {
+		args = append(args, "--gateways", strconv.Itoa(o.Gateways))
+	}
+	if o.Sessions > 1 {
+		args = append(args, "--sessions", strconv.Itoa(o.Sessions))
 	}
 	cmd := exec.Command(runner, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf

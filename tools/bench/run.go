@@ -120,6 +120,8 @@ func Run(ctx context.Context, o Options) Report {
 	readyCold := Row{Name: "stack ready, cold data dir (split)", Unit: "ms"}
 	readyWarm := Row{Name: "stack ready, warm restart (split)", Unit: "ms"}
 	readyAll := Row{Name: "stack ready, warm restart (allinone)", Unit: "ms"}
+	readyRooms := Row{Name: "stack ready, warm restart (split, 2 gateways, 2 sessions)", Unit: "ms"}
+	rooms := newRoomRows()
 	var memSplit, memAll []Row
 
 	dir, err := os.MkdirTemp(o.TempDir, "splathost-bench-")
@@ -128,7 +130,7 @@ func Run(ctx context.Context, o Options) Report {
 		err = os.Chmod(dir, 0o755)
 	}
 	if err != nil {
-		for _, row := range append(measured, &readyCold, &readyWarm, &readyAll) {
+		for _, row := range append(append(measured, &readyCold, &readyWarm, &readyAll, &readyRooms), rooms.all()...) {
 			row.Err = err
 		}
 	} else {
@@ -176,11 +178,23 @@ func Run(ctx context.Context, o Options) Report {
 				row.Err = readyAll.Err
 			}
 		}
+		// Phase 4, split with two gateways on two session processes: the multiplayer room.
+		if !r.phaseOf(ctx, testenv.StackOptions{Services: "split", Gateways: 2, Sessions: 2}, &readyRooms, func(st *testenv.Stack) {
+			r.withTenant(st, "rooms", func(t Tenant) { r.rooms(ctx, st, t, rooms) }, rooms.all()...)
+		}) {
+			for _, row := range rooms.all() {
+				row.Err = readyRooms.Err
+			}
+		}
 		r.cleanup()
 	}
 
 	rep.Rows = append(rep.Rows, tputAll, tputSplit, sceneAll, sceneSplit, mintAll, viewsAll, lostAll, trendP50, trendP99, trendCold,
-		lodAll, commitsAll, overshootAll, archiveWall, archiveRate, cloneLODAll, cloneFileAll, readyCold, readyWarm, readyAll)
+		lodAll, commitsAll, overshootAll, archiveWall, archiveRate, cloneLODAll, cloneFileAll)
+	for _, row := range rooms.all() {
+		rep.Rows = append(rep.Rows, *row)
+	}
+	rep.Rows = append(rep.Rows, readyCold, readyWarm, readyAll, readyRooms)
 	rep.Rows = append(rep.Rows, memSplit...)
 	rep.Rows = append(rep.Rows, memAll...)
 	rep.Problems = r.problems
@@ -191,16 +205,20 @@ func Run(ctx context.Context, o Options) Report {
 // phase starts a stack in mode, records its ready time in ready, runs measure against it and
 // stops it. It reports whether the stack started.
 func (r *runner) phase(ctx context.Context, mode string, ready *Row, measure func(*testenv.Stack)) bool {
+	return r.phaseOf(ctx, testenv.StackOptions{Services: mode}, ready, measure)
+}
+
+// phaseOf is phase with more of the stack's options (its gateway and session replicas).
+func (r *runner) phaseOf(ctx context.Context, so testenv.StackOptions, ready *Row, measure func(*testenv.Stack)) bool {
+	mode := so.Services
 	if err := ctx.Err(); err != nil {
 		ready.Err = err
 		return false
 	}
 	log := r.o.Log.With("services", mode)
 	log.Info("starting stack", "dir", r.dir)
-	st, err := testenv.StartStack(ctx, testenv.StackOptions{
-		Runner: r.o.Runner, BinDir: r.o.BinDir, Dir: r.dir, Services: mode,
-		ReadyTimeout: r.o.ReadyTimeout, StopTimeout: r.o.StopTimeout,
-	})
+	so.Runner, so.BinDir, so.Dir, so.ReadyTimeout, so.StopTimeout = r.o.Runner, r.o.BinDir, r.dir, r.o.ReadyTimeout, r.o.StopTimeout
+	st, err := testenv.StartStack(ctx, so)
 	if err != nil {
 		ready.Err = fmt.Errorf("start stack (%s): %w", mode, err)
 		log.Error("stack did not start", "err", err)

@@ -3,8 +3,10 @@ package stack
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +28,57 @@ const (
 type serviceDef struct {
 	name      string
 	readyAddr string
+	// bin is the binary when it is not name (a replica: gateway-2 runs gateway); cfg, when set,
+	// is the replica's own configuration (its listen address, its upstream).
+	bin string
+	cfg *config.Config
+}
+
+// binary is the def's binary name.
+func (d serviceDef) binary() string {
+	if d.bin != "" {
+		return d.bin
+	}
+	return d.name
+}
+
+// replicaDefs are the gateway and session processes beyond the first (Options.Gateways and
+// Options.Sessions), each on a free loopback port: session-2, … and gateway-2, …, gateway i
+// forwarding to session i (modulo the sessions). Two gateways on two session processes are
+// what the multiplayer room's cross-process promise is about: try it with two browsers.
+func replicaDefs(cfg config.Config, gateways, sessions int) ([]serviceDef, error) {
+	var defs []serviceDef
+	sessionURLs := []string{cfg.SessionURL}
+	for i := 2; i <= sessions; i++ {
+		addr, err := freeLoopback()
+		if err != nil {
+			return nil, err
+		}
+		rc := cfg
+		rc.SessionAddr = addr
+		defs = append(defs, serviceDef{name: "session-" + strconv.Itoa(i), readyAddr: addr, bin: "session", cfg: &rc})
+		sessionURLs = append(sessionURLs, "http://"+addr)
+	}
+	for i := 2; i <= gateways; i++ {
+		addr, err := freeLoopback()
+		if err != nil {
+			return nil, err
+		}
+		rc := cfg
+		rc.GatewayAddr, rc.SessionURL = addr, sessionURLs[(i-1)%len(sessionURLs)]
+		defs = append(defs, serviceDef{name: "gateway-" + strconv.Itoa(i), readyAddr: addr, bin: "gateway", cfg: &rc})
+	}
+	return defs, nil
+}
+
+// freeLoopback is a loopback address nobody listens on right now.
+func freeLoopback() (string, error) {
+	l, err := net.Listen("tcp", loopback+":0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
 }
 
 // serviceDefs lists the binaries of a services mode, in start order.
@@ -33,14 +86,14 @@ func serviceDefs(mode string, cfg config.Config) ([]serviceDef, error) {
 	switch mode {
 	case ServicesSplit:
 		return []serviceDef{
-			{"user", cfg.UserAddr},
-			{"scene", cfg.SceneAddr},
-			{"session", cfg.SessionAddr},
-			{"worker", cfg.WorkerHealthAddr},
-			{"gateway", cfg.GatewayAddr},
+			{name: "user", readyAddr: cfg.UserAddr},
+			{name: "scene", readyAddr: cfg.SceneAddr},
+			{name: "session", readyAddr: cfg.SessionAddr},
+			{name: "worker", readyAddr: cfg.WorkerHealthAddr},
+			{name: "gateway", readyAddr: cfg.GatewayAddr},
 		}, nil
 	case ServicesAllInOne:
-		return []serviceDef{{"splathost", cfg.GatewayAddr}}, nil
+		return []serviceDef{{name: "splathost", readyAddr: cfg.GatewayAddr}}, nil
 	case ServicesNone:
 		return nil, nil
 	default:
@@ -73,23 +126,30 @@ func checkServiceBinaries(mode, binDir string) error {
 	return nil
 }
 
-// startServices launches every binary of the mode, then waits until each answers /readyz. They
-// start together: none depends on another being ready (the gateway retries its upstreams).
-func startServices(ctx context.Context, mode, binDir, logDir string, cfg config.Config, timeout time.Duration) ([]*service, error) {
+// startServices launches every binary of the mode, plus the replicas, then waits until each
+// answers /readyz. They start together: none depends on another being ready (the gateway
+// retries its upstreams).
+func startServices(ctx context.Context, mode, binDir, logDir string, cfg config.Config, replicas []serviceDef,
+	timeout time.Duration) ([]*service, error) {
 	defs, err := serviceDefs(mode, cfg)
 	if err != nil {
 		return nil, err
 	}
+	defs = append(defs, replicas...)
 	if err := checkServiceBinaries(mode, binDir); err != nil {
 		return nil, err
 	}
 	env := cfg.Environ()
 	var started []*service
 	for _, d := range defs {
+		denv := env
+		if d.cfg != nil {
+			denv = d.cfg.Environ()
+		}
 		p, err := startProcess(procSpec{
 			name:    d.name,
-			path:    filepath.Join(binDir, d.name),
-			env:     env,
+			path:    filepath.Join(binDir, d.binary()),
+			env:     denv,
 			logPath: filepath.Join(logDir, d.name+".log"),
 		})
 		if err != nil {

@@ -37,6 +37,10 @@ type Options struct {
 	// Demo also starts the demo host page (BinDir/demo) once the services are healthy; it needs
 	// a gateway, so it is ignored with ServicesNone.
 	Demo bool
+	// Gateways and Sessions are how many gateway and session service processes ServicesSplit
+	// runs (1 when zero); the replicas listen on free loopback ports and the state file lists
+	// every gateway in gatewayUrls (replicaDefs).
+	Gateways, Sessions int
 	// Ports are the loopback ports of every part.
 	Ports Ports
 	// StateFile is written once everything is healthy; Dir/stack.json when empty.
@@ -234,7 +238,13 @@ func (s *Stack) migrate(ctx context.Context) error {
 // startServices runs the product binaries of the chosen mode.
 func (s *Stack) startServices(ctx context.Context) error {
 	var err error
-	s.services, err = startServices(ctx, s.opts.Services, s.opts.BinDir, s.logDir, s.cfg, s.opts.StartTimeout)
+	var replicas []serviceDef
+	if s.opts.Services == ServicesSplit {
+		if replicas, err = replicaDefs(s.cfg, s.opts.Gateways, s.opts.Sessions); err != nil {
+			return err
+		}
+	}
+	s.services, err = startServices(ctx, s.opts.Services, s.opts.BinDir, s.logDir, s.cfg, replicas, s.opts.StartTimeout)
 	if err != nil || !s.opts.Demo {
 		return err
 	}
@@ -335,6 +345,12 @@ func (s *Stack) buildState() State {
 	}
 	for _, svc := range s.services {
 		st.Processes = append(st.Processes, Process{Name: svc.def.name, PID: svc.proc.pid(), URL: "http://" + svc.def.readyAddr})
+		if svc.def.bin == "gateway" {
+			if st.GatewayURLs == nil {
+				st.GatewayURLs = []string{st.GatewayURL}
+			}
+			st.GatewayURLs = append(st.GatewayURLs, "http://"+svc.def.readyAddr)
+		}
 	}
 	if s.opts.Demo {
 		st.DemoURL = httpURL(s.opts.Ports.Demo)
@@ -479,6 +495,9 @@ func (s *Stack) PrintSummary(w io.Writer) {
 	row := func(k, v string) { fmt.Fprintf(&b, "  %-14s %s\n", k, v) }
 	if st.Services != ServicesNone {
 		row("gateway", st.GatewayURL)
+		for _, u := range st.GatewayURLs[min(1, len(st.GatewayURLs)):] {
+			row("gateway", u+" (another gateway process, same stack)")
+		}
 	}
 	if st.DemoURL != "" {
 		row("demo host", st.DemoURL+" (viewer and editor embeds on another origin)")

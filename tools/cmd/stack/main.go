@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -44,6 +45,10 @@ func run() error {
 	fs.StringVar(&opts.BinDir, "bin", "bin", "directory holding the product binaries")
 	fs.StringVar(&opts.Services, "services", stack.ServicesSplit, "product processes to run: split, allinone or none")
 	fs.BoolVar(&opts.Demo, "demo", false, "also run the demo host page (bin/demo) once the gateway is healthy")
+	fs.IntVar(&opts.Gateways, "gateways", envInt("SPLATHOST_STACK_GATEWAYS", 1),
+		"gateway processes to run with --services split ($SPLATHOST_STACK_GATEWAYS); the extra ones on free ports")
+	fs.IntVar(&opts.Sessions, "sessions", envInt("SPLATHOST_STACK_SESSIONS", 1),
+		"session service processes to run with --services split ($SPLATHOST_STACK_SESSIONS); gateway i forwards to session i")
 	fs.StringVar(&opts.StateFile, "state-file", "", "where to write the state JSON once healthy (default DIR/stack.json)")
 	fs.StringVar(&opts.Bucket, "bucket", "splathost", "S3 bucket to create")
 	fs.StringVar(&opts.Namespace, "namespace", "default", "Temporal namespace to register")
@@ -94,6 +99,15 @@ func run() error {
 	defer cancel()
 	opts.CrashClickHouse, opts.StartClickHouse = signalChannel(syscall.SIGUSR1), signalChannel(syscall.SIGUSR2)
 	return stack.Run(ctx, opts, log, os.Stdout)
+}
+
+// envInt is the integer in the environment variable name, or def when it is unset or not a
+// positive integer.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
 }
 
 // signalChannel turns each arrival of sig into a value on the returned channel (one pending at

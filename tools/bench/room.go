@@ -1,0 +1,319 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fasthttp/websocket"
+
+	"github.com/splathost/splathost/internal/testenv"
+	"github.com/splathost/splathost/services/session"
+)
+
+// Shape of the multiplayer room measures (docs/embeds.md, "Multiplayer room").
+const (
+	// roomPeers participants each send roomEditRate edits a second for roomEditFor.
+	roomPeers    = 20
+	roomEditRate = 10
+	roomEditFor  = 10 * time.Second
+	// roomBudget is the memory a session service process is sized for (the services' idle
+	// goal): how many idle participants fit in it is reported.
+	roomBudgetMiB = 40
+	// roomIdleRooms rooms of session.RoomCapacity idle participants fill one session process
+	// for the memory measure.
+	roomIdleRooms = 20
+)
+
+var (
+	// GoalRoomP99 is the contract's "within 2 s" for an edit to reach the other participants.
+	GoalRoomP99 = &Goal{Target: 2000, Unit: "ms"}
+	// GoalRoomCapacity asks one 40 MiB session process to hold at least 10 full rooms.
+	GoalRoomCapacity = &Goal{AtLeast: true, Target: 10 * session.RoomCapacity, Unit: "participants"}
+)
+
+// roomRows are the room measures' rows.
+type roomRows struct {
+	p50One, p99One, p50Two, p99Two, perPeer, capacity Row
+}
+
+func newRoomRows() *roomRows {
+	what := fmt.Sprintf("%d participants × %d edits/s", roomPeers, roomEditRate)
+	return &roomRows{
+		p50One:   Row{Name: "room edit fan-out p50, " + what + ", one gateway + session process", Unit: "ms"},
+		p99One:   Row{Name: "room edit fan-out p99, " + what + ", one gateway + session process", Unit: "ms", Goal: GoalRoomP99},
+		p50Two:   Row{Name: "room edit fan-out p50, " + what + ", across two gateway + session processes", Unit: "ms"},
+		p99Two:   Row{Name: "room edit fan-out p99, " + what + ", across two gateway + session processes", Unit: "ms", Goal: GoalRoomP99},
+		perPeer:  Row{Name: "room: session process RSS per idle participant", Unit: "KiB"},
+		capacity: Row{Name: fmt.Sprintf("room: idle participants one session process holds in %d MiB", roomBudgetMiB), Unit: "participants", Goal: GoalRoomCapacity},
+	}
+}
+
+func (rr *roomRows) all() []*Row {
+	return []*Row{&rr.p50One, &rr.p99One, &rr.p50Two, &rr.p99Two, &rr.perPeer, &rr.capacity}
+}
+
+// rooms runs the room measures on a split stack with two gateways, each on its own session
+// process.
+func (r *runner) rooms(ctx context.Context, st *testenv.Stack, t Tenant, rr *roomRows) {
+	if len(st.State.GatewayURLs) < 2 {
+		for _, row := range rr.all() {
+			row.Err = errors.New("the stack has one gateway: the runner needs --gateways 2 --sessions 2")
+		}
+		return
+	}
+	gw1, gw2 := st.State.GatewayURLs[0], st.State.GatewayURLs[1]
+	token, err := t.editorSession(gw1)
+	if err != nil {
+		for _, row := range rr.all() {
+			row.Err = err
+		}
+		return
+	}
+	log := r.o.Log.With("measure", "room")
+	for _, run := range []struct {
+		name     string
+		p50, p99 *Row
+		gateways []string
+	}{{"one process", &rr.p50One, &rr.p99One, []string{gw1}}, {"two processes", &rr.p50Two, &rr.p99Two, []string{gw1, gw2}}} {
+		scene, err := t.NewScene(gw1)
+		if err != nil {
+			run.p50.Err, run.p99.Err = err, err
+			continue
+		}
+		log.Info("room fan-out", "run", run.name)
+		res, err := roomFanOut(ctx, run.gateways, scene, token)
+		if err != nil {
+			run.p50.Err, run.p99.Err = err, err
+			continue
+		}
+		run.p50.Value, run.p99.Value = ms(res.p50), ms(res.p99)
+		run.p50.Notes = res.summary()
+		run.p99.Notes = fmt.Sprintf("max %s", fmtLatency(res.max))
+	}
+	log.Info("room memory", "participants", roomIdleRooms*session.RoomCapacity)
+	r.roomMemory(ctx, st, t, gw1, token, rr)
+}
+
+// editorSession mints an editor session for the tenant's customer, named so participants are
+// not guests.
+func (t Tenant) editorSession(gatewayURL string) (string, error) {
+	body, err := call(gatewayURL, http.MethodPost, "/api/editor/embed-sessions",
+		map[string]string{"Authorization": "Bearer " + t.SecretKey, externalUserHeader: t.ExternalUserID},
+		map[string]any{"publicKey": t.PublicKey, "type": "editor", "user": map[string]any{"name": "Bench participant"}},
+		http.StatusCreated)
+	if err != nil {
+		return "", err
+	}
+	tok, _ := body["sessionToken"].(string)
+	if tok == "" {
+		return "", errors.New("mint: no sessionToken")
+	}
+	return tok, nil
+}
+
+// roomConn dials the room of scene on the gateway at base and waits for its welcome.
+func roomConn(ctx context.Context, base, scene, token string) (*websocket.Conn, error) {
+	q := url.Values{"splatId": {scene}, "session": {token}}
+	u := "ws" + strings.TrimPrefix(base, "http") + session.RoomPath + "?" + q.Encode()
+	ws, _, err := websocket.DefaultDialer.DialContext(ctx, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var m struct{ Type, Code, Message string }
+	if err := ws.ReadJSON(&m); err != nil || m.Type != "welcome" {
+		ws.Close()
+		if err == nil {
+			err = fmt.Errorf("%s %s: %s", m.Type, m.Code, m.Message)
+		}
+		return nil, fmt.Errorf("room join: %w", err)
+	}
+	_ = ws.SetReadDeadline(time.Time{})
+	return ws, nil
+}
+
+// fanOut is one fan-out run's result.
+type fanOut struct {
+	p50, p99, max time.Duration
+	sent, got     int64
+	want          int64
+	errs          int64
+}
+
+func (f fanOut) summary() string {
+	return fmt.Sprintf("%d edits sent, %d of %d deliveries received, %d errors", f.sent, f.got, f.want, f.errs)
+}
+
+// roomFanOut joins roomPeers participants to scene's room, spread over gateways in turn, has
+// each send roomEditRate edits a second for roomEditFor (the send time inside the edit), and
+// measures the time from send to receipt at every other participant.
+func roomFanOut(ctx context.Context, gateways []string, scene, token string) (fanOut, error) {
+	conns := make([]*websocket.Conn, roomPeers)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	for i := range conns {
+		c, err := roomConn(ctx, gateways[i%len(gateways)], scene, token)
+		if err != nil {
+			return fanOut{}, err
+		}
+		conns[i] = c
+	}
+	var mu sync.Mutex
+	var lat []time.Duration
+	var got, errs, sent atomic.Int64
+	var readers sync.WaitGroup
+	// Joins of later participants arrive first; only edits are timed.
+	for _, c := range conns {
+		readers.Go(func() {
+			for {
+				var m struct {
+					Type   string
+					Fields struct {
+						LevelData struct {
+							Bench struct{ T int64 } `json:"bench"`
+						} `json:"levelData"`
+					}
+				}
+				if err := c.ReadJSON(&m); err != nil {
+					return
+				}
+				if m.Type != "edit" || m.Fields.LevelData.Bench.T == 0 {
+					continue
+				}
+				d := time.Since(time.Unix(0, m.Fields.LevelData.Bench.T))
+				got.Add(1)
+				mu.Lock()
+				lat = append(lat, d)
+				mu.Unlock()
+			}
+		})
+	}
+	var senders sync.WaitGroup
+	end := time.Now().Add(roomEditFor)
+	for i, c := range conns {
+		senders.Go(func() {
+			// Spread the participants' ticks over one period.
+			time.Sleep(time.Duration(i) * time.Second / roomEditRate / roomPeers)
+			tick := time.NewTicker(time.Second / roomEditRate)
+			defer tick.Stop()
+			for time.Now().Before(end) && ctx.Err() == nil {
+				<-tick.C
+				edit := map[string]any{"type": "edit", "fields": map[string]any{"levelData": map[string]any{
+					"bench": map[string]any{"t": time.Now().UnixNano(), "from": i}}}}
+				_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+				if err := c.WriteJSON(edit); err != nil {
+					errs.Add(1)
+					return
+				}
+				sent.Add(1)
+			}
+		})
+	}
+	senders.Wait()
+	want := sent.Load() * (roomPeers - 1)
+	// Let the last edits arrive (the goal is 2 s), then close.
+	for deadline := time.Now().Add(5 * time.Second); got.Load() < want && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	readers.Wait()
+	res := fanOut{sent: sent.Load(), got: got.Load(), want: want, errs: errs.Load()}
+	if len(lat) == 0 {
+		return res, errors.New("no edit arrived: " + res.summary())
+	}
+	slices.Sort(lat)
+	res.p50, res.p99, res.max = lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1]
+	if res.got < res.want {
+		return res, errors.New("edits lost: " + res.summary())
+	}
+	return res, nil
+}
+
+// roomMemory fills one session process (behind gateway base) with idle participants, in full
+// rooms, and reads how much its memory grew: the per-participant cost, and how many fit in
+// roomBudgetMiB beside what the process holds idle. The figure is an extrapolation from the
+// growth measured over roomIdleRooms full rooms, stated as such.
+func (r *runner) roomMemory(ctx context.Context, st *testenv.Stack, t Tenant, base, token string, rr *roomRows) {
+	pid := 0
+	for _, p := range st.State.Processes {
+		if p.Name == "session" {
+			pid = p.PID
+		}
+	}
+	fail := func(err error) { rr.perPeer.Err, rr.capacity.Err = err, err }
+	if pid == 0 {
+		fail(errors.New("no session process in the state file"))
+		return
+	}
+	before, err := ReadMemory(pid, false)
+	if err != nil {
+		fail(err)
+		return
+	}
+	var conns []*websocket.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	n := 0
+	for room := 0; room < roomIdleRooms; room++ {
+		scene, err := t.NewScene(base)
+		if err != nil {
+			fail(err)
+			return
+		}
+		for i := 0; i < session.RoomCapacity; i++ {
+			c, err := roomConn(ctx, base, scene, token)
+			if err != nil {
+				fail(fmt.Errorf("participant %d: %w", n, err))
+				return
+			}
+			conns = append(conns, c)
+			// Read (and so answer pings) and drop what the room sends.
+			go func() {
+				for {
+					if _, _, err := c.ReadMessage(); err != nil {
+						return
+					}
+				}
+			}()
+			n++
+		}
+	}
+	// Idle: the joins' garbage collected, the heartbeat run.
+	time.Sleep(12 * time.Second)
+	after, err := ReadMemory(pid, false)
+	if err != nil {
+		fail(err)
+		return
+	}
+	growth := after.RSSKiB - before.RSSKiB
+	per := float64(growth) / float64(n)
+	rr.perPeer.Value = per
+	rr.perPeer.Notes = fmt.Sprintf("session RSS %.1f → %.1f MiB with %d idle participants in %d full rooms",
+		kibToMiB(before.RSSKiB), kibToMiB(after.RSSKiB), n, roomIdleRooms)
+	if per <= 0 {
+		rr.capacity.Err = fmt.Errorf("no measurable growth over %d participants", n)
+		return
+	}
+	room := float64(roomBudgetMiB)*1024 - float64(before.RSSKiB)
+	rr.capacity.Value = float64(int64(room / per))
+	rr.capacity.Notes = fmt.Sprintf("extrapolated: (%d MiB − %.1f MiB idle) / %.1f KiB each, measured over %d; %d rooms of %d",
+		roomBudgetMiB, kibToMiB(before.RSSKiB), per, n, int64(room/per)/session.RoomCapacity, session.RoomCapacity)
+}
