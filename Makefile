@@ -136,6 +136,7 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzRelativePathProblem -fuzztime 30s ./services/scene/
 	go test -run '^$$' -fuzz FuzzSniff -fuzztime 30s ./services/scene/
 	go test -run '^$$' -fuzz FuzzParseScenePatch -fuzztime 30s ./services/scene/
+	go test -run '^$$' -fuzz FuzzLevelDataIssues -fuzztime 30s ./services/scene/
 	go test -run '^$$' -fuzz FuzzParseMint -fuzztime 30s ./services/session/
 	go test -run '^$$' -fuzz FuzzParseBeacon -fuzztime 30s ./services/session/
 

@@ -791,13 +791,20 @@ func (a *Activities) RollbackClone(ctx context.Context, in RollbackCloneInput) (
 // author may paste). render builds the URL of another key in the same form; a signed URL
 // becomes the stable unsigned one, since its token covers only the source's folder.
 func (a *Activities) assetRef(u string) (key string, render func(string) string, ok bool) {
-	if key, ok := strings.CutPrefix(u, a.AssetBase+"/"); ok {
-		return key, func(k string) string { return a.AssetBase + "/" + k }, true
+	return AssetRef(a.AssetBase, a.PublicBase, u)
+}
+
+// AssetRef is assetRef for the given bases (assetBase: config.AssetBase, publicBase:
+// config.PublicBase, may be empty). The scene service reads levelData's audio URL with it, so a
+// save and a clone agree on which URLs name an object.
+func AssetRef(assetBase, publicBase, u string) (key string, render func(string) string, ok bool) {
+	if key, ok := strings.CutPrefix(u, assetBase+"/"); ok {
+		return key, func(k string) string { return assetBase + "/" + k }, true
 	}
-	if a.PublicBase == "" {
+	if publicBase == "" {
 		return "", nil, false
 	}
-	rest, ok := strings.CutPrefix(u, a.PublicBase+"/assets/")
+	rest, ok := strings.CutPrefix(u, publicBase+"/assets/")
 	if !ok {
 		return "", nil, false
 	}
@@ -806,5 +813,5 @@ func (a *Activities) assetRef(u string) (key string, render func(string) string,
 			return "", nil, false
 		}
 	}
-	return rest, func(k string) string { return a.PublicBase + "/assets/" + k }, true
+	return rest, func(k string) string { return publicBase + "/assets/" + k }, true
 }

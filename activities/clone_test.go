@@ -303,3 +303,42 @@ func TestAssetRefReadsEveryURLForm(t *testing.T) {
 		require.False(t, ok, in)
 	}
 }
+
+// TestPlanCloneCopiesLevelDataAudioInEveryURLForm: levelData.audio.url may hold the stored URL
+// (what saves write), the public asset-route URL or a signed one (what answers hand out); in
+// each form the clone copies the audio into its own folder, adds the copy to its asset keys
+// (so its delete purges it) and points the URL at the copy, in the same form (a signed URL as
+// the stable one). An audio file already among the scene's asset keys (a save charged it) is
+// copied once.
+func TestPlanCloneCopiesLevelDataAudioInEveryURLForm(t *testing.T) {
+	a := &Activities{AssetBase: "http://s3/bucket", PublicBase: "https://gw.example"}
+	src := "i/" + cloneInt + "/u/o/"
+	audioKey := src + "a/t4/audio.mp3"
+	in := PrepareCloneInput{JobID: cloneJob, IntegrationID: cloneInt, OwnerRecordID: cloneOwner}
+	dst := ClonePrefix(cloneInt, cloneOwner, cloneJob)
+	for _, c := range []struct{ form, url, want string }{
+		{"stored", "http://s3/bucket/" + audioKey, "http://s3/bucket/" + dst + "a/t4/audio.mp3"},
+		{"asset route", "https://gw.example/assets/" + audioKey, "https://gw.example/assets/" + dst + "a/t4/audio.mp3"},
+		{"signed asset route", "https://gw.example/assets/s/tok.sig/" + audioKey, "https://gw.example/assets/" + dst + "a/t4/audio.mp3"},
+	} {
+		for _, charged := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s charged=%v", c.form, charged), func(t *testing.T) {
+				sc := &ent.Scene{ID: "source", IntegrationID: cloneInt, OwnerID: "o", Title: "Song", SplatType: "file",
+					SplatURL: "http://s3/bucket/" + src + "f/t1/scene.splat", AssetKeys: []string{src + "f/t1/scene.splat"},
+					LevelData: map[string]any{"version": 1.0, "audio": map[string]any{"url": c.url, "loop": true, "volume": 0.25}}}
+				if charged {
+					sc.AssetKeys = append(sc.AssetKeys, audioKey)
+				}
+				d, plan, err := a.planClone(sc, false, in)
+				require.NoError(t, err)
+				require.Equal(t, map[string]any{"url": c.want, "loop": true, "volume": 0.25}, d.LevelData["audio"])
+				require.Equal(t, 1.0, d.LevelData["version"])
+				require.Contains(t, d.AssetKeys, dst+"a/t4/audio.mp3")
+				require.Len(t, d.AssetKeys, 2, "the file and the audio, once each")
+				require.Len(t, plan.Objects, 2)
+				require.Contains(t, plan.Objects, schema.ObjectCopy{Src: audioKey, Dst: dst + "a/t4/audio.mp3"})
+				require.Equal(t, c.url, sc.LevelData["audio"].(map[string]any)["url"], "the source is not modified")
+			})
+		}
+	}
+}

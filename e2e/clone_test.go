@@ -107,7 +107,7 @@ func TestCloneDuplicateAndRemixOfAFileScene(t *testing.T) {
 	_, err := store(t).Client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(store(t).Bucket),
 		Key: aws.String(audioKey), Body: bytes.NewReader(audio), ContentType: aws.String("audio/mpeg")})
 	require.NoError(t, err)
-	updateScene(t, src["id"].(string), `level_data = $2`, fmt.Sprintf(`{"audio":{"url":%q},"camera":{"fov":50}}`, env.Config.AssetBase()+"/"+audioKey))
+	updateScene(t, src["id"].(string), `level_data = $2`, fmt.Sprintf(`{"audio":{"url":%q},"camera":{"position":[0,1,4],"target":[0,0,0],"fov":50}}`, env.Config.AssetBase()+"/"+audioKey))
 	used0, _ := usageOf(t, a, "maker")
 	_, slots0 := accountOf(t, a)
 

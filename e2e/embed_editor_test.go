@@ -34,6 +34,7 @@ func editorRoutes(sceneID string) []struct {
 			{"relativePath": "lod-meta.json", "contentType": "application/json", "fileSize": 10},
 			{"relativePath": "0/a.webp", "contentType": "image/webp", "fileSize": 10}}}},
 		{"POST", editorPath("/uploads/splat-images"), map[string]any{"thumbnail": map[string]any{"contentType": "image/png", "fileSize": 10}}},
+		{"POST", editorPath("/uploads/audio"), map[string]any{"fileName": "a.mp3", "contentType": "audio/mpeg", "fileSize": 10}},
 		{"POST", editorPath("/splats"), map[string]any{"title": "t", "splatUrl": "https://example.com/x.splat"}},
 		{"POST", editorPath("/splats/" + sceneID + "/clone"), nil},
 		{"GET", editorPath("/splats/" + sceneID + "/clone/00000000-0000-4000-8000-000000000000"), nil},
@@ -118,9 +119,11 @@ func TestEmbedEditorLevelData(t *testing.T) {
 	id := newScene(t, a, "lena", 2)["id"].(string)
 	ed := sessionHeaders(editorToken(t, a, "lena"))
 	level := map[string]any{
-		"camera":      map[string]any{"position": []any{1.5, 2.0, -3.25}, "fov": 60.0},
-		"annotations": []any{map[string]any{"text": "</script><b>&\u2028", "at": []any{0.0, 1.0, 2.0}}},
-		"post":        nil,
+		"version": 1.0,
+		"camera":  map[string]any{"position": []any{1.5, 2.0, -3.25}, "target": []any{0.0, 0.0, 0.0}, "fov": 60.0},
+		"annotations": []any{map[string]any{"id": "a1", "title": "Door", "text": "</script><b>&\u2028",
+			"position": []any{0.0, 1.0, 2.0}, "pinColour": "#ff0000"}},
+		"custom": nil, // keys v1 does not know are kept as they are
 	}
 	r := do(t, "PATCH", editorPath("/splats/"+id), ed, map[string]any{"levelData": level})
 	require.Equal(t, 200, r.Status, string(r.Raw))
@@ -148,6 +151,13 @@ func TestEmbedEditorLevelData(t *testing.T) {
 		"unknown field":     {`{"levelData":{},"camera":1}`, "camera: unknown field"},
 		"malformed JSON":    {`{"levelData":{`, "body: malformed JSON"},
 		"title still ruled": {`{"levelData":{},"title":"  "}`, "title: must be 1-200 characters after trimming"},
+		// levelData version 1 (docs/embeds.md): each problem named by its path.
+		"v1 camera":      {`{"levelData":{"camera":{"position":[0,1,2]}}}`, "levelData.camera.target: required"},
+		"v1 annotation":  {`{"levelData":{"annotations":[{"id":"a","position":[0,0,0],"title":""}]}}`, "levelData.annotations[0].title: must be 1-120 characters"},
+		"v1 version":     {`{"levelData":{"version":2}}`, "levelData.version: must be 1"},
+		"v1 colour":      {`{"levelData":{"background":{"color":"blue"}}}`, "levelData.background.color: must be a colour '#rrggbb'"},
+		"v1 orientation": {`{"levelData":{"orientation":{"rotation":[720,0,0]}}}`, "levelData.orientation.rotation: each angle must be within -360..360"},
+		"v1 audio":       {`{"levelData":{"audio":{"url":"https://cdn.example/a.mp3"}}}`, "levelData.audio.url: must be the fileUrl of an audio upload"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			issues := requireEnvelope(t, do(t, "PATCH", editorPath("/splats/"+id), ed, tt.body), 400)
@@ -186,7 +196,7 @@ func TestEmbedEditorUploadAndCommitChargeTheCustomer(t *testing.T) {
 	vicUsed0, _ := usageOf(t, a, "vic")
 
 	fileURL := editorUpload(t, ed, splatBytes(5))
-	level := map[string]any{"camera": map[string]any{"position": []any{0.0, 1.0, 5.0}}}
+	level := map[string]any{"camera": map[string]any{"position": []any{0.0, 1.0, 5.0}, "target": []any{0.0, 0.0, 0.0}}}
 	r := do(t, "POST", editorPath("/splats"), ed, map[string]any{"title": "From the editor", "splatUrl": fileURL, "levelData": level})
 	require.Equal(t, 201, r.Status, string(r.Raw))
 	require.Equal(t, "success", r.Body["status"])

@@ -197,7 +197,7 @@ func TestEmbedThroughTheSplitGateway(t *testing.T) {
 	tn := newTenant(t)
 	own := newScene(t, tn, "ada", 4)["id"].(string)
 	editor := editorToken(t, tn, "ada")
-	level := map[string]any{"camera": map[string]any{"fov": 50.0}}
+	level := map[string]any{"camera": map[string]any{"position": []any{0.0, 1.0, 4.0}, "target": []any{0.0, 0.0, 0.0}, "fov": 50.0}}
 	r := doAt(t, s.gatewayURL, "PATCH", editorPath("/splats/"+own), sessionHeaders(editor), map[string]any{"levelData": level})
 	require.Equal(t, 200, r.Status, string(r.Raw))
 	require.Equal(t, level, splatOf(r)["levelData"])

@@ -145,8 +145,8 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 			"title": "New", "description": "d", "splatUrl": sc["splatUrl"], "visibility": "private"}},
 		{"editor patch", "PATCH", "/api/embed/editor/splats/" + sceneID, editor, map[string]any{
 			"title": "Edited", "description": "d",
-			"levelData": map[string]any{"camera": map[string]any{"position": []any{0, 1, 2}},
-				"annotations": []any{map[string]any{"id": "a1", "title": "Door", "text": "Open it"}}}}},
+			"levelData": map[string]any{"camera": map[string]any{"position": []any{0, 1, 2}, "target": []any{0, 0, 0}},
+				"annotations": []any{map[string]any{"id": "a1", "position": []any{0, 0, 1}, "title": "Door", "text": "Open it"}}}}},
 		{"editor commit", "POST", "/api/embed/editor/splats", editor, map[string]any{
 			"title": "New", "splatUrl": sc["splatUrl"], "levelData": map[string]any{"note": "x"}}},
 		{"mint", "POST", "/api/editor/embed-sessions", tn.secretBearer(owner), map[string]any{

@@ -150,18 +150,36 @@ func TestViewBeaconRules(t *testing.T) {
 	require.Eventually(t, func() bool { return viewCount(t, tn, private) == 1 }, visibleWithin, 100*time.Millisecond)
 }
 
-func TestLikesOnePerVisitor(t *testing.T) {
+// likeScenes is a tenant with a public scene (id), a public one whose owner turned reactions
+// off, bob's private scene and a guest viewer session.
+type likeScenes struct {
+	tn                       tenant
+	id, noReactions, private string
+	tok                      string
+}
+
+func newLikeScenes(t *testing.T) likeScenes {
+	t.Helper()
 	tn := newTenant(t)
-	id := publicScene(t, tn, "ada")
-	noReactions := publicScene(t, tn, "ada")
-	patchSplat(t, tn, "ada", noReactions, map[string]any{"allowReactions": false})
-	private := newScene(t, tn, "bob", 4)["id"].(string)
-	tok := mintToken(t, tn, "", map[string]any{"type": "viewer"})
-	like := func(id, visitor string) map[string]any {
-		r := do(t, "POST", "/api/embed/splats/"+id+"/like", sessionHeaders(tok), map[string]any{"visitorId": visitor})
-		require.Equal(t, 200, r.Status, string(r.Raw))
-		return r.Body
-	}
+	l := likeScenes{tn: tn, id: publicScene(t, tn, "ada"), noReactions: publicScene(t, tn, "ada")}
+	patchSplat(t, tn, "ada", l.noReactions, map[string]any{"allowReactions": false})
+	l.private = newScene(t, tn, "bob", 4)["id"].(string)
+	l.tok = mintToken(t, tn, "", map[string]any{"type": "viewer"})
+	return l
+}
+
+// react sends a like (POST) or an unlike (DELETE) with tok and returns its 200 answer.
+func react(t *testing.T, method, tok, id, visitor string) map[string]any {
+	t.Helper()
+	r := do(t, method, "/api/embed/splats/"+id+"/like", sessionHeaders(tok), map[string]any{"visitorId": visitor})
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	return r.Body
+}
+
+func TestLikesOnePerVisitor(t *testing.T) {
+	l := newLikeScenes(t)
+	tn, id, noReactions, private, tok := l.tn, l.id, l.noReactions, l.private, l.tok
+	like := func(id, visitor string) map[string]any { return react(t, "POST", tok, id, visitor) }
 	require.Equal(t, float64(1), like(id, "v1")["likeCount"])
 	require.Equal(t, float64(1), like(id, "v1")["likeCount"], "a second like by the same visitor changes nothing")
 	require.Equal(t, float64(2), like(id, "v2")["likeCount"])
@@ -176,18 +194,10 @@ func TestLikesOnePerVisitor(t *testing.T) {
 // repeat or a visitor who never liked changes nothing), never takes likeCount below 0, and is
 // scoped like like: 403 where reactions are off, 404 where the session may not see the scene.
 func TestUnlikeWithdrawsOneVisitorsLike(t *testing.T) {
-	tn := newTenant(t)
-	id := publicScene(t, tn, "ada")
-	noReactions := publicScene(t, tn, "ada")
-	patchSplat(t, tn, "ada", noReactions, map[string]any{"allowReactions": false})
-	private := newScene(t, tn, "bob", 4)["id"].(string)
-	tok := mintToken(t, tn, "", map[string]any{"type": "viewer"})
+	l := newLikeScenes(t)
+	tn, id, noReactions, private, tok := l.tn, l.id, l.noReactions, l.private, l.tok
 	bob := mintToken(t, tn, "bob", map[string]any{"type": "viewer"})
-	call := func(method, tok, id, visitor string) map[string]any {
-		r := do(t, method, "/api/embed/splats/"+id+"/like", sessionHeaders(tok), map[string]any{"visitorId": visitor})
-		require.Equal(t, 200, r.Status, string(r.Raw))
-		return r.Body
-	}
+	call := func(method, tok, id, visitor string) map[string]any { return react(t, method, tok, id, visitor) }
 	call("POST", tok, id, "v1")
 	call("POST", tok, id, "v2")
 	u := call("DELETE", tok, id, "v1")

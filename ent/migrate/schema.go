@@ -346,7 +346,7 @@ var (
 		{Name: "id", Type: field.TypeString, Size: 24},
 		{Name: "created_at", Type: field.TypeTime},
 		{Name: "updated_at", Type: field.TypeTime},
-		{Name: "kind", Type: field.TypeEnum, Enums: []string{"splat_file", "lod_folder", "splat_images"}},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"splat_file", "lod_folder", "splat_images", "audio"}},
 		{Name: "prefix", Type: field.TypeString, Unique: true},
 		{Name: "objects", Type: field.TypeJSON},
 		{Name: "total_bytes", Type: field.TypeInt64},

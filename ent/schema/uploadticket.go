@@ -27,7 +27,7 @@ func (UploadTicket) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("integration_id").MaxLen(24).NotEmpty().Immutable(),
 		field.String("owner_id").MaxLen(24).NotEmpty().Immutable(),
-		field.Enum("kind").Values("splat_file", "lod_folder", "splat_images").Immutable(),
+		field.Enum("kind").Values("splat_file", "lod_folder", "splat_images", "audio").Immutable(),
 		// prefix is the unique key prefix every object of the ticket lives under.
 		field.String("prefix").NotEmpty().Unique().Immutable(),
 		field.JSON("objects", []UploadObject{}).Immutable(),

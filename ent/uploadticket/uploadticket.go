@@ -116,6 +116,7 @@ const (
 	KindSplatFile   Kind = "splat_file"
 	KindLodFolder   Kind = "lod_folder"
 	KindSplatImages Kind = "splat_images"
+	KindAudio       Kind = "audio"
 )
 
 func (k Kind) String() string {
@@ -125,7 +126,7 @@ func (k Kind) String() string {
 // KindValidator is a validator for the "kind" field enum values. It is called by the builders before save.
 func KindValidator(k Kind) error {
 	switch k {
-	case KindSplatFile, KindLodFolder, KindSplatImages:
+	case KindSplatFile, KindLodFolder, KindSplatImages, KindAudio:
 		return nil
 	default:
 		return fmt.Errorf("uploadticket: invalid enum value for kind field: %q", k)

@@ -100,18 +100,21 @@ func vec3(f *httpx.Fields, name string) []float64 {
 	if !ok || f.IsNull(name) {
 		return nil
 	}
-	var v []float64
-	if err := json.Unmarshal(raw, &v); err != nil || len(v) != 3 {
+	// Pointers tell a null element (which would decode as 0) from a number.
+	var v []*float64
+	if err := json.Unmarshal(raw, &v); err != nil || len(v) != 3 || slices.Contains(v, nil) {
 		f.Issuef("%s: must be an array of 3 numbers", name)
 		return nil
 	}
-	for _, x := range v {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
+	out := make([]float64, 3)
+	for i, x := range v {
+		if math.IsNaN(*x) || math.IsInf(*x, 0) {
 			f.Issuef("%s: must be finite numbers", name)
 			return nil
 		}
+		out[i] = *x
 	}
-	return v
+	return out
 }
 
 // asset is one upload a commit references, resolved to its ticket.
@@ -329,6 +332,14 @@ func (s *Service) commit(c *fiber.Ctx) error {
 			assets = append(assets, a)
 			imageTicket = a
 		}
+	}
+	// The editor's levelData may name an audio upload: charged with the scene (attach.go).
+	audio, err := s.audioAttachment(ctx, owner, req.levelData, nil)
+	if err != nil {
+		return err
+	}
+	if audio != nil {
+		assets, size, keys = append(assets, audio.ticket), size+audio.size, append(keys, audio.key)
 	}
 	if imageTicket != nil {
 		for _, o := range imageTicket.ticket.Objects {

@@ -22,6 +22,7 @@ func (s *Service) registerEditor(r fiber.Router) {
 	r.Post(editorPrefix+"/uploads/splat-file", editorScope, s.uploadSplatFile)
 	r.Post(editorPrefix+"/uploads/lod-folder", editorScope, s.uploadLODFolder)
 	r.Post(editorPrefix+"/uploads/splat-images", editorScope, s.uploadSplatImages)
+	r.Post(editorPrefix+"/uploads/audio", editorScope, s.uploadAudio)
 	r.Post(editorPrefix+"/splats", editorScope, s.commit)
 	r.Post(editorPrefix+"/splats/:id/clone", editorScope, s.clone)
 	r.Get(editorPrefix+"/splats/:id/clone/:jobId", editorScope, s.pollClone)

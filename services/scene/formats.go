@@ -46,6 +46,8 @@ var sniffers = map[string]func(head []byte, size int64) error{
 	".jpg":    sniffJPEG,
 	".jpeg":   sniffJPEG,
 	".png":    sniffPNG,
+	".mp3":    sniffMP3,
+	".ogg":    sniffOgg,
 }
 
 // Magic numbers of the formats with one; also used to tell a mislabelled file from a .splat,
@@ -180,4 +182,21 @@ func sniffPNG(head []byte, _ int64) error {
 		return errors.New("not a PNG image")
 	}
 	return nil
+}
+
+// sniffMP3: an MP3 starts with an ID3v2 tag or directly with an MPEG audio frame, whose header
+// opens with 11 set sync bits.
+func sniffMP3(head []byte, _ int64) error {
+	if bytes.HasPrefix(head, []byte("ID3")) || len(head) >= 2 && head[0] == 0xff && head[1]&0xe0 == 0xe0 {
+		return nil
+	}
+	return errors.New("not an MP3 file: it must start with an ID3 tag or an MPEG audio frame")
+}
+
+// sniffOgg: every Ogg stream (Vorbis or Opus) starts with the page capture pattern "OggS".
+func sniffOgg(head []byte, _ int64) error {
+	if bytes.HasPrefix(head, []byte("OggS")) {
+		return nil
+	}
+	return errors.New("not an Ogg file: it must start with \"OggS\"")
 }

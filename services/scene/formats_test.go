@@ -198,6 +198,15 @@ func TestSniffRejects(t *testing.T) {
 		{"png", ".png", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR"), 1000, true},
 		{"png seven bytes", ".png", []byte("\x89PNG\r\n\x1a"), 7, false},
 		{"png LF-mangled", ".png", []byte("\x89PNG\n\x1a\n"), 1000, false},
+
+		{"mp3 with an ID3 tag", ".mp3", []byte("ID3\x04\x00\x00"), 1000, true},
+		{"mp3 starting with a frame", ".mp3", []byte{0xff, 0xfb, 0x90, 0x64}, 1000, true},
+		{"mp3 one byte", ".mp3", []byte{0xff}, 1, false},
+		{"mp3 no sync", ".mp3", []byte{0xff, 0x1b, 0x90}, 1000, false},
+		{"mp3 that is a wav", ".mp3", []byte("RIFF\x00\x00\x00\x00WAVE"), 1000, false},
+		{"ogg", ".ogg", []byte("OggS\x00\x02"), 1000, true},
+		{"ogg that is an mp3", ".ogg", []byte("ID3\x04"), 1000, false},
+		{"ogg cut short", ".ogg", []byte("Ogg"), 3, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

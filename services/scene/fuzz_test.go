@@ -400,6 +400,9 @@ func FuzzParseScenePatch(f *testing.F) {
 		`{"levelData":null,"title":"x"}`,
 		`{"levelData":"x"}`,
 		`{"levelData":{"a":{"b":{"c":"\u0000"}}}}`,
+		`{"imageUrl":"https://assets.example/i/a/u/b/m/c/thumbnail.jpg"}`,
+		`{"imageUrl":null}`,
+		`{"imageUrl":""}`,
 	} {
 		f.Add([]byte(seed), false)
 		f.Add([]byte(seed), true)
@@ -419,11 +422,11 @@ func FuzzParseScenePatch(f *testing.F) {
 		if p == nil {
 			t.Fatal("nil patch without an error")
 		}
-		if p.hasLevelData && !editor || p.featured != nil && editor {
+		if (p.hasLevelData || p.imageURL != nil) && !editor || p.featured != nil && editor {
 			t.Fatal("a field of the other PATCH accepted")
 		}
 		others := []bool{p.title != nil, p.description != nil, p.visibility != nil, p.allowEmbed != nil,
-			p.allowClone != nil, p.allowComments != nil, p.allowReactions != nil, p.hasLevelData}
+			p.allowClone != nil, p.allowComments != nil, p.allowReactions != nil, p.hasLevelData, p.imageURL != nil}
 		set := 0
 		for _, o := range others {
 			if o {
@@ -517,8 +520,14 @@ func FuzzLevelDataIssues(f *testing.F) {
 			} `json:"orientation"`
 		}
 		// The known fields of an accepted levelData decode into their types: no string where a
-		// number is read, no 4-element vector, no object where an array is.
-		if err := json.Unmarshal(body, &v1); err != nil {
+		// number is read, no 4-element vector, no object where an array is. encoding/json
+		// matches names without regard to case, the rules (and the viewer) exactly, so keys that
+		// only differ in case from a v1 name are unknown keys and dropped first.
+		exact, err := json.Marshal(exactKeys(ld))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(exact, &v1); err != nil {
 			t.Fatalf("accepted levelData does not decode as v1: %v", err)
 		}
 		checkCamera := func(c *camera) {
@@ -569,4 +578,30 @@ func FuzzLevelDataIssues(f *testing.F) {
 			}
 		}
 	})
+}
+
+// levelDataNames are the names levelData v1 gives meaning to, at any depth.
+var levelDataNames = []string{"version", "camera", "annotations", "background", "post", "audio", "orientation",
+	"position", "target", "fov", "id", "title", "text", "color", "exposure", "toneMapping", "url", "loop", "volume", "rotation"}
+
+// exactKeys returns v without the object keys that equal a levelData name only when case is
+// ignored.
+func exactKeys(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			if !slices.ContainsFunc(levelDataNames, func(n string) bool { return n != k && strings.EqualFold(n, k) }) {
+				out[k] = exactKeys(x)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = exactKeys(x)
+		}
+		return out
+	}
+	return v
 }

@@ -1,6 +1,8 @@
 package scene
 
 import (
+	"maps"
+
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/schema"
 	"github.com/splathost/splathost/internal/httpx"
@@ -65,7 +67,23 @@ func (s *Service) detailOf(sc *ent.Scene, ownerEU, productSlug, callerEU string)
 }
 
 func renderDetail(urls *AssetURLs, sc *ent.Scene, ownerEU, productSlug, callerEU string) splatDetail {
-	return splatDetail{splatItem: renderItem(urls, sc, ownerEU, productSlug, callerEU), LevelData: sc.LevelData, LodFolderKey: sc.LodFolderKey}
+	return splatDetail{splatItem: renderItem(urls, sc, ownerEU, productSlug, callerEU), LevelData: renderLevelData(urls, sc),
+		LodFolderKey: sc.LodFolderKey}
+}
+
+// renderLevelData renders levelData with its audio URL as urls gives asset URLs (the stored
+// form is not readable by a browser; contract item 9). The row, shared through the scene cache,
+// is never modified.
+func renderLevelData(urls *AssetURLs, sc *ent.Scene) map[string]any {
+	audio, u := levelAudio(sc.LevelData)
+	if audio == nil || u == "" {
+		return sc.LevelData
+	}
+	out := maps.Clone(sc.LevelData)
+	a := maps.Clone(audio)
+	a["url"] = urls.Of(sc, u)
+	out["audio"] = a
+	return out
 }
 
 // Detail renders a scene, loaded with its owner edge, as the single-scene fetch, with its asset

@@ -70,7 +70,7 @@ func TestLevelDataV1(t *testing.T) {
 		{"annotation without title", `{"annotations":[{"id":"a","position":[0,0,0]}]}`, "levelData.annotations[0].title: required"},
 		{"blank title", ann(`,"title":"   "`), "levelData.annotations[0].title: must be 1-120 characters, not blank"},
 		{"title of 121", `{"annotations":[{"id":"a","position":[0,0,0],"title":"` + strings.Repeat("é", 121) + `"}]}`, "levelData.annotations[0].title: must be 1-120"},
-		{"text of 2001", ann(`,"text":"`+strings.Repeat("x", 2001)+`"`), "levelData.annotations[0].text: must be at most 2000 characters"},
+		{"text of 2001", ann(`,"text":"` + strings.Repeat("x", 2001) + `"`), "levelData.annotations[0].text: must be at most 2000 characters"},
 		{"text not a string", ann(`,"text":false`), "levelData.annotations[0].text: must be a string"},
 		{"annotation camera broken", ann(`,"camera":{"position":[0,0,0]}`), "levelData.annotations[0].camera.target: required"},
 		{"background colour short", `{"background":{"color":"#fff"}}`, "levelData.background.color: must be a colour '#rrggbb'"},
@@ -166,4 +166,21 @@ func TestSeedCamera(t *testing.T) {
 			require.Empty(t, levelDataIssues(got), "a seeded levelData is valid v1")
 		})
 	}
+}
+
+// TestCommitCameraArrays: initialCameraPosition and initialCameraRotation are arrays of exactly
+// three finite numbers; a null element is not 0.
+func TestCommitCameraArrays(t *testing.T) {
+	for _, bad := range []string{`[0,null,1]`, `[null,null,null]`, `[1,2]`, `[1,2,3,4]`, `"1,2,3"`, `{"x":1}`, `[1e999,0,0]`, `["1",2,3]`, `[true,0,0]`} {
+		for _, field := range []string{"initialCameraPosition", "initialCameraRotation"} {
+			_, err := parseCommit([]byte(`{"title":"t","splatUrl":"x","`+field+`":`+bad+`}`), false)
+			e := require400(t, err)
+			require.Len(t, e.Issues, 1, bad)
+			require.True(t, strings.HasPrefix(e.Issues[0], field+": must be"), "%s %s: %v", field, bad, e.Issues)
+		}
+	}
+	r, err := parseCommit([]byte(`{"title":"t","splatUrl":"x","initialCameraPosition":[0,-1.5,2e3],"initialCameraRotation":null}`), false)
+	require.NoError(t, err)
+	require.Equal(t, []float64{0, -1.5, 2000}, r.cameraPosition)
+	require.Nil(t, r.cameraRotation)
 }

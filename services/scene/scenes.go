@@ -125,6 +125,8 @@ type scenePatch struct {
 	// clears it.
 	levelData    map[string]any
 	hasLevelData bool
+	// imageURL (editor embed only) is a thumbnail upload to attach (attach.go).
+	imageURL *string
 }
 
 // patchFields are the fields PATCH accepts.
@@ -132,9 +134,10 @@ var patchFields = []string{"title", "description", "visibility", "allowEmbed", "
 	"allowReactions", "featured"}
 
 // editorPatchFields are the fields the editor embed's PATCH accepts: the v1 ones but featured
-// (integration-level curation, never a session's), plus levelData.
+// (integration-level curation, never a session's), plus levelData and imageUrl (the thumbnail
+// the editor captures on first save).
 var editorPatchFields = append(slices.DeleteFunc(slices.Clone(patchFields), func(f string) bool { return f == "featured" }),
-	"levelData")
+	"levelData", "imageUrl")
 
 // parseScenePatch applies the PATCH rules (spec; contract item 6): at least one field, title
 // trimmed to 1-200 characters, description up to 2000 ("" clears it), visibility private or
@@ -163,6 +166,10 @@ func parseScenePatch(body []byte, editor bool) (*scenePatch, error) {
 	p := &scenePatch{}
 	if editor {
 		p.levelData, p.hasLevelData = parseLevelData(f)
+		f.NotNull("imageUrl")
+		if u, ok := f.String("imageUrl", 1, 4096); ok {
+			p.imageURL = &u
+		}
 	}
 	if f.Has("featured") && f.Len() > 1 {
 		f.Issuef("featured: must be the only field in the body; send metadata changes in a separate request")
@@ -226,15 +233,23 @@ func (s *Service) patchScene(c *fiber.Ctx) error {
 	if owner == nil {
 		return errSceneNotFound()
 	}
+	plan, err := s.planSave(ctx, owner, caller.IntegrationID, id, p)
+	if err != nil {
+		return err
+	}
 	var sc *ent.Scene
+	var purge *ent.AssetPurge
 	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
-		// Lock order: the scene row, then (first publish of a clone) reserve's customer and
-		// account rows — the same order DELETE takes.
+		// Lock order: the scene row, then (attached uploads, first publish of a clone) the
+		// customer and account rows — the same order DELETE takes.
 		cur, err := lockOwnedScene(ctx, tx, caller.IntegrationID, owner.ID, id)
 		if err != nil {
 			return err
 		}
 		up := cur.Update()
+		if purge, err = s.applySave(ctx, tx, cur, up, owner, caller.AccountID, p, plan); err != nil {
+			return err
+		}
 		if p.title != nil {
 			up.SetTitle(*p.title)
 		}
@@ -281,6 +296,7 @@ func (s *Service) patchScene(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	s.startAssetPurge(ctx, purge)
 	s.invalidateScene(ctx, caller.IntegrationID, id)
 	if caller.IsSession() {
 		// The editor reloads its state from the answer: the single-scene shape, with levelData.

@@ -35,12 +35,16 @@ const (
 	MaxLODFiles        = 20_000
 	MaxImageBytes      = 8 << 20
 	MaxImagesBytes     = 16 << 20
-	maxRelativePath    = 512
-	maxIssues          = 20
+	// MaxAudioBytes bounds an audio upload (levelData.audio): 20 MB, about 20 minutes of
+	// 128 kbit/s MP3, plenty for a scene's ambience.
+	MaxAudioBytes   = 20_000_000
+	maxRelativePath = 512
+	maxIssues       = 20
 
 	lodWindow   = time.Hour
 	fileWindow  = time.Hour
 	imageWindow = 5 * time.Minute
+	audioWindow = time.Hour
 	// CacheControl is part of every signed upload: assets are immutable under unique keys.
 	CacheControl = "public, max-age=31536000, immutable"
 	// LODManifest is the file a LOD folder must have at its root.
@@ -57,6 +61,16 @@ var splatTypes = map[string][]string{
 
 var thumbnailTypes = map[string]string{"image/jpeg": ".jpg", "image/png": ".png", "image/webp": ".webp"}
 
+// audioTypes maps each audio content type to the extension of its key and the file name
+// extensions it may be declared with.
+var audioTypes = map[string]struct {
+	ext   string
+	names []string
+}{
+	"audio/mpeg": {".mp3", []string{".mp3"}},
+	"audio/ogg":  {".ogg", []string{".ogg", ".oga", ".opus"}},
+}
+
 // ticketPrefix is where every object of one upload ticket lives. It names the integration and
 // the customer (by their record ids, which are safe in a key), so a commit can prove ownership
 // from the URL alone, and a random ticket id, so every key is unique.
@@ -69,6 +83,7 @@ const (
 	kindFile   = "f"
 	kindLOD    = "l"
 	kindImages = "m"
+	kindAudio  = "a"
 )
 
 func (s *Service) url(key string) string { return s.assetBase + "/" + key }
@@ -111,17 +126,10 @@ func (s *Service) saveTicket(ctx context.Context, owner *ent.ExternalUser, kind 
 }
 
 func (s *Service) uploadSplatFile(c *fiber.Ctx) error {
-	caller, eu, err := httpx.KeyCallerWithEU(c)
+	caller, eu, f, name, err := singleUploadBody(c)
 	if err != nil {
 		return err
 	}
-	f, err := httpx.DecodeObject(c.Body(), false)
-	if err != nil {
-		return err
-	}
-	f.Only("fileName", "contentType", "fileSize")
-	f.Require("fileName", "contentType", "fileSize")
-	name, _ := f.String("fileName", 1, 255)
 	ctype, _ := f.String("contentType", 1, 100)
 	size, _ := f.Int("fileSize", 1, MaxSingleFileBytes)
 	ext := strings.ToLower(path.Ext(name))
@@ -135,18 +143,62 @@ func (s *Service) uploadSplatFile(c *fiber.Ctx) error {
 	if err := f.Err(); err != nil {
 		return err
 	}
+	return s.signSingleUpload(c, caller, eu, uploadticket.KindSplatFile, kindFile, "scene"+ext, ctype, size, fileWindow)
+}
+
+// uploadAudio answers POST /api/embed/editor/uploads/audio: a signed PUT for one MP3 or Ogg
+// file of at most MaxAudioBytes, signed with its Content-Type and Content-Length like every
+// upload. Nothing is charged yet: the bytes count against the customer when a save names the
+// file in levelData.audio.url (attach.go), and the orphan sweep removes an audio file no save
+// ever named.
+func (s *Service) uploadAudio(c *fiber.Ctx) error {
+	caller, eu, f, name, err := singleUploadBody(c)
+	if err != nil {
+		return err
+	}
+	ctype, okType := f.Enum("contentType", "audio/mpeg", "audio/ogg")
+	size, _ := f.Int("fileSize", 1, MaxAudioBytes)
+	if ext := strings.ToLower(path.Ext(name)); name != "" && okType && !slices.Contains(audioTypes[ctype].names, ext) {
+		f.Issuef("fileName: a %s file must end in %s", ctype, strings.Join(audioTypes[ctype].names, ", "))
+	}
+	if err := f.Err(); err != nil {
+		return err
+	}
+	return s.signSingleUpload(c, caller, eu, uploadticket.KindAudio, kindAudio, "audio"+audioTypes[ctype].ext, ctype, size, audioWindow)
+}
+
+// singleUploadBody is the prologue of the one-file upload routes: the key caller with its EU,
+// and the body {fileName, contentType, fileSize}, each required and nothing else; the caller
+// reads contentType and fileSize by its own rules.
+func singleUploadBody(c *fiber.Ctx) (caller *httpx.Caller, eu string, f *httpx.Fields, name string, err error) {
+	if caller, eu, err = httpx.KeyCallerWithEU(c); err != nil {
+		return nil, "", nil, "", err
+	}
+	if f, err = httpx.DecodeObject(c.Body(), false); err != nil {
+		return nil, "", nil, "", err
+	}
+	f.Only("fileName", "contentType", "fileSize")
+	f.Require("fileName", "contentType", "fileSize")
+	name, _ = f.String("fileName", 1, 255)
+	return caller, eu, f, name, nil
+}
+
+// signSingleUpload records a one-object ticket of the customer (401 for an unknown or inactive
+// one) and answers its signed PUT: {status, uploadUrl, fileUrl, expiresAt}.
+func (s *Service) signSingleUpload(c *fiber.Ctx, caller *httpx.Caller, eu string, kind uploadticket.Kind, keyKind, name,
+	ctype string, size int64, window time.Duration) error {
 	owner, err := s.uploader(c.UserContext(), caller, eu)
 	if err != nil {
 		return err
 	}
-	prefix := ticketPrefix(caller.IntegrationID, owner.ID, kindFile)
-	key := prefix + "scene" + ext
-	expires := s.now().Add(fileWindow)
-	uploadURL, err := s.presign(c.UserContext(), key, ctype, size, fileWindow)
+	prefix := ticketPrefix(caller.IntegrationID, owner.ID, keyKind)
+	key := prefix + name
+	expires := s.now().Add(window)
+	uploadURL, err := s.presign(c.UserContext(), key, ctype, size, window)
 	if err != nil {
 		return signingFailed(err)
 	}
-	if err := s.saveTicket(c.UserContext(), owner, uploadticket.KindSplatFile, prefix,
+	if err := s.saveTicket(c.UserContext(), owner, kind, prefix,
 		[]schema.UploadObject{{Key: key, ContentType: ctype, Size: size}}, expires); err != nil {
 		return err
 	}

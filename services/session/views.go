@@ -110,26 +110,9 @@ func (s *Service) recordView(c *fiber.Ctx) error {
 // scene (a repeat changes nothing), only where the owner allows reactions (403 otherwise), on a
 // scene the session may see (404 otherwise). The answer carries the scene's likeCount.
 func (s *Service) like(c *fiber.Ctx) error {
-	ss, id, err := sessionScene(c)
-	if err != nil {
-		return err
-	}
-	b, err := parseBeacon(c.Body(), false)
-	if err != nil {
-		return err
-	}
-	ctx := c.UserContext()
-	var likes int64
-	var liked bool
-	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
-		var err error
-		liked, likes, err = likeTx(ctx, tx, ss, id, b.visitorID)
-		return err
+	return s.react(c, likeTx, func(created bool, likes int64) fiber.Map {
+		return fiber.Map{"status": "success", "liked": true, "created": created, "likeCount": likes}
 	})
-	if err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{"status": "success", "liked": true, "created": liked, "likeCount": likes})
 }
 
 // unlike answers DELETE /api/embed/splats/{id}/like with {visitorId}: the visitor's like is
@@ -137,6 +120,15 @@ func (s *Service) like(c *fiber.Ctx) error {
 // rules as like: a scene the session may see (404 otherwise) whose owner allows reactions (403
 // otherwise). The answer carries the scene's likeCount, which never goes below 0.
 func (s *Service) unlike(c *fiber.Ctx) error {
+	return s.react(c, unlikeTx, func(removed bool, likes int64) fiber.Map {
+		return fiber.Map{"status": "success", "liked": false, "removed": removed, "likeCount": likes}
+	})
+}
+
+// react runs a like or unlike: the session and scene of the path, the {visitorId} body, the
+// change in one transaction, and the answer built from whether it changed anything.
+func (s *Service) react(c *fiber.Ctx, change func(context.Context, *ent.Tx, *session, string, string) (bool, int64, error),
+	answer func(changed bool, likes int64) fiber.Map) error {
 	ss, id, err := sessionScene(c)
 	if err != nil {
 		return err
@@ -147,16 +139,16 @@ func (s *Service) unlike(c *fiber.Ctx) error {
 	}
 	ctx := c.UserContext()
 	var likes int64
-	var removed bool
+	var changed bool
 	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
 		var err error
-		removed, likes, err = unlikeTx(ctx, tx, ss, id, b.visitorID)
+		changed, likes, err = change(ctx, tx, ss, id, b.visitorID)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"status": "success", "liked": false, "removed": removed, "likeCount": likes})
+	return c.JSON(answer(changed, likes))
 }
 
 // lockLikedScene locks the scene row a like or unlike changes, so the count and the like rows
