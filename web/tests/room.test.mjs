@@ -124,8 +124,17 @@ async function editTogether(a, b, id) {
   await within(b, () => document.querySelector('input[name=background]').value === '#336699', null, WITHIN, "a's background in b");
   await a.click('button[data-action=flip]');
   await within(b, () => document.querySelector('output[name=rotation]').value === '0° 0° 0°', null, WITHIN, "a's flip in b");
-  // An orbit in a moves the start camera (b's own view stays) and a's marker in b.
-  const before = await b.$eval('.splathost-peer-marker', (el) => el.style.transform).catch(() => '');
+  // a's camera is a marker in b's view. b steps back (a wheel) so that a's camera, where b's
+  // was, is in front of it; then an orbit in a moves the marker (and the start camera, while
+  // b's own view stays).
+  const bBox = await b.locator('#splathost-canvas').boundingBox();
+  await b.mouse.move(bBox.x + bBox.width / 2, bBox.y + bBox.height / 2);
+  await b.mouse.wheel(0, 1200);
+  await within(b, () => {
+    const m = document.querySelector('.splathost-peer-marker');
+    return m && !m.hidden && m.style.transform;
+  }, null, WITHIN, "a's camera marker in b's view");
+  const before = await b.$eval('.splathost-peer-marker', (el) => el.style.transform);
   const box = await a.locator('#splathost-canvas').boundingBox();
   await a.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
   await a.mouse.down();
