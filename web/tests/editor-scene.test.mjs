@@ -165,3 +165,38 @@ test('the view settings and the allow toggles are saved into the scene', async (
   assert.equal(await page.textContent('output[name=rotation]'), '0° 90° 0°');
   await page.close();
 });
+
+test('audio from an uploaded file is saved with its loop and volume, and removed again', async () => {
+  const id = await newScene('With audio');
+  const page = await openEditor(browser.context, await mintSession('editor', id, { name: 'Sound designer' }));
+  const uploads = [];
+  page.on('request', (r) => { if (r.url().endsWith('/api/embed/editor/uploads/audio')) uploads.push(r.postDataJSON()); });
+  // An MP3 as far as the upload route is concerned: its name, type and length.
+  const bytes = Buffer.concat([Buffer.from('ID3\x04\x00\x00\x00\x00\x00\x00'), Buffer.alloc(4000, 0x55)]);
+  await page.setInputFiles('input[name=audio-file]', { name: 'theme.mp3', mimeType: 'audio/mpeg', buffer: bytes });
+  await page.waitForSelector('.splathost-audio:not([hidden])', { timeout: 30_000 });
+  assert.deepEqual(uploads, [{ fileName: 'theme.mp3', contentType: 'audio/mpeg', fileSize: bytes.length }]);
+  await page.uncheck('input[name=audioLoop]');
+  await page.$eval('input[name=audioVolume]', (el) => {
+    el.value = '0.4';
+    el.dispatchEvent(new Event('input', { bubbles: true }));
+  });
+  await save(page);
+  const saved = await splatOf(id);
+  assert.equal(saved.levelData.audio.loop, false);
+  assert.equal(saved.levelData.audio.volume, 0.4);
+  assert.match(saved.levelData.audio.url, /audio\.mp3/);
+  // The audio is charged with the scene.
+  const before = saved.fileSizeBytes;
+  assert.ok(before >= bytes.length, `fileSizeBytes ${before}`);
+  // Saved again unchanged, it stays; removed, it goes (and its bytes with it).
+  await page.fill('textarea[name=description]', 'Still with audio');
+  await save(page);
+  assert.equal((await splatOf(id)).levelData.audio.url, saved.levelData.audio.url);
+  await page.click('button[data-action=remove-audio]');
+  await save(page);
+  const removed = await splatOf(id);
+  assert.equal(removed.levelData.audio, undefined);
+  assert.equal(removed.fileSizeBytes, before - bytes.length);
+  await page.close();
+});

@@ -287,7 +287,11 @@ function joinRoom(splatId: string | null): void {
         // The room's unsaved changes (someone edited before we came, or while we were away).
         if (Object.keys(draft).length > 0) applyRemote(draft);
       },
-      join: (peer) => presence.join(peer),
+      join(peer) {
+        presence.join(peer);
+        // Cameras are not part of a welcome: the newcomer learns where we look from us.
+        sharedView = '';
+      },
       leave: (id) => presence.leave(id),
       edit: (_from, fields) => applyRemote(fields),
       camera: (from, cam) => presence.camera(from, cam),
