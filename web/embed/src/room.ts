@@ -56,9 +56,10 @@ export interface RoomHandlers {
   state?(state: RoomState, code?: number, reason?: string): void;
 }
 
-/** Close codes after which reconnecting with the same token is pointless (contract item 10):
- * a bad or expired token, a viewer session, a foreign or missing scene. */
-const FINAL_CODES = new Set([4401, 4403, 4404]);
+/** Close codes after which reconnecting with the same token is pointless (docs/embeds.md,
+ * "Multiplayer room"): a bad or expired token, a revoked integration, a viewer session or an
+ * inactive customer, a foreign or missing scene, a malformed request. */
+const FINAL_CODES = new Set([4400, 4401, 4403, 4404, 4410]);
 
 /** The largest frame the server takes (64 KiB); the client keeps under it. */
 export const MAX_MESSAGE_BYTES = 64 * 1024;

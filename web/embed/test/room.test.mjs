@@ -196,7 +196,7 @@ test('reconnects with backoff after a drop, resyncs, and resets the backoff once
 });
 
 test('no retry after a refusal; a new token reconnects', () => {
-  for (const code of [4401, 4403, 4404]) {
+  for (const code of [4400, 4401, 4403, 4404, 4410]) {
     const { r, calls } = newRoom();
     const n = FakeSocket.all.length;
     last().serverClose(code, 'no');
@@ -208,7 +208,7 @@ test('no retry after a refusal; a new token reconnects', () => {
     r.close();
   }
   // Full rooms, rate and size closes and server restarts are retried.
-  for (const code of [4409, 4429, 1009, 1012, 4400]) {
+  for (const code of [4409, 4429, 1009, 1008, 1012, 1013, 1006]) {
     const { r } = newRoom();
     const n = FakeSocket.all.length;
     last().serverClose(code);
