@@ -8,11 +8,12 @@ import type { Peer } from './room.ts';
 /** Maps a world point to CSS pixels in the view (null when behind the camera or off screen). */
 export type Projector = (p: Vec3) => { x: number; y: number } | null;
 
-/** Up to two letters for a badge without an avatar: the first letters of the first two words
- * ('Ada Lovelace' → 'AL', 'Guest 3' → 'G3'), else the first two characters. */
+/** A badge's text without an avatar: the first letters of the first two words ('Ada Lovelace'
+ * → 'AL'), a guest's letter and number ('Guest 12' → 'G12'), else the first two characters. */
 export function initials(name: string): string {
   const words = name.trim().split(/\s+/).filter(Boolean);
   if (words.length === 0) return '?';
+  if (words.length === 2 && /^\d{1,3}$/.test(words[1])) return ([...words[0]][0] + words[1]).toUpperCase();
   const chars = words.length >= 2 ? [...words[0]][0] + [...words[1]][0] : [...words[0]].slice(0, 2).join('');
   return chars.toUpperCase();
 }
