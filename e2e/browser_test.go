@@ -135,11 +135,12 @@ func formatScenes(t *testing.T, d *demoHost, g fixtures.Gen) map[string]string {
 	name := g.Scene.String()
 	files := []struct{ format, name, contentType string }{
 		{"ply", name + ".ply", "application/ply"},
+		{"compressed-ply", name + ".compressed.ply", "application/ply"},
 		{"splat", name + ".splat", "application/splat"},
 		{"ksplat", name + ".ksplat", "application/ksplat"},
 		{"sog", name + ".sog", "application/sog"},
 	}
-	data := map[string][]byte{"ply": g.PLY(formatSplats), "splat": g.Splat(formatSplats),
+	data := map[string][]byte{"ply": g.PLY(formatSplats), "compressed-ply": g.CompressedPLY(formatSplats), "splat": g.Splat(formatSplats),
 		"ksplat": g.KSplat(formatSplats), "sog": g.SOG(formatSplats)}
 	out := map[string]string{}
 	for _, f := range files {
@@ -184,6 +185,7 @@ func TestBrowser(t *testing.T) {
 	fixtureDir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(fixtureDir, "ball.ply"), fixtures.PLY(formatSplats), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(fixtureDir, "stand.ply"), stand.PLY(formatSplats), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(fixtureDir, "stand.splat"), stand.Splat(formatSplats), 0o644))
 
 	// Node must end before the test binary's own deadline, so its output is still reported.
 	deadline, ok := t.Deadline()

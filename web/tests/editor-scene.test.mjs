@@ -4,7 +4,7 @@
 // exposure, tone mapping) and the allow toggles are saved into the scene.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { canvasCoverage, consoleOf, env, launch, mintSession, newScene, openEditor, settled, splatOf } from './helpers.mjs';
+import { canvasCoverage, consoleOf, env, launch, mintSession, commitScene, openEditor, settled, splatOf } from './helpers.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -53,7 +53,7 @@ test('the panel never covers the scene, wide or narrow', async () => {
 });
 
 test('annotations placed in the editor are saved and shown by the viewer', async () => {
-  const id = await newScene('Annotated scene');
+  const id = await commitScene('ball.ply', { title: 'Annotated scene' });
   const page = await openEditor(browser.context, await mintSession('editor', id, { name: 'Annotator' }));
   await page.click('button[data-action=add-annotation]');
   assert.equal(await page.evaluate(() => document.documentElement.hasAttribute('data-placing')), true);
@@ -96,7 +96,7 @@ test('annotations placed in the editor are saved and shown by the viewer', async
 });
 
 test("a scene's first save gives it a thumbnail from the canvas", async () => {
-  const id = await newScene('No image yet');
+  const id = await commitScene('ball.ply', { title: 'No image yet' });
   assert.ok(!(await splatOf(id)).imageUrl, 'the scene starts without an image');
   const page = await openEditor(browser.context, await mintSession('editor', id, { name: 'Thumbnailer' }));
   const uploads = [];
@@ -124,7 +124,7 @@ test("a scene's first save gives it a thumbnail from the canvas", async () => {
 });
 
 test('the view settings and the allow toggles are saved into the scene', async () => {
-  const id = await newScene('View settings');
+  const id = await commitScene('ball.ply', { title: 'View settings' });
   const page = await openEditor(browser.context, await mintSession('editor', id, { name: 'Viewsmith' }));
   await page.click('button[data-action=rotate]');
   await page.click('button[data-action=flip]');
@@ -167,7 +167,7 @@ test('the view settings and the allow toggles are saved into the scene', async (
 });
 
 test('audio from an uploaded file is saved with its loop and volume, and removed again', async () => {
-  const id = await newScene('With audio');
+  const id = await commitScene('ball.ply', { title: 'With audio' });
   const page = await openEditor(browser.context, await mintSession('editor', id, { name: 'Sound designer' }));
   const uploads = [];
   page.on('request', (r) => { if (r.url().endsWith('/api/embed/editor/uploads/audio')) uploads.push(r.postDataJSON()); });

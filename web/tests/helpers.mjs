@@ -1,6 +1,6 @@
 // Shared pieces of the browser tests. They run under `go test ./e2e -run TestBrowser`, which
 // starts the stack and the demo host and passes their addresses in SPLATHOST_* variables.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -287,23 +287,27 @@ export async function standColours(context, frame) {
   }
 }
 
+const CONTENT_TYPES = { ply: 'application/ply', splat: 'application/splat', ksplat: 'application/ksplat', sog: 'application/sog' };
+
 /**
- * A new scene of the demo customer, committed through the REST API from the fixture file (no
- * image, no levelData unless given): tests that save into a scene get one of their own.
+ * Uploads a file of the fixture directory and commits it as a new scene of the demo customer
+ * (the REST calls an integrator's server makes); with levelData, sets it through an editor
+ * session. Returns the new scene's id.
  */
-export async function newScene(title, extra = {}) {
-  const { readFile } = await import('node:fs/promises');
-  const data = await readFile(join(env.fixtureDir, 'ball.ply'));
-  const up = await rest('POST', '/api/v1/uploads/splat-file', { fileName: 'ball.ply', contentType: 'application/ply', fileSize: data.length });
-  if (up.status !== 200) throw new Error(`upload: ${up.status} ${JSON.stringify(up.body)}`);
+export async function commitScene(fileName, { title = fileName, levelData } = {}) {
+  const data = await readFile(join(env.fixtureDir, fileName));
+  const contentType = CONTENT_TYPES[fileName.split('.').pop()];
+  const up = await rest('POST', '/api/v1/uploads/splat-file', { fileName, contentType, fileSize: data.length });
+  if (up.status !== 200) throw new Error(`upload ticket: ${up.status} ${JSON.stringify(up.body)}`);
   const put = await fetch(up.body.uploadUrl, {
     method: 'PUT', body: data,
-    headers: { 'Content-Type': 'application/ply', 'Cache-Control': 'public, max-age=31536000, immutable' },
+    headers: { 'Content-Type': contentType, 'Cache-Control': 'public, max-age=31536000, immutable' },
   });
-  if (!put.ok) throw new Error(`PUT: ${put.status}`);
-  const c = await rest('POST', '/api/v1/splats', { title, splatUrl: up.body.fileUrl, ...extra });
-  if (c.status !== 201) throw new Error(`commit: ${c.status} ${JSON.stringify(c.body)}`);
-  return c.body.splatId;
+  if (!put.ok) throw new Error(`upload PUT: ${put.status}`);
+  const r = await rest('POST', '/api/v1/splats', { title, splatUrl: up.body.fileUrl });
+  if (r.status !== 201) throw new Error(`commit: ${r.status} ${JSON.stringify(r.body)}`);
+  if (levelData !== undefined) await editorPatch(r.body.splatId, { levelData });
+  return r.body.splatId;
 }
 
 /** Opens the editor page of a session on its own (not framed: it posts no events) at

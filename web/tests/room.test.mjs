@@ -5,7 +5,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  consoleOf, env, launch, mintSession, newScene, openEditor, presenceOf, settled, splatOf,
+  consoleOf, env, launch, mintSession, commitScene, openEditor, presenceOf, settled, splatOf,
 } from './helpers.mjs';
 
 /** The room's bound for joins, leaves and edits to show in the others' editors. */
@@ -61,7 +61,7 @@ async function within(page, fn, arg, ms, what) {
 const isDirty = (page) => page.evaluate(() => document.documentElement.dataset.dirty);
 
 test('editors of one scene see each other: names cut to 32, guests numbered, avatars', async () => {
-  const id = await newScene('Room roster');
+  const id = await commitScene('ball.ply', { title: 'Room roster' });
   const long = 'Ada Augusta King, Countess of Lovelace (née Byron)';
   const cut = [...long].slice(0, 32).join('');
   assert.ok([...long].length > 32);
@@ -167,7 +167,7 @@ async function editTogether(a, b, id) {
 }
 
 test('an edit in one editor shows in the other within 2 s; a save in one updates both', async () => {
-  const id = await newScene('Room edits');
+  const id = await commitScene('ball.ply', { title: 'Room edits' });
   const a = await openEditor(browser.context, await mintSession('editor', id, { name: 'Editor A' }));
   const b = await openEditor(browser.context, await mintSession('editor', id, { name: 'Editor B' }));
   await editTogether(a, b, id);
@@ -178,7 +178,7 @@ test('an edit in one editor shows in the other within 2 s; a save in one updates
 test('the same with the two editors on two different gateway processes', async () => {
   assert.ok(secondGateway, 'SPLATHOST_SECOND_GATEWAY_URL is not set: the Go harness starts a second gateway for this test');
   assert.notEqual(new URL(secondGateway).origin, new URL(env.gatewayUrl).origin);
-  const id = await newScene('Room across gateways');
+  const id = await commitScene('ball.ply', { title: 'Room across gateways' });
   const a = await openEditor(browser.context, await mintSession('editor', id, { name: 'Editor A' }));
   const b = await openEditor(browser.context, await mintSession('editor', id, { name: 'Editor B' }), { gatewayUrl: secondGateway });
   // Each editor's socket goes to its own page's gateway.

@@ -1,5 +1,6 @@
 // The viewer embed, mounted by the demo host page through the SDK, renders a scene of each of
-// the five formats: the canvas shows the clear colour and, over a real part of it, the scene.
+// the six formats (.ply plain and compressed, .splat, .ksplat, .sog, LOD): the canvas shows the
+// clear colour and, over a real part of it, the scene.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { canvasCoverage, consoleOf, embedFrame, env, launch, settled } from './helpers.mjs';
@@ -13,7 +14,7 @@ let browser;
 before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
 
-for (const format of ['ply', 'splat', 'ksplat', 'sog', 'lod']) {
+for (const format of ['ply', 'compressed-ply', 'splat', 'ksplat', 'sog', 'lod']) {
   test(`viewer renders the ${format} scene`, async (t) => {
     const id = env.formatScenes[format];
     assert.ok(id, `the harness made no ${format} scene`);

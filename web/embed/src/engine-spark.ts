@@ -51,12 +51,14 @@ export function createSpark(canvas: HTMLCanvasElement, hooks: EngineHooks): Engi
   const camera = new THREE.PerspectiveCamera(60, 1, 0.01, 1000);
   scene.add(new SparkRenderer({ renderer }));
 
-  // The canvas fills its container (the page's CSS sizes it); the drawing buffer follows.
+  // The canvas's own CSS size (the page's CSS sizes it: the window in the viewer, the area left
+  // of the panel in the editor), which the stage's project() uses too, so hotspots sit where the
+  // splats are drawn; the drawing buffer follows it.
   const resize = () => {
-    const w = canvas.clientWidth || 1;
-    const h = canvas.clientHeight || 1;
+    const w = canvas.clientWidth || window.innerWidth;
+    const h = canvas.clientHeight || window.innerHeight;
     renderer.setSize(w, h, false);
-    camera.aspect = w / h;
+    camera.aspect = w / Math.max(1, h);
   };
   resize();
   const resized = new ResizeObserver(resize);

@@ -158,7 +158,8 @@ export class Hotspots {
   }
 
   private fillCard(a: Annotation): void {
-    this.card.dataset.annotationId = a.id;
+    // The card names its annotation in its own attribute: [data-annotation-id] is the markers'.
+    this.card.setAttribute('data-annotation-card', a.id);
     this.cardTitle.textContent = a.title;
     this.cardText.textContent = a.text;
     this.cardText.hidden = !a.text;

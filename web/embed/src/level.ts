@@ -9,6 +9,7 @@ export type { CameraState, Vec3 };
 /** The tone mapping curves the viewer offers (PlayCanvas's TONEMAP_LINEAR, _ACES, _NEUTRAL). */
 export type ToneMapping = 'linear' | 'aces' | 'neutral';
 
+/** Every ToneMapping, for controls that offer them. */
 export const TONE_MAPPINGS: readonly ToneMapping[] = ['linear', 'aces', 'neutral'];
 
 /** A hotspot: a titled note at a point of the scene, optionally with the view to show it from. */
@@ -56,6 +57,7 @@ export interface LevelV1 {
  */
 export const DEFAULT_ROTATION: [number, number, number] = [180, 0, 0];
 
+/** The most annotations a scene keeps (the server refuses more; readLevel keeps the first). */
 export const MAX_ANNOTATIONS = 200;
 const ANNOTATION_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const COLOR = /^#[0-9a-fA-F]{6}$/;
@@ -69,9 +71,17 @@ const length = (s: string) => [...s].length;
 /** A camera object, or undefined when it is malformed. */
 export function readCamera(raw: unknown): CameraState | undefined {
   if (!isObject(raw) || !isVec3(raw.position) || !isVec3(raw.target)) return undefined;
-  const cam: CameraState = { position: [...raw.position], target: [...raw.target] };
-  if (finite(raw.fov) && raw.fov >= 1 && raw.fov <= 179) cam.fov = raw.fov;
+  const cam = { ...raw, position: [...raw.position], target: [...raw.target] } as CameraState & Record<string, unknown>;
+  if (!(finite(raw.fov) && raw.fov >= 1 && raw.fov <= 179)) delete cam.fov;
   return cam;
+}
+
+/** obj without the keys in drop: the malformed known fields (unknown keys stay, as the server
+ * keeps them). */
+function without<T extends Record<string, unknown>>(obj: T, ...drop: string[]): T {
+  const out = { ...obj };
+  for (const k of drop) delete out[k];
+  return out;
 }
 
 function readAnnotation(raw: unknown): Annotation | undefined {
@@ -79,7 +89,7 @@ function readAnnotation(raw: unknown): Annotation | undefined {
   const { id, position, title, text } = raw;
   if (typeof id !== 'string' || !ANNOTATION_ID.test(id) || !isVec3(position)) return undefined;
   if (typeof title !== 'string' || length(title) < 1 || length(title) > 120) return undefined;
-  const a: Annotation = { id, position: [...position], title, text: typeof text === 'string' && length(text) <= 2000 ? text : '' };
+  const a = without({ ...raw, id, position: [...position], title, text: typeof text === 'string' && length(text) <= 2000 ? text : '' }, 'camera') as Annotation;
   const camera = readCamera(raw.camera);
   if (camera) a.camera = camera;
   return a;
@@ -87,8 +97,10 @@ function readAnnotation(raw: unknown): Annotation | undefined {
 
 /**
  * Reads a scene's levelData as v1, leniently: a malformed part (a camera without a target, an
- * annotation without a title, a colour that is not #rrggbb, ...) is dropped, and anything else
- * is kept. Never throws; null, a legacy object without `version` or garbage give a LevelV1.
+ * annotation without a title, a colour that is not #rrggbb, ...) is dropped, and anything else,
+ * keys this version does not know included (at the top and inside the known objects), is kept.
+ * Never throws; null, a legacy object without `version` or garbage give a LevelV1. Returns a
+ * copy: changing it leaves raw as it was (nested unknown values are shared).
  */
 export function readLevel(raw: unknown): LevelV1 {
   const src = isObject(raw) ? raw : {};
@@ -111,23 +123,24 @@ export function readLevel(raw: unknown): LevelV1 {
     out.annotations = list;
   }
   if (isObject(src.background) && typeof src.background.color === 'string' && COLOR.test(src.background.color)) {
-    out.background = { color: src.background.color.toLowerCase() };
+    out.background = { ...src.background, color: src.background.color.toLowerCase() };
   }
   if (isObject(src.post)) {
-    const post: NonNullable<LevelV1['post']> = {};
     const { exposure, toneMapping } = src.post;
-    if (finite(exposure) && exposure >= -10 && exposure <= 10) post.exposure = exposure;
-    if (typeof toneMapping === 'string' && (TONE_MAPPINGS as readonly string[]).includes(toneMapping)) post.toneMapping = toneMapping as ToneMapping;
-    out.post = post;
+    out.post = without(src.post, ...[
+      ...(finite(exposure) && exposure >= -10 && exposure <= 10 ? [] : ['exposure']),
+      ...(typeof toneMapping === 'string' && (TONE_MAPPINGS as readonly string[]).includes(toneMapping) ? [] : ['toneMapping']),
+    ]) as LevelV1['post'];
   }
   if (isObject(src.audio) && typeof src.audio.url === 'string' && src.audio.url) {
-    const audio: NonNullable<LevelV1['audio']> = { url: src.audio.url };
-    if (typeof src.audio.loop === 'boolean') audio.loop = src.audio.loop;
-    if (finite(src.audio.volume) && src.audio.volume >= 0 && src.audio.volume <= 1) audio.volume = src.audio.volume;
-    out.audio = audio;
+    const { loop, volume } = src.audio;
+    out.audio = without(src.audio, ...[
+      ...(typeof loop === 'boolean' ? [] : ['loop']),
+      ...(finite(volume) && volume >= 0 && volume <= 1 ? [] : ['volume']),
+    ]) as LevelV1['audio'];
   }
   if (isObject(src.orientation) && isVec3(src.orientation.rotation) && src.orientation.rotation.every((n) => n >= -360 && n <= 360)) {
-    out.orientation = { rotation: [...src.orientation.rotation] };
+    out.orientation = { ...src.orientation, rotation: [...src.orientation.rotation] };
   }
   return out;
 }

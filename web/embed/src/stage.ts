@@ -177,6 +177,10 @@ function basis(cam: CameraState): { right: Vec3; up: Vec3; forward: Vec3 } {
 
 const easeInOut = (t: number) => (t < 0.5 ? 4 * t * t * t : 1 - Math.pow(-2 * t + 2, 3) / 2);
 
+/**
+ * The embed's canvas and its scene: one engine at a time, the orbit camera, the scene's
+ * orientation and look, and what overlays need to follow it (project, pointAt, onFrame).
+ */
 export class Stage {
   readonly orbit = new Orbit();
   canvas: HTMLCanvasElement;
