@@ -22,14 +22,15 @@ import (
 // TestDevStackRunsSplitBinaries is `make dev` in miniature: the stack runner starts every part,
 // the real gateway, user, scene, session and worker binaries and the demo host, writes
 // stack.json with the contract's keys and demoUrl, serves an operator, an integrator and the
-// demo page, and stops every process cleanly.
+// demo page, and stops every process cleanly. It runs two gateways on two session processes
+// (--gateways 2 --sessions 2), as a developer trying the multiplayer room across processes does.
 func TestDevStackRunsSplitBinaries(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
 	dir := t.TempDir()
 	require.NoError(t, os.Chmod(dir, 0o755))
 	stack, err := testenv.StartStack(context.Background(), testenv.StackOptions{
-		Dir: dir, Services: "split", BinDir: filepath.Join(root, "bin"), Demo: true,
+		Dir: dir, Services: "split", BinDir: filepath.Join(root, "bin"), Demo: true, Gateways: 2, Sessions: 2,
 	})
 	require.NoError(t, err)
 	stopped := false
@@ -68,6 +69,17 @@ func TestDevStackRunsSplitBinaries(t *testing.T) {
 	r, err = testenv.Do(st.GatewayURL, "GET", "/api/v1/external-user/usage", keys, nil)
 	require.NoError(t, err)
 	require.Equal(t, 200, r.Status, string(r.Raw))
+	// The second gateway (on the second session process) serves the same stack.
+	require.Len(t, st.GatewayURLs, 2)
+	require.Equal(t, st.GatewayURL, st.GatewayURLs[0])
+	r, err = testenv.Do(st.GatewayURLs[1], "GET", "/api/v1/external-user/usage", keys, nil)
+	require.NoError(t, err)
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	var procs []string
+	for _, p := range st.Processes {
+		procs = append(procs, p.Name)
+	}
+	require.Subset(t, procs, []string{"gateway", "gateway-2", "session", "session-2"})
 
 	// A scene through the split scene binary: signed upload to the stack's object store, commit,
 	// read back.

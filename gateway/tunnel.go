@@ -2,12 +2,14 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/url"
+	"sync"
 	"syscall"
 	"time"
 
@@ -119,7 +121,12 @@ func (t *tunnel) handle(c *fiber.Ctx) error {
 		return nil
 	}
 	_ = up.SetDeadline(time.Time{})
-	c.Context().Hijack(func(client net.Conn) { splice(client, up, br) })
+	// What the service sent after its 101 (its welcome, usually) goes first; the header-sized
+	// reader is then let go, so an open tunnel holds only its two copy buffers.
+	pending := make([]byte, br.Buffered())
+	_, _ = io.ReadFull(br, pending)
+	upR := io.MultiReader(bytes.NewReader(pending), up)
+	c.Context().Hijack(func(client net.Conn) { splice(client, up, upR) })
 	return nil
 }
 
@@ -142,8 +149,8 @@ func (t *tunnel) dial() (net.Conn, int, error) {
 }
 
 // handshake writes req on up and reads the answer's header (bounded by tunnelMaxHeader) and, for
-// anything but a 101, its body (bounded by tunnelMaxBody). The reader it returns holds what the
-// service sent after its 101 (the welcome, usually), which the splice passes on first.
+// anything but a 101, its body (bounded by tunnelMaxBody). The reader it returns may hold what
+// the service sent after its 101.
 func (t *tunnel) handshake(up net.Conn, req *fasthttp.Request) (*bufio.Reader, *fasthttp.Response, error) {
 	resp := fasthttp.AcquireResponse()
 	_ = up.SetDeadline(time.Now().Add(tunnelHandshake))
@@ -173,13 +180,25 @@ func (t *tunnel) handshake(up net.Conn, req *fasthttp.Request) (*bufio.Reader, *
 	return br, resp, nil
 }
 
+// spliceBuffers are the tunnels' copy buffers: small, since room frames are small and a large
+// one passes in pieces, and many tunnels sit idle (io.Copy's own would be 32 KiB each way).
+var spliceBuffers = sync.Pool{New: func() any { b := make([]byte, 4<<10); return &b }}
+
+// copyChunks copies src to dst through a pooled buffer until either fails. The wrappers hide
+// ReadFrom and WriteTo, which would bring their own 32 KiB buffer instead.
+func copyChunks(dst io.Writer, src io.Reader) {
+	bp := spliceBuffers.Get().(*[]byte)
+	defer spliceBuffers.Put(bp)
+	_, _ = io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, *bp)
+}
+
 // splice copies bytes both ways until either side ends, then ends the other. The client's
 // connection belongs to the server, which closes it when this returns; an expired deadline is
 // what unblocks a read on it.
 func splice(client, up net.Conn, upR io.Reader) {
 	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, client); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(client, upR); done <- struct{}{} }()
+	go func() { copyChunks(up, client); done <- struct{}{} }()
+	go func() { copyChunks(client, upR); done <- struct{}{} }()
 	<-done
 	_ = up.Close()
 	_ = client.SetDeadline(time.Now())

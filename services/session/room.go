@@ -108,6 +108,8 @@ func (r *Rooms) Run(ctx context.Context) {
 	bg.Go(func() { r.dispatch(listenCtx) })
 	tick := time.NewTicker(presenceEvery)
 	defer tick.Stop()
+	ping := time.NewTicker(roomPingEvery)
+	defer ping.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -117,6 +119,8 @@ func (r *Rooms) Run(ctx context.Context) {
 			return
 		case <-tick.C:
 			r.heartbeat(ctx)
+		case <-ping.C:
+			r.ping()
 		}
 	}
 }
@@ -321,8 +325,7 @@ func (r *Rooms) serve(ws *websocket.Conn, adm *admission) {
 			httpx.CloseServiceRestart, "the room is reconnecting: retry")
 		return
 	}
-	c := &roomConn{rooms: r, ws: ws, room: adm.room, id: ids.New(), out: make(chan []byte, roomQueue),
-		closing: make(chan struct{}), readerDone: make(chan struct{}), tokens: RoomBurst, last: time.Now()}
+	c := &roomConn{rooms: r, ws: ws, room: adm.room, id: ids.New(), tokens: RoomBurst, last: time.Now()}
 	if !r.register(c) {
 		httpx.CloseWebSocket(ws, httpx.ErrorFrame("SHUTTING_DOWN", "the server is restarting: reconnect"),
 			httpx.CloseServiceRestart, "the server is restarting")
@@ -341,13 +344,9 @@ func (r *Rooms) serve(ws *websocket.Conn, adm *admission) {
 		httpx.CloseWebSocket(ws, httpx.ErrorFrame(httpx.ErrorCode(e), e.Message), httpx.CloseCode(e), e.Message)
 		return
 	}
-	writerDone := make(chan struct{})
-	go func() { defer close(writerDone); c.write() }()
 	c.welcome(j)
 	voluntary := c.read()
-	close(c.readerDone)
-	<-writerDone
-	_ = ws.Close()
+	c.finish()
 	r.unregister(c)
 	ctx, cancel = context.WithTimeout(context.Background(), roomStoreWait)
 	defer cancel()
@@ -384,34 +383,55 @@ func (r *Rooms) unregister(c *roomConn) {
 	}
 }
 
-// roomConn is one participant's WebSocket.
+// ping pings every local participant (the rooms' one ticker, rather than one per connection):
+// a client that stops answering is dropped by its read deadline.
+func (r *Rooms) ping() {
+	r.mu.Lock()
+	conns := r.all()
+	r.mu.Unlock()
+	for _, c := range conns {
+		// WriteControl may run beside a frame being written; a stalled client holds only this
+		// short-lived goroutine, until the deadline.
+		go func() { _ = c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(roomWriteWait)) }()
+	}
+}
+
+// roomConn is one participant's WebSocket. An idle participant costs its reader (the
+// connection's own goroutine) and its buffers, nothing more: frames queue in a slice, written by
+// a goroutine that exists only while there is something to write, and pings come from the
+// rooms' one ticker. That is what lets one session process hold many rooms.
 type roomConn struct {
 	rooms *Rooms
 	ws    *websocket.Conn
 	room  string
 	id    string
-	// out are the frames for the writer; a full queue closes the connection (1008).
-	out chan []byte
-	// closing is closed (once, by closeWith) to have the writer send the close; readerDone
-	// when the reader has ended.
-	closing, readerDone chan struct{}
-	closeOnce           sync.Once
-	// closeFrame, closeCode and closeReason are what the writer sends when closing; sent says
-	// the library already sent the close (an oversize message).
-	closeFrame  []byte
-	closeCode   int
-	closeReason string
-	closeSent   bool
 
 	mu sync.Mutex
 	// ready says the welcome went out; until then events wait in pending.
 	ready    bool
 	pending  []*roomEvent
 	joinedAt time.Time
+	// queue are the frames to write; writing says a writer goroutine is draining it; writers
+	// counts it for finish.
+	queue   [][]byte
+	writing bool
+	writers sync.WaitGroup
+	// closing says the close is queued (closeAt, written after the queue): nothing is queued
+	// after it, and the reader only drains until the client's close. done says the connection
+	// is over: nothing more is written.
+	closing, done bool
+	closeAt       *closeItem
 
 	// tokens and last are the rate limit's bucket (the reader's alone).
 	tokens float64
 	last   time.Time
+}
+
+// closeItem is the queue's marker of the close: an error frame and a close control frame.
+type closeItem struct {
+	frame  []byte
+	code   int
+	reason string
 }
 
 // welcome sends the welcome, then the events that arrived while joining and are not already in
@@ -424,12 +444,12 @@ func (c *roomConn) welcome(j *joined) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.send(msg)
+	c.sendLocked(msg)
 	for _, ev := range c.pending {
 		if (ev.Seq != 0 && ev.Seq <= j.seq) || (ev.Join != "" && listed[ev.Join]) {
 			continue
 		}
-		c.send(ev.Msg)
+		c.sendLocked(ev.Msg)
 	}
 	c.pending, c.ready, c.joinedAt = nil, true, time.Now()
 }
@@ -452,28 +472,114 @@ func (c *roomConn) deliver(ev *roomEvent) {
 		if len(c.pending) < roomPending {
 			c.pending = append(c.pending, ev)
 		} else {
-			c.closeWith(httpx.CloseServiceRestart, "RESYNC", "too many events while joining: reconnect")
+			c.closeLocked(httpx.CloseServiceRestart, "RESYNC", "too many events while joining: reconnect")
 		}
 		return
 	}
-	c.send(ev.Msg)
+	c.sendLocked(ev.Msg)
 }
 
-// send queues a frame without blocking; a client too slow to take it is closed.
+// send queues a frame.
 func (c *roomConn) send(frame []byte) {
-	select {
-	case c.out <- frame:
-	default:
-		c.closeWith(httpx.ClosePolicy, "TOO_SLOW", "this client does not read the room's messages fast enough")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sendLocked(frame)
+}
+
+// sendLocked queues a frame without blocking and makes sure a writer runs; a client too slow
+// to take roomQueue frames is closed (1008). c.mu is held.
+func (c *roomConn) sendLocked(frame []byte) {
+	if c.closing || c.done {
+		return
+	}
+	if len(c.queue) >= roomQueue {
+		c.closeLocked(httpx.ClosePolicy, "TOO_SLOW", "this client does not read the room's messages fast enough")
+		return
+	}
+	c.queue = append(c.queue, frame)
+	c.startWriter()
+}
+
+// closeWith queues an error frame and a close with code, once; frames already queued go first.
+func (c *roomConn) closeWith(code int, errCode, message string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closeLocked(code, errCode, message)
+}
+
+func (c *roomConn) closeLocked(code int, errCode, message string) {
+	if c.closing || c.done {
+		return
+	}
+	c.closing = true
+	c.closeAt = &closeItem{frame: httpx.ErrorFrame(errCode, message), code: code, reason: message}
+	c.startWriter()
+}
+
+// startWriter starts the writer goroutine unless one runs; c.mu is held.
+func (c *roomConn) startWriter() {
+	if c.writing || c.done {
+		return
+	}
+	c.writing = true
+	c.writers.Add(1)
+	go c.write()
+}
+
+// write drains the queue, then the close if one is queued, and exits when there is nothing
+// left. A failed write ends the connection: the reader is woken by an expired deadline.
+func (c *roomConn) write() {
+	defer c.writers.Done()
+	for {
+		c.mu.Lock()
+		frames, closeAt := c.queue, c.closeAt
+		c.queue = nil
+		if len(frames) == 0 && closeAt == nil || c.done {
+			c.writing = false
+			c.mu.Unlock()
+			return
+		}
+		if len(frames) == 0 {
+			c.closeAt, c.done = nil, true
+		}
+		c.mu.Unlock()
+		for _, frame := range frames {
+			_ = c.ws.SetWriteDeadline(time.Now().Add(roomWriteWait))
+			if err := c.ws.WriteMessage(websocket.TextMessage, frame); err != nil {
+				c.mu.Lock()
+				c.done, c.writing, c.queue, c.closeAt = true, false, nil, nil
+				c.mu.Unlock()
+				_ = c.ws.SetReadDeadline(time.Now())
+				return
+			}
+		}
+		if len(frames) == 0 && closeAt != nil {
+			deadline := time.Now().Add(2 * time.Second)
+			_ = c.ws.SetWriteDeadline(deadline)
+			_ = c.ws.WriteMessage(websocket.TextMessage, closeAt.frame)
+			_ = c.ws.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(closeAt.code, httpx.CloseReason(closeAt.reason)), deadline)
+			// The reader now only drains until the client's close arrives (or this deadline):
+			// dropping the connection with its frames unread would reset it, which can discard
+			// the close before the client reads it.
+			_ = c.ws.SetReadDeadline(deadline)
+			c.mu.Lock()
+			c.writing = false
+			c.mu.Unlock()
+			return
+		}
 	}
 }
 
-// closeWith has the writer send an error frame and a close with code, once.
-func (c *roomConn) closeWith(code int, errCode, message string) {
-	c.closeOnce.Do(func() {
-		c.closeFrame, c.closeCode, c.closeReason = httpx.ErrorFrame(errCode, message), code, message
-		close(c.closing)
-	})
+// finish ends the connection once the reader has: no more writes, the writer (if one runs)
+// unblocked and waited for, so nothing touches the connection after its handler returns.
+func (c *roomConn) finish() {
+	c.mu.Lock()
+	c.done, c.queue, c.closeAt = true, nil, nil
+	c.mu.Unlock()
+	_ = c.ws.SetWriteDeadline(time.Now())
+	c.writers.Wait()
+	_ = c.ws.Close()
 }
 
 // closeFailed closes c for a failed message: err's code and frame (httpx.CloseCode).
@@ -489,41 +595,11 @@ func (c *roomConn) closeFailed(err error) {
 	c.closeWith(code, httpx.ErrorCode(e), e.Message)
 }
 
-// write sends queued frames and pings until closing (then the close) or until the reader ends.
-func (c *roomConn) write() {
-	ping := time.NewTicker(roomPingEvery)
-	defer ping.Stop()
-	for {
-		select {
-		case frame := <-c.out:
-			_ = c.ws.SetWriteDeadline(time.Now().Add(roomWriteWait))
-			if err := c.ws.WriteMessage(websocket.TextMessage, frame); err != nil {
-				c.closeWith(httpx.CloseInternal, "WRITE_FAILED", "write failed")
-				_ = c.ws.SetReadDeadline(time.Now())
-				return
-			}
-		case <-ping.C:
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(roomWriteWait)); err != nil {
-				_ = c.ws.SetReadDeadline(time.Now())
-				return
-			}
-		case <-c.closing:
-			deadline := time.Now().Add(2 * time.Second)
-			if !c.closeSent {
-				_ = c.ws.SetWriteDeadline(deadline)
-				_ = c.ws.WriteMessage(websocket.TextMessage, c.closeFrame)
-				_ = c.ws.WriteControl(websocket.CloseMessage,
-					websocket.FormatCloseMessage(c.closeCode, httpx.CloseReason(c.closeReason)), deadline)
-			}
-			// The reader now only drains until the client's close arrives (or this deadline):
-			// dropping the connection with its frames unread would reset it, which can discard
-			// the close before the client reads it.
-			_ = c.ws.SetReadDeadline(deadline)
-			return
-		case <-c.readerDone:
-			return
-		}
-	}
+// isClosing reports whether the close is queued or the connection is over.
+func (c *roomConn) isClosing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closing || c.done
 }
 
 // read handles the client's messages until the connection ends. It reports whether the client
@@ -537,10 +613,8 @@ func (c *roomConn) read() bool {
 		if err != nil {
 			return c.ended(err)
 		}
-		select {
-		case <-c.closing:
+		if c.isClosing() {
 			continue // draining until the client's close
-		default:
 		}
 		_ = c.ws.SetReadDeadline(time.Now().Add(roomReadIdle))
 		if err := c.handle(kind, frame); err != nil {
@@ -553,16 +627,16 @@ func (c *roomConn) read() bool {
 func (c *roomConn) ended(err error) bool {
 	if errors.Is(err, websocket.ErrReadLimit) {
 		// The library has sent 1009 already; drain what the client still sends (see write).
-		c.closeOnce.Do(func() { c.closeSent = true; close(c.closing) })
+		c.mu.Lock()
+		c.closing, c.queue = true, nil
+		c.mu.Unlock()
 		conn := c.ws.UnderlyingConn()
 		_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
 		_, _ = io.Copy(io.Discard, conn)
 		return false
 	}
-	select {
-	case <-c.closing:
+	if c.isClosing() {
 		return false
-	default:
 	}
 	var ce *websocket.CloseError
 	return errors.As(err, &ce) && (ce.Code == websocket.CloseNormalClosure || ce.Code == websocket.CloseGoingAway)

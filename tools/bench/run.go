@@ -60,6 +60,8 @@ type Options struct {
 	TempDir string
 	// Keep leaves the data directory (with every log) in place.
 	Keep bool
+	// RoomsOnly runs only the multiplayer room measures (phase 4), on a fresh directory.
+	RoomsOnly bool
 	// Concurrency, Warmup, Duration, MaxRequests and Timeout shape each load run.
 	Concurrency      int
 	Warmup, Duration time.Duration
@@ -135,6 +137,17 @@ func Run(ctx context.Context, o Options) Report {
 		}
 	} else {
 		r.dir = dir
+		if o.RoomsOnly {
+			r.roomPhase(ctx, &readyRooms, rooms)
+			r.cleanup()
+			for _, row := range rooms.all() {
+				rep.Rows = append(rep.Rows, *row)
+			}
+			rep.Rows = append(rep.Rows, readyRooms)
+			rep.Problems = r.problems
+			rep.Elapsed = time.Since(start)
+			return rep
+		}
 		// Phase 1, split on a fresh directory: cold ready time, idle memory, throughput.
 		coldOK := r.phase(ctx, "split", &readyCold, func(st *testenv.Stack) {
 			memSplit = r.memoryRows(ctx, st, "split")
@@ -179,13 +192,7 @@ func Run(ctx context.Context, o Options) Report {
 			}
 		}
 		// Phase 4, split with two gateways on two session processes: the multiplayer room.
-		if !r.phaseOf(ctx, testenv.StackOptions{Services: "split", Gateways: 2, Sessions: 2}, &readyRooms, func(st *testenv.Stack) {
-			r.withTenant(st, "rooms", func(t Tenant) { r.rooms(ctx, st, t, rooms) }, rooms.all()...)
-		}) {
-			for _, row := range rooms.all() {
-				row.Err = readyRooms.Err
-			}
-		}
+		r.roomPhase(ctx, &readyRooms, rooms)
 		r.cleanup()
 	}
 

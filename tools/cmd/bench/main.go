@@ -75,6 +75,7 @@ func run(args []string) (broken bool, err error) {
 	fs.IntVar(&o.ArchiveScenes, "archive-scenes", bench.DefaultArchiveScenes, "committed scenes the suspending PUT archives (setup commits them first)")
 	fs.StringVar(&o.TempDir, "tmp", "", "parent of the temporary data directory (default the system's)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the data directory and its logs")
+	fs.BoolVar(&o.RoomsOnly, "rooms-only", false, "run only the multiplayer room measures (split, 2 gateways, 2 sessions)")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON instead of a markdown table")
 	fs.StringVar(&logLevel, "log-level", "info", "progress log level on stderr: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {

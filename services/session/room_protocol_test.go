@@ -1,0 +1,82 @@
+package session
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestShownName(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"Ada", "Ada"},
+		{"  Ada Lovelace  ", "Ada Lovelace"},
+		// Cut at 32 characters, not bytes: each of these is two or four bytes.
+		{strings.Repeat("é", 40), strings.Repeat("é", 32)},
+		{strings.Repeat("🎨", 33), strings.Repeat("🎨", 32)},
+		{"Ada\u0000\u0007\u001b[31m", "Ada[31m"},
+		// A right-to-left override could make the name read as something else.
+		{"\u202eevil\u202c", "evil"},
+		{"line\u2028break", "linebreak"},
+		// Nothing shown is left: the participant is a guest.
+		{"\u0007\u200b", ""},
+		// Cut first, then trimmed: no trailing space from the cut.
+		{strings.Repeat("a", 31) + " b", strings.Repeat("a", 31)},
+	} {
+		require.Equal(t, tt.want, shownName(tt.in), "%q", tt.in)
+	}
+}
+
+func TestLowestFreeGuestNumber(t *testing.T) {
+	require.Equal(t, 1, lowestFree(map[int]bool{}))
+	require.Equal(t, 2, lowestFree(map[int]bool{1: true, 3: true}))
+	require.Equal(t, 4, lowestFree(map[int]bool{1: true, 2: true, 3: true}))
+}
+
+func TestPickColourIsDistinctUntilThePaletteRunsOut(t *testing.T) {
+	used := map[string]bool{}
+	for i := 0; i < len(palette); i++ {
+		c := pickColour(used, "id")
+		require.False(t, used[c])
+		used[c] = true
+	}
+	require.Regexp(t, `^#[0-9a-f]{6}$`, pickColour(used, "another id"))
+}
+
+func TestParseInbound(t *testing.T) {
+	ok := []string{
+		`{"type":"ping"}`,
+		`{"type":"edit","fields":{"title":""}}`,
+		`{"type":"edit","fields":{"title":"T","description":"d","visibility":"public","allowComments":false,"allowReactions":true,"levelData":{"camera":null,"x":[1,2]}}}`,
+		`{"type":"camera","camera":{"position":[0,1,2],"target":[0,0,0]}}`,
+		`{"type":"camera","camera":{"position":[0,1,2],"target":[0,0,0],"fov":60}}`,
+		`{"type":"saved","splat":{"id":"0123456789abcdef01234567"}}`,
+	}
+	for _, m := range ok {
+		_, err := parseInbound([]byte(m))
+		require.NoError(t, err, m)
+	}
+	bad := []string{
+		``, `[]`, `"edit"`, `{}`, `{"type":"nope"}`, `{"type":"ping","extra":1}`,
+		`{"type":"edit"}`, `{"type":"edit","fields":{}}`, `{"type":"edit","fields":{"featured":true}}`,
+		`{"type":"edit","fields":{"title":5}}`, `{"type":"edit","fields":{"title":null}}`,
+		`{"type":"edit","fields":{"visibility":"unlisted"}}`, `{"type":"edit","fields":{"levelData":[1]}}`,
+		`{"type":"edit","fields":{"levelData":null}}`, `{"type":"edit","fields":{"title":"a\u0000b"}}`,
+		`{"type":"camera","camera":{"position":[0,1],"target":[0,0,0]}}`,
+		`{"type":"camera","camera":{"position":[0,1,2],"target":[0,0,0],"fov":180}}`,
+		`{"type":"camera","camera":{"position":[0,1,2],"target":[0,0,"x"]}}`,
+		`{"type":"camera","camera":{"position":[0,1,2],"target":[0,0,0],"zoom":1}}`,
+		`{"type":"saved","splat":"x"}`, `{"type":"saved"}`,
+		`{"type":"edit","fields":{"levelData":{"deep":` + strings.Repeat("[", 80) + strings.Repeat("]", 80) + `}}}`,
+	}
+	for _, m := range bad {
+		_, err := parseInbound([]byte(m))
+		require.Error(t, err, m)
+	}
+}
+
+func TestJSONDepthSkipsStrings(t *testing.T) {
+	require.Equal(t, 0, jsonDepth([]byte(`"[[[["`)))
+	require.Equal(t, 2, jsonDepth([]byte(`{"a":["[\"{{"]}`)))
+	require.Equal(t, 3, jsonDepth([]byte(`[[[]],[]]`)))
+}
