@@ -866,18 +866,30 @@ async function commitNew(file: File, title: string): Promise<Splat> {
   });
 }
 
+/** A PATCH, sent again once when the server answers 409: another participant's save changed
+ * the scene's stored objects while this one was planned, and the server asks to save again. */
+async function patchOnce(path: string, body: Record<string, unknown>): Promise<{ status: number; body: any }> {
+  try {
+    return await api.call('PATCH', path, body);
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 409)) throw err;
+    await sleep(250);
+    return api.call('PATCH', path, body);
+  }
+}
+
 /** PATCHes scene with body; on the scene's first save without an image, a thumbnail of the
  * canvas is attached by a second PATCH (imageUrl). A failed thumbnail is logged and the save
  * still counts: the next save tries again. */
 async function patchScene(scene: Splat, body: Record<string, unknown>): Promise<Splat> {
   const path = `/api/embed/editor/splats/${scene.id}`;
-  const { body: res } = await api.call('PATCH', path, body);
+  const { body: res } = await patchOnce(path, body);
   let splat: Splat = { ...scene, ...res.splat };
   if (!splat.imageUrl) {
     try {
       const imageUrl = await uploadThumbnail();
       if (imageUrl) {
-        const { body: withImage } = await api.call('PATCH', path, { imageUrl });
+        const { body: withImage } = await patchOnce(path, { imageUrl });
         splat = { ...splat, ...withImage.splat };
       }
     } catch (err) {
