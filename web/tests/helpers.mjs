@@ -96,19 +96,25 @@ export async function settled(frame, timeout = 120_000) {
   return frame.evaluate(() => document.documentElement.dataset.splathost);
 }
 
+// The embed's overlays (hotspots, the annotation card, the viewer's buttons): hidden while the
+// canvas is screenshot, so measurements see only what the engine drew.
+const OVERLAYS = '.splathost-hotspots, .splathost-card, .splathost-controls';
+
 /**
- * Screenshots the embed's canvas and measures it: the fraction of pixels that differ from the
- * clear colour by more than `tolerance` in some channel, and the fraction that is the clear
- * colour. The PNG is decoded by the browser itself (a 2D canvas in a blank page), so no image
- * library is needed.
+ * The embed canvas's pixels as the screen shows them, overlays hidden: a screenshot decoded by
+ * the browser itself (a 2D canvas in a blank page), so no image library is needed. Returns
+ * {width, height, data (RGBA bytes, rows top down), at(x, y) → [r, g, b]}.
  */
-export async function canvasCoverage(context, frame, tolerance = 12) {
+export async function canvasPixels(context, frame) {
+  const hide = (v) => frame.evaluate(({ sel, v }) => { for (const el of document.querySelectorAll(sel)) el.style.visibility = v; }, { sel: OVERLAYS, v });
+  await hide('hidden');
   const png = await frame.locator('#splathost-canvas').screenshot();
+  await hide('');
   const decoder = await context.newPage();
   try {
-    return await decoder.evaluate(async ({ b64, bg, tol }) => {
+    const { width, height, b64 } = await decoder.evaluate(async (src) => {
       const img = new Image();
-      img.src = `data:image/png;base64,${b64}`;
+      img.src = `data:image/png;base64,${src}`;
       await img.decode();
       const c = document.createElement('canvas');
       c.width = img.width;
@@ -116,19 +122,39 @@ export async function canvasCoverage(context, frame, tolerance = 12) {
       const g = c.getContext('2d', { willReadFrequently: true });
       g.drawImage(img, 0, 0);
       const d = g.getImageData(0, 0, c.width, c.height).data;
-      let drawn = 0;
-      let background = 0;
-      for (let i = 0; i < d.length; i += 4) {
-        const off = Math.max(Math.abs(d[i] - bg[0]), Math.abs(d[i + 1] - bg[1]), Math.abs(d[i + 2] - bg[2]));
-        if (off > tol) drawn++;
-        if (off <= 2) background++;
-      }
-      const n = d.length / 4;
-      return { width: c.width, height: c.height, drawn: drawn / n, background: background / n };
-    }, { b64: png.toString('base64'), bg: BACKGROUND, tol: tolerance });
+      let bin = '';
+      for (let i = 0; i < d.length; i += 0x8000) bin += String.fromCharCode(...d.subarray(i, i + 0x8000));
+      return { width: c.width, height: c.height, b64: btoa(bin) };
+    }, png.toString('base64'));
+    const data = Buffer.from(b64, 'base64');
+    return {
+      width, height, data,
+      at(x, y) {
+        const i = 4 * (Math.round(y) * width + Math.round(x));
+        return [data[i], data[i + 1], data[i + 2]];
+      },
+    };
   } finally {
     await decoder.close();
   }
+}
+
+/**
+ * Screenshots the embed's canvas and measures it: the fraction of pixels that differ from the
+ * clear colour by more than `tolerance` in some channel, and the fraction that is the clear
+ * colour.
+ */
+export async function canvasCoverage(context, frame, tolerance = 12) {
+  const { width, height, data: d } = await canvasPixels(context, frame);
+  let drawn = 0;
+  let background = 0;
+  for (let i = 0; i < d.length; i += 4) {
+    const off = Math.max(Math.abs(d[i] - BACKGROUND[0]), Math.abs(d[i + 1] - BACKGROUND[1]), Math.abs(d[i + 2] - BACKGROUND[2]));
+    if (off > tolerance) drawn++;
+    if (off <= 2) background++;
+  }
+  const n = d.length / 4;
+  return { width, height, drawn: drawn / n, background: background / n };
 }
 
 /** The demo page's event log so far: {source, type, payload} in order. */
@@ -243,48 +269,31 @@ export async function openViewer(context, splatId) {
 }
 
 /**
- * Screenshots the embed's canvas and finds the standing scene's two colours in it: for the
- * green ground and the red column, how many pixels (as a fraction), their centroid (0..1 of
- * the width and height, y down) and the fraction of them in the lower half of the frame.
+ * Finds the standing scene's two colours on the embed's canvas: for the green ground and the
+ * red column, how many pixels (as a fraction), their centroid (0..1 of the width and height, y
+ * down) and the fraction of them in the lower half of the frame.
  */
 export async function standColours(context, frame) {
-  const png = await frame.locator('#splathost-canvas').screenshot();
-  const decoder = await context.newPage();
-  try {
-    return await decoder.evaluate(async ({ b64 }) => {
-      const img = new Image();
-      img.src = `data:image/png;base64,${b64}`;
-      await img.decode();
-      const c = document.createElement('canvas');
-      c.width = img.width;
-      c.height = img.height;
-      const g = c.getContext('2d', { willReadFrequently: true });
-      g.drawImage(img, 0, 0);
-      const d = g.getImageData(0, 0, c.width, c.height).data;
-      const acc = () => ({ n: 0, x: 0, y: 0, lower: 0 });
-      const green = acc();
-      const red = acc();
-      for (let i = 0; i < d.length; i += 4) {
-        const [r, gr, b] = [d[i], d[i + 1], d[i + 2]];
-        const a = gr - Math.max(r, b) > 60 ? green : r - Math.max(gr, b) > 60 ? red : null;
-        if (!a) continue;
-        const p = i / 4;
-        const x = p % c.width;
-        const y = Math.floor(p / c.width);
-        a.n++;
-        a.x += x;
-        a.y += y;
-        if (y >= c.height / 2) a.lower++;
-      }
-      const n = d.length / 4;
-      const out = (a) => ({
-        share: a.n / n, x: a.n ? a.x / a.n / c.width : NaN, y: a.n ? a.y / a.n / c.height : NaN, lower: a.n ? a.lower / a.n : NaN,
-      });
-      return { width: c.width, height: c.height, green: out(green), red: out(red) };
-    }, { b64: png.toString('base64') });
-  } finally {
-    await decoder.close();
+  const { width, height, data: d } = await canvasPixels(context, frame);
+  const acc = () => ({ n: 0, x: 0, y: 0, lower: 0 });
+  const green = acc();
+  const red = acc();
+  for (let i = 0; i < d.length; i += 4) {
+    const [r, g, b] = [d[i], d[i + 1], d[i + 2]];
+    const a = g - Math.max(r, b) > 60 ? green : r - Math.max(g, b) > 60 ? red : null;
+    if (!a) continue;
+    const p = i / 4;
+    const y = Math.floor(p / width);
+    a.n++;
+    a.x += p % width;
+    a.y += y;
+    if (y >= height / 2) a.lower++;
   }
+  const n = d.length / 4;
+  const out = (a) => ({
+    share: a.n / n, x: a.n ? a.x / a.n / width : NaN, y: a.n ? a.y / a.n / height : NaN, lower: a.n ? a.lower / a.n : NaN,
+  });
+  return { width, height, green: out(green), red: out(red) };
 }
 
 const CONTENT_TYPES = { ply: 'application/ply', splat: 'application/splat', ksplat: 'application/ksplat', sog: 'application/sog' };

@@ -1,5 +1,5 @@
 // Shared pieces of the viewer's levelData tests (viewer-*.test.mjs): the standing scene's
-// annotations and start camera, reading markers, the card and canvas pixels.
+// annotations and start camera, reading markers and the card.
 import assert from 'node:assert/strict';
 
 // In the viewer's world frame (Y up, after the default orientation) the ground lies at y -0.6 and
@@ -50,34 +50,6 @@ export function card(frame) {
     const el = document.querySelector('[data-annotation-card]');
     return el && { hidden: el.hidden, id: el.dataset.annotationCard, title: el.querySelector('h2')?.textContent, text: el.querySelector('p')?.textContent };
   });
-}
-
-/** The canvas's pixels without the overlays: a decoder reads the screenshot; returns a function
- * giving [r, g, b] at a canvas pixel. */
-export async function pixels(context, frame) {
-  await frame.evaluate(() => { for (const el of document.querySelectorAll('.splathost-hotspots, .splathost-card, .splathost-controls')) el.style.visibility = 'hidden'; });
-  const png = await frame.locator('#splathost-canvas').screenshot();
-  await frame.evaluate(() => { for (const el of document.querySelectorAll('.splathost-hotspots, .splathost-card, .splathost-controls')) el.style.visibility = ''; });
-  const decoder = await context.newPage();
-  try {
-    const { width, data } = await decoder.evaluate(async (b64) => {
-      const img = new Image();
-      img.src = `data:image/png;base64,${b64}`;
-      await img.decode();
-      const c = document.createElement('canvas');
-      c.width = img.width;
-      c.height = img.height;
-      const g = c.getContext('2d');
-      g.drawImage(img, 0, 0);
-      return { width: c.width, data: [...g.getImageData(0, 0, c.width, c.height).data] };
-    }, png.toString('base64'));
-    return {
-      width, height: data.length / 4 / width, data,
-      at(x, y) { const i = 4 * (Math.round(y) * width + Math.round(x)); return [data[i], data[i + 1], data[i + 2]]; },
-    };
-  } finally {
-    await decoder.close();
-  }
 }
 
 export const isRed = ([r, g, b]) => r - Math.max(g, b) > 60;

@@ -6,8 +6,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { commitScene, consoleOf, env, eventually, launch, mintSession, openViewer, rest } from './helpers.mjs';
-import { COLUMN, GROUND, LEVEL, START, card, expectedPixel, isGreen, isRed, markers, near, pixels } from './viewer-common.mjs';
+import { canvasPixels, commitScene, consoleOf, env, eventually, launch, mintSession, openViewer, rest } from './helpers.mjs';
+import { COLUMN, GROUND, LEVEL, START, card, expectedPixel, isGreen, isRed, markers, near } from './viewer-common.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -42,7 +42,7 @@ test('the start camera is used, hotspots sit on their points, a click flies to o
     assert.equal(m.markers.column.hidden, false);
     near(m.markers.column, expectedPixel(START, COLUMN.position, m.width, m.height), 2, 'the column marker');
     near(m.markers.ground, expectedPixel(START, GROUND.position, m.width, m.height), 2, 'the ground marker');
-    const px = await pixels(browser.context, frame);
+    const px = await canvasPixels(browser.context, frame);
     const under = (k) => px.at(m.markers[k].x, m.markers[k].y);
     assert.ok(isRed(under('column')), `not red under the column marker: ${under('column')}`);
     assert.ok(isGreen(under('ground')), `not green under the ground marker: ${under('ground')}`);

@@ -3,8 +3,7 @@
 // .splat). Compared with the same standing scene shown without levelData.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BACKGROUND, commitScene, env, launch, openViewer } from './helpers.mjs';
-import { pixels } from './viewer-common.mjs';
+import { BACKGROUND, canvasPixels, commitScene, env, launch, openViewer } from './helpers.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -17,7 +16,7 @@ const BLUE = [0x33, 0x66, 0xcc];
 async function measure(id) {
   const { page } = await openViewer(browser.context, id);
   try {
-    const px = await pixels(browser.context, page.mainFrame());
+    const px = await canvasPixels(browser.context, page.mainFrame());
     let blue = 0, clear = 0, sum = 0, ground = 0;
     for (let i = 0; i < px.data.length; i += 4) {
       const [r, g, b] = [px.data[i], px.data[i + 1], px.data[i + 2]];
