@@ -162,8 +162,9 @@ func formatScenes(t *testing.T, d *demoHost, g fixtures.Gen) map[string]string {
 // TestBrowser runs the browser tests (web/tests: node:test driving Debian's Chromium through
 // playwright-core) against this binary's stack and a demo host on its own origin: the viewer
 // renders every format, the demo host receives every editor event with the right payloads,
-// foreign-origin messages are ignored, a view beacon lands, and the secret key never reaches
-// the browser. Node's own output is the failure message.
+// foreign-origin messages are ignored, a view beacon lands, the secret key never reaches the
+// browser, and editors of one scene share a room, also across two gateway processes. Node's
+// own output is the failure message.
 func TestBrowser(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
@@ -176,6 +177,9 @@ func TestBrowser(t *testing.T) {
 	stand := fixtures.Gen{Seed: fixtures.DefaultSeed, Scene: fixtures.SceneStand}
 	standScenes, err := json.Marshal(formatScenes(t, demo, stand))
 	require.NoError(t, err)
+	// A second gateway process on the same stack (the split binaries, with their own session
+	// service): room.test.mjs puts one editor on each gateway.
+	second := chaosSplit(t, nil)
 	// Scene files for the editor's file picker (the quota and new-scene tests upload them) and
 	// for tests that commit scenes of their own.
 	fixtureDir := t.TempDir()
@@ -201,6 +205,7 @@ func TestBrowser(t *testing.T) {
 	cmd.Env = append(os.Environ(),
 		"SPLATHOST_CHROMIUM="+chromium,
 		"SPLATHOST_GATEWAY_URL="+env.URL,
+		"SPLATHOST_SECOND_GATEWAY_URL="+second.URL,
 		"SPLATHOST_DEMO_URL="+demo.URL,
 		"SPLATHOST_DEMO_PUBLIC_KEY="+demo.State.PublicKey,
 		"SPLATHOST_DEMO_SECRET_KEY="+demo.State.SecretKey,

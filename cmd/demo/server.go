@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"net/http"
 	"regexp"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/splathost/splathost/internal/restclient"
 )
@@ -64,13 +66,18 @@ func (s *server) page(w http.ResponseWriter, _ *http.Request) {
 	}
 }
 
-// sessionRequest is POST /session: which embed, which scene, and whether the session is the
-// signed-in demo customer's (scoped) or a guest's.
+// sessionRequest is POST /session: which embed, which scene, whether the session is the
+// signed-in demo customer's (scoped) or a guest's, and the name the room shows for it (the
+// side-by-side editors are two people; a guest without a name joins as 'Guest N').
 type sessionRequest struct {
 	Type    string `json:"type"`
 	SplatID string `json:"splatId"`
 	Scoped  bool   `json:"scoped"`
+	Name    string `json:"name"`
 }
+
+// maxNameRunes is the session user.name bound of the interface (1-64 characters).
+const maxNameRunes = 64
 
 // session mints an embed session the way an integrator's backend does: with the secret key,
 // from the server. The answer is the gateway's own (a token and its expiry, or the error
@@ -80,7 +87,7 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"status": "error", "message": "body must be {type, splatId?, scoped?}"})
+		writeJSON(w, http.StatusBadRequest, map[string]any{"status": "error", "message": "body must be {type, splatId?, scoped?, name?}"})
 		return
 	}
 	if req.Type != "viewer" && req.Type != "editor" {
@@ -91,15 +98,25 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"status": "error", "message": "splatId must be a 24-hex id"})
 		return
 	}
+	if utf8.RuneCountInString(req.Name) > maxNameRunes || strings.TrimSpace(req.Name) != req.Name {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"status": "error", "message": "name must be at most 64 characters, without surrounding spaces"})
+		return
+	}
 	body := map[string]any{"publicKey": s.st.PublicKey, "type": req.Type}
 	if req.SplatID != "" {
 		body["splatId"] = req.SplatID
 	}
 	headers := map[string]string{"Authorization": "Bearer " + s.st.SecretKey}
+	name := req.Name
 	if req.Scoped {
 		// A signed-in customer: scoped to them, with their name shown in the editor.
 		headers["X-Service-External-User-Id"] = s.st.Customer
-		body["user"] = map[string]any{"name": "Demo customer"}
+		if name == "" {
+			name = "Demo customer"
+		}
+	}
+	if name != "" {
+		body["user"] = map[string]any{"name": name}
 	}
 	resp, err := restclient.Do(s.gateway, "POST", "/api/editor/embed-sessions", headers, body)
 	if err != nil {

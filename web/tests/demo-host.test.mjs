@@ -68,3 +68,22 @@ test('the viewer sends a view the scene counts within 10 s', async () => {
   assert.equal(await settled(frame), 'rendered');
   await page.close();
 });
+
+test('the demo page shows two editors side by side on one scene, each seeing the other', async () => {
+  const page = await browser.context.newPage();
+  const log = consoleOf(page);
+  await page.goto(`${env.demoUrl}/?pair=1`);
+  const frames = [await embedFrame(page, 'pair-a-slot', 'editor'), await embedFrame(page, 'pair-b-slot', 'editor')];
+  const names = ['Demo customer', 'Second demo user'];
+  for (const [i, frame] of frames.entries()) {
+    await frame.waitForFunction((id) => document.documentElement.dataset.splatId === id, env.sampleSplatId, { timeout: 60_000 });
+    const want = [names[i], names[1 - i]];
+    await frame.waitForFunction((want) => JSON.stringify([...document.querySelectorAll('[data-presence-peer]')]
+      .map((el) => el.dataset.presenceName)) === JSON.stringify(want), want, { timeout: 30_000 })
+      .catch((err) => { err.message += `\n${log.slice(-20).join('\n')}`; throw err; });
+  }
+  // Side by side: the two slots share a row.
+  const [a, b] = [await page.locator('#pair-a-slot').boundingBox(), await page.locator('#pair-b-slot').boundingBox()];
+  assert.ok(a.x + a.width <= b.x && Math.abs(a.y - b.y) < 1, `${JSON.stringify(a)} ${JSON.stringify(b)}`);
+  await page.close();
+});

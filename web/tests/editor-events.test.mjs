@@ -129,10 +129,17 @@ test('editor events reach the demo host', async (t) => {
   await t.test('saved names the new scene once the allocation allows it', async () => {
     const put = await rest('PUT', '/api/v1/external-user', { limitBytes: DEMO_LIMIT_BYTES });
     assert.equal(put.status, 200, JSON.stringify(put.body));
+    // The new scene's first save also attaches a thumbnail of the canvas, charged with it.
+    const thumbnails = [];
+    const onRequest = (r) => { if (r.url().endsWith('/api/embed/editor/uploads/splat-images')) thumbnails.push(r.postDataJSON().thumbnail); };
+    page.on('request', onRequest);
     const payload = await expectEvent('saved', () => editor.click('button[data-action=save]'), { timeout: 90_000 });
+    page.off('request', onRequest);
     assert.match(payload.splatId, SPLAT_ID);
     const scene = await splatOf(payload.splatId);
-    assert.equal(scene.fileSizeBytes, fileSize);
+    assert.equal(thumbnails.length, 1, 'one thumbnail');
+    assert.ok(scene.imageUrl, 'the new scene has a thumbnail');
+    assert.equal(scene.fileSizeBytes, fileSize + thumbnails[0].fileSize);
     assert.equal(scene.splatType, 'file');
     assert.equal(await page.inputValue('#splat-id'), payload.splatId, 'the host followed the new scene');
   });

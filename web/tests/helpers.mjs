@@ -318,3 +318,22 @@ export async function commitScene(fileName, { title = fileName, levelData } = {}
   if (levelData !== undefined) await editorPatch(r.body.splatId, { levelData });
   return r.body.splatId;
 }
+
+/** Opens the editor page of a session on its own (not framed: it posts no events) at
+ * gatewayUrl; returns the page once the scene is drawn. */
+export async function openEditor(context, token, { gatewayUrl = env.gatewayUrl } = {}) {
+  const page = await context.newPage();
+  const log = consoleOf(page);
+  await page.goto(`${gatewayUrl}/embed/editor?session=${encodeURIComponent(token)}`);
+  const state = await settled(page);
+  if (state !== 'rendered') throw new Error(`the editor shows ${state}:\n${log.join('\n')}`);
+  page.log = log;
+  return page;
+}
+
+/** The names the editor's presence bar shows, self first, and which one is self. */
+export function presenceOf(page) {
+  return page.$$eval('[data-presence-peer]', (els) => els.map((el) => ({
+    name: el.dataset.presenceName, self: el.hasAttribute('data-presence-self'),
+  })));
+}

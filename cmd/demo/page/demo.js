@@ -21,14 +21,15 @@ function record(source, type, payload) {
   log.scrollTop = log.scrollHeight;
 }
 
-// mint asks this page's server for a session; the secret key stays there.
+// mint asks this page's server for a session; the secret key stays there. body: {type,
+// splatId?, scoped?, name?}.
 async function mint(body) {
   const res = await fetch('/session', {
     method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
   });
   const out = await res.json();
   if (!res.ok) throw new Error(`session ${body.type}: ${res.status} ${out.message ?? ''}`);
-  record('host', 'session', { type: body.type, scoped: Boolean(body.scoped), expiresAt: out.expiresAt });
+  record('host', 'session', { type: body.type, scoped: Boolean(body.scoped), ...(body.name ? { name: body.name } : {}), expiresAt: out.expiresAt });
   return out.sessionToken;
 }
 
@@ -65,7 +66,33 @@ async function main() {
   });
   document.getElementById('open-project').addEventListener('click', () => editor.openProject(splatInput.value.trim()));
   document.getElementById('create-project').addEventListener('click', () => editor.createProject());
-  window.demo = { viewer, editor };
+
+  // Two editors side by side on one scene: two sessions, so two people in the scene's room.
+  const pair = [];
+  async function openPair() {
+    for (const e of pair.splice(0)) e.destroy();
+    const splatId = splatInput.value.trim();
+    const guestRight = document.getElementById('pair-right').value === 'guest';
+    const people = [
+      { slot: 'pair-a-slot', source: 'editor-a', session: { type: 'editor', scoped: true, name: 'Demo customer' } },
+      { slot: 'pair-b-slot', source: 'editor-b', session: guestRight ? { type: 'editor' } : { type: 'editor', scoped: true, name: 'Second demo user' } },
+    ];
+    for (const p of people) {
+      const token = await mint(p.session);
+      const e = sdk.mountEditor(document.getElementById(p.slot), { baseUrl, sessionToken: token });
+      for (const name of EVENTS) e.on(name, (payload) => record(p.source, name, payload));
+      // Opened once the editor is ready: a blank session opens any scene its scope may see.
+      e.on('ready', () => e.openProject(splatId));
+      e.on('sessionExpiring', async () => e.updateSession(await mint(p.session)));
+      pair.push(e);
+    }
+  }
+  document.getElementById('open-pair').addEventListener('click', () => {
+    openPair().catch((err) => record('host', 'host-error', { message: String(err?.message ?? err) }));
+  });
+  window.demo = { viewer, editor, pair };
+  // ?pair=1 opens them at once (a link to the side-by-side view).
+  if (params.get('pair') === '1') await openPair();
 }
 
 main().catch((err) => record('host', 'host-error', { message: String(err?.message ?? err) }));

@@ -16,10 +16,12 @@ export function createPlayCanvas(canvas: HTMLCanvasElement, hooks: EngineHooks):
       preserveDrawingBuffer: true,
     },
   });
-  app.setCanvasFillMode(pc.FILLMODE_FILL_WINDOW);
+  // The canvas fills its container (the whole window in the viewer, the area left of the panel
+  // in the editor): the page's CSS sizes it, and the drawing buffer follows its CSS size.
+  app.setCanvasFillMode(pc.FILLMODE_NONE);
   app.setCanvasResolution(pc.RESOLUTION_AUTO);
-  const onResize = () => app.resizeCanvas();
-  window.addEventListener('resize', onResize);
+  const resized = new ResizeObserver(() => app.updateCanvasSize());
+  resized.observe(canvas);
 
   const camera = new pc.Entity('camera');
   camera.addComponent('camera', {
@@ -89,7 +91,7 @@ export function createPlayCanvas(canvas: HTMLCanvasElement, hooks: EngineHooks):
       });
     },
     destroy() {
-      window.removeEventListener('resize', onResize);
+      resized.disconnect();
       app.destroy();
       if (objectUrl) URL.revokeObjectURL(objectUrl);
     },

@@ -51,8 +51,9 @@ export function createSpark(canvas: HTMLCanvasElement, hooks: EngineHooks): Engi
   const camera = new THREE.PerspectiveCamera(60, 1, 0.01, 1000);
   scene.add(new SparkRenderer({ renderer }));
 
-  // The canvas's own CSS size (the stylesheet makes it the window), which the stage's project()
-  // uses too, so hotspots sit where the splats are drawn.
+  // The canvas's own CSS size (the page's CSS sizes it: the window in the viewer, the area left
+  // of the panel in the editor), which the stage's project() uses too, so hotspots sit where the
+  // splats are drawn; the drawing buffer follows it.
   const resize = () => {
     const w = canvas.clientWidth || window.innerWidth;
     const h = canvas.clientHeight || window.innerHeight;
@@ -60,7 +61,8 @@ export function createSpark(canvas: HTMLCanvasElement, hooks: EngineHooks): Engi
     camera.aspect = w / Math.max(1, h);
   };
   resize();
-  window.addEventListener('resize', resize);
+  const resized = new ResizeObserver(resize);
+  resized.observe(canvas);
 
   renderer.setAnimationLoop(() => {
     const c = hooks.camera();
@@ -123,7 +125,7 @@ export function createSpark(canvas: HTMLCanvasElement, hooks: EngineHooks): Engi
       return { min: box.min.toArray(), max: box.max.toArray() };
     },
     destroy() {
-      window.removeEventListener('resize', resize);
+      resized.disconnect();
       renderer.setAnimationLoop(null);
       mesh?.dispose();
       renderer.dispose();

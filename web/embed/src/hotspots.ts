@@ -57,6 +57,7 @@ export class Hotspots {
   private readonly card: HTMLDivElement;
   private readonly cardTitle: HTMLHeadingElement;
   private readonly cardText: HTMLParagraphElement;
+  private readonly unsubscribe: () => void;
 
   constructor(
     private readonly stage: Stage,
@@ -79,7 +80,15 @@ export class Hotspots {
     close.addEventListener('click', () => this.select(null));
     this.card.append(this.cardTitle, this.cardText, close);
     host.append(this.layer, this.card);
-    stage.onFrame(() => this.place());
+    this.unsubscribe = stage.onFrame(() => this.place());
+  }
+
+  /** Removes the markers and the card and stops following the camera. */
+  destroy(): void {
+    this.unsubscribe();
+    this.layer.remove();
+    this.card.remove();
+    this.markers.clear();
   }
 
   /** The annotations shown now. */
