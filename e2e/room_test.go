@@ -11,9 +11,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/fasthttp/websocket"
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/internal/testenv"
+	"github.com/splathost/splathost/services/session"
 )
 
 // The multiplayer room (contract item 10, docs/embeds.md "Multiplayer room"), driven with a Go
@@ -421,4 +423,29 @@ func TestRoomAcrossProcessesSurvivesASessionCrash(t *testing.T) {
 	require.Equal(t, b.id(), a.next(t, "leave", 2*time.Second)["id"])
 	a.send(t, map[string]any{"type": "edit", "fields": map[string]any{"title": "Back"}})
 	require.Equal(t, "Back", b2.next(t, "edit", 2*time.Second)["fields"].(map[string]any)["title"])
+}
+
+// A participant's room lasts no longer than its session: once the token has expired the room
+// closes it with 4401 (SESSION_EXPIRED, within one 5 s heartbeat), which the editor treats as
+// final until the host renews the session (updateSession). The short-lived token is the minted
+// one re-signed with the stack's own session key and a 2 s expiry.
+func TestRoomClosesAParticipantWhoseSessionExpired(t *testing.T) {
+	t.Parallel()
+	tn := newTenant(t)
+	scene := roomScene(t, tn)
+	keys, err := session.NewKeys(env.Config.SessionKeys)
+	require.NoError(t, err)
+	claims, err := keys.Parse(roomToken(t, tn, "ada", scene, "Ada"))
+	require.NoError(t, err)
+	claims.ExpiresAt = jwt.NewNumericDate(time.Now().Add(2 * time.Second))
+	short, err := keys.Sign(claims)
+	require.NoError(t, err)
+
+	a, _ := join(t, env.URL, scene, short)
+	long, _ := join(t, env.URL, scene, roomToken(t, tn, "ada", scene, "Bea"))
+	e := a.next(t, "error", 15*time.Second)
+	require.Equal(t, "SESSION_EXPIRED", e["code"])
+	require.Equal(t, 4401, a.closeCode(t, 5*time.Second))
+	// The other participant, whose session is live, stays and sees the leave.
+	require.Equal(t, a.id(), long.next(t, "leave", 5*time.Second)["id"])
 }

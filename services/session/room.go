@@ -49,7 +49,21 @@ const (
 const (
 	claimName   = "name"
 	claimAvatar = "avatarUrl"
+	// claimExp is the token's expiry (unix seconds): a number in-process, a JSON number
+	// (float64) after the signed caller header.
+	claimExp = "exp"
 )
+
+// sessionExpiry is the expiry of the caller's token, or the zero time when it carries none.
+func sessionExpiry(session map[string]any) time.Time {
+	switch v := session[claimExp].(type) {
+	case int64:
+		return time.Unix(v, 0)
+	case float64:
+		return time.Unix(int64(v), 0)
+	}
+	return time.Time{}
+}
 
 // Rooms is one session service process's side of the multiplayer rooms: its participants'
 // WebSockets, joined to every other process's through Postgres (roomStore). Run must be
@@ -154,9 +168,12 @@ func (r *Rooms) all() []*roomConn {
 
 // heartbeat refreshes this process's presence rows and sweeps the rows of dead processes. A
 // local participant whose row is gone (swept while this process could not reach Postgres) is
-// invisible to the others: it is closed with 1012 and rejoins.
+// invisible to the others: it is closed with 1012 and rejoins. A participant whose session
+// token has ended is closed with 4401 (within one heartbeat): a room is no longer than its
+// session, and the editor rejoins with the token the host renews through updateSession.
 func (r *Rooms) heartbeat(ctx context.Context) {
 	start := time.Now()
+	r.closeExpired(start)
 	ctx, cancel := context.WithTimeout(ctx, roomStoreWait)
 	defer cancel()
 	have, err := r.store.heartbeat(ctx)
@@ -174,6 +191,18 @@ func (r *Rooms) heartbeat(ctx context.Context) {
 	}
 	if err := r.store.sweep(ctx); err != nil {
 		r.log.Warn("room sweep failed", "error", err)
+	}
+}
+
+// closeExpired closes, with 4401, every local participant whose session token ended before now.
+func (r *Rooms) closeExpired(now time.Time) {
+	r.mu.Lock()
+	conns := r.all()
+	r.mu.Unlock()
+	for _, c := range conns {
+		if !c.expires.IsZero() && now.After(c.expires) {
+			c.closeWith(4000+fiber.StatusUnauthorized, "SESSION_EXPIRED", "the session has expired: renew it (updateSession) to rejoin")
+		}
 	}
 }
 
@@ -241,6 +270,9 @@ type admission struct {
 	room   string
 	name   string
 	avatar *string
+	// expires is when the session token ends: the participant is closed then with 4401, and
+	// rejoins with the token the host passes to updateSession.
+	expires time.Time
 }
 
 // room answers GET /api/embed/room: the admission rules of the contract (item 10), then the
@@ -292,7 +324,7 @@ func (s *Service) admitRoom(c *fiber.Ctx) (*admission, error) {
 	if sc == nil || !ss.sees(sc) {
 		return nil, errNotFound()
 	}
-	adm := &admission{room: ss.integrationID + ":" + sc.ID}
+	adm := &admission{room: ss.integrationID + ":" + sc.ID, expires: sessionExpiry(caller.Session)}
 	if name, _ := caller.Session[claimName].(string); name != "" {
 		adm.name = shownName(name)
 	}
@@ -325,7 +357,7 @@ func (r *Rooms) serve(ws *websocket.Conn, adm *admission) {
 			httpx.CloseServiceRestart, "the room is reconnecting: retry")
 		return
 	}
-	c := &roomConn{rooms: r, ws: ws, room: adm.room, id: ids.New(), tokens: RoomBurst, last: time.Now()}
+	c := &roomConn{rooms: r, ws: ws, room: adm.room, id: ids.New(), expires: adm.expires, tokens: RoomBurst, last: time.Now()}
 	if !r.register(c) {
 		httpx.CloseWebSocket(ws, httpx.ErrorFrame("SHUTTING_DOWN", "the server is restarting: reconnect"),
 			httpx.CloseServiceRestart, "the server is restarting")
@@ -405,6 +437,8 @@ type roomConn struct {
 	ws    *websocket.Conn
 	room  string
 	id    string
+	// expires is when the participant's session token ends (zero: never checked).
+	expires time.Time
 
 	mu sync.Mutex
 	// ready says the welcome went out; until then events wait in pending.

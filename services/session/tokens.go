@@ -180,6 +180,10 @@ func (v *Verifier) VerifySession(ctx context.Context, token string) (*httpx.Call
 	if claims.AvatarURL != nil {
 		caller.Session[claimAvatar] = *claims.AvatarURL
 	}
+	// The expiry travels too: the room closes a participant whose token has ended.
+	if claims.ExpiresAt != nil {
+		caller.Session[claimExp] = claims.ExpiresAt.Unix()
+	}
 	if claims.ExternalUserID != "" {
 		active, err := v.integrations.CustomerActive(ctx, in.ID, claims.ExternalUserID)
 		if err != nil {
