@@ -161,7 +161,9 @@ func formatScenes(t *testing.T, d *demoHost, g fixtures.Gen) map[string]string {
 
 // TestBrowser runs the browser tests (web/tests: node:test driving Debian's Chromium through
 // playwright-core) against this binary's stack and a demo host on its own origin: the viewer
-// renders every format, the demo host receives every editor event with the right payloads,
+// renders every format, shows scans stored y-down upright in every format and both engines,
+// honours levelData v1 (start camera, hotspots, background, exposure, likes, host commands),
+// the demo host receives every editor event with the right payloads,
 // foreign-origin messages are ignored, a view beacon lands, and the secret key never reaches
 // the browser. Node's own output is the failure message.
 func TestBrowser(t *testing.T) {
