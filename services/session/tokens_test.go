@@ -87,7 +87,16 @@ func TestVerifySessionAcceptsCurrentAndPreviousKeys(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, &httpx.Caller{Scheme: httpx.SchemeSession, IntegrationID: "int-a", AccountID: "acc", ProductSlug: "shop",
 		PublicKey: "mpk_a", Capabilities: []string{TypeViewer}, ExternalUserID: "cust-1", HasExternalUser: true,
-		Session: map[string]any{"sub": "rec-1", "splatId": "aaaaaaaaaaaaaaaaaaaaaaaa"}}, caller)
+		Session: map[string]any{"sub": "rec-1", "splatId": "aaaaaaaaaaaaaaaaaaaaaaaa", "exp": c.ExpiresAt.Unix()}}, caller)
+	// The expiry survives the signed caller header (a JSON number there), so a split session
+	// service's room closes the participant at the same instant.
+	require.Equal(t, c.ExpiresAt.Unix(), sessionExpiry(caller.Session).Unix())
+	header, err := httpx.SignCaller([]byte("internal-secret-internal-secret!"), caller, time.Now())
+	require.NoError(t, err)
+	relayed, err := httpx.VerifyCaller([]byte("internal-secret-internal-secret!"), header, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, c.ExpiresAt.Unix(), sessionExpiry(relayed.Session).Unix())
+	require.True(t, sessionExpiry(map[string]any{}).IsZero())
 
 	// A token signed with the previous key (before a rotation) still verifies.
 	old := signWith(t, jwt.SigningMethodHS256, previousKey.Secret, previousKey.ID, validClaims(time.Now()))
