@@ -161,18 +161,12 @@ func formatScenes(t *testing.T, d *demoHost, g fixtures.Gen) map[string]string {
 
 // TestBrowser runs the browser tests (web/tests: node:test driving Debian's Chromium through
 // playwright-core) against this binary's stack and a demo host on its own origin: the viewer
-<<<<<<< HEAD
-// renders every format, the demo host receives every editor event with the right payloads,
-// foreign-origin messages are ignored, a view beacon lands, the secret key never reaches the
-// browser, and editors of one scene share a room, also across two gateway processes. Node's
-// own output is the failure message.
-=======
 // renders every format, shows scans stored y-down upright in every format and both engines,
 // honours levelData v1 (start camera, hotspots, background, exposure, likes, host commands),
-// the demo host receives every editor event with the right payloads,
-// foreign-origin messages are ignored, a view beacon lands, and the secret key never reaches
-// the browser. Node's own output is the failure message.
->>>>>>> viewer
+// the demo host receives every editor event with the right payloads, foreign-origin messages
+// are ignored, a view beacon lands, the secret key never reaches the browser, and editors of
+// one scene share a room, also across two gateway processes. Node's own output is the failure
+// message.
 func TestBrowser(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
