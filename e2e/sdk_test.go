@@ -170,6 +170,12 @@ func TestSDKUploadListPatchAndDelete(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 7, trending.Info.WindowDays)
 	require.Equal(t, res.SplatID, trending.Splats[0].ID, "the one public scene is backfilled")
+	stats, err := c.SplatAnalytics(ctx, "maker", res.SplatID, 3)
+	require.NoError(t, err)
+	require.Equal(t, res.SplatID, stats.SplatID)
+	require.Len(t, stats.Days, 3)
+	require.Equal(t, time.Now().UTC().Format(time.DateOnly), stats.Days[2].Date, "today is last")
+	require.Equal(t, splathost.ViewCounts{}, stats.Totals, "no view yet")
 
 	usage, err := c.CustomerUsage(ctx, "maker")
 	require.NoError(t, err)

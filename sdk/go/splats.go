@@ -88,6 +88,21 @@ func (c *Client) TrendingSplats(ctx context.Context, o TrendingOptions) (*Trendi
 	return &out, nil
 }
 
+// SplatAnalytics returns a scene's impressions and unique viewers per UTC day of the last
+// windowDays days, today included (GET /api/v1/splats/{id}/analytics; 1-90, 0 for the default
+// 30). Scoped like GetSplat: eu sees its own scenes and public ones.
+func (c *Client) SplatAnalytics(ctx context.Context, eu, splatID string, windowDays int) (*Analytics, error) {
+	q := url.Values{}
+	if windowDays > 0 {
+		q.Set("window", strconv.Itoa(windowDays))
+	}
+	var out struct {
+		Analytics *Analytics `json:"analytics"`
+	}
+	_, err := c.do(ctx, call{method: http.MethodGet, path: "/api/v1/splats/" + pathEscape(splatID) + "/analytics", query: q, eu: eu}, &out)
+	return out.Analytics, err
+}
+
 // MintSession mints an embed session token (POST /api/editor/embed-sessions). Call it from a
 // server only. A mint has no lasting effect, so it is retried like a GET.
 func (c *Client) MintSession(ctx context.Context, r SessionRequest) (*Session, error) {

@@ -269,6 +269,29 @@ type Trending struct {
 	} `json:"trending"`
 }
 
+// ViewCounts are views in a period: every recorded view, and distinct visitors.
+type ViewCounts struct {
+	Impressions int64 `json:"impressions"`
+	UniqueViews int64 `json:"uniqueViews"`
+}
+
+// AnalyticsDay is one UTC day of Analytics.
+type AnalyticsDay struct {
+	// Date is the UTC day, YYYY-MM-DD.
+	Date string `json:"date"`
+	ViewCounts
+}
+
+// Analytics is the answer of SplatAnalytics: one entry per day of the window, oldest first and
+// today last, zeros included; Totals counts a visitor seen on several days once.
+type Analytics struct {
+	SplatID    string         `json:"splatId"`
+	WindowDays int            `json:"windowDays"`
+	Since      string         `json:"since"`
+	Totals     ViewCounts     `json:"totals"`
+	Days       []AnalyticsDay `json:"days"`
+}
+
 // SessionType is the embed a session token opens.
 type SessionType string
 

@@ -31,6 +31,7 @@ func (s *Service) registerScenes(r fiber.Router) {
 	// Before /:id: otherwise "trending" is taken for a scene id (and answered 404).
 	r.Get("/api/v1/splats/trending", s.trending)
 	r.Get("/api/v1/splats/:id", s.getScene)
+	r.Get("/api/v1/splats/:id/analytics", s.getAnalytics)
 	r.Patch("/api/v1/splats/:id", s.patchScene)
 	r.Delete("/api/v1/splats/:id", s.deleteScene)
 }
@@ -98,16 +99,21 @@ func (s *Service) getScene(c *fiber.Ctx) error {
 	if err != nil {
 		return apperr.Internal(err)
 	}
-	// The row may come from the cache, shared by every caller: scoping and all that depends on
-	// the caller are decided here, per request.
-	if sc == nil || sc.IntegrationID != caller.IntegrationID || sc.ArchivedAt != nil {
+	if !visibleTo(sc, caller) {
 		return errSceneNotFound()
 	}
 	owner, eu := ownerEUOf(sc), callerEU(caller)
-	if caller.HasExternalUser && owner != eu && sc.Visibility != scene.VisibilityPublic {
-		return errSceneNotFound()
-	}
 	return c.JSON(fiber.Map{"status": "success", "splat": s.detailOf(sc, owner, caller.ProductSlug, eu)})
+}
+
+// visibleTo is GET scene's scoping, shared by the routes scoped like it (analytics): a live scene
+// of the caller's integration, and with an EU, the EU's own or a public one. The row may come
+// from the cache, shared by every caller: scoping is decided here, per request.
+func visibleTo(sc *ent.Scene, caller *httpx.Caller) bool {
+	if sc == nil || sc.IntegrationID != caller.IntegrationID || sc.ArchivedAt != nil {
+		return false
+	}
+	return !caller.HasExternalUser || ownerEUOf(sc) == callerEU(caller) || sc.Visibility == scene.VisibilityPublic
 }
 
 // scenePatch is a validated PATCH body; nil fields are omitted (untouched).
