@@ -45,25 +45,14 @@ type sceneAnalytics struct {
 // unique viewers per UTC day of the window (zeros included, today last) and over the window,
 // from the ClickHouse daily rollup. Scoped exactly like GET scene (404 never says more).
 func (s *Service) getAnalytics(c *fiber.Ctx) error {
-	caller, err := httpx.KeyCaller(c)
-	if err != nil {
-		return err
-	}
-	id, err := SceneIDParam(c)
-	if err != nil {
-		return err
-	}
 	var issues []string
 	window := parseTrendingParam(c, "window", defaultAnalyticsWindow, 1, maxAnalyticsWindow, &issues)
 	if len(issues) > 0 {
 		return apperr.Invalid("invalid query parameters", issues...)
 	}
-	sc, err := s.sceneByID(c.UserContext(), id)
+	caller, sc, err := s.visibleScene(c)
 	if err != nil {
-		return apperr.Internal(err)
-	}
-	if !visibleTo(sc, caller) {
-		return errSceneNotFound()
+		return err
 	}
 	if s.views == nil {
 		return apperr.New(fiber.StatusServiceUnavailable, "analytics are unavailable, retry with backoff")

@@ -87,23 +87,33 @@ func callerEU(caller *httpx.Caller) string {
 // getScene answers GET /api/v1/splats/{id}. Without EU the integration sees any of its live
 // scenes; with EU only that customer's scenes and the integration's public ones.
 func (s *Service) getScene(c *fiber.Ctx) error {
-	caller, err := httpx.KeyCaller(c)
+	caller, sc, err := s.visibleScene(c)
 	if err != nil {
 		return err
-	}
-	id, err := SceneIDParam(c)
-	if err != nil {
-		return err
-	}
-	sc, err := s.sceneByID(c.UserContext(), id)
-	if err != nil {
-		return apperr.Internal(err)
-	}
-	if !visibleTo(sc, caller) {
-		return errSceneNotFound()
 	}
 	owner, eu := ownerEUOf(sc), callerEU(caller)
 	return c.JSON(fiber.Map{"status": "success", "splat": s.detailOf(sc, owner, caller.ProductSlug, eu)})
+}
+
+// visibleScene is the caller and the path's scene, scoped as GET scene scopes it (visibleTo):
+// any other scene is the 404 that never says more.
+func (s *Service) visibleScene(c *fiber.Ctx) (*httpx.Caller, *ent.Scene, error) {
+	caller, err := httpx.KeyCaller(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	id, err := SceneIDParam(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	sc, err := s.sceneByID(c.UserContext(), id)
+	if err != nil {
+		return nil, nil, apperr.Internal(err)
+	}
+	if !visibleTo(sc, caller) {
+		return nil, nil, errSceneNotFound()
+	}
+	return caller, sc, nil
 }
 
 // visibleTo is GET scene's scoping, shared by the routes scoped like it (analytics): a live scene
