@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -111,8 +112,15 @@ func (c *liveConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// hopHeaders are connection-scoped and never forwarded.
-var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade", "Te", "Trailer"}
+// upgradeHopHeaders are the connection-scoped headers an upgrade keeps (the tunnel forwards
+// them to ask the service for the same upgrade); the other hop headers are never forwarded.
+var (
+	upgradeHopHeaders = []string{"Connection", "Upgrade"}
+	otherHopHeaders   = []string{"Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Te", "Trailer"}
+)
+
+// hopHeaders are connection-scoped and never forwarded by a plain request.
+var hopHeaders = slices.Concat(upgradeHopHeaders, otherHopHeaders)
 
 func (f *forwarder) handle(c *fiber.Ctx) error {
 	req := fasthttp.AcquireRequest()

@@ -66,10 +66,12 @@ func (t *tunnel) handle(c *fiber.Ctx) error {
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	c.Request().Header.CopyTo(&req.Header)
-	// Connection and Upgrade make the upgrade and stay; the other hop-by-hop headers go.
-	for _, h := range []string{"Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Te", "Trailer", httpx.CallerHeader} {
+	// Connection and Upgrade make the upgrade and stay; the other hop-by-hop headers go, and a
+	// caller header only the gateway may set.
+	for _, h := range otherHopHeaders {
 		req.Header.Del(h)
 	}
+	req.Header.Del(httpx.CallerHeader)
 	uri := fasthttp.AcquireURI()
 	defer fasthttp.ReleaseURI(uri)
 	c.Request().URI().CopyTo(uri)
