@@ -10,8 +10,8 @@ WORKFLOWCHECK_VERSION := v0.6.0
 WORKFLOWCHECK := $(TOOLS_CACHE)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowcheck
 export SPLATHOST_VERSITYGW := $(VERSITYGW)
 PG_BIN := /usr/lib/postgresql/15/bin
-BINARIES := splathost gateway user scene session worker demo splathostctl
-GO_SOURCES = $(shell find . -name '*.go' -not -path './.dev/*' -not -path './bin/*' -not -path './web/node_modules/*') go.mod go.sum go.work tools/go.mod tools/go.sum sdk/go/go.mod api/openapi.yaml $(wildcard ent/migrate/migrations/*)
+BINARIES := splathost gateway user scene session worker media-worker demo splathostctl
+GO_SOURCES = $(shell find . -name '*.go' -not -path './.dev/*' -not -path './bin/*' -not -path './web/node_modules/*' -not -path './media/node_modules/*') go.mod go.sum go.work tools/go.mod tools/go.sum sdk/go/go.mod api/openapi.yaml $(wildcard ent/migrate/migrations/*)
 
 # The browser code (npm workspace web/) is built into web/dist, which the gateway embeds. Stamps
 # live in node_modules, so a fresh `npm ci` always rebuilds.
@@ -19,6 +19,9 @@ WEB_SOURCES = $(shell find web/sdk/src web/embed/src web/docs/src -type f) web/b
 	web/tsconfig.base.json web/sdk/tsconfig.json web/embed/tsconfig.json web/sdk/package.json web/embed/package.json \
 	web/docs/build.mjs web/docs/package.json
 WEB_INSTALLED := web/node_modules/.splathost-installed
+# The media worker's converter (@playcanvas/splat-transform, pinned in media/package-lock.json).
+# Its webgpu dependency's install script is skipped: the media worker converts with -g cpu.
+MEDIA_INSTALLED := media/node_modules/.splathost-installed
 WEB_BUILT := web/node_modules/.splathost-built
 
 .PHONY: dev test unit e2e bench build deps migrate generate migration fuzz clean help web
@@ -50,7 +53,11 @@ deps: $(VERSITYGW)
 			{ echo "could not install:$$missing"; exit 1; }; }; \
 		for s in postgresql clickhouse-server; do service $$s stop >/dev/null 2>&1 || true; done; \
 	fi
-	@$(MAKE) --no-print-directory $(WEB_INSTALLED)
+	@$(MAKE) --no-print-directory $(WEB_INSTALLED) $(MEDIA_INSTALLED)
+
+$(MEDIA_INSTALLED): media/package-lock.json
+	cd media && npm ci --no-audit --no-fund --ignore-scripts
+	@touch $@
 
 $(WORKFLOWCHECK):
 	@mkdir -p $(dir $@)

@@ -24,6 +24,8 @@ type ObjectAPI interface {
 	DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, opts ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
 	HeadObject(ctx context.Context, in *s3.HeadObjectInput, opts ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 	CopyObject(ctx context.Context, in *s3.CopyObjectInput, opts ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
+	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 }
 
 // Activities holds the dependencies of every activity; its exported methods are the activities.
@@ -43,7 +45,9 @@ type Activities struct {
 	PublicBase string
 	// Views is the ClickHouse view store (analytics.Views).
 	Views ViewStore
-	Log   *slog.Logger
+	// Renditions are the conversion settings of a media worker (nil elsewhere).
+	Renditions *RenditionSettings
+	Log        *slog.Logger
 }
 
 // Register adds every activity to w and reports how many it registered.

@@ -237,6 +237,13 @@ func (a *Activities) planClone(src *ent.Scene, remix bool, in PrepareCloneInput)
 	}
 	draft.SplatURL = rewrite(src.SplatURL)
 	draft.ImageURL = rewrite(src.ImageURL)
+	// Renditions are re-derived for the clone (FinalizeClone plans one), not copied: they are
+	// not charged, and the clone's own folder is named by its id. A poster the source's
+	// rendition made is re-rendered with it, so the clone never points into the source's
+	// folder (which goes when the source is deleted).
+	if key, _, ok := a.assetRef(src.ImageURL); ok && src.RenditionPrefix != nil && strings.HasPrefix(key, *src.RenditionPrefix) {
+		draft.ImageURL = ""
+	}
 	if src.ThumbnailDepthURL != nil {
 		d := rewrite(*src.ThumbnailDepthURL)
 		draft.ThumbnailDepthURL = &d
@@ -619,6 +626,8 @@ type FinalizeCloneInput struct {
 type FinalizeCloneResult struct {
 	SplatID string
 	Usage   quota.Snapshot
+	// RenditionPending says the clone was created with a rendition to build.
+	RenditionPending bool
 }
 
 // FinalizeClone turns the job into its scene in one transaction: the scene row from the draft
@@ -680,6 +689,11 @@ func (a *Activities) FinalizeClone(ctx context.Context, in FinalizeCloneInput) (
 	if d.InitialCameraRotation != nil {
 		create.SetInitialCameraRotation(d.InitialCameraRotation)
 	}
+	_, rendition := RenditionFormat(d.SplatType, d.SplatURL)
+	if rendition {
+		create.SetProcessingState(scene.ProcessingStatePending).
+			SetRenditionPrefix(RenditionFolder(job.IntegrationID, job.OwnerID, job.ID))
+	}
 	if err := create.Exec(ctx); err != nil {
 		return FinalizeCloneResult{}, fmt.Errorf("creating the clone %s: %w", job.ID, err)
 	}
@@ -693,7 +707,7 @@ func (a *Activities) FinalizeClone(ctx context.Context, in FinalizeCloneInput) (
 		return FinalizeCloneResult{}, fmt.Errorf("committing the clone %s: %w", job.ID, err)
 	}
 	metrics.CloneJobs.WithLabelValues("succeeded").Inc()
-	return FinalizeCloneResult{SplatID: job.ID, Usage: quota.AccountSnapshot(acct)}, nil
+	return FinalizeCloneResult{SplatID: job.ID, Usage: quota.AccountSnapshot(acct), RenditionPending: rendition}, nil
 }
 
 // recheckClone applies the commit's rules once more, under the row locks, before a job becomes

@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,7 +82,7 @@ func (a *Activities) PurgeArchivedScene(ctx context.Context, in PurgeArchivedSce
 	case sc.ArchiveProtected:
 		return PurgeArchivedSceneResult{Reason: RetentionKeptProtected}, nil
 	}
-	keys, prefixes := sceneObjects(sc)
+	keys, prefixes := SceneObjects(sc)
 	if len(keys)+len(prefixes) > 0 {
 		if _, err := a.DeleteObjects(ctx, DeleteObjectsInput{Keys: keys, Prefixes: prefixes}); err != nil {
 			return PurgeArchivedSceneResult{}, err
@@ -102,22 +103,28 @@ func (a *Activities) PurgeArchivedScene(ctx context.Context, in PurgeArchivedSce
 	return PurgeArchivedSceneResult{Removed: true}, nil
 }
 
-// sceneObjects lists a scene's stored objects as the scene DELETE and the customer purge do:
-// every asset key and, for a LOD scene, its folder; nothing outside the scene's integration,
-// whatever the row says, and never a folder that would widen into a listing of more than the
-// scene's own objects (DeleteObjects refuses those too).
-func sceneObjects(sc *ent.Scene) (keys, prefixes []string) {
+// SceneObjects lists a scene's stored objects, as its DELETE, the customer purge and the
+// retention purge remove them: every asset key, the LOD folder of a LOD scene and the scene's
+// rendition folder; nothing outside the scene's integration, whatever the row says, and never a
+// folder that would widen into a listing of more than the scene's own objects (DeleteObjects
+// refuses those too).
+func SceneObjects(sc *ent.Scene) (keys, prefixes []string) {
 	scope := "i/" + sc.IntegrationID + "/"
 	for _, k := range sc.AssetKeys {
-		if strings.HasPrefix(k, scope) && safeKey(k) {
+		if strings.HasPrefix(k, scope) && safeKey(k) && !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
 	}
-	if sc.LodFolderKey != nil {
-		folder := strings.TrimSuffix(*sc.LodFolderKey, "/") + "/"
-		if strings.HasPrefix(folder, scope) && safePrefix(folder) {
-			prefixes = append(prefixes, folder)
+	folder := func(f string) {
+		if strings.HasPrefix(f, scope) && safePrefix(f) && !slices.Contains(prefixes, f) {
+			prefixes = append(prefixes, f)
 		}
+	}
+	if sc.LodFolderKey != nil {
+		folder(strings.TrimSuffix(*sc.LodFolderKey, "/") + "/")
+	}
+	if sc.RenditionPrefix != nil {
+		folder(*sc.RenditionPrefix)
 	}
 	return keys, prefixes
 }

@@ -13,6 +13,8 @@ import (
 func TestSceneObjectsStayInsideTheScenesIntegration(t *testing.T) {
 	integ := "aaaaaaaaaaaaaaaaaaaaaaaa"
 	folder := owner + "lod_folder/t1"
+	rendition := RenditionFolder(integ, "dddddddddddddddddddddddd", "eeeeeeeeeeeeeeeeeeeeeeee")
+	foreign := RenditionFolder("cccccccccccccccccccccccc", "dddddddddddddddddddddddd", "eeeeeeeeeeeeeeeeeeeeeeee")
 	for _, tc := range []struct {
 		name           string
 		sc             ent.Scene
@@ -25,9 +27,12 @@ func TestSceneObjectsStayInsideTheScenesIntegration(t *testing.T) {
 		{"foreign and malformed keys are dropped", ent.Scene{IntegrationID: integ,
 			AssetKeys: []string{"i/cccccccccccccccccccccccc/u/x/splat_file/t/a.splat", owner + "../x", "i/" + integ + "/"}}, nil, nil},
 		{"a folder that would list a whole integration is dropped", ent.Scene{IntegrationID: integ, LodFolderKey: &integ}, nil, nil},
+		{"the rendition folder goes too", ent.Scene{IntegrationID: integ, AssetKeys: []string{owner + "splat_file/t1/a.ply"}, RenditionPrefix: &rendition},
+			[]string{owner + "splat_file/t1/a.ply"}, []string{rendition}},
+		{"a rendition folder of another integration is dropped", ent.Scene{IntegrationID: integ, RenditionPrefix: &foreign}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			keys, prefixes := sceneObjects(&tc.sc)
+			keys, prefixes := SceneObjects(&tc.sc)
 			require.Equal(t, tc.keys, keys)
 			require.Equal(t, tc.prefixes, prefixes)
 		})

@@ -7858,6 +7858,17 @@ type SceneMutation struct {
 	archive_protected             *bool
 	archived_prior_visibility     *scene.ArchivedPriorVisibility
 	archived_prior_allow_embed    *bool
+	processing_state              *scene.ProcessingState
+	processing_message            *string
+	rendition_prefix              *string
+	rendition_type                *scene.RenditionType
+	rendition_key                 *string
+	rendition_bytes               *int64
+	addrendition_bytes            *int64
+	rendition_files               *int
+	addrendition_files            *int
+	gaussians                     *int64
+	addgaussians                  *int64
 	clearedFields                 map[string]struct{}
 	integration                   *string
 	clearedintegration            bool
@@ -9507,6 +9518,448 @@ func (m *SceneMutation) ResetArchivedPriorAllowEmbed() {
 	delete(m.clearedFields, scene.FieldArchivedPriorAllowEmbed)
 }
 
+// SetProcessingState sets the "processing_state" field.
+func (m *SceneMutation) SetProcessingState(ss scene.ProcessingState) {
+	m.processing_state = &ss
+}
+
+// ProcessingState returns the value of the "processing_state" field in the mutation.
+func (m *SceneMutation) ProcessingState() (r scene.ProcessingState, exists bool) {
+	v := m.processing_state
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProcessingState returns the old "processing_state" field's value of the Scene entity.
+// If the Scene object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SceneMutation) OldProcessingState(ctx context.Context) (v scene.ProcessingState, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProcessingState is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProcessingState requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProcessingState: %w", err)
+	}
+	return oldValue.ProcessingState, nil
+}
+
+// ResetProcessingState resets all changes to the "processing_state" field.
+func (m *SceneMutation) ResetProcessingState() {
+	m.processing_state = nil
+}
+
+// SetProcessingMessage sets the "processing_message" field.
+func (m *SceneMutation) SetProcessingMessage(s string) {
+	m.processing_message = &s
+}
+
+// ProcessingMessage returns the value of the "processing_message" field in the mutation.
+func (m *SceneMutation) ProcessingMessage() (r string, exists bool) {
+	v := m.processing_message
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProcessingMessage returns the old "processing_message" field's value of the Scene entity.
+// If the Scene object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SceneMutation) OldProcessingMessage(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProcessingMessage is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProcessingMessage requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProcessingMessage: %w", err)
+	}
+	return oldValue.ProcessingMessage, nil
+}
+
+// ClearProcessingMessage clears the value of the "processing_message" field.
+func (m *SceneMutation) ClearProcessingMessage() {
+	m.processing_message = nil
+	m.clearedFields[scene.FieldProcessingMessage] = struct{}{}
+}
+
+// ProcessingMessageCleared returns if the "processing_message" field was cleared in this mutation.
+func (m *SceneMutation) ProcessingMessageCleared() bool {
+	_, ok := m.clearedFields[scene.FieldProcessingMessage]
+	return ok
+}
+
+// ResetProcessingMessage resets all changes to the "processing_message" field.
+func (m *SceneMutation) ResetProcessingMessage() {
+	m.processing_message = nil
+	delete(m.clearedFields, scene.FieldProcessingMessage)
+}
+
+// SetRenditionPrefix sets the "rendition_prefix" field.
+func (m *SceneMutation) SetRenditionPrefix(s string) {
+	m.rendition_prefix = &s
+}
+
+// RenditionPrefix returns the value of the "rendition_prefix" field in the mutation.
+func (m *SceneMutation) RenditionPrefix() (r string, exists bool) {
+	v := m.rendition_prefix
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRenditionPrefix returns the old "rendition_prefix" field's value of the Scene entity.
+// If the Scene object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SceneMutation) OldRenditionPrefix(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRenditionPrefix is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRenditionPrefix requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRenditionPrefix: %w", err)
+	}
+	return oldValue.RenditionPrefix, nil
+}
+
+// ClearRenditionPrefix clears the value of the "rendition_prefix" field.
+func (m *SceneMutation) ClearRenditionPrefix() {
+	m.rendition_prefix = nil
+	m.clearedFields[scene.FieldRenditionPrefix] = struct{}{}
+}
+
+// RenditionPrefixCleared returns if the "rendition_prefix" field was cleared in this mutation.
+func (m *SceneMutation) RenditionPrefixCleared() bool {
+	_, ok := m.clearedFields[scene.FieldRenditionPrefix]
+	return ok
+}
+
+// ResetRenditionPrefix resets all changes to the "rendition_prefix" field.
+func (m *SceneMutation) ResetRenditionPrefix() {
+	m.rendition_prefix = nil
+	delete(m.clearedFields, scene.FieldRenditionPrefix)
+}
+
+// SetRenditionType sets the "rendition_type" field.
+func (m *SceneMutation) SetRenditionType(st scene.RenditionType) {
+	m.rendition_type = &st
+}
+
+// RenditionType returns the value of the "rendition_type" field in the mutation.
+func (m *SceneMutation) RenditionType() (r scene.RenditionType, exists bool) {
+	v := m.rendition_type
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRenditionType returns the old "rendition_type" field's value of the Scene entity.
+// If the Scene object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SceneMutation) OldRenditionType(ctx context.Context) (v *scene.RenditionType, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRenditionType is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRenditionType requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRenditionType: %w", err)
+	}
+	return oldValue.RenditionType, nil
+}
+
+// ClearRenditionType clears the value of the "rendition_type" field.
+func (m *SceneMutation) ClearRenditionType() {
+	m.rendition_type = nil
+	m.clearedFields[scene.FieldRenditionType] = struct{}{}
+}
+
+// RenditionTypeCleared returns if the "rendition_type" field was cleared in this mutation.
+func (m *SceneMutation) RenditionTypeCleared() bool {
+	_, ok := m.clearedFields[scene.FieldRenditionType]
+	return ok
+}
+
+// ResetRenditionType resets all changes to the "rendition_type" field.
+func (m *SceneMutation) ResetRenditionType() {
+	m.rendition_type = nil
+	delete(m.clearedFields, scene.FieldRenditionType)
+}
+
+// SetRenditionKey sets the "rendition_key" field.
+func (m *SceneMutation) SetRenditionKey(s string) {
+	m.rendition_key = &s
+}
+
+// RenditionKey returns the value of the "rendition_key" field in the mutation.
+func (m *SceneMutation) RenditionKey() (r string, exists bool) {
+	v := m.rendition_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRenditionKey returns the old "rendition_key" field's value of the Scene entity.
+// If the Scene object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SceneMutation) OldRenditionKey(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRenditionKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRenditionKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRenditionKey: %w", err)
+	}
+	return oldValue.RenditionKey, nil
+}
+
+// ClearRenditionKey clears the value of the "rendition_key" field.
+func (m *SceneMutation) ClearRenditionKey() {
+	m.rendition_key = nil
+	m.clearedFields[scene.FieldRenditionKey] = struct{}{}
+}
+
+// RenditionKeyCleared returns if the "rendition_key" field was cleared in this mutation.
+func (m *SceneMutation) RenditionKeyCleared() bool {
+	_, ok := m.clearedFields[scene.FieldRenditionKey]
+	return ok
+}
+
+// ResetRenditionKey resets all changes to the "rendition_key" field.
+func (m *SceneMutation) ResetRenditionKey() {
+	m.rendition_key = nil
+	delete(m.clearedFields, scene.FieldRenditionKey)
+}
+
+// SetRenditionBytes sets the "rendition_bytes" field.
+func (m *SceneMutation) SetRenditionBytes(i int64) {
+	m.rendition_bytes = &i
+	m.addrendition_bytes = nil
+}
+
+// RenditionBytes returns the value of the "rendition_bytes" field in the mutation.
+func (m *SceneMutation) RenditionBytes() (r int64, exists bool) {
+	v := m.rendition_bytes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRenditionBytes returns the old "rendition_bytes" field's value of the Scene entity.
+// If the Scene object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SceneMutation) OldRenditionBytes(ctx context.Context) (v *int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRenditionBytes is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRenditionBytes requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRenditionBytes: %w", err)
+	}
+	return oldValue.RenditionBytes, nil
+}
+
+// AddRenditionBytes adds i to the "rendition_bytes" field.
+func (m *SceneMutation) AddRenditionBytes(i int64) {
+	if m.addrendition_bytes != nil {
+		*m.addrendition_bytes += i
+	} else {
+		m.addrendition_bytes = &i
+	}
+}
+
+// AddedRenditionBytes returns the value that was added to the "rendition_bytes" field in this mutation.
+func (m *SceneMutation) AddedRenditionBytes() (r int64, exists bool) {
+	v := m.addrendition_bytes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearRenditionBytes clears the value of the "rendition_bytes" field.
+func (m *SceneMutation) ClearRenditionBytes() {
+	m.rendition_bytes = nil
+	m.addrendition_bytes = nil
+	m.clearedFields[scene.FieldRenditionBytes] = struct{}{}
+}
+
+// RenditionBytesCleared returns if the "rendition_bytes" field was cleared in this mutation.
+func (m *SceneMutation) RenditionBytesCleared() bool {
+	_, ok := m.clearedFields[scene.FieldRenditionBytes]
+	return ok
+}
+
+// ResetRenditionBytes resets all changes to the "rendition_bytes" field.
+func (m *SceneMutation) ResetRenditionBytes() {
+	m.rendition_bytes = nil
+	m.addrendition_bytes = nil
+	delete(m.clearedFields, scene.FieldRenditionBytes)
+}
+
+// SetRenditionFiles sets the "rendition_files" field.
+func (m *SceneMutation) SetRenditionFiles(i int) {
+	m.rendition_files = &i
+	m.addrendition_files = nil
+}
+
+// RenditionFiles returns the value of the "rendition_files" field in the mutation.
+func (m *SceneMutation) RenditionFiles() (r int, exists bool) {
+	v := m.rendition_files
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRenditionFiles returns the old "rendition_files" field's value of the Scene entity.
+// If the Scene object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SceneMutation) OldRenditionFiles(ctx context.Context) (v *int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRenditionFiles is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRenditionFiles requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRenditionFiles: %w", err)
+	}
+	return oldValue.RenditionFiles, nil
+}
+
+// AddRenditionFiles adds i to the "rendition_files" field.
+func (m *SceneMutation) AddRenditionFiles(i int) {
+	if m.addrendition_files != nil {
+		*m.addrendition_files += i
+	} else {
+		m.addrendition_files = &i
+	}
+}
+
+// AddedRenditionFiles returns the value that was added to the "rendition_files" field in this mutation.
+func (m *SceneMutation) AddedRenditionFiles() (r int, exists bool) {
+	v := m.addrendition_files
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearRenditionFiles clears the value of the "rendition_files" field.
+func (m *SceneMutation) ClearRenditionFiles() {
+	m.rendition_files = nil
+	m.addrendition_files = nil
+	m.clearedFields[scene.FieldRenditionFiles] = struct{}{}
+}
+
+// RenditionFilesCleared returns if the "rendition_files" field was cleared in this mutation.
+func (m *SceneMutation) RenditionFilesCleared() bool {
+	_, ok := m.clearedFields[scene.FieldRenditionFiles]
+	return ok
+}
+
+// ResetRenditionFiles resets all changes to the "rendition_files" field.
+func (m *SceneMutation) ResetRenditionFiles() {
+	m.rendition_files = nil
+	m.addrendition_files = nil
+	delete(m.clearedFields, scene.FieldRenditionFiles)
+}
+
+// SetGaussians sets the "gaussians" field.
+func (m *SceneMutation) SetGaussians(i int64) {
+	m.gaussians = &i
+	m.addgaussians = nil
+}
+
+// Gaussians returns the value of the "gaussians" field in the mutation.
+func (m *SceneMutation) Gaussians() (r int64, exists bool) {
+	v := m.gaussians
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldGaussians returns the old "gaussians" field's value of the Scene entity.
+// If the Scene object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SceneMutation) OldGaussians(ctx context.Context) (v *int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldGaussians is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldGaussians requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldGaussians: %w", err)
+	}
+	return oldValue.Gaussians, nil
+}
+
+// AddGaussians adds i to the "gaussians" field.
+func (m *SceneMutation) AddGaussians(i int64) {
+	if m.addgaussians != nil {
+		*m.addgaussians += i
+	} else {
+		m.addgaussians = &i
+	}
+}
+
+// AddedGaussians returns the value that was added to the "gaussians" field in this mutation.
+func (m *SceneMutation) AddedGaussians() (r int64, exists bool) {
+	v := m.addgaussians
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearGaussians clears the value of the "gaussians" field.
+func (m *SceneMutation) ClearGaussians() {
+	m.gaussians = nil
+	m.addgaussians = nil
+	m.clearedFields[scene.FieldGaussians] = struct{}{}
+}
+
+// GaussiansCleared returns if the "gaussians" field was cleared in this mutation.
+func (m *SceneMutation) GaussiansCleared() bool {
+	_, ok := m.clearedFields[scene.FieldGaussians]
+	return ok
+}
+
+// ResetGaussians resets all changes to the "gaussians" field.
+func (m *SceneMutation) ResetGaussians() {
+	m.gaussians = nil
+	m.addgaussians = nil
+	delete(m.clearedFields, scene.FieldGaussians)
+}
+
 // ClearIntegration clears the "integration" edge to the Integration entity.
 func (m *SceneMutation) ClearIntegration() {
 	m.clearedintegration = true
@@ -9595,7 +10048,7 @@ func (m *SceneMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *SceneMutation) Fields() []string {
-	fields := make([]string, 0, 34)
+	fields := make([]string, 0, 42)
 	if m.created_at != nil {
 		fields = append(fields, scene.FieldCreatedAt)
 	}
@@ -9698,6 +10151,30 @@ func (m *SceneMutation) Fields() []string {
 	if m.archived_prior_allow_embed != nil {
 		fields = append(fields, scene.FieldArchivedPriorAllowEmbed)
 	}
+	if m.processing_state != nil {
+		fields = append(fields, scene.FieldProcessingState)
+	}
+	if m.processing_message != nil {
+		fields = append(fields, scene.FieldProcessingMessage)
+	}
+	if m.rendition_prefix != nil {
+		fields = append(fields, scene.FieldRenditionPrefix)
+	}
+	if m.rendition_type != nil {
+		fields = append(fields, scene.FieldRenditionType)
+	}
+	if m.rendition_key != nil {
+		fields = append(fields, scene.FieldRenditionKey)
+	}
+	if m.rendition_bytes != nil {
+		fields = append(fields, scene.FieldRenditionBytes)
+	}
+	if m.rendition_files != nil {
+		fields = append(fields, scene.FieldRenditionFiles)
+	}
+	if m.gaussians != nil {
+		fields = append(fields, scene.FieldGaussians)
+	}
 	return fields
 }
 
@@ -9774,6 +10251,22 @@ func (m *SceneMutation) Field(name string) (ent.Value, bool) {
 		return m.ArchivedPriorVisibility()
 	case scene.FieldArchivedPriorAllowEmbed:
 		return m.ArchivedPriorAllowEmbed()
+	case scene.FieldProcessingState:
+		return m.ProcessingState()
+	case scene.FieldProcessingMessage:
+		return m.ProcessingMessage()
+	case scene.FieldRenditionPrefix:
+		return m.RenditionPrefix()
+	case scene.FieldRenditionType:
+		return m.RenditionType()
+	case scene.FieldRenditionKey:
+		return m.RenditionKey()
+	case scene.FieldRenditionBytes:
+		return m.RenditionBytes()
+	case scene.FieldRenditionFiles:
+		return m.RenditionFiles()
+	case scene.FieldGaussians:
+		return m.Gaussians()
 	}
 	return nil, false
 }
@@ -9851,6 +10344,22 @@ func (m *SceneMutation) OldField(ctx context.Context, name string) (ent.Value, e
 		return m.OldArchivedPriorVisibility(ctx)
 	case scene.FieldArchivedPriorAllowEmbed:
 		return m.OldArchivedPriorAllowEmbed(ctx)
+	case scene.FieldProcessingState:
+		return m.OldProcessingState(ctx)
+	case scene.FieldProcessingMessage:
+		return m.OldProcessingMessage(ctx)
+	case scene.FieldRenditionPrefix:
+		return m.OldRenditionPrefix(ctx)
+	case scene.FieldRenditionType:
+		return m.OldRenditionType(ctx)
+	case scene.FieldRenditionKey:
+		return m.OldRenditionKey(ctx)
+	case scene.FieldRenditionBytes:
+		return m.OldRenditionBytes(ctx)
+	case scene.FieldRenditionFiles:
+		return m.OldRenditionFiles(ctx)
+	case scene.FieldGaussians:
+		return m.OldGaussians(ctx)
 	}
 	return nil, fmt.Errorf("unknown Scene field %s", name)
 }
@@ -10098,6 +10607,62 @@ func (m *SceneMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetArchivedPriorAllowEmbed(v)
 		return nil
+	case scene.FieldProcessingState:
+		v, ok := value.(scene.ProcessingState)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProcessingState(v)
+		return nil
+	case scene.FieldProcessingMessage:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProcessingMessage(v)
+		return nil
+	case scene.FieldRenditionPrefix:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRenditionPrefix(v)
+		return nil
+	case scene.FieldRenditionType:
+		v, ok := value.(scene.RenditionType)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRenditionType(v)
+		return nil
+	case scene.FieldRenditionKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRenditionKey(v)
+		return nil
+	case scene.FieldRenditionBytes:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRenditionBytes(v)
+		return nil
+	case scene.FieldRenditionFiles:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRenditionFiles(v)
+		return nil
+	case scene.FieldGaussians:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetGaussians(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Scene field %s", name)
 }
@@ -10118,6 +10683,15 @@ func (m *SceneMutation) AddedFields() []string {
 	if m.addfile_size_bytes != nil {
 		fields = append(fields, scene.FieldFileSizeBytes)
 	}
+	if m.addrendition_bytes != nil {
+		fields = append(fields, scene.FieldRenditionBytes)
+	}
+	if m.addrendition_files != nil {
+		fields = append(fields, scene.FieldRenditionFiles)
+	}
+	if m.addgaussians != nil {
+		fields = append(fields, scene.FieldGaussians)
+	}
 	return fields
 }
 
@@ -10134,6 +10708,12 @@ func (m *SceneMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedLikeCount()
 	case scene.FieldFileSizeBytes:
 		return m.AddedFileSizeBytes()
+	case scene.FieldRenditionBytes:
+		return m.AddedRenditionBytes()
+	case scene.FieldRenditionFiles:
+		return m.AddedRenditionFiles()
+	case scene.FieldGaussians:
+		return m.AddedGaussians()
 	}
 	return nil, false
 }
@@ -10170,6 +10750,27 @@ func (m *SceneMutation) AddField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.AddFileSizeBytes(v)
+		return nil
+	case scene.FieldRenditionBytes:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddRenditionBytes(v)
+		return nil
+	case scene.FieldRenditionFiles:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddRenditionFiles(v)
+		return nil
+	case scene.FieldGaussians:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddGaussians(v)
 		return nil
 	}
 	return fmt.Errorf("unknown Scene numeric field %s", name)
@@ -10220,6 +10821,27 @@ func (m *SceneMutation) ClearedFields() []string {
 	}
 	if m.FieldCleared(scene.FieldArchivedPriorAllowEmbed) {
 		fields = append(fields, scene.FieldArchivedPriorAllowEmbed)
+	}
+	if m.FieldCleared(scene.FieldProcessingMessage) {
+		fields = append(fields, scene.FieldProcessingMessage)
+	}
+	if m.FieldCleared(scene.FieldRenditionPrefix) {
+		fields = append(fields, scene.FieldRenditionPrefix)
+	}
+	if m.FieldCleared(scene.FieldRenditionType) {
+		fields = append(fields, scene.FieldRenditionType)
+	}
+	if m.FieldCleared(scene.FieldRenditionKey) {
+		fields = append(fields, scene.FieldRenditionKey)
+	}
+	if m.FieldCleared(scene.FieldRenditionBytes) {
+		fields = append(fields, scene.FieldRenditionBytes)
+	}
+	if m.FieldCleared(scene.FieldRenditionFiles) {
+		fields = append(fields, scene.FieldRenditionFiles)
+	}
+	if m.FieldCleared(scene.FieldGaussians) {
+		fields = append(fields, scene.FieldGaussians)
 	}
 	return fields
 }
@@ -10276,6 +10898,27 @@ func (m *SceneMutation) ClearField(name string) error {
 		return nil
 	case scene.FieldArchivedPriorAllowEmbed:
 		m.ClearArchivedPriorAllowEmbed()
+		return nil
+	case scene.FieldProcessingMessage:
+		m.ClearProcessingMessage()
+		return nil
+	case scene.FieldRenditionPrefix:
+		m.ClearRenditionPrefix()
+		return nil
+	case scene.FieldRenditionType:
+		m.ClearRenditionType()
+		return nil
+	case scene.FieldRenditionKey:
+		m.ClearRenditionKey()
+		return nil
+	case scene.FieldRenditionBytes:
+		m.ClearRenditionBytes()
+		return nil
+	case scene.FieldRenditionFiles:
+		m.ClearRenditionFiles()
+		return nil
+	case scene.FieldGaussians:
+		m.ClearGaussians()
 		return nil
 	}
 	return fmt.Errorf("unknown Scene nullable field %s", name)
@@ -10386,6 +11029,30 @@ func (m *SceneMutation) ResetField(name string) error {
 		return nil
 	case scene.FieldArchivedPriorAllowEmbed:
 		m.ResetArchivedPriorAllowEmbed()
+		return nil
+	case scene.FieldProcessingState:
+		m.ResetProcessingState()
+		return nil
+	case scene.FieldProcessingMessage:
+		m.ResetProcessingMessage()
+		return nil
+	case scene.FieldRenditionPrefix:
+		m.ResetRenditionPrefix()
+		return nil
+	case scene.FieldRenditionType:
+		m.ResetRenditionType()
+		return nil
+	case scene.FieldRenditionKey:
+		m.ResetRenditionKey()
+		return nil
+	case scene.FieldRenditionBytes:
+		m.ResetRenditionBytes()
+		return nil
+	case scene.FieldRenditionFiles:
+		m.ResetRenditionFiles()
+		return nil
+	case scene.FieldGaussians:
+		m.ResetGaussians()
 		return nil
 	}
 	return fmt.Errorf("unknown Scene field %s", name)

@@ -89,6 +89,22 @@ type Scene struct {
 	ArchivedPriorVisibility *scene.ArchivedPriorVisibility `json:"archived_prior_visibility,omitempty"`
 	// ArchivedPriorAllowEmbed holds the value of the "archived_prior_allow_embed" field.
 	ArchivedPriorAllowEmbed *bool `json:"archived_prior_allow_embed,omitempty"`
+	// ProcessingState holds the value of the "processing_state" field.
+	ProcessingState scene.ProcessingState `json:"processing_state,omitempty"`
+	// ProcessingMessage holds the value of the "processing_message" field.
+	ProcessingMessage *string `json:"processing_message,omitempty"`
+	// RenditionPrefix holds the value of the "rendition_prefix" field.
+	RenditionPrefix *string `json:"rendition_prefix,omitempty"`
+	// RenditionType holds the value of the "rendition_type" field.
+	RenditionType *scene.RenditionType `json:"rendition_type,omitempty"`
+	// RenditionKey holds the value of the "rendition_key" field.
+	RenditionKey *string `json:"rendition_key,omitempty"`
+	// RenditionBytes holds the value of the "rendition_bytes" field.
+	RenditionBytes *int64 `json:"rendition_bytes,omitempty"`
+	// RenditionFiles holds the value of the "rendition_files" field.
+	RenditionFiles *int `json:"rendition_files,omitempty"`
+	// Gaussians holds the value of the "gaussians" field.
+	Gaussians *int64 `json:"gaussians,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the SceneQuery when eager-loading is set.
 	Edges        SceneEdges `json:"edges"`
@@ -137,9 +153,9 @@ func (*Scene) scanValues(columns []string) ([]any, error) {
 			values[i] = new([]byte)
 		case scene.FieldAllowEmbed, scene.FieldAllowComments, scene.FieldAllowReactions, scene.FieldAllowClone, scene.FieldFeatured, scene.FieldHoldsSplatSlot, scene.FieldArchiveProtected, scene.FieldArchivedPriorAllowEmbed:
 			values[i] = new(sql.NullBool)
-		case scene.FieldLodFiles, scene.FieldViewCount, scene.FieldLikeCount, scene.FieldFileSizeBytes:
+		case scene.FieldLodFiles, scene.FieldViewCount, scene.FieldLikeCount, scene.FieldFileSizeBytes, scene.FieldRenditionBytes, scene.FieldRenditionFiles, scene.FieldGaussians:
 			values[i] = new(sql.NullInt64)
-		case scene.FieldID, scene.FieldIntegrationID, scene.FieldOwnerID, scene.FieldTitle, scene.FieldDescription, scene.FieldImageURL, scene.FieldThumbnailDepthURL, scene.FieldSplatURL, scene.FieldSplatType, scene.FieldLodFolderKey, scene.FieldVisibility, scene.FieldClonedFromID, scene.FieldArchivedPriorVisibility:
+		case scene.FieldID, scene.FieldIntegrationID, scene.FieldOwnerID, scene.FieldTitle, scene.FieldDescription, scene.FieldImageURL, scene.FieldThumbnailDepthURL, scene.FieldSplatURL, scene.FieldSplatType, scene.FieldLodFolderKey, scene.FieldVisibility, scene.FieldClonedFromID, scene.FieldArchivedPriorVisibility, scene.FieldProcessingState, scene.FieldProcessingMessage, scene.FieldRenditionPrefix, scene.FieldRenditionType, scene.FieldRenditionKey:
 			values[i] = new(sql.NullString)
 		case scene.FieldCreatedAt, scene.FieldUpdatedAt, scene.FieldFeaturedAt, scene.FieldFirstPublishedAt, scene.FieldArchivedAt:
 			values[i] = new(sql.NullTime)
@@ -387,6 +403,61 @@ func (_m *Scene) assignValues(columns []string, values []any) error {
 				_m.ArchivedPriorAllowEmbed = new(bool)
 				*_m.ArchivedPriorAllowEmbed = value.Bool
 			}
+		case scene.FieldProcessingState:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field processing_state", values[i])
+			} else if value.Valid {
+				_m.ProcessingState = scene.ProcessingState(value.String)
+			}
+		case scene.FieldProcessingMessage:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field processing_message", values[i])
+			} else if value.Valid {
+				_m.ProcessingMessage = new(string)
+				*_m.ProcessingMessage = value.String
+			}
+		case scene.FieldRenditionPrefix:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field rendition_prefix", values[i])
+			} else if value.Valid {
+				_m.RenditionPrefix = new(string)
+				*_m.RenditionPrefix = value.String
+			}
+		case scene.FieldRenditionType:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field rendition_type", values[i])
+			} else if value.Valid {
+				_m.RenditionType = new(scene.RenditionType)
+				*_m.RenditionType = scene.RenditionType(value.String)
+			}
+		case scene.FieldRenditionKey:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field rendition_key", values[i])
+			} else if value.Valid {
+				_m.RenditionKey = new(string)
+				*_m.RenditionKey = value.String
+			}
+		case scene.FieldRenditionBytes:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field rendition_bytes", values[i])
+			} else if value.Valid {
+				_m.RenditionBytes = new(int64)
+				*_m.RenditionBytes = value.Int64
+			}
+		case scene.FieldRenditionFiles:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field rendition_files", values[i])
+			} else if value.Valid {
+				_m.RenditionFiles = new(int)
+				*_m.RenditionFiles = int(value.Int64)
+			}
+		case scene.FieldGaussians:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field gaussians", values[i])
+			} else if value.Valid {
+				_m.Gaussians = new(int64)
+				*_m.Gaussians = value.Int64
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -550,6 +621,44 @@ func (_m *Scene) String() string {
 	builder.WriteString(", ")
 	if v := _m.ArchivedPriorAllowEmbed; v != nil {
 		builder.WriteString("archived_prior_allow_embed=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
+	builder.WriteString(", ")
+	builder.WriteString("processing_state=")
+	builder.WriteString(fmt.Sprintf("%v", _m.ProcessingState))
+	builder.WriteString(", ")
+	if v := _m.ProcessingMessage; v != nil {
+		builder.WriteString("processing_message=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.RenditionPrefix; v != nil {
+		builder.WriteString("rendition_prefix=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.RenditionType; v != nil {
+		builder.WriteString("rendition_type=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
+	builder.WriteString(", ")
+	if v := _m.RenditionKey; v != nil {
+		builder.WriteString("rendition_key=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.RenditionBytes; v != nil {
+		builder.WriteString("rendition_bytes=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
+	builder.WriteString(", ")
+	if v := _m.RenditionFiles; v != nil {
+		builder.WriteString("rendition_files=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
+	builder.WriteString(", ")
+	if v := _m.Gaussians; v != nil {
+		builder.WriteString("gaussians=")
 		builder.WriteString(fmt.Sprintf("%v", *v))
 	}
 	builder.WriteByte(')')

@@ -430,6 +430,118 @@ func (_c *SceneCreate) SetNillableArchivedPriorAllowEmbed(v *bool) *SceneCreate 
 	return _c
 }
 
+// SetProcessingState sets the "processing_state" field.
+func (_c *SceneCreate) SetProcessingState(v scene.ProcessingState) *SceneCreate {
+	_c.mutation.SetProcessingState(v)
+	return _c
+}
+
+// SetNillableProcessingState sets the "processing_state" field if the given value is not nil.
+func (_c *SceneCreate) SetNillableProcessingState(v *scene.ProcessingState) *SceneCreate {
+	if v != nil {
+		_c.SetProcessingState(*v)
+	}
+	return _c
+}
+
+// SetProcessingMessage sets the "processing_message" field.
+func (_c *SceneCreate) SetProcessingMessage(v string) *SceneCreate {
+	_c.mutation.SetProcessingMessage(v)
+	return _c
+}
+
+// SetNillableProcessingMessage sets the "processing_message" field if the given value is not nil.
+func (_c *SceneCreate) SetNillableProcessingMessage(v *string) *SceneCreate {
+	if v != nil {
+		_c.SetProcessingMessage(*v)
+	}
+	return _c
+}
+
+// SetRenditionPrefix sets the "rendition_prefix" field.
+func (_c *SceneCreate) SetRenditionPrefix(v string) *SceneCreate {
+	_c.mutation.SetRenditionPrefix(v)
+	return _c
+}
+
+// SetNillableRenditionPrefix sets the "rendition_prefix" field if the given value is not nil.
+func (_c *SceneCreate) SetNillableRenditionPrefix(v *string) *SceneCreate {
+	if v != nil {
+		_c.SetRenditionPrefix(*v)
+	}
+	return _c
+}
+
+// SetRenditionType sets the "rendition_type" field.
+func (_c *SceneCreate) SetRenditionType(v scene.RenditionType) *SceneCreate {
+	_c.mutation.SetRenditionType(v)
+	return _c
+}
+
+// SetNillableRenditionType sets the "rendition_type" field if the given value is not nil.
+func (_c *SceneCreate) SetNillableRenditionType(v *scene.RenditionType) *SceneCreate {
+	if v != nil {
+		_c.SetRenditionType(*v)
+	}
+	return _c
+}
+
+// SetRenditionKey sets the "rendition_key" field.
+func (_c *SceneCreate) SetRenditionKey(v string) *SceneCreate {
+	_c.mutation.SetRenditionKey(v)
+	return _c
+}
+
+// SetNillableRenditionKey sets the "rendition_key" field if the given value is not nil.
+func (_c *SceneCreate) SetNillableRenditionKey(v *string) *SceneCreate {
+	if v != nil {
+		_c.SetRenditionKey(*v)
+	}
+	return _c
+}
+
+// SetRenditionBytes sets the "rendition_bytes" field.
+func (_c *SceneCreate) SetRenditionBytes(v int64) *SceneCreate {
+	_c.mutation.SetRenditionBytes(v)
+	return _c
+}
+
+// SetNillableRenditionBytes sets the "rendition_bytes" field if the given value is not nil.
+func (_c *SceneCreate) SetNillableRenditionBytes(v *int64) *SceneCreate {
+	if v != nil {
+		_c.SetRenditionBytes(*v)
+	}
+	return _c
+}
+
+// SetRenditionFiles sets the "rendition_files" field.
+func (_c *SceneCreate) SetRenditionFiles(v int) *SceneCreate {
+	_c.mutation.SetRenditionFiles(v)
+	return _c
+}
+
+// SetNillableRenditionFiles sets the "rendition_files" field if the given value is not nil.
+func (_c *SceneCreate) SetNillableRenditionFiles(v *int) *SceneCreate {
+	if v != nil {
+		_c.SetRenditionFiles(*v)
+	}
+	return _c
+}
+
+// SetGaussians sets the "gaussians" field.
+func (_c *SceneCreate) SetGaussians(v int64) *SceneCreate {
+	_c.mutation.SetGaussians(v)
+	return _c
+}
+
+// SetNillableGaussians sets the "gaussians" field if the given value is not nil.
+func (_c *SceneCreate) SetNillableGaussians(v *int64) *SceneCreate {
+	if v != nil {
+		_c.SetGaussians(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *SceneCreate) SetID(v string) *SceneCreate {
 	_c.mutation.SetID(v)
@@ -553,6 +665,10 @@ func (_c *SceneCreate) defaults() {
 		v := scene.DefaultArchiveProtected
 		_c.mutation.SetArchiveProtected(v)
 	}
+	if _, ok := _c.mutation.ProcessingState(); !ok {
+		v := scene.DefaultProcessingState
+		_c.mutation.SetProcessingState(v)
+	}
 	if _, ok := _c.mutation.ID(); !ok {
 		v := scene.DefaultID()
 		_c.mutation.SetID(v)
@@ -664,6 +780,39 @@ func (_c *SceneCreate) check() error {
 	if v, ok := _c.mutation.ArchivedPriorVisibility(); ok {
 		if err := scene.ArchivedPriorVisibilityValidator(v); err != nil {
 			return &ValidationError{Name: "archived_prior_visibility", err: fmt.Errorf(`ent: validator failed for field "Scene.archived_prior_visibility": %w`, err)}
+		}
+	}
+	if _, ok := _c.mutation.ProcessingState(); !ok {
+		return &ValidationError{Name: "processing_state", err: errors.New(`ent: missing required field "Scene.processing_state"`)}
+	}
+	if v, ok := _c.mutation.ProcessingState(); ok {
+		if err := scene.ProcessingStateValidator(v); err != nil {
+			return &ValidationError{Name: "processing_state", err: fmt.Errorf(`ent: validator failed for field "Scene.processing_state": %w`, err)}
+		}
+	}
+	if v, ok := _c.mutation.ProcessingMessage(); ok {
+		if err := scene.ProcessingMessageValidator(v); err != nil {
+			return &ValidationError{Name: "processing_message", err: fmt.Errorf(`ent: validator failed for field "Scene.processing_message": %w`, err)}
+		}
+	}
+	if v, ok := _c.mutation.RenditionType(); ok {
+		if err := scene.RenditionTypeValidator(v); err != nil {
+			return &ValidationError{Name: "rendition_type", err: fmt.Errorf(`ent: validator failed for field "Scene.rendition_type": %w`, err)}
+		}
+	}
+	if v, ok := _c.mutation.RenditionBytes(); ok {
+		if err := scene.RenditionBytesValidator(v); err != nil {
+			return &ValidationError{Name: "rendition_bytes", err: fmt.Errorf(`ent: validator failed for field "Scene.rendition_bytes": %w`, err)}
+		}
+	}
+	if v, ok := _c.mutation.RenditionFiles(); ok {
+		if err := scene.RenditionFilesValidator(v); err != nil {
+			return &ValidationError{Name: "rendition_files", err: fmt.Errorf(`ent: validator failed for field "Scene.rendition_files": %w`, err)}
+		}
+	}
+	if v, ok := _c.mutation.Gaussians(); ok {
+		if err := scene.GaussiansValidator(v); err != nil {
+			return &ValidationError{Name: "gaussians", err: fmt.Errorf(`ent: validator failed for field "Scene.gaussians": %w`, err)}
 		}
 	}
 	if v, ok := _c.mutation.ID(); ok {
@@ -840,6 +989,38 @@ func (_c *SceneCreate) createSpec() (*Scene, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.ArchivedPriorAllowEmbed(); ok {
 		_spec.SetField(scene.FieldArchivedPriorAllowEmbed, field.TypeBool, value)
 		_node.ArchivedPriorAllowEmbed = &value
+	}
+	if value, ok := _c.mutation.ProcessingState(); ok {
+		_spec.SetField(scene.FieldProcessingState, field.TypeEnum, value)
+		_node.ProcessingState = value
+	}
+	if value, ok := _c.mutation.ProcessingMessage(); ok {
+		_spec.SetField(scene.FieldProcessingMessage, field.TypeString, value)
+		_node.ProcessingMessage = &value
+	}
+	if value, ok := _c.mutation.RenditionPrefix(); ok {
+		_spec.SetField(scene.FieldRenditionPrefix, field.TypeString, value)
+		_node.RenditionPrefix = &value
+	}
+	if value, ok := _c.mutation.RenditionType(); ok {
+		_spec.SetField(scene.FieldRenditionType, field.TypeEnum, value)
+		_node.RenditionType = &value
+	}
+	if value, ok := _c.mutation.RenditionKey(); ok {
+		_spec.SetField(scene.FieldRenditionKey, field.TypeString, value)
+		_node.RenditionKey = &value
+	}
+	if value, ok := _c.mutation.RenditionBytes(); ok {
+		_spec.SetField(scene.FieldRenditionBytes, field.TypeInt64, value)
+		_node.RenditionBytes = &value
+	}
+	if value, ok := _c.mutation.RenditionFiles(); ok {
+		_spec.SetField(scene.FieldRenditionFiles, field.TypeInt, value)
+		_node.RenditionFiles = &value
+	}
+	if value, ok := _c.mutation.Gaussians(); ok {
+		_spec.SetField(scene.FieldGaussians, field.TypeInt64, value)
+		_node.Gaussians = &value
 	}
 	if nodes := _c.mutation.IntegrationIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -1416,6 +1597,162 @@ func (u *SceneUpsert) UpdateArchivedPriorAllowEmbed() *SceneUpsert {
 // ClearArchivedPriorAllowEmbed clears the value of the "archived_prior_allow_embed" field.
 func (u *SceneUpsert) ClearArchivedPriorAllowEmbed() *SceneUpsert {
 	u.SetNull(scene.FieldArchivedPriorAllowEmbed)
+	return u
+}
+
+// SetProcessingState sets the "processing_state" field.
+func (u *SceneUpsert) SetProcessingState(v scene.ProcessingState) *SceneUpsert {
+	u.Set(scene.FieldProcessingState, v)
+	return u
+}
+
+// UpdateProcessingState sets the "processing_state" field to the value that was provided on create.
+func (u *SceneUpsert) UpdateProcessingState() *SceneUpsert {
+	u.SetExcluded(scene.FieldProcessingState)
+	return u
+}
+
+// SetProcessingMessage sets the "processing_message" field.
+func (u *SceneUpsert) SetProcessingMessage(v string) *SceneUpsert {
+	u.Set(scene.FieldProcessingMessage, v)
+	return u
+}
+
+// UpdateProcessingMessage sets the "processing_message" field to the value that was provided on create.
+func (u *SceneUpsert) UpdateProcessingMessage() *SceneUpsert {
+	u.SetExcluded(scene.FieldProcessingMessage)
+	return u
+}
+
+// ClearProcessingMessage clears the value of the "processing_message" field.
+func (u *SceneUpsert) ClearProcessingMessage() *SceneUpsert {
+	u.SetNull(scene.FieldProcessingMessage)
+	return u
+}
+
+// SetRenditionPrefix sets the "rendition_prefix" field.
+func (u *SceneUpsert) SetRenditionPrefix(v string) *SceneUpsert {
+	u.Set(scene.FieldRenditionPrefix, v)
+	return u
+}
+
+// UpdateRenditionPrefix sets the "rendition_prefix" field to the value that was provided on create.
+func (u *SceneUpsert) UpdateRenditionPrefix() *SceneUpsert {
+	u.SetExcluded(scene.FieldRenditionPrefix)
+	return u
+}
+
+// ClearRenditionPrefix clears the value of the "rendition_prefix" field.
+func (u *SceneUpsert) ClearRenditionPrefix() *SceneUpsert {
+	u.SetNull(scene.FieldRenditionPrefix)
+	return u
+}
+
+// SetRenditionType sets the "rendition_type" field.
+func (u *SceneUpsert) SetRenditionType(v scene.RenditionType) *SceneUpsert {
+	u.Set(scene.FieldRenditionType, v)
+	return u
+}
+
+// UpdateRenditionType sets the "rendition_type" field to the value that was provided on create.
+func (u *SceneUpsert) UpdateRenditionType() *SceneUpsert {
+	u.SetExcluded(scene.FieldRenditionType)
+	return u
+}
+
+// ClearRenditionType clears the value of the "rendition_type" field.
+func (u *SceneUpsert) ClearRenditionType() *SceneUpsert {
+	u.SetNull(scene.FieldRenditionType)
+	return u
+}
+
+// SetRenditionKey sets the "rendition_key" field.
+func (u *SceneUpsert) SetRenditionKey(v string) *SceneUpsert {
+	u.Set(scene.FieldRenditionKey, v)
+	return u
+}
+
+// UpdateRenditionKey sets the "rendition_key" field to the value that was provided on create.
+func (u *SceneUpsert) UpdateRenditionKey() *SceneUpsert {
+	u.SetExcluded(scene.FieldRenditionKey)
+	return u
+}
+
+// ClearRenditionKey clears the value of the "rendition_key" field.
+func (u *SceneUpsert) ClearRenditionKey() *SceneUpsert {
+	u.SetNull(scene.FieldRenditionKey)
+	return u
+}
+
+// SetRenditionBytes sets the "rendition_bytes" field.
+func (u *SceneUpsert) SetRenditionBytes(v int64) *SceneUpsert {
+	u.Set(scene.FieldRenditionBytes, v)
+	return u
+}
+
+// UpdateRenditionBytes sets the "rendition_bytes" field to the value that was provided on create.
+func (u *SceneUpsert) UpdateRenditionBytes() *SceneUpsert {
+	u.SetExcluded(scene.FieldRenditionBytes)
+	return u
+}
+
+// AddRenditionBytes adds v to the "rendition_bytes" field.
+func (u *SceneUpsert) AddRenditionBytes(v int64) *SceneUpsert {
+	u.Add(scene.FieldRenditionBytes, v)
+	return u
+}
+
+// ClearRenditionBytes clears the value of the "rendition_bytes" field.
+func (u *SceneUpsert) ClearRenditionBytes() *SceneUpsert {
+	u.SetNull(scene.FieldRenditionBytes)
+	return u
+}
+
+// SetRenditionFiles sets the "rendition_files" field.
+func (u *SceneUpsert) SetRenditionFiles(v int) *SceneUpsert {
+	u.Set(scene.FieldRenditionFiles, v)
+	return u
+}
+
+// UpdateRenditionFiles sets the "rendition_files" field to the value that was provided on create.
+func (u *SceneUpsert) UpdateRenditionFiles() *SceneUpsert {
+	u.SetExcluded(scene.FieldRenditionFiles)
+	return u
+}
+
+// AddRenditionFiles adds v to the "rendition_files" field.
+func (u *SceneUpsert) AddRenditionFiles(v int) *SceneUpsert {
+	u.Add(scene.FieldRenditionFiles, v)
+	return u
+}
+
+// ClearRenditionFiles clears the value of the "rendition_files" field.
+func (u *SceneUpsert) ClearRenditionFiles() *SceneUpsert {
+	u.SetNull(scene.FieldRenditionFiles)
+	return u
+}
+
+// SetGaussians sets the "gaussians" field.
+func (u *SceneUpsert) SetGaussians(v int64) *SceneUpsert {
+	u.Set(scene.FieldGaussians, v)
+	return u
+}
+
+// UpdateGaussians sets the "gaussians" field to the value that was provided on create.
+func (u *SceneUpsert) UpdateGaussians() *SceneUpsert {
+	u.SetExcluded(scene.FieldGaussians)
+	return u
+}
+
+// AddGaussians adds v to the "gaussians" field.
+func (u *SceneUpsert) AddGaussians(v int64) *SceneUpsert {
+	u.Add(scene.FieldGaussians, v)
+	return u
+}
+
+// ClearGaussians clears the value of the "gaussians" field.
+func (u *SceneUpsert) ClearGaussians() *SceneUpsert {
+	u.SetNull(scene.FieldGaussians)
 	return u
 }
 
@@ -2044,6 +2381,188 @@ func (u *SceneUpsertOne) UpdateArchivedPriorAllowEmbed() *SceneUpsertOne {
 func (u *SceneUpsertOne) ClearArchivedPriorAllowEmbed() *SceneUpsertOne {
 	return u.Update(func(s *SceneUpsert) {
 		s.ClearArchivedPriorAllowEmbed()
+	})
+}
+
+// SetProcessingState sets the "processing_state" field.
+func (u *SceneUpsertOne) SetProcessingState(v scene.ProcessingState) *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetProcessingState(v)
+	})
+}
+
+// UpdateProcessingState sets the "processing_state" field to the value that was provided on create.
+func (u *SceneUpsertOne) UpdateProcessingState() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateProcessingState()
+	})
+}
+
+// SetProcessingMessage sets the "processing_message" field.
+func (u *SceneUpsertOne) SetProcessingMessage(v string) *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetProcessingMessage(v)
+	})
+}
+
+// UpdateProcessingMessage sets the "processing_message" field to the value that was provided on create.
+func (u *SceneUpsertOne) UpdateProcessingMessage() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateProcessingMessage()
+	})
+}
+
+// ClearProcessingMessage clears the value of the "processing_message" field.
+func (u *SceneUpsertOne) ClearProcessingMessage() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.ClearProcessingMessage()
+	})
+}
+
+// SetRenditionPrefix sets the "rendition_prefix" field.
+func (u *SceneUpsertOne) SetRenditionPrefix(v string) *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetRenditionPrefix(v)
+	})
+}
+
+// UpdateRenditionPrefix sets the "rendition_prefix" field to the value that was provided on create.
+func (u *SceneUpsertOne) UpdateRenditionPrefix() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateRenditionPrefix()
+	})
+}
+
+// ClearRenditionPrefix clears the value of the "rendition_prefix" field.
+func (u *SceneUpsertOne) ClearRenditionPrefix() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.ClearRenditionPrefix()
+	})
+}
+
+// SetRenditionType sets the "rendition_type" field.
+func (u *SceneUpsertOne) SetRenditionType(v scene.RenditionType) *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetRenditionType(v)
+	})
+}
+
+// UpdateRenditionType sets the "rendition_type" field to the value that was provided on create.
+func (u *SceneUpsertOne) UpdateRenditionType() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateRenditionType()
+	})
+}
+
+// ClearRenditionType clears the value of the "rendition_type" field.
+func (u *SceneUpsertOne) ClearRenditionType() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.ClearRenditionType()
+	})
+}
+
+// SetRenditionKey sets the "rendition_key" field.
+func (u *SceneUpsertOne) SetRenditionKey(v string) *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetRenditionKey(v)
+	})
+}
+
+// UpdateRenditionKey sets the "rendition_key" field to the value that was provided on create.
+func (u *SceneUpsertOne) UpdateRenditionKey() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateRenditionKey()
+	})
+}
+
+// ClearRenditionKey clears the value of the "rendition_key" field.
+func (u *SceneUpsertOne) ClearRenditionKey() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.ClearRenditionKey()
+	})
+}
+
+// SetRenditionBytes sets the "rendition_bytes" field.
+func (u *SceneUpsertOne) SetRenditionBytes(v int64) *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetRenditionBytes(v)
+	})
+}
+
+// AddRenditionBytes adds v to the "rendition_bytes" field.
+func (u *SceneUpsertOne) AddRenditionBytes(v int64) *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.AddRenditionBytes(v)
+	})
+}
+
+// UpdateRenditionBytes sets the "rendition_bytes" field to the value that was provided on create.
+func (u *SceneUpsertOne) UpdateRenditionBytes() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateRenditionBytes()
+	})
+}
+
+// ClearRenditionBytes clears the value of the "rendition_bytes" field.
+func (u *SceneUpsertOne) ClearRenditionBytes() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.ClearRenditionBytes()
+	})
+}
+
+// SetRenditionFiles sets the "rendition_files" field.
+func (u *SceneUpsertOne) SetRenditionFiles(v int) *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetRenditionFiles(v)
+	})
+}
+
+// AddRenditionFiles adds v to the "rendition_files" field.
+func (u *SceneUpsertOne) AddRenditionFiles(v int) *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.AddRenditionFiles(v)
+	})
+}
+
+// UpdateRenditionFiles sets the "rendition_files" field to the value that was provided on create.
+func (u *SceneUpsertOne) UpdateRenditionFiles() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateRenditionFiles()
+	})
+}
+
+// ClearRenditionFiles clears the value of the "rendition_files" field.
+func (u *SceneUpsertOne) ClearRenditionFiles() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.ClearRenditionFiles()
+	})
+}
+
+// SetGaussians sets the "gaussians" field.
+func (u *SceneUpsertOne) SetGaussians(v int64) *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetGaussians(v)
+	})
+}
+
+// AddGaussians adds v to the "gaussians" field.
+func (u *SceneUpsertOne) AddGaussians(v int64) *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.AddGaussians(v)
+	})
+}
+
+// UpdateGaussians sets the "gaussians" field to the value that was provided on create.
+func (u *SceneUpsertOne) UpdateGaussians() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateGaussians()
+	})
+}
+
+// ClearGaussians clears the value of the "gaussians" field.
+func (u *SceneUpsertOne) ClearGaussians() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.ClearGaussians()
 	})
 }
 
@@ -2839,6 +3358,188 @@ func (u *SceneUpsertBulk) UpdateArchivedPriorAllowEmbed() *SceneUpsertBulk {
 func (u *SceneUpsertBulk) ClearArchivedPriorAllowEmbed() *SceneUpsertBulk {
 	return u.Update(func(s *SceneUpsert) {
 		s.ClearArchivedPriorAllowEmbed()
+	})
+}
+
+// SetProcessingState sets the "processing_state" field.
+func (u *SceneUpsertBulk) SetProcessingState(v scene.ProcessingState) *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetProcessingState(v)
+	})
+}
+
+// UpdateProcessingState sets the "processing_state" field to the value that was provided on create.
+func (u *SceneUpsertBulk) UpdateProcessingState() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateProcessingState()
+	})
+}
+
+// SetProcessingMessage sets the "processing_message" field.
+func (u *SceneUpsertBulk) SetProcessingMessage(v string) *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetProcessingMessage(v)
+	})
+}
+
+// UpdateProcessingMessage sets the "processing_message" field to the value that was provided on create.
+func (u *SceneUpsertBulk) UpdateProcessingMessage() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateProcessingMessage()
+	})
+}
+
+// ClearProcessingMessage clears the value of the "processing_message" field.
+func (u *SceneUpsertBulk) ClearProcessingMessage() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.ClearProcessingMessage()
+	})
+}
+
+// SetRenditionPrefix sets the "rendition_prefix" field.
+func (u *SceneUpsertBulk) SetRenditionPrefix(v string) *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetRenditionPrefix(v)
+	})
+}
+
+// UpdateRenditionPrefix sets the "rendition_prefix" field to the value that was provided on create.
+func (u *SceneUpsertBulk) UpdateRenditionPrefix() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateRenditionPrefix()
+	})
+}
+
+// ClearRenditionPrefix clears the value of the "rendition_prefix" field.
+func (u *SceneUpsertBulk) ClearRenditionPrefix() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.ClearRenditionPrefix()
+	})
+}
+
+// SetRenditionType sets the "rendition_type" field.
+func (u *SceneUpsertBulk) SetRenditionType(v scene.RenditionType) *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetRenditionType(v)
+	})
+}
+
+// UpdateRenditionType sets the "rendition_type" field to the value that was provided on create.
+func (u *SceneUpsertBulk) UpdateRenditionType() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateRenditionType()
+	})
+}
+
+// ClearRenditionType clears the value of the "rendition_type" field.
+func (u *SceneUpsertBulk) ClearRenditionType() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.ClearRenditionType()
+	})
+}
+
+// SetRenditionKey sets the "rendition_key" field.
+func (u *SceneUpsertBulk) SetRenditionKey(v string) *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetRenditionKey(v)
+	})
+}
+
+// UpdateRenditionKey sets the "rendition_key" field to the value that was provided on create.
+func (u *SceneUpsertBulk) UpdateRenditionKey() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateRenditionKey()
+	})
+}
+
+// ClearRenditionKey clears the value of the "rendition_key" field.
+func (u *SceneUpsertBulk) ClearRenditionKey() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.ClearRenditionKey()
+	})
+}
+
+// SetRenditionBytes sets the "rendition_bytes" field.
+func (u *SceneUpsertBulk) SetRenditionBytes(v int64) *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetRenditionBytes(v)
+	})
+}
+
+// AddRenditionBytes adds v to the "rendition_bytes" field.
+func (u *SceneUpsertBulk) AddRenditionBytes(v int64) *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.AddRenditionBytes(v)
+	})
+}
+
+// UpdateRenditionBytes sets the "rendition_bytes" field to the value that was provided on create.
+func (u *SceneUpsertBulk) UpdateRenditionBytes() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateRenditionBytes()
+	})
+}
+
+// ClearRenditionBytes clears the value of the "rendition_bytes" field.
+func (u *SceneUpsertBulk) ClearRenditionBytes() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.ClearRenditionBytes()
+	})
+}
+
+// SetRenditionFiles sets the "rendition_files" field.
+func (u *SceneUpsertBulk) SetRenditionFiles(v int) *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetRenditionFiles(v)
+	})
+}
+
+// AddRenditionFiles adds v to the "rendition_files" field.
+func (u *SceneUpsertBulk) AddRenditionFiles(v int) *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.AddRenditionFiles(v)
+	})
+}
+
+// UpdateRenditionFiles sets the "rendition_files" field to the value that was provided on create.
+func (u *SceneUpsertBulk) UpdateRenditionFiles() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateRenditionFiles()
+	})
+}
+
+// ClearRenditionFiles clears the value of the "rendition_files" field.
+func (u *SceneUpsertBulk) ClearRenditionFiles() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.ClearRenditionFiles()
+	})
+}
+
+// SetGaussians sets the "gaussians" field.
+func (u *SceneUpsertBulk) SetGaussians(v int64) *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetGaussians(v)
+	})
+}
+
+// AddGaussians adds v to the "gaussians" field.
+func (u *SceneUpsertBulk) AddGaussians(v int64) *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.AddGaussians(v)
+	})
+}
+
+// UpdateGaussians sets the "gaussians" field to the value that was provided on create.
+func (u *SceneUpsertBulk) UpdateGaussians() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateGaussians()
+	})
+}
+
+// ClearGaussians clears the value of the "gaussians" field.
+func (u *SceneUpsertBulk) ClearGaussians() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.ClearGaussians()
 	})
 }
 

@@ -562,6 +562,181 @@ func (_u *SceneUpdate) ClearArchivedPriorAllowEmbed() *SceneUpdate {
 	return _u
 }
 
+// SetProcessingState sets the "processing_state" field.
+func (_u *SceneUpdate) SetProcessingState(v scene.ProcessingState) *SceneUpdate {
+	_u.mutation.SetProcessingState(v)
+	return _u
+}
+
+// SetNillableProcessingState sets the "processing_state" field if the given value is not nil.
+func (_u *SceneUpdate) SetNillableProcessingState(v *scene.ProcessingState) *SceneUpdate {
+	if v != nil {
+		_u.SetProcessingState(*v)
+	}
+	return _u
+}
+
+// SetProcessingMessage sets the "processing_message" field.
+func (_u *SceneUpdate) SetProcessingMessage(v string) *SceneUpdate {
+	_u.mutation.SetProcessingMessage(v)
+	return _u
+}
+
+// SetNillableProcessingMessage sets the "processing_message" field if the given value is not nil.
+func (_u *SceneUpdate) SetNillableProcessingMessage(v *string) *SceneUpdate {
+	if v != nil {
+		_u.SetProcessingMessage(*v)
+	}
+	return _u
+}
+
+// ClearProcessingMessage clears the value of the "processing_message" field.
+func (_u *SceneUpdate) ClearProcessingMessage() *SceneUpdate {
+	_u.mutation.ClearProcessingMessage()
+	return _u
+}
+
+// SetRenditionPrefix sets the "rendition_prefix" field.
+func (_u *SceneUpdate) SetRenditionPrefix(v string) *SceneUpdate {
+	_u.mutation.SetRenditionPrefix(v)
+	return _u
+}
+
+// SetNillableRenditionPrefix sets the "rendition_prefix" field if the given value is not nil.
+func (_u *SceneUpdate) SetNillableRenditionPrefix(v *string) *SceneUpdate {
+	if v != nil {
+		_u.SetRenditionPrefix(*v)
+	}
+	return _u
+}
+
+// ClearRenditionPrefix clears the value of the "rendition_prefix" field.
+func (_u *SceneUpdate) ClearRenditionPrefix() *SceneUpdate {
+	_u.mutation.ClearRenditionPrefix()
+	return _u
+}
+
+// SetRenditionType sets the "rendition_type" field.
+func (_u *SceneUpdate) SetRenditionType(v scene.RenditionType) *SceneUpdate {
+	_u.mutation.SetRenditionType(v)
+	return _u
+}
+
+// SetNillableRenditionType sets the "rendition_type" field if the given value is not nil.
+func (_u *SceneUpdate) SetNillableRenditionType(v *scene.RenditionType) *SceneUpdate {
+	if v != nil {
+		_u.SetRenditionType(*v)
+	}
+	return _u
+}
+
+// ClearRenditionType clears the value of the "rendition_type" field.
+func (_u *SceneUpdate) ClearRenditionType() *SceneUpdate {
+	_u.mutation.ClearRenditionType()
+	return _u
+}
+
+// SetRenditionKey sets the "rendition_key" field.
+func (_u *SceneUpdate) SetRenditionKey(v string) *SceneUpdate {
+	_u.mutation.SetRenditionKey(v)
+	return _u
+}
+
+// SetNillableRenditionKey sets the "rendition_key" field if the given value is not nil.
+func (_u *SceneUpdate) SetNillableRenditionKey(v *string) *SceneUpdate {
+	if v != nil {
+		_u.SetRenditionKey(*v)
+	}
+	return _u
+}
+
+// ClearRenditionKey clears the value of the "rendition_key" field.
+func (_u *SceneUpdate) ClearRenditionKey() *SceneUpdate {
+	_u.mutation.ClearRenditionKey()
+	return _u
+}
+
+// SetRenditionBytes sets the "rendition_bytes" field.
+func (_u *SceneUpdate) SetRenditionBytes(v int64) *SceneUpdate {
+	_u.mutation.ResetRenditionBytes()
+	_u.mutation.SetRenditionBytes(v)
+	return _u
+}
+
+// SetNillableRenditionBytes sets the "rendition_bytes" field if the given value is not nil.
+func (_u *SceneUpdate) SetNillableRenditionBytes(v *int64) *SceneUpdate {
+	if v != nil {
+		_u.SetRenditionBytes(*v)
+	}
+	return _u
+}
+
+// AddRenditionBytes adds value to the "rendition_bytes" field.
+func (_u *SceneUpdate) AddRenditionBytes(v int64) *SceneUpdate {
+	_u.mutation.AddRenditionBytes(v)
+	return _u
+}
+
+// ClearRenditionBytes clears the value of the "rendition_bytes" field.
+func (_u *SceneUpdate) ClearRenditionBytes() *SceneUpdate {
+	_u.mutation.ClearRenditionBytes()
+	return _u
+}
+
+// SetRenditionFiles sets the "rendition_files" field.
+func (_u *SceneUpdate) SetRenditionFiles(v int) *SceneUpdate {
+	_u.mutation.ResetRenditionFiles()
+	_u.mutation.SetRenditionFiles(v)
+	return _u
+}
+
+// SetNillableRenditionFiles sets the "rendition_files" field if the given value is not nil.
+func (_u *SceneUpdate) SetNillableRenditionFiles(v *int) *SceneUpdate {
+	if v != nil {
+		_u.SetRenditionFiles(*v)
+	}
+	return _u
+}
+
+// AddRenditionFiles adds value to the "rendition_files" field.
+func (_u *SceneUpdate) AddRenditionFiles(v int) *SceneUpdate {
+	_u.mutation.AddRenditionFiles(v)
+	return _u
+}
+
+// ClearRenditionFiles clears the value of the "rendition_files" field.
+func (_u *SceneUpdate) ClearRenditionFiles() *SceneUpdate {
+	_u.mutation.ClearRenditionFiles()
+	return _u
+}
+
+// SetGaussians sets the "gaussians" field.
+func (_u *SceneUpdate) SetGaussians(v int64) *SceneUpdate {
+	_u.mutation.ResetGaussians()
+	_u.mutation.SetGaussians(v)
+	return _u
+}
+
+// SetNillableGaussians sets the "gaussians" field if the given value is not nil.
+func (_u *SceneUpdate) SetNillableGaussians(v *int64) *SceneUpdate {
+	if v != nil {
+		_u.SetGaussians(*v)
+	}
+	return _u
+}
+
+// AddGaussians adds value to the "gaussians" field.
+func (_u *SceneUpdate) AddGaussians(v int64) *SceneUpdate {
+	_u.mutation.AddGaussians(v)
+	return _u
+}
+
+// ClearGaussians clears the value of the "gaussians" field.
+func (_u *SceneUpdate) ClearGaussians() *SceneUpdate {
+	_u.mutation.ClearGaussians()
+	return _u
+}
+
 // SetOwner sets the "owner" edge to the ExternalUser entity.
 func (_u *SceneUpdate) SetOwner(v *ExternalUser) *SceneUpdate {
 	return _u.SetOwnerID(v.ID)
@@ -654,6 +829,36 @@ func (_u *SceneUpdate) check() error {
 	if v, ok := _u.mutation.ArchivedPriorVisibility(); ok {
 		if err := scene.ArchivedPriorVisibilityValidator(v); err != nil {
 			return &ValidationError{Name: "archived_prior_visibility", err: fmt.Errorf(`ent: validator failed for field "Scene.archived_prior_visibility": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.ProcessingState(); ok {
+		if err := scene.ProcessingStateValidator(v); err != nil {
+			return &ValidationError{Name: "processing_state", err: fmt.Errorf(`ent: validator failed for field "Scene.processing_state": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.ProcessingMessage(); ok {
+		if err := scene.ProcessingMessageValidator(v); err != nil {
+			return &ValidationError{Name: "processing_message", err: fmt.Errorf(`ent: validator failed for field "Scene.processing_message": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.RenditionType(); ok {
+		if err := scene.RenditionTypeValidator(v); err != nil {
+			return &ValidationError{Name: "rendition_type", err: fmt.Errorf(`ent: validator failed for field "Scene.rendition_type": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.RenditionBytes(); ok {
+		if err := scene.RenditionBytesValidator(v); err != nil {
+			return &ValidationError{Name: "rendition_bytes", err: fmt.Errorf(`ent: validator failed for field "Scene.rendition_bytes": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.RenditionFiles(); ok {
+		if err := scene.RenditionFilesValidator(v); err != nil {
+			return &ValidationError{Name: "rendition_files", err: fmt.Errorf(`ent: validator failed for field "Scene.rendition_files": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.Gaussians(); ok {
+		if err := scene.GaussiansValidator(v); err != nil {
+			return &ValidationError{Name: "gaussians", err: fmt.Errorf(`ent: validator failed for field "Scene.gaussians": %w`, err)}
 		}
 	}
 	if _u.mutation.IntegrationCleared() && len(_u.mutation.IntegrationIDs()) > 0 {
@@ -844,6 +1049,60 @@ func (_u *SceneUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.ArchivedPriorAllowEmbedCleared() {
 		_spec.ClearField(scene.FieldArchivedPriorAllowEmbed, field.TypeBool)
+	}
+	if value, ok := _u.mutation.ProcessingState(); ok {
+		_spec.SetField(scene.FieldProcessingState, field.TypeEnum, value)
+	}
+	if value, ok := _u.mutation.ProcessingMessage(); ok {
+		_spec.SetField(scene.FieldProcessingMessage, field.TypeString, value)
+	}
+	if _u.mutation.ProcessingMessageCleared() {
+		_spec.ClearField(scene.FieldProcessingMessage, field.TypeString)
+	}
+	if value, ok := _u.mutation.RenditionPrefix(); ok {
+		_spec.SetField(scene.FieldRenditionPrefix, field.TypeString, value)
+	}
+	if _u.mutation.RenditionPrefixCleared() {
+		_spec.ClearField(scene.FieldRenditionPrefix, field.TypeString)
+	}
+	if value, ok := _u.mutation.RenditionType(); ok {
+		_spec.SetField(scene.FieldRenditionType, field.TypeEnum, value)
+	}
+	if _u.mutation.RenditionTypeCleared() {
+		_spec.ClearField(scene.FieldRenditionType, field.TypeEnum)
+	}
+	if value, ok := _u.mutation.RenditionKey(); ok {
+		_spec.SetField(scene.FieldRenditionKey, field.TypeString, value)
+	}
+	if _u.mutation.RenditionKeyCleared() {
+		_spec.ClearField(scene.FieldRenditionKey, field.TypeString)
+	}
+	if value, ok := _u.mutation.RenditionBytes(); ok {
+		_spec.SetField(scene.FieldRenditionBytes, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedRenditionBytes(); ok {
+		_spec.AddField(scene.FieldRenditionBytes, field.TypeInt64, value)
+	}
+	if _u.mutation.RenditionBytesCleared() {
+		_spec.ClearField(scene.FieldRenditionBytes, field.TypeInt64)
+	}
+	if value, ok := _u.mutation.RenditionFiles(); ok {
+		_spec.SetField(scene.FieldRenditionFiles, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedRenditionFiles(); ok {
+		_spec.AddField(scene.FieldRenditionFiles, field.TypeInt, value)
+	}
+	if _u.mutation.RenditionFilesCleared() {
+		_spec.ClearField(scene.FieldRenditionFiles, field.TypeInt)
+	}
+	if value, ok := _u.mutation.Gaussians(); ok {
+		_spec.SetField(scene.FieldGaussians, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedGaussians(); ok {
+		_spec.AddField(scene.FieldGaussians, field.TypeInt64, value)
+	}
+	if _u.mutation.GaussiansCleared() {
+		_spec.ClearField(scene.FieldGaussians, field.TypeInt64)
 	}
 	if _u.mutation.OwnerCleared() {
 		edge := &sqlgraph.EdgeSpec{
@@ -1426,6 +1685,181 @@ func (_u *SceneUpdateOne) ClearArchivedPriorAllowEmbed() *SceneUpdateOne {
 	return _u
 }
 
+// SetProcessingState sets the "processing_state" field.
+func (_u *SceneUpdateOne) SetProcessingState(v scene.ProcessingState) *SceneUpdateOne {
+	_u.mutation.SetProcessingState(v)
+	return _u
+}
+
+// SetNillableProcessingState sets the "processing_state" field if the given value is not nil.
+func (_u *SceneUpdateOne) SetNillableProcessingState(v *scene.ProcessingState) *SceneUpdateOne {
+	if v != nil {
+		_u.SetProcessingState(*v)
+	}
+	return _u
+}
+
+// SetProcessingMessage sets the "processing_message" field.
+func (_u *SceneUpdateOne) SetProcessingMessage(v string) *SceneUpdateOne {
+	_u.mutation.SetProcessingMessage(v)
+	return _u
+}
+
+// SetNillableProcessingMessage sets the "processing_message" field if the given value is not nil.
+func (_u *SceneUpdateOne) SetNillableProcessingMessage(v *string) *SceneUpdateOne {
+	if v != nil {
+		_u.SetProcessingMessage(*v)
+	}
+	return _u
+}
+
+// ClearProcessingMessage clears the value of the "processing_message" field.
+func (_u *SceneUpdateOne) ClearProcessingMessage() *SceneUpdateOne {
+	_u.mutation.ClearProcessingMessage()
+	return _u
+}
+
+// SetRenditionPrefix sets the "rendition_prefix" field.
+func (_u *SceneUpdateOne) SetRenditionPrefix(v string) *SceneUpdateOne {
+	_u.mutation.SetRenditionPrefix(v)
+	return _u
+}
+
+// SetNillableRenditionPrefix sets the "rendition_prefix" field if the given value is not nil.
+func (_u *SceneUpdateOne) SetNillableRenditionPrefix(v *string) *SceneUpdateOne {
+	if v != nil {
+		_u.SetRenditionPrefix(*v)
+	}
+	return _u
+}
+
+// ClearRenditionPrefix clears the value of the "rendition_prefix" field.
+func (_u *SceneUpdateOne) ClearRenditionPrefix() *SceneUpdateOne {
+	_u.mutation.ClearRenditionPrefix()
+	return _u
+}
+
+// SetRenditionType sets the "rendition_type" field.
+func (_u *SceneUpdateOne) SetRenditionType(v scene.RenditionType) *SceneUpdateOne {
+	_u.mutation.SetRenditionType(v)
+	return _u
+}
+
+// SetNillableRenditionType sets the "rendition_type" field if the given value is not nil.
+func (_u *SceneUpdateOne) SetNillableRenditionType(v *scene.RenditionType) *SceneUpdateOne {
+	if v != nil {
+		_u.SetRenditionType(*v)
+	}
+	return _u
+}
+
+// ClearRenditionType clears the value of the "rendition_type" field.
+func (_u *SceneUpdateOne) ClearRenditionType() *SceneUpdateOne {
+	_u.mutation.ClearRenditionType()
+	return _u
+}
+
+// SetRenditionKey sets the "rendition_key" field.
+func (_u *SceneUpdateOne) SetRenditionKey(v string) *SceneUpdateOne {
+	_u.mutation.SetRenditionKey(v)
+	return _u
+}
+
+// SetNillableRenditionKey sets the "rendition_key" field if the given value is not nil.
+func (_u *SceneUpdateOne) SetNillableRenditionKey(v *string) *SceneUpdateOne {
+	if v != nil {
+		_u.SetRenditionKey(*v)
+	}
+	return _u
+}
+
+// ClearRenditionKey clears the value of the "rendition_key" field.
+func (_u *SceneUpdateOne) ClearRenditionKey() *SceneUpdateOne {
+	_u.mutation.ClearRenditionKey()
+	return _u
+}
+
+// SetRenditionBytes sets the "rendition_bytes" field.
+func (_u *SceneUpdateOne) SetRenditionBytes(v int64) *SceneUpdateOne {
+	_u.mutation.ResetRenditionBytes()
+	_u.mutation.SetRenditionBytes(v)
+	return _u
+}
+
+// SetNillableRenditionBytes sets the "rendition_bytes" field if the given value is not nil.
+func (_u *SceneUpdateOne) SetNillableRenditionBytes(v *int64) *SceneUpdateOne {
+	if v != nil {
+		_u.SetRenditionBytes(*v)
+	}
+	return _u
+}
+
+// AddRenditionBytes adds value to the "rendition_bytes" field.
+func (_u *SceneUpdateOne) AddRenditionBytes(v int64) *SceneUpdateOne {
+	_u.mutation.AddRenditionBytes(v)
+	return _u
+}
+
+// ClearRenditionBytes clears the value of the "rendition_bytes" field.
+func (_u *SceneUpdateOne) ClearRenditionBytes() *SceneUpdateOne {
+	_u.mutation.ClearRenditionBytes()
+	return _u
+}
+
+// SetRenditionFiles sets the "rendition_files" field.
+func (_u *SceneUpdateOne) SetRenditionFiles(v int) *SceneUpdateOne {
+	_u.mutation.ResetRenditionFiles()
+	_u.mutation.SetRenditionFiles(v)
+	return _u
+}
+
+// SetNillableRenditionFiles sets the "rendition_files" field if the given value is not nil.
+func (_u *SceneUpdateOne) SetNillableRenditionFiles(v *int) *SceneUpdateOne {
+	if v != nil {
+		_u.SetRenditionFiles(*v)
+	}
+	return _u
+}
+
+// AddRenditionFiles adds value to the "rendition_files" field.
+func (_u *SceneUpdateOne) AddRenditionFiles(v int) *SceneUpdateOne {
+	_u.mutation.AddRenditionFiles(v)
+	return _u
+}
+
+// ClearRenditionFiles clears the value of the "rendition_files" field.
+func (_u *SceneUpdateOne) ClearRenditionFiles() *SceneUpdateOne {
+	_u.mutation.ClearRenditionFiles()
+	return _u
+}
+
+// SetGaussians sets the "gaussians" field.
+func (_u *SceneUpdateOne) SetGaussians(v int64) *SceneUpdateOne {
+	_u.mutation.ResetGaussians()
+	_u.mutation.SetGaussians(v)
+	return _u
+}
+
+// SetNillableGaussians sets the "gaussians" field if the given value is not nil.
+func (_u *SceneUpdateOne) SetNillableGaussians(v *int64) *SceneUpdateOne {
+	if v != nil {
+		_u.SetGaussians(*v)
+	}
+	return _u
+}
+
+// AddGaussians adds value to the "gaussians" field.
+func (_u *SceneUpdateOne) AddGaussians(v int64) *SceneUpdateOne {
+	_u.mutation.AddGaussians(v)
+	return _u
+}
+
+// ClearGaussians clears the value of the "gaussians" field.
+func (_u *SceneUpdateOne) ClearGaussians() *SceneUpdateOne {
+	_u.mutation.ClearGaussians()
+	return _u
+}
+
 // SetOwner sets the "owner" edge to the ExternalUser entity.
 func (_u *SceneUpdateOne) SetOwner(v *ExternalUser) *SceneUpdateOne {
 	return _u.SetOwnerID(v.ID)
@@ -1531,6 +1965,36 @@ func (_u *SceneUpdateOne) check() error {
 	if v, ok := _u.mutation.ArchivedPriorVisibility(); ok {
 		if err := scene.ArchivedPriorVisibilityValidator(v); err != nil {
 			return &ValidationError{Name: "archived_prior_visibility", err: fmt.Errorf(`ent: validator failed for field "Scene.archived_prior_visibility": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.ProcessingState(); ok {
+		if err := scene.ProcessingStateValidator(v); err != nil {
+			return &ValidationError{Name: "processing_state", err: fmt.Errorf(`ent: validator failed for field "Scene.processing_state": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.ProcessingMessage(); ok {
+		if err := scene.ProcessingMessageValidator(v); err != nil {
+			return &ValidationError{Name: "processing_message", err: fmt.Errorf(`ent: validator failed for field "Scene.processing_message": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.RenditionType(); ok {
+		if err := scene.RenditionTypeValidator(v); err != nil {
+			return &ValidationError{Name: "rendition_type", err: fmt.Errorf(`ent: validator failed for field "Scene.rendition_type": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.RenditionBytes(); ok {
+		if err := scene.RenditionBytesValidator(v); err != nil {
+			return &ValidationError{Name: "rendition_bytes", err: fmt.Errorf(`ent: validator failed for field "Scene.rendition_bytes": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.RenditionFiles(); ok {
+		if err := scene.RenditionFilesValidator(v); err != nil {
+			return &ValidationError{Name: "rendition_files", err: fmt.Errorf(`ent: validator failed for field "Scene.rendition_files": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.Gaussians(); ok {
+		if err := scene.GaussiansValidator(v); err != nil {
+			return &ValidationError{Name: "gaussians", err: fmt.Errorf(`ent: validator failed for field "Scene.gaussians": %w`, err)}
 		}
 	}
 	if _u.mutation.IntegrationCleared() && len(_u.mutation.IntegrationIDs()) > 0 {
@@ -1738,6 +2202,60 @@ func (_u *SceneUpdateOne) sqlSave(ctx context.Context) (_node *Scene, err error)
 	}
 	if _u.mutation.ArchivedPriorAllowEmbedCleared() {
 		_spec.ClearField(scene.FieldArchivedPriorAllowEmbed, field.TypeBool)
+	}
+	if value, ok := _u.mutation.ProcessingState(); ok {
+		_spec.SetField(scene.FieldProcessingState, field.TypeEnum, value)
+	}
+	if value, ok := _u.mutation.ProcessingMessage(); ok {
+		_spec.SetField(scene.FieldProcessingMessage, field.TypeString, value)
+	}
+	if _u.mutation.ProcessingMessageCleared() {
+		_spec.ClearField(scene.FieldProcessingMessage, field.TypeString)
+	}
+	if value, ok := _u.mutation.RenditionPrefix(); ok {
+		_spec.SetField(scene.FieldRenditionPrefix, field.TypeString, value)
+	}
+	if _u.mutation.RenditionPrefixCleared() {
+		_spec.ClearField(scene.FieldRenditionPrefix, field.TypeString)
+	}
+	if value, ok := _u.mutation.RenditionType(); ok {
+		_spec.SetField(scene.FieldRenditionType, field.TypeEnum, value)
+	}
+	if _u.mutation.RenditionTypeCleared() {
+		_spec.ClearField(scene.FieldRenditionType, field.TypeEnum)
+	}
+	if value, ok := _u.mutation.RenditionKey(); ok {
+		_spec.SetField(scene.FieldRenditionKey, field.TypeString, value)
+	}
+	if _u.mutation.RenditionKeyCleared() {
+		_spec.ClearField(scene.FieldRenditionKey, field.TypeString)
+	}
+	if value, ok := _u.mutation.RenditionBytes(); ok {
+		_spec.SetField(scene.FieldRenditionBytes, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedRenditionBytes(); ok {
+		_spec.AddField(scene.FieldRenditionBytes, field.TypeInt64, value)
+	}
+	if _u.mutation.RenditionBytesCleared() {
+		_spec.ClearField(scene.FieldRenditionBytes, field.TypeInt64)
+	}
+	if value, ok := _u.mutation.RenditionFiles(); ok {
+		_spec.SetField(scene.FieldRenditionFiles, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedRenditionFiles(); ok {
+		_spec.AddField(scene.FieldRenditionFiles, field.TypeInt, value)
+	}
+	if _u.mutation.RenditionFilesCleared() {
+		_spec.ClearField(scene.FieldRenditionFiles, field.TypeInt)
+	}
+	if value, ok := _u.mutation.Gaussians(); ok {
+		_spec.SetField(scene.FieldGaussians, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedGaussians(); ok {
+		_spec.AddField(scene.FieldGaussians, field.TypeInt64, value)
+	}
+	if _u.mutation.GaussiansCleared() {
+		_spec.ClearField(scene.FieldGaussians, field.TypeInt64)
 	}
 	if _u.mutation.OwnerCleared() {
 		edge := &sqlgraph.EdgeSpec{

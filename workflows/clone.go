@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -29,6 +30,9 @@ const (
 	ClonePhaseRolledBack  = "rolled back"
 )
 
+// cloneRenditionsChange is the GetVersion change id of a clone starting its rendition.
+const cloneRenditionsChange = "clone-renditions"
+
 // ErrCloneAbandoned is the failure of a job nobody polled for its AbandonAfter.
 const ErrCloneAbandoned = "CLONE_ABANDONED"
 
@@ -46,6 +50,8 @@ type CloneInput struct {
 	AbandonAfter time.Duration
 	// Concurrency is how many objects are copied at once.
 	Concurrency int
+	// MediaTaskQueue is where the clone's rendition runs; empty leaves it to the re-drive.
+	MediaTaskQueue string
 }
 
 // CloneResult is a finished clone: the spec's 201 payload but the scene item, which the API
@@ -168,6 +174,22 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 	}).Get(ctx, &fin)
 	if err != nil {
 		return rollback(err)
+	}
+	// The clone's rendition is re-derived (renditions are not copied): its workflow starts as
+	// an abandoned child, so the clone's answer never waits for a conversion. A start that
+	// fails is the rendition re-drive's to repeat.
+	if workflow.GetVersion(ctx, cloneRenditionsChange, workflow.DefaultVersion, 1) == 1 &&
+		fin.RenditionPending && in.MediaTaskQueue != "" {
+		rin := RenditionInput{SceneID: fin.SplatID, IntegrationID: in.IntegrationID, ExternalUserID: in.ExternalUserID}
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+			WorkflowID: RenditionWorkflowID(fin.SplatID), TaskQueue: in.MediaTaskQueue,
+			ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+			TypedSearchAttributes: renditionSearchAttributes(rin),
+		})
+		if err := workflow.ExecuteChildWorkflow(cctx, SceneRenditionsWorkflow, rin).GetChildWorkflowExecution().Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Warn("starting the clone's rendition; the re-drive will", "scene", fin.SplatID, "error", err)
+		}
 	}
 	phase(ctx, ClonePhaseSucceeded)
 	return CloneResult{SplatID: fin.SplatID, SourceSplatID: in.SourceSceneID, Usage: fin.Usage}, nil

@@ -18,5 +18,13 @@ func Register(w worker.Registry) int {
 	w.RegisterWorkflowWithOptions(CloneScene, workflow.RegisterOptions{Name: CloneSceneWorkflow})
 	w.RegisterWorkflow(DeleteSceneViews)
 	w.RegisterWorkflow(DropExpiredViews)
-	return 8
+	return 9
+}
+
+// RegisterMedia adds the media task queue's workflows to w (the media worker's): the renditions
+// and their re-drive.
+func RegisterMedia(w worker.Registry) int {
+	w.RegisterWorkflowWithOptions(SceneRenditions, workflow.RegisterOptions{Name: SceneRenditionsWorkflow})
+	w.RegisterWorkflow(RedriveRenditions)
+	return 2
 }

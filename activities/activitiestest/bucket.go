@@ -5,7 +5,9 @@
 package activitiestest
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/url"
 	"sort"
 	"strings"
@@ -19,7 +21,8 @@ import (
 // Bucket is an in-memory bucket. The zero value is empty and ready.
 type Bucket struct {
 	mu      sync.Mutex
-	objects map[string]int64 // key → size
+	objects map[string]int64  // key → size
+	bodies  map[string][]byte // key → content, for objects stored with one
 	// FailDelete, when set, runs before every DeleteObjects call (numbered from 1) with its keys;
 	// an error it returns fails the call before anything is deleted.
 	FailDelete func(call int, keys []string) error
@@ -152,6 +155,7 @@ func (b *Bucket) DeleteObjects(_ context.Context, in *s3.DeleteObjectsInput, _ .
 			out.Errors = append(out.Errors, s3types.Error{Key: aws.String(k), Code: aws.String("NoSuchKey"), Message: aws.String("no such key")})
 		}
 		delete(b.objects, k)
+		delete(b.bodies, k)
 	}
 	return out, nil
 }
@@ -194,4 +198,51 @@ func (b *Bucket) CopyObject(_ context.Context, in *s3.CopyObjectInput, _ ...func
 	b.objects[dst] = size
 	b.copies = append(b.copies, dst)
 	return &s3.CopyObjectOutput{}, nil
+}
+
+// PutBody adds an object with its content, for the activities that read objects.
+func (b *Bucket) PutBody(key string, body []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.objects == nil {
+		b.objects = map[string]int64{}
+	}
+	if b.bodies == nil {
+		b.bodies = map[string][]byte{}
+	}
+	b.objects[key] = int64(len(body))
+	b.bodies[key] = body
+}
+
+// Body returns a stored object's content (zeros of its size when it was stored without one).
+func (b *Bucket) Body(key string) ([]byte, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	size, ok := b.objects[key]
+	if !ok {
+		return nil, false
+	}
+	if body, ok := b.bodies[key]; ok {
+		return body, true
+	}
+	return make([]byte, size), true
+}
+
+// GetObject returns an object's content, or NoSuchKey.
+func (b *Bucket) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	body, ok := b.Body(aws.ToString(in.Key))
+	if !ok {
+		return nil, &s3types.NoSuchKey{Message: aws.String("no such key: " + aws.ToString(in.Key))}
+	}
+	return &s3.GetObjectOutput{Body: io.NopCloser(bytes.NewReader(body)), ContentLength: aws.Int64(int64(len(body)))}, nil
+}
+
+// PutObject stores an object with its content.
+func (b *Bucket) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	body, err := io.ReadAll(in.Body)
+	if err != nil {
+		return nil, err
+	}
+	b.PutBody(aws.ToString(in.Key), body)
+	return &s3.PutObjectOutput{}, nil
 }

@@ -31,6 +31,7 @@ var workflowTypes = map[string]string{
 	// Scene DELETE and refused-commit purges.
 	"asset-purge": "PurgeAssets",
 	"views":       "DeleteSceneViews",
+	"renditions":  workflows.SceneRenditionsWorkflow,
 }
 
 // temporal dials the Temporal frontend. The SDK's own logging is discarded: the CLI reports

@@ -265,6 +265,14 @@ var (
 		{Name: "archive_protected", Type: field.TypeBool, Default: false},
 		{Name: "archived_prior_visibility", Type: field.TypeEnum, Nullable: true, Enums: []string{"private", "public"}},
 		{Name: "archived_prior_allow_embed", Type: field.TypeBool, Nullable: true},
+		{Name: "processing_state", Type: field.TypeEnum, Enums: []string{"pending", "ready", "failed", "skipped"}, Default: "skipped"},
+		{Name: "processing_message", Type: field.TypeString, Nullable: true, Size: 500},
+		{Name: "rendition_prefix", Type: field.TypeString, Nullable: true},
+		{Name: "rendition_type", Type: field.TypeEnum, Nullable: true, Enums: []string{"sog", "lod"}},
+		{Name: "rendition_key", Type: field.TypeString, Nullable: true},
+		{Name: "rendition_bytes", Type: field.TypeInt64, Nullable: true},
+		{Name: "rendition_files", Type: field.TypeInt, Nullable: true},
+		{Name: "gaussians", Type: field.TypeInt64, Nullable: true},
 		{Name: "owner_id", Type: field.TypeString, Size: 24},
 		{Name: "integration_id", Type: field.TypeString, Size: 24},
 	}
@@ -276,13 +284,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "scenes_external_users_scenes",
-				Columns:    []*schema.Column{ScenesColumns[33]},
+				Columns:    []*schema.Column{ScenesColumns[41]},
 				RefColumns: []*schema.Column{ExternalUsersColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "scenes_integrations_scenes",
-				Columns:    []*schema.Column{ScenesColumns[34]},
+				Columns:    []*schema.Column{ScenesColumns[42]},
 				RefColumns: []*schema.Column{IntegrationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -291,32 +299,37 @@ var (
 			{
 				Name:    "scene_integration_id_created_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{ScenesColumns[34], ScenesColumns[1], ScenesColumns[0]},
+				Columns: []*schema.Column{ScenesColumns[42], ScenesColumns[1], ScenesColumns[0]},
 			},
 			{
 				Name:    "scene_integration_id_updated_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{ScenesColumns[34], ScenesColumns[2], ScenesColumns[0]},
+				Columns: []*schema.Column{ScenesColumns[42], ScenesColumns[2], ScenesColumns[0]},
 			},
 			{
 				Name:    "scene_integration_id_view_count_id",
 				Unique:  false,
-				Columns: []*schema.Column{ScenesColumns[34], ScenesColumns[20], ScenesColumns[0]},
+				Columns: []*schema.Column{ScenesColumns[42], ScenesColumns[20], ScenesColumns[0]},
 			},
 			{
 				Name:    "scene_integration_id_featured_featured_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{ScenesColumns[34], ScenesColumns[23], ScenesColumns[24], ScenesColumns[0]},
+				Columns: []*schema.Column{ScenesColumns[42], ScenesColumns[23], ScenesColumns[24], ScenesColumns[0]},
 			},
 			{
 				Name:    "scene_owner_id_created_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{ScenesColumns[33], ScenesColumns[1], ScenesColumns[0]},
+				Columns: []*schema.Column{ScenesColumns[41], ScenesColumns[1], ScenesColumns[0]},
 			},
 			{
 				Name:    "scene_archived_at",
 				Unique:  false,
 				Columns: []*schema.Column{ScenesColumns[29]},
+			},
+			{
+				Name:    "scene_processing_state_updated_at",
+				Unique:  false,
+				Columns: []*schema.Column{ScenesColumns[33], ScenesColumns[2]},
 			},
 		},
 	}

@@ -83,6 +83,22 @@ const (
 	FieldArchivedPriorVisibility = "archived_prior_visibility"
 	// FieldArchivedPriorAllowEmbed holds the string denoting the archived_prior_allow_embed field in the database.
 	FieldArchivedPriorAllowEmbed = "archived_prior_allow_embed"
+	// FieldProcessingState holds the string denoting the processing_state field in the database.
+	FieldProcessingState = "processing_state"
+	// FieldProcessingMessage holds the string denoting the processing_message field in the database.
+	FieldProcessingMessage = "processing_message"
+	// FieldRenditionPrefix holds the string denoting the rendition_prefix field in the database.
+	FieldRenditionPrefix = "rendition_prefix"
+	// FieldRenditionType holds the string denoting the rendition_type field in the database.
+	FieldRenditionType = "rendition_type"
+	// FieldRenditionKey holds the string denoting the rendition_key field in the database.
+	FieldRenditionKey = "rendition_key"
+	// FieldRenditionBytes holds the string denoting the rendition_bytes field in the database.
+	FieldRenditionBytes = "rendition_bytes"
+	// FieldRenditionFiles holds the string denoting the rendition_files field in the database.
+	FieldRenditionFiles = "rendition_files"
+	// FieldGaussians holds the string denoting the gaussians field in the database.
+	FieldGaussians = "gaussians"
 	// EdgeIntegration holds the string denoting the integration edge name in mutations.
 	EdgeIntegration = "integration"
 	// EdgeOwner holds the string denoting the owner edge name in mutations.
@@ -142,6 +158,14 @@ var Columns = []string{
 	FieldArchiveProtected,
 	FieldArchivedPriorVisibility,
 	FieldArchivedPriorAllowEmbed,
+	FieldProcessingState,
+	FieldProcessingMessage,
+	FieldRenditionPrefix,
+	FieldRenditionType,
+	FieldRenditionKey,
+	FieldRenditionBytes,
+	FieldRenditionFiles,
+	FieldGaussians,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -197,6 +221,14 @@ var (
 	DefaultHoldsSplatSlot bool
 	// DefaultArchiveProtected holds the default value on creation for the "archive_protected" field.
 	DefaultArchiveProtected bool
+	// ProcessingMessageValidator is a validator for the "processing_message" field. It is called by the builders before save.
+	ProcessingMessageValidator func(string) error
+	// RenditionBytesValidator is a validator for the "rendition_bytes" field. It is called by the builders before save.
+	RenditionBytesValidator func(int64) error
+	// RenditionFilesValidator is a validator for the "rendition_files" field. It is called by the builders before save.
+	RenditionFilesValidator func(int) error
+	// GaussiansValidator is a validator for the "gaussians" field. It is called by the builders before save.
+	GaussiansValidator func(int64) error
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() string
 	// IDValidator is a validator for the "id" field. It is called by the builders before save.
@@ -275,6 +307,57 @@ func ArchivedPriorVisibilityValidator(apv ArchivedPriorVisibility) error {
 		return nil
 	default:
 		return fmt.Errorf("scene: invalid enum value for archived_prior_visibility field: %q", apv)
+	}
+}
+
+// ProcessingState defines the type for the "processing_state" enum field.
+type ProcessingState string
+
+// ProcessingStateSkipped is the default value of the ProcessingState enum.
+const DefaultProcessingState = ProcessingStateSkipped
+
+// ProcessingState values.
+const (
+	ProcessingStatePending ProcessingState = "pending"
+	ProcessingStateReady   ProcessingState = "ready"
+	ProcessingStateFailed  ProcessingState = "failed"
+	ProcessingStateSkipped ProcessingState = "skipped"
+)
+
+func (ps ProcessingState) String() string {
+	return string(ps)
+}
+
+// ProcessingStateValidator is a validator for the "processing_state" field enum values. It is called by the builders before save.
+func ProcessingStateValidator(ps ProcessingState) error {
+	switch ps {
+	case ProcessingStatePending, ProcessingStateReady, ProcessingStateFailed, ProcessingStateSkipped:
+		return nil
+	default:
+		return fmt.Errorf("scene: invalid enum value for processing_state field: %q", ps)
+	}
+}
+
+// RenditionType defines the type for the "rendition_type" enum field.
+type RenditionType string
+
+// RenditionType values.
+const (
+	RenditionTypeSog RenditionType = "sog"
+	RenditionTypeLod RenditionType = "lod"
+)
+
+func (rt RenditionType) String() string {
+	return string(rt)
+}
+
+// RenditionTypeValidator is a validator for the "rendition_type" field enum values. It is called by the builders before save.
+func RenditionTypeValidator(rt RenditionType) error {
+	switch rt {
+	case RenditionTypeSog, RenditionTypeLod:
+		return nil
+	default:
+		return fmt.Errorf("scene: invalid enum value for rendition_type field: %q", rt)
 	}
 }
 
@@ -429,6 +512,46 @@ func ByArchivedPriorVisibility(opts ...sql.OrderTermOption) OrderOption {
 // ByArchivedPriorAllowEmbed orders the results by the archived_prior_allow_embed field.
 func ByArchivedPriorAllowEmbed(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldArchivedPriorAllowEmbed, opts...).ToFunc()
+}
+
+// ByProcessingState orders the results by the processing_state field.
+func ByProcessingState(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldProcessingState, opts...).ToFunc()
+}
+
+// ByProcessingMessage orders the results by the processing_message field.
+func ByProcessingMessage(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldProcessingMessage, opts...).ToFunc()
+}
+
+// ByRenditionPrefix orders the results by the rendition_prefix field.
+func ByRenditionPrefix(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldRenditionPrefix, opts...).ToFunc()
+}
+
+// ByRenditionType orders the results by the rendition_type field.
+func ByRenditionType(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldRenditionType, opts...).ToFunc()
+}
+
+// ByRenditionKey orders the results by the rendition_key field.
+func ByRenditionKey(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldRenditionKey, opts...).ToFunc()
+}
+
+// ByRenditionBytes orders the results by the rendition_bytes field.
+func ByRenditionBytes(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldRenditionBytes, opts...).ToFunc()
+}
+
+// ByRenditionFiles orders the results by the rendition_files field.
+func ByRenditionFiles(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldRenditionFiles, opts...).ToFunc()
+}
+
+// ByGaussians orders the results by the gaussians field.
+func ByGaussians(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldGaussians, opts...).ToFunc()
 }
 
 // ByIntegrationField orders the results by integration field.

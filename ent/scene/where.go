@@ -195,6 +195,36 @@ func ArchivedPriorAllowEmbed(v bool) predicate.Scene {
 	return predicate.Scene(sql.FieldEQ(FieldArchivedPriorAllowEmbed, v))
 }
 
+// ProcessingMessage applies equality check predicate on the "processing_message" field. It's identical to ProcessingMessageEQ.
+func ProcessingMessage(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldEQ(FieldProcessingMessage, v))
+}
+
+// RenditionPrefix applies equality check predicate on the "rendition_prefix" field. It's identical to RenditionPrefixEQ.
+func RenditionPrefix(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldEQ(FieldRenditionPrefix, v))
+}
+
+// RenditionKey applies equality check predicate on the "rendition_key" field. It's identical to RenditionKeyEQ.
+func RenditionKey(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldEQ(FieldRenditionKey, v))
+}
+
+// RenditionBytes applies equality check predicate on the "rendition_bytes" field. It's identical to RenditionBytesEQ.
+func RenditionBytes(v int64) predicate.Scene {
+	return predicate.Scene(sql.FieldEQ(FieldRenditionBytes, v))
+}
+
+// RenditionFiles applies equality check predicate on the "rendition_files" field. It's identical to RenditionFilesEQ.
+func RenditionFiles(v int) predicate.Scene {
+	return predicate.Scene(sql.FieldEQ(FieldRenditionFiles, v))
+}
+
+// Gaussians applies equality check predicate on the "gaussians" field. It's identical to GaussiansEQ.
+func Gaussians(v int64) predicate.Scene {
+	return predicate.Scene(sql.FieldEQ(FieldGaussians, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.Scene {
 	return predicate.Scene(sql.FieldEQ(FieldCreatedAt, v))
@@ -1418,6 +1448,431 @@ func ArchivedPriorAllowEmbedIsNil() predicate.Scene {
 // ArchivedPriorAllowEmbedNotNil applies the NotNil predicate on the "archived_prior_allow_embed" field.
 func ArchivedPriorAllowEmbedNotNil() predicate.Scene {
 	return predicate.Scene(sql.FieldNotNull(FieldArchivedPriorAllowEmbed))
+}
+
+// ProcessingStateEQ applies the EQ predicate on the "processing_state" field.
+func ProcessingStateEQ(v ProcessingState) predicate.Scene {
+	return predicate.Scene(sql.FieldEQ(FieldProcessingState, v))
+}
+
+// ProcessingStateNEQ applies the NEQ predicate on the "processing_state" field.
+func ProcessingStateNEQ(v ProcessingState) predicate.Scene {
+	return predicate.Scene(sql.FieldNEQ(FieldProcessingState, v))
+}
+
+// ProcessingStateIn applies the In predicate on the "processing_state" field.
+func ProcessingStateIn(vs ...ProcessingState) predicate.Scene {
+	return predicate.Scene(sql.FieldIn(FieldProcessingState, vs...))
+}
+
+// ProcessingStateNotIn applies the NotIn predicate on the "processing_state" field.
+func ProcessingStateNotIn(vs ...ProcessingState) predicate.Scene {
+	return predicate.Scene(sql.FieldNotIn(FieldProcessingState, vs...))
+}
+
+// ProcessingMessageEQ applies the EQ predicate on the "processing_message" field.
+func ProcessingMessageEQ(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldEQ(FieldProcessingMessage, v))
+}
+
+// ProcessingMessageNEQ applies the NEQ predicate on the "processing_message" field.
+func ProcessingMessageNEQ(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldNEQ(FieldProcessingMessage, v))
+}
+
+// ProcessingMessageIn applies the In predicate on the "processing_message" field.
+func ProcessingMessageIn(vs ...string) predicate.Scene {
+	return predicate.Scene(sql.FieldIn(FieldProcessingMessage, vs...))
+}
+
+// ProcessingMessageNotIn applies the NotIn predicate on the "processing_message" field.
+func ProcessingMessageNotIn(vs ...string) predicate.Scene {
+	return predicate.Scene(sql.FieldNotIn(FieldProcessingMessage, vs...))
+}
+
+// ProcessingMessageGT applies the GT predicate on the "processing_message" field.
+func ProcessingMessageGT(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldGT(FieldProcessingMessage, v))
+}
+
+// ProcessingMessageGTE applies the GTE predicate on the "processing_message" field.
+func ProcessingMessageGTE(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldGTE(FieldProcessingMessage, v))
+}
+
+// ProcessingMessageLT applies the LT predicate on the "processing_message" field.
+func ProcessingMessageLT(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldLT(FieldProcessingMessage, v))
+}
+
+// ProcessingMessageLTE applies the LTE predicate on the "processing_message" field.
+func ProcessingMessageLTE(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldLTE(FieldProcessingMessage, v))
+}
+
+// ProcessingMessageContains applies the Contains predicate on the "processing_message" field.
+func ProcessingMessageContains(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldContains(FieldProcessingMessage, v))
+}
+
+// ProcessingMessageHasPrefix applies the HasPrefix predicate on the "processing_message" field.
+func ProcessingMessageHasPrefix(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldHasPrefix(FieldProcessingMessage, v))
+}
+
+// ProcessingMessageHasSuffix applies the HasSuffix predicate on the "processing_message" field.
+func ProcessingMessageHasSuffix(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldHasSuffix(FieldProcessingMessage, v))
+}
+
+// ProcessingMessageIsNil applies the IsNil predicate on the "processing_message" field.
+func ProcessingMessageIsNil() predicate.Scene {
+	return predicate.Scene(sql.FieldIsNull(FieldProcessingMessage))
+}
+
+// ProcessingMessageNotNil applies the NotNil predicate on the "processing_message" field.
+func ProcessingMessageNotNil() predicate.Scene {
+	return predicate.Scene(sql.FieldNotNull(FieldProcessingMessage))
+}
+
+// ProcessingMessageEqualFold applies the EqualFold predicate on the "processing_message" field.
+func ProcessingMessageEqualFold(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldEqualFold(FieldProcessingMessage, v))
+}
+
+// ProcessingMessageContainsFold applies the ContainsFold predicate on the "processing_message" field.
+func ProcessingMessageContainsFold(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldContainsFold(FieldProcessingMessage, v))
+}
+
+// RenditionPrefixEQ applies the EQ predicate on the "rendition_prefix" field.
+func RenditionPrefixEQ(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldEQ(FieldRenditionPrefix, v))
+}
+
+// RenditionPrefixNEQ applies the NEQ predicate on the "rendition_prefix" field.
+func RenditionPrefixNEQ(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldNEQ(FieldRenditionPrefix, v))
+}
+
+// RenditionPrefixIn applies the In predicate on the "rendition_prefix" field.
+func RenditionPrefixIn(vs ...string) predicate.Scene {
+	return predicate.Scene(sql.FieldIn(FieldRenditionPrefix, vs...))
+}
+
+// RenditionPrefixNotIn applies the NotIn predicate on the "rendition_prefix" field.
+func RenditionPrefixNotIn(vs ...string) predicate.Scene {
+	return predicate.Scene(sql.FieldNotIn(FieldRenditionPrefix, vs...))
+}
+
+// RenditionPrefixGT applies the GT predicate on the "rendition_prefix" field.
+func RenditionPrefixGT(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldGT(FieldRenditionPrefix, v))
+}
+
+// RenditionPrefixGTE applies the GTE predicate on the "rendition_prefix" field.
+func RenditionPrefixGTE(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldGTE(FieldRenditionPrefix, v))
+}
+
+// RenditionPrefixLT applies the LT predicate on the "rendition_prefix" field.
+func RenditionPrefixLT(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldLT(FieldRenditionPrefix, v))
+}
+
+// RenditionPrefixLTE applies the LTE predicate on the "rendition_prefix" field.
+func RenditionPrefixLTE(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldLTE(FieldRenditionPrefix, v))
+}
+
+// RenditionPrefixContains applies the Contains predicate on the "rendition_prefix" field.
+func RenditionPrefixContains(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldContains(FieldRenditionPrefix, v))
+}
+
+// RenditionPrefixHasPrefix applies the HasPrefix predicate on the "rendition_prefix" field.
+func RenditionPrefixHasPrefix(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldHasPrefix(FieldRenditionPrefix, v))
+}
+
+// RenditionPrefixHasSuffix applies the HasSuffix predicate on the "rendition_prefix" field.
+func RenditionPrefixHasSuffix(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldHasSuffix(FieldRenditionPrefix, v))
+}
+
+// RenditionPrefixIsNil applies the IsNil predicate on the "rendition_prefix" field.
+func RenditionPrefixIsNil() predicate.Scene {
+	return predicate.Scene(sql.FieldIsNull(FieldRenditionPrefix))
+}
+
+// RenditionPrefixNotNil applies the NotNil predicate on the "rendition_prefix" field.
+func RenditionPrefixNotNil() predicate.Scene {
+	return predicate.Scene(sql.FieldNotNull(FieldRenditionPrefix))
+}
+
+// RenditionPrefixEqualFold applies the EqualFold predicate on the "rendition_prefix" field.
+func RenditionPrefixEqualFold(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldEqualFold(FieldRenditionPrefix, v))
+}
+
+// RenditionPrefixContainsFold applies the ContainsFold predicate on the "rendition_prefix" field.
+func RenditionPrefixContainsFold(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldContainsFold(FieldRenditionPrefix, v))
+}
+
+// RenditionTypeEQ applies the EQ predicate on the "rendition_type" field.
+func RenditionTypeEQ(v RenditionType) predicate.Scene {
+	return predicate.Scene(sql.FieldEQ(FieldRenditionType, v))
+}
+
+// RenditionTypeNEQ applies the NEQ predicate on the "rendition_type" field.
+func RenditionTypeNEQ(v RenditionType) predicate.Scene {
+	return predicate.Scene(sql.FieldNEQ(FieldRenditionType, v))
+}
+
+// RenditionTypeIn applies the In predicate on the "rendition_type" field.
+func RenditionTypeIn(vs ...RenditionType) predicate.Scene {
+	return predicate.Scene(sql.FieldIn(FieldRenditionType, vs...))
+}
+
+// RenditionTypeNotIn applies the NotIn predicate on the "rendition_type" field.
+func RenditionTypeNotIn(vs ...RenditionType) predicate.Scene {
+	return predicate.Scene(sql.FieldNotIn(FieldRenditionType, vs...))
+}
+
+// RenditionTypeIsNil applies the IsNil predicate on the "rendition_type" field.
+func RenditionTypeIsNil() predicate.Scene {
+	return predicate.Scene(sql.FieldIsNull(FieldRenditionType))
+}
+
+// RenditionTypeNotNil applies the NotNil predicate on the "rendition_type" field.
+func RenditionTypeNotNil() predicate.Scene {
+	return predicate.Scene(sql.FieldNotNull(FieldRenditionType))
+}
+
+// RenditionKeyEQ applies the EQ predicate on the "rendition_key" field.
+func RenditionKeyEQ(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldEQ(FieldRenditionKey, v))
+}
+
+// RenditionKeyNEQ applies the NEQ predicate on the "rendition_key" field.
+func RenditionKeyNEQ(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldNEQ(FieldRenditionKey, v))
+}
+
+// RenditionKeyIn applies the In predicate on the "rendition_key" field.
+func RenditionKeyIn(vs ...string) predicate.Scene {
+	return predicate.Scene(sql.FieldIn(FieldRenditionKey, vs...))
+}
+
+// RenditionKeyNotIn applies the NotIn predicate on the "rendition_key" field.
+func RenditionKeyNotIn(vs ...string) predicate.Scene {
+	return predicate.Scene(sql.FieldNotIn(FieldRenditionKey, vs...))
+}
+
+// RenditionKeyGT applies the GT predicate on the "rendition_key" field.
+func RenditionKeyGT(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldGT(FieldRenditionKey, v))
+}
+
+// RenditionKeyGTE applies the GTE predicate on the "rendition_key" field.
+func RenditionKeyGTE(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldGTE(FieldRenditionKey, v))
+}
+
+// RenditionKeyLT applies the LT predicate on the "rendition_key" field.
+func RenditionKeyLT(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldLT(FieldRenditionKey, v))
+}
+
+// RenditionKeyLTE applies the LTE predicate on the "rendition_key" field.
+func RenditionKeyLTE(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldLTE(FieldRenditionKey, v))
+}
+
+// RenditionKeyContains applies the Contains predicate on the "rendition_key" field.
+func RenditionKeyContains(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldContains(FieldRenditionKey, v))
+}
+
+// RenditionKeyHasPrefix applies the HasPrefix predicate on the "rendition_key" field.
+func RenditionKeyHasPrefix(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldHasPrefix(FieldRenditionKey, v))
+}
+
+// RenditionKeyHasSuffix applies the HasSuffix predicate on the "rendition_key" field.
+func RenditionKeyHasSuffix(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldHasSuffix(FieldRenditionKey, v))
+}
+
+// RenditionKeyIsNil applies the IsNil predicate on the "rendition_key" field.
+func RenditionKeyIsNil() predicate.Scene {
+	return predicate.Scene(sql.FieldIsNull(FieldRenditionKey))
+}
+
+// RenditionKeyNotNil applies the NotNil predicate on the "rendition_key" field.
+func RenditionKeyNotNil() predicate.Scene {
+	return predicate.Scene(sql.FieldNotNull(FieldRenditionKey))
+}
+
+// RenditionKeyEqualFold applies the EqualFold predicate on the "rendition_key" field.
+func RenditionKeyEqualFold(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldEqualFold(FieldRenditionKey, v))
+}
+
+// RenditionKeyContainsFold applies the ContainsFold predicate on the "rendition_key" field.
+func RenditionKeyContainsFold(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldContainsFold(FieldRenditionKey, v))
+}
+
+// RenditionBytesEQ applies the EQ predicate on the "rendition_bytes" field.
+func RenditionBytesEQ(v int64) predicate.Scene {
+	return predicate.Scene(sql.FieldEQ(FieldRenditionBytes, v))
+}
+
+// RenditionBytesNEQ applies the NEQ predicate on the "rendition_bytes" field.
+func RenditionBytesNEQ(v int64) predicate.Scene {
+	return predicate.Scene(sql.FieldNEQ(FieldRenditionBytes, v))
+}
+
+// RenditionBytesIn applies the In predicate on the "rendition_bytes" field.
+func RenditionBytesIn(vs ...int64) predicate.Scene {
+	return predicate.Scene(sql.FieldIn(FieldRenditionBytes, vs...))
+}
+
+// RenditionBytesNotIn applies the NotIn predicate on the "rendition_bytes" field.
+func RenditionBytesNotIn(vs ...int64) predicate.Scene {
+	return predicate.Scene(sql.FieldNotIn(FieldRenditionBytes, vs...))
+}
+
+// RenditionBytesGT applies the GT predicate on the "rendition_bytes" field.
+func RenditionBytesGT(v int64) predicate.Scene {
+	return predicate.Scene(sql.FieldGT(FieldRenditionBytes, v))
+}
+
+// RenditionBytesGTE applies the GTE predicate on the "rendition_bytes" field.
+func RenditionBytesGTE(v int64) predicate.Scene {
+	return predicate.Scene(sql.FieldGTE(FieldRenditionBytes, v))
+}
+
+// RenditionBytesLT applies the LT predicate on the "rendition_bytes" field.
+func RenditionBytesLT(v int64) predicate.Scene {
+	return predicate.Scene(sql.FieldLT(FieldRenditionBytes, v))
+}
+
+// RenditionBytesLTE applies the LTE predicate on the "rendition_bytes" field.
+func RenditionBytesLTE(v int64) predicate.Scene {
+	return predicate.Scene(sql.FieldLTE(FieldRenditionBytes, v))
+}
+
+// RenditionBytesIsNil applies the IsNil predicate on the "rendition_bytes" field.
+func RenditionBytesIsNil() predicate.Scene {
+	return predicate.Scene(sql.FieldIsNull(FieldRenditionBytes))
+}
+
+// RenditionBytesNotNil applies the NotNil predicate on the "rendition_bytes" field.
+func RenditionBytesNotNil() predicate.Scene {
+	return predicate.Scene(sql.FieldNotNull(FieldRenditionBytes))
+}
+
+// RenditionFilesEQ applies the EQ predicate on the "rendition_files" field.
+func RenditionFilesEQ(v int) predicate.Scene {
+	return predicate.Scene(sql.FieldEQ(FieldRenditionFiles, v))
+}
+
+// RenditionFilesNEQ applies the NEQ predicate on the "rendition_files" field.
+func RenditionFilesNEQ(v int) predicate.Scene {
+	return predicate.Scene(sql.FieldNEQ(FieldRenditionFiles, v))
+}
+
+// RenditionFilesIn applies the In predicate on the "rendition_files" field.
+func RenditionFilesIn(vs ...int) predicate.Scene {
+	return predicate.Scene(sql.FieldIn(FieldRenditionFiles, vs...))
+}
+
+// RenditionFilesNotIn applies the NotIn predicate on the "rendition_files" field.
+func RenditionFilesNotIn(vs ...int) predicate.Scene {
+	return predicate.Scene(sql.FieldNotIn(FieldRenditionFiles, vs...))
+}
+
+// RenditionFilesGT applies the GT predicate on the "rendition_files" field.
+func RenditionFilesGT(v int) predicate.Scene {
+	return predicate.Scene(sql.FieldGT(FieldRenditionFiles, v))
+}
+
+// RenditionFilesGTE applies the GTE predicate on the "rendition_files" field.
+func RenditionFilesGTE(v int) predicate.Scene {
+	return predicate.Scene(sql.FieldGTE(FieldRenditionFiles, v))
+}
+
+// RenditionFilesLT applies the LT predicate on the "rendition_files" field.
+func RenditionFilesLT(v int) predicate.Scene {
+	return predicate.Scene(sql.FieldLT(FieldRenditionFiles, v))
+}
+
+// RenditionFilesLTE applies the LTE predicate on the "rendition_files" field.
+func RenditionFilesLTE(v int) predicate.Scene {
+	return predicate.Scene(sql.FieldLTE(FieldRenditionFiles, v))
+}
+
+// RenditionFilesIsNil applies the IsNil predicate on the "rendition_files" field.
+func RenditionFilesIsNil() predicate.Scene {
+	return predicate.Scene(sql.FieldIsNull(FieldRenditionFiles))
+}
+
+// RenditionFilesNotNil applies the NotNil predicate on the "rendition_files" field.
+func RenditionFilesNotNil() predicate.Scene {
+	return predicate.Scene(sql.FieldNotNull(FieldRenditionFiles))
+}
+
+// GaussiansEQ applies the EQ predicate on the "gaussians" field.
+func GaussiansEQ(v int64) predicate.Scene {
+	return predicate.Scene(sql.FieldEQ(FieldGaussians, v))
+}
+
+// GaussiansNEQ applies the NEQ predicate on the "gaussians" field.
+func GaussiansNEQ(v int64) predicate.Scene {
+	return predicate.Scene(sql.FieldNEQ(FieldGaussians, v))
+}
+
+// GaussiansIn applies the In predicate on the "gaussians" field.
+func GaussiansIn(vs ...int64) predicate.Scene {
+	return predicate.Scene(sql.FieldIn(FieldGaussians, vs...))
+}
+
+// GaussiansNotIn applies the NotIn predicate on the "gaussians" field.
+func GaussiansNotIn(vs ...int64) predicate.Scene {
+	return predicate.Scene(sql.FieldNotIn(FieldGaussians, vs...))
+}
+
+// GaussiansGT applies the GT predicate on the "gaussians" field.
+func GaussiansGT(v int64) predicate.Scene {
+	return predicate.Scene(sql.FieldGT(FieldGaussians, v))
+}
+
+// GaussiansGTE applies the GTE predicate on the "gaussians" field.
+func GaussiansGTE(v int64) predicate.Scene {
+	return predicate.Scene(sql.FieldGTE(FieldGaussians, v))
+}
+
+// GaussiansLT applies the LT predicate on the "gaussians" field.
+func GaussiansLT(v int64) predicate.Scene {
+	return predicate.Scene(sql.FieldLT(FieldGaussians, v))
+}
+
+// GaussiansLTE applies the LTE predicate on the "gaussians" field.
+func GaussiansLTE(v int64) predicate.Scene {
+	return predicate.Scene(sql.FieldLTE(FieldGaussians, v))
+}
+
+// GaussiansIsNil applies the IsNil predicate on the "gaussians" field.
+func GaussiansIsNil() predicate.Scene {
+	return predicate.Scene(sql.FieldIsNull(FieldGaussians))
+}
+
+// GaussiansNotNil applies the NotNil predicate on the "gaussians" field.
+func GaussiansNotNil() predicate.Scene {
+	return predicate.Scene(sql.FieldNotNull(FieldGaussians))
 }
 
 // HasIntegration applies the HasEdge predicate on the "integration" edge.

@@ -64,6 +64,24 @@ func (Scene) Fields() []ent.Field {
 		field.Bool("archive_protected").Default(false),
 		field.Enum("archived_prior_visibility").Values("private", "public").Optional().Nillable(),
 		field.Bool("archived_prior_allow_embed").Optional().Nillable(),
+		// Renditions (contract item 15): the delivery copy the media worker builds from the
+		// upload. processing_state is also the outbox of the SceneRenditions workflow: a scene
+		// committed pending has its workflow started after the commit, and the rendition
+		// re-drive starts it for any scene still pending (a crash in between, Temporal down).
+		// Renditions are not charged: fileSizeBytes is the upload's alone.
+		field.Enum("processing_state").Values("pending", "ready", "failed", "skipped").Default("skipped"),
+		// processing_message says why a rendition failed (or was skipped), for the owner.
+		field.String("processing_message").Optional().Nillable().MaxLen(500),
+		// rendition_prefix is the scene's own folder of rendition objects (the SOG, the LOD
+		// folder, the poster), set when a rendition is planned so that delete and purge remove
+		// it even when the conversion is still running.
+		field.String("rendition_prefix").Optional().Nillable(),
+		field.Enum("rendition_type").Values("sog", "lod").Optional().Nillable(),
+		// rendition_key is the .sog object, or the lod-meta.json of a Streamed SOG folder.
+		field.String("rendition_key").Optional().Nillable(),
+		field.Int64("rendition_bytes").Optional().Nillable().NonNegative(),
+		field.Int("rendition_files").Optional().Nillable().NonNegative(),
+		field.Int64("gaussians").Optional().Nillable().NonNegative(),
 	}
 }
 
@@ -85,5 +103,7 @@ func (Scene) Indexes() []ent.Index {
 		index.Fields("integration_id", "featured", "featured_at", "id"),
 		index.Fields("owner_id", "created_at", "id"),
 		index.Fields("archived_at"),
+		// The rendition re-drive scans pending scenes.
+		index.Fields("processing_state", "updated_at"),
 	}
 }

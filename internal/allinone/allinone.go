@@ -118,8 +118,24 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	p.Integrations = ints
 	p.Scenes = scenes
 	go func() { defer close(p.roomsDone); sessions.Rooms().Run(runCtx) }()
+	// The media worker runs here too when the converter is installed; without it the product
+	// works and renditions wait, pending, for a media worker.
+	conv, convErr := worker.Converter(ctx, cfg)
+	if convErr != nil {
+		log.Error("no media worker in this process: renditions stay pending", "error", convErr)
+	}
+	mediaDone := make(chan struct{})
+	go func() {
+		defer close(mediaDone)
+		if convErr == nil {
+			if err := worker.RunMedia(runCtx, tc, cfg, worker.Deps{DB: d, Store: store, Log: log}, conv); err != nil && !errors.Is(err, context.Canceled) {
+				log.Error("media worker stopped", "error", err)
+			}
+		}
+	}()
 	go func() {
 		defer close(p.done)
+		defer func() { <-mediaDone }()
 		go ints.Listen(runCtx)
 		go scenes.Listen(runCtx)
 		if err := worker.Run(runCtx, tc, cfg, worker.Deps{DB: d, Store: store, Views: views, Streamer: p.Streamer, Log: log}); err != nil && !errors.Is(err, context.Canceled) {

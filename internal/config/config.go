@@ -82,6 +82,23 @@ type Config struct {
 	// in place, pointed at its task queue. A worker that serves another task queue (a test's,
 	// say) sets it false and leaves the product's schedules alone.
 	WorkerSchedules bool
+	// MediaTaskQueue is the task queue of the rendition workflows and their conversions, which
+	// the media worker polls: conversion load scales apart from the API's worker.
+	MediaTaskQueue string
+	// MediaHealthAddr serves the media worker's /healthz and /readyz.
+	MediaHealthAddr string
+	// SplatTransform is the path of @playcanvas/splat-transform's CLI (bin/cli.mjs); empty finds
+	// the pinned copy that `make deps` installs under media/node_modules.
+	SplatTransform string
+	// RenditionTimeout bounds one conversion (the converter is killed at it and the rendition
+	// fails); RenditionMaxMemory bounds the converter's resident memory in bytes.
+	RenditionTimeout   time.Duration
+	RenditionMaxMemory int
+	// RenditionLODMin is the Gaussian count from which a rendition is a Streamed SOG with
+	// levels of detail (contract item 15: 1 000 000).
+	RenditionLODMin int
+	// RenditionConcurrency is how many conversions one media worker runs at once.
+	RenditionConcurrency int
 }
 
 // Load reads the environment. It returns an error naming every malformed variable rather than
@@ -89,38 +106,45 @@ type Config struct {
 func Load() (Config, error) {
 	l := loader{}
 	c := Config{
-		PostgresURL:       l.str("SPLATHOST_POSTGRES_URL", "postgres://postgres@127.0.0.1:15432/splathost?sslmode=disable"),
-		TemporalAddr:      l.str("SPLATHOST_TEMPORAL_ADDR", "127.0.0.1:7233"),
-		TemporalNamespace: l.str("SPLATHOST_TEMPORAL_NAMESPACE", "default"),
-		TaskQueue:         l.str("SPLATHOST_TASK_QUEUE", "splathost"),
-		ClickHouseAddr:    l.str("SPLATHOST_CLICKHOUSE_ADDR", "127.0.0.1:19000"),
-		ClickHouseDB:      l.str("SPLATHOST_CLICKHOUSE_DB", "splathost"),
-		S3Endpoint:        l.str("SPLATHOST_S3_ENDPOINT", "http://127.0.0.1:7070"),
-		S3Region:          l.str("SPLATHOST_S3_REGION", "us-east-1"),
-		S3AccessKey:       l.str("SPLATHOST_S3_ACCESS_KEY", "splathost"),
-		S3SecretKey:       l.str("SPLATHOST_S3_SECRET_KEY", "splathost-dev-secret"),
-		S3Bucket:          l.str("SPLATHOST_S3_BUCKET", "splathost"),
-		AssetBaseURL:      l.str("SPLATHOST_ASSET_BASE_URL", ""),
-		PublicURL:         l.str("SPLATHOST_PUBLIC_URL", ""),
-		AdminToken:        l.str("SPLATHOST_ADMIN_TOKEN", ""),
-		InternalSecret:    l.str("SPLATHOST_INTERNAL_SECRET", ""),
-		SessionKeys:       l.sessionKeys("SPLATHOST_SESSION_KEYS"),
-		GatewayAddr:       l.str("SPLATHOST_GATEWAY_ADDR", "127.0.0.1:8080"),
-		UserAddr:          l.str("SPLATHOST_USER_ADDR", "127.0.0.1:8081"),
-		SceneAddr:         l.str("SPLATHOST_SCENE_ADDR", "127.0.0.1:8082"),
-		SessionAddr:       l.str("SPLATHOST_SESSION_ADDR", "127.0.0.1:8083"),
-		UserURL:           l.str("SPLATHOST_USER_URL", "http://127.0.0.1:8081"),
-		SceneURL:          l.str("SPLATHOST_SCENE_URL", "http://127.0.0.1:8082"),
-		SessionURL:        l.str("SPLATHOST_SESSION_URL", "http://127.0.0.1:8083"),
-		WorkerHealthAddr:  l.str("SPLATHOST_WORKER_HEALTH_ADDR", "127.0.0.1:8084"),
-		OTLPEndpoint:      l.str("SPLATHOST_OTLP_ENDPOINT", ""),
-		LogLevel:          l.str("SPLATHOST_LOG_LEVEL", "info"),
-		BodyLimit:         l.int("SPLATHOST_BODY_LIMIT", 8<<20),
-		ShutdownTimeout:   l.dur("SPLATHOST_SHUTDOWN_TIMEOUT", 10*time.Second),
-		CloneWait:         l.dur("SPLATHOST_CLONE_WAIT", 5*time.Second),
-		CloneAbandonAfter: l.dur("SPLATHOST_CLONE_ABANDON_AFTER", 3*time.Minute),
-		CloneConcurrency:  l.int("SPLATHOST_CLONE_CONCURRENCY", 32),
-		WorkerSchedules:   l.bool("SPLATHOST_WORKER_SCHEDULES", true),
+		PostgresURL:          l.str("SPLATHOST_POSTGRES_URL", "postgres://postgres@127.0.0.1:15432/splathost?sslmode=disable"),
+		TemporalAddr:         l.str("SPLATHOST_TEMPORAL_ADDR", "127.0.0.1:7233"),
+		TemporalNamespace:    l.str("SPLATHOST_TEMPORAL_NAMESPACE", "default"),
+		TaskQueue:            l.str("SPLATHOST_TASK_QUEUE", "splathost"),
+		ClickHouseAddr:       l.str("SPLATHOST_CLICKHOUSE_ADDR", "127.0.0.1:19000"),
+		ClickHouseDB:         l.str("SPLATHOST_CLICKHOUSE_DB", "splathost"),
+		S3Endpoint:           l.str("SPLATHOST_S3_ENDPOINT", "http://127.0.0.1:7070"),
+		S3Region:             l.str("SPLATHOST_S3_REGION", "us-east-1"),
+		S3AccessKey:          l.str("SPLATHOST_S3_ACCESS_KEY", "splathost"),
+		S3SecretKey:          l.str("SPLATHOST_S3_SECRET_KEY", "splathost-dev-secret"),
+		S3Bucket:             l.str("SPLATHOST_S3_BUCKET", "splathost"),
+		AssetBaseURL:         l.str("SPLATHOST_ASSET_BASE_URL", ""),
+		PublicURL:            l.str("SPLATHOST_PUBLIC_URL", ""),
+		AdminToken:           l.str("SPLATHOST_ADMIN_TOKEN", ""),
+		InternalSecret:       l.str("SPLATHOST_INTERNAL_SECRET", ""),
+		SessionKeys:          l.sessionKeys("SPLATHOST_SESSION_KEYS"),
+		GatewayAddr:          l.str("SPLATHOST_GATEWAY_ADDR", "127.0.0.1:8080"),
+		UserAddr:             l.str("SPLATHOST_USER_ADDR", "127.0.0.1:8081"),
+		SceneAddr:            l.str("SPLATHOST_SCENE_ADDR", "127.0.0.1:8082"),
+		SessionAddr:          l.str("SPLATHOST_SESSION_ADDR", "127.0.0.1:8083"),
+		UserURL:              l.str("SPLATHOST_USER_URL", "http://127.0.0.1:8081"),
+		SceneURL:             l.str("SPLATHOST_SCENE_URL", "http://127.0.0.1:8082"),
+		SessionURL:           l.str("SPLATHOST_SESSION_URL", "http://127.0.0.1:8083"),
+		WorkerHealthAddr:     l.str("SPLATHOST_WORKER_HEALTH_ADDR", "127.0.0.1:8084"),
+		OTLPEndpoint:         l.str("SPLATHOST_OTLP_ENDPOINT", ""),
+		LogLevel:             l.str("SPLATHOST_LOG_LEVEL", "info"),
+		BodyLimit:            l.int("SPLATHOST_BODY_LIMIT", 8<<20),
+		ShutdownTimeout:      l.dur("SPLATHOST_SHUTDOWN_TIMEOUT", 10*time.Second),
+		CloneWait:            l.dur("SPLATHOST_CLONE_WAIT", 5*time.Second),
+		CloneAbandonAfter:    l.dur("SPLATHOST_CLONE_ABANDON_AFTER", 3*time.Minute),
+		CloneConcurrency:     l.int("SPLATHOST_CLONE_CONCURRENCY", 32),
+		WorkerSchedules:      l.bool("SPLATHOST_WORKER_SCHEDULES", true),
+		MediaTaskQueue:       l.str("SPLATHOST_MEDIA_TASK_QUEUE", "splathost-media"),
+		MediaHealthAddr:      l.str("SPLATHOST_MEDIA_HEALTH_ADDR", "127.0.0.1:8085"),
+		SplatTransform:       l.str("SPLATHOST_SPLAT_TRANSFORM", ""),
+		RenditionTimeout:     l.dur("SPLATHOST_RENDITION_TIMEOUT", 20*time.Minute),
+		RenditionMaxMemory:   l.int("SPLATHOST_RENDITION_MAX_MEMORY", 6<<30),
+		RenditionLODMin:      l.int("SPLATHOST_RENDITION_LOD_MIN", 1_000_000),
+		RenditionConcurrency: l.int("SPLATHOST_RENDITION_CONCURRENCY", 1),
 	}
 	if len(l.errs) > 0 {
 		return Config{}, fmt.Errorf("config: %s", strings.Join(l.errs, "; "))
@@ -325,6 +349,13 @@ func (cfg Config) Environ() []string {
 		{"SPLATHOST_CLONE_ABANDON_AFTER", cfg.CloneAbandonAfter.String()},
 		{"SPLATHOST_CLONE_CONCURRENCY", strconv.Itoa(cfg.CloneConcurrency)},
 		{"SPLATHOST_WORKER_SCHEDULES", strconv.FormatBool(cfg.WorkerSchedules)},
+		{"SPLATHOST_MEDIA_TASK_QUEUE", cfg.MediaTaskQueue},
+		{"SPLATHOST_MEDIA_HEALTH_ADDR", cfg.MediaHealthAddr},
+		{"SPLATHOST_SPLAT_TRANSFORM", cfg.SplatTransform},
+		{"SPLATHOST_RENDITION_TIMEOUT", cfg.RenditionTimeout.String()},
+		{"SPLATHOST_RENDITION_MAX_MEMORY", strconv.Itoa(cfg.RenditionMaxMemory)},
+		{"SPLATHOST_RENDITION_LOD_MIN", strconv.Itoa(cfg.RenditionLODMin)},
+		{"SPLATHOST_RENDITION_CONCURRENCY", strconv.Itoa(cfg.RenditionConcurrency)},
 	}
 	set := make(map[string]bool, len(vars))
 	for _, v := range vars {

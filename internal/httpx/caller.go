@@ -211,3 +211,14 @@ func KeyCallerWithEU(c *fiber.Ctx) (*Caller, string, error) {
 	}
 	return caller, eu, nil
 }
+
+// RequireAdmin refuses a request whose caller is not the operator (the gateway's admin token):
+// every /admin route checks it again in its service, so a route reachable some other way is
+// still closed.
+func RequireAdmin(c *fiber.Ctx) error {
+	caller := CallerOf(c)
+	if caller == nil || caller.Scheme != SchemeAdmin {
+		return apperr.Unauthorized("missing or invalid admin token")
+	}
+	return nil
+}

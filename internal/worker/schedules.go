@@ -16,7 +16,7 @@ import (
 
 // schedules are the Temporal schedules the product relies on. Overlap SKIP: a run still going
 // when the next is due means the previous one has the work in hand.
-func schedules(taskQueue string) []client.ScheduleOptions {
+func schedules(taskQueue, mediaTaskQueue string) []client.ScheduleOptions {
 	every := func(d time.Duration) client.ScheduleSpec {
 		return client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: d}}}
 	}
@@ -49,6 +49,15 @@ func schedules(taskQueue string) []client.ScheduleOptions {
 				Args: []any{workflows.ViewRetentionInput{}}, TaskQueue: taskQueue, WorkflowExecutionTimeout: time.Hour},
 			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
 		},
+		{
+			// On the media task queue: the media worker reads the pending scenes and starts
+			// their renditions as its own children.
+			ID:   workflows.RenditionRedriveScheduleID,
+			Spec: every(workflows.RenditionRedriveEvery),
+			Action: &client.ScheduleWorkflowAction{ID: workflows.RenditionRedriveScheduleID, Workflow: workflows.RedriveRenditions,
+				Args: []any{workflows.RenditionRedriveInput{}}, TaskQueue: mediaTaskQueue, WorkflowExecutionTimeout: time.Hour},
+			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		},
 	}
 }
 
@@ -56,12 +65,13 @@ func schedules(taskQueue string) []client.ScheduleOptions {
 // reachable (the client is lazy, and the worker must not fail its start for it), then triggers
 // one purge re-drive so that outbox rows left open while no worker ran are handled now rather
 // than at the next interval.
-func keepSchedules(ctx context.Context, c client.Client, taskQueue string, log *slog.Logger) {
+func keepSchedules(ctx context.Context, c client.Client, taskQueue, mediaTaskQueue string, log *slog.Logger) {
 	delay := time.Second
 	for {
-		err := ensureSchedules(ctx, c, taskQueue)
+		err := ensureSchedules(ctx, c, taskQueue, mediaTaskQueue)
 		if err == nil {
-			log.Info("schedules in place", "schedules", []string{workflows.OrphanSweepScheduleID, workflows.PurgeRedriveScheduleID, workflows.RetentionRedriveScheduleID, workflows.ViewRetentionScheduleID})
+			log.Info("schedules in place", "schedules", []string{workflows.OrphanSweepScheduleID, workflows.PurgeRedriveScheduleID,
+				workflows.RetentionRedriveScheduleID, workflows.ViewRetentionScheduleID, workflows.RenditionRedriveScheduleID})
 			return
 		}
 		if ctx.Err() != nil {
@@ -77,15 +87,17 @@ func keepSchedules(ctx context.Context, c client.Client, taskQueue string, log *
 	}
 }
 
-func ensureSchedules(ctx context.Context, c client.Client, taskQueue string) error {
-	for _, s := range schedules(taskQueue) {
+func ensureSchedules(ctx context.Context, c client.Client, taskQueue, mediaTaskQueue string) error {
+	for _, s := range schedules(taskQueue, mediaTaskQueue) {
 		if err := ensureSchedule(ctx, c, s); err != nil {
 			return fmt.Errorf("schedule %s: %w", s.ID, err)
 		}
 	}
-	h := c.ScheduleClient().GetHandle(ctx, workflows.PurgeRedriveScheduleID)
-	if err := h.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP}); err != nil {
-		return fmt.Errorf("trigger %s: %w", workflows.PurgeRedriveScheduleID, err)
+	for _, id := range []string{workflows.PurgeRedriveScheduleID, workflows.RenditionRedriveScheduleID} {
+		h := c.ScheduleClient().GetHandle(ctx, id)
+		if err := h.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP}); err != nil {
+			return fmt.Errorf("trigger %s: %w", id, err)
+		}
 	}
 	return nil
 }

@@ -170,9 +170,32 @@ type Splat struct {
 	FeaturedAt     *string      `json:"featuredAt"`
 	CreatedAt      string       `json:"createdAt"`
 	UpdatedAt      string       `json:"updatedAt"`
+	// Processing is the scene's rendition: the compact SOG (or Streamed SOG) the service builds
+	// from the upload in the background. The embeds load it once ready.
+	Processing Processing `json:"processing"`
 	// LevelData is the opaque viewer state.
 	LevelData    map[string]any `json:"levelData,omitempty"`
 	LodFolderKey *string        `json:"lodFolderKey,omitempty"`
+}
+
+// Processing states of a rendition.
+const (
+	ProcessingPending = "pending"
+	ProcessingReady   = "ready"
+	ProcessingFailed  = "failed"
+	ProcessingSkipped = "skipped"
+)
+
+// Processing is where a scene's rendition stands (contract item 15): State is pending, ready,
+// failed or skipped (a .sog or LOD upload needs none); a ready one has its URL, type (sog or
+// lod) and size. Message says why one failed. fileSizeBytes never includes a rendition.
+type Processing struct {
+	State          string  `json:"state"`
+	RenditionURL   *string `json:"renditionUrl"`
+	RenditionType  *string `json:"renditionType"`
+	RenditionBytes *int64  `json:"renditionBytes"`
+	Gaussians      *int64  `json:"gaussians"`
+	Message        *string `json:"message,omitempty"`
 }
 
 // ListSplatsOptions filters and pages ListSplats. Zero values use the service's defaults.

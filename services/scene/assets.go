@@ -108,6 +108,15 @@ func (u *AssetURLs) Of(sc *ent.Scene, stored string) string {
 	return u.public + AssetsPrefix + "/s/" + u.token(scope, u.expiry()) + "/" + key
 }
 
+// OfKey renders the URL of an object key of sc (a key the service wrote itself, such as a
+// rendition's), as Of renders a stored URL; without a signer it is the key as stored.
+func (u *AssetURLs) OfKey(sc *ent.Scene, key string) string {
+	if u == nil {
+		return key
+	}
+	return u.Of(sc, u.storage+"/"+key)
+}
+
 // expiry is at least AssetURLLifetime away, on a assetURLStep boundary.
 func (u *AssetURLs) expiry() int64 {
 	step := int64(assetURLStep / time.Second)
@@ -145,7 +154,8 @@ func (u *AssetURLs) valid(token, scope string) bool {
 
 // assetScope is the folder an object key belongs to: the first six segments of
 // i/<integration>/u/<customer>/<kind>/<ticket>/<rest> (an upload ticket's prefix) or of
-// i/<integration>/u/<customer>/clone/<scene id>/<rest> (a clone's folder). Each folder belongs
+// i/<integration>/u/<customer>/clone/<scene id>/<rest> (a clone's folder) or of
+// i/<integration>/u/<customer>/rendition/<scene id>/<rest> (a scene's renditions). Each folder belongs
 // to one scene, so it is what a signature covers and what the owner lookup starts from. Keys
 // with empty, "." or ".." segments have no scope.
 func assetScope(key string) (string, bool) {
@@ -245,8 +255,9 @@ func (s *Service) assetOwner(ctx context.Context, scope string) (string, error) 
 	}
 	parts := strings.Split(scope, "/")
 	var id string
-	if parts[4] == "clone" {
-		// A clone's folder is named by the job, whose id the new scene gets.
+	if parts[4] == "clone" || parts[4] == "rendition" {
+		// A clone's folder is named by the job, whose id the new scene gets; a rendition
+		// folder by its scene.
 		id = parts[5]
 	} else {
 		t, err := s.db.Ent.UploadTicket.Query().Where(uploadticket.Prefix(scope)).

@@ -32,6 +32,8 @@ type Clones struct {
 	// AbandonAfter and Concurrency are passed to each job (see workflows.CloneInput).
 	AbandonAfter time.Duration
 	Concurrency  int
+	// MediaTaskQueue is where renditions run (the media worker's queue).
+	MediaTaskQueue string
 }
 
 // jobIDPattern is the shape of a job id (a Temporal run id, a UUID); anything else names no job.
@@ -91,7 +93,7 @@ func (s *Service) clone(c *fiber.Ctx) error {
 	jobID, err := workflows.StartClone(ctx, s.clones.Client, s.clones.TaskQueue, workflows.CloneInput{
 		JobID: ids.New(), SourceSceneID: id, IntegrationID: caller.IntegrationID, AccountID: caller.AccountID,
 		OwnerRecordID: owner.ID, ExternalUserID: eu, ClonedAt: s.now(),
-		AbandonAfter: s.clones.AbandonAfter, Concurrency: s.clones.Concurrency,
+		AbandonAfter: s.clones.AbandonAfter, Concurrency: s.clones.Concurrency, MediaTaskQueue: s.clones.MediaTaskQueue,
 	})
 	var busy *workflows.CloneInProgress
 	if errors.As(err, &busy) {

@@ -18,6 +18,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/assetpurge"
 	"github.com/splathost/splathost/ent/scene"
@@ -25,6 +26,7 @@ import (
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/quota"
 )
 
@@ -391,6 +393,13 @@ func (s *Service) commit(c *fiber.Ctx) error {
 		if req.visibility == "public" {
 			create.SetFirstPublishedAt(s.now())
 		}
+		// A rendition is planned in the same transaction (processing_state is its outbox);
+		// the scene's id names its folder, so it is chosen here rather than by the insert.
+		if _, ok := activities.RenditionFormat(req.splatType, req.splatURL); ok {
+			id := ids.New()
+			create.SetID(id).SetProcessingState(scene.ProcessingStatePending).
+				SetRenditionPrefix(activities.RenditionFolder(caller.IntegrationID, owner.ID, id))
+		}
 		if sc, err = create.Save(ctx); err != nil {
 			return err
 		}
@@ -427,6 +436,7 @@ func (s *Service) commit(c *fiber.Ctx) error {
 		return refused
 	}
 	s.invalidateScene(ctx, caller.IntegrationID, sc.ID)
+	s.startRendition(ctx, sc, owner.ExternalUserID)
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{
 		"status": "success", "splatId": sc.ID,
 		"splat": s.itemOf(sc, owner.ExternalUserID, caller.ProductSlug, eu), "usage": quota.AccountSnapshot(acct),

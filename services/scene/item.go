@@ -4,6 +4,7 @@ import (
 	"maps"
 
 	"github.com/splathost/splathost/ent"
+	entscene "github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/ent/schema"
 	"github.com/splathost/splathost/internal/httpx"
 )
@@ -32,6 +33,31 @@ type splatItem struct {
 	FeaturedAt     *string             `json:"featuredAt"`
 	CreatedAt      string              `json:"createdAt"`
 	UpdatedAt      string              `json:"updatedAt"`
+	Processing     processing          `json:"processing"`
+}
+
+// processing is where a scene's rendition stands (contract item 15). message is this service's
+// addition: why a rendition failed or was skipped, null otherwise.
+type processing struct {
+	State          string  `json:"state"`
+	RenditionURL   *string `json:"renditionUrl"`
+	RenditionType  *string `json:"renditionType"`
+	RenditionBytes *int64  `json:"renditionBytes"`
+	Gaussians      *int64  `json:"gaussians"`
+	Message        *string `json:"message"`
+}
+
+// renderProcessing renders the rendition of sc; its URL follows the scene's asset rules like
+// splatUrl (stable for a scene open to all, signed otherwise), and only a ready rendition has
+// one.
+func renderProcessing(urls *AssetURLs, sc *ent.Scene) processing {
+	p := processing{State: string(sc.ProcessingState), Gaussians: sc.Gaussians, Message: sc.ProcessingMessage}
+	if sc.ProcessingState == entscene.ProcessingStateReady && sc.RenditionKey != nil && sc.RenditionType != nil {
+		u := urls.OfKey(sc, *sc.RenditionKey)
+		t := string(*sc.RenditionType)
+		p.RenditionURL, p.RenditionType, p.RenditionBytes = &u, &t, sc.RenditionBytes
+	}
+	return p
 }
 
 // splatDetail is the single-scene fetch: the item plus levelData and lodFolderKey.
@@ -58,6 +84,7 @@ func renderItem(urls *AssetURLs, sc *ent.Scene, ownerEU, productSlug, callerEU s
 		IsOwner: callerEU != "" && callerEU == ownerEU, ViewCount: sc.ViewCount, LikeCount: sc.LikeCount,
 		FileSizeBytes: sc.FileSizeBytes, Featured: sc.Featured, FeaturedAt: httpx.ISOTimePtr(sc.FeaturedAt),
 		CreatedAt: httpx.ISOTime(sc.CreatedAt), UpdatedAt: httpx.ISOTime(sc.UpdatedAt),
+		Processing: renderProcessing(urls, sc),
 	}
 }
 

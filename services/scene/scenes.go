@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/assetpurge"
 	"github.com/splathost/splathost/ent/externaluser"
@@ -431,7 +432,7 @@ func (s *Service) deleteScene(c *fiber.Ctx) error {
 		if err := quota.Release(ctx, tx, sc.OwnerID, caller.AccountID, quota.Charge{Bytes: sc.FileSizeBytes, Slot: sc.HoldsSplatSlot}); err != nil {
 			return err
 		}
-		keys, prefixes := s.sceneObjects(sc)
+		keys, prefixes := activities.SceneObjects(sc)
 		purge, err = tx.AssetPurge.Create().SetKind(assetpurge.KindScene).SetIntegrationID(sc.IntegrationID).
 			SetExternalUserRecordID(owner.ID).SetExternalUserID(owner.ExternalUserID).SetSceneID(sc.ID).
 			SetKeys(keys).SetPrefixes(prefixes).SetSceneCount(1).Save(ctx)
@@ -446,30 +447,6 @@ func (s *Service) deleteScene(c *fiber.Ctx) error {
 	s.startAssetPurge(ctx, purge)
 	s.invalidateScene(context.WithoutCancel(ctx), caller.IntegrationID, id)
 	return c.JSON(fiber.Map{"status": "success"})
-}
-
-// sceneObjects lists what a deleted scene's purge removes: every key in asset_keys (the scene
-// file and its images) and, for a LOD scene, its folder. Keys outside the scene's integration
-// are never named, whatever a row says, and an empty folder key never becomes a bucket-wide
-// listing (the DeleteObjects activity refuses both again).
-func (s *Service) sceneObjects(sc *ent.Scene) (keys, prefixes []string) {
-	scope := "i/" + sc.IntegrationID + "/"
-	for _, k := range sc.AssetKeys {
-		if strings.HasPrefix(k, scope) && len(k) > len(scope) && !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		} else {
-			s.log.Warn("not deleting an asset key outside the scene's integration", "scene", sc.ID, "key", k)
-		}
-	}
-	if sc.LodFolderKey != nil {
-		folder := strings.TrimSuffix(*sc.LodFolderKey, "/") + "/"
-		if strings.HasPrefix(folder, scope) && len(folder) > len(scope)+1 {
-			prefixes = append(prefixes, folder)
-		} else {
-			s.log.Warn("not deleting a LOD folder outside the scene's integration", "scene", sc.ID, "folder", folder)
-		}
-	}
-	return keys, prefixes
 }
 
 // purgeStartTimeout bounds the start of a purge workflow after the commit. It runs detached

@@ -19,7 +19,7 @@ import (
 // Prefixes are the path prefixes this service owns; a split gateway forwards them here.
 // /api/embed/editor sits inside the session service's /api/embed: the gateway forwards the
 // longest matching prefix.
-var Prefixes = []string{"/api/v1/splats", "/api/v1/uploads", "/api/embed/editor"}
+var Prefixes = []string{"/api/v1/splats", "/api/v1/uploads", "/api/embed/editor", renditionsAdminPath}
 
 // PublicPrefixes are the path prefixes of this service a gateway forwards without a caller
 // (anyone may ask; the service decides) and with the answer streamed, not buffered.
@@ -61,7 +61,8 @@ func New(d *db.DB, store *objectstore.Store, log *slog.Logger, assetBase string,
 
 // ClonesFrom is the clone settings of cfg on client.
 func ClonesFrom(c client.Client, cfg config.Config) Clones {
-	return Clones{Client: c, TaskQueue: cfg.TaskQueue, Wait: cfg.CloneWait, AbandonAfter: cfg.CloneAbandonAfter, Concurrency: cfg.CloneConcurrency}
+	return Clones{Client: c, TaskQueue: cfg.TaskQueue, Wait: cfg.CloneWait, AbandonAfter: cfg.CloneAbandonAfter,
+		Concurrency: cfg.CloneConcurrency, MediaTaskQueue: cfg.MediaTaskQueue}
 }
 
 // Register mounts the service's routes.
@@ -72,6 +73,8 @@ func (s *Service) Register(r fiber.Router) {
 	r.Post("/api/v1/splats", s.commit)
 	r.Post("/api/v1/splats/:id/clone", s.clone)
 	r.Get("/api/v1/splats/:id/clone/:jobId", s.pollClone)
+	r.Get(renditionsAdminPath, s.listRenditions)
+	r.Post(renditionsAdminPath+"/:splatId/retry", s.retryRendition)
 	s.registerAssets(r)
 	s.registerScenes(r)
 	s.registerEditor(r)

@@ -20,15 +20,7 @@ import (
 )
 
 // The operator API of contract.md item 2. The gateway admits only the admin token here; each
-// handler checks the scheme again so a wiring mistake cannot expose it.
-
-func requireAdmin(c *fiber.Ctx) error {
-	caller := httpx.CallerOf(c)
-	if caller == nil || caller.Scheme != httpx.SchemeAdmin {
-		return apperr.Unauthorized("missing or invalid admin token")
-	}
-	return nil
-}
+// handler checks the scheme again (httpx.RequireAdmin) so a wiring mistake cannot expose it.
 
 var plans = []string{"free", "pro", "enterprise"}
 
@@ -46,7 +38,7 @@ func accountFields(f *httpx.Fields, create bool) {
 }
 
 func (s *Service) createAccount(c *fiber.Ctx) error {
-	if err := requireAdmin(c); err != nil {
+	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
 	f, err := httpx.DecodeObject(c.Body(), false)
@@ -78,7 +70,7 @@ func (s *Service) createAccount(c *fiber.Ctx) error {
 }
 
 func (s *Service) getAccount(c *fiber.Ctx) error {
-	if err := requireAdmin(c); err != nil {
+	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
 	a, err := s.account(c.UserContext(), c.Params("id"))
@@ -89,7 +81,7 @@ func (s *Service) getAccount(c *fiber.Ctx) error {
 }
 
 func (s *Service) patchAccount(c *fiber.Ctx) error {
-	if err := requireAdmin(c); err != nil {
+	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
 	id := c.Params("id")
@@ -217,7 +209,7 @@ func integrationFields(f *httpx.Fields, create bool) (slug string, caps []string
 }
 
 func (s *Service) createIntegration(c *fiber.Ctx) error {
-	if err := requireAdmin(c); err != nil {
+	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
 	f, err := httpx.DecodeObject(c.Body(), false)
@@ -255,7 +247,7 @@ func (s *Service) createIntegration(c *fiber.Ctx) error {
 }
 
 func (s *Service) getIntegration(c *fiber.Ctx) error {
-	if err := requireAdmin(c); err != nil {
+	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
 	in, err := s.integration(c.UserContext(), s.db.Ent.Integration, c.Params("id"), false)
@@ -266,7 +258,7 @@ func (s *Service) getIntegration(c *fiber.Ctx) error {
 }
 
 func (s *Service) patchIntegration(c *fiber.Ctx) error {
-	if err := requireAdmin(c); err != nil {
+	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
 	f, err := httpx.DecodeObject(c.Body(), false)
@@ -314,7 +306,7 @@ func (s *Service) patchIntegration(c *fiber.Ctx) error {
 }
 
 func (s *Service) rotateIntegration(c *fiber.Ctx) error {
-	if err := requireAdmin(c); err != nil {
+	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
 	_, secretKey := newKeyPair()
@@ -340,7 +332,7 @@ func (s *Service) rotateIntegration(c *fiber.Ctx) error {
 }
 
 func (s *Service) revokeIntegration(c *fiber.Ctx) error {
-	if err := requireAdmin(c); err != nil {
+	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
 	err := s.db.InTx(c.UserContext(), func(tx *ent.Tx) error {
@@ -367,7 +359,7 @@ func (s *Service) revokeIntegration(c *fiber.Ctx) error {
 // who holds no integration secret (splathostctl customers usage). The external user id is a
 // path segment here, so it arrives escaped.
 func (s *Service) adminCustomerUsage(c *fiber.Ctx) error {
-	if err := requireAdmin(c); err != nil {
+	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
 	in, err := s.integration(c.UserContext(), s.db.Ent.Integration, c.Params("id"), false)

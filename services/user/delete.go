@@ -3,7 +3,7 @@ package user
 import (
 	"context"
 	"errors"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -119,7 +119,7 @@ func deleteCustomer(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, eu st
 	// Every path that creates a scene holds this customer's row lock (reserve), so from here the
 	// set of scenes is fixed. Reading it again picks up any committed while we waited.
 	scenes, err := tx.Scene.Query().Where(scene.OwnerID(u.ID)).ForUpdate().
-		Select(scene.FieldID, scene.FieldIntegrationID, scene.FieldAssetKeys, scene.FieldLodFolderKey,
+		Select(scene.FieldID, scene.FieldIntegrationID, scene.FieldAssetKeys, scene.FieldLodFolderKey, scene.FieldRenditionPrefix,
 			scene.FieldFileSizeBytes, scene.FieldHoldsSplatSlot, scene.FieldArchivedAt).All(ctx)
 	if err != nil {
 		return nil, err
@@ -169,7 +169,7 @@ func deleteCustomer(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, eu st
 		if err := db.NotifyScenesChanged(ctx, tx, caller.IntegrationID, del.sceneIDs...); err != nil {
 			return nil, err
 		}
-		keys, prefixes := sceneObjects(caller.IntegrationID, scenes)
+		keys, prefixes := sceneObjects(scenes)
 		del.purge, err = tx.AssetPurge.Create().SetIntegrationID(caller.IntegrationID).SetExternalUserRecordID(u.ID).
 			SetExternalUserID(u.ExternalUserID).SetKeys(keys).SetPrefixes(prefixes).SetSceneCount(len(scenes)).Save(ctx)
 		if err != nil {
@@ -189,29 +189,16 @@ func deleteCustomer(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, eu st
 	return del, nil
 }
 
-// sceneObjects lists what the purge removes: every asset key of the scenes (files, thumbnails)
-// and, for LOD scenes, the whole folder. As in the scene DELETE, nothing outside the
-// integration's key space is ever named, whatever a row says, and a folder key never widens
-// into a listing of the integration or the bucket.
-func sceneObjects(integrationID string, scenes []*ent.Scene) (keys, prefixes []string) {
-	scope := "i/" + integrationID + "/"
-	seen := map[string]bool{}
+// sceneObjects lists what the purge removes: each scene's objects as activities.SceneObjects
+// names them (asset keys, LOD and rendition folders), once each.
+func sceneObjects(scenes []*ent.Scene) (keys, prefixes []string) {
 	for _, sc := range scenes {
-		for _, k := range sc.AssetKeys {
-			if strings.HasPrefix(k, scope) && len(k) > len(scope) && !seen[k] {
-				seen[k] = true
-				keys = append(keys, k)
-			}
-		}
-		if sc.LodFolderKey != nil {
-			folder := strings.TrimSuffix(*sc.LodFolderKey, "/") + "/"
-			if strings.HasPrefix(folder, scope) && len(folder) > len(scope)+1 && !seen[folder] {
-				seen[folder] = true
-				prefixes = append(prefixes, folder)
-			}
-		}
+		k, p := activities.SceneObjects(sc)
+		keys, prefixes = append(keys, k...), append(prefixes, p...)
 	}
-	return keys, prefixes
+	slices.Sort(keys)
+	slices.Sort(prefixes)
+	return slices.Compact(keys), slices.Compact(prefixes)
 }
 
 // startPurge starts the purge workflow of an outbox row, detached from the request. A failure

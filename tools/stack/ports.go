@@ -9,8 +9,8 @@ import (
 // Ports holds every loopback port the stack listens on.
 type Ports struct {
 	// Gateway, User, Scene and Session are the product services' HTTP ports; WorkerHealth
-	// serves the worker's /healthz and /readyz.
-	Gateway, User, Scene, Session, WorkerHealth int
+	// serves the worker's /healthz and /readyz, MediaHealth the media worker's.
+	Gateway, User, Scene, Session, WorkerHealth, MediaHealth int
 	// Postgres is the Postgres server port.
 	Postgres int
 	// ClickHouseTCP is ClickHouse's native protocol, ClickHouseHTTP its HTTP interface.
@@ -31,7 +31,7 @@ type Ports struct {
 // for the services and to stay clear of system-wide Postgres and ClickHouse installs.
 func DefaultPorts() Ports {
 	return Ports{
-		Gateway: 8080, User: 8081, Scene: 8082, Session: 8083, WorkerHealth: 8084,
+		Gateway: 8080, User: 8081, Scene: 8082, Session: 8083, WorkerHealth: 8084, MediaHealth: 8085,
 		Postgres:      15432,
 		ClickHouseTCP: 19000, ClickHouseHTTP: 18123,
 		ObjectStore:      7070,
@@ -51,6 +51,7 @@ func (p *Ports) Fields() []PortField {
 		{"scene-port", "scene service", &p.Scene},
 		{"session-port", "session service", &p.Session},
 		{"worker-health-port", "worker health", &p.WorkerHealth},
+		{"media-health-port", "media worker health", &p.MediaHealth},
 		{"postgres-port", "postgres", &p.Postgres},
 		{"clickhouse-port", "clickhouse native", &p.ClickHouseTCP},
 		{"clickhouse-http-port", "clickhouse http", &p.ClickHouseHTTP},

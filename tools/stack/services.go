@@ -15,7 +15,7 @@ import (
 
 // Service modes for Options.Services.
 const (
-	// ServicesSplit runs the gateway, user, scene, session and worker binaries.
+	// ServicesSplit runs the gateway, user, scene, session, worker and media-worker binaries.
 	ServicesSplit = "split"
 	// ServicesAllInOne runs the single splathost binary.
 	ServicesAllInOne = "allinone"
@@ -90,6 +90,7 @@ func serviceDefs(mode string, cfg config.Config) ([]serviceDef, error) {
 			{name: "scene", readyAddr: cfg.SceneAddr},
 			{name: "session", readyAddr: cfg.SessionAddr},
 			{name: "worker", readyAddr: cfg.WorkerHealthAddr},
+			{name: "media-worker", readyAddr: cfg.MediaHealthAddr},
 			{name: "gateway", readyAddr: cfg.GatewayAddr},
 		}, nil
 	case ServicesAllInOne:

@@ -287,17 +287,18 @@ func (s *Stack) productConfig() (config.Config, error) {
 	cfg.SceneURL = httpURL(p.Scene)
 	cfg.SessionURL = httpURL(p.Session)
 	cfg.WorkerHealthAddr = hostPort(p.WorkerHealth)
+	cfg.MediaHealthAddr = hostPort(p.MediaHealth)
 	return cfg, nil
 }
 
 // portsInUse lists the ports this run will listen on.
 func (s *Stack) portsInUse() []PortField {
 	services := map[string][]string{
-		ServicesSplit:    {"gateway-port", "user-port", "scene-port", "session-port", "worker-health-port"},
+		ServicesSplit:    {"gateway-port", "user-port", "scene-port", "session-port", "worker-health-port", "media-health-port"},
 		ServicesAllInOne: {"gateway-port"},
 	}[s.opts.Services]
 	skip := map[string]bool{}
-	for _, f := range []string{"gateway-port", "user-port", "scene-port", "session-port", "worker-health-port"} {
+	for _, f := range []string{"gateway-port", "user-port", "scene-port", "session-port", "worker-health-port", "media-health-port"} {
 		skip[f] = true
 	}
 	for _, f := range services {

@@ -1,0 +1,317 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/media"
+)
+
+// Renditions (contract item 15): the media worker turns a committed .ply, .splat or .ksplat
+// scene into SOG (Streamed SOG with levels of detail from RenditionSettings.LODMin Gaussians)
+// and, when the scene has no image, renders a poster. Everything lands in the scene's own
+// rendition folder (RenditionFolder), which the scene's delete and purges remove whole; the
+// bytes are never charged (fileSizeBytes is the upload's).
+
+// ErrRenditionInput is the application error type of a scene the converter cannot or may not
+// convert (corrupt, hostile, or beyond the deployment's bounds): never retried, the rendition
+// fails with its message and the scene keeps serving its upload.
+const ErrRenditionInput = "RenditionInput"
+
+// RenditionFormats are the upload formats that get a rendition; .sog uploads and LOD folders
+// are already what a rendition would be, and are skipped.
+var RenditionFormats = []string{".ply", ".splat", ".ksplat"}
+
+// RenditionFolder is where a scene's renditions live: under its owner's key space (so the
+// customer's deletion finds them like every other object of the scene), in a folder named by
+// the scene, which the asset route maps back to the scene for its access rules.
+func RenditionFolder(integrationID, ownerRecordID, sceneID string) string {
+	return "i/" + integrationID + "/u/" + ownerRecordID + "/rendition/" + sceneID + "/"
+}
+
+// RenditionFormat is the converter input format of a scene's upload, and whether the scene
+// gets a rendition at all.
+func RenditionFormat(splatType, splatURL string) (string, bool) {
+	if splatType != string(scene.SplatTypeFile) {
+		return "", false
+	}
+	u := splatURL
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i]
+	}
+	ext := strings.ToLower(path.Ext(u))
+	for _, f := range RenditionFormats {
+		if ext == f {
+			return ext, true
+		}
+	}
+	return "", false
+}
+
+// RenditionSettings are the media worker's conversion settings.
+type RenditionSettings struct {
+	// Transform runs splat-transform with the deployment's bounds.
+	Transform media.Transform
+	// LODMin is the Gaussian count from which a rendition is a Streamed SOG.
+	LODMin int
+	// WorkDir holds each conversion's scratch folder (the OS temp dir when empty).
+	WorkDir string
+	// slots bounds the conversions running at once in this process.
+	slots chan struct{}
+}
+
+// NewRenditionSettings returns the settings of a media worker that runs at most concurrency
+// conversions at once.
+func NewRenditionSettings(t media.Transform, lodMin int, workDir string, concurrency int) *RenditionSettings {
+	return &RenditionSettings{Transform: t, LODMin: lodMin, WorkDir: workDir, slots: make(chan struct{}, max(1, concurrency))}
+}
+
+// acquire waits for a conversion slot (or ctx); the returned func gives it back.
+func (s *RenditionSettings) acquire(ctx context.Context) (func(), error) {
+	if s.slots == nil {
+		return func() {}, nil
+	}
+	select {
+	case s.slots <- struct{}{}:
+		return func() { <-s.slots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// PrepareRenditionInput names the scene.
+type PrepareRenditionInput struct {
+	SceneID string
+}
+
+// PrepareRenditionResult is what the conversion needs, or why there is none.
+type PrepareRenditionResult struct {
+	// Skip is set when there is nothing to do: the scene is gone, not pending (another run
+	// finished it), or of a format without a rendition. Reason says which.
+	Skip   bool
+	Reason string
+	// SourceKey is the upload's object key and Format its extension.
+	SourceKey string
+	Format    string
+	Folder    string
+	// Poster asks for a poster: the scene has no image.
+	Poster bool
+	// The levelData view the poster is rendered with (nil: the viewer's defaults).
+	Orientation *[3]float64
+	Camera      *media.Camera
+	Background  *[3]uint8
+}
+
+// PrepareRendition reads the scene a rendition is for.
+func (a *Activities) PrepareRendition(ctx context.Context, in PrepareRenditionInput) (PrepareRenditionResult, error) {
+	if in.SceneID == "" {
+		return PrepareRenditionResult{}, badInput("rendition input without a scene")
+	}
+	sc, err := a.Ent.Scene.Get(ctx, in.SceneID)
+	if ent.IsNotFound(err) {
+		return PrepareRenditionResult{Skip: true, Reason: "the scene was deleted"}, nil
+	}
+	if err != nil {
+		return PrepareRenditionResult{}, err
+	}
+	if sc.ProcessingState != scene.ProcessingStatePending {
+		return PrepareRenditionResult{Skip: true, Reason: "the scene's rendition is " + string(sc.ProcessingState)}, nil
+	}
+	format, ok := RenditionFormat(string(sc.SplatType), sc.SplatURL)
+	key, inStore := strings.CutPrefix(sc.SplatURL, a.AssetBase+"/")
+	if !ok || !inStore || !safeKey(key) || sc.RenditionPrefix == nil || !safePrefix(*sc.RenditionPrefix) {
+		return PrepareRenditionResult{Skip: true, Reason: "the scene's upload has no rendition"}, nil
+	}
+	out := PrepareRenditionResult{SourceKey: key, Format: format, Folder: *sc.RenditionPrefix, Poster: sc.ImageURL == ""}
+	out.Orientation, out.Camera, out.Background = levelView(sc.LevelData)
+	return out, nil
+}
+
+// levelView reads the poster's view from a levelData the scene service validated (contract
+// item 11): orientation.rotation, camera {position, target, fov} and background.color.
+func levelView(ld map[string]any) (orient *[3]float64, cam *media.Camera, bg *[3]uint8) {
+	vec := func(v any) (out [3]float64, ok bool) {
+		a, _ := v.([]any)
+		if len(a) != 3 {
+			return out, false
+		}
+		for i, x := range a {
+			f, isNum := x.(float64)
+			if !isNum {
+				return out, false
+			}
+			out[i] = f
+		}
+		return out, true
+	}
+	if o, _ := ld["orientation"].(map[string]any); o != nil {
+		if r, ok := vec(o["rotation"]); ok {
+			orient = &r
+		}
+	}
+	if c, _ := ld["camera"].(map[string]any); c != nil {
+		p, ok1 := vec(c["position"])
+		t, ok2 := vec(c["target"])
+		if ok1 && ok2 {
+			cam = &media.Camera{Position: p, Target: t}
+			if f, ok := c["fov"].(float64); ok {
+				cam.FOV = f
+			}
+		}
+	}
+	if b, _ := ld["background"].(map[string]any); b != nil {
+		if s, _ := b["color"].(string); len(s) == 7 && s[0] == '#' {
+			var rgb [3]uint8
+			if _, err := fmt.Sscanf(s[1:], "%02x%02x%02x", &rgb[0], &rgb[1], &rgb[2]); err == nil {
+				bg = &rgb
+			}
+		}
+	}
+	return orient, cam, bg
+}
+
+// FinishRenditionInput records the outcome of a rendition: State ready with the conversion's
+// Result, or failed with Message.
+type FinishRenditionInput struct {
+	SceneID string
+	Folder  string
+	State   string
+	Message string
+	Result  *ConvertRenditionResult
+}
+
+// FinishRenditionResult says whether the scene took the outcome, or was gone (its rendition
+// folder then removed here, since no purge will name it any more).
+type FinishRenditionResult struct {
+	Recorded bool
+	Removed  int
+}
+
+// FinishRendition records the outcome on the scene, under its row lock: a concurrent DELETE
+// either comes first (the scene is gone and the objects just written are removed here) or
+// after (its purge names the folder). The poster becomes the image only while the scene still
+// has none, so an image the editor saved in the meantime wins. updated_at is kept: a rendition
+// is not an edit, and lists sorted by it must not reorder when one lands.
+func (a *Activities) FinishRendition(ctx context.Context, in FinishRenditionInput) (FinishRenditionResult, error) {
+	if in.SceneID == "" || !safePrefix(in.Folder) || (in.State != "ready" && in.State != "failed") ||
+		(in.State == "ready" && in.Result == nil) {
+		return FinishRenditionResult{}, badInput("incomplete rendition outcome for scene %q", in.SceneID)
+	}
+	tx, err := a.Ent.Tx(ctx)
+	if err != nil {
+		return FinishRenditionResult{}, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	sc, err := tx.Scene.Query().Where(scene.ID(in.SceneID)).ForUpdate().Only(ctx)
+	if ent.IsNotFound(err) || (err == nil && (sc.RenditionPrefix == nil || *sc.RenditionPrefix != in.Folder)) {
+		_ = tx.Rollback()
+		n := 0
+		err := a.emptyPrefix(ctx, in.Folder, func(k int) { n += k })
+		return FinishRenditionResult{Removed: n}, err
+	}
+	if err != nil {
+		return FinishRenditionResult{}, err
+	}
+	up := tx.Scene.UpdateOne(sc).SetUpdatedAt(sc.UpdatedAt)
+	if in.State == "failed" {
+		up.SetProcessingState(scene.ProcessingStateFailed).SetProcessingMessage(trimMessage(in.Message)).
+			ClearRenditionType().ClearRenditionKey().ClearRenditionBytes().ClearRenditionFiles()
+	} else {
+		r := in.Result
+		up.SetProcessingState(scene.ProcessingStateReady).ClearProcessingMessage().
+			SetRenditionType(scene.RenditionType(r.Type)).SetRenditionKey(r.Key).SetRenditionBytes(r.Bytes).
+			SetRenditionFiles(r.Files).SetGaussians(r.Gaussians)
+		if r.PosterKey != "" && sc.ImageURL == "" {
+			up.SetImageURL(a.AssetBase + "/" + r.PosterKey)
+		}
+	}
+	if in.Result != nil && in.Result.Gaussians > 0 {
+		up.SetGaussians(in.Result.Gaussians)
+	}
+	if err := up.Exec(ctx); err != nil {
+		return FinishRenditionResult{}, err
+	}
+	if err := announceScene(ctx, tx, sc.IntegrationID, sc.ID); err != nil {
+		return FinishRenditionResult{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return FinishRenditionResult{}, err
+	}
+	return FinishRenditionResult{Recorded: true}, nil
+}
+
+// trimMessage bounds a failure message to the column (500 characters), on a rune boundary.
+func trimMessage(s string) string {
+	if s == "" {
+		s = "the rendition failed"
+	}
+	r := []rune(s)
+	if len(r) > 500 {
+		r = r[:499]
+		return string(r) + "…"
+	}
+	return s
+}
+
+// PendingRenditionsInput asks for scenes still pending after MinAge (fresher ones are being
+// started by the service that committed them), at most Limit.
+type PendingRenditionsInput struct {
+	MinAge time.Duration
+	Limit  int
+}
+
+// PendingRendition is one scene whose rendition workflow must exist.
+type PendingRendition struct {
+	SceneID        string
+	IntegrationID  string
+	OwnerRecordID  string
+	ExternalUserID string
+}
+
+// PendingRenditionsResult lists them, oldest first.
+type PendingRenditionsResult struct {
+	Scenes []PendingRendition
+}
+
+// PendingRenditions lists the scenes whose rendition is still pending: the outbox the
+// rendition re-drive works from.
+func (a *Activities) PendingRenditions(ctx context.Context, in PendingRenditionsInput) (PendingRenditionsResult, error) {
+	if in.Limit <= 0 {
+		return PendingRenditionsResult{}, badInput("PendingRenditions needs a limit")
+	}
+	rows, err := a.Ent.Scene.Query().
+		Where(scene.ProcessingStateEQ(scene.ProcessingStatePending), scene.UpdatedAtLT(time.Now().Add(-in.MinAge))).
+		Order(ent.Asc(scene.FieldUpdatedAt)).Limit(in.Limit).WithOwner().All(ctx)
+	if err != nil {
+		return PendingRenditionsResult{}, err
+	}
+	var out PendingRenditionsResult
+	for _, sc := range rows {
+		p := PendingRendition{SceneID: sc.ID, IntegrationID: sc.IntegrationID, OwnerRecordID: sc.OwnerID}
+		if sc.Edges.Owner != nil {
+			p.ExternalUserID = sc.Edges.Owner.ExternalUserID
+		}
+		out.Scenes = append(out.Scenes, p)
+	}
+	return out, nil
+}
+
+// renditionFailure turns a conversion error into the rendition's message and whether it is
+// the input's fault (never retried) rather than the infrastructure's.
+func renditionFailure(err error) (string, bool) {
+	var re *media.RunError
+	if errors.As(err, &re) {
+		return re.Detail, true
+	}
+	var pe *media.InputError
+	if errors.As(err, &pe) {
+		return pe.Error(), true
+	}
+	return err.Error(), false
+}

@@ -1,0 +1,320 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/splathost/splathost/media"
+)
+
+// ConvertRenditionInput is one conversion: the upload, the folder to write into, and the
+// poster's view when a poster is wanted.
+type ConvertRenditionInput struct {
+	SceneID     string
+	SourceKey   string
+	Format      string
+	Folder      string
+	Poster      bool
+	Orientation *[3]float64
+	Camera      *media.Camera
+	Background  *[3]uint8
+}
+
+// ConvertRenditionResult is what was written: Type sog (Key is the .sog) or lod (Key is the
+// lod-meta.json of a folder of Files objects), their Bytes, the scene's Gaussians, and the
+// poster's key when one was rendered.
+type ConvertRenditionResult struct {
+	Type      string
+	Key       string
+	Bytes     int64
+	Files     int
+	Gaussians int64
+	PosterKey string
+}
+
+// RenditionProgress is the conversion's heartbeat: its phase and the converter's last line,
+// which the Temporal UI shows as the pending activity's details.
+type RenditionProgress struct {
+	Phase string
+	Line  string
+}
+
+// Poster size: 16:9 like the viewer's default embed, large enough for a list card.
+const posterWidth, posterHeight = 640, 360
+
+// ConvertRendition downloads the upload, converts it with splat-transform (normalising other
+// formats to a PLY first), decimates levels of detail for large scenes, renders the poster and
+// uploads everything under the scene's rendition folder. It is idempotent: the same upload
+// gives the same objects under the same keys, so a retry after a crash overwrites what the
+// first attempt wrote. A heartbeat every few seconds carries the phase; a worker that dies
+// stops heartbeating and another attempt takes over.
+func (a *Activities) ConvertRendition(ctx context.Context, in ConvertRenditionInput) (ConvertRenditionResult, error) {
+	if a.Renditions == nil {
+		return ConvertRenditionResult{}, errors.New("this worker converts no renditions (not a media worker)")
+	}
+	if in.SceneID == "" || !safeKey(in.SourceKey) || !safePrefix(in.Folder) {
+		return ConvertRenditionResult{}, badInput("incomplete rendition input for scene %q", in.SceneID)
+	}
+	// The heartbeat starts before the wait for a slot: a conversion queued behind another is
+	// alive, not lost.
+	beat := newHeartbeat(ctx)
+	defer beat.stop()
+	beat.set("queued", "")
+	release, err := a.Renditions.acquire(ctx)
+	if err != nil {
+		return ConvertRenditionResult{}, err
+	}
+	defer release()
+	work, err := os.MkdirTemp(a.Renditions.WorkDir, "rendition-"+in.SceneID+"-")
+	if err != nil {
+		return ConvertRenditionResult{}, err
+	}
+	defer os.RemoveAll(work)
+	res, err := a.convert(ctx, in, work, beat)
+	if err != nil {
+		if msg, input := renditionFailure(err); input {
+			return ConvertRenditionResult{}, temporal.NewNonRetryableApplicationError(msg, ErrRenditionInput, nil)
+		}
+		return ConvertRenditionResult{}, err
+	}
+	return res, nil
+}
+
+func (a *Activities) convert(ctx context.Context, in ConvertRenditionInput, work string, beat *heartbeat) (ConvertRenditionResult, error) {
+	st := a.Renditions
+	beat.set("downloading", in.SourceKey)
+	src := filepath.Join(work, "source"+in.Format)
+	if err := a.download(ctx, in.SourceKey, src); err != nil {
+		return ConvertRenditionResult{}, err
+	}
+	run := func(phase string, args ...string) error {
+		beat.set(phase, "")
+		return st.Transform.Run(ctx, func(line string) { beat.set(phase, line) }, args...)
+	}
+
+	// The Go side (decimation, poster) reads plain 3DGS PLYs; anything else (.splat, .ksplat,
+	// a compressed PLY) is normalised by the converter first, harmonics and all.
+	plain := src
+	head, err := readHeader(src)
+	if in.Format != ".ply" || err != nil || !head.Plain {
+		plain = filepath.Join(work, "plain.ply")
+		if err := run("normalising", src, plain); err != nil {
+			return ConvertRenditionResult{}, err
+		}
+		if head, err = readHeader(plain); err != nil {
+			return ConvertRenditionResult{}, &media.InputError{Err: err}
+		}
+		if !head.Plain {
+			return ConvertRenditionResult{}, &media.InputError{Err: errors.New("the converter's PLY is not a plain 3DGS PLY")}
+		}
+	}
+	if head.Vertices < 1 {
+		return ConvertRenditionResult{}, &media.InputError{Err: errors.New("the scene holds no Gaussians")}
+	}
+
+	out := filepath.Join(work, "out")
+	res := ConvertRenditionResult{Gaussians: int64(head.Vertices)}
+	var upload map[string]string // object key → local file
+	if head.Vertices >= st.LODMin {
+		// Streamed SOG: level 0 is the scene, each further level about half the one before,
+		// decimated here (splat-transform's own decimation takes minutes per level).
+		args := []string{plain, "-l", "0"}
+		for i, keep := range media.LODLevels(head.Vertices, lodFloor) {
+			beat.set("decimating", fmt.Sprintf("level %d: %d Gaussians", i+1, keep))
+			lvl := filepath.Join(work, fmt.Sprintf("level%d.ply", i+1))
+			if _, err := media.Decimate(plain, lvl, keep); err != nil {
+				return ConvertRenditionResult{}, &media.InputError{Err: err}
+			}
+			args = append(args, lvl, "-l", fmt.Sprint(i+1))
+		}
+		if err := run("converting", append(args, filepath.Join(out, "lod", "lod-meta.json"))...); err != nil {
+			return ConvertRenditionResult{}, err
+		}
+		if upload, err = folderFiles(filepath.Join(out, "lod"), in.Folder+"lod/"); err != nil {
+			return ConvertRenditionResult{}, err
+		}
+		res.Type, res.Key = "lod", in.Folder+"lod/lod-meta.json"
+	} else {
+		if err := run("converting", plain, filepath.Join(out, "scene.sog")); err != nil {
+			return ConvertRenditionResult{}, err
+		}
+		upload = map[string]string{in.Folder + "scene.sog": filepath.Join(out, "scene.sog")}
+		res.Type, res.Key = "sog", in.Folder+"scene.sog"
+	}
+	if _, ok := upload[res.Key]; !ok {
+		return ConvertRenditionResult{}, &media.InputError{Err: errors.New("the converter wrote no " + filepath.Base(res.Key))}
+	}
+	for _, f := range upload {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return ConvertRenditionResult{}, err
+		}
+		res.Bytes += fi.Size()
+	}
+	res.Files = len(upload)
+
+	if in.Poster {
+		beat.set("rendering poster", "")
+		jpg, err := media.RenderPoster(plain, media.PosterOptions{Width: posterWidth, Height: posterHeight,
+			Orientation: in.Orientation, Camera: in.Camera, Background: in.Background})
+		if err != nil {
+			return ConvertRenditionResult{}, &media.InputError{Err: fmt.Errorf("rendering the poster: %w", err)}
+		}
+		p := filepath.Join(work, "poster.jpg")
+		if err := os.WriteFile(p, jpg, 0o600); err != nil {
+			return ConvertRenditionResult{}, err
+		}
+		res.PosterKey = in.Folder + "poster.jpg"
+		upload[res.PosterKey] = p
+	}
+
+	n := 0
+	for key, f := range upload {
+		n++
+		beat.set("uploading", fmt.Sprintf("%d of %d", n, len(upload)))
+		if err := a.upload(ctx, key, f); err != nil {
+			return ConvertRenditionResult{}, err
+		}
+	}
+	return res, nil
+}
+
+// lodFloor is the size below which no further level of detail is made: a level that small
+// loads at once anyway.
+const lodFloor = 200_000
+
+func readHeader(p string) (media.PLYHeader, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return media.PLYHeader{}, err
+	}
+	defer f.Close()
+	return media.ReadPLYHeader(f)
+}
+
+// folderFiles maps every file under dir to its key under prefix.
+func folderFiles(dir, prefix string) (map[string]string, error) {
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		files[prefix+filepath.ToSlash(rel)] = p
+		return nil
+	})
+	return files, err
+}
+
+// download writes an object to a local file.
+func (a *Activities) download(ctx context.Context, key, dst string) error {
+	obj, err := a.Objects.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(a.Bucket), Key: aws.String(key)})
+	if err != nil {
+		return fmt.Errorf("fetching %s: %w", key, err)
+	}
+	defer obj.Body.Close()
+	f, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, obj.Body); err != nil {
+		f.Close()
+		return fmt.Errorf("fetching %s: %w", key, err)
+	}
+	return f.Close()
+}
+
+// upload stores a local file under key, with the type a browser needs to read it.
+func (a *Activities) upload(ctx context.Context, key, src string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	_, err = a.Objects.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(a.Bucket), Key: aws.String(key),
+		Body: f, ContentLength: aws.Int64(fi.Size()), ContentType: aws.String(contentTypeOf(key))})
+	if err != nil {
+		return fmt.Errorf("storing %s: %w", key, err)
+	}
+	return nil
+}
+
+func contentTypeOf(key string) string {
+	switch strings.ToLower(filepath.Ext(key)) {
+	case ".json":
+		return "application/json"
+	case ".webp":
+		return "image/webp"
+	case ".jpg":
+		return "image/jpeg"
+	default:
+		return "application/octet-stream"
+	}
+}
+
+// heartbeat records the conversion's progress every few seconds for as long as it runs, so a
+// long converter run with no output still proves the worker alive.
+type heartbeat struct {
+	mu   sync.Mutex
+	p    RenditionProgress
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func newHeartbeat(ctx context.Context) *heartbeat {
+	h := &heartbeat{done: make(chan struct{})}
+	if !activity.IsActivity(ctx) {
+		return h
+	}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		t := time.NewTicker(3 * time.Second)
+		defer t.Stop()
+		for {
+			h.mu.Lock()
+			p := h.p
+			h.mu.Unlock()
+			activity.RecordHeartbeat(ctx, p)
+			select {
+			case <-h.done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return h
+}
+
+func (h *heartbeat) set(phase, line string) {
+	h.mu.Lock()
+	h.p = RenditionProgress{Phase: phase, Line: line}
+	h.mu.Unlock()
+}
+
+func (h *heartbeat) stop() {
+	close(h.done)
+	h.wg.Wait()
+}

@@ -1,0 +1,255 @@
+package media
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// SplatTransformVersion is the converter version media/package.json pins; the media worker
+// refuses to start with another, so every rendition of a deployment comes from one converter.
+const SplatTransformVersion = "3.7.0"
+
+// splatTransformCLI is where `make deps` installs the converter, relative to the repository.
+const splatTransformCLI = "media/node_modules/@playcanvas/splat-transform/bin/cli.mjs"
+
+// FindSplatTransform returns the converter's CLI: configured when set, else the pinned copy
+// under the working directory or beside the executable's bin/ folder (the layouts `make dev`
+// and a deployment image use).
+func FindSplatTransform(configured string) (string, error) {
+	if configured != "" {
+		if _, err := os.Stat(configured); err != nil {
+			return "", fmt.Errorf("SPLATHOST_SPLAT_TRANSFORM: %w", err)
+		}
+		return configured, nil
+	}
+	var dirs []string
+	if wd, err := os.Getwd(); err == nil {
+		dirs = append(dirs, wd)
+	}
+	if exe, err := os.Executable(); err == nil {
+		dirs = append(dirs, filepath.Dir(filepath.Dir(exe)))
+	}
+	for _, d := range dirs {
+		// Tests run in a package folder: look up the tree too.
+		for dir := d; ; dir = filepath.Dir(dir) {
+			p := filepath.Join(dir, splatTransformCLI)
+			if _, err := os.Stat(p); err == nil {
+				return p, nil
+			}
+			if filepath.Dir(dir) == dir {
+				break
+			}
+		}
+	}
+	return "", errors.New("splat-transform is not installed: run `make deps` (or set SPLATHOST_SPLAT_TRANSFORM)")
+}
+
+// Transform runs @playcanvas/splat-transform as a child process with bounds: a deadline, a
+// ceiling on its resident memory and a lower CPU priority, so one hostile or huge scene fails
+// its own rendition and never the worker (the child is killed, the worker goes on).
+type Transform struct {
+	// CLI is the path of splat-transform's bin/cli.mjs, run with node from PATH.
+	CLI string
+	// Timeout bounds one run; MaxRSS bounds the child's resident memory in bytes (0: none).
+	Timeout time.Duration
+	MaxRSS  int64
+	// Workers is splat-transform's --max-workers (its SOG encoding threads).
+	Workers int
+}
+
+// ErrLimit is the cause of a run stopped for exceeding its time or memory: the input is too
+// big or too costly for this deployment's bounds, which retrying will not change.
+var ErrLimit = errors.New("conversion limit exceeded")
+
+// RunError is a run the converter itself refused or failed: Detail is the end of what it
+// printed (its error line), for the rendition's message.
+type RunError struct {
+	Detail string
+	Err    error
+}
+
+// Error implements error.
+func (e *RunError) Error() string { return "splat-transform: " + e.Detail }
+
+// Unwrap gives the cause (ErrLimit, or the exit status).
+func (e *RunError) Unwrap() error { return e.Err }
+
+// InputError is a scene file this package cannot read (malformed, truncated, hostile): the
+// rendition fails with its message; retrying cannot help.
+type InputError struct{ Err error }
+
+// Error implements error.
+func (e *InputError) Error() string { return e.Err.Error() }
+
+// Unwrap gives the cause.
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Version runs the converter's --version and returns the version it prints.
+func (t Transform) Version(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "node", t.CLI, "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("splat-transform --version: %w", err)
+	}
+	v := strings.TrimSpace(string(out))
+	// It prints "splat-transform v3.7.0 (hash)" or just the version.
+	for _, f := range strings.Fields(v) {
+		if f = strings.TrimPrefix(f, "v"); len(f) > 0 && f[0] >= '0' && f[0] <= '9' {
+			return f, nil
+		}
+	}
+	return v, nil
+}
+
+// Run converts: args are splat-transform's (inputs, actions, output); `-g cpu` (no GPU on the
+// media worker), `-q`-free progress and --max-workers are added. progress, when set, gets
+// every line the converter prints (the activity heartbeats with them).
+func (t Transform) Run(ctx context.Context, progress func(string), args ...string) error {
+	if t.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.Timeout)
+		defer cancel()
+	}
+	full := []string{t.CLI, "-g", "cpu", "--no-tty", "-w"}
+	if t.Workers > 0 {
+		full = append(full, "--max-workers", strconv.Itoa(t.Workers))
+	}
+	full = append(full, args...)
+	cmd := exec.Command("node", full...)
+	// Its own process group, so a kill takes every thread and child; nice so the worker's own
+	// heartbeats and the other activities keep the CPU they need.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = append(os.Environ(), "NODE_OPTIONS=")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = cmd.Stdout // one stream: progress and errors in order
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting splat-transform: %w", err)
+	}
+	_ = syscall.Setpriority(syscall.PRIO_PROCESS, cmd.Process.Pid, 10)
+	var tail tailBuffer
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 64<<10)
+		for sc.Scan() {
+			line := sc.Text()
+			tail.add(line)
+			if progress != nil {
+				progress(line)
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	done := make(chan error, 1)
+	go func() {
+		wg.Wait()
+		done <- cmd.Wait()
+	}()
+	kill := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var limit error
+	for {
+		select {
+		case err := <-done:
+			if limit != nil {
+				return &RunError{Detail: limit.Error(), Err: ErrLimit}
+			}
+			if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
+				return ctx.Err()
+			}
+			if err != nil {
+				return &RunError{Detail: tail.last(), Err: err}
+			}
+			return nil
+		case <-ctx.Done():
+			if limit == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				limit = fmt.Errorf("the conversion took longer than %s", t.Timeout)
+			}
+			kill()
+		case <-tick.C:
+			if t.MaxRSS > 0 && limit == nil {
+				if rss := residentBytes(cmd.Process.Pid); rss > t.MaxRSS {
+					limit = fmt.Errorf("the conversion needed more than %d MiB of memory", t.MaxRSS>>20)
+					kill()
+				}
+			}
+		}
+	}
+}
+
+// residentBytes reads a process's resident set from /proc (0 when it cannot: the process is
+// gone, or this is not Linux).
+func residentBytes(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
+			f := strings.Fields(string(v))
+			if len(f) > 0 {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+// tailBuffer keeps the last lines a converter printed, for its error message.
+type tailBuffer struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (b *tailBuffer) add(line string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if line = strings.TrimSpace(line); line == "" {
+		return
+	}
+	b.lines = append(b.lines, line)
+	if len(b.lines) > 8 {
+		b.lines = b.lines[len(b.lines)-8:]
+	}
+}
+
+// last is the most telling recent line: the converter's error line (✗ …) when there is one.
+func (b *tailBuffer) last() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := len(b.lines) - 1; i >= 0; i-- {
+		if strings.Contains(b.lines[i], "✗") || strings.Contains(strings.ToLower(b.lines[i]), "error") {
+			return trimDetail(strings.TrimSpace(strings.TrimPrefix(b.lines[i], "✗")))
+		}
+	}
+	if len(b.lines) == 0 {
+		return "the converter exited without output"
+	}
+	return trimDetail(b.lines[len(b.lines)-1])
+}
+
+// trimDetail keeps a message short enough for the scene row (processing_message).
+func trimDetail(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}

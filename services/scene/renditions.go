@@ -1,0 +1,160 @@
+package scene
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/splathost/splathost/activities"
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/externaluser"
+	entscene "github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/workflows"
+)
+
+// startRendition starts the SceneRenditions workflow of a scene committed pending, detached from
+// the request like the purges: the scene's processing_state is the outbox, so a failure (or
+// this process dying first) only delays it until the rendition re-drive.
+func (s *Service) startRendition(ctx context.Context, sc *ent.Scene, ownerEU string) {
+	if sc == nil || sc.ProcessingState != entscene.ProcessingStatePending {
+		return
+	}
+	if s.clones.Client == nil || s.clones.MediaTaskQueue == "" {
+		s.log.Info("no Temporal client; the rendition re-drive will start the rendition", "scene", sc.ID)
+		return
+	}
+	in := workflows.RenditionInput{SceneID: sc.ID, IntegrationID: sc.IntegrationID, ExternalUserID: ownerEU}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), purgeStartTimeout)
+		defer cancel()
+		if err := workflows.StartSceneRenditions(ctx, s.clones.Client, s.clones.MediaTaskQueue, in); err != nil {
+			s.log.Warn("starting a rendition; the re-drive will retry", "scene", sc.ID, "error", err)
+		}
+	}()
+}
+
+// Operator routes of renditions (`splathostctl renditions list|retry`).
+const (
+	renditionsAdminPath  = "/admin/v1/renditions"
+	maxRenditionsListing = 200
+)
+
+// renditionRow is one scene's rendition as the operator API lists it.
+type renditionRow struct {
+	SplatID        string  `json:"splatId"`
+	IntegrationID  string  `json:"integrationId"`
+	ExternalUserID string  `json:"externalUserId"`
+	State          string  `json:"state"`
+	Message        *string `json:"message"`
+	RenditionType  *string `json:"renditionType"`
+	RenditionBytes *int64  `json:"renditionBytes"`
+	Gaussians      *int64  `json:"gaussians"`
+	FileSizeBytes  int64   `json:"fileSizeBytes"`
+	WorkflowID     string  `json:"workflowId"`
+	CreatedAt      string  `json:"createdAt"`
+}
+
+func renditionRowOf(sc *ent.Scene) renditionRow {
+	r := renditionRow{SplatID: sc.ID, IntegrationID: sc.IntegrationID, ExternalUserID: ownerEUOf(sc),
+		State: string(sc.ProcessingState), Message: sc.ProcessingMessage, RenditionBytes: sc.RenditionBytes,
+		Gaussians: sc.Gaussians, FileSizeBytes: sc.FileSizeBytes, WorkflowID: workflows.RenditionWorkflowID(sc.ID),
+		CreatedAt: httpx.ISOTime(sc.CreatedAt)}
+	if sc.RenditionType != nil {
+		t := string(*sc.RenditionType)
+		r.RenditionType = &t
+	}
+	return r
+}
+
+// listRenditions answers GET /admin/v1/renditions?state=&integrationId=&limit=: the newest
+// scenes with a rendition in that state (default failed: what an operator looks for), of one
+// integration or all.
+func (s *Service) listRenditions(c *fiber.Ctx) error {
+	if err := httpx.RequireAdmin(c); err != nil {
+		return err
+	}
+	var issues []string
+	state := c.Query("state", string(entscene.ProcessingStateFailed))
+	if entscene.ProcessingStateValidator(entscene.ProcessingState(state)) != nil {
+		issues = append(issues, "state: must be one of 'pending', 'ready', 'failed', 'skipped'")
+	}
+	limit := 50
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxRenditionsListing {
+			issues = append(issues, fmt.Sprintf("limit: must be an integer from 1 to %d", maxRenditionsListing))
+		}
+		limit = n
+	}
+	integ := c.Query("integrationId")
+	if integ != "" && !ids.Valid(integ) {
+		issues = append(issues, "integrationId: must be a 24-character id")
+	}
+	if len(issues) > 0 {
+		return apperr.Invalid("invalid query", issues...)
+	}
+	q := s.db.Ent.Scene.Query().Where(entscene.ProcessingStateEQ(entscene.ProcessingState(state)))
+	if integ != "" {
+		q.Where(entscene.IntegrationID(integ))
+	}
+	rows, err := q.Select(itemColumns...).Order(ent.Desc(entscene.FieldCreatedAt), ent.Desc(entscene.FieldID)).Limit(limit).
+		WithOwner(func(oq *ent.ExternalUserQuery) { oq.Select(externaluser.FieldExternalUserID) }).All(c.UserContext())
+	if err != nil {
+		return err
+	}
+	out := make([]renditionRow, 0, len(rows))
+	for _, sc := range rows {
+		out = append(out, renditionRowOf(sc))
+	}
+	return c.JSON(fiber.Map{"status": "success", "renditions": out})
+}
+
+// retryRendition answers POST /admin/v1/renditions/{splatId}/retry: the scene's rendition is
+// built again (after a fix to the converter, or a failure of the infrastructure): pending again
+// in one transaction, then its workflow started. A scene whose upload has no rendition (a .sog,
+// a LOD folder) is 409; an unknown or archived-and-purged scene 404.
+func (s *Service) retryRendition(c *fiber.Ctx) error {
+	if err := httpx.RequireAdmin(c); err != nil {
+		return err
+	}
+	id := c.Params("splatId")
+	if !ids.Valid(id) {
+		return errSceneNotFound()
+	}
+	ctx := c.UserContext()
+	var sc *ent.Scene
+	err := s.db.InTx(ctx, func(tx *ent.Tx) error {
+		cur, err := tx.Scene.Query().Where(entscene.ID(id)).ForUpdate().WithOwner().Only(ctx)
+		if ent.IsNotFound(err) {
+			return errSceneNotFound()
+		}
+		if err != nil {
+			return err
+		}
+		if _, ok := activities.RenditionFormat(string(cur.SplatType), cur.SplatURL); !ok {
+			return apperr.Conflict("this scene's upload has no rendition (only .ply, .splat and .ksplat files get one)")
+		}
+		folder := activities.RenditionFolder(cur.IntegrationID, cur.OwnerID, cur.ID)
+		if cur.RenditionPrefix != nil {
+			folder = *cur.RenditionPrefix
+		}
+		if err := tx.Scene.UpdateOne(cur).SetUpdatedAt(cur.UpdatedAt).SetProcessingState(entscene.ProcessingStatePending).
+			ClearProcessingMessage().SetRenditionPrefix(folder).Exec(ctx); err != nil {
+			return err
+		}
+		cur.ProcessingState, cur.ProcessingMessage, cur.RenditionPrefix = entscene.ProcessingStatePending, nil, &folder
+		sc = cur
+		return sceneChanged(ctx, tx, cur.IntegrationID, cur.ID)
+	})
+	if err != nil {
+		return err
+	}
+	s.invalidateScene(context.WithoutCancel(ctx), sc.IntegrationID, sc.ID)
+	s.startRendition(ctx, sc, ownerEUOf(sc))
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"status": "success", "rendition": renditionRowOf(sc)})
+}

@@ -1,0 +1,104 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/splathost/splathost/activities"
+)
+
+// RenditionWorkflowID is the business key of a scene's rendition: one at a time per scene; a
+// finished one frees it for a retry.
+func RenditionWorkflowID(sceneID string) string { return "renditions/" + sceneID }
+
+// renditionStartOptions are the start options of a scene's rendition, by the service, the
+// re-drive (as a child) or an operator's retry.
+func renditionSearchAttributes(in RenditionInput) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(SAIntegrationID.ValueSet(in.IntegrationID),
+		SAExternalUserID.ValueSet(in.ExternalUserID), SASplatID.ValueSet(in.SceneID),
+		SARenditionPhase.ValueSet(RenditionPhasePreparing))
+}
+
+// StartSceneRenditions starts a scene's rendition on the media task queue. One already running
+// for the scene is success (it has the work in hand).
+func StartSceneRenditions(ctx context.Context, c client.Client, mediaTaskQueue string, in RenditionInput) error {
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       RenditionWorkflowID(in.SceneID),
+		TaskQueue:                mediaTaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		// Without it the SDK hands back the running one as if it were new.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		TypedSearchAttributes:                    renditionSearchAttributes(in),
+		StaticSummary:                            fmt.Sprintf("Rendition of scene %s", in.SceneID),
+	}, SceneRenditionsWorkflow, in)
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &already) {
+		return nil
+	}
+	return err
+}
+
+// Schedule of the rendition re-drive (kept by the API worker, run on the media task queue).
+const (
+	// RenditionRedriveScheduleID runs RedriveRenditions.
+	RenditionRedriveScheduleID = "rendition-redrive"
+	// RenditionRedriveEvery is how often pending scenes are re-driven.
+	RenditionRedriveEvery = 5 * time.Minute
+)
+
+// RenditionRedriveInput is empty: the scenes' processing_state says what to do.
+type RenditionRedriveInput struct{}
+
+// RenditionRedriveResult counts the renditions started, and those found already running.
+type RenditionRedriveResult struct {
+	Started int
+	Running int
+}
+
+// RedriveRenditions starts the rendition of every scene still pending a while after its commit:
+// the service died between its commit and the start, Temporal was unreachable then, or the
+// scene predates renditions (the migration marked those pending). Each starts as an abandoned
+// child under the scene's business id, on this workflow's (the media) task queue, so one
+// already running is found, not duplicated.
+func RedriveRenditions(ctx workflow.Context, _ RenditionRedriveInput) (RenditionRedriveResult, error) {
+	var a *activities.Activities
+	var pending activities.PendingRenditionsResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, dbOptions), a.PendingRenditions,
+		activities.PendingRenditionsInput{MinAge: redriveMinAge, Limit: redriveLimit}).Get(ctx, &pending)
+	if err != nil {
+		return RenditionRedriveResult{}, err
+	}
+	starts := make([]workflow.Future, len(pending.Scenes))
+	for i, p := range pending.Scenes {
+		in := RenditionInput{SceneID: p.SceneID, IntegrationID: p.IntegrationID, ExternalUserID: p.ExternalUserID}
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+			WorkflowID:            RenditionWorkflowID(p.SceneID),
+			ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+			TypedSearchAttributes: renditionSearchAttributes(in),
+		})
+		starts[i] = workflow.ExecuteChildWorkflow(cctx, SceneRenditionsWorkflow, in).GetChildWorkflowExecution()
+	}
+	var out RenditionRedriveResult
+	for i, f := range starts {
+		err := f.Get(ctx, nil)
+		switch {
+		case temporal.IsWorkflowExecutionAlreadyStartedError(err):
+			out.Running++
+		case err != nil:
+			workflow.GetLogger(ctx).Warn("re-driving a rendition", "scene", pending.Scenes[i].SceneID, "error", err)
+		default:
+			out.Started++
+		}
+	}
+	return out, nil
+}
