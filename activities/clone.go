@@ -244,6 +244,7 @@ func (a *Activities) planClone(src *ent.Scene, remix bool, in PrepareCloneInput)
 	if key, _, ok := a.assetRef(src.ImageURL); ok && src.RenditionPrefix != nil && strings.HasPrefix(key, *src.RenditionPrefix) {
 		draft.ImageURL = ""
 	}
+	draft.Rendition = src.ProcessingState != scene.ProcessingStateSkipped
 	if src.ThumbnailDepthURL != nil {
 		d := rewrite(*src.ThumbnailDepthURL)
 		draft.ThumbnailDepthURL = &d
@@ -689,7 +690,7 @@ func (a *Activities) FinalizeClone(ctx context.Context, in FinalizeCloneInput) (
 	if d.InitialCameraRotation != nil {
 		create.SetInitialCameraRotation(d.InitialCameraRotation)
 	}
-	_, rendition := RenditionFormat(d.SplatType, d.SplatURL)
+	rendition := d.Rendition
 	if rendition {
 		create.SetProcessingState(scene.ProcessingStatePending).
 			SetRenditionPrefix(RenditionFolder(job.IntegrationID, job.OwnerID, job.ID))

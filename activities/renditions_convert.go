@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,6 +42,8 @@ type ConvertRenditionResult struct {
 	Files     int
 	Gaussians int64
 	PosterKey string
+	// PeakRSS is the converter's largest resident size, in bytes (for capacity planning).
+	PeakRSS int64
 }
 
 // RenditionProgress is the conversion's heartbeat: its phase and the converter's last line,
@@ -51,9 +52,6 @@ type RenditionProgress struct {
 	Phase string
 	Line  string
 }
-
-// Poster size: 16:9 like the viewer's default embed, large enough for a list card.
-const posterWidth, posterHeight = 640, 360
 
 // ConvertRendition downloads the upload, converts it with splat-transform (normalising other
 // formats to a PLY first), decimates levels of detail for large scenes, renders the poster and
@@ -100,87 +98,25 @@ func (a *Activities) convert(ctx context.Context, in ConvertRenditionInput, work
 	if err := a.download(ctx, in.SourceKey, src); err != nil {
 		return ConvertRenditionResult{}, err
 	}
-	run := func(phase string, args ...string) error {
-		beat.set(phase, "")
-		return st.Transform.Run(ctx, func(line string) { beat.set(phase, line) }, args...)
-	}
-
-	// The Go side (decimation, poster) reads plain 3DGS PLYs; anything else (.splat, .ksplat,
-	// a compressed PLY) is normalised by the converter first, harmonics and all.
-	plain := src
-	head, err := readHeader(src)
-	if in.Format != ".ply" || err != nil || !head.Plain {
-		plain = filepath.Join(work, "plain.ply")
-		if err := run("normalising", src, plain); err != nil {
-			return ConvertRenditionResult{}, err
-		}
-		if head, err = readHeader(plain); err != nil {
-			return ConvertRenditionResult{}, &media.InputError{Err: err}
-		}
-		if !head.Plain {
-			return ConvertRenditionResult{}, &media.InputError{Err: errors.New("the converter's PLY is not a plain 3DGS PLY")}
-		}
-	}
-	if head.Vertices < 1 {
-		return ConvertRenditionResult{}, &media.InputError{Err: errors.New("the scene holds no Gaussians")}
-	}
-
-	out := filepath.Join(work, "out")
-	res := ConvertRenditionResult{Gaussians: int64(head.Vertices)}
-	var upload map[string]string // object key → local file
-	if head.Vertices >= st.LODMin {
-		// Streamed SOG: level 0 is the scene, each further level about half the one before,
-		// decimated here (splat-transform's own decimation takes minutes per level).
-		args := []string{plain, "-l", "0"}
-		for i, keep := range media.LODLevels(head.Vertices, lodFloor) {
-			beat.set("decimating", fmt.Sprintf("level %d: %d Gaussians", i+1, keep))
-			lvl := filepath.Join(work, fmt.Sprintf("level%d.ply", i+1))
-			if _, err := media.Decimate(plain, lvl, keep); err != nil {
-				return ConvertRenditionResult{}, &media.InputError{Err: err}
-			}
-			args = append(args, lvl, "-l", fmt.Sprint(i+1))
-		}
-		if err := run("converting", append(args, filepath.Join(out, "lod", "lod-meta.json"))...); err != nil {
-			return ConvertRenditionResult{}, err
-		}
-		if upload, err = folderFiles(filepath.Join(out, "lod"), in.Folder+"lod/"); err != nil {
-			return ConvertRenditionResult{}, err
-		}
-		res.Type, res.Key = "lod", in.Folder+"lod/lod-meta.json"
-	} else {
-		if err := run("converting", plain, filepath.Join(out, "scene.sog")); err != nil {
-			return ConvertRenditionResult{}, err
-		}
-		upload = map[string]string{in.Folder + "scene.sog": filepath.Join(out, "scene.sog")}
-		res.Type, res.Key = "sog", in.Folder+"scene.sog"
-	}
-	if _, ok := upload[res.Key]; !ok {
-		return ConvertRenditionResult{}, &media.InputError{Err: errors.New("the converter wrote no " + filepath.Base(res.Key))}
-	}
-	for _, f := range upload {
-		fi, err := os.Stat(f)
-		if err != nil {
-			return ConvertRenditionResult{}, err
-		}
-		res.Bytes += fi.Size()
-	}
-	res.Files = len(upload)
-
+	var poster *media.PosterOptions
 	if in.Poster {
-		beat.set("rendering poster", "")
-		jpg, err := media.RenderPoster(plain, media.PosterOptions{Width: posterWidth, Height: posterHeight,
-			Orientation: in.Orientation, Camera: in.Camera, Background: in.Background})
-		if err != nil {
-			return ConvertRenditionResult{}, &media.InputError{Err: fmt.Errorf("rendering the poster: %w", err)}
-		}
-		p := filepath.Join(work, "poster.jpg")
-		if err := os.WriteFile(p, jpg, 0o600); err != nil {
-			return ConvertRenditionResult{}, err
-		}
-		res.PosterKey = in.Folder + "poster.jpg"
-		upload[res.PosterKey] = p
+		poster = &media.PosterOptions{Width: media.PosterWidth, Height: media.PosterHeight,
+			Orientation: in.Orientation, Camera: in.Camera, Background: in.Background}
 	}
-
+	r, err := media.Pipeline{Transform: st.Transform, LODMin: st.LODMin}.Run(ctx, src, in.Format, work, poster, beat.set)
+	if err != nil {
+		return ConvertRenditionResult{}, err
+	}
+	res := ConvertRenditionResult{Type: r.Type, Key: in.Folder + r.Main, Bytes: r.Bytes, Files: len(r.Files),
+		Gaussians: r.Gaussians, PeakRSS: r.PeakRSS}
+	upload := make(map[string]string, len(r.Files)+1)
+	for rel, f := range r.Files {
+		upload[in.Folder+rel] = f
+	}
+	if r.Poster != "" {
+		res.PosterKey = in.Folder + "poster.jpg"
+		upload[res.PosterKey] = r.Poster
+	}
 	n := 0
 	for key, f := range upload {
 		n++
@@ -190,36 +126,6 @@ func (a *Activities) convert(ctx context.Context, in ConvertRenditionInput, work
 		}
 	}
 	return res, nil
-}
-
-// lodFloor is the size below which no further level of detail is made: a level that small
-// loads at once anyway.
-const lodFloor = 200_000
-
-func readHeader(p string) (media.PLYHeader, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return media.PLYHeader{}, err
-	}
-	defer f.Close()
-	return media.ReadPLYHeader(f)
-}
-
-// folderFiles maps every file under dir to its key under prefix.
-func folderFiles(dir, prefix string) (map[string]string, error) {
-	files := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		files[prefix+filepath.ToSlash(rel)] = p
-		return nil
-	})
-	return files, err
 }
 
 // download writes an object to a local file.

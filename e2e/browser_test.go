@@ -159,6 +159,19 @@ func formatScenes(t *testing.T, d *demoHost, g fixtures.Gen) map[string]string {
 	return out
 }
 
+// renditionScene commits the standing scene as a training PLY of the demo customer and waits
+// until its rendition is ready; it returns the scene's id.
+func renditionScene(t *testing.T, d *demoHost, g fixtures.Gen) string {
+	t.Helper()
+	tn, eu := d.tenant(), d.State.Customer
+	var b bytes.Buffer
+	require.NoError(t, g.WriteTrainingPLY(&b, formatSplats*4, 3))
+	id := commitFile(t, tn, eu, "stand-training.ply", "application/ply", b.Bytes(), nil)["id"].(string)
+	p := processingOf(waitProcessing(t, tn, eu, id, 2*time.Minute))
+	require.Equal(t, "ready", p["state"], "%v", p)
+	return id
+}
+
 // TestBrowser runs the browser tests (web/tests: node:test driving Debian's Chromium through
 // playwright-core) against this binary's stack and a demo host on its own origin: the viewer
 // renders every format, shows scans stored y-down upright in every format and both engines,
@@ -177,7 +190,11 @@ func TestBrowser(t *testing.T) {
 	// The standing scene (y-down, as 3DGS training stores scans) in every format: the viewer
 	// must show it upright (orientation.test.mjs).
 	stand := fixtures.Gen{Seed: fixtures.DefaultSeed, Scene: fixtures.SceneStand}
-	standScenes, err := json.Marshal(formatScenes(t, demo, stand))
+	standByFormat := formatScenes(t, demo, stand)
+	// And as training writes it (degree-3 harmonics), large enough for a rendition, which the
+	// viewer must load instead of the upload (rendition.test.mjs).
+	standByFormat["rendition"] = renditionScene(t, demo, stand)
+	standScenes, err := json.Marshal(standByFormat)
 	require.NoError(t, err)
 	// A second gateway process on the same stack (the split binaries, with their own session
 	// service): room.test.mjs puts one editor on each gateway.

@@ -113,9 +113,15 @@ func (t Transform) Version(ctx context.Context) (string, error) {
 }
 
 // Run converts: args are splat-transform's (inputs, actions, output); `-g cpu` (no GPU on the
-// media worker), `-q`-free progress and --max-workers are added. progress, when set, gets
-// every line the converter prints (the activity heartbeats with them).
+// media worker), overwrite, plain-line progress and --max-workers are added. progress, when
+// set, gets every line the converter prints (the activity heartbeats with them).
 func (t Transform) Run(ctx context.Context, progress func(string), args ...string) error {
+	_, err := t.RunPeak(ctx, progress, args...)
+	return err
+}
+
+// RunPeak is Run that also reports the converter's peak resident size in bytes.
+func (t Transform) RunPeak(ctx context.Context, progress func(string), args ...string) (int64, error) {
 	if t.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t.Timeout)
@@ -133,11 +139,11 @@ func (t Transform) Run(ctx context.Context, progress func(string), args ...strin
 	cmd.Env = append(os.Environ(), "NODE_OPTIONS=")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	cmd.Stderr = cmd.Stdout // one stream: progress and errors in order
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting splat-transform: %w", err)
+		return 0, fmt.Errorf("starting splat-transform: %w", err)
 	}
 	_ = syscall.Setpriority(syscall.PRIO_PROCESS, cmd.Process.Pid, 10)
 	var tail tailBuffer
@@ -168,16 +174,20 @@ func (t Transform) Run(ctx context.Context, progress func(string), args ...strin
 	for {
 		select {
 		case err := <-done:
+			var peak int64
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+				peak = ru.Maxrss << 10 // kilobytes on Linux
+			}
 			if limit != nil {
-				return &RunError{Detail: limit.Error(), Err: ErrLimit}
+				return peak, &RunError{Detail: limit.Error(), Err: ErrLimit}
 			}
 			if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
-				return ctx.Err()
+				return peak, ctx.Err()
 			}
 			if err != nil {
-				return &RunError{Detail: tail.last(), Err: err}
+				return peak, &RunError{Detail: tail.last(), Err: err}
 			}
-			return nil
+			return peak, nil
 		case <-ctx.Done():
 			if limit == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				limit = fmt.Errorf("the conversion took longer than %s", t.Timeout)

@@ -28,6 +28,8 @@ type CloneDraft struct {
 	RemixedFrom           *RemixedFrom   `json:"remixedFrom,omitempty"`
 	// AssetKeys are the single objects of the clone (file, images, levelData assets).
 	AssetKeys []string `json:"assetKeys,omitempty"`
+	// Rendition says the clone gets its own rendition: the source has (or is building) one.
+	Rendition bool `json:"rendition,omitempty"`
 }
 
 // ObjectCopy is one object a clone copies, with the source's size.

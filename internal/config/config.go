@@ -99,6 +99,10 @@ type Config struct {
 	RenditionLODMin int
 	// RenditionConcurrency is how many conversions one media worker runs at once.
 	RenditionConcurrency int
+	// RenditionMinBytes skips the rendition of uploads smaller than this (0: every scene gets
+	// one). The test harness raises it so that the many tiny scenes other tests commit do not
+	// queue conversions; the rendition tests upload scenes above it.
+	RenditionMinBytes int
 }
 
 // Load reads the environment. It returns an error naming every malformed variable rather than
@@ -145,6 +149,7 @@ func Load() (Config, error) {
 		RenditionMaxMemory:   l.int("SPLATHOST_RENDITION_MAX_MEMORY", 6<<30),
 		RenditionLODMin:      l.int("SPLATHOST_RENDITION_LOD_MIN", 1_000_000),
 		RenditionConcurrency: l.int("SPLATHOST_RENDITION_CONCURRENCY", 1),
+		RenditionMinBytes:    l.nonNegativeInt("SPLATHOST_RENDITION_MIN_BYTES", 0),
 	}
 	if len(l.errs) > 0 {
 		return Config{}, fmt.Errorf("config: %s", strings.Join(l.errs, "; "))
@@ -285,6 +290,20 @@ func (l *loader) int(key string, def int) int {
 	return n
 }
 
+// nonNegativeInt is int for settings where 0 is meaningful (off, none).
+func (l *loader) nonNegativeInt(key string, def int) int {
+	v, ok := os.LookupEnv(key)
+	if !ok || v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		l.errs = append(l.errs, key+" must be a non-negative integer")
+		return def
+	}
+	return n
+}
+
 func (l *loader) bool(key string, def bool) bool {
 	v, ok := os.LookupEnv(key)
 	if !ok || v == "" {
@@ -356,6 +375,7 @@ func (cfg Config) Environ() []string {
 		{"SPLATHOST_RENDITION_MAX_MEMORY", strconv.Itoa(cfg.RenditionMaxMemory)},
 		{"SPLATHOST_RENDITION_LOD_MIN", strconv.Itoa(cfg.RenditionLODMin)},
 		{"SPLATHOST_RENDITION_CONCURRENCY", strconv.Itoa(cfg.RenditionConcurrency)},
+		{"SPLATHOST_RENDITION_MIN_BYTES", strconv.Itoa(cfg.RenditionMinBytes)},
 	}
 	set := make(map[string]bool, len(vars))
 	for _, v := range vars {

@@ -205,7 +205,7 @@ func TestEnvironRoundTrips(t *testing.T) {
 		OTLPEndpoint: "otel:4317", LogLevel: "debug", BodyLimit: 1234, ShutdownTimeout: 3 * time.Second,
 		CloneWait: 2 * time.Second, CloneAbandonAfter: time.Minute, CloneConcurrency: 7, WorkerSchedules: true,
 		MediaTaskQueue: "mq", MediaHealthAddr: "m:1", SplatTransform: "/opt/st/cli.mjs", RenditionTimeout: time.Minute,
-		RenditionMaxMemory: 1 << 30, RenditionLODMin: 5000, RenditionConcurrency: 2,
+		RenditionMaxMemory: 1 << 30, RenditionLODMin: 5000, RenditionConcurrency: 2, RenditionMinBytes: 1 << 18,
 	}
 	v := reflect.ValueOf(want)
 	for i := 0; i < v.NumField(); i++ {

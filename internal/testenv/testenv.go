@@ -91,6 +91,9 @@ func StackBinary() (string, error) {
 	return p, nil
 }
 
+// RenditionMinBytes is the harness's rendition threshold (config.Config.RenditionMinBytes).
+const RenditionMinBytes = 256 << 10
+
 // Start brings up the stack and the in-process product.
 func Start() (*Env, error) {
 	var dir string
@@ -117,6 +120,10 @@ func Start() (*Env, error) {
 		_ = os.RemoveAll(dir)
 	}
 	e := &Env{State: stack.State, Dir: dir, stack: stack, Config: stack.State.Config()}
+	// Only scenes of 256 KiB and more get a rendition here: the suite commits hundreds of tiny
+	// scenes whose conversions would otherwise queue on the media worker for minutes and load
+	// the machine under every other test. The rendition tests upload scenes above it.
+	e.Config.RenditionMinBytes = RenditionMinBytes
 	logf, err := os.Create(filepath.Join(dir, "splathost.log"))
 	if err != nil {
 		e.Stop()

@@ -32,8 +32,10 @@ type Clones struct {
 	// AbandonAfter and Concurrency are passed to each job (see workflows.CloneInput).
 	AbandonAfter time.Duration
 	Concurrency  int
-	// MediaTaskQueue is where renditions run (the media worker's queue).
-	MediaTaskQueue string
+	// MediaTaskQueue is where renditions run (the media worker's queue); uploads below
+	// RenditionMinBytes get none (config.Config.RenditionMinBytes).
+	MediaTaskQueue    string
+	RenditionMinBytes int64
 }
 
 // jobIDPattern is the shape of a job id (a Temporal run id, a UUID); anything else names no job.

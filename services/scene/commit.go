@@ -396,9 +396,13 @@ func (s *Service) commit(c *fiber.Ctx) error {
 		// A rendition is planned in the same transaction (processing_state is its outbox);
 		// the scene's id names its folder, so it is chosen here rather than by the insert.
 		if _, ok := activities.RenditionFormat(req.splatType, req.splatURL); ok {
-			id := ids.New()
-			create.SetID(id).SetProcessingState(scene.ProcessingStatePending).
-				SetRenditionPrefix(activities.RenditionFolder(caller.IntegrationID, owner.ID, id))
+			if size >= s.clones.RenditionMinBytes {
+				id := ids.New()
+				create.SetID(id).SetProcessingState(scene.ProcessingStatePending).
+					SetRenditionPrefix(activities.RenditionFolder(caller.IntegrationID, owner.ID, id))
+			} else {
+				create.SetProcessingMessage("smaller than this deployment's rendition threshold")
+			}
 		}
 		if sc, err = create.Save(ctx); err != nil {
 			return err

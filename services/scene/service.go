@@ -62,7 +62,7 @@ func New(d *db.DB, store *objectstore.Store, log *slog.Logger, assetBase string,
 // ClonesFrom is the clone settings of cfg on client.
 func ClonesFrom(c client.Client, cfg config.Config) Clones {
 	return Clones{Client: c, TaskQueue: cfg.TaskQueue, Wait: cfg.CloneWait, AbandonAfter: cfg.CloneAbandonAfter,
-		Concurrency: cfg.CloneConcurrency, MediaTaskQueue: cfg.MediaTaskQueue}
+		Concurrency: cfg.CloneConcurrency, MediaTaskQueue: cfg.MediaTaskQueue, RenditionMinBytes: int64(cfg.RenditionMinBytes)}
 }
 
 // Register mounts the service's routes.

@@ -62,6 +62,10 @@ type Options struct {
 	Keep bool
 	// RoomsOnly runs only the multiplayer room measures (phase 4), on a fresh directory.
 	RoomsOnly bool
+	// RenditionsOnly runs only the rendition measures (phase 5) on scenes of RenditionSizes
+	// Gaussians (DefaultRenditionSizes when empty).
+	RenditionsOnly bool
+	RenditionSizes []int
 	// Concurrency, Warmup, Duration, MaxRequests and Timeout shape each load run.
 	Concurrency      int
 	Warmup, Duration time.Duration
@@ -124,6 +128,7 @@ func Run(ctx context.Context, o Options) Report {
 	readyAll := Row{Name: "stack ready, warm restart (allinone)", Unit: "ms"}
 	readyRooms := Row{Name: "stack ready, warm restart (split, 2 gateways, 2 sessions)", Unit: "ms"}
 	rooms := newRoomRows()
+	var renditions []Row
 	var memSplit, memAll []Row
 
 	dir, err := os.MkdirTemp(o.TempDir, "splathost-bench-")
@@ -137,6 +142,17 @@ func Run(ctx context.Context, o Options) Report {
 		}
 	} else {
 		r.dir = dir
+		sizes := o.RenditionSizes
+		if len(sizes) == 0 {
+			sizes = DefaultRenditionSizes
+		}
+		if o.RenditionsOnly {
+			rep.Rows = append(rep.Rows, r.renditionRows(ctx, sizes)...)
+			r.cleanup()
+			rep.Problems = r.problems
+			rep.Elapsed = time.Since(start)
+			return rep
+		}
 		if o.RoomsOnly {
 			r.roomPhase(ctx, &readyRooms, rooms)
 			r.cleanup()
@@ -193,6 +209,8 @@ func Run(ctx context.Context, o Options) Report {
 		}
 		// Phase 4, split with two gateways on two session processes: the multiplayer room.
 		r.roomPhase(ctx, &readyRooms, rooms)
+		// Phase 5, no stack: the media worker's conversion pipeline on generated scenes.
+		renditions = r.renditionRows(ctx, sizes)
 		r.cleanup()
 	}
 
@@ -201,6 +219,7 @@ func Run(ctx context.Context, o Options) Report {
 	for _, row := range rooms.all() {
 		rep.Rows = append(rep.Rows, *row)
 	}
+	rep.Rows = append(rep.Rows, renditions...)
 	rep.Rows = append(rep.Rows, readyCold, readyWarm, readyAll, readyRooms)
 	rep.Rows = append(rep.Rows, memSplit...)
 	rep.Rows = append(rep.Rows, memAll...)

@@ -157,6 +157,32 @@ export async function canvasCoverage(context, frame, tolerance = 12) {
   return { width, height, drawn: drawn / n, background: background / n };
 }
 
+/** Decodes the image at url in the browser (it must be readable cross-origin, as asset URLs
+ * are); returns {width, height, data (RGBA bytes, rows top down)}. */
+export async function imagePixels(context, url) {
+  const page = await context.newPage();
+  try {
+    await page.goto(`${env.gatewayUrl}/healthz`);
+    const { width, height, b64 } = await page.evaluate(async (src) => {
+      const res = await fetch(src);
+      if (!res.ok) throw new Error(`GET ${src}: ${res.status}`);
+      const img = await createImageBitmap(await res.blob());
+      const c = document.createElement('canvas');
+      c.width = img.width;
+      c.height = img.height;
+      const g = c.getContext('2d', { willReadFrequently: true });
+      g.drawImage(img, 0, 0);
+      const d = g.getImageData(0, 0, c.width, c.height).data;
+      let bin = '';
+      for (let i = 0; i < d.length; i += 0x8000) bin += String.fromCharCode(...d.subarray(i, i + 0x8000));
+      return { width: c.width, height: c.height, b64: btoa(bin) };
+    }, url);
+    return { width, height, data: Buffer.from(b64, 'base64') };
+  } finally {
+    await page.close();
+  }
+}
+
 /** The demo page's event log so far: {source, type, payload} in order. */
 export function eventLog(page) {
   return page.$$eval('#event-log li', (lis) => lis.map((li) => ({
@@ -274,7 +300,11 @@ export async function openViewer(context, splatId) {
  * down) and the fraction of them in the lower half of the frame.
  */
 export async function standColours(context, frame) {
-  const { width, height, data: d } = await canvasPixels(context, frame);
+  return classifyStand(await canvasPixels(context, frame));
+}
+
+/** standColours of any RGBA picture ({width, height, data}): a viewer's canvas or a poster. */
+export function classifyStand({ width, height, data: d }) {
   const acc = () => ({ n: 0, x: 0, y: 0, lower: 0 });
   const green = acc();
   const red = acc();

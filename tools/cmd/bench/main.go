@@ -23,6 +23,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -76,6 +78,17 @@ func run(args []string) (broken bool, err error) {
 	fs.StringVar(&o.TempDir, "tmp", "", "parent of the temporary data directory (default the system's)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the data directory and its logs")
 	fs.BoolVar(&o.RoomsOnly, "rooms-only", false, "run only the multiplayer room measures (split, 2 gateways, 2 sessions)")
+	fs.BoolVar(&o.RenditionsOnly, "renditions-only", false, "run only the rendition measures (no stack)")
+	fs.Func("rendition-sizes", "comma-separated Gaussian counts of the rendition scenes (default 100000,1000000,3000000)", func(v string) error {
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				return fmt.Errorf("want positive integers, got %q", f)
+			}
+			o.RenditionSizes = append(o.RenditionSizes, n)
+		}
+		return nil
+	})
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON instead of a markdown table")
 	fs.StringVar(&logLevel, "log-level", "info", "progress log level on stderr: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {

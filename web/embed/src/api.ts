@@ -1,5 +1,7 @@
 // The embed page's boot data and its session-bearer API (docs/embeds.md).
 
+import type { Processing } from './stage.ts';
+
 export interface Boot {
   kind: 'viewer' | 'editor';
   sessionToken: string;
@@ -20,6 +22,8 @@ export interface Splat {
   splatUrl: string;
   imageUrl?: string | null;
   levelData: Record<string, unknown> | null;
+  /** The scene's rendition; the embeds load it once ready. */
+  processing?: Processing | null;
   [key: string]: unknown;
 }
 

@@ -14,7 +14,7 @@ import { type Annotation, type LevelV1, MAX_ANNOTATIONS, TONE_MAPPINGS, type Ton
 import { type Vec3, cameraFromLevelData } from './orbit.ts';
 import { Presence } from './presence.ts';
 import { Room, type RoomFields } from './room.ts';
-import { CLEAR_RGB, Stage, Superseded, formatOfName, formatOfSplat, hideError, setStatus, showError } from './stage.ts';
+import { CLEAR_RGB, Stage, Superseded, formatOfName, hideError, setStatus, showError, sourceOfSplat } from './stage.ts';
 
 const boot = readBoot();
 const api = new Api(boot.sessionToken);
@@ -695,7 +695,7 @@ async function openProject(splatId: string, announce: boolean): Promise<boolean>
   say('');
   setDirty(false);
   joinRoom(splat.id);
-  const ok = await show(() => stage.show({ format: formatOfSplat(splat), url: splat.splatUrl }, cameraFromLevelData(splat.levelData), level));
+  const ok = await show(() => stage.show(sourceOfSplat(splat), cameraFromLevelData(splat.levelData), level));
   if (ok) room?.camera(stage.orbit.get());
   if (ok && announce) post('projectLoaded', { splatId: splat.id });
   return ok;

@@ -77,6 +77,24 @@ export function formatOfSplat(splat: { splatType: string; splatUrl: string }): S
   return f;
 }
 
+/** A scene's rendition (contract item 15), as scene answers carry it. */
+export interface Processing {
+  state: 'pending' | 'ready' | 'failed' | 'skipped';
+  renditionUrl: string | null;
+  renditionType: 'sog' | 'lod' | null;
+}
+
+/** What to load for a scene record: its rendition once ready (compact SOG, or a Streamed SOG
+ * folder), the upload before. Both are the same scene in the same frame, so the levelData
+ * camera, orientation and annotations hold for either. */
+export function sourceOfSplat(splat: { splatType: string; splatUrl: string; processing?: Processing | null }): SceneSource {
+  const p = splat.processing;
+  if (p && p.state === 'ready' && p.renditionUrl && (p.renditionType === 'sog' || p.renditionType === 'lod')) {
+    return { format: p.renditionType, url: p.renditionUrl };
+  }
+  return { format: formatOfSplat(splat), url: splat.splatUrl };
+}
+
 // PlayCanvas renders .ply, .sog and streamed LOD; only Spark reads .splat and .ksplat.
 const engineOf = (f: SceneFormat): 'playcanvas' | 'spark' => (f === 'splat' || f === 'ksplat' ? 'spark' : 'playcanvas');
 

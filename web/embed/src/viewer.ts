@@ -9,7 +9,7 @@ import { Api, type Splat, readBoot, sendView, visitorId } from './api.ts';
 import { hostOrigin as hostOriginOf } from './host.ts';
 import { Hotspots } from './hotspots.ts';
 import { type LevelV1, readCamera, readLevel } from './level.ts';
-import { Stage, formatOfSplat, setStatus, showError } from './stage.ts';
+import { Stage, setStatus, showError, sourceOfSplat } from './stage.ts';
 
 const CSS = `
 .splathost-controls { position: fixed; right: 12px; bottom: 12px; z-index: 3; display: flex; gap: 6px; }
@@ -180,7 +180,7 @@ async function main(): Promise<void> {
   if (splat.allowReactions === true) mountLike(api, splat);
   if (level.audio) mountAudio(level.audio);
 
-  await stage.show({ format: formatOfSplat(splat), url: splat.splatUrl }, level.camera ?? null, level);
+  await stage.show(sourceOfSplat(splat), level.camera ?? null, level);
   hotspots.set(level.annotations ?? []);
   setStatus('rendered');
 

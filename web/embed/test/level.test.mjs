@@ -118,3 +118,20 @@ test('parseColor reads #rrggbb only', () => {
   assert.equal(stage.parseColor('#36c'), null);
   assert.equal(stage.parseColor('rgb(1,2,3)'), null);
 });
+
+test('sourceOfSplat loads the rendition once ready, the upload before', () => {
+  const upload = { splatType: 'file', splatUrl: 'https://h.example/assets/i/a/u/b/splat_file/t/scene.ply' };
+  const ready = { state: 'ready', renditionUrl: 'https://h.example/assets/i/a/u/b/rendition/s/scene.sog', renditionType: 'sog' };
+  const lod = { state: 'ready', renditionUrl: 'https://h.example/assets/i/a/u/b/rendition/s/lod/lod-meta.json', renditionType: 'lod' };
+  globalThis.location ??= { href: 'https://h.example/embed/viewer' };
+  assert.deepEqual(stage.sourceOfSplat(upload), { format: 'ply', url: upload.splatUrl });
+  for (const state of ['pending', 'failed', 'skipped']) {
+    assert.deepEqual(stage.sourceOfSplat({ ...upload, processing: { state, renditionUrl: null, renditionType: null } }),
+      { format: 'ply', url: upload.splatUrl }, state);
+  }
+  assert.deepEqual(stage.sourceOfSplat({ ...upload, processing: ready }), { format: 'sog', url: ready.renditionUrl });
+  assert.deepEqual(stage.sourceOfSplat({ ...upload, processing: lod }), { format: 'lod', url: lod.renditionUrl });
+  // A ready state without a URL (an older answer) or of an unknown type keeps the upload.
+  assert.deepEqual(stage.sourceOfSplat({ ...upload, processing: { ...ready, renditionUrl: null } }), { format: 'ply', url: upload.splatUrl });
+  assert.deepEqual(stage.sourceOfSplat({ ...upload, processing: { ...ready, renditionType: 'spz' } }), { format: 'ply', url: upload.splatUrl });
+});

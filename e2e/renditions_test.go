@@ -1,0 +1,344 @@
+package e2e
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/json"
+	"image/jpeg"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/splathost/splathost/internal/fixtures"
+	"github.com/splathost/splathost/internal/testenv"
+)
+
+// trainingPLY is a scene as 3DGS training writes it: the standing scene (y-down), with
+// degree-3 spherical harmonics, 248 bytes per Gaussian.
+func trainingPLY(t *testing.T, n int) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, fixtures.Gen{Seed: fixtures.DefaultSeed, Scene: fixtures.SceneStand}.WriteTrainingPLY(&b, n, 3))
+	return b.Bytes()
+}
+
+// commitFile uploads data as name and commits it; it returns the committed item.
+func commitFile(t *testing.T, tn tenant, eu, name, contentType string, data []byte, extra map[string]any) map[string]any {
+	t.Helper()
+	body := map[string]any{"title": "Rendition " + name, "splatUrl": uploadFile(t, tn, eu, name, contentType, data)}
+	for k, v := range extra {
+		body[k] = v
+	}
+	r := do(t, "POST", "/api/v1/splats", tn.keys(eu), body)
+	require.Equal(t, 201, r.Status, string(r.Raw))
+	return splatOf(r)
+}
+
+func processingOf(sp map[string]any) map[string]any { return sp["processing"].(map[string]any) }
+
+// waitProcessing polls the scene until its rendition leaves pending and returns the scene.
+func waitProcessing(t *testing.T, tn tenant, eu, id string, within time.Duration) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		r := do(t, "GET", splatPath(id), tn.keys(eu), nil)
+		require.Equal(t, 200, r.Status, string(r.Raw))
+		sp := splatOf(r)
+		if st := processingOf(sp)["state"]; st != "pending" || time.Now().After(deadline) {
+			return sp
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// requireSOG checks the rendition URL serves a SOG: a zip holding meta.json and the WebP
+// textures meta.json names, for count Gaussians.
+func requireSOG(t *testing.T, u string, count int) []byte {
+	t.Helper()
+	status, body, _ := fetch(t, u)
+	require.Equal(t, 200, status)
+	zr, err := zip.NewReader(bytes.NewReader(body), int64(len(body)))
+	require.NoError(t, err, "a SOG is a zip")
+	files := map[string]*zip.File{}
+	for _, f := range zr.File {
+		files[f.Name] = f
+	}
+	require.Contains(t, files, "meta.json")
+	rc, err := files["meta.json"].Open()
+	require.NoError(t, err)
+	var meta struct {
+		Count int `json:"count"`
+		Means struct {
+			Files []string `json:"files"`
+		} `json:"means"`
+	}
+	require.NoError(t, json.NewDecoder(rc).Decode(&meta))
+	rc.Close()
+	require.Equal(t, count, meta.Count)
+	require.NotEmpty(t, meta.Means.Files)
+	for _, f := range meta.Means.Files {
+		require.Contains(t, files, f)
+	}
+	return body
+}
+
+// TestRenditionOfATrainingPLY: a committed training PLY (degree-3 harmonics) goes pending ->
+// ready within a minute: a valid SOG of every Gaussian, far smaller than the upload, served on
+// the asset route like the upload; a poster rendered from the scene became its image; the
+// charge, the splatUrl and the id are the upload's, unchanged.
+func TestRenditionOfATrainingPLY(t *testing.T) {
+	a := newTenant(t)
+	ensureCustomer(t, a, "scanner", nil)
+	const n = 20_000
+	data := trainingPLY(t, n)
+	require.Greater(t, len(data), testenv.RenditionMinBytes)
+	sp := commitFile(t, a, "scanner", "scan.ply", "application/ply", data, nil)
+	id := sp["id"].(string)
+	p := processingOf(sp)
+	require.Equal(t, "pending", p["state"])
+	for _, k := range []string{"renditionUrl", "renditionType", "renditionBytes", "gaussians"} {
+		require.Contains(t, p, k)
+		require.Nil(t, p[k], k)
+	}
+	used0, _ := usageOf(t, a, "scanner")
+
+	start := time.Now()
+	got := waitProcessing(t, a, "scanner", id, 90*time.Second)
+	p = processingOf(got)
+	require.Equal(t, "ready", p["state"], "%v", p)
+	t.Logf("rendition ready in %s", time.Since(start).Round(time.Millisecond))
+	require.Equal(t, "sog", p["renditionType"])
+	require.EqualValues(t, n, p["gaussians"])
+	sog := requireSOG(t, p["renditionUrl"].(string), n)
+	require.EqualValues(t, len(sog), p["renditionBytes"])
+	require.Less(t, len(sog)*10, len(data), "a SOG is under a tenth of a degree-3 training PLY")
+	require.Contains(t, keyOf(t, p["renditionUrl"].(string)), "/rendition/"+id+"/")
+
+	// Nothing the integrator keys on moved, and nothing more is charged.
+	require.Equal(t, sp["splatUrl"] != "", true)
+	require.Equal(t, keyOf(t, sp["splatUrl"].(string)), keyOf(t, got["splatUrl"].(string)))
+	require.EqualValues(t, len(data), got["fileSizeBytes"])
+	used1, _ := usageOf(t, a, "scanner")
+	require.Equal(t, used0, used1, "renditions are not charged")
+	require.Equal(t, sp["updatedAt"], got["updatedAt"], "a rendition is not an edit")
+
+	// The poster: a JPEG of the scene, set as the image because the commit gave none.
+	status, poster, ctype := fetch(t, got["imageUrl"].(string))
+	require.Equal(t, 200, status)
+	require.Equal(t, "image/jpeg", ctype)
+	img, err := jpeg.Decode(bytes.NewReader(poster))
+	require.NoError(t, err)
+	require.Equal(t, 640, img.Bounds().Dx())
+
+	// Lists show the same processing.
+	r := do(t, "GET", "/api/v1/splats?limit=10", a.keys("scanner"), nil)
+	require.Equal(t, 200, r.Status)
+	items := r.Body["splats"].([]any)
+	require.Len(t, items, 1)
+	require.Equal(t, "ready", processingOf(items[0].(map[string]any))["state"])
+}
+
+// TestRenditionOfEveryFormat: .splat and .ksplat (and a SuperSplat compressed PLY) are
+// normalised and converted too; a .sog upload and a LOD folder need none (skipped); an upload
+// under the deployment's threshold is skipped with the reason.
+func TestRenditionOfEveryFormat(t *testing.T) {
+	a := newTenant(t)
+	ensureCustomer(t, a, "formats", nil)
+	g := fixtures.Gen{Seed: fixtures.DefaultSeed, Scene: fixtures.SceneStand}
+	const n = 12_000
+	ids := map[string]string{}
+	for _, f := range []struct {
+		name, contentType string
+		data              []byte
+	}{
+		{"scene.splat", "application/splat", g.Splat(n)},
+		{"scene.ksplat", "application/ksplat", g.KSplat(n)},
+		{"scene.compressed.ply", "application/ply", g.CompressedPLY(4 * n)},
+	} {
+		require.Greater(t, len(f.data), testenv.RenditionMinBytes, f.name)
+		ids[f.name] = commitFile(t, a, "formats", f.name, f.contentType, f.data, nil)["id"].(string)
+	}
+	sog := commitFile(t, a, "formats", "scene.sog", "application/sog", g.SOG(n), nil)
+	require.Equal(t, "skipped", processingOf(sog)["state"])
+	tiny := commitFile(t, a, "formats", "tiny.ply", "application/ply", g.PLY(100), nil)
+	require.Equal(t, "skipped", processingOf(tiny)["state"])
+	require.Contains(t, processingOf(tiny)["message"], "threshold")
+
+	for name, id := range ids {
+		got := waitProcessing(t, a, "formats", id, 2*time.Minute)
+		p := processingOf(got)
+		require.Equal(t, "ready", p["state"], "%s: %v", name, p)
+		want := n
+		if strings.HasSuffix(name, ".compressed.ply") {
+			want = 4 * n
+		}
+		require.EqualValues(t, want, p["gaussians"], name)
+		requireSOG(t, p["renditionUrl"].(string), want)
+	}
+}
+
+// TestRenditionOfACorruptPLYFails: a PLY whose body is shorter than its header says, and one
+// whose values are all NaN, end failed with a message; the scene still serves its upload and
+// nothing was written under its rendition folder. An operator lists them and retries.
+func TestRenditionOfACorruptPLYFails(t *testing.T) {
+	a := newTenant(t)
+	ensureCustomer(t, a, "broken", nil)
+	good := trainingPLY(t, 2000)
+	truncated := append([]byte(nil), good[:len(good)-1000]...)
+	truncated = append(truncated, bytes.Repeat([]byte{0}, 300<<10)...)
+	// Claim more vertices than the body holds.
+	truncated = bytes.Replace(truncated, []byte("element vertex 2000\n"), []byte("element vertex 9000\n"), 1)
+	sp := commitFile(t, a, "broken", "broken.ply", "application/ply", truncated, nil)
+	id := sp["id"].(string)
+
+	got := waitProcessing(t, a, "broken", id, 90*time.Second)
+	p := processingOf(got)
+	require.Equal(t, "failed", p["state"], "%v", p)
+	require.NotEmpty(t, p["message"])
+	require.Nil(t, p["renditionUrl"])
+	status, body, _ := fetch(t, got["splatUrl"].(string))
+	require.Equal(t, 200, status, "the upload is still served")
+	require.Equal(t, len(truncated), len(body))
+	require.Empty(t, renditionKeys(t, a, id), "nothing stored for a failed rendition")
+
+	// The operator sees it, with its message, and may retry: pending again, then failed again.
+	r := do(t, "GET", "/admin/v1/renditions?state=failed&integrationId="+a.IntegrationID, admin(), nil)
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	rows := r.Body["renditions"].([]any)
+	require.Len(t, rows, 1)
+	row := rows[0].(map[string]any)
+	require.Equal(t, id, row["splatId"])
+	require.Equal(t, "broken", row["externalUserId"])
+	require.Equal(t, p["message"], row["message"])
+	require.Equal(t, "renditions/"+id, row["workflowId"])
+	r = do(t, "POST", "/admin/v1/renditions/"+id+"/retry", admin(), nil)
+	require.Equal(t, 202, r.Status, string(r.Raw))
+	require.Equal(t, "pending", r.Body["rendition"].(map[string]any)["state"])
+	require.Equal(t, "failed", processingOf(waitProcessing(t, a, "broken", id, 90*time.Second))["state"])
+
+	// The operator routes refuse what they must.
+	require.Equal(t, 401, do(t, "GET", "/admin/v1/renditions", a.keys("broken"), nil).Status)
+	require.Equal(t, 401, do(t, "POST", "/admin/v1/renditions/"+id+"/retry", nil, nil).Status)
+	requireEnvelope(t, do(t, "GET", "/admin/v1/renditions?state=bogus&limit=0", admin(), nil), 400)
+	requireEnvelope(t, do(t, "POST", "/admin/v1/renditions/ffffffffffffffffffffffff/retry", admin(), nil), 404)
+	requireEnvelope(t, do(t, "POST", "/admin/v1/renditions/not-an-id/retry", admin(), nil), 404)
+	sog := commitFile(t, a, "broken", "ok.sog", "application/sog", fixtures.SOG(50), nil)
+	requireEnvelope(t, do(t, "POST", "/admin/v1/renditions/"+sog["id"].(string)+"/retry", admin(), nil), 409)
+}
+
+// renditionKeys lists the stored objects of a scene's rendition folder (whoever owns it).
+func renditionKeys(t *testing.T, tn tenant, sceneID string) []string {
+	t.Helper()
+	var out []string
+	for k := range listKeys(t, "i/"+tn.IntegrationID+"/") {
+		if strings.Contains(k, "/rendition/"+sceneID+"/") {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// cloneNow clones a scene and waits for the job; it returns the new scene's id.
+func cloneNow(t *testing.T, tn tenant, eu, srcID string) string {
+	t.Helper()
+	r := do(t, "POST", clonePath(srcID), tn.keys(eu), nil)
+	if r.Status == 202 {
+		r, _ = pollClone(t, tn, eu, srcID, r.Body["jobId"].(string))
+	}
+	require.Equal(t, 201, r.Status, string(r.Raw))
+	return r.Body["splatId"].(string)
+}
+
+// TestRenditionsFollowTheirScene: a clone gets its own rendition and poster (re-derived under
+// its own folder, not charged); archive hides the rendition with the scene, restore brings it
+// back; delete removes it from the store. An image the commit gave is never replaced.
+func TestRenditionsFollowTheirScene(t *testing.T) {
+	a := newTenant(t)
+	const who = "owner"
+	ensureCustomer(t, a, who, nil)
+	data := trainingPLY(t, 3000)
+	src := commitFile(t, a, who, "src.ply", "application/ply", data, map[string]any{"visibility": "public"})
+	srcID := src["id"].(string)
+	ready := waitProcessing(t, a, who, srcID, 90*time.Second)
+	require.Equal(t, "ready", processingOf(ready)["state"], "%v", processingOf(ready))
+	srcRendition := processingOf(ready)["renditionUrl"].(string)
+	require.Equal(t, 200, fetchAsset(t, "GET", srcRendition, nil).status, "a public scene's rendition is served to anyone")
+
+	cloneID := cloneNow(t, a, who, srcID)
+	c := waitProcessing(t, a, who, cloneID, 90*time.Second)
+	cp := processingOf(c)
+	require.Equal(t, "ready", cp["state"], "%v", cp)
+	require.Contains(t, keyOf(t, cp["renditionUrl"].(string)), "/rendition/"+cloneID+"/", "the clone's own rendition")
+	require.Contains(t, keyOf(t, c["imageUrl"].(string)), "/rendition/"+cloneID+"/", "and its own poster")
+	require.EqualValues(t, len(data), c["fileSizeBytes"], "a clone is charged its upload only")
+	requireSOG(t, cp["renditionUrl"].(string), 3000)
+
+	// Archive (the customer suspended, keeping nothing): the rendition answers 404 like the
+	// upload; restore: served again.
+	lifecyclePut(t, a, who, map[string]any{"billingState": "suspended", "keepSplatIds": []string{}, "limitBytes": 1 << 30, "maxSplats": 10})
+	require.Eventually(t, func() bool { return fetchAsset(t, "GET", srcRendition, nil).status == 404 }, 60*time.Second, 250*time.Millisecond)
+	lifecyclePut(t, a, who, map[string]any{"billingState": "active", "status": "active", "limitBytes": 1 << 30, "maxSplats": 10})
+	r := do(t, "GET", splatPath(srcID), a.keys(who), nil)
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	restored := processingOf(splatOf(r))
+	require.Equal(t, "ready", restored["state"])
+	require.Equal(t, 200, fetchAsset(t, "GET", restored["renditionUrl"].(string), nil).status)
+
+	// Delete: the rendition folder is purged with the scene; the clone keeps its own.
+	require.NotEmpty(t, renditionKeys(t, a, srcID))
+	require.Equal(t, 200, do(t, "DELETE", splatPath(srcID), a.keys(who), nil).Status)
+	require.Eventually(t, func() bool { return len(renditionKeys(t, a, srcID)) == 0 }, time.Minute, 250*time.Millisecond)
+	require.NotEmpty(t, renditionKeys(t, a, cloneID))
+
+	// A commit that names its own image keeps it: the poster is not made.
+	th, _ := requestImages(t, a, who, "image/jpeg", fixtures.JPEG(32, 18), nil)
+	require.Equal(t, 200, putUpload(t, th.uploadURL, fixtures.JPEG(32, 18), signedPut("image/jpeg")))
+	own := commitFile(t, a, who, "own.ply", "application/ply", data, map[string]any{"imageUrl": th.fileURL})
+	done := waitProcessing(t, a, who, own["id"].(string), 90*time.Second)
+	require.Equal(t, "ready", processingOf(done)["state"])
+	require.Equal(t, keyOf(t, th.fileURL), keyOf(t, done["imageUrl"].(string)))
+	for _, k := range renditionKeys(t, a, own["id"].(string)) {
+		require.False(t, strings.HasSuffix(k, "poster.jpg"), k)
+	}
+}
+
+// TestRenditionOfAMillionGaussians: a 1 000 000-Gaussian scene gets a Streamed SOG: a
+// lod-meta.json with levels of detail, whose files resolve relative to it on the asset route.
+func TestRenditionOfAMillionGaussians(t *testing.T) {
+	if testing.Short() {
+		t.Skip("converts a 1 000 000-Gaussian scene")
+	}
+	a := newTenant(t)
+	ensureCustomer(t, a, "big", nil)
+	const n = 1_000_000
+	data := fixtures.Gen{Seed: fixtures.DefaultSeed, Scene: fixtures.SceneStand}.PLY(n)
+	sp := commitFile(t, a, "big", "big.ply", "application/ply", data, nil)
+	got := waitProcessing(t, a, "big", sp["id"].(string), 6*time.Minute)
+	p := processingOf(got)
+	require.Equal(t, "ready", p["state"], "%v", p)
+	require.Equal(t, "lod", p["renditionType"])
+	require.EqualValues(t, n, p["gaussians"])
+	metaURL := p["renditionUrl"].(string)
+	require.True(t, strings.HasSuffix(metaURL, "/lod-meta.json"), metaURL)
+	status, body, _ := fetch(t, metaURL)
+	require.Equal(t, 200, status)
+	var meta struct {
+		LodLevels int      `json:"lodLevels"`
+		Counts    []int    `json:"counts"`
+		Filenames []string `json:"filenames"`
+	}
+	require.NoError(t, json.Unmarshal(body, &meta))
+	require.GreaterOrEqual(t, meta.LodLevels, 2, "levels of detail")
+	require.Equal(t, n, meta.Counts[0], "level 0 is the whole scene")
+	require.Less(t, meta.Counts[len(meta.Counts)-1], n/2)
+	base := metaURL[:strings.LastIndex(metaURL, "/")+1]
+	for _, f := range meta.Filenames {
+		status, _, _ := fetch(t, base+f)
+		require.Equal(t, http.StatusOK, status, f)
+	}
+	require.Less(t, p["renditionBytes"].(float64)*3, float64(len(data)), "under a third of a PLY without harmonics")
+}
+

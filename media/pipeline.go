@@ -1,0 +1,168 @@
+package media
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Pipeline turns a scene file into its rendition on local disk: the media worker runs it
+// between a download and an upload, the benchmarks run it on generated scenes.
+type Pipeline struct {
+	// Transform runs splat-transform with the deployment's bounds.
+	Transform Transform
+	// LODMin is the Gaussian count from which the rendition is a Streamed SOG.
+	LODMin int
+	// LODFloor is the size below which no further level of detail is made (a level that small
+	// loads at once anyway); 0 means 200 000.
+	LODFloor int
+}
+
+// PosterWidth and PosterHeight are the poster's size: 16:9 like the viewer's default embed,
+// large enough for a list card.
+const PosterWidth, PosterHeight = 640, 360
+
+// Rendition is what a pipeline run wrote under its output folder.
+type Rendition struct {
+	// Type is "sog" (Main is scene.sog) or "lod" (Main is lod/lod-meta.json).
+	Type string
+	Main string
+	// Files maps each written file's path relative to the output folder (slash-separated) to
+	// its local path; Bytes is their total size. The poster is not among them.
+	Files map[string]string
+	Bytes int64
+	// Gaussians is the scene's count; Poster the poster's local path ("" without one).
+	Gaussians int64
+	Poster    string
+	// PeakRSS is the largest resident size of a converter run, in bytes.
+	PeakRSS int64
+}
+
+// Run converts src (a .ply, .splat or .ksplat file; format is its extension) in work, a
+// scratch folder of the caller's. With poster set it also renders the poster. progress gets the
+// phase and the converter's lines. Errors of the input are *InputError or *RunError.
+func (p Pipeline) Run(ctx context.Context, src, format, work string, poster *PosterOptions, progress func(phase, line string)) (Rendition, error) {
+	if progress == nil {
+		progress = func(string, string) {}
+	}
+	var peak int64
+	run := func(phase string, args ...string) error {
+		progress(phase, "")
+		rss, err := p.Transform.RunPeak(ctx, func(line string) { progress(phase, line) }, args...)
+		peak = max(peak, rss)
+		return err
+	}
+
+	// Decimation and the poster read plain 3DGS PLYs; anything else (.splat, .ksplat, a
+	// compressed PLY) is normalised by the converter first, harmonics and all.
+	plain := src
+	head, err := readPLYFile(src)
+	if format != ".ply" || err != nil || !head.Plain {
+		plain = filepath.Join(work, "plain.ply")
+		if err := run("normalising", src, plain); err != nil {
+			return Rendition{}, err
+		}
+		if head, err = readPLYFile(plain); err != nil {
+			return Rendition{}, &InputError{Err: err}
+		}
+		if !head.Plain {
+			return Rendition{}, &InputError{Err: errors.New("the converter's PLY is not a plain 3DGS PLY: " + head.NotPlain)}
+		}
+	}
+	if head.Vertices < 1 {
+		return Rendition{}, &InputError{Err: errors.New("the scene holds no Gaussians")}
+	}
+
+	out := filepath.Join(work, "out")
+	res := Rendition{Gaussians: head.Vertices}
+	if head.Vertices >= int64(p.LODMin) {
+		// Streamed SOG: level 0 is the scene, each further level about half the one before.
+		floor := p.LODFloor
+		if floor <= 0 {
+			floor = 200_000
+		}
+		args := []string{plain, "-l", "0"}
+		for i, keep := range LODLevels(int(head.Vertices), floor) {
+			progress("decimating", fmt.Sprintf("level %d: %d Gaussians", i+1, keep))
+			lvl := filepath.Join(work, fmt.Sprintf("level%d.ply", i+1))
+			if _, err := Decimate(plain, lvl, keep); err != nil {
+				return Rendition{}, &InputError{Err: err}
+			}
+			args = append(args, lvl, "-l", fmt.Sprint(i+1))
+		}
+		if err := run("converting", append(args, filepath.Join(out, "lod", "lod-meta.json"))...); err != nil {
+			return Rendition{}, err
+		}
+		res.Type, res.Main = "lod", "lod/lod-meta.json"
+	} else {
+		if err := run("converting", plain, filepath.Join(out, "scene.sog")); err != nil {
+			return Rendition{}, err
+		}
+		res.Type, res.Main = "sog", "scene.sog"
+	}
+	if res.Files, res.Bytes, err = listFiles(out); err != nil {
+		return Rendition{}, err
+	}
+	if _, ok := res.Files[res.Main]; !ok {
+		return Rendition{}, &InputError{Err: errors.New("the converter wrote no " + res.Main)}
+	}
+	res.PeakRSS = peak
+
+	if poster != nil {
+		progress("rendering poster", "")
+		jpg, err := RenderPoster(plain, *poster)
+		if err != nil {
+			return Rendition{}, &InputError{Err: fmt.Errorf("rendering the poster: %w", err)}
+		}
+		res.Poster = filepath.Join(work, "poster.jpg")
+		if err := os.WriteFile(res.Poster, jpg, 0o600); err != nil {
+			return Rendition{}, err
+		}
+	}
+	return res, nil
+}
+
+func readPLYFile(p string) (PLYHeader, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return PLYHeader{}, err
+	}
+	defer f.Close()
+	h, err := ReadPLYHeader(f)
+	if err != nil {
+		return h, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return h, err
+	}
+	// A header promising more than the file holds is refused before anything reads it.
+	return h, h.CheckSize(fi.Size())
+}
+
+// listFiles maps every file under dir to its local path, keyed by its slash-separated path
+// relative to dir, and sums their sizes.
+func listFiles(dir string) (map[string]string, int64, error) {
+	files := map[string]string{}
+	var total int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		files[filepath.ToSlash(rel)] = p
+		total += fi.Size()
+		return nil
+	})
+	return files, total, err
+}

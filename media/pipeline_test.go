@@ -1,0 +1,166 @@
+package media
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"image/jpeg"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/splathost/splathost/internal/fixtures"
+)
+
+// converter is the pinned splat-transform `make deps` installs; these tests run the real one.
+func converter(t *testing.T) Transform {
+	t.Helper()
+	cli, err := FindSplatTransform("")
+	require.NoError(t, err, "run make deps")
+	tr := Transform{CLI: cli, Timeout: 2 * time.Minute, Workers: 1}
+	v, err := tr.Version(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, SplatTransformVersion, v, "the converter media/package-lock.json pins")
+	return tr
+}
+
+func writeFile(t *testing.T, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(p, data, 0o600))
+	return p
+}
+
+// sogCount opens a .sog (a zip) and returns its meta.json count.
+func sogCount(t *testing.T, p string) int {
+	t.Helper()
+	zr, err := zip.OpenReader(p)
+	require.NoError(t, err)
+	defer zr.Close()
+	f, err := zr.Open("meta.json")
+	require.NoError(t, err)
+	defer f.Close()
+	var meta struct {
+		Count int `json:"count"`
+	}
+	require.NoError(t, json.NewDecoder(f).Decode(&meta))
+	return meta.Count
+}
+
+var stand = fixtures.Gen{Seed: fixtures.DefaultSeed, Scene: fixtures.SceneStand}
+
+// TestPipelineConvertsEveryFormat: a training PLY (degree-3 harmonics) becomes a SOG of every
+// Gaussian at a small fraction of its size, with a poster; .splat and .ksplat are normalised
+// first and give the same count.
+func TestPipelineConvertsEveryFormat(t *testing.T) {
+	tr := converter(t)
+	var ply bytes.Buffer
+	require.NoError(t, stand.WriteTrainingPLY(&ply, 5000, 3))
+	for _, c := range []struct {
+		format string
+		data   []byte
+	}{{".ply", ply.Bytes()}, {".splat", stand.Splat(5000)}, {".ksplat", stand.KSplat(5000)}} {
+		t.Run(c.format, func(t *testing.T) {
+			src := writeFile(t, "scene"+c.format, c.data)
+			r, err := Pipeline{Transform: tr, LODMin: 1_000_000}.Run(context.Background(), src, c.format, t.TempDir(),
+				&PosterOptions{Width: 160, Height: 90}, nil)
+			require.NoError(t, err)
+			require.Equal(t, "sog", r.Type)
+			require.Equal(t, int64(5000), r.Gaussians)
+			require.Equal(t, 5000, sogCount(t, r.Files["scene.sog"]))
+			require.Positive(t, r.PeakRSS)
+			if c.format == ".ply" {
+				require.Less(t, r.Bytes*10, int64(len(c.data)), "a SOG is under a tenth of a degree-3 training PLY")
+			}
+			f, err := os.Open(r.Poster)
+			require.NoError(t, err)
+			defer f.Close()
+			img, err := jpeg.Decode(f)
+			require.NoError(t, err)
+			require.Equal(t, 160, img.Bounds().Dx())
+		})
+	}
+}
+
+// TestPipelineBuildsLevelsOfDetail: from LODMin Gaussians the rendition is a Streamed SOG whose
+// lod-meta.json has level 0 (the whole scene) and smaller decimated levels.
+func TestPipelineBuildsLevelsOfDetail(t *testing.T) {
+	tr := converter(t)
+	src := writeFile(t, "scene.ply", stand.PLY(40_000))
+	r, err := Pipeline{Transform: tr, LODMin: 30_000, LODFloor: 8_000}.Run(context.Background(), src, ".ply", t.TempDir(), nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, "lod", r.Type)
+	require.Equal(t, "lod/lod-meta.json", r.Main)
+	require.Empty(t, r.Poster)
+	b, err := os.ReadFile(r.Files[r.Main])
+	require.NoError(t, err)
+	var meta struct {
+		LodLevels int      `json:"lodLevels"`
+		Counts    []int    `json:"counts"`
+		Filenames []string `json:"filenames"`
+	}
+	require.NoError(t, json.Unmarshal(b, &meta))
+	require.GreaterOrEqual(t, meta.LodLevels, 3)
+	require.Equal(t, 40_000, meta.Counts[0])
+	for i := 1; i < len(meta.Counts); i++ {
+		require.Less(t, meta.Counts[i], meta.Counts[i-1], "each level smaller than the one before")
+	}
+	for _, f := range meta.Filenames {
+		require.Contains(t, r.Files, "lod/"+f, "every file the manifest names was written")
+	}
+}
+
+// TestPipelineRefusesBadInput: truncated and garbage files fail as the input's fault
+// (*InputError or *RunError), never as anything a retry could fix.
+func TestPipelineRefusesBadInput(t *testing.T) {
+	tr := converter(t)
+	good := stand.PLY(1000)
+	for name, c := range map[string]struct {
+		format string
+		data   []byte
+	}{
+		"truncated ply":  {".ply", good[:len(good)/2]},
+		"garbage ply":    {".ply", bytes.Repeat([]byte("not a ply "), 1000)},
+		"garbage ksplat": {".ksplat", bytes.Repeat([]byte{7}, 5000)},
+		"empty splat":    {".splat", nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			src := writeFile(t, "scene"+c.format, c.data)
+			_, err := Pipeline{Transform: tr, LODMin: 1_000_000}.Run(context.Background(), src, c.format, t.TempDir(), nil, nil)
+			require.Error(t, err)
+			var ie *InputError
+			var re *RunError
+			require.True(t, errors.As(err, &ie) || errors.As(err, &re), "%T %v", err, err)
+		})
+	}
+}
+
+// TestTransformBounds: a converter run over its memory or time bound is killed and reported
+// as ErrLimit, with a message that says which.
+func TestTransformBounds(t *testing.T) {
+	tr := converter(t)
+	src := writeFile(t, "scene.ply", stand.PLY(20_000))
+	out := filepath.Join(t.TempDir(), "scene.sog")
+
+	small := tr
+	small.MaxRSS = 20 << 20 // node alone needs more
+	err := small.Run(context.Background(), nil, src, out)
+	require.ErrorIs(t, err, ErrLimit)
+	require.Contains(t, err.Error(), "memory")
+
+	quick := tr
+	quick.Timeout = 100 * time.Millisecond
+	err = quick.Run(context.Background(), nil, src, out)
+	require.ErrorIs(t, err, ErrLimit)
+	require.Contains(t, err.Error(), "longer than")
+
+	var lines []string
+	require.NoError(t, tr.Run(context.Background(), func(l string) { lines = append(lines, l) }, src, out))
+	require.NotEmpty(t, lines, "progress lines reach the caller")
+	require.Equal(t, 20_000, sogCount(t, out))
+}

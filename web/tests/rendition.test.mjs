@@ -1,0 +1,60 @@
+// Renditions (issue 14): a scene whose rendition is ready is loaded from it, the compact SOG the
+// media worker built, never from the upload; it renders, upright like its upload would; and the
+// poster the media worker rasterised on the CPU agrees with what the viewer draws: the ground in
+// the lower half, the column standing on it, to its right.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { classifyStand, env, imagePixels, launch, openViewer, splatOf, standColours } from './helpers.mjs';
+
+const MIN_SHARE = 0.005;
+const fmt = (c) => `${(c.share * 100).toFixed(1)}% at (${c.x.toFixed(2)}, ${c.y.toFixed(2)}), ${(c.lower * 100).toFixed(0)}% in the lower half`;
+
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+function requireUpright(what, c) {
+  assert.ok(c.green.share > MIN_SHARE && c.red.share > MIN_SHARE, `${what}: the scene is not drawn: ${JSON.stringify(c)}`);
+  assert.ok(c.green.lower > 0.8, `${what}: the ground is not in the lower half: ${fmt(c.green)}`);
+  assert.ok(c.red.y < c.green.y, `${what}: the column is not above its ground`);
+  assert.ok(c.red.x > c.green.x, `${what}: the column is not right of the ground's centre`);
+}
+
+test('a ready scene is loaded from its SOG rendition, upright, and its poster agrees with the viewer', async (t) => {
+  const id = env.standScenes.rendition;
+  assert.ok(id, 'the harness made no scene with a rendition');
+  const sp = await splatOf(id);
+  assert.equal(sp.processing.state, 'ready', JSON.stringify(sp.processing));
+  assert.equal(sp.processing.renditionType, 'sog');
+  const upload = new URL(sp.splatUrl).pathname.split('/').pop();
+  const rendition = new URL(sp.processing.renditionUrl).pathname;
+
+  const fetched = [];
+  const onRequest = (req) => fetched.push(new URL(req.url()).pathname);
+  browser.context.on('request', onRequest);
+  let viewer;
+  try {
+    const { page } = await openViewer(browser.context, id);
+    try {
+      viewer = await standColours(browser.context, page.mainFrame());
+    } finally {
+      await page.close();
+    }
+  } finally {
+    browser.context.off('request', onRequest);
+  }
+  assert.ok(fetched.includes(rendition), `the viewer did not fetch the rendition ${rendition}: ${fetched.join(' ')}`);
+  assert.ok(!fetched.some((p) => p.endsWith('/' + upload)), `the viewer fetched the upload ${upload} too`);
+  t.diagnostic(`viewer: ground ${fmt(viewer.green)}; column ${fmt(viewer.red)}`);
+  requireUpright('the viewer', viewer);
+
+  const poster = classifyStand(await imagePixels(browser.context, sp.imageUrl));
+  t.diagnostic(`poster: ground ${fmt(poster.green)}; column ${fmt(poster.red)}`);
+  requireUpright('the poster', poster);
+  // Same camera rule (the framed bounds), so the same picture within a margin: the canvas and
+  // the poster differ in size and aspect, and one is a JPEG.
+  for (const k of ['green', 'red']) {
+    assert.ok(Math.abs(poster[k].x - viewer[k].x) < 0.15 && Math.abs(poster[k].y - viewer[k].y) < 0.15,
+      `the poster's ${k} centroid (${poster[k].x.toFixed(2)}, ${poster[k].y.toFixed(2)}) is far from the viewer's (${viewer[k].x.toFixed(2)}, ${viewer[k].y.toFixed(2)})`);
+  }
+});
