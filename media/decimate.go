@@ -16,7 +16,7 @@ import (
 // LODLevels returns the Gaussian counts of the levels of detail below the full scene (levels
 // 1, 2, ...) for a scene of n Gaussians: each half the one before (rounded up), for as long as
 // it stays at or above minCount (at least 1). LODLevels(1_000_000, 200_000) is [500000 250000];
-// a scene smaller than 2·minCount gets none. Level 0, the scene itself, is not listed.
+// a scene whose half is below minCount gets none. Level 0, the scene itself, is not listed.
 func LODLevels(n int, minCount int) []int {
 	minCount = max(minCount, 1)
 	var out []int

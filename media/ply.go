@@ -116,6 +116,8 @@ var plyTypes = map[string]struct {
 // int64 overflow of count × stride.
 const maxDataBytes = 1 << 50
 
+var errNotPLY = errors.New(`ply: not a PLY file (the first line is not "ply")`)
+
 // ReadPLYHeader reads a PLY header from r. It reads ahead of the header (at most
 // MaxHeaderBytes in all), so a caller that goes on to the records seeks to HeaderLen. A header
 // that is not a PLY's, is malformed or has no end_header in MaxHeaderBytes is an error; a
@@ -129,6 +131,9 @@ func ReadPLYHeader(r io.Reader) (PLYHeader, error) {
 		raw, err := br.ReadString('\n')
 		if err != nil {
 			if errors.Is(err, io.EOF) {
+				if lineNo == 1 && strings.TrimRight(raw, "\r") != "ply" {
+					return PLYHeader{}, errNotPLY
+				}
 				if h.HeaderLen+int64(len(raw)) >= MaxHeaderBytes {
 					return PLYHeader{}, fmt.Errorf("ply: no end_header in the first %d KiB", MaxHeaderBytes>>10)
 				}
@@ -140,7 +145,7 @@ func ReadPLYHeader(r io.Reader) (PLYHeader, error) {
 		line := strings.TrimRight(raw, "\r\n")
 		if lineNo == 1 {
 			if line != "ply" {
-				return PLYHeader{}, errors.New(`ply: not a PLY file (the first line is not "ply")`)
+				return PLYHeader{}, errNotPLY
 			}
 			continue
 		}
