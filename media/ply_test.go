@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -53,41 +52,6 @@ func TestReadPLYHeaderFixtures(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, h.Plain)
 	require.Equal(t, 68, h.Stride, "fixtures.PLY is the degree-0 training PLY")
-}
-
-// TestTrainingPLYHarmonics: the rest coefficients are small and smooth (nearby Gaussians have
-// nearby values), as real ones are, and differ between channels.
-func TestTrainingPLYHarmonics(t *testing.T) {
-	s := decode(t, trainingPLY(t, stand, 2000, 3))
-	var near, far, nNear, nFar float64
-	for i := range s.recs {
-		for k := range 45 {
-			v := s.get(t, i, "f_rest_"+strconv.Itoa(k))
-			require.Less(t, v*v, 0.3*0.3, "|f_rest_%d| of Gaussian %d", k, i)
-		}
-		if i > 0 {
-			d := s.get(t, i, "f_rest_0") - s.get(t, i-1, "f_rest_0")
-			a, b := s.pos(t, i), s.pos(t, i-1)
-			dist := (a[0]-b[0])*(a[0]-b[0]) + (a[1]-b[1])*(a[1]-b[1]) + (a[2]-b[2])*(a[2]-b[2])
-			if dist < 0.05*0.05 {
-				near, nNear = near+d*d, nNear+1
-			} else if dist > 1 {
-				far, nFar = far+d*d, nFar+1
-			}
-		}
-	}
-	require.Positive(t, nFar)
-	if nNear > 0 {
-		require.Less(t, near/nNear, far/nFar, "closer Gaussians have closer coefficients")
-	}
-	require.NotEqual(t, s.get(t, 0, "f_rest_0"), s.get(t, 0, "f_rest_15"), "red and green differ")
-	// The harmonics change nothing else: the same splats as the plain PLY.
-	plain := decode(t, stand.PLY(2000))
-	for i := range plain.recs {
-		for _, p := range []string{"x", "y", "z", "f_dc_1", "opacity", "scale_2", "rot_0"} {
-			require.Equal(t, plain.get(t, i, p), s.get(t, i, p))
-		}
-	}
 }
 
 // TestReadPLYHeaderNotPlain: PLYs that are not the trainer's layout parse, as not Plain, saying
