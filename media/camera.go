@@ -29,6 +29,7 @@ var DefaultBackground = [3]uint8{32, 32, 36}
 // Camera is a levelData camera: scene units in the world frame the viewer renders (after the
 // scene's orientation), right-handed and Y up.
 type Camera struct {
+	// Position is where the camera is; it looks at Target, with world Y up.
 	Position, Target [3]float64
 	// FOV is the vertical field of view in degrees, 1..179; 0 means DefaultFOV.
 	FOV float64
@@ -117,6 +118,7 @@ func FrameBounds(b Bounds, fov float64) Camera {
 // stores them, to pixels of the image, as the viewer does (stage.ts project: pinhole camera,
 // vertical field of view, square pixels, world Y up).
 type View struct {
+	// Width and Height are the image's size in pixels.
 	Width, Height int
 	// Camera is the camera used, FOV resolved.
 	Camera Camera

@@ -50,8 +50,8 @@ const keptPerCell = 8
 //     of only small ones still keeps some.
 //   - Covered: the kept Gaussians of a cell are enlarged (the same offset added to their three
 //     log scales) so that together they carry the opacity-weighted area all of the cell's
-//     Gaussians had, at most what equal Gaussians would need (coverScale): the surface stays
-//     covered instead of going see-through.
+//     Gaussians had, at most what equal Gaussians would need (each axis √(n_cell/kept_cell)
+//     larger): the surface stays covered instead of going see-through.
 func Decimate(src, dst string, keep int) (int, error) {
 	if keep < 1 {
 		return 0, fmt.Errorf("media: keep must be at least 1, got %d", keep)

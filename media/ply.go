@@ -40,8 +40,11 @@ type PLYProperty struct {
 
 // PLYElement is one element of a PLY header ("element vertex 1000" and its properties).
 type PLYElement struct {
-	Name       string
-	Count      int64
+	// Name is the element's name ("vertex", "chunk", "face", ...).
+	Name string
+	// Count is how many records the header claims: untrusted until CheckSize.
+	Count int64
+	// Properties are the element's properties in order.
 	Properties []PLYProperty
 	// Stride is the size of one binary record, 0 when the element has a list property.
 	Stride int

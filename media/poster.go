@@ -71,10 +71,12 @@ func (opt PosterOptions) resolve() (PosterOptions, error) {
 
 // RenderPoster renders the Plain PLY src as a JPEG the way the viewer first shows it, on the
 // CPU: the scene turned by opt.Orientation, seen from opt.Camera or framed as the viewer frames
-// it (PosterCamera), the Gaussians splatted as 3D Gaussian Splatting does (see rasterise) over
-// opt.Background. Only the base colour is drawn (0.5 + 0.2820948·f_dc, clamped): the view-
-// dependent harmonics change little in a thumbnail. A scene of more than opt.MaxSplats
-// Gaussians is sampled evenly by index, the kept ones enlarged by coverScale.
+// it (PosterCamera), the Gaussians splatted as 3D Gaussian Splatting does (EWA projection of
+// each 3D covariance, 3σ footprints, depth-sorted front-to-back alpha compositing; raster.go
+// tells the details) over opt.Background, encoded as a JPEG of quality 85. Only the base colour
+// is drawn (0.5 + 0.2820948·f_dc, clamped): the view-dependent harmonics change little in a
+// thumbnail. A scene of more than opt.MaxSplats Gaussians is sampled evenly by index, each
+// kept one enlarged by √(n/MaxSplats) to cover for the others.
 func RenderPoster(src string, opt PosterOptions) ([]byte, error) {
 	opt, err := opt.resolve()
 	if err != nil {

@@ -130,6 +130,7 @@ func (p *plainPLY) checkFinite(i int, rec []byte) error {
 
 // Bounds is an axis-aligned box.
 type Bounds struct {
+	// Min and Max are the box's corners, Min ≤ Max on each axis.
 	Min, Max [3]float64
 }
 
