@@ -31,7 +31,8 @@ var DefaultBackground = [3]uint8{32, 32, 36}
 type Camera struct {
 	// Position is where the camera is; it looks at Target, with world Y up.
 	Position, Target [3]float64
-	// FOV is the vertical field of view in degrees, 1..179; 0 means DefaultFOV.
+	// FOV is the vertical field of view in degrees, 1..179; 0 (or anything outside that range,
+	// which the viewer ignores too) means DefaultFOV.
 	FOV float64
 }
 
@@ -145,7 +146,9 @@ func PosterCamera(b Bounds, opt PosterOptions) (View, error) {
 	cam := FrameBounds(RotateBounds(b, q), DefaultFOV)
 	if opt.Camera != nil {
 		cam = *opt.Camera
-		if cam.FOV == 0 {
+		// The viewer drops a levelData fov outside 1..179 (level.ts readCamera) and shows
+		// its default instead; the poster shows what the viewer shows.
+		if !(cam.FOV >= 1 && cam.FOV <= 179) {
 			cam.FOV = DefaultFOV
 		}
 	}
@@ -153,9 +156,6 @@ func PosterCamera(b Bounds, opt PosterOptions) (View, error) {
 		if !isFinite(cam.Position[k]) || !isFinite(cam.Target[k]) {
 			return View{}, fmt.Errorf("media: the camera is not finite: %+v", cam)
 		}
-	}
-	if !(cam.FOV >= 1 && cam.FOV <= 179) {
-		return View{}, fmt.Errorf("media: camera fov %v: want 1..179 degrees (or 0 for %v)", cam.FOV, DefaultFOV)
 	}
 
 	// The camera's basis (stage.ts basis): forward to the target, right = forward × Y, and

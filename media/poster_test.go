@@ -243,7 +243,6 @@ func TestPosterRejects(t *testing.T) {
 	src := writeFile(t, "ball.ply", fixtures.PLY(100))
 	nan := math.NaN()
 	same := media.Camera{Position: [3]float64{1, 2, 3}, Target: [3]float64{1, 2, 3}}
-	wide := media.Camera{Position: [3]float64{0, 0, 5}, FOV: 180}
 	lost := media.Camera{Position: [3]float64{nan, 0, 5}}
 	cases := map[string]struct {
 		opt  media.PosterOptions
@@ -254,7 +253,6 @@ func TestPosterRejects(t *testing.T) {
 		"negative sample":  {media.PosterOptions{MaxSplats: -5}, "MaxSplats"},
 		"NaN orientation":  {media.PosterOptions{Orientation: &[3]float64{0, nan, 0}}, "not finite"},
 		"camera on target": {media.PosterOptions{Camera: &same}, "looks nowhere"},
-		"fov 180":          {media.PosterOptions{Camera: &wide}, "camera fov 180"},
 		"NaN camera":       {media.PosterOptions{Camera: &lost}, "camera is not finite"},
 	}
 	for name, tc := range cases {
@@ -263,7 +261,18 @@ func TestPosterRejects(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
-	_, err := media.RenderPoster(writeFile(t, "c.ply", fixtures.CompressedPLY(100)), media.PosterOptions{})
+	// A levelData fov the viewer ignores (outside 1..179) is its default, as in the viewer.
+	want := want0(t, src)
+	for _, fov := range []float64{180, 0.5, -3, math.Inf(1)} {
+		got, err := media.RenderPoster(src, media.PosterOptions{Camera: &media.Camera{Position: [3]float64{0, 0, 5}, FOV: fov}})
+		require.NoError(t, err)
+		require.Equal(t, want, got, "fov %v", fov)
+	}
+	narrow, err := media.RenderPoster(src, media.PosterOptions{Camera: &media.Camera{Position: [3]float64{0, 0, 5}, FOV: 20}})
+	require.NoError(t, err)
+	require.NotEqual(t, narrow, want, "a valid fov is used")
+
+	_, err = media.RenderPoster(writeFile(t, "c.ply", fixtures.CompressedPLY(100)), media.PosterOptions{})
 	require.ErrorContains(t, err, "convert it to one with splat-transform")
 
 	// A Gaussian whose log scale overflows leaves no bounds to frame.
@@ -271,6 +280,13 @@ func TestPosterRejects(t *testing.T) {
 	decode(t, data).set(t, 3, "scale_0", 1000)
 	_, err = media.RenderPoster(writeFile(t, "big.ply", data), media.PosterOptions{})
 	require.ErrorContains(t, err, "bounds are not finite")
+}
+
+// want0 is the poster of src from (0, 0, 5) at the default fov.
+func want0(t *testing.T, src string) []byte {
+	b, err := media.RenderPoster(src, media.PosterOptions{Camera: &media.Camera{Position: [3]float64{0, 0, 5}}})
+	require.NoError(t, err)
+	return b
 }
 
 // oneGaussian returns a PLY of one Gaussian at the origin with the given log scales, rotation
