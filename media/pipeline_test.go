@@ -9,6 +9,7 @@ import (
 	"image/jpeg"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,7 +76,8 @@ func TestPipelineConvertsEveryFormat(t *testing.T) {
 			require.Equal(t, 5000, sogCount(t, r.Files["scene.sog"]))
 			require.Positive(t, r.PeakRSS)
 			if c.format == ".ply" {
-				require.Less(t, r.Bytes*10, int64(len(c.data)), "a SOG is under a tenth of a degree-3 training PLY")
+				// At this size the SH palette dominates; the tenth is the bench's goal at 100 k and more.
+				require.Less(t, r.Bytes*4, int64(len(c.data)), "a SOG is under a quarter of a degree-3 training PLY")
 			}
 			f, err := os.Open(r.Poster)
 			require.NoError(t, err)
@@ -85,6 +87,38 @@ func TestPipelineConvertsEveryFormat(t *testing.T) {
 			require.Equal(t, 160, img.Bounds().Dx())
 		})
 	}
+}
+
+// TestPipelineKeepsTheHarmonicsItCanAfford: a small training scene keeps all three bands (the
+// SOG carries the shN palette); a policy of none drops them (no shN, a smaller file); the CPU
+// policy's bounds are as documented.
+func TestPipelineKeepsTheHarmonicsItCanAfford(t *testing.T) {
+	tr := converter(t)
+	var ply bytes.Buffer
+	require.NoError(t, stand.WriteTrainingPLY(&ply, 3000, 3))
+	src := writeFile(t, "scene.ply", ply.Bytes())
+	hasSHN := func(p string) bool {
+		zr, err := zip.OpenReader(p)
+		require.NoError(t, err)
+		defer zr.Close()
+		for _, f := range zr.File {
+			if strings.HasPrefix(f.Name, "shN") {
+				return true
+			}
+		}
+		return false
+	}
+	full, err := Pipeline{Transform: tr, LODMin: 1_000_000}.Run(context.Background(), src, ".ply", t.TempDir(), nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, 3, full.SHBands)
+	require.True(t, hasSHN(full.Files["scene.sog"]))
+	none, err := Pipeline{Transform: tr, LODMin: 1_000_000, SHBands: func(int64) int { return 0 }}.Run(
+		context.Background(), src, ".ply", t.TempDir(), nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, 0, none.SHBands)
+	require.False(t, hasSHN(none.Files["scene.sog"]))
+	require.Less(t, none.Bytes, full.Bytes)
+	require.Equal(t, []int{3, 1, 1, 0}, []int{CPUHarmonics(8_000), CPUHarmonics(8_001), CPUHarmonics(150_000), CPUHarmonics(150_001)})
 }
 
 // TestPipelineBuildsLevelsOfDetail: from LODMin Gaussians the rendition is a Streamed SOG whose

@@ -98,7 +98,8 @@ func (e *InputError) Unwrap() error { return e.Err }
 
 // Version runs the converter's --version and returns the version it prints.
 func (t Transform) Version(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "node", t.CLI, "--version").Output()
+	// It prints its version on stderr.
+	out, err := exec.CommandContext(ctx, "node", t.CLI, "--version").CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("splat-transform --version: %w", err)
 	}

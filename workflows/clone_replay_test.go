@@ -18,4 +18,7 @@ func TestReplayCloneScene(t *testing.T) {
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(CloneScene, workflow.RegisterOptions{Name: CloneSceneWorkflow})
 	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(tlog.NewStructuredLogger(quiet()), "testdata/clone_scene.json"))
+	// A clone of a scene with a rendition, which starts the clone's own (clone-renditions
+	// version; recorded by TestRenditionsFollowTheirScene).
+	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(tlog.NewStructuredLogger(quiet()), "testdata/clone_scene_renditions.json"))
 }

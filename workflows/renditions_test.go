@@ -8,8 +8,10 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/splathost/splathost/activities"
@@ -156,4 +158,16 @@ func TestRedriveRenditionsStartsPendingScenes(t *testing.T) {
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, 2, res.Started)
 	require.ElementsMatch(t, []string{"aaaaaaaaaaaaaaaaaaaaaaa1", "aaaaaaaaaaaaaaaaaaaaaaa2"}, started)
+}
+
+// TestReplaySceneRenditions replays histories recorded from real runs (the e2e tests
+// TestRenditionOfATrainingPLY and TestRenditionOfACorruptPLYFails with
+// SPLATHOST_RECORD_HISTORY=1): a ready rendition and a failed one. A change that would break
+// running renditions fails here: make it through workflow.GetVersion.
+func TestReplaySceneRenditions(t *testing.T) {
+	for _, f := range []string{"testdata/scene_renditions.json", "testdata/scene_renditions_failed.json"} {
+		r := worker.NewWorkflowReplayer()
+		r.RegisterWorkflowWithOptions(SceneRenditions, workflow.RegisterOptions{Name: SceneRenditionsWorkflow})
+		require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(tlog.NewStructuredLogger(quiet()), f), f)
+	}
 }

@@ -80,7 +80,7 @@ func (r *runner) renditionRows(ctx context.Context, sizes []int) []Row {
 		resetPeakRSS()
 		log.Info("converting")
 		start := time.Now()
-		res, err := p.Run(ctx, src, ".ply", work, &media.PosterOptions{Width: media.PosterWidth, Height: media.PosterHeight}, nil)
+		res, err := p.Run(ctx, src, ".ply", work, &media.PosterOptions{}, nil)
 		took := time.Since(start)
 		goPeak := peakRSS()
 		_ = os.RemoveAll(work)
@@ -92,8 +92,8 @@ func (r *runner) renditionRows(ctx context.Context, sizes []int) []Row {
 		name := gaussians(n)
 		rows = append(rows,
 			Row{Name: "rendition time (" + name + ")", Value: took.Seconds(), Unit: "s",
-				Notes: fmt.Sprintf("%s, %.0f Gaussians/s; peak RSS converter %d MiB, media worker (decimation, poster) %d MiB",
-					res.Type, float64(n)/took.Seconds(), res.PeakRSS>>20, goPeak>>20)},
+				Notes: fmt.Sprintf("%s keeping %d of 3 SH bands, %.0f Gaussians/s; peak RSS converter %d MiB, media worker (decimation, poster) %d MiB",
+					res.Type, res.SHBands, float64(n)/took.Seconds(), res.PeakRSS>>20, goPeak>>20)},
 			Row{Name: "rendition size vs training PLY (" + name + ")", Value: float64(fi.Size()) / float64(res.Bytes), Unit: "× smaller",
 				Goal: GoalRenditionVsTraining, Notes: fmt.Sprintf("%d MB -> %.1f MB %s", fi.Size()/1e6, float64(res.Bytes)/1e6, res.Type)},
 			Row{Name: "rendition size vs PLY without SH (" + name + ")", Value: float64(plainBytes) / float64(res.Bytes), Unit: "× smaller",
