@@ -39,17 +39,18 @@ var oneShots = map[string]bool{
 
 var requiredServices = []string{
 	"postgres", "temporal", "temporal-ui", "clickhouse", "s3", "migrate",
-	"gateway", "user", "scene", "session", "worker",
+	"gateway", "user", "scene", "session", "worker", "media-worker",
 }
 
 // listenVar names the variable that sets each HTTP service's listen address; its port must be
 // the one the healthcheck probes and the gateway forwards to.
 var listenVar = map[string]string{
-	"gateway": "SPLATHOST_GATEWAY_ADDR",
-	"user":    "SPLATHOST_USER_ADDR",
-	"scene":   "SPLATHOST_SCENE_ADDR",
-	"session": "SPLATHOST_SESSION_ADDR",
-	"worker":  "SPLATHOST_WORKER_HEALTH_ADDR",
+	"gateway":      "SPLATHOST_GATEWAY_ADDR",
+	"user":         "SPLATHOST_USER_ADDR",
+	"scene":        "SPLATHOST_SCENE_ADDR",
+	"session":      "SPLATHOST_SESSION_ADDR",
+	"worker":       "SPLATHOST_WORKER_HEALTH_ADDR",
+	"media-worker": "SPLATHOST_MEDIA_HEALTH_ADDR",
 }
 
 func repoRoot(t *testing.T) string {
