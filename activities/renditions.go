@@ -96,7 +96,13 @@ type PrepareRenditionResult struct {
 	// finished it), or of a format without a rendition. Reason says which.
 	Skip   bool
 	Reason string
-	// SourceKey is the upload's object key and Format its extension.
+	RenditionSource
+}
+
+// RenditionSource is what a conversion reads and where it writes.
+type RenditionSource struct {
+	// SourceKey is the upload's object key and Format its extension; Folder the scene's
+	// rendition folder.
 	SourceKey string
 	Format    string
 	Folder    string
@@ -128,7 +134,8 @@ func (a *Activities) PrepareRendition(ctx context.Context, in PrepareRenditionIn
 	if !ok || !inStore || !safeKey(key) || sc.RenditionPrefix == nil || !safePrefix(*sc.RenditionPrefix) {
 		return PrepareRenditionResult{Skip: true, Reason: "the scene's upload has no rendition"}, nil
 	}
-	out := PrepareRenditionResult{SourceKey: key, Format: format, Folder: *sc.RenditionPrefix, Poster: sc.ImageURL == ""}
+	out := PrepareRenditionResult{RenditionSource: RenditionSource{SourceKey: key, Format: format, Folder: *sc.RenditionPrefix,
+		Poster: sc.ImageURL == ""}}
 	out.Orientation, out.Camera, out.Background = levelView(sc.LevelData)
 	return out, nil
 }

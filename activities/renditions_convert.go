@@ -22,14 +22,8 @@ import (
 // ConvertRenditionInput is one conversion: the upload, the folder to write into, and the
 // poster's view when a poster is wanted.
 type ConvertRenditionInput struct {
-	SceneID     string
-	SourceKey   string
-	Format      string
-	Folder      string
-	Poster      bool
-	Orientation *[3]float64
-	Camera      *media.Camera
-	Background  *[3]uint8
+	SceneID string
+	RenditionSource
 }
 
 // ConvertRenditionResult is what was written: Type sog (Key is the .sog) or lod (Key is the

@@ -82,17 +82,24 @@ func RedrivePurges(ctx workflow.Context, _ RedriveInput) (RedriveResult, error) 
 		})
 		starts[i] = workflow.ExecuteChildWorkflow(cctx, PurgeCustomerAssets, in).GetChildWorkflowExecution()
 	}
-	var out RedriveResult
+	started, running := awaitStarts(ctx, starts, func(i int) []any { return []any{"purge", pending.Purges[i].PurgeID} })
+	return RedriveResult{Started: started, Running: running}, nil
+}
+
+// awaitStarts waits for the starts of a re-drive's abandoned children and counts those started
+// and those already running (under the same business id); other failures are logged with
+// what names the child (the next re-drive tries again).
+func awaitStarts(ctx workflow.Context, starts []workflow.Future, names func(i int) []any) (started, running int) {
 	for i, f := range starts {
 		err := f.Get(ctx, nil)
 		switch {
 		case temporal.IsWorkflowExecutionAlreadyStartedError(err):
-			out.Running++
+			running++
 		case err != nil:
-			workflow.GetLogger(ctx).Warn("re-driving a purge", "purge", pending.Purges[i].PurgeID, "error", err)
+			workflow.GetLogger(ctx).Warn("re-drive: starting a workflow", append(names(i), "error", err)...)
 		default:
-			out.Started++
+			started++
 		}
 	}
-	return out, nil
+	return started, running
 }

@@ -89,10 +89,8 @@ func SceneRenditions(ctx workflow.Context, in RenditionInput) (RenditionResult, 
 
 	phase(ctx, RenditionPhaseConverting, " from "+prep.Format)
 	var conv activities.ConvertRenditionResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, convertOptions), a.ConvertRendition, activities.ConvertRenditionInput{
-		SceneID: in.SceneID, SourceKey: prep.SourceKey, Format: prep.Format, Folder: prep.Folder, Poster: prep.Poster,
-		Orientation: prep.Orientation, Camera: prep.Camera, Background: prep.Background,
-	}).Get(ctx, &conv)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, convertOptions), a.ConvertRendition,
+		activities.ConvertRenditionInput{SceneID: in.SceneID, RenditionSource: prep.RenditionSource}).Get(ctx, &conv)
 	if err != nil {
 		msg := renditionMessage(err)
 		phase(ctx, RenditionPhaseRecording, "")

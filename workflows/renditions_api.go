@@ -88,17 +88,6 @@ func RedriveRenditions(ctx workflow.Context, _ RenditionRedriveInput) (Rendition
 		})
 		starts[i] = workflow.ExecuteChildWorkflow(cctx, SceneRenditionsWorkflow, in).GetChildWorkflowExecution()
 	}
-	var out RenditionRedriveResult
-	for i, f := range starts {
-		err := f.Get(ctx, nil)
-		switch {
-		case temporal.IsWorkflowExecutionAlreadyStartedError(err):
-			out.Running++
-		case err != nil:
-			workflow.GetLogger(ctx).Warn("re-driving a rendition", "scene", pending.Scenes[i].SceneID, "error", err)
-		default:
-			out.Started++
-		}
-	}
-	return out, nil
+	started, running := awaitStarts(ctx, starts, func(i int) []any { return []any{"scene", pending.Scenes[i].SceneID} })
+	return RenditionRedriveResult{Started: started, Running: running}, nil
 }

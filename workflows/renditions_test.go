@@ -27,7 +27,8 @@ func newRenditionEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *activit
 	env, a := newEnv(t, &activitiestest.Bucket{})
 	RegisterMedia(env)
 	env.OnActivity(a.PrepareRendition, mock.Anything, mock.Anything).Return(activities.PrepareRenditionResult{
-		SourceKey: testOwner + "splat_file/t1/scene.ply", Format: ".ply", Folder: renditionFolder, Poster: true}, nil)
+		RenditionSource: activities.RenditionSource{SourceKey: testOwner + "splat_file/t1/scene.ply", Format: ".ply",
+			Folder: renditionFolder, Poster: true}}, nil)
 	return env, a
 }
 

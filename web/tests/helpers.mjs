@@ -110,33 +110,14 @@ export async function canvasPixels(context, frame) {
   await hide('hidden');
   const png = await frame.locator('#splathost-canvas').screenshot();
   await hide('');
-  const decoder = await context.newPage();
-  try {
-    const { width, height, b64 } = await decoder.evaluate(async (src) => {
-      const img = new Image();
-      img.src = `data:image/png;base64,${src}`;
-      await img.decode();
-      const c = document.createElement('canvas');
-      c.width = img.width;
-      c.height = img.height;
-      const g = c.getContext('2d', { willReadFrequently: true });
-      g.drawImage(img, 0, 0);
-      const d = g.getImageData(0, 0, c.width, c.height).data;
-      let bin = '';
-      for (let i = 0; i < d.length; i += 0x8000) bin += String.fromCharCode(...d.subarray(i, i + 0x8000));
-      return { width: c.width, height: c.height, b64: btoa(bin) };
-    }, png.toString('base64'));
-    const data = Buffer.from(b64, 'base64');
-    return {
-      width, height, data,
-      at(x, y) {
-        const i = 4 * (Math.round(y) * width + Math.round(x));
-        return [data[i], data[i + 1], data[i + 2]];
-      },
-    };
-  } finally {
-    await decoder.close();
-  }
+  const { width, height, data } = await decodePixels(context, `data:image/png;base64,${png.toString('base64')}`);
+  return {
+    width, height, data,
+    at(x, y) {
+      const i = 4 * (Math.round(y) * width + Math.round(x));
+      return [data[i], data[i + 1], data[i + 2]];
+    },
+  };
 }
 
 /**
@@ -157,15 +138,15 @@ export async function canvasCoverage(context, frame, tolerance = 12) {
   return { width, height, drawn: drawn / n, background: background / n };
 }
 
-/** Decodes the image at url in the browser (it must be readable cross-origin, as asset URLs
- * are); returns {width, height, data (RGBA bytes, rows top down)}. */
-export async function imagePixels(context, url) {
+/** Decodes the image at url (a data: URL, or one readable cross-origin, as asset URLs are)
+ * in a blank page of the browser, so no image library is needed; returns {width, height, data
+ * (RGBA bytes, rows top down)}. */
+export async function decodePixels(context, url) {
   const page = await context.newPage();
   try {
-    await page.goto(`${env.gatewayUrl}/healthz`);
     const { width, height, b64 } = await page.evaluate(async (src) => {
       const res = await fetch(src);
-      if (!res.ok) throw new Error(`GET ${src}: ${res.status}`);
+      if (!res.ok) throw new Error(`GET ${src.slice(0, 80)}: ${res.status}`);
       const img = await createImageBitmap(await res.blob());
       const c = document.createElement('canvas');
       c.width = img.width;

@@ -4,7 +4,7 @@
 // the lower half, the column standing on it, to its right.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { classifyStand, env, imagePixels, launch, openViewer, splatOf, standColours } from './helpers.mjs';
+import { classifyStand, env, decodePixels, launch, openViewer, splatOf, standColours } from './helpers.mjs';
 
 const MIN_SHARE = 0.005;
 const fmt = (c) => `${(c.share * 100).toFixed(1)}% at (${c.x.toFixed(2)}, ${c.y.toFixed(2)}), ${(c.lower * 100).toFixed(0)}% in the lower half`;
@@ -48,7 +48,7 @@ test('a ready scene is loaded from its SOG rendition, upright, and its poster ag
   t.diagnostic(`viewer: ground ${fmt(viewer.green)}; column ${fmt(viewer.red)}`);
   requireUpright('the viewer', viewer);
 
-  const poster = classifyStand(await imagePixels(browser.context, sp.imageUrl));
+  const poster = classifyStand(await decodePixels(browser.context, sp.imageUrl));
   t.diagnostic(`poster: ground ${fmt(poster.green)}; column ${fmt(poster.red)}`);
   requireUpright('the poster', poster);
   // Same camera rule (the framed bounds), so the same picture within a margin: the canvas and
