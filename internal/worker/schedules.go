@@ -63,8 +63,8 @@ func schedules(taskQueue, mediaTaskQueue string) []client.ScheduleOptions {
 
 // keepSchedules puts the schedules in place, retrying with backoff while Temporal is not
 // reachable (the client is lazy, and the worker must not fail its start for it), then triggers
-// one purge re-drive so that outbox rows left open while no worker ran are handled now rather
-// than at the next interval.
+// one purge re-drive and one rendition re-drive so that outbox rows left open (and scenes left
+// pending) while no worker ran are handled now rather than at the next interval.
 func keepSchedules(ctx context.Context, c client.Client, taskQueue, mediaTaskQueue string, log *slog.Logger) {
 	delay := time.Second
 	for {
