@@ -17,9 +17,8 @@ import (
 )
 
 // Prefixes are the path prefixes this service owns; a split gateway forwards them here.
-// /admin/v1/renditions sits inside the user service's /admin/v1/ the same way.
-// /api/embed/editor sits inside the session service's /api/embed: the gateway forwards the
-// longest matching prefix.
+// /api/embed/editor sits inside the session service's /api/embed, and /admin/v1/renditions
+// inside the user service's /admin/v1/: the gateway forwards the longest matching prefix.
 var Prefixes = []string{"/api/v1/splats", "/api/v1/uploads", "/api/embed/editor", renditionsAdminPath}
 
 // PublicPrefixes are the path prefixes of this service a gateway forwards without a caller
