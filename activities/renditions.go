@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/scene"
@@ -238,9 +239,6 @@ func (a *Activities) FinishRendition(ctx context.Context, in FinishRenditionInpu
 			up.SetImageURL(a.AssetBase + "/" + r.PosterKey)
 		}
 	}
-	if in.Result != nil && in.Result.Gaussians > 0 {
-		up.SetGaussians(in.Result.Gaussians)
-	}
 	if err := up.Exec(ctx); err != nil {
 		return FinishRenditionResult{}, err
 	}
@@ -253,17 +251,24 @@ func (a *Activities) FinishRendition(ctx context.Context, in FinishRenditionInpu
 	return FinishRenditionResult{Recorded: true}, nil
 }
 
-// trimMessage bounds a failure message to the column (500 characters), on a rune boundary.
+// maxMessage is the processing_message column's bound: ent's MaxLen counts bytes.
+const maxMessage = 500
+
+// trimMessage bounds a failure message to the column, cut on a rune boundary: a message over
+// the bound would fail the row's validation, and the recording activity would retry for ever.
 func trimMessage(s string) string {
 	if s == "" {
 		s = "the rendition failed"
 	}
-	r := []rune(s)
-	if len(r) > 500 {
-		r = r[:499]
-		return string(r) + "…"
+	if len(s) <= maxMessage {
+		return s
 	}
-	return s
+	const ellipsis = "…"
+	cut := maxMessage - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
 }
 
 // PendingRenditionsInput asks for scenes still pending after MinAge (fresher ones are being
@@ -277,7 +282,6 @@ type PendingRenditionsInput struct {
 type PendingRendition struct {
 	SceneID        string
 	IntegrationID  string
-	OwnerRecordID  string
 	ExternalUserID string
 }
 
@@ -300,7 +304,7 @@ func (a *Activities) PendingRenditions(ctx context.Context, in PendingRenditions
 	}
 	var out PendingRenditionsResult
 	for _, sc := range rows {
-		p := PendingRendition{SceneID: sc.ID, IntegrationID: sc.IntegrationID, OwnerRecordID: sc.OwnerID}
+		p := PendingRendition{SceneID: sc.ID, IntegrationID: sc.IntegrationID}
 		if sc.Edges.Owner != nil {
 			p.ExternalUserID = sc.Edges.Owner.ExternalUserID
 		}

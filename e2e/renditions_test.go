@@ -348,4 +348,3 @@ func TestRenditionOfAMillionGaussians(t *testing.T) {
 	}
 	require.Less(t, p["renditionBytes"].(float64)*3, float64(len(data)), "under a third of a PLY without harmonics")
 }
-

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -181,13 +180,7 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 	if workflow.GetVersion(ctx, cloneRenditionsChange, workflow.DefaultVersion, 1) == 1 &&
 		fin.RenditionPending && in.MediaTaskQueue != "" {
 		rin := RenditionInput{SceneID: fin.SplatID, IntegrationID: in.IntegrationID, ExternalUserID: in.ExternalUserID}
-		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID: RenditionWorkflowID(fin.SplatID), TaskQueue: in.MediaTaskQueue,
-			ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
-			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			TypedSearchAttributes: renditionSearchAttributes(rin),
-		})
-		if err := workflow.ExecuteChildWorkflow(cctx, SceneRenditionsWorkflow, rin).GetChildWorkflowExecution().Get(ctx, nil); err != nil {
+		if err := startRenditionChild(ctx, rin, in.MediaTaskQueue).Get(ctx, nil); err != nil {
 			workflow.GetLogger(ctx).Warn("starting the clone's rendition; the re-drive will", "scene", fin.SplatID, "error", err)
 		}
 	}

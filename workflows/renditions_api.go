@@ -19,8 +19,8 @@ import (
 // finished one frees it for a retry.
 func RenditionWorkflowID(sceneID string) string { return "renditions/" + sceneID }
 
-// renditionStartOptions are the start options of a scene's rendition, by the service, the
-// re-drive (as a child) or an operator's retry.
+// renditionSearchAttributes are set when a scene's rendition starts, by the service, an
+// operator's retry, or as a child (the re-drive, a clone).
 func renditionSearchAttributes(in RenditionInput) temporal.SearchAttributes {
 	return temporal.NewSearchAttributes(SAIntegrationID.ValueSet(in.IntegrationID),
 		SAExternalUserID.ValueSet(in.ExternalUserID), SASplatID.ValueSet(in.SceneID),
@@ -45,6 +45,19 @@ func StartSceneRenditions(ctx context.Context, c client.Client, mediaTaskQueue s
 		return nil
 	}
 	return err
+}
+
+// startRenditionChild starts a scene's rendition as an abandoned child under the scene's
+// business id, on taskQueue (empty: the parent's), and returns the future of its start.
+func startRenditionChild(ctx workflow.Context, in RenditionInput, taskQueue string) workflow.Future {
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            RenditionWorkflowID(in.SceneID),
+		TaskQueue:             taskQueue,
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		TypedSearchAttributes: renditionSearchAttributes(in),
+	})
+	return workflow.ExecuteChildWorkflow(cctx, SceneRenditionsWorkflow, in).GetChildWorkflowExecution()
 }
 
 // Schedule of the rendition re-drive (kept by the API worker, run on the media task queue).
@@ -80,13 +93,7 @@ func RedriveRenditions(ctx workflow.Context, _ RenditionRedriveInput) (Rendition
 	starts := make([]workflow.Future, len(pending.Scenes))
 	for i, p := range pending.Scenes {
 		in := RenditionInput{SceneID: p.SceneID, IntegrationID: p.IntegrationID, ExternalUserID: p.ExternalUserID}
-		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID:            RenditionWorkflowID(p.SceneID),
-			ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
-			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			TypedSearchAttributes: renditionSearchAttributes(in),
-		})
-		starts[i] = workflow.ExecuteChildWorkflow(cctx, SceneRenditionsWorkflow, in).GetChildWorkflowExecution()
+		starts[i] = startRenditionChild(ctx, in, "")
 	}
 	started, running := awaitStarts(ctx, starts, func(i int) []any { return []any{"scene", pending.Scenes[i].SceneID} })
 	return RenditionRedriveResult{Started: started, Running: running}, nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/fixtures"
+	productworker "github.com/splathost/splathost/internal/worker"
 	"github.com/splathost/splathost/media"
 )
 
@@ -40,7 +41,8 @@ func (r *runner) renditionRows(ctx context.Context, sizes []int) []Row {
 		fail(0, err)
 		return rows
 	}
-	cli, err := media.FindSplatTransform(cfg.SplatTransform)
+	// The media worker's own converter, with its bounds and version check.
+	conv, err := productworker.Converter(ctx, cfg)
 	if err != nil {
 		fail(0, err)
 		return rows
@@ -51,8 +53,7 @@ func (r *runner) renditionRows(ctx context.Context, sizes []int) []Row {
 		return rows
 	}
 	defer os.RemoveAll(dir)
-	p := media.Pipeline{Transform: media.Transform{CLI: cli, Timeout: cfg.RenditionTimeout, MaxRSS: int64(cfg.RenditionMaxMemory), Workers: 2},
-		LODMin: cfg.RenditionLODMin}
+	p := media.Pipeline{Transform: conv, LODMin: cfg.RenditionLODMin}
 	stand := fixtures.Gen{Seed: fixtures.DefaultSeed, Scene: fixtures.SceneStand}
 	for _, n := range sizes {
 		if ctx.Err() != nil {

@@ -1,0 +1,62 @@
+package activities
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/splathost/splathost/media"
+)
+
+// TestTrimMessageFitsTheColumn: a failure message is cut to the column's bound in bytes (ent's
+// MaxLen), on a rune boundary, so recording it can never fail validation.
+func TestTrimMessageFitsTheColumn(t *testing.T) {
+	require.Equal(t, "the rendition failed", trimMessage(""))
+	require.Equal(t, "short", trimMessage("short"))
+	exact := strings.Repeat("a", maxMessage)
+	require.Equal(t, exact, trimMessage(exact))
+	for _, long := range []string{strings.Repeat("a", 2000), strings.Repeat("é", 400), strings.Repeat("✗x", 300)} {
+		got := trimMessage(long)
+		require.LessOrEqual(t, len(got), maxMessage)
+		require.True(t, utf8.ValidString(got), got)
+		require.True(t, strings.HasSuffix(got, "…"))
+	}
+}
+
+// TestRenditionFormat: single files of the converter's formats get a rendition, whatever the
+// case or a query string; .sog files and LOD folders do not.
+func TestRenditionFormat(t *testing.T) {
+	for u, want := range map[string]string{"https://s/b/k/scene.PLY": ".ply", "https://s/b/k/a.splat?x=1": ".splat", "k/a.ksplat#f": ".ksplat"} {
+		got, ok := RenditionFormat("file", u)
+		require.True(t, ok, u)
+		require.Equal(t, want, got)
+	}
+	for _, c := range [][2]string{{"file", "k/a.sog"}, {"file", "k/a"}, {"lod", "k/lod-meta.json"}, {"lod", "k/a.ply"}} {
+		_, ok := RenditionFormat(c[0], c[1])
+		require.False(t, ok, c)
+	}
+}
+
+// TestLevelView reads the poster's view from a validated levelData, and ignores what it
+// cannot read rather than guessing.
+func TestLevelView(t *testing.T) {
+	o, c, b := levelView(map[string]any{
+		"orientation": map[string]any{"rotation": []any{0.0, 90.0, 0.0}},
+		"camera":      map[string]any{"position": []any{1.0, 2.0, 3.0}, "target": []any{0.0, 0.0, 0.0}, "fov": 40.0},
+		"background":  map[string]any{"color": "#3366cc"},
+	})
+	require.Equal(t, &[3]float64{0, 90, 0}, o)
+	require.Equal(t, &media.Camera{Position: [3]float64{1, 2, 3}, FOV: 40}, c)
+	require.Equal(t, &[3]uint8{0x33, 0x66, 0xcc}, b)
+	o, c, b = levelView(map[string]any{"orientation": map[string]any{"rotation": []any{1.0}},
+		"camera": map[string]any{"position": []any{1.0, 2.0, "x"}, "target": []any{0.0, 0.0, 0.0}}, "background": map[string]any{"color": "blue"}})
+	require.Nil(t, o)
+	require.Nil(t, c)
+	require.Nil(t, b)
+	o, c, b = levelView(nil)
+	require.Nil(t, o)
+	require.Nil(t, c)
+	require.Nil(t, b)
+}
