@@ -47,6 +47,9 @@ type Activities struct {
 	Views ViewStore
 	// Renditions are the conversion settings of a media worker (nil elsewhere).
 	Renditions *RenditionSettings
+	// Workflows lists closed rendition workflows for the orphan sweep (the API worker's
+	// Temporal client; nil elsewhere).
+	Workflows WorkflowLister
 	Log        *slog.Logger
 }
 
