@@ -50,7 +50,7 @@ type Activities struct {
 	// Workflows lists closed rendition workflows for the orphan sweep (the API worker's
 	// Temporal client; nil elsewhere).
 	Workflows WorkflowLister
-	Log        *slog.Logger
+	Log       *slog.Logger
 }
 
 // Register adds every activity to w and reports how many it registered.
