@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -317,4 +318,57 @@ func TestIdempotencyBadKeys(t *testing.T) {
 	r = do(t, "POST", "/api/v1/uploads/splat-file", withKey(a.keys("idem-bad"), key), strings.Replace(body, "64", "96", 1))
 	require.Equal(t, 200, r.Status, string(r.Raw))
 	require.Empty(t, r.Header.Get(idempotency.ReplayedHeader))
+}
+
+// TestIdempotencyRacingRetriesOfOneCommit: 100 concurrent retries of one commit under one key
+// (a client retrying hard after lost answers) make one scene, charged once; every other answer
+// is a replay of the first or 409 IDEMPOTENCY_KEY_IN_USE, none a second 201 or a 5xx.
+func TestIdempotencyRacingRetriesOfOneCommit(t *testing.T) {
+	a := newTenant(t)
+	ensureCustomer(t, a, "racer", nil)
+	data := splatBytes(64)
+	fileURL := uploadFile(t, a, "racer", "race.splat", "application/splat", data)
+	body := fmt.Sprintf(`{"title":"raced","splatUrl":%q}`, fileURL)
+	key := idemKey(t)
+	const n = 100
+	answers := make([]*testenv.Response, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			r, err := testenv.Do(env.URL, "POST", "/api/v1/splats", withKey(a.keys("racer"), key), body)
+			require.NoError(t, err)
+			answers[i] = r
+		})
+	}
+	close(start)
+	wg.Wait()
+	var created *testenv.Response
+	replays, inUse := 0, 0
+	for _, r := range answers {
+		switch {
+		case r.Status == 201 && r.Header.Get(idempotency.ReplayedHeader) == "":
+			require.Nil(t, created, "a second first answer: %s", r.Raw)
+			created = r
+		case r.Status == 409:
+			requireIdemError(t, r, 409, idempotency.CodeInUse)
+			inUse++
+		default:
+			require.Equal(t, "true", r.Header.Get(idempotency.ReplayedHeader), "%d %s", r.Status, r.Raw)
+			replays++
+		}
+	}
+	require.NotNil(t, created, "one request ran")
+	for _, r := range answers {
+		if r.Header.Get(idempotency.ReplayedHeader) == "true" {
+			requireReplay(t, created, r)
+		}
+	}
+	t.Logf("1 created, %d replays, %d in use", replays, inUse)
+	ids, _ := listPage(t, a, "racer", "")
+	require.Equal(t, []string{splatOf(created)["id"].(string)}, ids, "one scene")
+	used, scenes := usageOf(t, a, "racer")
+	require.Equal(t, int64(1), scenes)
+	require.Equal(t, int64(len(data)), used, "storage charged once")
 }
