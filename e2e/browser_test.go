@@ -172,6 +172,59 @@ func renditionScene(t *testing.T, d *demoHost, g fixtures.Gen) string {
 	return id
 }
 
+// streamedScene is a 1 000 000-Gaussian scene of the demo customer whose rendition is a
+// Streamed SOG (levels of detail), committed early so its conversion runs while the other
+// scenes are made.
+type streamedScene struct {
+	id       string
+	uploaded int
+}
+
+// commitStreamedScene commits the standing scene with 1 000 000 Gaussians (a PLY without
+// harmonics, so the test uploads 62 MB rather than 248).
+func commitStreamedScene(t *testing.T, d *demoHost) streamedScene {
+	t.Helper()
+	data := fixtures.Gen{Seed: fixtures.DefaultSeed, Scene: fixtures.SceneStand}.PLY(streamedGaussians)
+	sp := commitFile(t, d.tenant(), d.State.Customer, "stand-million.ply", "application/ply", data, nil)
+	return streamedScene{id: sp["id"].(string), uploaded: len(data)}
+}
+
+// streamedGaussians is the size of the Streamed SOG scene: the default threshold
+// (SPLATHOST_RENDITION_LOD_MIN).
+const streamedGaussians = 1_000_000
+
+// ready waits for the scene's rendition and checks it is a Streamed SOG: a lod-meta.json with
+// levels of detail whose files all resolve relative to it on the asset route, under a third of
+// the upload.
+func (s streamedScene) ready(t *testing.T, d *demoHost) string {
+	t.Helper()
+	got := waitProcessing(t, d.tenant(), d.State.Customer, s.id, 6*time.Minute)
+	p := processingOf(got)
+	require.Equal(t, "ready", p["state"], "%v", p)
+	require.Equal(t, "lod", p["renditionType"])
+	require.EqualValues(t, streamedGaussians, p["gaussians"])
+	metaURL := p["renditionUrl"].(string)
+	require.True(t, strings.HasSuffix(metaURL, "/lod-meta.json"), metaURL)
+	status, body, _ := fetch(t, metaURL)
+	require.Equal(t, 200, status)
+	var meta struct {
+		LodLevels int      `json:"lodLevels"`
+		Counts    []int    `json:"counts"`
+		Filenames []string `json:"filenames"`
+	}
+	require.NoError(t, json.Unmarshal(body, &meta))
+	require.GreaterOrEqual(t, meta.LodLevels, 2, "levels of detail")
+	require.Equal(t, streamedGaussians, meta.Counts[0], "level 0 is the whole scene")
+	require.Less(t, meta.Counts[len(meta.Counts)-1], streamedGaussians/2)
+	base := metaURL[:strings.LastIndex(metaURL, "/")+1]
+	for _, f := range meta.Filenames {
+		status, _, _ := fetch(t, base+f)
+		require.Equal(t, 200, status, f)
+	}
+	require.Less(t, p["renditionBytes"].(float64)*3, float64(s.uploaded), "under a third of a PLY without harmonics")
+	return s.id
+}
+
 // TestBrowser runs the browser tests (web/tests: node:test driving Debian's Chromium through
 // playwright-core) against this binary's stack and a demo host on its own origin: the viewer
 // renders every format, shows scans stored y-down upright in every format and both engines,
@@ -185,6 +238,7 @@ func TestBrowser(t *testing.T) {
 	require.NoError(t, err)
 	browserDeps(t, root)
 	demo := startDemo(t, root, filepath.Join(t.TempDir(), "demo.json"))
+	streamed := commitStreamedScene(t, demo)
 	scenes, err := json.Marshal(formatScenes(t, demo, fixtures.Gen{Seed: fixtures.DefaultSeed}))
 	require.NoError(t, err)
 	// The standing scene (y-down, as 3DGS training stores scans) in every format: the viewer
@@ -194,6 +248,8 @@ func TestBrowser(t *testing.T) {
 	// And as training writes it (degree-3 harmonics), large enough for a rendition, which the
 	// viewer must load instead of the upload (rendition.test.mjs).
 	standByFormat["rendition"] = renditionScene(t, demo, stand)
+	// And with a million Gaussians: a Streamed SOG, which the viewer streams.
+	standByFormat["streamed"] = streamed.ready(t, demo)
 	standScenes, err := json.Marshal(standByFormat)
 	require.NoError(t, err)
 	// A second gateway process on the same stack (the split binaries, with their own session

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"image/jpeg"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -333,41 +332,4 @@ func TestRenditionsFollowTheirScene(t *testing.T) {
 	for _, k := range renditionKeys(t, a, own["id"].(string)) {
 		require.False(t, strings.HasSuffix(k, "poster.jpg"), k)
 	}
-}
-
-// TestRenditionOfAMillionGaussians: a 1 000 000-Gaussian scene gets a Streamed SOG: a
-// lod-meta.json with levels of detail, whose files resolve relative to it on the asset route.
-func TestRenditionOfAMillionGaussians(t *testing.T) {
-	if testing.Short() {
-		t.Skip("converts a 1 000 000-Gaussian scene")
-	}
-	a := newTenant(t)
-	ensureCustomer(t, a, "big", nil)
-	const n = 1_000_000
-	data := fixtures.Gen{Seed: fixtures.DefaultSeed, Scene: fixtures.SceneStand}.PLY(n)
-	sp := commitFile(t, a, "big", "big.ply", "application/ply", data, nil)
-	got := waitProcessing(t, a, "big", sp["id"].(string), 6*time.Minute)
-	p := processingOf(got)
-	require.Equal(t, "ready", p["state"], "%v", p)
-	require.Equal(t, "lod", p["renditionType"])
-	require.EqualValues(t, n, p["gaussians"])
-	metaURL := p["renditionUrl"].(string)
-	require.True(t, strings.HasSuffix(metaURL, "/lod-meta.json"), metaURL)
-	status, body, _ := fetch(t, metaURL)
-	require.Equal(t, 200, status)
-	var meta struct {
-		LodLevels int      `json:"lodLevels"`
-		Counts    []int    `json:"counts"`
-		Filenames []string `json:"filenames"`
-	}
-	require.NoError(t, json.Unmarshal(body, &meta))
-	require.GreaterOrEqual(t, meta.LodLevels, 2, "levels of detail")
-	require.Equal(t, n, meta.Counts[0], "level 0 is the whole scene")
-	require.Less(t, meta.Counts[len(meta.Counts)-1], n/2)
-	base := metaURL[:strings.LastIndex(metaURL, "/")+1]
-	for _, f := range meta.Filenames {
-		status, _, _ := fetch(t, base+f)
-		require.Equal(t, http.StatusOK, status, f)
-	}
-	require.Less(t, p["renditionBytes"].(float64)*3, float64(len(data)), "under a third of a PLY without harmonics")
 }

@@ -65,6 +65,9 @@ type Options struct {
 	// RenditionsOnly runs only the rendition measures (phase 5) on scenes of RenditionSizes
 	// Gaussians (DefaultRenditionSizes when empty).
 	RenditionsOnly bool
+	// TTFFOnly runs only the viewer's time-to-first-frame measure (phase 6), on a fresh
+	// directory.
+	TTFFOnly       bool
 	RenditionSizes []int
 	// Concurrency, Warmup, Duration, MaxRequests and Timeout shape each load run.
 	Concurrency      int
@@ -128,6 +131,7 @@ func Run(ctx context.Context, o Options) Report {
 	readyAll := Row{Name: "stack ready, warm restart (allinone)", Unit: "ms"}
 	readyRooms := Row{Name: "stack ready, warm restart (split, 2 gateways, 2 sessions)", Unit: "ms"}
 	rooms := newRoomRows()
+	ttff := newTTFFRows()
 	var renditions []Row
 	var memSplit, memAll []Row
 
@@ -137,7 +141,7 @@ func Run(ctx context.Context, o Options) Report {
 		err = os.Chmod(dir, 0o755)
 	}
 	if err != nil {
-		for _, row := range append(append(measured, &readyCold, &readyWarm, &readyAll, &readyRooms), rooms.all()...) {
+		for _, row := range append(append(append(measured, &readyCold, &readyWarm, &readyAll, &readyRooms), rooms.all()...), ttff.all()...) {
 			row.Err = err
 		}
 	} else {
@@ -149,6 +153,18 @@ func Run(ctx context.Context, o Options) Report {
 		if o.RenditionsOnly {
 			rep.Rows = append(rep.Rows, r.renditionRows(ctx, sizes)...)
 			r.cleanup()
+			rep.Problems = r.problems
+			rep.Elapsed = time.Since(start)
+			return rep
+		}
+		if o.TTFFOnly {
+			ttff := newTTFFRows()
+			var ready Row
+			r.ttffPhase(ctx, &ready, ttff)
+			r.cleanup()
+			for _, row := range ttff.all() {
+				rep.Rows = append(rep.Rows, *row)
+			}
 			rep.Problems = r.problems
 			rep.Elapsed = time.Since(start)
 			return rep
@@ -211,6 +227,9 @@ func Run(ctx context.Context, o Options) Report {
 		r.roomPhase(ctx, &readyRooms, rooms)
 		// Phase 5, no stack: the media worker's conversion pipeline on generated scenes.
 		renditions = r.renditionRows(ctx, sizes)
+		// Phase 6, split: the viewer's first frame in Chromium, upload against rendition.
+		var readyTTFF Row
+		r.ttffPhase(ctx, &readyTTFF, ttff)
 		r.cleanup()
 	}
 
@@ -220,6 +239,9 @@ func Run(ctx context.Context, o Options) Report {
 		rep.Rows = append(rep.Rows, *row)
 	}
 	rep.Rows = append(rep.Rows, renditions...)
+	for _, row := range ttff.all() {
+		rep.Rows = append(rep.Rows, *row)
+	}
 	rep.Rows = append(rep.Rows, readyCold, readyWarm, readyAll, readyRooms)
 	rep.Rows = append(rep.Rows, memSplit...)
 	rep.Rows = append(rep.Rows, memAll...)

@@ -73,8 +73,13 @@ func call(base, method, path string, headers map[string]string, body any, want i
 // tests and integrators do: it asks for a signed URL and PUTs body there. It returns the file
 // URL to commit.
 func (t Tenant) UploadSplat(gatewayURL, eu string, body []byte) (string, error) {
+	return t.UploadFile(gatewayURL, eu, "bench.splat", "application/splat", body)
+}
+
+// UploadFile is UploadSplat of a file named name of type contentType.
+func (t Tenant) UploadFile(gatewayURL, eu, name, contentType string, body []byte) (string, error) {
 	up, err := call(gatewayURL, http.MethodPost, "/api/v1/uploads/splat-file", t.HeadersFor(eu),
-		map[string]any{"fileName": "bench.splat", "contentType": "application/splat", "fileSize": len(body)}, http.StatusOK)
+		map[string]any{"fileName": name, "contentType": contentType, "fileSize": len(body)}, http.StatusOK)
 	if err != nil {
 		return "", err
 	}
@@ -87,7 +92,7 @@ func (t Tenant) UploadSplat(gatewayURL, eu string, body []byte) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	req.Header.Set("Content-Type", "application/splat")
+	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Cache-Control", scene.CacheControl)
 	resp, err := benchClient.Do(req)
 	if err != nil {

@@ -1,9 +1,8 @@
 // Shared pieces of the browser tests. They run under `go test ./e2e -run TestBrowser`, which
 // starts the stack and the demo host and passes their addresses in SPLATHOST_* variables.
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './browser.mjs';
 
 function need(name) {
   const v = process.env[name];
@@ -37,32 +36,8 @@ export const BACKGROUND = [32, 32, 36];
 
 export const SPLAT_ID = /^[0-9a-f]{24}$/;
 
-// The flags that work for Debian's Chromium on a machine without a GPU or a network (DESIGN.md):
-// WebGL2 through SwiftShader, and nothing that phones home.
-const ARGS = [
-  '--headless=new', '--no-sandbox', '--enable-unsafe-swiftshader', '--use-angle=swiftshader',
-  '--ignore-gpu-blocklist', '--disable-background-networking', '--disable-component-update',
-  '--disable-sync', '--no-first-run',
-];
-
-/**
- * Starts Chromium with a new empty profile; returns its context and a close function that also
- * removes the profile. A test that fails keeps the browser's console in its failure output.
- */
-export async function launch(options = {}) {
-  const profile = await mkdtemp(join(tmpdir(), 'splathost-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: env.chromium, headless: true, args: ARGS,
-    viewport: { width: 1280, height: 900 }, ...options,
-  });
-  return {
-    context,
-    async close() {
-      await context.close();
-      await rm(profile, { recursive: true, force: true });
-    },
-  };
-}
+/** Starts Chromium (browser.mjs) as the harness's SPLATHOST_CHROMIUM. */
+export const launch = (options = {}) => launchChromium(env.chromium, options);
 
 /** Records what the page's frames print, to explain a failure. */
 export function consoleOf(page) {

@@ -58,3 +58,37 @@ test('a ready scene is loaded from its SOG rendition, upright, and its poster ag
       `the poster's ${k} centroid (${poster[k].x.toFixed(2)}, ${poster[k].y.toFixed(2)}) is far from the viewer's (${viewer[k].x.toFixed(2)}, ${viewer[k].y.toFixed(2)})`);
   }
 });
+
+test('a million-Gaussian scene streams its Streamed SOG rendition, upright', async (t) => {
+  const id = env.standScenes.streamed;
+  assert.ok(id, 'the harness made no Streamed SOG scene');
+  const sp = await splatOf(id);
+  assert.equal(sp.processing.state, 'ready', JSON.stringify(sp.processing));
+  assert.equal(sp.processing.renditionType, 'lod');
+  const upload = new URL(sp.splatUrl).pathname.split('/').pop();
+  const meta = new URL(sp.processing.renditionUrl).pathname;
+  const folder = meta.slice(0, meta.lastIndexOf('/') + 1);
+
+  const fetched = [];
+  const onRequest = (req) => fetched.push(new URL(req.url()).pathname);
+  browser.context.on('request', onRequest);
+  let viewer;
+  const started = Date.now();
+  try {
+    const { page } = await openViewer(browser.context, id);
+    t.diagnostic(`first frame after ${Date.now() - started} ms`);
+    try {
+      viewer = await standColours(browser.context, page.mainFrame());
+    } finally {
+      await page.close();
+    }
+  } finally {
+    browser.context.off('request', onRequest);
+  }
+  assert.ok(fetched.includes(meta), `the viewer did not fetch ${meta}: ${fetched.join(' ')}`);
+  const chunks = fetched.filter((p) => p.startsWith(folder) && p !== meta);
+  assert.ok(chunks.length > 0, `the viewer fetched none of the rendition's level files: ${fetched.join(' ')}`);
+  assert.ok(!fetched.some((p) => p.endsWith('/' + upload)), `the viewer fetched the upload ${upload} too`);
+  t.diagnostic(`${chunks.length} level files; viewer: ground ${fmt(viewer.green)}; column ${fmt(viewer.red)}`);
+  requireUpright('the streamed viewer', viewer);
+});

@@ -1,0 +1,58 @@
+// The browser half of the time-to-first-frame benchmark (issue 14, `make bench` runs it through
+// bin/bench): opens each viewer page of the plan in a fresh Chromium (cold cache, new profile)
+// and prints one JSON line per page: the time from navigation to the viewer's first drawn frame
+// (its 'rendered' status, set once the canvas shows the scene), and the bytes the page fetched
+// before it and in all.
+//
+// Input, SPLATHOST_TTFF_PLAN: {"chromium": path, "timeoutMs": n, "pages": [{"variant", "url"}]}.
+import { launchChromium } from '../tests/browser.mjs';
+
+const plan = JSON.parse(process.env.SPLATHOST_TTFF_PLAN ?? 'null');
+if (!plan?.chromium || !Array.isArray(plan.pages)) {
+  console.error('SPLATHOST_TTFF_PLAN must hold {chromium, pages: [{variant, url}]}: bin/bench sets it');
+  process.exit(2);
+}
+
+// Stamps the wall-clock time at which the embed reports its first frame (data-splathost).
+function stampRendered() {
+  const done = () => {
+    const s = document.documentElement.dataset.splathost;
+    if ((s === 'rendered' || s === 'error') && !window.__splathostSettled) {
+      window.__splathostSettled = { status: s, at: performance.timeOrigin + performance.now() };
+    }
+  };
+  new MutationObserver(done).observe(document.documentElement, { attributes: true, attributeFilter: ['data-splathost'] });
+}
+
+for (const { variant, url } of plan.pages) {
+  const browser = await launchChromium(plan.chromium);
+  const finished = [];
+  try {
+    const page = await browser.context.newPage();
+    page.on('requestfinished', (req) => {
+      const at = Date.now();
+      finished.push(req.sizes().then((s) => ({ at, bytes: s.responseBodySize + s.responseHeadersSize }), () => ({ at, bytes: 0 })));
+    });
+    await page.addInitScript(stampRendered);
+    await page.goto(url);
+    const origin = await page.evaluate(() => performance.timeOrigin);
+    const timeoutMs = plan.timeoutMs ?? 600_000;
+    let settled;
+    try {
+      const handle = await page.waitForFunction(() => window.__splathostSettled, null, { timeout: timeoutMs, polling: 100 });
+      settled = await handle.jsonValue();
+    } catch (err) {
+      if (err?.name !== 'TimeoutError') throw err;
+      // No frame within the bound: reported as such (the time a lower bound), not as a failure.
+      settled = { status: 'timeout', at: origin + timeoutMs };
+    }
+    const sizes = await Promise.all(finished);
+    const before = sizes.filter((s) => s.at <= settled.at + 50).reduce((n, s) => n + s.bytes, 0);
+    const total = sizes.reduce((n, s) => n + s.bytes, 0);
+    console.log(JSON.stringify({
+      variant, status: settled.status, ttffMs: Math.round(settled.at - origin), bytesBeforeFirstFrame: before, bytesTotal: total,
+    }));
+  } finally {
+    await browser.close();
+  }
+}
