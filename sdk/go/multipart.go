@@ -171,10 +171,11 @@ func (c *Client) uploadParts(ctx context.Context, eu, filePath string, req FileU
 	if o.OnUploadStarted != nil {
 		o.OnUploadStarted(uploadID)
 	}
-	tr := newTracker(o.OnProgress, req.FileSize, 1)
+	var stored int64
 	for _, p := range done {
-		tr.sent(partLength(req.FileSize, partSize, p.PartNumber))
+		stored += partLength(req.FileSize, partSize, p.PartNumber)
 	}
+	tr := newTrackerAt(o.OnProgress, req.FileSize, 1, stored)
 	workers := o.Concurrency
 	if workers <= 0 {
 		workers = defaultPartConcurrency

@@ -406,7 +406,13 @@ type tracker struct {
 }
 
 func newTracker(report func(Progress), bytes int64, files int) *tracker {
-	t := &tracker{report: report, p: Progress{BytesTotal: bytes, FilesTotal: files}}
+	return newTrackerAt(report, bytes, files, 0)
+}
+
+// newTrackerAt is newTracker for an upload that resumes with done bytes already stored: its
+// first report says so.
+func newTrackerAt(report func(Progress), bytes int64, files int, done int64) *tracker {
+	t := &tracker{report: report, p: Progress{BytesTotal: bytes, FilesTotal: files, BytesDone: done}}
 	t.emit(0, 0)
 	return t
 }
