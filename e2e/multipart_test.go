@@ -478,3 +478,38 @@ func TestOrphanSweepAbortsMultipartUploads(t *testing.T) {
 	require.Len(t, storeUploads(t, st, freshPrefix), 1)
 	requireEnvelope(t, do(t, "GET", mpPath+"/"+open["uploadId"].(string), a.keys("dave"), nil), 404)
 }
+
+// TestCLIUploadInPartsAndResume: `splathostctl upload --multipart` uploads in parts, and
+// `--resume ID` finishes an upload another client started, with the file's exact bytes.
+func TestCLIUploadInPartsAndResume(t *testing.T) {
+	ctx := context.Background()
+	in, c := sdkTenant(t, splathost.PlanPro, 1<<30)
+	_, err := c.PutCustomer(ctx, "cli", splathost.CustomerUpdate{})
+	require.NoError(t, err)
+	keys := []string{"--public-key", in.PublicKey, "--secret-key", in.SecretKey, "--customer", "cli"}
+	dir := t.TempDir()
+	body := fixtures.Splat((20 << 20) / fixtures.SplatRecordSize)
+	path := filepath.Join(dir, "parts.splat")
+	require.NoError(t, os.WriteFile(path, body, 0o644))
+
+	var whole splathost.CommitResult
+	ctlJSON(t, &whole, append([]string{"upload", path, "--multipart", "--title", "parts"}, keys...)...)
+	require.EqualValues(t, len(body), whole.Splat.FileSizeBytes)
+
+	// Another client started the upload and stored part 2 only.
+	up, err := c.StartMultipartUpload(ctx, "cli", splathost.FileUploadRequest{FileName: "parts.splat", ContentType: "application/splat", FileSize: int64(len(body))})
+	require.NoError(t, err)
+	_, err = c.PutPart(ctx, up.Parts[1].UploadURL, int64(len(body)-mpPartSize), func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(body[mpPartSize:])), nil
+	})
+	require.NoError(t, err)
+	var resumed splathost.CommitResult
+	ctlJSON(t, &resumed, append([]string{"upload", path, "--resume", up.UploadID}, keys...)...)
+	got := fetchAsset(t, "GET", resumed.Splat.SplatURL, nil)
+	require.Equal(t, 200, got.status)
+	require.Equal(t, sha256.Sum256(body), sha256.Sum256(got.body))
+
+	// A resume of an unknown upload fails with the 404.
+	e := ctlError(t, append([]string{"upload", path, "--resume", ids.New()}, keys...)...)
+	require.EqualValues(t, 404, e["status"])
+}
