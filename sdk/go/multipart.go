@@ -128,6 +128,19 @@ func (c *Client) PutPart(ctx context.Context, uploadURL string, size int64, open
 	return strings.Trim(h.Get("ETag"), `"`), nil
 }
 
+// UploadParts uploads the scene file at filePath for the customer eu in parallel, resumable
+// parts and completes it, without committing: it returns the fileUrl for [Client.CommitSplat]
+// (to commit with images, say). [Client.UploadFile] does this and the commit for large files.
+// o's Concurrency, OnProgress, UploadID and OnUploadStarted apply; ContentType is derived from
+// the extension when empty.
+func (c *Client) UploadParts(ctx context.Context, eu, filePath string, o UploadOptions) (string, error) {
+	req, err := fileRequest(filePath, o.ContentType)
+	if err != nil {
+		return "", err
+	}
+	return c.uploadParts(ctx, eu, filePath, req, o)
+}
+
 // partLength is the exact length of part n (from 1) of a file of size bytes.
 func partLength(size, partSize int64, n int) int64 { return min(partSize, size-int64(n-1)*partSize) }
 

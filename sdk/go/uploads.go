@@ -244,23 +244,13 @@ var folderTypes = map[string]string{".json": "application/json", ".webp": "image
 // the signed-URL request, the PUT, then the commit. A file above [MultipartThreshold] goes in
 // parallel parts instead, resumable with [UploadOptions].UploadID.
 func (c *Client) UploadFile(ctx context.Context, eu, filePath string, o UploadOptions) (*CommitResult, error) {
-	st, err := os.Stat(filePath)
+	req, err := fileRequest(filePath, o.ContentType)
 	if err != nil {
 		return nil, err
 	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("splathost: %s is not a regular file", filePath)
-	}
-	name := filepath.Base(filePath)
-	ctype := o.ContentType
-	if ctype == "" {
-		if ctype = fileTypes[strings.ToLower(filepath.Ext(name))]; ctype == "" {
-			return nil, fmt.Errorf("splathost: %s: a scene file ends in .sog, .ksplat, .ply or .splat", name)
-		}
-	}
-	req := FileUploadRequest{FileName: name, ContentType: ctype, FileSize: st.Size()}
+	name, ctype := req.FileName, req.ContentType
 	var fileURL string
-	if st.Size() > MultipartThreshold || o.Multipart || o.UploadID != "" {
+	if req.FileSize > MultipartThreshold || o.Multipart || o.UploadID != "" {
 		if fileURL, err = c.uploadParts(ctx, eu, filePath, req, o); err != nil {
 			return nil, err
 		}
@@ -269,9 +259,9 @@ func (c *Client) UploadFile(ctx context.Context, eu, filePath string, o UploadOp
 		if err != nil {
 			return nil, err
 		}
-		tr := newTracker(o.OnProgress, st.Size(), 1)
+		tr := newTracker(o.OnProgress, req.FileSize, 1)
 		open := func() (io.ReadCloser, error) { return os.Open(filePath) }
-		if err := c.putObject(ctx, up.UploadURL, ctype, st.Size(), open, tr.sent); err != nil {
+		if err := c.putObject(ctx, up.UploadURL, ctype, req.FileSize, open, tr.sent); err != nil {
 			return nil, err
 		}
 		tr.fileDone()
@@ -279,6 +269,25 @@ func (c *Client) UploadFile(ctx context.Context, eu, filePath string, o UploadOp
 	}
 	return c.CommitSplat(ctx, eu, CommitRequest{Title: titleOr(o.Title, name), Description: o.Description,
 		Visibility: o.Visibility, SplatType: SplatTypeFile, SplatURL: fileURL})
+}
+
+// fileRequest is the upload request of the regular file at filePath: its name, size and
+// content type (ctype, or the one of its extension when empty).
+func fileRequest(filePath, ctype string) (FileUploadRequest, error) {
+	st, err := os.Stat(filePath)
+	if err != nil {
+		return FileUploadRequest{}, err
+	}
+	if !st.Mode().IsRegular() {
+		return FileUploadRequest{}, fmt.Errorf("splathost: %s is not a regular file", filePath)
+	}
+	name := filepath.Base(filePath)
+	if ctype == "" {
+		if ctype = fileTypes[strings.ToLower(filepath.Ext(name))]; ctype == "" {
+			return FileUploadRequest{}, fmt.Errorf("splathost: %s: a scene file ends in .sog, .ksplat, .ply or .splat", name)
+		}
+	}
+	return FileUploadRequest{FileName: name, ContentType: ctype, FileSize: st.Size()}, nil
 }
 
 // UploadFolder uploads the LOD folder at dir (lod-meta.json at its root and its .webp cells)

@@ -62,6 +62,9 @@ type Options struct {
 	Keep bool
 	// RoomsOnly runs only the multiplayer room measures (phase 4), on a fresh directory.
 	RoomsOnly bool
+	// MultipartOnly runs only the multipart upload measure (one PUT against parts of the same
+	// file), on an all-in-one stack of its own.
+	MultipartOnly bool
 	// RenditionsOnly runs only the rendition measures (phase 5) on scenes of RenditionSizes
 	// Gaussians (DefaultRenditionSizes when empty).
 	RenditionsOnly bool
@@ -128,6 +131,7 @@ func Run(ctx context.Context, o Options) Report {
 	readyAll := Row{Name: "stack ready, warm restart (allinone)", Unit: "ms"}
 	readyRooms := Row{Name: "stack ready, warm restart (split, 2 gateways, 2 sessions)", Unit: "ms"}
 	rooms := newRoomRows()
+	mp := newMultipartRows()
 	var renditions []Row
 	var memSplit, memAll []Row
 
@@ -137,7 +141,7 @@ func Run(ctx context.Context, o Options) Report {
 		err = os.Chmod(dir, 0o755)
 	}
 	if err != nil {
-		for _, row := range append(append(measured, &readyCold, &readyWarm, &readyAll, &readyRooms), rooms.all()...) {
+		for _, row := range append(append(append(measured, &readyCold, &readyWarm, &readyAll, &readyRooms), rooms.all()...), mp.all()...) {
 			row.Err = err
 		}
 	} else {
@@ -149,6 +153,18 @@ func Run(ctx context.Context, o Options) Report {
 		if o.RenditionsOnly {
 			rep.Rows = append(rep.Rows, r.renditionRows(ctx, sizes)...)
 			r.cleanup()
+			rep.Problems = r.problems
+			rep.Elapsed = time.Since(start)
+			return rep
+		}
+		if o.MultipartOnly {
+			readyMP := Row{Name: "stack ready (allinone, multipart measure)", Unit: "ms"}
+			r.multipartPhase(ctx, &readyMP, mp)
+			r.cleanup()
+			for _, row := range mp.all() {
+				rep.Rows = append(rep.Rows, *row)
+			}
+			rep.Rows = append(rep.Rows, readyMP)
 			rep.Problems = r.problems
 			rep.Elapsed = time.Since(start)
 			return rep
@@ -191,6 +207,7 @@ func Run(ctx context.Context, o Options) Report {
 				r.mintSessions(ctx, st, "allinone", t, &mintAll)
 				r.viewBeacons(ctx, st, "allinone", t, &viewsAll, &lostAll)
 				r.lodUpload(ctx, st, t, &lodAll)
+				r.multipart(ctx, st, t, mp)
 				r.commitRace(ctx, st, "allinone", t, &commitsAll, &overshootAll)
 				// Before the archive: its 1 000 retention workflow starts keep the worker busy for
 				// a while after the PUT, and the clone jobs run on the same worker.
@@ -199,11 +216,11 @@ func Run(ctx context.Context, o Options) Report {
 				// Last: it leaves 10 M events and 10 000 scenes behind.
 				r.trendingScale(ctx, st, t, &trendP50, &trendP99, &trendCold)
 			}, &tputAll, &sceneAll, &mintAll, &viewsAll, &lostAll, &trendP50, &trendP99, &trendCold, &lodAll, &commitsAll,
-				&overshootAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll)
+				&overshootAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll, &mp.single, &mp.parts)
 		}) {
 			memAll = []Row{{Name: "idle RSS (allinone)", Unit: "MiB", Goal: GoalStackRSS, Err: readyAll.Err}}
 			for _, row := range []*Row{&tputAll, &sceneAll, &mintAll, &viewsAll, &lostAll, &trendP50, &trendP99, &trendCold,
-				&lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll} {
+				&lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll, &mp.single, &mp.parts} {
 				row.Err = readyAll.Err
 			}
 		}
@@ -215,7 +232,7 @@ func Run(ctx context.Context, o Options) Report {
 	}
 
 	rep.Rows = append(rep.Rows, tputAll, tputSplit, sceneAll, sceneSplit, mintAll, viewsAll, lostAll, trendP50, trendP99, trendCold,
-		lodAll, commitsAll, overshootAll, archiveWall, archiveRate, cloneLODAll, cloneFileAll)
+		lodAll, commitsAll, overshootAll, archiveWall, archiveRate, cloneLODAll, cloneFileAll, mp.single, mp.parts)
 	for _, row := range rooms.all() {
 		rep.Rows = append(rep.Rows, *row)
 	}
