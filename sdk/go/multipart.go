@@ -215,51 +215,30 @@ func (c *Client) uploadParts(ctx context.Context, eu, filePath string, req FileU
 // resumed upload skips them.
 func (c *Client) putParts(ctx context.Context, filePath string, size, partSize int64, parts []SignedPart,
 	workers int, tr *tracker) ([]CompletedPart, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	work := make(chan SignedPart)
 	var mu sync.Mutex
 	var out []CompletedPart
-	var wg sync.WaitGroup
-	for range min(workers, len(parts)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for p := range work {
-				if p.PartNumber < 1 || int64(p.PartNumber-1)*partSize >= size {
-					cancel(fmt.Errorf("splathost: the service signed part %d, which this file does not have", p.PartNumber))
-					return
-				}
-				off, n := int64(p.PartNumber-1)*partSize, partLength(size, partSize, p.PartNumber)
-				open := func() (io.ReadCloser, error) {
-					f, err := os.Open(filePath)
-					if err != nil {
-						return nil, err
-					}
-					return sectionCloser{io.NewSectionReader(f, off, n), f}, nil
-				}
-				h, err := c.put(ctx, p.UploadURL, n, nil, open, tr.sent)
-				if err != nil {
-					cancel(fmt.Errorf("part %d: %w", p.PartNumber, err))
-					return
-				}
-				mu.Lock()
-				out = append(out, CompletedPart{PartNumber: p.PartNumber, ETag: strings.Trim(h.Get("ETag"), `"`)})
-				mu.Unlock()
-			}
-		}()
-	}
-feed:
-	for _, p := range parts {
-		select {
-		case work <- p:
-		case <-ctx.Done():
-			break feed
+	err := eachParallel(ctx, workers, parts, func(ctx context.Context, p SignedPart) error {
+		if p.PartNumber < 1 || int64(p.PartNumber-1)*partSize >= size {
+			return fmt.Errorf("splathost: the service signed part %d, which this file does not have", p.PartNumber)
 		}
-	}
-	close(work)
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
+		off, n := int64(p.PartNumber-1)*partSize, partLength(size, partSize, p.PartNumber)
+		open := func() (io.ReadCloser, error) {
+			f, err := os.Open(filePath)
+			if err != nil {
+				return nil, err
+			}
+			return sectionCloser{io.NewSectionReader(f, off, n), f}, nil
+		}
+		h, err := c.put(ctx, p.UploadURL, n, nil, open, tr.sent)
+		if err != nil {
+			return fmt.Errorf("part %d: %w", p.PartNumber, err)
+		}
+		mu.Lock()
+		out = append(out, CompletedPart{PartNumber: p.PartNumber, ETag: strings.Trim(h.Get("ETag"), `"`)})
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	return out, nil

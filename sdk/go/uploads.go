@@ -333,33 +333,44 @@ func (c *Client) UploadFS(ctx context.Context, eu string, fsys fs.FS, o UploadOp
 // rest, since the scene cannot be committed without every file.
 func (c *Client) putAll(ctx context.Context, fsys fs.FS, uploads []SignedFile, byPath map[string]FolderFile,
 	workers int, tr *tracker) error {
+	return eachParallel(ctx, workers, uploads, func(ctx context.Context, s SignedFile) error {
+		f, ok := byPath[s.RelativePath]
+		if !ok {
+			return fmt.Errorf("splathost: the service signed %q, which was not requested", s.RelativePath)
+		}
+		open := func() (io.ReadCloser, error) { return fsys.Open(f.RelativePath) }
+		if err := c.putObject(ctx, s.UploadURL, f.ContentType, f.FileSize, open, tr.sent); err != nil {
+			return fmt.Errorf("splathost: upload %s: %w", f.RelativePath, err)
+		}
+		tr.fileDone()
+		return nil
+	})
+}
+
+// eachParallel runs fn on every item with at most workers at once. The first error cancels the
+// context of the others and stops feeding new items; it is what eachParallel returns (or the
+// cause of ctx ending first).
+func eachParallel[T any](ctx context.Context, workers int, items []T, fn func(context.Context, T) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	work := make(chan SignedFile)
+	work := make(chan T)
 	var wg sync.WaitGroup
-	for range min(workers, len(uploads)) {
+	for range min(workers, len(items)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for s := range work {
-				f, ok := byPath[s.RelativePath]
-				if !ok {
-					cancel(fmt.Errorf("splathost: the service signed %q, which was not requested", s.RelativePath))
+			for item := range work {
+				if err := fn(ctx, item); err != nil {
+					cancel(err)
 					return
 				}
-				open := func() (io.ReadCloser, error) { return fsys.Open(f.RelativePath) }
-				if err := c.putObject(ctx, s.UploadURL, f.ContentType, f.FileSize, open, tr.sent); err != nil {
-					cancel(fmt.Errorf("splathost: upload %s: %w", f.RelativePath, err))
-					return
-				}
-				tr.fileDone()
 			}
 		}()
 	}
 feed:
-	for _, s := range uploads {
+	for _, item := range items {
 		select {
-		case work <- s:
+		case work <- item:
 		case <-ctx.Done():
 			break feed
 		}

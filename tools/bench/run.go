@@ -157,28 +157,25 @@ func Run(ctx context.Context, o Options) Report {
 			rep.Elapsed = time.Since(start)
 			return rep
 		}
-		if o.MultipartOnly {
-			readyMP := Row{Name: "stack ready (allinone, multipart measure)", Unit: "ms"}
-			r.multipartPhase(ctx, &readyMP, mp)
+		// only ends a run of one section: its rows, then its stack's ready time.
+		only := func(rows []*Row, ready Row) Report {
 			r.cleanup()
-			for _, row := range mp.all() {
+			for _, row := range rows {
 				rep.Rows = append(rep.Rows, *row)
 			}
-			rep.Rows = append(rep.Rows, readyMP)
+			rep.Rows = append(rep.Rows, ready)
 			rep.Problems = r.problems
 			rep.Elapsed = time.Since(start)
 			return rep
 		}
+		if o.MultipartOnly {
+			readyMP := Row{Name: "stack ready (allinone, multipart measure)", Unit: "ms"}
+			r.multipartPhase(ctx, &readyMP, mp)
+			return only(mp.all(), readyMP)
+		}
 		if o.RoomsOnly {
 			r.roomPhase(ctx, &readyRooms, rooms)
-			r.cleanup()
-			for _, row := range rooms.all() {
-				rep.Rows = append(rep.Rows, *row)
-			}
-			rep.Rows = append(rep.Rows, readyRooms)
-			rep.Problems = r.problems
-			rep.Elapsed = time.Since(start)
-			return rep
+			return only(rooms.all(), readyRooms)
 		}
 		// Phase 1, split on a fresh directory: cold ready time, idle memory, throughput.
 		coldOK := r.phase(ctx, "split", &readyCold, func(st *testenv.Stack) {
