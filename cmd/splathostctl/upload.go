@@ -26,7 +26,7 @@ func (a *app) uploadCommand() *cobra.Command {
 			"A file above 100 MiB (or any file from 5 MiB with --multipart) goes in parallel, resumable parts;\n" +
 			"if the upload is interrupted, the command prints its upload id: run it again with --resume ID\n" +
 			"and only the parts not yet stored are sent.",
-		Args:  cobra.ExactArgs(1),
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if publicKey == "" {
 				publicKey = os.Getenv("SPLATHOST_PUBLIC_KEY")
