@@ -48,7 +48,10 @@ type Activities struct {
 	Views ViewStore
 	// Renditions are the conversion settings of a media worker (nil elsewhere).
 	Renditions *RenditionSettings
-	Log        *slog.Logger
+	// Workflows lists closed rendition workflows for the orphan sweep (the API worker's
+	// Temporal client; nil elsewhere).
+	Workflows WorkflowLister
+	Log       *slog.Logger
 }
 
 // Register adds every activity to w and reports how many it registered.

@@ -75,6 +75,19 @@ func TestSceneAnalyticsCountTheViewsSent(t *testing.T) {
 	month := analyticsOf(t, tn, "", id, "")
 	require.Equal(t, float64(30), month["windowDays"])
 	require.Equal(t, map[string]any{"impressions": float64(6), "uniqueViews": float64(4)}, month["totals"])
+	// splathostctl analytics: the same answer with --json, and a chart of it.
+	keys := []string{"--public-key", tn.PublicKey, "--secret-key", tn.SecretKey}
+	var cli map[string]any
+	ctlJSON(t, &cli, append([]string{"analytics", id, "--window", "7"}, keys...)...)
+	require.Equal(t, week["totals"], cli["totals"])
+	require.Equal(t, week["days"], cli["days"])
+	chart := runCtl(t, append([]string{"analytics", id, "--window", "7", "--customer", "ada"}, keys...)...)
+	require.NoError(t, chart.err, "%s", chart.stderr)
+	require.Regexp(t, `(?m)^impressions +5  [▁-█]{7}  max 3 on `+today+`$`, string(chart.stdout))
+	require.Regexp(t, `(?m)^unique +3  [▁-█]{7}  max 2 on `, string(chart.stdout))
+	// A scene the keys cannot see: the CLI reports the API's 404.
+	require.EqualValues(t, 404, ctlError(t, append([]string{"analytics", publicScene(t, newTenant(t), "bob"), "--window", "7"}, keys...)...)["status"])
+
 	// A scene with no views has every day at zero.
 	none := analyticsOf(t, tn, "ada", quiet, "?window=1")
 	require.Equal(t, map[string]any{"impressions": float64(0), "uniqueViews": float64(0)}, none["totals"])

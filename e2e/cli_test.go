@@ -29,6 +29,12 @@ type ctlResult struct {
 // ctl runs bin/splathostctl with the stack's connection flags and --json.
 func ctl(t *testing.T, args ...string) ctlResult {
 	t.Helper()
+	return runCtl(t, append([]string{"--json"}, args...)...)
+}
+
+// runCtl runs bin/splathostctl with the stack's connection flags.
+func runCtl(t *testing.T, args ...string) ctlResult {
+	t.Helper()
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
 	bin := filepath.Join(root, "bin", "splathostctl")
@@ -36,7 +42,7 @@ func ctl(t *testing.T, args ...string) ctlResult {
 	require.NoError(t, err, "build the CLI first: make build")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := execpkg.CommandContext(ctx, bin, append([]string{"--json", "--url", env.URL, "--admin-token", env.State.AdminToken,
+	cmd := execpkg.CommandContext(ctx, bin, append([]string{"--url", env.URL, "--admin-token", env.State.AdminToken,
 		"--temporal", env.Config.TemporalAddr, "--temporal-namespace", env.Config.TemporalNamespace}, args...)...)
 	// Away from any .dev/stack.json, so only the flags count.
 	cmd.Dir = t.TempDir()

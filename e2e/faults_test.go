@@ -102,7 +102,7 @@ func TestViewStreamerLockConnectionKilled(t *testing.T) {
 
 // TestTrendingWithoutClickHouse crashes ClickHouse: trending still answers 200, ranked by the
 // all-time view counts in Postgres with every item's source "alltime", and ranks by the window
-// again once ClickHouse is back.
+// again once ClickHouse is back; scene analytics answer 503 meanwhile.
 func TestTrendingWithoutClickHouse(t *testing.T) {
 	tn := newTenant(t)
 	quiet := publicScene(t, tn, "ada")
@@ -128,6 +128,10 @@ func TestTrendingWithoutClickHouse(t *testing.T) {
 		require.EqualValues(t, 0, body["trending"].(map[string]any)["windowCount"])
 		require.EqualValues(t, 2, body["trending"].(map[string]any)["count"])
 	}
+	// Scene analytics have no other source: 503 with the envelope (retry later), never a 500.
+	r := do(t, "GET", splatPath(viewed)+"/analytics", tn.keys(""), nil)
+	requireEnvelope(t, r, 503)
+	require.Equal(t, "no-store", r.Header.Get("Cache-Control"))
 	require.NoError(t, env.StartClickHouse())
 	up = true
 	require.Eventually(t, func() bool {

@@ -119,6 +119,7 @@ func TestRenditionOfATrainingPLY(t *testing.T) {
 	require.Less(t, len(sog)*4, len(data), "a SOG is under a quarter of a degree-3 training PLY")
 	require.Contains(t, keyOf(t, p["renditionUrl"].(string)), "/rendition/"+id+"/")
 	recordHistory(t, "renditions/"+id, "", "scene_renditions.json")
+	requirePrivateRendition(t, a, got)
 
 	// Nothing the integrator keys on moved, and nothing more is charged.
 	require.Equal(t, sp["splatUrl"] != "", true)
@@ -142,6 +143,28 @@ func TestRenditionOfATrainingPLY(t *testing.T) {
 	items := r.Body["splats"].([]any)
 	require.Len(t, items, 1)
 	require.Equal(t, "ready", processingOf(items[0].(map[string]any))["state"])
+}
+
+// requirePrivateRendition attacks the rendition URL of sp, a private scene: it is signed; unsigned,
+// with the token of the same scene's upload (another folder) or under another integration's
+// key space, it answers the asset route's 404, as a missing object would.
+func requirePrivateRendition(t *testing.T, tn tenant, sp map[string]any) {
+	t.Helper()
+	u := processingOf(sp)["renditionUrl"].(string)
+	require.Contains(t, u, "/assets/s/", "a private scene's rendition URL is signed")
+	require.Equal(t, 200, fetchAsset(t, "GET", u, nil).status)
+	key := keyOf(t, u)
+	uploadToken, _, ok := strings.Cut(strings.SplitN(sp["splatUrl"].(string), "/assets/s/", 2)[1], "/")
+	require.True(t, ok)
+	other := newTenant(t)
+	for name, attack := range map[string]string{
+		"unsigned":            env.URL + "/assets/" + key,
+		"another folder's":    env.URL + "/assets/s/" + uploadToken + "/" + key,
+		"another integration": env.URL + "/assets/" + strings.Replace(key, tn.IntegrationID, other.IntegrationID, 1),
+	} {
+		res := fetchAsset(t, "GET", attack, nil)
+		require.Equal(t, 404, res.status, "%s: %s", name, attack)
+	}
 }
 
 // TestRenditionOfEveryFormat: .splat and .ksplat (and a SuperSplat compressed PLY) are

@@ -2,12 +2,18 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/splathost/splathost/activities"
 
 	"github.com/splathost/splathost/internal/fixtures"
 	"github.com/splathost/splathost/internal/ids"
@@ -97,4 +103,57 @@ func TestOrphanSweepRemovesAbandonedUploadsOnly(t *testing.T) {
 		desc, err := env.Process.Temporal.ScheduleClient().GetHandle(ctx, workflows.OrphanSweepScheduleID).Describe(ctx)
 		return err == nil && len(desc.Schedule.Spec.Intervals) == 1 && desc.Schedule.Spec.Intervals[0].Every == workflows.OrphanSweepEvery
 	}, 10*time.Second, 50*time.Millisecond)
+}
+
+// TestOrphanSweepEmptiesRenditionsOfInterruptedConversions: a conversion stopped between its
+// upload and its recording step (here, an operator terminating the workflow) leaves objects in
+// the rendition folder; once its scene is deleted, nothing else removes them. The sweep finds
+// such workflows in Temporal and empties the folders of scenes that are gone, and leaves the
+// folder of a scene that still exists alone.
+func TestOrphanSweepEmptiesRenditionsOfInterruptedConversions(t *testing.T) {
+	ctx := context.Background()
+	a := newTenant(t)
+	ensureCustomer(t, a, "interrupted", nil)
+	st := store(t)
+	data := trainingPLY(t, 20_000)
+	var sceneIDs, folders []string
+	for _, name := range []string{"deleted.ply", "kept.ply"} {
+		sp := commitFile(t, a, "interrupted", name, "application/ply", data, nil)
+		id := sp["id"].(string)
+		// The service starts the rendition just after its commit answers.
+		require.Eventually(t, func() bool {
+			return env.Process.Temporal.TerminateWorkflow(ctx, workflows.RenditionWorkflowID(id), "", "operator stops the conversion") == nil
+		}, 30*time.Second, 50*time.Millisecond)
+		var owner string
+		require.NoError(t, env.Process.DB.Pool.QueryRow(ctx, `SELECT owner_id FROM scenes WHERE id = $1`, id).Scan(&owner))
+		sceneIDs, folders = append(sceneIDs, id), append(folders, activities.RenditionFolder(a.IntegrationID, owner, id))
+	}
+	// The first scene is deleted (its purge empties the folder), then the interrupted
+	// conversion's upload lands: that object is what nothing else would remove.
+	require.Equal(t, 200, do(t, "DELETE", splatPath(sceneIDs[0]), a.keys("interrupted"), nil).Status)
+	require.Eventually(t, func() bool {
+		var open int
+		require.NoError(t, env.Process.DB.Pool.QueryRow(ctx,
+			`SELECT count(*) FROM asset_purges WHERE scene_id = $1 AND done_at IS NULL`, sceneIDs[0]).Scan(&open))
+		return open == 0
+	}, time.Minute, 100*time.Millisecond, "the scene's purge ran")
+	for _, f := range folders {
+		_, err := st.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(f + "scene.sog"),
+			Body: strings.NewReader("late upload")})
+		require.NoError(t, err)
+	}
+	// Temporal's visibility lists a closed workflow a moment after it closes.
+	require.Eventually(t, func() bool {
+		res, err := env.Process.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: fmt.Sprintf(`WorkflowId = '%s' AND ExecutionStatus = 'Terminated'`, workflows.RenditionWorkflowID(sceneIDs[0]))})
+		return err == nil && len(res.GetExecutions()) == 1
+	}, 30*time.Second, 200*time.Millisecond)
+
+	run, err := env.Process.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: "orphan-sweep-test-" + ids.New(), TaskQueue: env.Config.TaskQueue}, workflows.SweepOrphanUploads, workflows.SweepInput{})
+	require.NoError(t, err)
+	var res workflows.SweepResult
+	require.NoError(t, run.Get(ctx, &res))
+	require.Empty(t, objectsUnder(t, st, folders[0]), "the deleted scene's rendition folder is emptied")
+	require.Equal(t, []string{folders[1] + "scene.sog"}, objectsUnder(t, st, folders[1]), "a live scene's folder is its own")
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/splathost/splathost/ent/assetpurge"
 	"github.com/splathost/splathost/ent/clonejob"
 	"github.com/splathost/splathost/ent/externaluser"
+	"github.com/splathost/splathost/ent/idempotencykey"
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/ent/roomdraft"
 	"github.com/splathost/splathost/ent/roommessage"
@@ -44,6 +45,8 @@ type Client struct {
 	CloneJob *CloneJobClient
 	// ExternalUser is the client for interacting with the ExternalUser builders.
 	ExternalUser *ExternalUserClient
+	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
+	IdempotencyKey *IdempotencyKeyClient
 	// Integration is the client for interacting with the Integration builders.
 	Integration *IntegrationClient
 	// RoomDraft is the client for interacting with the RoomDraft builders.
@@ -75,6 +78,7 @@ func (c *Client) init() {
 	c.AssetPurge = NewAssetPurgeClient(c.config)
 	c.CloneJob = NewCloneJobClient(c.config)
 	c.ExternalUser = NewExternalUserClient(c.config)
+	c.IdempotencyKey = NewIdempotencyKeyClient(c.config)
 	c.Integration = NewIntegrationClient(c.config)
 	c.RoomDraft = NewRoomDraftClient(c.config)
 	c.RoomMessage = NewRoomMessageClient(c.config)
@@ -173,20 +177,21 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 	cfg := c.config
 	cfg.driver = tx
 	return &Tx{
-		ctx:          ctx,
-		config:       cfg,
-		Account:      NewAccountClient(cfg),
-		AssetPurge:   NewAssetPurgeClient(cfg),
-		CloneJob:     NewCloneJobClient(cfg),
-		ExternalUser: NewExternalUserClient(cfg),
-		Integration:  NewIntegrationClient(cfg),
-		RoomDraft:    NewRoomDraftClient(cfg),
-		RoomMessage:  NewRoomMessageClient(cfg),
-		RoomPresence: NewRoomPresenceClient(cfg),
-		Scene:        NewSceneClient(cfg),
-		SceneLike:    NewSceneLikeClient(cfg),
-		UploadTicket: NewUploadTicketClient(cfg),
-		ViewOutbox:   NewViewOutboxClient(cfg),
+		ctx:            ctx,
+		config:         cfg,
+		Account:        NewAccountClient(cfg),
+		AssetPurge:     NewAssetPurgeClient(cfg),
+		CloneJob:       NewCloneJobClient(cfg),
+		ExternalUser:   NewExternalUserClient(cfg),
+		IdempotencyKey: NewIdempotencyKeyClient(cfg),
+		Integration:    NewIntegrationClient(cfg),
+		RoomDraft:      NewRoomDraftClient(cfg),
+		RoomMessage:    NewRoomMessageClient(cfg),
+		RoomPresence:   NewRoomPresenceClient(cfg),
+		Scene:          NewSceneClient(cfg),
+		SceneLike:      NewSceneLikeClient(cfg),
+		UploadTicket:   NewUploadTicketClient(cfg),
+		ViewOutbox:     NewViewOutboxClient(cfg),
 	}, nil
 }
 
@@ -204,20 +209,21 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 	cfg := c.config
 	cfg.driver = &txDriver{tx: tx, drv: c.driver}
 	return &Tx{
-		ctx:          ctx,
-		config:       cfg,
-		Account:      NewAccountClient(cfg),
-		AssetPurge:   NewAssetPurgeClient(cfg),
-		CloneJob:     NewCloneJobClient(cfg),
-		ExternalUser: NewExternalUserClient(cfg),
-		Integration:  NewIntegrationClient(cfg),
-		RoomDraft:    NewRoomDraftClient(cfg),
-		RoomMessage:  NewRoomMessageClient(cfg),
-		RoomPresence: NewRoomPresenceClient(cfg),
-		Scene:        NewSceneClient(cfg),
-		SceneLike:    NewSceneLikeClient(cfg),
-		UploadTicket: NewUploadTicketClient(cfg),
-		ViewOutbox:   NewViewOutboxClient(cfg),
+		ctx:            ctx,
+		config:         cfg,
+		Account:        NewAccountClient(cfg),
+		AssetPurge:     NewAssetPurgeClient(cfg),
+		CloneJob:       NewCloneJobClient(cfg),
+		ExternalUser:   NewExternalUserClient(cfg),
+		IdempotencyKey: NewIdempotencyKeyClient(cfg),
+		Integration:    NewIntegrationClient(cfg),
+		RoomDraft:      NewRoomDraftClient(cfg),
+		RoomMessage:    NewRoomMessageClient(cfg),
+		RoomPresence:   NewRoomPresenceClient(cfg),
+		Scene:          NewSceneClient(cfg),
+		SceneLike:      NewSceneLikeClient(cfg),
+		UploadTicket:   NewUploadTicketClient(cfg),
+		ViewOutbox:     NewViewOutboxClient(cfg),
 	}, nil
 }
 
@@ -247,9 +253,9 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.Account, c.AssetPurge, c.CloneJob, c.ExternalUser, c.Integration, c.RoomDraft,
-		c.RoomMessage, c.RoomPresence, c.Scene, c.SceneLike, c.UploadTicket,
-		c.ViewOutbox,
+		c.Account, c.AssetPurge, c.CloneJob, c.ExternalUser, c.IdempotencyKey,
+		c.Integration, c.RoomDraft, c.RoomMessage, c.RoomPresence, c.Scene,
+		c.SceneLike, c.UploadTicket, c.ViewOutbox,
 	} {
 		n.Use(hooks...)
 	}
@@ -259,9 +265,9 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.Account, c.AssetPurge, c.CloneJob, c.ExternalUser, c.Integration, c.RoomDraft,
-		c.RoomMessage, c.RoomPresence, c.Scene, c.SceneLike, c.UploadTicket,
-		c.ViewOutbox,
+		c.Account, c.AssetPurge, c.CloneJob, c.ExternalUser, c.IdempotencyKey,
+		c.Integration, c.RoomDraft, c.RoomMessage, c.RoomPresence, c.Scene,
+		c.SceneLike, c.UploadTicket, c.ViewOutbox,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -278,6 +284,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.CloneJob.mutate(ctx, m)
 	case *ExternalUserMutation:
 		return c.ExternalUser.mutate(ctx, m)
+	case *IdempotencyKeyMutation:
+		return c.IdempotencyKey.mutate(ctx, m)
 	case *IntegrationMutation:
 		return c.Integration.mutate(ctx, m)
 	case *RoomDraftMutation:
@@ -892,6 +900,139 @@ func (c *ExternalUserClient) mutate(ctx context.Context, m *ExternalUserMutation
 		return (&ExternalUserDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown ExternalUser mutation op: %q", m.Op())
+	}
+}
+
+// IdempotencyKeyClient is a client for the IdempotencyKey schema.
+type IdempotencyKeyClient struct {
+	config
+}
+
+// NewIdempotencyKeyClient returns a client for the IdempotencyKey from the given config.
+func NewIdempotencyKeyClient(c config) *IdempotencyKeyClient {
+	return &IdempotencyKeyClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `idempotencykey.Hooks(f(g(h())))`.
+func (c *IdempotencyKeyClient) Use(hooks ...Hook) {
+	c.hooks.IdempotencyKey = append(c.hooks.IdempotencyKey, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `idempotencykey.Intercept(f(g(h())))`.
+func (c *IdempotencyKeyClient) Intercept(interceptors ...Interceptor) {
+	c.inters.IdempotencyKey = append(c.inters.IdempotencyKey, interceptors...)
+}
+
+// Create returns a builder for creating a IdempotencyKey entity.
+func (c *IdempotencyKeyClient) Create() *IdempotencyKeyCreate {
+	mutation := newIdempotencyKeyMutation(c.config, OpCreate)
+	return &IdempotencyKeyCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of IdempotencyKey entities.
+func (c *IdempotencyKeyClient) CreateBulk(builders ...*IdempotencyKeyCreate) *IdempotencyKeyCreateBulk {
+	return &IdempotencyKeyCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *IdempotencyKeyClient) MapCreateBulk(slice any, setFunc func(*IdempotencyKeyCreate, int)) *IdempotencyKeyCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &IdempotencyKeyCreateBulk{err: fmt.Errorf("calling to IdempotencyKeyClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*IdempotencyKeyCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &IdempotencyKeyCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for IdempotencyKey.
+func (c *IdempotencyKeyClient) Update() *IdempotencyKeyUpdate {
+	mutation := newIdempotencyKeyMutation(c.config, OpUpdate)
+	return &IdempotencyKeyUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *IdempotencyKeyClient) UpdateOne(_m *IdempotencyKey) *IdempotencyKeyUpdateOne {
+	mutation := newIdempotencyKeyMutation(c.config, OpUpdateOne, withIdempotencyKey(_m))
+	return &IdempotencyKeyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *IdempotencyKeyClient) UpdateOneID(id string) *IdempotencyKeyUpdateOne {
+	mutation := newIdempotencyKeyMutation(c.config, OpUpdateOne, withIdempotencyKeyID(id))
+	return &IdempotencyKeyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for IdempotencyKey.
+func (c *IdempotencyKeyClient) Delete() *IdempotencyKeyDelete {
+	mutation := newIdempotencyKeyMutation(c.config, OpDelete)
+	return &IdempotencyKeyDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *IdempotencyKeyClient) DeleteOne(_m *IdempotencyKey) *IdempotencyKeyDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *IdempotencyKeyClient) DeleteOneID(id string) *IdempotencyKeyDeleteOne {
+	builder := c.Delete().Where(idempotencykey.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &IdempotencyKeyDeleteOne{builder}
+}
+
+// Query returns a query builder for IdempotencyKey.
+func (c *IdempotencyKeyClient) Query() *IdempotencyKeyQuery {
+	return &IdempotencyKeyQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeIdempotencyKey},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a IdempotencyKey entity by its id.
+func (c *IdempotencyKeyClient) Get(ctx context.Context, id string) (*IdempotencyKey, error) {
+	return c.Query().Where(idempotencykey.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *IdempotencyKeyClient) GetX(ctx context.Context, id string) *IdempotencyKey {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *IdempotencyKeyClient) Hooks() []Hook {
+	return c.hooks.IdempotencyKey
+}
+
+// Interceptors returns the client interceptors.
+func (c *IdempotencyKeyClient) Interceptors() []Interceptor {
+	return c.inters.IdempotencyKey
+}
+
+func (c *IdempotencyKeyClient) mutate(ctx context.Context, m *IdempotencyKeyMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&IdempotencyKeyCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&IdempotencyKeyUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&IdempotencyKeyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&IdempotencyKeyDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown IdempotencyKey mutation op: %q", m.Op())
 	}
 }
 
@@ -2090,13 +2231,13 @@ func (c *ViewOutboxClient) mutate(ctx context.Context, m *ViewOutboxMutation) (V
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		Account, AssetPurge, CloneJob, ExternalUser, Integration, RoomDraft,
-		RoomMessage, RoomPresence, Scene, SceneLike, UploadTicket,
+		Account, AssetPurge, CloneJob, ExternalUser, IdempotencyKey, Integration,
+		RoomDraft, RoomMessage, RoomPresence, Scene, SceneLike, UploadTicket,
 		ViewOutbox []ent.Hook
 	}
 	inters struct {
-		Account, AssetPurge, CloneJob, ExternalUser, Integration, RoomDraft,
-		RoomMessage, RoomPresence, Scene, SceneLike, UploadTicket,
+		Account, AssetPurge, CloneJob, ExternalUser, IdempotencyKey, Integration,
+		RoomDraft, RoomMessage, RoomPresence, Scene, SceneLike, UploadTicket,
 		ViewOutbox []ent.Interceptor
 	}
 )

@@ -16,6 +16,7 @@ import (
 	"github.com/splathost/splathost/ent/assetpurge"
 	"github.com/splathost/splathost/ent/clonejob"
 	"github.com/splathost/splathost/ent/externaluser"
+	"github.com/splathost/splathost/ent/idempotencykey"
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/ent/roomdraft"
 	"github.com/splathost/splathost/ent/roommessage"
@@ -84,18 +85,19 @@ var (
 func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
-			account.Table:      account.ValidColumn,
-			assetpurge.Table:   assetpurge.ValidColumn,
-			clonejob.Table:     clonejob.ValidColumn,
-			externaluser.Table: externaluser.ValidColumn,
-			integration.Table:  integration.ValidColumn,
-			roomdraft.Table:    roomdraft.ValidColumn,
-			roommessage.Table:  roommessage.ValidColumn,
-			roompresence.Table: roompresence.ValidColumn,
-			scene.Table:        scene.ValidColumn,
-			scenelike.Table:    scenelike.ValidColumn,
-			uploadticket.Table: uploadticket.ValidColumn,
-			viewoutbox.Table:   viewoutbox.ValidColumn,
+			account.Table:        account.ValidColumn,
+			assetpurge.Table:     assetpurge.ValidColumn,
+			clonejob.Table:       clonejob.ValidColumn,
+			externaluser.Table:   externaluser.ValidColumn,
+			idempotencykey.Table: idempotencykey.ValidColumn,
+			integration.Table:    integration.ValidColumn,
+			roomdraft.Table:      roomdraft.ValidColumn,
+			roommessage.Table:    roommessage.ValidColumn,
+			roompresence.Table:   roompresence.ValidColumn,
+			scene.Table:          scene.ValidColumn,
+			scenelike.Table:      scenelike.ValidColumn,
+			uploadticket.Table:   uploadticket.ValidColumn,
+			viewoutbox.Table:     viewoutbox.ValidColumn,
 		})
 	})
 	return columnCheck(t, c)

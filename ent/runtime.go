@@ -9,6 +9,7 @@ import (
 	"github.com/splathost/splathost/ent/assetpurge"
 	"github.com/splathost/splathost/ent/clonejob"
 	"github.com/splathost/splathost/ent/externaluser"
+	"github.com/splathost/splathost/ent/idempotencykey"
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/ent/roomdraft"
 	"github.com/splathost/splathost/ent/roommessage"
@@ -393,6 +394,119 @@ func init() {
 	// externaluser.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	externaluser.IDValidator = func() func(string) error {
 		validators := externaluserDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	idempotencykeyMixin := schema.IdempotencyKey{}.Mixin()
+	idempotencykeyMixinFields0 := idempotencykeyMixin[0].Fields()
+	_ = idempotencykeyMixinFields0
+	idempotencykeyFields := schema.IdempotencyKey{}.Fields()
+	_ = idempotencykeyFields
+	// idempotencykeyDescIntegrationID is the schema descriptor for integration_id field.
+	idempotencykeyDescIntegrationID := idempotencykeyFields[0].Descriptor()
+	// idempotencykey.IntegrationIDValidator is a validator for the "integration_id" field. It is called by the builders before save.
+	idempotencykey.IntegrationIDValidator = func() func(string) error {
+		validators := idempotencykeyDescIntegrationID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(integration_id string) error {
+			for _, fn := range fns {
+				if err := fn(integration_id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// idempotencykeyDescExternalUserID is the schema descriptor for external_user_id field.
+	idempotencykeyDescExternalUserID := idempotencykeyFields[1].Descriptor()
+	// idempotencykey.DefaultExternalUserID holds the default value on creation for the external_user_id field.
+	idempotencykey.DefaultExternalUserID = idempotencykeyDescExternalUserID.Default.(string)
+	// idempotencykeyDescMethod is the schema descriptor for method field.
+	idempotencykeyDescMethod := idempotencykeyFields[2].Descriptor()
+	// idempotencykey.MethodValidator is a validator for the "method" field. It is called by the builders before save.
+	idempotencykey.MethodValidator = func() func(string) error {
+		validators := idempotencykeyDescMethod.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(method string) error {
+			for _, fn := range fns {
+				if err := fn(method); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// idempotencykeyDescPath is the schema descriptor for path field.
+	idempotencykeyDescPath := idempotencykeyFields[3].Descriptor()
+	// idempotencykey.PathValidator is a validator for the "path" field. It is called by the builders before save.
+	idempotencykey.PathValidator = idempotencykeyDescPath.Validators[0].(func(string) error)
+	// idempotencykeyDescKey is the schema descriptor for key field.
+	idempotencykeyDescKey := idempotencykeyFields[4].Descriptor()
+	// idempotencykey.KeyValidator is a validator for the "key" field. It is called by the builders before save.
+	idempotencykey.KeyValidator = func() func(string) error {
+		validators := idempotencykeyDescKey.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(key string) error {
+			for _, fn := range fns {
+				if err := fn(key); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// idempotencykeyDescLease is the schema descriptor for lease field.
+	idempotencykeyDescLease := idempotencykeyFields[7].Descriptor()
+	// idempotencykey.LeaseValidator is a validator for the "lease" field. It is called by the builders before save.
+	idempotencykey.LeaseValidator = func() func(string) error {
+		validators := idempotencykeyDescLease.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(lease string) error {
+			for _, fn := range fns {
+				if err := fn(lease); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// idempotencykeyDescStatus is the schema descriptor for status field.
+	idempotencykeyDescStatus := idempotencykeyFields[9].Descriptor()
+	// idempotencykey.DefaultStatus holds the default value on creation for the status field.
+	idempotencykey.DefaultStatus = idempotencykeyDescStatus.Default.(int)
+	// idempotencykeyDescCreatedAt is the schema descriptor for created_at field.
+	idempotencykeyDescCreatedAt := idempotencykeyFields[12].Descriptor()
+	// idempotencykey.DefaultCreatedAt holds the default value on creation for the created_at field.
+	idempotencykey.DefaultCreatedAt = idempotencykeyDescCreatedAt.Default.(func() time.Time)
+	// idempotencykeyDescID is the schema descriptor for id field.
+	idempotencykeyDescID := idempotencykeyMixinFields0[0].Descriptor()
+	// idempotencykey.DefaultID holds the default value on creation for the id field.
+	idempotencykey.DefaultID = idempotencykeyDescID.Default.(func() string)
+	// idempotencykey.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	idempotencykey.IDValidator = func() func(string) error {
+		validators := idempotencykeyDescID.Validators
 		fns := [...]func(string) error{
 			validators[0].(func(string) error),
 			validators[1].(func(string) error),

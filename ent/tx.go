@@ -22,6 +22,8 @@ type Tx struct {
 	CloneJob *CloneJobClient
 	// ExternalUser is the client for interacting with the ExternalUser builders.
 	ExternalUser *ExternalUserClient
+	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
+	IdempotencyKey *IdempotencyKeyClient
 	// Integration is the client for interacting with the Integration builders.
 	Integration *IntegrationClient
 	// RoomDraft is the client for interacting with the RoomDraft builders.
@@ -173,6 +175,7 @@ func (tx *Tx) init() {
 	tx.AssetPurge = NewAssetPurgeClient(tx.config)
 	tx.CloneJob = NewCloneJobClient(tx.config)
 	tx.ExternalUser = NewExternalUserClient(tx.config)
+	tx.IdempotencyKey = NewIdempotencyKeyClient(tx.config)
 	tx.Integration = NewIntegrationClient(tx.config)
 	tx.RoomDraft = NewRoomDraftClient(tx.config)
 	tx.RoomMessage = NewRoomMessageClient(tx.config)

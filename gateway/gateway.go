@@ -23,6 +23,7 @@ import (
 
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/services/user"
 )
 
@@ -65,6 +66,22 @@ type Options struct {
 	Assets fs.FS
 	// Ready are extra readiness checks (the dependencies of in-process services).
 	Ready map[string]httpx.Check
+	// Idempotency keeps the Idempotency-Key answers of IdempotentRoutes. Nil ignores the header.
+	Idempotency *idempotency.Store
+}
+
+// IdempotentRoutes are the routes that honour Idempotency-Key (contract item 13): those that
+// create or change things and that a client retries after a lost answer. The protocol runs here,
+// in front of every service, so that a key is one key whichever process serves the request.
+var IdempotentRoutes = []idempotency.Route{
+	{Method: fiber.MethodPost, Pattern: "/api/v1/splats"},
+	{Method: fiber.MethodPost, Pattern: "/api/v1/uploads/splat-file"},
+	{Method: fiber.MethodPost, Pattern: "/api/v1/uploads/lod-folder"},
+	{Method: fiber.MethodPost, Pattern: "/api/v1/uploads/splat-images"},
+	{Method: fiber.MethodPost, Pattern: "/api/v1/splats/*/clone"},
+	{Method: fiber.MethodPut, Pattern: "/api/v1/external-user"},
+	{Method: fiber.MethodDelete, Pattern: "/api/v1/external-user"},
+	{Method: fiber.MethodPost, Pattern: "/api/v1/webhooks"},
 }
 
 // corsAPI is the interface's CORS policy for /api/v1/*.
@@ -108,7 +125,11 @@ func New(o Options) (*fiber.App, error) {
 		c.Request().Header.Del(httpx.CallerHeader)
 		return c.Next()
 	})
-	app.Use("/api/v1", corsAPI, a.keys)
+	api := []any{"/api/v1", corsAPI, a.keys}
+	if o.Idempotency != nil {
+		api = append(api, idempotency.New(o.Idempotency, o.Log, IdempotentRoutes).Handle)
+	}
+	app.Use(api...)
 	app.Use("/api/editor/embed-sessions", a.secretBearer)
 	app.Use("/api/embed", a.sessionBearer)
 	for _, page := range EmbedPages {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/splathost/splathost/internal/spawn"
 )
 
 // SplatTransformVersion is the converter version media/package.json pins; the media worker
@@ -135,15 +137,18 @@ func (t Transform) RunPeak(ctx context.Context, progress func(string), args ...s
 	full = append(full, args...)
 	cmd := exec.Command("node", full...)
 	// Its own process group, so a kill takes every thread and child; nice so the worker's own
-	// heartbeats and the other activities keep the CPU they need.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// heartbeats and the other activities keep the CPU they need. Pdeathsig (through
+	// spawn.Start, which makes it follow the process, not the forking thread): a media worker
+	// killed with SIGKILL or by the OOM killer takes its converter with it, instead of leaving
+	// an orphan to burn CPU and memory beside the retry's own converter.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Env = append(os.Environ(), "NODE_OPTIONS=")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return 0, err
 	}
 	cmd.Stderr = cmd.Stdout // one stream: progress and errors in order
-	if err := cmd.Start(); err != nil {
+	if err := spawn.Start(cmd); err != nil {
 		return 0, fmt.Errorf("starting splat-transform: %w", err)
 	}
 	_ = syscall.Setpriority(syscall.PRIO_PROCESS, cmd.Process.Pid, 10)

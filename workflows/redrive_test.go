@@ -66,11 +66,13 @@ func TestSweepRunsBatchesUntilNothingIsLeft(t *testing.T) {
 			calls++
 			return activities.DeleteOrphanUploadsResult{Tickets: 10, Objects: 20, More: calls < 3}, nil
 		})
+	env.OnActivity(a.DeleteOrphanRenditions, mock.Anything, activities.DeleteOrphanRenditionsInput{
+		Within: orphanRenditionLookback}).Return(activities.DeleteOrphanRenditionsResult{Checked: 3, Folders: 2, Objects: 5}, nil).Once()
 	env.ExecuteWorkflow(SweepOrphanUploads, SweepInput{})
 	require.NoError(t, env.GetWorkflowError())
 	var res SweepResult
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, SweepResult{Tickets: 30, Objects: 60}, res)
+	require.Equal(t, SweepResult{Tickets: 30, Renditions: 2, Objects: 65}, res)
 	require.Equal(t, 3, calls)
 }
 
@@ -82,9 +84,15 @@ func TestSweepRunIsBounded(t *testing.T) {
 			calls++
 			return activities.DeleteOrphanUploadsResult{Tickets: 1, More: true}, nil
 		})
+	env.OnActivity(a.DeleteOrphanRenditions, mock.Anything, mock.Anything).Return(activities.DeleteOrphanRenditionsResult{}, nil)
 	env.ExecuteWorkflow(SweepOrphanUploads, SweepInput{})
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, sweepMaxCalls, calls, "the next scheduled run takes the rest")
+}
+
+func TestOrphanRenditionLookbackSpansManySweeps(t *testing.T) {
+	// A failed or skipped run must not lose a terminated conversion's folder.
+	require.GreaterOrEqual(t, orphanRenditionLookback, 10*OrphanSweepEvery)
 }
 
 func TestOrphanAgeExceedsTheCommitGrace(t *testing.T) {

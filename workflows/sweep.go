@@ -39,14 +39,21 @@ var sweepOptions = workflow.ActivityOptions{
 // SweepInput is empty: the sweep finds its own work.
 type SweepInput struct{}
 
-// SweepResult counts what the run removed.
+// SweepResult counts what the run removed: tickets, rendition folders of deleted scenes, and
+// their objects.
 type SweepResult struct {
-	Tickets int
-	Objects int
+	Tickets    int
+	Renditions int
+	Objects    int
 }
 
+// orphanRenditionLookback is how far back each run looks for rendition workflows that closed
+// without completing: many runs of the schedule, so one that fails or is skipped loses nothing.
+const orphanRenditionLookback = 24 * time.Hour
+
 // SweepOrphanUploads removes uploads that never became a scene: objects of upload tickets never
-// committed whose window closed more than two hours ago, and the tickets themselves.
+// committed whose window closed more than two hours ago, and the tickets themselves; then what
+// interrupted conversions left in the rendition folders of deleted scenes.
 func SweepOrphanUploads(ctx workflow.Context, _ SweepInput) (SweepResult, error) {
 	var a *activities.Activities
 	ctx = workflow.WithActivityOptions(ctx, sweepOptions)
@@ -63,6 +70,16 @@ func SweepOrphanUploads(ctx workflow.Context, _ SweepInput) (SweepResult, error)
 		if !res.More {
 			break
 		}
+	}
+	if workflow.GetVersion(ctx, "orphan-renditions", workflow.DefaultVersion, 1) == 1 {
+		var res activities.DeleteOrphanRenditionsResult
+		err := workflow.ExecuteActivity(ctx, a.DeleteOrphanRenditions, activities.DeleteOrphanRenditionsInput{
+			Within: orphanRenditionLookback}).Get(ctx, &res)
+		if err != nil {
+			return out, err
+		}
+		out.Renditions = res.Folders
+		out.Objects += res.Objects
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"github.com/splathost/splathost/gateway"
 	"github.com/splathost/splathost/internal/boot"
+	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
 	"github.com/splathost/splathost/services/user"
@@ -26,8 +27,9 @@ func main() {
 		Log: rt.Log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken,
 		InternalSecret: []byte(cfg.InternalSecret), Integrations: ints,
 		// Session bearers are verified here, with the integration cache, like every credential.
-		Sessions: session.NewVerifier(keys, ints),
-		Assets:   web.Dist,
+		Sessions:    session.NewVerifier(keys, ints),
+		Assets:      web.Dist,
+		Idempotency: idempotency.NewStore(d.Pool, rt.Log),
 		Upstreams: []gateway.Upstream{
 			{Name: "user", Prefixes: user.Prefixes, URL: cfg.UserURL},
 			{Name: "scene", Prefixes: scene.Prefixes, Public: scene.PublicPrefixes, URL: cfg.SceneURL},

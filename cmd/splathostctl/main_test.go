@@ -79,3 +79,28 @@ func TestSize(t *testing.T) {
 	require.Equal(t, "1.5 KiB", size(1536))
 	require.Equal(t, "3.0 GiB", size(3<<30))
 }
+
+func TestSparklineScalesToTheBusiestDay(t *testing.T) {
+	require.Equal(t, "▁▁▁", sparkline([]int64{0, 0, 0}), "no views: all lowest")
+	require.Equal(t, "▁▂▄█", sparkline([]int64{0, 1, 50, 100}), "a day with a view is never drawn empty")
+	require.Equal(t, "", sparkline(nil))
+}
+
+func TestChartAnalytics(t *testing.T) {
+	an := &splathost.Analytics{SplatID: "s1", WindowDays: 3, Since: "2026-11-24",
+		Totals: splathost.ViewCounts{Impressions: 7, UniqueViews: 3},
+		Days: []splathost.AnalyticsDay{
+			{Date: "2026-11-24"},
+			{Date: "2026-11-25", ViewCounts: splathost.ViewCounts{Impressions: 6, UniqueViews: 2}},
+			{Date: "2026-11-26", ViewCounts: splathost.ViewCounts{Impressions: 1, UniqueViews: 1}},
+		}}
+	var out bytes.Buffer
+	require.NoError(t, chartAnalytics(&out, an))
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	require.Equal(t, []string{
+		"splat s1, last 3 days (since 2026-11-24)",
+		"impressions         7  ▁█▂  max 6 on 2026-11-25",
+		"unique              3  ▁█▄  max 2 on 2026-11-25",
+		"                       2026-11-24 … 2026-11-26",
+	}, lines)
+}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,7 +15,8 @@ import (
 )
 
 func (a *app) uploadCommand() *cobra.Command {
-	var publicKey, secretKey, customer, title, description, visibility, resume string
+	var keys integrationKeys
+	var customer, title, description, visibility, resume string
 	var concurrency int
 	var multipart bool
 	cmd := &cobra.Command{
@@ -28,16 +28,7 @@ func (a *app) uploadCommand() *cobra.Command {
 			"and only the parts not yet stored are sent.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if publicKey == "" {
-				publicKey = os.Getenv("SPLATHOST_PUBLIC_KEY")
-			}
-			if secretKey == "" {
-				secretKey = os.Getenv("SPLATHOST_SECRET_KEY")
-			}
-			if publicKey == "" || secretKey == "" {
-				return errors.New("upload needs the integration's keys: --public-key and --secret-key (or SPLATHOST_PUBLIC_KEY, SPLATHOST_SECRET_KEY)")
-			}
-			c, err := a.sdk(splathost.WithKeys(publicKey, secretKey))
+			c, err := a.integrationSDK(keys, "upload")
 			if err != nil {
 				return err
 			}
@@ -70,8 +61,7 @@ func (a *app) uploadCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&publicKey, "public-key", "", "integration public key, mpk_… (env SPLATHOST_PUBLIC_KEY)")
-	f.StringVar(&secretKey, "secret-key", "", "integration secret key, msk_… (env SPLATHOST_SECRET_KEY)")
+	keys.addFlags(f)
 	f.StringVar(&customer, "customer", "", "external user id the scene belongs to (required)")
 	f.StringVar(&title, "title", "", "scene title (default: the file or folder name)")
 	f.StringVar(&description, "description", "", "scene description")

@@ -127,6 +127,36 @@ var (
 			},
 		},
 	}
+	// IdempotencyKeysColumns holds the columns for the "idempotency_keys" table.
+	IdempotencyKeysColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 24},
+		{Name: "integration_id", Type: field.TypeString, Size: 24},
+		{Name: "external_user_id", Type: field.TypeString, Default: ""},
+		{Name: "method", Type: field.TypeString, Size: 16},
+		{Name: "path", Type: field.TypeString, Size: 2147483647},
+		{Name: "key", Type: field.TypeString, Size: 255},
+		{Name: "scope", Type: field.TypeBytes, Unique: true},
+		{Name: "request_hash", Type: field.TypeBytes},
+		{Name: "lease", Type: field.TypeString, Size: 24},
+		{Name: "locked_until", Type: field.TypeTime, Nullable: true},
+		{Name: "status", Type: field.TypeInt, Default: 0},
+		{Name: "response_headers", Type: field.TypeJSON, Nullable: true},
+		{Name: "response_body", Type: field.TypeBytes, Nullable: true},
+		{Name: "created_at", Type: field.TypeTime},
+	}
+	// IdempotencyKeysTable holds the schema information for the "idempotency_keys" table.
+	IdempotencyKeysTable = &schema.Table{
+		Name:       "idempotency_keys",
+		Columns:    IdempotencyKeysColumns,
+		PrimaryKey: []*schema.Column{IdempotencyKeysColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "idempotencykey_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{IdempotencyKeysColumns[13]},
+			},
+		},
+	}
 	// IntegrationsColumns holds the columns for the "integrations" table.
 	IntegrationsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 24},
@@ -426,6 +456,7 @@ var (
 		AssetPurgesTable,
 		CloneJobsTable,
 		ExternalUsersTable,
+		IdempotencyKeysTable,
 		IntegrationsTable,
 		RoomDraftsTable,
 		RoomMessagesTable,

@@ -18,6 +18,9 @@ type CloneJob func(*sql.Selector)
 // ExternalUser is the predicate function for externaluser builders.
 type ExternalUser func(*sql.Selector)
 
+// IdempotencyKey is the predicate function for idempotencykey builders.
+type IdempotencyKey func(*sql.Selector)
+
 // Integration is the predicate function for integration builders.
 type Integration func(*sql.Selector)
 

@@ -16,6 +16,7 @@ import (
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/worker"
 	"github.com/splathost/splathost/services/scene"
@@ -96,8 +97,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	app, err := gateway.New(gateway.Options{
 		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken,
 		InternalSecret: []byte(cfg.InternalSecret), Integrations: ints,
-		Sessions: session.NewVerifier(keys, ints),
-		Assets:   web.Dist,
+		Sessions:    session.NewVerifier(keys, ints),
+		Assets:      web.Dist,
+		Idempotency: idempotency.NewStore(d.Pool, log),
 		Upstreams: []gateway.Upstream{
 			{Name: "user", Prefixes: user.Prefixes, Register: users.Register},
 			{Name: "scene", Prefixes: scene.Prefixes, Public: scene.PublicPrefixes, Register: scenes.Register},

@@ -22,6 +22,9 @@ var forbidden = map[string][]string{
 	// Shared plumbing stays below the domains.
 	"internal/httpx":  {"gateway", "services/", "internal/boot", "internal/allinone", "internal/worker", "ent"},
 	"internal/apperr": {"gateway", "services/", "internal/boot", "internal/allinone", "internal/worker", "ent"},
+	// The Idempotency-Key protocol is plumbing in front of the services: it keeps answers, never
+	// reads the domains' rows.
+	"internal/idempotency": {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker", "ent"},
 	// Services never reach up to the gateway or across to the wiring.
 	"services/": {"gateway", "internal/boot", "internal/allinone", "internal/worker", "cmd/"},
 	// Workflows stay deterministic: activities may be referenced, never the reverse.

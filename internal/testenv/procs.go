@@ -69,8 +69,9 @@ type SplitOptions struct {
 	// LogDir receives NAME.log for each child (appended to across restarts).
 	LogDir string
 	// TaskQueue, when set, is the task queue the children start workflows on and the worker
-	// serves: a split on a shared stack gets its own, so killing its worker stalls only its own
-	// jobs, and the worker leaves the stack's schedules alone.
+	// serves (TaskQueue-media for renditions, served by AddMediaWorker's processes): a split on a
+	// shared stack gets its own, so killing its worker stalls only its own jobs, and the worker
+	// leaves the stack's schedules alone.
 	TaskQueue string
 	// Gateways and Sessions are how many gateway and session service processes to run (1 when
 	// zero), named gateway, gateway-2, … and session, session-2, …. Gateway i forwards to
@@ -110,6 +111,7 @@ func StartSplit(o SplitOptions) (*Split, error) {
 	c.UserURL, c.SceneURL, c.SessionURL = "http://"+c.UserAddr, "http://"+c.SceneAddr, "http://"+c.SessionAddr
 	if o.TaskQueue != "" {
 		c.TaskQueue, c.WorkerSchedules = o.TaskQueue, false
+		c.MediaTaskQueue = o.TaskQueue + "-media"
 	}
 	s := &Split{Config: c, URL: "http://" + c.GatewayAddr, URLs: []string{"http://" + c.GatewayAddr}, binDir: o.BinDir,
 		logDir: o.LogDir, procs: map[string]*splitProc{}, extra: map[string]replica{}}
@@ -154,14 +156,26 @@ func StartSplit(o SplitOptions) (*Split, error) {
 // replica would run in production: it polls the same task queue and runs its own view streamer,
 // which competes for the streamer's advisory lock.
 func (s *Split) AddWorker(name string) error {
+	return s.addReplica(name, "worker", func(c *config.Config, addr string) { c.WorkerHealthAddr = addr })
+}
+
+// AddMediaWorker starts a media worker (bin/media-worker) named name, polling the split's media
+// task queue; a split runs none until a test adds one.
+func (s *Split) AddMediaWorker(name string) error {
+	return s.addReplica(name, "media-worker", func(c *config.Config, addr string) { c.MediaHealthAddr = addr })
+}
+
+// addReplica starts bin as the extra child name, its health server on a free port that listen
+// writes into its configuration.
+func (s *Split) addReplica(name, bin string, listen func(*config.Config, string)) error {
 	addr, err := freeAddr()
 	if err != nil {
 		return err
 	}
 	cfg := s.Config
-	cfg.WorkerHealthAddr = addr
+	listen(&cfg, addr)
 	s.mu.Lock()
-	s.extra[name] = replica{bin: "worker", cfg: cfg, addr: addr}
+	s.extra[name] = replica{bin: bin, cfg: cfg, addr: addr}
 	s.mu.Unlock()
 	if err := s.spawn(name); err != nil {
 		return err

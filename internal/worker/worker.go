@@ -44,7 +44,7 @@ func Run(ctx context.Context, c client.Client, cfg config.Config, deps Deps) err
 	// heartbeat; the next attempt resumes from it.
 	w := worker.New(c, cfg.TaskQueue, worker.Options{WorkerStopTimeout: cfg.ShutdownTimeout})
 	acts := &activities.Activities{Ent: deps.DB.Ent, Objects: deps.Store.Client, Bucket: deps.Store.Bucket,
-		AssetBase: cfg.AssetBase(), PublicBase: cfg.PublicBase(), Log: log}
+		AssetBase: cfg.AssetBase(), PublicBase: cfg.PublicBase(), Workflows: c, Log: log}
 	if deps.Views != nil {
 		// A nil *analytics.Views must not become a non-nil interface.
 		acts.Views = deps.Views

@@ -98,6 +98,10 @@ type call struct {
 	// safe marks a POST whose repetition has no second effect, so it is retried like the
 	// idempotent methods.
 	safe bool
+	// keyed marks a route that honours Idempotency-Key: the call sends one key on every attempt,
+	// so it is retried, and a 409 IDEMPOTENCY_KEY_IN_USE (the first attempt still runs) is
+	// waited out like a 5xx.
+	keyed bool
 }
 
 // idempotent is the retry rule of most calls: methods that are repeatable by definition.
@@ -123,10 +127,18 @@ func (cl *Client) do(ctx context.Context, c call, out any) (int, error) {
 	if len(c.query) > 0 {
 		target += "?" + c.query.Encode()
 	}
+	if c.keyed {
+		h := c.header.Clone()
+		if h == nil {
+			h = http.Header{}
+		}
+		h.Set(headerIdempotencyKey, idempotencyKey(ctx))
+		c.header = h
+	}
 	var status int
 	var body []byte
 	var header http.Header
-	err := cl.retry.run(ctx, idempotent(c.method) || c.safe, cl.jitter, func() (bool, time.Duration, error) {
+	err := cl.retry.run(ctx, idempotent(c.method) || c.safe || c.keyed, cl.jitter, func() (bool, time.Duration, error) {
 		var reader io.Reader
 		if payload != nil {
 			reader = bytes.NewReader(payload)
@@ -148,6 +160,11 @@ func (cl *Client) do(ctx context.Context, c call, out any) (int, error) {
 		status, header = resp.StatusCode, resp.Header
 		if status >= 500 {
 			return true, retryAfter(resp.Header), decodeAPIError(status, header, body)
+		}
+		if c.keyed && status == http.StatusConflict {
+			if e := decodeAPIError(status, header, body); e.Code == CodeIdempotencyKeyInUse {
+				return true, retryAfter(resp.Header), e
+			}
 		}
 		return false, 0, nil
 	})

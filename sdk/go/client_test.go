@@ -105,21 +105,106 @@ func TestUnsafePostsAreNotRetried(t *testing.T) {
 	defer srv.Close()
 	c := newTestClient(t, srv, nil)
 	ctx := context.Background()
-	_, err := c.CommitSplat(ctx, "eu", CommitRequest{Title: "t", SplatURL: "u"})
+	_, err := c.RotateIntegration(ctx, "x")
 	var e *APIError
 	if !errors.As(err, &e) || e.Status != 502 || e.Message != "Bad Gateway" {
 		t.Fatalf("err %v", err)
 	}
-	_, _, _ = c.StartClone(ctx, "eu", "x", CloneOptions{})
-	_, _ = c.RotateIntegration(ctx, "x")
 	_, _ = c.CreateAccount(ctx, NewAccount{Name: "a", Plan: PlanPro})
-	if calls.Load() != 4 {
-		t.Fatalf("%d calls for four unsafe posts", calls.Load())
+	if calls.Load() != 2 {
+		t.Fatalf("%d calls for two unsafe posts", calls.Load())
 	}
 	calls.Store(0)
 	_ = c.RevokeIntegration(ctx, "x")
 	if calls.Load() != 4 {
 		t.Fatalf("revoke is safe to repeat: %d calls", calls.Load())
+	}
+}
+
+// TestKeyedCallsRetryUnderOneIdempotencyKey: commit, clone, the upload requests and PUT/DELETE
+// of a customer send one Idempotency-Key on every attempt (the context's, else a random one per
+// call), are retried after a 5xx and wait out a 409 IDEMPOTENCY_KEY_IN_USE; a 409 of another
+// code and a 422 IDEMPOTENCY_KEY_REUSED are answers, not retried.
+func TestKeyedCallsRetryUnderOneIdempotencyKey(t *testing.T) {
+	var mu sync.Mutex
+	keys := map[string][]string{} // route -> key of each attempt
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		route := r.Method + " " + r.URL.Path
+		mu.Lock()
+		keys[route] = append(keys[route], r.Header.Get(headerIdempotencyKey))
+		n := len(keys[route])
+		mu.Unlock()
+		switch {
+		case r.URL.Path == "/api/v1/splats/reused/clone":
+			writeJSON(w, 422, `{"status":"error","code":"IDEMPOTENCY_KEY_REUSED","message":"reused"}`)
+		case r.URL.Path == "/api/v1/splats/missing/clone":
+			writeJSON(w, 409, `{"status":"error","code":"SOURCE_FILES_MISSING","message":"gone"}`)
+		case n == 1:
+			writeJSON(w, 503, `{"status":"error","message":"busy"}`)
+		case n == 2:
+			writeJSON(w, 409, `{"status":"error","code":"IDEMPOTENCY_KEY_IN_USE","message":"running"}`)
+		case r.URL.Path == "/api/v1/splats":
+			writeJSON(w, 201, `{"status":"success","splat":{"id":"s1"}}`)
+		case strings.HasSuffix(r.URL.Path, "/clone"):
+			writeJSON(w, 201, `{"status":"success","splatId":"s2","sourceSplatId":"s1"}`)
+		default:
+			writeJSON(w, 200, `{"status":"success"}`)
+		}
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv, nil)
+	ctx := context.Background()
+	if _, err := c.CommitSplat(ctx, "eu", CommitRequest{Title: "t", SplatURL: "u"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.StartClone(WithIdempotencyKey(ctx, "my-key-1"), "eu", "s1", CloneOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []func() error{
+		func() error { _, err := c.RequestFileUpload(ctx, "eu", FileUploadRequest{}); return err },
+		func() error { _, err := c.RequestFolderUpload(ctx, "eu", nil); return err },
+		func() error { _, err := c.RequestImageUploads(ctx, "eu", ImageUploadRequest{}); return err },
+		func() error { _, err := c.PutCustomer(ctx, "eu", CustomerUpdate{}); return err },
+		func() error { _, err := c.DeleteCustomer(ctx, "eu"); return err },
+	} {
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, err := c.StartClone(ctx, "eu", "reused", CloneOptions{})
+	var e *APIError
+	if !errors.As(err, &e) || e.Status != 422 || e.Code != CodeIdempotencyKeyReused {
+		t.Fatalf("err %v", err)
+	}
+	if _, _, err := c.StartClone(ctx, "eu", "missing", CloneOptions{}); !errors.As(err, &e) || e.Code != CodeSourceFilesMissing {
+		t.Fatalf("err %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	seen := map[string]bool{}
+	for route, ks := range keys {
+		want := 3
+		if strings.Contains(route, "reused") || strings.Contains(route, "missing") {
+			want = 1
+		}
+		if len(ks) != want {
+			t.Errorf("%s: %d attempts, want %d", route, len(ks), want)
+		}
+		for _, k := range ks {
+			if k != ks[0] || k == "" {
+				t.Errorf("%s: keys %q: one key of every attempt", route, ks)
+			}
+		}
+		if seen[ks[0]] {
+			t.Errorf("%s: key %q shared with another call", route, ks[0])
+		}
+		seen[ks[0]] = true
+	}
+	if got := keys["POST /api/v1/splats/s1/clone"]; len(got) == 0 || got[0] != "my-key-1" {
+		t.Errorf("the context's key is sent: %q", got)
+	}
+	if len(keys) != 9 {
+		t.Errorf("routes %v", keys)
 	}
 }
 

@@ -65,8 +65,9 @@ func (a *cloneAnswer) split() (*CloneResult, *CloneJob) {
 
 // StartClone clones a scene into the customer eu (POST /api/v1/splats/{id}/clone): a result
 // when the copy finished within the request (201), otherwise the job to poll (202). A clone
-// already running for the customer is an *APIError with CloneInProgress set. Not retried: a
-// lost 201 would hide a copy that is charged anyway.
+// already running for the customer is an *APIError with CloneInProgress set. Retried under one
+// Idempotency-Key (see [WithIdempotencyKey]): a retry after a lost answer gets the first
+// answer, never a second copy.
 func (c *Client) StartClone(ctx context.Context, eu, splatID string, o CloneOptions) (*CloneResult, *CloneJob, error) {
 	h := http.Header{}
 	if o.RespondAsync {
@@ -75,7 +76,7 @@ func (c *Client) StartClone(ctx context.Context, eu, splatID string, o CloneOpti
 		h.Set("Prefer", "wait="+strconv.Itoa(int(o.Wait/time.Second)))
 	}
 	var a cloneAnswer
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/splats/" + pathEscape(splatID) + "/clone", eu: eu, header: h}, &a); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/splats/" + pathEscape(splatID) + "/clone", eu: eu, header: h, keyed: true}, &a); err != nil {
 		return nil, nil, err
 	}
 	res, job := a.split()

@@ -11,7 +11,7 @@ func (c *Client) PutCustomer(ctx context.Context, eu string, u CustomerUpdate) (
 	var out struct {
 		ExternalUser *ExternalUser `json:"externalUser"`
 	}
-	_, err := c.do(ctx, call{method: http.MethodPut, path: "/api/v1/external-user", eu: eu, body: u}, &out)
+	_, err := c.do(ctx, call{method: http.MethodPut, path: "/api/v1/external-user", eu: eu, body: u, keyed: true}, &out)
 	return out.ExternalUser, err
 }
 
@@ -29,7 +29,7 @@ func (c *Client) GetCustomer(ctx context.Context, eu string) (*ExternalUser, err
 // (DELETE /api/v1/external-user). It is the destructive path; downgrades use PutCustomer.
 func (c *Client) DeleteCustomer(ctx context.Context, eu string) (*DeleteCustomerResult, error) {
 	var out DeleteCustomerResult
-	if _, err := c.do(ctx, call{method: http.MethodDelete, path: "/api/v1/external-user", eu: eu}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodDelete, path: "/api/v1/external-user", eu: eu, keyed: true}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

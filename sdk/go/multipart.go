@@ -72,15 +72,15 @@ func multipartPath(uploadID string) string {
 }
 
 // StartMultipartUpload asks for a resumable upload of one scene file in parts
-// (POST /api/v1/uploads/splat-file with multipart: true). Retried on failure: an unused upload
-// expires and the service's sweep drops it.
+// (POST /api/v1/uploads/splat-file with multipart: true). Retried under one Idempotency-Key, so
+// a retry whose first answer was lost gets the same upload, not a second one.
 func (c *Client) StartMultipartUpload(ctx context.Context, eu string, r FileUploadRequest) (*MultipartUpload, error) {
 	var out MultipartUpload
 	body := struct {
 		FileUploadRequest
 		Multipart bool `json:"multipart"`
 	}{r, true}
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/uploads/splat-file", eu: eu, body: body, safe: true}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/uploads/splat-file", eu: eu, body: body, keyed: true}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -60,12 +60,13 @@ func (c *Client) DeleteSplat(ctx context.Context, eu, splatID string) error {
 	return err
 }
 
-// CommitSplat creates a scene from uploaded objects (POST /api/v1/splats). It is not retried:
-// a commit whose answer was lost has made the scene, and a second one is refused. [Client.UploadFile]
-// and [Client.UploadFolder] call it for you.
+// CommitSplat creates a scene from uploaded objects (POST /api/v1/splats). It is retried under
+// one Idempotency-Key (see [WithIdempotencyKey]): a retry after a lost answer gets the first
+// answer again rather than a refusal of the spent upload. [Client.UploadFile] and
+// [Client.UploadFolder] call it for you.
 func (c *Client) CommitSplat(ctx context.Context, eu string, r CommitRequest) (*CommitResult, error) {
 	var out CommitResult
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/splats", eu: eu, body: r}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/splats", eu: eu, body: r, keyed: true}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -87,31 +87,31 @@ type ImageUploads struct {
 }
 
 // RequestFileUpload asks for a signed URL for one scene file
-// (POST /api/v1/uploads/splat-file). Retried on failure: an unused URL just expires.
+// (POST /api/v1/uploads/splat-file). Retried under one Idempotency-Key: a retry gets the same URL.
 func (c *Client) RequestFileUpload(ctx context.Context, eu string, r FileUploadRequest) (*FileUpload, error) {
 	var out FileUpload
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/uploads/splat-file", eu: eu, body: r, safe: true}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/uploads/splat-file", eu: eu, body: r, keyed: true}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
 }
 
 // RequestFolderUpload asks for signed URLs for every file of a LOD folder
-// (POST /api/v1/uploads/lod-folder). Retried on failure: unused URLs just expire.
+// (POST /api/v1/uploads/lod-folder). Retried under one Idempotency-Key: a retry gets the same URLs.
 func (c *Client) RequestFolderUpload(ctx context.Context, eu string, files []FolderFile) (*FolderUpload, error) {
 	var out FolderUpload
 	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/uploads/lod-folder", eu: eu,
-		body: map[string]any{"files": files}, safe: true}, &out); err != nil {
+		body: map[string]any{"files": files}, keyed: true}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
 }
 
 // RequestImageUploads asks for signed URLs for a thumbnail and/or depth image
-// (POST /api/v1/uploads/splat-images). Retried on failure: unused URLs just expire.
+// (POST /api/v1/uploads/splat-images). Retried under one Idempotency-Key: a retry gets the same URLs.
 func (c *Client) RequestImageUploads(ctx context.Context, eu string, r ImageUploadRequest) (*ImageUploads, error) {
 	var out ImageUploads
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/uploads/splat-images", eu: eu, body: r, safe: true}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/api/v1/uploads/splat-images", eu: eu, body: r, keyed: true}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -1,0 +1,196 @@
+// Package idempotency implements the Idempotency-Key header (IETF httpapi idempotency-key,
+// contract item 13) for the routes that create or change things: a retried request with the same
+// key and body gets the first answer again instead of acting twice.
+package idempotency
+
+import (
+	"context"
+	"crypto/sha256"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/httpx"
+)
+
+// Header names of the protocol.
+const (
+	// KeyHeader carries the client's key.
+	KeyHeader = "Idempotency-Key"
+	// ReplayedHeader marks an answer replayed from the first request.
+	ReplayedHeader = "Idempotent-Replayed"
+)
+
+// Error codes of the protocol's refusals.
+const (
+	// CodeReused is the 422 of a key seen before with another body.
+	CodeReused = "IDEMPOTENCY_KEY_REUSED"
+	// CodeInUse is the 409 of a key whose first request still runs.
+	CodeInUse = "IDEMPOTENCY_KEY_IN_USE"
+)
+
+// MaxKeyLen is the longest key accepted (contract item 13: 1-255 visible ASCII characters).
+const MaxKeyLen = 255
+
+// keptHeaders are the answer headers a replay repeats: those that describe the body or the
+// resource. Per-request ones (X-Request-Id, tracing, Date) are the replay's own.
+var keptHeaders = []string{fiber.HeaderContentType, fiber.HeaderCacheControl, fiber.HeaderLocation, "Preference-Applied"}
+
+// finishTimeout bounds the write of the answer after the request ran: it must not hang the
+// client's answer, and a failure leaves the key to its lease.
+const finishTimeout = 5 * time.Second
+
+// Route is a method and a path pattern whose "*" segments match any one segment.
+type Route struct {
+	Method  string
+	Pattern string
+}
+
+// Middleware applies the protocol to its routes. It must run after authentication: the key
+// belongs to the authenticated integration and EU, never to anything the client claims.
+type Middleware struct {
+	store  *Store
+	log    *slog.Logger
+	routes []Route
+}
+
+// New returns the middleware for routes, keeping keys in store.
+func New(store *Store, log *slog.Logger, routes []Route) *Middleware {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Middleware{store: store, log: log, routes: routes}
+}
+
+// Handle is the Fiber handler. Requests without the header, or to other routes, pass through
+// untouched (the protocol lets a server ignore the header where it does not apply).
+func (m *Middleware) Handle(c *fiber.Ctx) error {
+	path := strings.TrimSuffix(c.Path(), "/")
+	if !m.covers(c.Method(), path) {
+		return c.Next()
+	}
+	values := c.Request().Header.PeekAll(KeyHeader)
+	if len(values) == 0 {
+		return c.Next()
+	}
+	if len(values) > 1 {
+		return apperr.Invalid("invalid "+KeyHeader+" header", KeyHeader+": must be sent once")
+	}
+	key := string(values[0])
+	if problem := KeyProblem(key); problem != "" {
+		return apperr.Invalid("invalid "+KeyHeader+" header", KeyHeader+": "+problem)
+	}
+	caller := httpx.CallerOf(c)
+	if caller == nil || caller.IntegrationID == "" {
+		return c.Next()
+	}
+	scope := Scope{IntegrationID: caller.IntegrationID, Method: c.Method(), Path: path, Key: key}
+	if caller.HasExternalUser {
+		scope.ExternalUserID = caller.ExternalUserID
+	}
+	// The raw body: c.Body() would decompress, and two encodings of one payload are two requests.
+	bodyHash := sha256.Sum256(c.Request().Body())
+	claim, err := m.store.Claim(c.UserContext(), scope, bodyHash[:])
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	switch claim.Outcome {
+	case Reused:
+		return apperr.New(http.StatusUnprocessableEntity,
+			KeyHeader+" was already used with another request body; use a new key for a new request").With("code", CodeReused)
+	case InUse:
+		c.Set(fiber.HeaderRetryAfter, "1")
+		return apperr.Conflict("the first request with this "+KeyHeader+" is still running; retry later").With("code", CodeInUse)
+	case Replay:
+		for k, v := range claim.Answer.Headers {
+			c.Set(k, v)
+		}
+		c.Set(ReplayedHeader, "true")
+		c.Status(claim.Answer.Status)
+		c.Response().SetBodyRaw(claim.Answer.Body)
+		return nil
+	}
+	return m.run(c, claim)
+}
+
+// run hands an owned request on, then keeps its answer, or forgets the key when the answer is
+// a 5xx so that a retry runs again.
+func (m *Middleware) run(c *fiber.Ctx, claim Claim) error {
+	if err := c.Next(); err != nil {
+		// Write the error now: the answer to keep is the one the client gets.
+		if herr := c.App().ErrorHandler(c, err); herr != nil {
+			_ = c.SendStatus(fiber.StatusInternalServerError)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.UserContext()), finishTimeout)
+	defer cancel()
+	resp := c.Response()
+	if resp.StatusCode() >= 500 {
+		if err := m.store.Release(ctx, claim); err != nil {
+			m.log.WarnContext(ctx, "idempotency key kept after a 5xx until its lease ends", "error", err, "requestId", httpx.RequestID(c))
+		}
+		return nil
+	}
+	answer := Answer{Status: resp.StatusCode(), Headers: map[string]string{}, Body: append([]byte(nil), resp.Body()...)}
+	for _, h := range keptHeaders {
+		if v := resp.Header.Peek(h); len(v) > 0 {
+			answer.Headers[h] = string(v)
+		}
+	}
+	if err := m.store.Finish(ctx, claim, answer); err != nil {
+		m.log.WarnContext(ctx, "idempotency answer not kept; the key is held until its lease ends", "error", err, "requestId", httpx.RequestID(c))
+	}
+	return nil
+}
+
+// covers reports whether method and path are one of the middleware's routes.
+func (m *Middleware) covers(method, path string) bool {
+	for _, r := range m.routes {
+		if r.Method == method && matchPattern(r.Pattern, path) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchPattern matches path against pattern segment by segment; literal segments compare
+// without case, as the gateway routes them.
+func matchPattern(pattern, path string) bool {
+	ps, xs := strings.Split(pattern, "/"), strings.Split(path, "/")
+	if len(ps) != len(xs) {
+		return false
+	}
+	for i, p := range ps {
+		if p == "*" {
+			if xs[i] == "" {
+				return false
+			}
+			continue
+		}
+		if !strings.EqualFold(p, xs[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// KeyProblem applies the contract's key rule (1-255 visible ASCII characters) and names what
+// is wrong, or returns "".
+func KeyProblem(key string) string {
+	if key == "" {
+		return "must not be empty"
+	}
+	if len(key) > MaxKeyLen {
+		return "must be at most 255 characters"
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x21 || key[i] > 0x7e {
+			return "must be visible ASCII characters only (no spaces or control characters)"
+		}
+	}
+	return ""
+}
