@@ -2,6 +2,8 @@ package splathost
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -39,11 +41,12 @@ type MultipartUpload struct {
 	ExpiresAt time.Time    `json:"expiresAt"`
 }
 
-// StoredPart is a part the object store already holds.
+// StoredPart is a part the object store already holds, with a signed URL to send it again.
 type StoredPart struct {
 	PartNumber int    `json:"partNumber"`
 	ETag       string `json:"etag"`
 	Size       int64  `json:"size"`
+	UploadURL  string `json:"uploadUrl"`
 }
 
 // MultipartStatus is the answer of [Client.GetMultipartUpload]: the parts already stored and
@@ -174,8 +177,19 @@ func (c *Client) uploadParts(ctx context.Context, eu, filePath string, req FileU
 			}
 			return fileURL, nil
 		}
+		// A stored part counts only if its ETag is the MD5 of the file's bytes there: a store may
+		// keep a part whose upload was cut off at full size with other bytes (versitygw does),
+		// and the complete would join them. A part that disagrees is sent again.
 		for _, p := range st.Parts {
-			done = append(done, CompletedPart{PartNumber: p.PartNumber, ETag: p.ETag})
+			intact, err := partIntact(filePath, int64(p.PartNumber-1)*partSize, p.Size, p.ETag)
+			if err != nil {
+				return "", err
+			}
+			if intact {
+				done = append(done, CompletedPart{PartNumber: p.PartNumber, ETag: p.ETag})
+			} else {
+				todo = append(todo, SignedPart{PartNumber: p.PartNumber, UploadURL: p.UploadURL})
+			}
 		}
 	}
 	if partSize <= 0 {
@@ -242,6 +256,21 @@ func (c *Client) putParts(ctx context.Context, filePath string, size, partSize i
 		return nil, err
 	}
 	return out, nil
+}
+
+// partIntact reports whether etag is the MD5 of the n bytes of the file at off, the ETag S3
+// gives a part stored as sent.
+func partIntact(filePath string, off, n int64, etag string) (bool, error) {
+	f, err := os.Open(filePath)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	h := md5.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, off, n)); err != nil {
+		return false, err
+	}
+	return hex.EncodeToString(h.Sum(nil)) == strings.Trim(etag, `"`), nil
 }
 
 // sectionCloser reads one section of a file and closes the file.

@@ -64,11 +64,15 @@ type signedPart struct {
 	UploadURL  string `json:"uploadUrl"`
 }
 
-// storedPart is one part already in the store.
+// storedPart is one part already in the store. GET answers it with a signed URL too, so a client
+// whose own checksum of the part disagrees with the etag can send it again: a store may keep a
+// part whose upload was cut off at its full size with other bytes (versitygw 1.8 does), which no
+// size check can tell.
 type storedPart struct {
 	PartNumber int    `json:"partNumber"`
 	Etag       string `json:"etag"`
 	Size       int64  `json:"size"`
+	UploadURL  string `json:"uploadUrl,omitempty"`
 }
 
 // presignPart signs one UploadPart with its exact Content-Length (contract item 9): a PUT of
@@ -255,20 +259,24 @@ func (s *Service) getMultipart(c *fiber.Ctx) error {
 	if err != nil {
 		return apperr.Internal(err)
 	}
-	parts := []storedPart{}
-	var missing []int
-	for n := 1; n <= partCount(o.Size, t.PartSize); n++ {
-		if p, ok := stored[n]; ok && p.Size == partLength(o.Size, t.PartSize, n) {
-			parts = append(parts, p)
-		} else {
-			missing = append(missing, n)
-		}
+	all := make([]int, partCount(o.Size, t.PartSize))
+	for i := range all {
+		all[i] = i + 1
 	}
-	signed, err := s.signParts(c.UserContext(), t, missing)
+	signed, err := s.signParts(c.UserContext(), t, all)
 	if err != nil {
 		return signingFailed(err)
 	}
-	out["state"], out["parts"], out["missingParts"] = "uploading", parts, signed
+	parts, missing := []storedPart{}, []signedPart{}
+	for _, sp := range signed {
+		if p, ok := stored[sp.PartNumber]; ok && p.Size == partLength(o.Size, t.PartSize, sp.PartNumber) {
+			p.UploadURL = sp.UploadURL
+			parts = append(parts, p)
+		} else {
+			missing = append(missing, sp)
+		}
+	}
+	out["state"], out["parts"], out["missingParts"] = "uploading", parts, missing
 	return c.JSON(out)
 }
 

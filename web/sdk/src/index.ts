@@ -299,11 +299,12 @@ export interface SignedPart {
   uploadUrl: string;
 }
 
-/** A part the object store already holds. */
+/** A part the object store already holds, with a signed URL to send it again. */
 export interface StoredPart {
   partNumber: number;
   etag: string;
   size: number;
+  uploadUrl: string;
 }
 
 /** Where an upload stands; `bytesDone` counts whole parts stored (resumed ones included). */
@@ -343,6 +344,13 @@ export interface UploaderOptions {
   attempts?: number;
   /** Replaces the global fetch (tests, instrumentation). */
   fetch?: typeof fetch;
+  /**
+   * On resume, checks a stored part's bytes against its etag (S3's etag of a part is the hex MD5
+   * of its bytes; browsers have no built-in MD5, so bring one). A part it rejects is sent again:
+   * a store may keep a part whose upload was cut off at its full size with other bytes. Without
+   * it, stored parts are trusted.
+   */
+  verifyPart?: (part: Blob, etag: string) => boolean | Promise<boolean>;
 }
 
 /** What {@link Uploader.upload} needs of the file: a Blob (a File) with its name. */
@@ -486,9 +494,16 @@ export function createUploader(options: UploaderOptions): Uploader {
       }
       emit('uploadId', { uploadId: st.uploadId });
       if (st.state === 'completed') return { uploadId: st.uploadId, fileUrl: st.fileUrl };
-      for (const p of st.parts) etags.set(p.partNumber, p.etag);
+      todo = [...st.missingParts];
+      for (const p of st.parts) {
+        const from = (p.partNumber - 1) * st.partSize;
+        if (options.verifyPart && !(await options.verifyPart(file.slice(from, from + p.size), p.etag))) {
+          todo.push({ partNumber: p.partNumber, uploadUrl: p.uploadUrl });
+        } else {
+          etags.set(p.partNumber, p.etag);
+        }
+      }
       start = { uploadId: st.uploadId, fileUrl: st.fileUrl, partSize: st.partSize, parts: [] };
-      todo = st.missingParts;
     } else {
       const ext = file.name.slice(file.name.lastIndexOf('.')).toLowerCase();
       const contentType = run.contentType ?? SCENE_TYPES[ext] ?? 'application/octet-stream';

@@ -50,7 +50,8 @@ function fakeService({ partSize = PART, failPut = () => 0, hideEtag = false } = 
     if (!up) return json(404, { status: 'error', message: 'upload not found' });
     const count = Math.ceil(up.size / up.partSize);
     if (method === 'GET') {
-      const parts = [...up.parts.keys()].sort((a, b) => a - b).map((n) => ({ partNumber: n, etag: `etag-${n}`, size: up.parts.get(n).length }));
+      const parts = [...up.parts.keys()].sort((a, b) => a - b).map((n) => ({ partNumber: n, etag: `etag-${n}`,
+        size: up.parts.get(n).length, uploadUrl: signed(id, n).uploadUrl }));
       const missing = [];
       for (let n = 1; n <= count; n++) if (!up.parts.has(n)) missing.push(signed(id, n));
       return json(200, { status: 'success', uploadId: id, state: up.completed ? 'completed' : 'uploading', fileUrl: `${STORE}/file/${id}`,
@@ -167,4 +168,29 @@ test('etags hidden by CORS come from the listing; service errors carry status an
   await up.abort(res.uploadId);
   assert.equal(svc.uploads.has(res.uploadId), false);
   assert.equal(svc.calls.at(-1).method, 'DELETE');
+});
+
+test('on resume a stored part that verifyPart rejects is sent again; the others are not', async () => {
+  const svc = fakeService();
+  const { file, bytes } = sceneFile(23);
+  const ac = new AbortController();
+  const first = createUploader({ baseUrl: BASE, sessionToken: 's', concurrency: 1, fetch: svc.fetch });
+  first.on('progress', (p) => { if (p.partsDone === 3) ac.abort(); });
+  let id = null;
+  first.on('uploadId', (e) => { id = e.uploadId; });
+  await assert.rejects(first.upload(file, { signal: ac.signal }));
+  svc.uploads.get(id).parts.get(2).fill(0); // the store kept part 2 with other bytes
+  svc.calls.length = 0;
+  const checked = [];
+  const verifyPart = async (blob, etag) => {
+    checked.push(etag);
+    const n = Number(etag.slice(5));
+    const stored = svc.uploads.get(id).parts.get(n);
+    return Buffer.from(await blob.arrayBuffer()).equals(Buffer.from(stored));
+  };
+  await createUploader({ baseUrl: BASE, sessionToken: 's', fetch: svc.fetch, verifyPart }).upload(file, { uploadId: id });
+  assert.deepEqual(checked.sort(), ['etag-1', 'etag-2', 'etag-3']);
+  assert.deepEqual(partPuts(svc.calls).sort(), [2, 4, 5]);
+  const stored = svc.uploads.get(id).parts;
+  assert.deepEqual(new Uint8Array(Buffer.concat([1, 2, 3, 4, 5].map((n) => Buffer.from(stored.get(n))))), bytes);
 });
