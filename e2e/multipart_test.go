@@ -78,28 +78,21 @@ func requirePartRefused(t *testing.T, u string, body []byte, msg string) {
 	}
 }
 
-// storedParts is GET …/{uploadId}'s parts, by part number, with their sizes.
-func storedParts(t *testing.T, tn tenant, eu, id string) map[int]int64 {
-	t.Helper()
-	r := do(t, "GET", mpPath+"/"+id, tn.keys(eu), nil)
-	require.Equal(t, 200, r.Status, string(r.Raw))
-	out := map[int]int64{}
-	for _, p := range r.Body["parts"].([]any) {
-		m := p.(map[string]any)
-		out[int(m["partNumber"].(float64))] = int64(m["size"].(float64))
-	}
-	return out
+// storedPart is one part GET …/{uploadId} lists as stored.
+type storedPart struct {
+	size int64
+	etag string
 }
 
-// storedEtags is GET …/{uploadId}'s parts, by part number, with their etags.
-func storedEtags(t *testing.T, tn tenant, eu, id string) map[int]string {
+// storedParts is GET …/{uploadId}'s stored parts, by part number.
+func storedParts(t *testing.T, tn tenant, eu, id string) map[int]storedPart {
 	t.Helper()
 	r := do(t, "GET", mpPath+"/"+id, tn.keys(eu), nil)
 	require.Equal(t, 200, r.Status, string(r.Raw))
-	out := map[int]string{}
+	out := map[int]storedPart{}
 	for _, p := range r.Body["parts"].([]any) {
 		m := p.(map[string]any)
-		out[int(m["partNumber"].(float64))] = m["etag"].(string)
+		out[int(m["partNumber"].(float64))] = storedPart{int64(m["size"].(float64)), m["etag"].(string)}
 	}
 	return out
 }
@@ -197,7 +190,7 @@ func TestMultipartUploadResumesAfterADrop(t *testing.T) {
 	require.NotEmpty(t, uploadID)
 	first := counter.take()
 	tn := tenant{PublicKey: in.PublicKey, SecretKey: in.SecretKey}
-	stored := storedEtags(t, tn, "big", uploadID)
+	stored := storedParts(t, tn, "big", uploadID)
 	require.NotEmpty(t, stored, "some parts were stored before the drop")
 	require.Less(t, len(stored), parts, "the drop left parts to send")
 	for n := range stored {
@@ -220,9 +213,9 @@ func TestMultipartUploadResumesAfterADrop(t *testing.T) {
 	damaged := 0
 	for n := 1; n <= parts; n++ {
 		length := min(mpPartSize, size-int64(n-1)*mpPartSize)
-		etag, wasStored := stored[n]
+		part, wasStored := stored[n]
 		switch {
-		case wasStored && etag == partMD5(t, path, int64(n-1)*mpPartSize, length):
+		case wasStored && part.etag == partMD5(t, path, int64(n-1)*mpPartSize, length):
 			require.Zero(t, resent[n], "part %d was stored intact and sent again", n)
 		case wasStored:
 			damaged++
@@ -320,7 +313,7 @@ func TestMultipartUploadRefusesAbuse(t *testing.T) {
 	status, etag1 := putPart(t, urls[1], p1)
 	require.Equal(t, 200, status)
 	require.NotEmpty(t, etag1)
-	require.Equal(t, map[int]int64{1: mpPartSize}, storedParts(t, a, "alice", id))
+	require.Equal(t, map[int]storedPart{1: {mpPartSize, etag1}}, storedParts(t, a, "alice", id))
 	issues := requireEnvelope(t, do(t, "POST", "/api/v1/splats", a.keys("alice"), map[string]any{"title": "early", "splatUrl": fileURL}), 400)
 	require.True(t, issuesMention(issues, "not completed"), "%v", issues)
 	complete := func(tn tenant, eu, id string, parts any) map[string]any {
