@@ -2,9 +2,15 @@ package activities
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 	"go.temporal.io/sdk/activity"
 
 	"github.com/splathost/splathost/ent"
@@ -27,8 +33,8 @@ type DeleteOrphanUploadsResult struct {
 	More    bool
 }
 
-// DeleteOrphanUploads removes uploads that never became a scene: the objects of each ticket,
-// then the ticket row, a batch at a time with a heartbeat after each. A ticket row goes only
+// DeleteOrphanUploads removes uploads that never became a scene: the store's multipart upload
+// of a resumable ticket, the objects of each ticket, then the ticket row, a batch at a time with a heartbeat after each. A ticket row goes only
 // after its objects, so a crash in between leaves the row for the next run, and a rerun
 // deletes already-missing objects without complaint. Progress needs no resume point: the
 // query finds only what is left.
@@ -57,6 +63,9 @@ func (a *Activities) DeleteOrphanUploads(ctx context.Context, in DeleteOrphanUpl
 		}
 		var keys, prefixes, ids []string
 		for _, t := range tickets {
+			if err := a.abortMultipart(ctx, t); err != nil {
+				return out, err
+			}
 			k, p, ok := ticketObjects(t)
 			if !ok {
 				// A malformed row is never a reason to list a broad prefix: drop the row and log.
@@ -94,6 +103,23 @@ func (a *Activities) DeleteOrphanUploads(ctx context.Context, in DeleteOrphanUpl
 	}
 	out.More = true
 	return out, nil
+}
+
+// abortMultipart drops the store's multipart upload of a resumable ticket, with the parts it
+// holds (invisible to listings, but stored and paid for). An upload already gone — completed,
+// aborted by its client, or aborted by an earlier run — is success.
+func (a *Activities) abortMultipart(ctx context.Context, t *ent.UploadTicket) error {
+	if t.MultipartUploadID == nil || len(t.Objects) != 1 || !strings.HasPrefix(t.Objects[0].Key, t.Prefix) {
+		return nil
+	}
+	_, err := a.Objects.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(a.Bucket),
+		Key: aws.String(t.Objects[0].Key), UploadId: t.MultipartUploadID})
+	var nsu *s3types.NoSuchUpload
+	var api smithy.APIError
+	if err == nil || errors.As(err, &nsu) || errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload" {
+		return nil
+	}
+	return fmt.Errorf("aborting the multipart upload of ticket %s: %w", t.ID, err)
 }
 
 // ticketObjects returns what to delete for a ticket: its declared keys, and for a LOD folder the

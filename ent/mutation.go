@@ -12725,28 +12725,32 @@ func (m *SceneLikeMutation) ResetEdge(name string) error {
 // UploadTicketMutation represents an operation that mutates the UploadTicket nodes in the graph.
 type UploadTicketMutation struct {
 	config
-	op                 Op
-	typ                string
-	id                 *string
-	created_at         *time.Time
-	updated_at         *time.Time
-	kind               *uploadticket.Kind
-	prefix             *string
-	objects            *[]schema.UploadObject
-	appendobjects      []schema.UploadObject
-	total_bytes        *int64
-	addtotal_bytes     *int64
-	expires_at         *time.Time
-	committed_at       *time.Time
-	scene_id           *string
-	clearedFields      map[string]struct{}
-	integration        *string
-	clearedintegration bool
-	owner              *string
-	clearedowner       bool
-	done               bool
-	oldValue           func(context.Context) (*UploadTicket, error)
-	predicates         []predicate.UploadTicket
+	op                     Op
+	typ                    string
+	id                     *string
+	created_at             *time.Time
+	updated_at             *time.Time
+	kind                   *uploadticket.Kind
+	prefix                 *string
+	objects                *[]schema.UploadObject
+	appendobjects          []schema.UploadObject
+	total_bytes            *int64
+	addtotal_bytes         *int64
+	expires_at             *time.Time
+	committed_at           *time.Time
+	scene_id               *string
+	multipart_upload_id    *string
+	part_size              *int64
+	addpart_size           *int64
+	multipart_completed_at *time.Time
+	clearedFields          map[string]struct{}
+	integration            *string
+	clearedintegration     bool
+	owner                  *string
+	clearedowner           bool
+	done                   bool
+	oldValue               func(context.Context) (*UploadTicket, error)
+	predicates             []predicate.UploadTicket
 }
 
 var _ ent.Mutation = (*UploadTicketMutation)(nil)
@@ -13310,6 +13314,174 @@ func (m *UploadTicketMutation) ResetSceneID() {
 	delete(m.clearedFields, uploadticket.FieldSceneID)
 }
 
+// SetMultipartUploadID sets the "multipart_upload_id" field.
+func (m *UploadTicketMutation) SetMultipartUploadID(s string) {
+	m.multipart_upload_id = &s
+}
+
+// MultipartUploadID returns the value of the "multipart_upload_id" field in the mutation.
+func (m *UploadTicketMutation) MultipartUploadID() (r string, exists bool) {
+	v := m.multipart_upload_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMultipartUploadID returns the old "multipart_upload_id" field's value of the UploadTicket entity.
+// If the UploadTicket object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UploadTicketMutation) OldMultipartUploadID(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMultipartUploadID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMultipartUploadID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMultipartUploadID: %w", err)
+	}
+	return oldValue.MultipartUploadID, nil
+}
+
+// ClearMultipartUploadID clears the value of the "multipart_upload_id" field.
+func (m *UploadTicketMutation) ClearMultipartUploadID() {
+	m.multipart_upload_id = nil
+	m.clearedFields[uploadticket.FieldMultipartUploadID] = struct{}{}
+}
+
+// MultipartUploadIDCleared returns if the "multipart_upload_id" field was cleared in this mutation.
+func (m *UploadTicketMutation) MultipartUploadIDCleared() bool {
+	_, ok := m.clearedFields[uploadticket.FieldMultipartUploadID]
+	return ok
+}
+
+// ResetMultipartUploadID resets all changes to the "multipart_upload_id" field.
+func (m *UploadTicketMutation) ResetMultipartUploadID() {
+	m.multipart_upload_id = nil
+	delete(m.clearedFields, uploadticket.FieldMultipartUploadID)
+}
+
+// SetPartSize sets the "part_size" field.
+func (m *UploadTicketMutation) SetPartSize(i int64) {
+	m.part_size = &i
+	m.addpart_size = nil
+}
+
+// PartSize returns the value of the "part_size" field in the mutation.
+func (m *UploadTicketMutation) PartSize() (r int64, exists bool) {
+	v := m.part_size
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPartSize returns the old "part_size" field's value of the UploadTicket entity.
+// If the UploadTicket object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UploadTicketMutation) OldPartSize(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPartSize is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPartSize requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPartSize: %w", err)
+	}
+	return oldValue.PartSize, nil
+}
+
+// AddPartSize adds i to the "part_size" field.
+func (m *UploadTicketMutation) AddPartSize(i int64) {
+	if m.addpart_size != nil {
+		*m.addpart_size += i
+	} else {
+		m.addpart_size = &i
+	}
+}
+
+// AddedPartSize returns the value that was added to the "part_size" field in this mutation.
+func (m *UploadTicketMutation) AddedPartSize() (r int64, exists bool) {
+	v := m.addpart_size
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearPartSize clears the value of the "part_size" field.
+func (m *UploadTicketMutation) ClearPartSize() {
+	m.part_size = nil
+	m.addpart_size = nil
+	m.clearedFields[uploadticket.FieldPartSize] = struct{}{}
+}
+
+// PartSizeCleared returns if the "part_size" field was cleared in this mutation.
+func (m *UploadTicketMutation) PartSizeCleared() bool {
+	_, ok := m.clearedFields[uploadticket.FieldPartSize]
+	return ok
+}
+
+// ResetPartSize resets all changes to the "part_size" field.
+func (m *UploadTicketMutation) ResetPartSize() {
+	m.part_size = nil
+	m.addpart_size = nil
+	delete(m.clearedFields, uploadticket.FieldPartSize)
+}
+
+// SetMultipartCompletedAt sets the "multipart_completed_at" field.
+func (m *UploadTicketMutation) SetMultipartCompletedAt(t time.Time) {
+	m.multipart_completed_at = &t
+}
+
+// MultipartCompletedAt returns the value of the "multipart_completed_at" field in the mutation.
+func (m *UploadTicketMutation) MultipartCompletedAt() (r time.Time, exists bool) {
+	v := m.multipart_completed_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMultipartCompletedAt returns the old "multipart_completed_at" field's value of the UploadTicket entity.
+// If the UploadTicket object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UploadTicketMutation) OldMultipartCompletedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMultipartCompletedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMultipartCompletedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMultipartCompletedAt: %w", err)
+	}
+	return oldValue.MultipartCompletedAt, nil
+}
+
+// ClearMultipartCompletedAt clears the value of the "multipart_completed_at" field.
+func (m *UploadTicketMutation) ClearMultipartCompletedAt() {
+	m.multipart_completed_at = nil
+	m.clearedFields[uploadticket.FieldMultipartCompletedAt] = struct{}{}
+}
+
+// MultipartCompletedAtCleared returns if the "multipart_completed_at" field was cleared in this mutation.
+func (m *UploadTicketMutation) MultipartCompletedAtCleared() bool {
+	_, ok := m.clearedFields[uploadticket.FieldMultipartCompletedAt]
+	return ok
+}
+
+// ResetMultipartCompletedAt resets all changes to the "multipart_completed_at" field.
+func (m *UploadTicketMutation) ResetMultipartCompletedAt() {
+	m.multipart_completed_at = nil
+	delete(m.clearedFields, uploadticket.FieldMultipartCompletedAt)
+}
+
 // ClearIntegration clears the "integration" edge to the Integration entity.
 func (m *UploadTicketMutation) ClearIntegration() {
 	m.clearedintegration = true
@@ -13398,7 +13570,7 @@ func (m *UploadTicketMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *UploadTicketMutation) Fields() []string {
-	fields := make([]string, 0, 11)
+	fields := make([]string, 0, 14)
 	if m.created_at != nil {
 		fields = append(fields, uploadticket.FieldCreatedAt)
 	}
@@ -13432,6 +13604,15 @@ func (m *UploadTicketMutation) Fields() []string {
 	if m.scene_id != nil {
 		fields = append(fields, uploadticket.FieldSceneID)
 	}
+	if m.multipart_upload_id != nil {
+		fields = append(fields, uploadticket.FieldMultipartUploadID)
+	}
+	if m.part_size != nil {
+		fields = append(fields, uploadticket.FieldPartSize)
+	}
+	if m.multipart_completed_at != nil {
+		fields = append(fields, uploadticket.FieldMultipartCompletedAt)
+	}
 	return fields
 }
 
@@ -13462,6 +13643,12 @@ func (m *UploadTicketMutation) Field(name string) (ent.Value, bool) {
 		return m.CommittedAt()
 	case uploadticket.FieldSceneID:
 		return m.SceneID()
+	case uploadticket.FieldMultipartUploadID:
+		return m.MultipartUploadID()
+	case uploadticket.FieldPartSize:
+		return m.PartSize()
+	case uploadticket.FieldMultipartCompletedAt:
+		return m.MultipartCompletedAt()
 	}
 	return nil, false
 }
@@ -13493,6 +13680,12 @@ func (m *UploadTicketMutation) OldField(ctx context.Context, name string) (ent.V
 		return m.OldCommittedAt(ctx)
 	case uploadticket.FieldSceneID:
 		return m.OldSceneID(ctx)
+	case uploadticket.FieldMultipartUploadID:
+		return m.OldMultipartUploadID(ctx)
+	case uploadticket.FieldPartSize:
+		return m.OldPartSize(ctx)
+	case uploadticket.FieldMultipartCompletedAt:
+		return m.OldMultipartCompletedAt(ctx)
 	}
 	return nil, fmt.Errorf("unknown UploadTicket field %s", name)
 }
@@ -13579,6 +13772,27 @@ func (m *UploadTicketMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetSceneID(v)
 		return nil
+	case uploadticket.FieldMultipartUploadID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMultipartUploadID(v)
+		return nil
+	case uploadticket.FieldPartSize:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPartSize(v)
+		return nil
+	case uploadticket.FieldMultipartCompletedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMultipartCompletedAt(v)
+		return nil
 	}
 	return fmt.Errorf("unknown UploadTicket field %s", name)
 }
@@ -13590,6 +13804,9 @@ func (m *UploadTicketMutation) AddedFields() []string {
 	if m.addtotal_bytes != nil {
 		fields = append(fields, uploadticket.FieldTotalBytes)
 	}
+	if m.addpart_size != nil {
+		fields = append(fields, uploadticket.FieldPartSize)
+	}
 	return fields
 }
 
@@ -13600,6 +13817,8 @@ func (m *UploadTicketMutation) AddedField(name string) (ent.Value, bool) {
 	switch name {
 	case uploadticket.FieldTotalBytes:
 		return m.AddedTotalBytes()
+	case uploadticket.FieldPartSize:
+		return m.AddedPartSize()
 	}
 	return nil, false
 }
@@ -13616,6 +13835,13 @@ func (m *UploadTicketMutation) AddField(name string, value ent.Value) error {
 		}
 		m.AddTotalBytes(v)
 		return nil
+	case uploadticket.FieldPartSize:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddPartSize(v)
+		return nil
 	}
 	return fmt.Errorf("unknown UploadTicket numeric field %s", name)
 }
@@ -13629,6 +13855,15 @@ func (m *UploadTicketMutation) ClearedFields() []string {
 	}
 	if m.FieldCleared(uploadticket.FieldSceneID) {
 		fields = append(fields, uploadticket.FieldSceneID)
+	}
+	if m.FieldCleared(uploadticket.FieldMultipartUploadID) {
+		fields = append(fields, uploadticket.FieldMultipartUploadID)
+	}
+	if m.FieldCleared(uploadticket.FieldPartSize) {
+		fields = append(fields, uploadticket.FieldPartSize)
+	}
+	if m.FieldCleared(uploadticket.FieldMultipartCompletedAt) {
+		fields = append(fields, uploadticket.FieldMultipartCompletedAt)
 	}
 	return fields
 }
@@ -13649,6 +13884,15 @@ func (m *UploadTicketMutation) ClearField(name string) error {
 		return nil
 	case uploadticket.FieldSceneID:
 		m.ClearSceneID()
+		return nil
+	case uploadticket.FieldMultipartUploadID:
+		m.ClearMultipartUploadID()
+		return nil
+	case uploadticket.FieldPartSize:
+		m.ClearPartSize()
+		return nil
+	case uploadticket.FieldMultipartCompletedAt:
+		m.ClearMultipartCompletedAt()
 		return nil
 	}
 	return fmt.Errorf("unknown UploadTicket nullable field %s", name)
@@ -13690,6 +13934,15 @@ func (m *UploadTicketMutation) ResetField(name string) error {
 		return nil
 	case uploadticket.FieldSceneID:
 		m.ResetSceneID()
+		return nil
+	case uploadticket.FieldMultipartUploadID:
+		m.ResetMultipartUploadID()
+		return nil
+	case uploadticket.FieldPartSize:
+		m.ResetPartSize()
+		return nil
+	case uploadticket.FieldMultipartCompletedAt:
+		m.ResetMultipartCompletedAt()
 		return nil
 	}
 	return fmt.Errorf("unknown UploadTicket field %s", name)

@@ -993,6 +993,10 @@ func init() {
 	uploadticketDescSceneID := uploadticketFields[8].Descriptor()
 	// uploadticket.SceneIDValidator is a validator for the "scene_id" field. It is called by the builders before save.
 	uploadticket.SceneIDValidator = uploadticketDescSceneID.Validators[0].(func(string) error)
+	// uploadticketDescPartSize is the schema descriptor for part_size field.
+	uploadticketDescPartSize := uploadticketFields[10].Descriptor()
+	// uploadticket.PartSizeValidator is a validator for the "part_size" field. It is called by the builders before save.
+	uploadticket.PartSizeValidator = uploadticketDescPartSize.Validators[0].(func(int64) error)
 	// uploadticketDescID is the schema descriptor for id field.
 	uploadticketDescID := uploadticketMixinFields0[0].Descriptor()
 	// uploadticket.DefaultID holds the default value on creation for the id field.

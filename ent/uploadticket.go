@@ -43,6 +43,12 @@ type UploadTicket struct {
 	CommittedAt *time.Time `json:"committed_at,omitempty"`
 	// SceneID holds the value of the "scene_id" field.
 	SceneID *string `json:"scene_id,omitempty"`
+	// MultipartUploadID holds the value of the "multipart_upload_id" field.
+	MultipartUploadID *string `json:"-"`
+	// PartSize holds the value of the "part_size" field.
+	PartSize int64 `json:"part_size,omitempty"`
+	// MultipartCompletedAt holds the value of the "multipart_completed_at" field.
+	MultipartCompletedAt *time.Time `json:"multipart_completed_at,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the UploadTicketQuery when eager-loading is set.
 	Edges        UploadTicketEdges `json:"edges"`
@@ -89,11 +95,11 @@ func (*UploadTicket) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case uploadticket.FieldObjects:
 			values[i] = new([]byte)
-		case uploadticket.FieldTotalBytes:
+		case uploadticket.FieldTotalBytes, uploadticket.FieldPartSize:
 			values[i] = new(sql.NullInt64)
-		case uploadticket.FieldID, uploadticket.FieldIntegrationID, uploadticket.FieldOwnerID, uploadticket.FieldKind, uploadticket.FieldPrefix, uploadticket.FieldSceneID:
+		case uploadticket.FieldID, uploadticket.FieldIntegrationID, uploadticket.FieldOwnerID, uploadticket.FieldKind, uploadticket.FieldPrefix, uploadticket.FieldSceneID, uploadticket.FieldMultipartUploadID:
 			values[i] = new(sql.NullString)
-		case uploadticket.FieldCreatedAt, uploadticket.FieldUpdatedAt, uploadticket.FieldExpiresAt, uploadticket.FieldCommittedAt:
+		case uploadticket.FieldCreatedAt, uploadticket.FieldUpdatedAt, uploadticket.FieldExpiresAt, uploadticket.FieldCommittedAt, uploadticket.FieldMultipartCompletedAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -186,6 +192,26 @@ func (_m *UploadTicket) assignValues(columns []string, values []any) error {
 				_m.SceneID = new(string)
 				*_m.SceneID = value.String
 			}
+		case uploadticket.FieldMultipartUploadID:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field multipart_upload_id", values[i])
+			} else if value.Valid {
+				_m.MultipartUploadID = new(string)
+				*_m.MultipartUploadID = value.String
+			}
+		case uploadticket.FieldPartSize:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field part_size", values[i])
+			} else if value.Valid {
+				_m.PartSize = value.Int64
+			}
+		case uploadticket.FieldMultipartCompletedAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field multipart_completed_at", values[i])
+			} else if value.Valid {
+				_m.MultipartCompletedAt = new(time.Time)
+				*_m.MultipartCompletedAt = value.Time
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -267,6 +293,16 @@ func (_m *UploadTicket) String() string {
 	if v := _m.SceneID; v != nil {
 		builder.WriteString("scene_id=")
 		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	builder.WriteString("multipart_upload_id=<sensitive>")
+	builder.WriteString(", ")
+	builder.WriteString("part_size=")
+	builder.WriteString(fmt.Sprintf("%v", _m.PartSize))
+	builder.WriteString(", ")
+	if v := _m.MultipartCompletedAt; v != nil {
+		builder.WriteString("multipart_completed_at=")
+		builder.WriteString(v.Format(time.ANSIC))
 	}
 	builder.WriteByte(')')
 	return builder.String()

@@ -124,6 +124,48 @@ func (_c *UploadTicketCreate) SetNillableSceneID(v *string) *UploadTicketCreate 
 	return _c
 }
 
+// SetMultipartUploadID sets the "multipart_upload_id" field.
+func (_c *UploadTicketCreate) SetMultipartUploadID(v string) *UploadTicketCreate {
+	_c.mutation.SetMultipartUploadID(v)
+	return _c
+}
+
+// SetNillableMultipartUploadID sets the "multipart_upload_id" field if the given value is not nil.
+func (_c *UploadTicketCreate) SetNillableMultipartUploadID(v *string) *UploadTicketCreate {
+	if v != nil {
+		_c.SetMultipartUploadID(*v)
+	}
+	return _c
+}
+
+// SetPartSize sets the "part_size" field.
+func (_c *UploadTicketCreate) SetPartSize(v int64) *UploadTicketCreate {
+	_c.mutation.SetPartSize(v)
+	return _c
+}
+
+// SetNillablePartSize sets the "part_size" field if the given value is not nil.
+func (_c *UploadTicketCreate) SetNillablePartSize(v *int64) *UploadTicketCreate {
+	if v != nil {
+		_c.SetPartSize(*v)
+	}
+	return _c
+}
+
+// SetMultipartCompletedAt sets the "multipart_completed_at" field.
+func (_c *UploadTicketCreate) SetMultipartCompletedAt(v time.Time) *UploadTicketCreate {
+	_c.mutation.SetMultipartCompletedAt(v)
+	return _c
+}
+
+// SetNillableMultipartCompletedAt sets the "multipart_completed_at" field if the given value is not nil.
+func (_c *UploadTicketCreate) SetNillableMultipartCompletedAt(v *time.Time) *UploadTicketCreate {
+	if v != nil {
+		_c.SetMultipartCompletedAt(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *UploadTicketCreate) SetID(v string) *UploadTicketCreate {
 	_c.mutation.SetID(v)
@@ -256,6 +298,11 @@ func (_c *UploadTicketCreate) check() error {
 			return &ValidationError{Name: "scene_id", err: fmt.Errorf(`ent: validator failed for field "UploadTicket.scene_id": %w`, err)}
 		}
 	}
+	if v, ok := _c.mutation.PartSize(); ok {
+		if err := uploadticket.PartSizeValidator(v); err != nil {
+			return &ValidationError{Name: "part_size", err: fmt.Errorf(`ent: validator failed for field "UploadTicket.part_size": %w`, err)}
+		}
+	}
 	if v, ok := _c.mutation.ID(); ok {
 		if err := uploadticket.IDValidator(v); err != nil {
 			return &ValidationError{Name: "id", err: fmt.Errorf(`ent: validator failed for field "UploadTicket.id": %w`, err)}
@@ -338,6 +385,18 @@ func (_c *UploadTicketCreate) createSpec() (*UploadTicket, *sqlgraph.CreateSpec)
 	if value, ok := _c.mutation.SceneID(); ok {
 		_spec.SetField(uploadticket.FieldSceneID, field.TypeString, value)
 		_node.SceneID = &value
+	}
+	if value, ok := _c.mutation.MultipartUploadID(); ok {
+		_spec.SetField(uploadticket.FieldMultipartUploadID, field.TypeString, value)
+		_node.MultipartUploadID = &value
+	}
+	if value, ok := _c.mutation.PartSize(); ok {
+		_spec.SetField(uploadticket.FieldPartSize, field.TypeInt64, value)
+		_node.PartSize = value
+	}
+	if value, ok := _c.mutation.MultipartCompletedAt(); ok {
+		_spec.SetField(uploadticket.FieldMultipartCompletedAt, field.TypeTime, value)
+		_node.MultipartCompletedAt = &value
 	}
 	if nodes := _c.mutation.IntegrationIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -473,6 +532,24 @@ func (u *UploadTicketUpsert) ClearSceneID() *UploadTicketUpsert {
 	return u
 }
 
+// SetMultipartCompletedAt sets the "multipart_completed_at" field.
+func (u *UploadTicketUpsert) SetMultipartCompletedAt(v time.Time) *UploadTicketUpsert {
+	u.Set(uploadticket.FieldMultipartCompletedAt, v)
+	return u
+}
+
+// UpdateMultipartCompletedAt sets the "multipart_completed_at" field to the value that was provided on create.
+func (u *UploadTicketUpsert) UpdateMultipartCompletedAt() *UploadTicketUpsert {
+	u.SetExcluded(uploadticket.FieldMultipartCompletedAt)
+	return u
+}
+
+// ClearMultipartCompletedAt clears the value of the "multipart_completed_at" field.
+func (u *UploadTicketUpsert) ClearMultipartCompletedAt() *UploadTicketUpsert {
+	u.SetNull(uploadticket.FieldMultipartCompletedAt)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create except the ID field.
 // Using this option is equivalent to using:
 //
@@ -513,6 +590,12 @@ func (u *UploadTicketUpsertOne) UpdateNewValues() *UploadTicketUpsertOne {
 		}
 		if _, exists := u.create.mutation.ExpiresAt(); exists {
 			s.SetIgnore(uploadticket.FieldExpiresAt)
+		}
+		if _, exists := u.create.mutation.MultipartUploadID(); exists {
+			s.SetIgnore(uploadticket.FieldMultipartUploadID)
+		}
+		if _, exists := u.create.mutation.PartSize(); exists {
+			s.SetIgnore(uploadticket.FieldPartSize)
 		}
 	}))
 	return u
@@ -598,6 +681,27 @@ func (u *UploadTicketUpsertOne) UpdateSceneID() *UploadTicketUpsertOne {
 func (u *UploadTicketUpsertOne) ClearSceneID() *UploadTicketUpsertOne {
 	return u.Update(func(s *UploadTicketUpsert) {
 		s.ClearSceneID()
+	})
+}
+
+// SetMultipartCompletedAt sets the "multipart_completed_at" field.
+func (u *UploadTicketUpsertOne) SetMultipartCompletedAt(v time.Time) *UploadTicketUpsertOne {
+	return u.Update(func(s *UploadTicketUpsert) {
+		s.SetMultipartCompletedAt(v)
+	})
+}
+
+// UpdateMultipartCompletedAt sets the "multipart_completed_at" field to the value that was provided on create.
+func (u *UploadTicketUpsertOne) UpdateMultipartCompletedAt() *UploadTicketUpsertOne {
+	return u.Update(func(s *UploadTicketUpsert) {
+		s.UpdateMultipartCompletedAt()
+	})
+}
+
+// ClearMultipartCompletedAt clears the value of the "multipart_completed_at" field.
+func (u *UploadTicketUpsertOne) ClearMultipartCompletedAt() *UploadTicketUpsertOne {
+	return u.Update(func(s *UploadTicketUpsert) {
+		s.ClearMultipartCompletedAt()
 	})
 }
 
@@ -808,6 +912,12 @@ func (u *UploadTicketUpsertBulk) UpdateNewValues() *UploadTicketUpsertBulk {
 			if _, exists := b.mutation.ExpiresAt(); exists {
 				s.SetIgnore(uploadticket.FieldExpiresAt)
 			}
+			if _, exists := b.mutation.MultipartUploadID(); exists {
+				s.SetIgnore(uploadticket.FieldMultipartUploadID)
+			}
+			if _, exists := b.mutation.PartSize(); exists {
+				s.SetIgnore(uploadticket.FieldPartSize)
+			}
 		}
 	}))
 	return u
@@ -893,6 +1003,27 @@ func (u *UploadTicketUpsertBulk) UpdateSceneID() *UploadTicketUpsertBulk {
 func (u *UploadTicketUpsertBulk) ClearSceneID() *UploadTicketUpsertBulk {
 	return u.Update(func(s *UploadTicketUpsert) {
 		s.ClearSceneID()
+	})
+}
+
+// SetMultipartCompletedAt sets the "multipart_completed_at" field.
+func (u *UploadTicketUpsertBulk) SetMultipartCompletedAt(v time.Time) *UploadTicketUpsertBulk {
+	return u.Update(func(s *UploadTicketUpsert) {
+		s.SetMultipartCompletedAt(v)
+	})
+}
+
+// UpdateMultipartCompletedAt sets the "multipart_completed_at" field to the value that was provided on create.
+func (u *UploadTicketUpsertBulk) UpdateMultipartCompletedAt() *UploadTicketUpsertBulk {
+	return u.Update(func(s *UploadTicketUpsert) {
+		s.UpdateMultipartCompletedAt()
+	})
+}
+
+// ClearMultipartCompletedAt clears the value of the "multipart_completed_at" field.
+func (u *UploadTicketUpsertBulk) ClearMultipartCompletedAt() *UploadTicketUpsertBulk {
+	return u.Update(func(s *UploadTicketUpsert) {
+		s.ClearMultipartCompletedAt()
 	})
 }
 

@@ -75,6 +75,26 @@ func (_u *UploadTicketUpdate) ClearSceneID() *UploadTicketUpdate {
 	return _u
 }
 
+// SetMultipartCompletedAt sets the "multipart_completed_at" field.
+func (_u *UploadTicketUpdate) SetMultipartCompletedAt(v time.Time) *UploadTicketUpdate {
+	_u.mutation.SetMultipartCompletedAt(v)
+	return _u
+}
+
+// SetNillableMultipartCompletedAt sets the "multipart_completed_at" field if the given value is not nil.
+func (_u *UploadTicketUpdate) SetNillableMultipartCompletedAt(v *time.Time) *UploadTicketUpdate {
+	if v != nil {
+		_u.SetMultipartCompletedAt(*v)
+	}
+	return _u
+}
+
+// ClearMultipartCompletedAt clears the value of the "multipart_completed_at" field.
+func (_u *UploadTicketUpdate) ClearMultipartCompletedAt() *UploadTicketUpdate {
+	_u.mutation.ClearMultipartCompletedAt()
+	return _u
+}
+
 // Mutation returns the UploadTicketMutation object of the builder.
 func (_u *UploadTicketUpdate) Mutation() *UploadTicketMutation {
 	return _u.mutation
@@ -165,6 +185,18 @@ func (_u *UploadTicketUpdate) sqlSave(ctx context.Context) (_node int, err error
 	if _u.mutation.SceneIDCleared() {
 		_spec.ClearField(uploadticket.FieldSceneID, field.TypeString)
 	}
+	if _u.mutation.MultipartUploadIDCleared() {
+		_spec.ClearField(uploadticket.FieldMultipartUploadID, field.TypeString)
+	}
+	if _u.mutation.PartSizeCleared() {
+		_spec.ClearField(uploadticket.FieldPartSize, field.TypeInt64)
+	}
+	if value, ok := _u.mutation.MultipartCompletedAt(); ok {
+		_spec.SetField(uploadticket.FieldMultipartCompletedAt, field.TypeTime, value)
+	}
+	if _u.mutation.MultipartCompletedAtCleared() {
+		_spec.ClearField(uploadticket.FieldMultipartCompletedAt, field.TypeTime)
+	}
 	_spec.AddModifiers(_u.modifiers...)
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -230,6 +262,26 @@ func (_u *UploadTicketUpdateOne) SetNillableSceneID(v *string) *UploadTicketUpda
 // ClearSceneID clears the value of the "scene_id" field.
 func (_u *UploadTicketUpdateOne) ClearSceneID() *UploadTicketUpdateOne {
 	_u.mutation.ClearSceneID()
+	return _u
+}
+
+// SetMultipartCompletedAt sets the "multipart_completed_at" field.
+func (_u *UploadTicketUpdateOne) SetMultipartCompletedAt(v time.Time) *UploadTicketUpdateOne {
+	_u.mutation.SetMultipartCompletedAt(v)
+	return _u
+}
+
+// SetNillableMultipartCompletedAt sets the "multipart_completed_at" field if the given value is not nil.
+func (_u *UploadTicketUpdateOne) SetNillableMultipartCompletedAt(v *time.Time) *UploadTicketUpdateOne {
+	if v != nil {
+		_u.SetMultipartCompletedAt(*v)
+	}
+	return _u
+}
+
+// ClearMultipartCompletedAt clears the value of the "multipart_completed_at" field.
+func (_u *UploadTicketUpdateOne) ClearMultipartCompletedAt() *UploadTicketUpdateOne {
+	_u.mutation.ClearMultipartCompletedAt()
 	return _u
 }
 
@@ -352,6 +404,18 @@ func (_u *UploadTicketUpdateOne) sqlSave(ctx context.Context) (_node *UploadTick
 	}
 	if _u.mutation.SceneIDCleared() {
 		_spec.ClearField(uploadticket.FieldSceneID, field.TypeString)
+	}
+	if _u.mutation.MultipartUploadIDCleared() {
+		_spec.ClearField(uploadticket.FieldMultipartUploadID, field.TypeString)
+	}
+	if _u.mutation.PartSizeCleared() {
+		_spec.ClearField(uploadticket.FieldPartSize, field.TypeInt64)
+	}
+	if value, ok := _u.mutation.MultipartCompletedAt(); ok {
+		_spec.SetField(uploadticket.FieldMultipartCompletedAt, field.TypeTime, value)
+	}
+	if _u.mutation.MultipartCompletedAtCleared() {
+		_spec.ClearField(uploadticket.FieldMultipartCompletedAt, field.TypeTime)
 	}
 	_spec.AddModifiers(_u.modifiers...)
 	_node = &UploadTicket{config: _u.config}

@@ -37,6 +37,7 @@ type Bucket struct {
 	deletes   [][]string
 	lists     []string
 	copies    []string
+	aborts    []string
 }
 
 // Put adds empty objects.
@@ -245,4 +246,20 @@ func (b *Bucket) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*
 	}
 	b.PutBody(aws.ToString(in.Key), body)
 	return &s3.PutObjectOutput{}, nil
+}
+
+// AbortMultipartUpload records the aborted upload id; the bucket holds no multipart state, so
+// every abort succeeds, as the store's abort of an upload already gone is made to.
+func (b *Bucket) AbortMultipartUpload(_ context.Context, in *s3.AbortMultipartUploadInput, _ ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.aborts = append(b.aborts, aws.ToString(in.UploadId))
+	return &s3.AbortMultipartUploadOutput{}, nil
+}
+
+// Aborts returns the upload id of every AbortMultipartUpload call so far, in call order.
+func (b *Bucket) Aborts() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.aborts...)
 }

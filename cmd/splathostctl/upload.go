@@ -16,12 +16,17 @@ import (
 
 func (a *app) uploadCommand() *cobra.Command {
 	var keys integrationKeys
-	var customer, title, description, visibility string
+	var customer, title, description, visibility, resume string
 	var concurrency int
+	var multipart bool
 	cmd := &cobra.Command{
 		Use:   "upload <file|folder> --customer EU",
 		Short: "Upload a scene file or a LOD folder for a customer and commit it (integrator keys)",
-		Args:  cobra.ExactArgs(1),
+		Long: "Upload a scene file or a LOD folder for a customer and commit it (integrator keys).\n\n" +
+			"A file above 100 MiB (or any file from 5 MiB with --multipart) goes in parallel, resumable parts;\n" +
+			"if the upload is interrupted, the command prints its upload id: run it again with --resume ID\n" +
+			"and only the parts not yet stored are sent.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.integrationSDK(keys, "upload")
 			if err != nil {
@@ -32,8 +37,10 @@ func (a *app) uploadCommand() *cobra.Command {
 				return err
 			}
 			bar := newProgressBar(a.stderr, isTerminal(a.stderr))
+			var uploadID string
 			o := splathost.UploadOptions{Title: title, Description: description, Visibility: splathost.Visibility(visibility),
-				Concurrency: concurrency, OnProgress: bar.update}
+				Concurrency: concurrency, OnProgress: bar.update, Multipart: multipart, UploadID: resume,
+				OnUploadStarted: func(id string) { uploadID = id }}
 			var res *splathost.CommitResult
 			if st.IsDir() {
 				res, err = c.UploadFolder(cmd.Context(), customer, args[0], o)
@@ -41,6 +48,9 @@ func (a *app) uploadCommand() *cobra.Command {
 				res, err = c.UploadFile(cmd.Context(), customer, args[0], o)
 			}
 			bar.finish()
+			if err != nil && uploadID != "" {
+				return fmt.Errorf("%w\nresume this upload with: --resume %s", err, uploadID)
+			}
 			if err != nil {
 				return err
 			}
@@ -56,7 +66,9 @@ func (a *app) uploadCommand() *cobra.Command {
 	f.StringVar(&title, "title", "", "scene title (default: the file or folder name)")
 	f.StringVar(&description, "description", "", "scene description")
 	f.StringVar(&visibility, "visibility", "", "private (default) or public")
-	f.IntVar(&concurrency, "concurrency", 8, "parallel uploads of a folder's files")
+	f.IntVar(&concurrency, "concurrency", 8, "parallel uploads of a folder's files or of a file's parts")
+	f.BoolVar(&multipart, "multipart", false, "upload a file of at least 5 MiB in resumable parts (always above 100 MiB)")
+	f.StringVar(&resume, "resume", "", "resume the interrupted multipart upload with this id (same file)")
 	_ = cmd.MarkFlagRequired("customer")
 	return cmd
 }

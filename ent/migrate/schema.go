@@ -396,6 +396,9 @@ var (
 		{Name: "expires_at", Type: field.TypeTime},
 		{Name: "committed_at", Type: field.TypeTime, Nullable: true},
 		{Name: "scene_id", Type: field.TypeString, Nullable: true, Size: 24},
+		{Name: "multipart_upload_id", Type: field.TypeString, Nullable: true},
+		{Name: "part_size", Type: field.TypeInt64, Nullable: true},
+		{Name: "multipart_completed_at", Type: field.TypeTime, Nullable: true},
 		{Name: "owner_id", Type: field.TypeString, Size: 24},
 		{Name: "integration_id", Type: field.TypeString, Size: 24},
 	}
@@ -407,13 +410,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "upload_tickets_external_users_upload_tickets",
-				Columns:    []*schema.Column{UploadTicketsColumns[10]},
+				Columns:    []*schema.Column{UploadTicketsColumns[13]},
 				RefColumns: []*schema.Column{ExternalUsersColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "upload_tickets_integrations_upload_tickets",
-				Columns:    []*schema.Column{UploadTicketsColumns[11]},
+				Columns:    []*schema.Column{UploadTicketsColumns[14]},
 				RefColumns: []*schema.Column{IntegrationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},

@@ -35,6 +35,15 @@ func (UploadTicket) Fields() []ent.Field {
 		field.Time("expires_at").Immutable(),
 		field.Time("committed_at").Optional().Nillable(),
 		field.String("scene_id").Optional().Nillable().MaxLen(24),
+		// multipart_upload_id is the object store's id of a resumable (multipart) splat-file
+		// upload. It never leaves the service: clients name the upload by the ticket id, which
+		// is scoped to their integration and customer, while S3's id is not.
+		field.String("multipart_upload_id").Optional().Nillable().Immutable().Sensitive(),
+		// part_size is the size of every part of a multipart upload but the last (smaller) one.
+		field.Int64("part_size").Optional().Min(0).Immutable(),
+		// multipart_completed_at is when the multipart upload became one object; a commit
+		// refuses the ticket before.
+		field.Time("multipart_completed_at").Optional().Nillable(),
 	}
 }
 

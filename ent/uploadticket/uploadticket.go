@@ -37,6 +37,12 @@ const (
 	FieldCommittedAt = "committed_at"
 	// FieldSceneID holds the string denoting the scene_id field in the database.
 	FieldSceneID = "scene_id"
+	// FieldMultipartUploadID holds the string denoting the multipart_upload_id field in the database.
+	FieldMultipartUploadID = "multipart_upload_id"
+	// FieldPartSize holds the string denoting the part_size field in the database.
+	FieldPartSize = "part_size"
+	// FieldMultipartCompletedAt holds the string denoting the multipart_completed_at field in the database.
+	FieldMultipartCompletedAt = "multipart_completed_at"
 	// EdgeIntegration holds the string denoting the integration edge name in mutations.
 	EdgeIntegration = "integration"
 	// EdgeOwner holds the string denoting the owner edge name in mutations.
@@ -73,6 +79,9 @@ var Columns = []string{
 	FieldExpiresAt,
 	FieldCommittedAt,
 	FieldSceneID,
+	FieldMultipartUploadID,
+	FieldPartSize,
+	FieldMultipartCompletedAt,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -102,6 +111,8 @@ var (
 	TotalBytesValidator func(int64) error
 	// SceneIDValidator is a validator for the "scene_id" field. It is called by the builders before save.
 	SceneIDValidator func(string) error
+	// PartSizeValidator is a validator for the "part_size" field. It is called by the builders before save.
+	PartSizeValidator func(int64) error
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() string
 	// IDValidator is a validator for the "id" field. It is called by the builders before save.
@@ -189,6 +200,21 @@ func ByCommittedAt(opts ...sql.OrderTermOption) OrderOption {
 // BySceneID orders the results by the scene_id field.
 func BySceneID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldSceneID, opts...).ToFunc()
+}
+
+// ByMultipartUploadID orders the results by the multipart_upload_id field.
+func ByMultipartUploadID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldMultipartUploadID, opts...).ToFunc()
+}
+
+// ByPartSize orders the results by the part_size field.
+func ByPartSize(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldPartSize, opts...).ToFunc()
+}
+
+// ByMultipartCompletedAt orders the results by the multipart_completed_at field.
+func ByMultipartCompletedAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldMultipartCompletedAt, opts...).ToFunc()
 }
 
 // ByIntegrationField orders the results by integration field.

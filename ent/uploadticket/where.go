@@ -110,6 +110,21 @@ func SceneID(v string) predicate.UploadTicket {
 	return predicate.UploadTicket(sql.FieldEQ(FieldSceneID, v))
 }
 
+// MultipartUploadID applies equality check predicate on the "multipart_upload_id" field. It's identical to MultipartUploadIDEQ.
+func MultipartUploadID(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldEQ(FieldMultipartUploadID, v))
+}
+
+// PartSize applies equality check predicate on the "part_size" field. It's identical to PartSizeEQ.
+func PartSize(v int64) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldEQ(FieldPartSize, v))
+}
+
+// MultipartCompletedAt applies equality check predicate on the "multipart_completed_at" field. It's identical to MultipartCompletedAtEQ.
+func MultipartCompletedAt(v time.Time) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldEQ(FieldMultipartCompletedAt, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.UploadTicket {
 	return predicate.UploadTicket(sql.FieldEQ(FieldCreatedAt, v))
@@ -608,6 +623,181 @@ func SceneIDEqualFold(v string) predicate.UploadTicket {
 // SceneIDContainsFold applies the ContainsFold predicate on the "scene_id" field.
 func SceneIDContainsFold(v string) predicate.UploadTicket {
 	return predicate.UploadTicket(sql.FieldContainsFold(FieldSceneID, v))
+}
+
+// MultipartUploadIDEQ applies the EQ predicate on the "multipart_upload_id" field.
+func MultipartUploadIDEQ(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldEQ(FieldMultipartUploadID, v))
+}
+
+// MultipartUploadIDNEQ applies the NEQ predicate on the "multipart_upload_id" field.
+func MultipartUploadIDNEQ(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldNEQ(FieldMultipartUploadID, v))
+}
+
+// MultipartUploadIDIn applies the In predicate on the "multipart_upload_id" field.
+func MultipartUploadIDIn(vs ...string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldIn(FieldMultipartUploadID, vs...))
+}
+
+// MultipartUploadIDNotIn applies the NotIn predicate on the "multipart_upload_id" field.
+func MultipartUploadIDNotIn(vs ...string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldNotIn(FieldMultipartUploadID, vs...))
+}
+
+// MultipartUploadIDGT applies the GT predicate on the "multipart_upload_id" field.
+func MultipartUploadIDGT(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldGT(FieldMultipartUploadID, v))
+}
+
+// MultipartUploadIDGTE applies the GTE predicate on the "multipart_upload_id" field.
+func MultipartUploadIDGTE(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldGTE(FieldMultipartUploadID, v))
+}
+
+// MultipartUploadIDLT applies the LT predicate on the "multipart_upload_id" field.
+func MultipartUploadIDLT(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldLT(FieldMultipartUploadID, v))
+}
+
+// MultipartUploadIDLTE applies the LTE predicate on the "multipart_upload_id" field.
+func MultipartUploadIDLTE(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldLTE(FieldMultipartUploadID, v))
+}
+
+// MultipartUploadIDContains applies the Contains predicate on the "multipart_upload_id" field.
+func MultipartUploadIDContains(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldContains(FieldMultipartUploadID, v))
+}
+
+// MultipartUploadIDHasPrefix applies the HasPrefix predicate on the "multipart_upload_id" field.
+func MultipartUploadIDHasPrefix(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldHasPrefix(FieldMultipartUploadID, v))
+}
+
+// MultipartUploadIDHasSuffix applies the HasSuffix predicate on the "multipart_upload_id" field.
+func MultipartUploadIDHasSuffix(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldHasSuffix(FieldMultipartUploadID, v))
+}
+
+// MultipartUploadIDIsNil applies the IsNil predicate on the "multipart_upload_id" field.
+func MultipartUploadIDIsNil() predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldIsNull(FieldMultipartUploadID))
+}
+
+// MultipartUploadIDNotNil applies the NotNil predicate on the "multipart_upload_id" field.
+func MultipartUploadIDNotNil() predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldNotNull(FieldMultipartUploadID))
+}
+
+// MultipartUploadIDEqualFold applies the EqualFold predicate on the "multipart_upload_id" field.
+func MultipartUploadIDEqualFold(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldEqualFold(FieldMultipartUploadID, v))
+}
+
+// MultipartUploadIDContainsFold applies the ContainsFold predicate on the "multipart_upload_id" field.
+func MultipartUploadIDContainsFold(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldContainsFold(FieldMultipartUploadID, v))
+}
+
+// PartSizeEQ applies the EQ predicate on the "part_size" field.
+func PartSizeEQ(v int64) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldEQ(FieldPartSize, v))
+}
+
+// PartSizeNEQ applies the NEQ predicate on the "part_size" field.
+func PartSizeNEQ(v int64) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldNEQ(FieldPartSize, v))
+}
+
+// PartSizeIn applies the In predicate on the "part_size" field.
+func PartSizeIn(vs ...int64) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldIn(FieldPartSize, vs...))
+}
+
+// PartSizeNotIn applies the NotIn predicate on the "part_size" field.
+func PartSizeNotIn(vs ...int64) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldNotIn(FieldPartSize, vs...))
+}
+
+// PartSizeGT applies the GT predicate on the "part_size" field.
+func PartSizeGT(v int64) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldGT(FieldPartSize, v))
+}
+
+// PartSizeGTE applies the GTE predicate on the "part_size" field.
+func PartSizeGTE(v int64) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldGTE(FieldPartSize, v))
+}
+
+// PartSizeLT applies the LT predicate on the "part_size" field.
+func PartSizeLT(v int64) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldLT(FieldPartSize, v))
+}
+
+// PartSizeLTE applies the LTE predicate on the "part_size" field.
+func PartSizeLTE(v int64) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldLTE(FieldPartSize, v))
+}
+
+// PartSizeIsNil applies the IsNil predicate on the "part_size" field.
+func PartSizeIsNil() predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldIsNull(FieldPartSize))
+}
+
+// PartSizeNotNil applies the NotNil predicate on the "part_size" field.
+func PartSizeNotNil() predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldNotNull(FieldPartSize))
+}
+
+// MultipartCompletedAtEQ applies the EQ predicate on the "multipart_completed_at" field.
+func MultipartCompletedAtEQ(v time.Time) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldEQ(FieldMultipartCompletedAt, v))
+}
+
+// MultipartCompletedAtNEQ applies the NEQ predicate on the "multipart_completed_at" field.
+func MultipartCompletedAtNEQ(v time.Time) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldNEQ(FieldMultipartCompletedAt, v))
+}
+
+// MultipartCompletedAtIn applies the In predicate on the "multipart_completed_at" field.
+func MultipartCompletedAtIn(vs ...time.Time) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldIn(FieldMultipartCompletedAt, vs...))
+}
+
+// MultipartCompletedAtNotIn applies the NotIn predicate on the "multipart_completed_at" field.
+func MultipartCompletedAtNotIn(vs ...time.Time) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldNotIn(FieldMultipartCompletedAt, vs...))
+}
+
+// MultipartCompletedAtGT applies the GT predicate on the "multipart_completed_at" field.
+func MultipartCompletedAtGT(v time.Time) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldGT(FieldMultipartCompletedAt, v))
+}
+
+// MultipartCompletedAtGTE applies the GTE predicate on the "multipart_completed_at" field.
+func MultipartCompletedAtGTE(v time.Time) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldGTE(FieldMultipartCompletedAt, v))
+}
+
+// MultipartCompletedAtLT applies the LT predicate on the "multipart_completed_at" field.
+func MultipartCompletedAtLT(v time.Time) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldLT(FieldMultipartCompletedAt, v))
+}
+
+// MultipartCompletedAtLTE applies the LTE predicate on the "multipart_completed_at" field.
+func MultipartCompletedAtLTE(v time.Time) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldLTE(FieldMultipartCompletedAt, v))
+}
+
+// MultipartCompletedAtIsNil applies the IsNil predicate on the "multipart_completed_at" field.
+func MultipartCompletedAtIsNil() predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldIsNull(FieldMultipartCompletedAt))
+}
+
+// MultipartCompletedAtNotNil applies the NotNil predicate on the "multipart_completed_at" field.
+func MultipartCompletedAtNotNil() predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldNotNull(FieldMultipartCompletedAt))
 }
 
 // HasIntegration applies the HasEdge predicate on the "integration" edge.

@@ -129,7 +129,17 @@ func (c *Client) PutObject(ctx context.Context, uploadURL, contentType string, s
 // an attempt that failed, so progress never counts a byte twice.
 func (c *Client) putObject(ctx context.Context, uploadURL, contentType string, size int64,
 	open func() (io.ReadCloser, error), sent func(int64)) error {
-	return c.retry.run(ctx, true, c.jitter, func() (bool, time.Duration, error) {
+	_, err := c.put(ctx, uploadURL, size, map[string]string{"Content-Type": contentType, "Cache-Control": CacheControl}, open, sent)
+	return err
+}
+
+// put sends size bytes to a signed URL with the headers its signature demands, retried like
+// any idempotent request, and returns the store's answer headers (a part's ETag). Progress goes
+// to sent as putObject describes.
+func (c *Client) put(ctx context.Context, uploadURL string, size int64, headers map[string]string,
+	open func() (io.ReadCloser, error), sent func(int64)) (http.Header, error) {
+	var answer http.Header
+	err := c.retry.run(ctx, true, c.jitter, func() (bool, time.Duration, error) {
 		body, err := open()
 		if err != nil {
 			return false, 0, err
@@ -141,8 +151,9 @@ func (c *Client) putObject(ctx context.Context, uploadURL, contentType string, s
 			return false, 0, err
 		}
 		req.ContentLength = size
-		req.Header.Set("Content-Type", contentType)
-		req.Header.Set("Cache-Control", CacheControl)
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
 		resp, err := c.http.Do(req)
 		if err != nil {
 			counted.undo()
@@ -151,6 +162,7 @@ func (c *Client) putObject(ctx context.Context, uploadURL, contentType string, s
 		defer resp.Body.Close()
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		if resp.StatusCode/100 == 2 {
+			answer = resp.Header
 			return false, 0, nil
 		}
 		counted.undo()
@@ -158,6 +170,7 @@ func (c *Client) putObject(ctx context.Context, uploadURL, contentType string, s
 		err = &APIError{Status: resp.StatusCode, Message: "upload PUT refused: " + http.StatusText(resp.StatusCode), Body: msg}
 		return resp.StatusCode >= 500, retryAfter(resp.Header), err
 	})
+	return answer, err
 }
 
 // countingReader reports what it reads to sent.
@@ -202,11 +215,21 @@ type UploadOptions struct {
 	Visibility Visibility
 	// ContentType of a single file; derived from its extension when empty.
 	ContentType string
-	// Concurrency bounds the parallel PUTs of a folder (default 8).
+	// Concurrency bounds the parallel PUTs of a folder (default 8) or of a file's parts
+	// (default 4).
 	Concurrency int
 	// OnProgress, when set, is called after every chunk sent and every file finished, never
-	// concurrently.
+	// concurrently. A resumed upload starts with the bytes of the parts already stored.
 	OnProgress func(Progress)
+	// Multipart uploads the file in parts even at or below [MultipartThreshold] (it must be at
+	// least 5 MiB); files above the threshold always go in parts.
+	Multipart bool
+	// UploadID resumes an interrupted multipart upload of the same file: the parts already
+	// stored are not sent again.
+	UploadID string
+	// OnUploadStarted, when set, receives the multipart upload's id once it is known: keep it to
+	// resume with UploadID after a failure.
+	OnUploadStarted func(uploadID string)
 }
 
 // fileTypes is the content type each scene file extension is declared with.
@@ -218,34 +241,53 @@ var fileTypes = map[string]string{
 var folderTypes = map[string]string{".json": "application/json", ".webp": "image/webp"}
 
 // UploadFile uploads the scene file at filePath for the customer eu and commits it as a scene:
-// the signed-URL request, the PUT, then the commit.
+// the signed-URL request, the PUT, then the commit. A file above [MultipartThreshold] goes in
+// parallel parts instead, resumable with [UploadOptions].UploadID.
 func (c *Client) UploadFile(ctx context.Context, eu, filePath string, o UploadOptions) (*CommitResult, error) {
+	req, err := fileRequest(filePath, o.ContentType)
+	if err != nil {
+		return nil, err
+	}
+	name, ctype := req.FileName, req.ContentType
+	var fileURL string
+	if req.FileSize > MultipartThreshold || o.Multipart || o.UploadID != "" {
+		if fileURL, err = c.uploadParts(ctx, eu, filePath, req, o); err != nil {
+			return nil, err
+		}
+	} else {
+		up, err := c.RequestFileUpload(ctx, eu, req)
+		if err != nil {
+			return nil, err
+		}
+		tr := newTracker(o.OnProgress, req.FileSize, 1)
+		open := func() (io.ReadCloser, error) { return os.Open(filePath) }
+		if err := c.putObject(ctx, up.UploadURL, ctype, req.FileSize, open, tr.sent); err != nil {
+			return nil, err
+		}
+		tr.fileDone()
+		fileURL = up.FileURL
+	}
+	return c.CommitSplat(ctx, eu, CommitRequest{Title: titleOr(o.Title, name), Description: o.Description,
+		Visibility: o.Visibility, SplatType: SplatTypeFile, SplatURL: fileURL})
+}
+
+// fileRequest is the upload request of the regular file at filePath: its name, size and
+// content type (ctype, or the one of its extension when empty).
+func fileRequest(filePath, ctype string) (FileUploadRequest, error) {
 	st, err := os.Stat(filePath)
 	if err != nil {
-		return nil, err
+		return FileUploadRequest{}, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("splathost: %s is not a regular file", filePath)
+		return FileUploadRequest{}, fmt.Errorf("splathost: %s is not a regular file", filePath)
 	}
 	name := filepath.Base(filePath)
-	ctype := o.ContentType
 	if ctype == "" {
 		if ctype = fileTypes[strings.ToLower(filepath.Ext(name))]; ctype == "" {
-			return nil, fmt.Errorf("splathost: %s: a scene file ends in .sog, .ksplat, .ply or .splat", name)
+			return FileUploadRequest{}, fmt.Errorf("splathost: %s: a scene file ends in .sog, .ksplat, .ply or .splat", name)
 		}
 	}
-	up, err := c.RequestFileUpload(ctx, eu, FileUploadRequest{FileName: name, ContentType: ctype, FileSize: st.Size()})
-	if err != nil {
-		return nil, err
-	}
-	tr := newTracker(o.OnProgress, st.Size(), 1)
-	open := func() (io.ReadCloser, error) { return os.Open(filePath) }
-	if err := c.putObject(ctx, up.UploadURL, ctype, st.Size(), open, tr.sent); err != nil {
-		return nil, err
-	}
-	tr.fileDone()
-	return c.CommitSplat(ctx, eu, CommitRequest{Title: titleOr(o.Title, name), Description: o.Description,
-		Visibility: o.Visibility, SplatType: SplatTypeFile, SplatURL: up.FileURL})
+	return FileUploadRequest{FileName: name, ContentType: ctype, FileSize: st.Size()}, nil
 }
 
 // UploadFolder uploads the LOD folder at dir (lod-meta.json at its root and its .webp cells)
@@ -291,33 +333,44 @@ func (c *Client) UploadFS(ctx context.Context, eu string, fsys fs.FS, o UploadOp
 // rest, since the scene cannot be committed without every file.
 func (c *Client) putAll(ctx context.Context, fsys fs.FS, uploads []SignedFile, byPath map[string]FolderFile,
 	workers int, tr *tracker) error {
+	return eachParallel(ctx, workers, uploads, func(ctx context.Context, s SignedFile) error {
+		f, ok := byPath[s.RelativePath]
+		if !ok {
+			return fmt.Errorf("splathost: the service signed %q, which was not requested", s.RelativePath)
+		}
+		open := func() (io.ReadCloser, error) { return fsys.Open(f.RelativePath) }
+		if err := c.putObject(ctx, s.UploadURL, f.ContentType, f.FileSize, open, tr.sent); err != nil {
+			return fmt.Errorf("splathost: upload %s: %w", f.RelativePath, err)
+		}
+		tr.fileDone()
+		return nil
+	})
+}
+
+// eachParallel runs fn on every item with at most workers at once. The first error cancels the
+// context of the others and stops feeding new items; it is what eachParallel returns (or the
+// cause of ctx ending first).
+func eachParallel[T any](ctx context.Context, workers int, items []T, fn func(context.Context, T) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	work := make(chan SignedFile)
+	work := make(chan T)
 	var wg sync.WaitGroup
-	for range min(workers, len(uploads)) {
+	for range min(workers, len(items)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for s := range work {
-				f, ok := byPath[s.RelativePath]
-				if !ok {
-					cancel(fmt.Errorf("splathost: the service signed %q, which was not requested", s.RelativePath))
+			for item := range work {
+				if err := fn(ctx, item); err != nil {
+					cancel(err)
 					return
 				}
-				open := func() (io.ReadCloser, error) { return fsys.Open(f.RelativePath) }
-				if err := c.putObject(ctx, s.UploadURL, f.ContentType, f.FileSize, open, tr.sent); err != nil {
-					cancel(fmt.Errorf("splathost: upload %s: %w", f.RelativePath, err))
-					return
-				}
-				tr.fileDone()
 			}
 		}()
 	}
 feed:
-	for _, s := range uploads {
+	for _, item := range items {
 		select {
-		case work <- s:
+		case work <- item:
 		case <-ctx.Done():
 			break feed
 		}
@@ -373,7 +426,13 @@ type tracker struct {
 }
 
 func newTracker(report func(Progress), bytes int64, files int) *tracker {
-	t := &tracker{report: report, p: Progress{BytesTotal: bytes, FilesTotal: files}}
+	return newTrackerAt(report, bytes, files, 0)
+}
+
+// newTrackerAt is newTracker for an upload that resumes with done bytes already stored: its
+// first report says so.
+func newTrackerAt(report func(Progress), bytes int64, files int, done int64) *tracker {
+	t := &tracker{report: report, p: Progress{BytesTotal: bytes, FilesTotal: files, BytesDone: done}}
 	t.emit(0, 0)
 	return t
 }

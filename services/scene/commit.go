@@ -283,6 +283,10 @@ func (s *Service) commit(c *fiber.Ctx) error {
 			// folder, say): not the fileUrl this upload issued.
 			return apperr.Invalid("invalid upload URL", "splatUrl: must be the fileUrl of a splat-file upload")
 		}
+		if a.ticket.MultipartUploadID != nil && a.ticket.MultipartCompletedAt == nil {
+			return apperr.Invalid("upload incomplete", "splatUrl: this multipart upload is not completed; "+
+				"POST /api/v1/uploads/splat-file/"+a.ticket.ID+"/complete first")
+		}
 		if err := s.verifyObject(ctx, "splatUrl", o); err != nil {
 			return err
 		}

@@ -20,6 +20,9 @@ const editorPrefix = "/api/embed/editor"
 func (s *Service) registerEditor(r fiber.Router) {
 	r.Patch(editorPrefix+"/splats/:id", editorScope, s.patchScene)
 	r.Post(editorPrefix+"/uploads/splat-file", editorScope, s.uploadSplatFile)
+	r.Get(editorPrefix+"/uploads/splat-file/:uploadId", editorScope, s.getMultipart)
+	r.Post(editorPrefix+"/uploads/splat-file/:uploadId/complete", editorScope, s.completeMultipart)
+	r.Delete(editorPrefix+"/uploads/splat-file/:uploadId", editorScope, s.abortMultipart)
 	r.Post(editorPrefix+"/uploads/lod-folder", editorScope, s.uploadLODFolder)
 	r.Post(editorPrefix+"/uploads/splat-images", editorScope, s.uploadSplatImages)
 	r.Post(editorPrefix+"/uploads/audio", editorScope, s.uploadAudio)

@@ -68,6 +68,9 @@ func ClonesFrom(c client.Client, cfg config.Config) Clones {
 // Register mounts the service's routes.
 func (s *Service) Register(r fiber.Router) {
 	r.Post("/api/v1/uploads/splat-file", s.uploadSplatFile)
+	r.Get("/api/v1/uploads/splat-file/:uploadId", s.getMultipart)
+	r.Post("/api/v1/uploads/splat-file/:uploadId/complete", s.completeMultipart)
+	r.Delete("/api/v1/uploads/splat-file/:uploadId", s.abortMultipart)
 	r.Post("/api/v1/uploads/lod-folder", s.uploadLODFolder)
 	r.Post("/api/v1/uploads/splat-images", s.uploadSplatImages)
 	r.Post("/api/v1/splats", s.commit)

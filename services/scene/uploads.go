@@ -25,8 +25,9 @@ import (
 	"github.com/splathost/splathost/internal/ids"
 )
 
-// Upload limits. The spec leaves the single-file maximum open: 2 GiB covers the largest
-// uncompressed .ply scenes in practice and stays under S3's 5 GB single-PUT ceiling.
+// Upload limits. The spec leaves the single-file maximum open: 2 GiB in one PUT covers most
+// uncompressed .ply scenes and stays under S3's 5 GB single-PUT ceiling; larger files (up to
+// MaxMultipartFileBytes) go in parts (contract item 14, multipart.go).
 const (
 	MaxSingleFileBytes = 2 << 30
 	MaxLODFileBytes    = 50 << 20
@@ -113,25 +114,41 @@ func signingFailed(err error) error {
 
 func (s *Service) saveTicket(ctx context.Context, owner *ent.ExternalUser, kind uploadticket.Kind, prefix string,
 	objects []schema.UploadObject, expires time.Time) error {
-	var total int64
-	for _, o := range objects {
-		total += o.Size
-	}
-	err := s.db.Ent.UploadTicket.Create().SetIntegrationID(owner.IntegrationID).SetOwnerID(owner.ID).
-		SetKind(kind).SetPrefix(prefix).SetObjects(objects).SetTotalBytes(total).SetExpiresAt(expires).Exec(ctx)
-	if err != nil {
+	if err := s.newTicket(owner, kind, prefix, objects, expires).Exec(ctx); err != nil {
 		return apperr.Internal(err)
 	}
 	return nil
 }
 
+// newTicket is the create builder of an upload ticket for objects, which a multipart upload
+// extends with its store state.
+func (s *Service) newTicket(owner *ent.ExternalUser, kind uploadticket.Kind, prefix string,
+	objects []schema.UploadObject, expires time.Time) *ent.UploadTicketCreate {
+	var total int64
+	for _, o := range objects {
+		total += o.Size
+	}
+	return s.db.Ent.UploadTicket.Create().SetIntegrationID(owner.IntegrationID).SetOwnerID(owner.ID).
+		SetKind(kind).SetPrefix(prefix).SetObjects(objects).SetTotalBytes(total).SetExpiresAt(expires)
+}
+
+// uploadSplatFile answers POST /api/v1/uploads/splat-file: one signed PUT, or with multipart:
+// true a resumable upload in parts (multipart.go), required above MaxSingleFileBytes.
 func (s *Service) uploadSplatFile(c *fiber.Ctx) error {
-	caller, eu, f, name, err := singleUploadBody(c)
+	caller, eu, f, name, err := singleUploadBody(c, "multipart")
 	if err != nil {
 		return err
 	}
 	ctype, _ := f.String("contentType", 1, 100)
-	size, _ := f.Int("fileSize", 1, MaxSingleFileBytes)
+	multipart, _ := f.Bool("multipart")
+	size, okSize := f.Int("fileSize", 1, MaxMultipartFileBytes)
+	switch {
+	case !okSize:
+	case !multipart && size > MaxSingleFileBytes:
+		f.Issuef("fileSize: a file above %d bytes must be uploaded in parts (multipart: true)", int64(MaxSingleFileBytes))
+	case multipart && size < MinMultipartFileBytes:
+		f.Issuef("fileSize: a multipart upload must be at least %d bytes; upload a smaller file in one PUT", int64(MinMultipartFileBytes))
+	}
 	ext := strings.ToLower(path.Ext(name))
 	if name != "" {
 		if allowed, ok := splatTypes[ext]; !ok {
@@ -142,6 +159,9 @@ func (s *Service) uploadSplatFile(c *fiber.Ctx) error {
 	}
 	if err := f.Err(); err != nil {
 		return err
+	}
+	if multipart {
+		return s.startMultipart(c, caller, eu, "scene"+ext, ctype, size)
 	}
 	return s.signSingleUpload(c, caller, eu, uploadticket.KindSplatFile, kindFile, "scene"+ext, ctype, size, fileWindow)
 }
@@ -168,16 +188,16 @@ func (s *Service) uploadAudio(c *fiber.Ctx) error {
 }
 
 // singleUploadBody is the prologue of the one-file upload routes: the key caller with its EU,
-// and the body {fileName, contentType, fileSize}, each required and nothing else; the caller
-// reads contentType and fileSize by its own rules.
-func singleUploadBody(c *fiber.Ctx) (caller *httpx.Caller, eu string, f *httpx.Fields, name string, err error) {
+// and the body {fileName, contentType, fileSize}, each required, plus the optional fields a
+// route names, and nothing else; the caller reads contentType and fileSize by its own rules.
+func singleUploadBody(c *fiber.Ctx, optional ...string) (caller *httpx.Caller, eu string, f *httpx.Fields, name string, err error) {
 	if caller, eu, err = httpx.KeyCallerWithEU(c); err != nil {
 		return nil, "", nil, "", err
 	}
 	if f, err = httpx.DecodeObject(c.Body(), false); err != nil {
 		return nil, "", nil, "", err
 	}
-	f.Only("fileName", "contentType", "fileSize")
+	f.Only(append([]string{"fileName", "contentType", "fileSize"}, optional...)...)
 	f.Require("fileName", "contentType", "fileSize")
 	name, _ = f.String("fileName", 1, 255)
 	return caller, eu, f, name, nil

@@ -62,6 +62,9 @@ type Options struct {
 	Keep bool
 	// RoomsOnly runs only the multiplayer room measures (phase 4), on a fresh directory.
 	RoomsOnly bool
+	// MultipartOnly runs only the multipart upload measure (one PUT against parts of the same
+	// file), on an all-in-one stack of its own.
+	MultipartOnly bool
 	// RenditionsOnly runs only the rendition measures (phase 5) on scenes of RenditionSizes
 	// Gaussians (DefaultRenditionSizes when empty).
 	RenditionsOnly bool
@@ -132,6 +135,7 @@ func Run(ctx context.Context, o Options) Report {
 	readyRooms := Row{Name: "stack ready, warm restart (split, 2 gateways, 2 sessions)", Unit: "ms"}
 	rooms := newRoomRows()
 	ttff := newTTFFRows()
+	mp := newMultipartRows()
 	var renditions []Row
 	var memSplit, memAll []Row
 
@@ -141,7 +145,7 @@ func Run(ctx context.Context, o Options) Report {
 		err = os.Chmod(dir, 0o755)
 	}
 	if err != nil {
-		for _, row := range append(append(append(measured, &readyCold, &readyWarm, &readyAll, &readyRooms), rooms.all()...), ttff.all()...) {
+		for _, row := range append(append(append(append(measured, &readyCold, &readyWarm, &readyAll, &readyRooms), rooms.all()...), mp.all()...), ttff.all()...) {
 			row.Err = err
 		}
 	} else {
@@ -157,28 +161,30 @@ func Run(ctx context.Context, o Options) Report {
 			rep.Elapsed = time.Since(start)
 			return rep
 		}
-		if o.TTFFOnly {
-			ttff := newTTFFRows()
-			var ready Row
-			r.ttffPhase(ctx, &ready, ttff)
+		// only ends a run of one section: its rows, then its stack's ready time.
+		only := func(rows []*Row, ready Row) Report {
 			r.cleanup()
-			for _, row := range ttff.all() {
+			for _, row := range rows {
 				rep.Rows = append(rep.Rows, *row)
 			}
+			rep.Rows = append(rep.Rows, ready)
 			rep.Problems = r.problems
 			rep.Elapsed = time.Since(start)
 			return rep
 		}
+		if o.MultipartOnly {
+			readyMP := Row{Name: "stack ready (allinone, multipart measure)", Unit: "ms"}
+			r.multipartPhase(ctx, &readyMP, mp)
+			return only(mp.all(), readyMP)
+		}
 		if o.RoomsOnly {
 			r.roomPhase(ctx, &readyRooms, rooms)
-			r.cleanup()
-			for _, row := range rooms.all() {
-				rep.Rows = append(rep.Rows, *row)
-			}
-			rep.Rows = append(rep.Rows, readyRooms)
-			rep.Problems = r.problems
-			rep.Elapsed = time.Since(start)
-			return rep
+			return only(rooms.all(), readyRooms)
+		}
+		if o.TTFFOnly {
+			readyTTFF := Row{Name: "stack ready (split, time-to-first-frame measure)", Unit: "ms"}
+			r.ttffPhase(ctx, &readyTTFF, ttff)
+			return only(ttff.all(), readyTTFF)
 		}
 		// Phase 1, split on a fresh directory: cold ready time, idle memory, throughput.
 		coldOK := r.phase(ctx, "split", &readyCold, func(st *testenv.Stack) {
@@ -207,6 +213,7 @@ func Run(ctx context.Context, o Options) Report {
 				r.mintSessions(ctx, st, "allinone", t, &mintAll)
 				r.viewBeacons(ctx, st, "allinone", t, &viewsAll, &lostAll)
 				r.lodUpload(ctx, st, t, &lodAll)
+				r.multipart(ctx, st, t, mp)
 				r.commitRace(ctx, st, "allinone", t, &commitsAll, &overshootAll)
 				// Before the archive: its 1 000 retention workflow starts keep the worker busy for
 				// a while after the PUT, and the clone jobs run on the same worker.
@@ -215,11 +222,11 @@ func Run(ctx context.Context, o Options) Report {
 				// Last: it leaves 10 M events and 10 000 scenes behind.
 				r.trendingScale(ctx, st, t, &trendP50, &trendP99, &trendCold)
 			}, &tputAll, &sceneAll, &mintAll, &viewsAll, &lostAll, &trendP50, &trendP99, &trendCold, &lodAll, &commitsAll,
-				&overshootAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll)
+				&overshootAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll, &mp.single, &mp.parts)
 		}) {
 			memAll = []Row{{Name: "idle RSS (allinone)", Unit: "MiB", Goal: GoalStackRSS, Err: readyAll.Err}}
 			for _, row := range []*Row{&tputAll, &sceneAll, &mintAll, &viewsAll, &lostAll, &trendP50, &trendP99, &trendCold,
-				&lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll} {
+				&lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll, &mp.single, &mp.parts} {
 				row.Err = readyAll.Err
 			}
 		}
@@ -234,7 +241,7 @@ func Run(ctx context.Context, o Options) Report {
 	}
 
 	rep.Rows = append(rep.Rows, tputAll, tputSplit, sceneAll, sceneSplit, mintAll, viewsAll, lostAll, trendP50, trendP99, trendCold,
-		lodAll, commitsAll, overshootAll, archiveWall, archiveRate, cloneLODAll, cloneFileAll)
+		lodAll, commitsAll, overshootAll, archiveWall, archiveRate, cloneLODAll, cloneFileAll, mp.single, mp.parts)
 	for _, row := range rooms.all() {
 		rep.Rows = append(rep.Rows, *row)
 	}
