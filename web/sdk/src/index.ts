@@ -447,7 +447,8 @@ export function createUploader(options: UploaderOptions): Uploader {
       try {
         return await fn();
       } catch (err) {
-        const retryable = !(err instanceof UploadError) || err.status >= 500;
+        // A retried POST whose first attempt still runs gets 409 IDEMPOTENCY_KEY_IN_USE: wait it out.
+        const retryable = !(err instanceof UploadError) || err.status >= 500 || err.code === 'IDEMPOTENCY_KEY_IN_USE';
         if (signal?.aborted || !retryable || i >= attempts || (err as Error).name === 'AbortError') throw err;
         await new Promise((r) => setTimeout(r, Math.min(8000, 250 * 2 ** (i - 1)) * Math.random()));
       }
@@ -455,10 +456,15 @@ export function createUploader(options: UploaderOptions): Uploader {
   }
 
   async function api<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+    // With the integration's keys (a server), a POST carries one Idempotency-Key across all its
+    // retries, so a retry after a lost answer replays it instead of starting a second upload. A
+    // browser's session route is not covered, and CORS would refuse the header there.
+    const sent: Record<string, string> = body === undefined ? { ...headers } : { ...headers, 'Content-Type': 'application/json' };
+    if (method === 'POST' && !session) sent['Idempotency-Key'] = globalThis.crypto.randomUUID();
     return retry(async () => {
       const resp = await doFetch(base + root + path, {
         method, signal,
-        headers: body === undefined ? headers : { ...headers, 'Content-Type': 'application/json' },
+        headers: sent,
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       const text = await resp.text();

@@ -194,3 +194,31 @@ test('on resume a stored part that verifyPart rejects is sent again; the others 
   const stored = svc.uploads.get(id).parts;
   assert.deepEqual(new Uint8Array(Buffer.concat([1, 2, 3, 4, 5].map((n) => Buffer.from(stored.get(n))))), bytes);
 });
+
+test('with keys, a retried start carries one Idempotency-Key across its attempts; a session sends none', async () => {
+  const svc = fakeService();
+  let failed = 0;
+  const flaky = async (url, init = {}) => {
+    // The first start is answered 502 as if its answer was lost; the retry must be the same request.
+    if ((init.method ?? 'GET') === 'POST' && new URL(url).pathname.endsWith('/splat-file') && failed++ === 0) {
+      svc.calls.push({ method: 'POST', url, headers: init.headers ?? {}, body: init.body });
+      return new Response(JSON.stringify({ status: 'error', message: 'bad gateway' }), { status: 502 });
+    }
+    return svc.fetch(url, init);
+  };
+  const keyed = { baseUrl: BASE, secretKey: 'msk_x', publicKey: 'mpk_x', externalUserId: 'eu', fetch: flaky, attempts: 3 };
+  await createUploader(keyed).upload(sceneFile(12).file);
+  const starts = svc.calls.filter((c) => c.method === 'POST' && c.url.endsWith('/api/v1/uploads/splat-file'));
+  assert.equal(starts.length, 2, 'the start was retried once');
+  const keys = starts.map((c) => c.headers['Idempotency-Key']);
+  assert.match(keys[0], /^[\x21-\x7e]{1,255}$/);
+  assert.equal(keys[1], keys[0], 'the retry replays the same key');
+  // A second upload is another logical request: another key.
+  await createUploader(keyed).upload(sceneFile(12).file);
+  const third = svc.calls.filter((c) => c.method === 'POST' && c.url.endsWith('/api/v1/uploads/splat-file')).at(-1);
+  assert.notEqual(third.headers['Idempotency-Key'], keys[0]);
+
+  const browser = fakeService();
+  await createUploader({ baseUrl: BASE, sessionToken: 's', fetch: browser.fetch }).upload(sceneFile(12).file);
+  assert.ok(browser.calls.every((c) => !('Idempotency-Key' in c.headers)), 'no key on the session routes (CORS)');
+});
