@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -211,7 +212,8 @@ func runTTFF(ctx context.Context, root string, pages []map[string]string) ([]ttf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	// The browser half's diagnostics (a page without a frame, with its console) go to the log too.
+	cmd.Stderr = io.MultiWriter(&stderr, os.Stderr)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

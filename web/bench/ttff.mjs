@@ -29,6 +29,9 @@ for (const { variant, url } of plan.pages) {
   const finished = [];
   try {
     const page = await browser.context.newPage();
+    const log = [];
+    page.on('console', (m) => log.push(`[${m.type()}] ${m.text()}`));
+    page.on('pageerror', (e) => log.push(`[pageerror] ${e.message}`));
     page.on('requestfinished', (req) => {
       const at = Date.now();
       finished.push(req.sizes().then((s) => ({ at, bytes: s.responseBodySize + s.responseHeadersSize }), () => ({ at, bytes: 0 })));
@@ -45,6 +48,8 @@ for (const { variant, url } of plan.pages) {
       if (err?.name !== 'TimeoutError') throw err;
       // No frame within the bound: reported as such (the time a lower bound), not as a failure.
       settled = { status: 'timeout', at: origin + timeoutMs };
+      const status = await page.evaluate(() => document.documentElement.dataset.splathost).catch(() => '?');
+      console.error(`${variant}: no first frame within ${timeoutMs} ms (status ${status}); console:\n${log.slice(-20).join('\n')}`);
     }
     const sizes = await Promise.all(finished);
     const before = sizes.filter((s) => s.at <= settled.at + 50).reduce((n, s) => n + s.bytes, 0);
