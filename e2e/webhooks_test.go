@@ -292,3 +292,160 @@ func typesOf(gs []received) map[string]int {
 	}
 	return out
 }
+
+// TestWebhookRegistryRefusesBadInput attacks the registry: bad URLs, unknown event types, bodies
+// it does not know, other tenants' ids — every answer a clear 4xx with the envelope, nothing
+// written.
+func TestWebhookRegistryRefusesBadInput(t *testing.T) {
+	tn := newTenant(t)
+	rcv := newReceiver(t)
+	for name, body := range map[string]any{
+		"ftp":            map[string]any{"url": "ftp://example.com/hook"},
+		"no host":        map[string]any{"url": "https:///hook"},
+		"relative":       map[string]any{"url": "/hook"},
+		"2 KB":           map[string]any{"url": "https://example.com/" + strings.Repeat("a", 2048)},
+		"NUL":            map[string]any{"url": "https://example.com/\u0000"},
+		"space":          map[string]any{"url": "https://exa mple.com/"},
+		"credentials":    map[string]any{"url": "https://user:pw@example.com/"},
+		"unknown event":  map[string]any{"url": rcv.srv.URL, "events": []string{"splat.exploded"}},
+		"no events":      map[string]any{"url": rcv.srv.URL, "events": []string{}},
+		"events null":    map[string]any{"url": rcv.srv.URL, "events": nil},
+		"duplicate":      map[string]any{"url": rcv.srv.URL, "events": []string{"splat.created", "splat.created"}},
+		"unknown field":  map[string]any{"url": rcv.srv.URL, "secret": "whsec_AAAA"},
+		"long text":      map[string]any{"url": rcv.srv.URL, "description": strings.Repeat("x", 501)},
+		"url not string": map[string]any{"url": 42},
+		"no url":         map[string]any{"description": "x"},
+	} {
+		r := do(t, "POST", "/api/v1/webhooks", tn.keys(""), body)
+		requireEnvelope(t, r, 400)
+		require.NotContains(t, string(r.Raw), "whsec_", name)
+	}
+	r := do(t, "POST", "/api/v1/webhooks", tn.keys(""), "not json")
+	requireEnvelope(t, r, 400)
+	r = do(t, "POST", "/api/v1/webhooks", map[string]string{"Authorization": "Bearer " + tn.SecretKey}, map[string]any{"url": rcv.srv.URL})
+	requireEnvelope(t, r, 401)
+	r = do(t, "GET", "/api/v1/webhooks", tn.keys(""), nil)
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	require.Empty(t, r.Body["webhooks"], "nothing was registered")
+
+	// Another tenant's endpoint and deliveries answer 404 exactly like unknown ones.
+	w := createWebhook(t, tn, map[string]any{"url": rcv.srv.URL, "events": []string{"splat.created"}})
+	commitScene(t, tn, "owner", 10)
+	log := settled(t, tn, w["id"].(string), rcv)
+	require.Len(t, log, 1)
+	other := newTenant(t)
+	id, did := w["id"].(string), log[0]["id"].(string)
+	for _, c := range []struct{ method, path string }{
+		{"DELETE", "/api/v1/webhooks/" + id},
+		{"POST", "/api/v1/webhooks/" + id + "/rotate"},
+		{"GET", "/api/v1/webhooks/" + id + "/deliveries"},
+		{"POST", "/api/v1/webhooks/" + id + "/deliveries/" + did + "/redeliver"},
+	} {
+		theirs := do(t, c.method, c.path, other.keys(""), nil)
+		unknown := do(t, c.method, strings.Replace(c.path, id, "0123456789abcdef01234567", 1), tn.keys(""), nil)
+		malformed := do(t, c.method, strings.Replace(c.path, id, "nope", 1), tn.keys(""), nil)
+		requireEnvelope(t, theirs, 404)
+		requireEnvelope(t, unknown, 404)
+		requireEnvelope(t, malformed, 404)
+		require.Equal(t, unknown.Body["message"], theirs.Body["message"], "%s %s tells nothing", c.method, c.path)
+	}
+	r = do(t, "POST", "/api/v1/webhooks/"+id+"/deliveries/0123456789abcdef01234567/redeliver", tn.keys(""), nil)
+	requireEnvelope(t, r, 404)
+	r = do(t, "GET", "/api/v1/webhooks/"+id+"/deliveries?limit=0", tn.keys(""), nil)
+	requireEnvelope(t, r, 400)
+	r = do(t, "GET", "/api/v1/webhooks/"+id+"/deliveries?cursor=%21%21", tn.keys(""), nil)
+	requireEnvelope(t, r, 400)
+	r = do(t, "GET", "/api/v1/webhooks", other.keys(""), nil)
+	require.Empty(t, r.Body["webhooks"], "another tenant lists none of them")
+
+	// The list never shows a secret; delete stops deliveries.
+	r = do(t, "GET", "/api/v1/webhooks", tn.keys(""), nil)
+	require.Len(t, r.Body["webhooks"], 1)
+	require.NotContains(t, string(r.Raw), "whsec_")
+	r = do(t, "DELETE", "/api/v1/webhooks/"+id, tn.keys(""), nil)
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	requireEnvelope(t, do(t, "DELETE", "/api/v1/webhooks/"+id, tn.keys(""), nil), 404)
+	commitScene(t, tn, "owner", 10)
+	time.Sleep(2 * time.Second)
+	require.Len(t, rcv.all(), 1, "a deleted endpoint receives nothing")
+}
+
+// TestWebhookReceiverDownThenUp holds the receiver at 503 for a while: the deliveries are
+// retried with backoff (visible in the log), and once it answers 200 every event arrives, none
+// lost, each webhook-id kept across its retries.
+func TestWebhookReceiverDownThenUp(t *testing.T) {
+	tn := newTenant(t)
+	rcv := newReceiver(t)
+	rcv.status.Store(503)
+	w := createWebhook(t, tn, map[string]any{"url": rcv.srv.URL, "events": []string{"splat.created", "splat.deleted"}})
+	var want []string
+	for i := range 6 {
+		sc := commitScene(t, tn, "down"+strconv.Itoa(i%2), 10)
+		want = append(want, sc["id"].(string))
+	}
+	// The first attempts fail; the log shows them pending with the status and the next attempt.
+	require.Eventually(t, func() bool {
+		log := deliveries(t, tn, w["id"].(string))
+		if len(log) != len(want) {
+			return false
+		}
+		for _, d := range log {
+			if d["state"] != "pending" || d["lastStatusCode"] != 503.0 || d["nextAttemptAt"] == nil {
+				return false
+			}
+		}
+		return true
+	}, time.Minute, 200*time.Millisecond, "failed attempts are logged")
+	time.Sleep(6 * time.Second)
+	rcv.status.Store(200)
+	log := settled(t, tn, w["id"].(string), rcv)
+	require.Len(t, log, len(want))
+	retried := 0
+	for _, d := range log {
+		if d["attempts"].(float64) > 1 {
+			retried++
+		}
+	}
+	require.Equal(t, len(want), retried, "every delivery needed a retry")
+	got := map[any]bool{}
+	for _, g := range rcv.ofType(events.SplatCreated) {
+		got[g.Event.Data["splat"].(map[string]any)["id"]] = true
+	}
+	for _, id := range want {
+		require.True(t, got[id], "scene %s announced", id)
+	}
+	require.Len(t, rcv.ids(), len(want), "one webhook-id per event, kept across retries")
+}
+
+// TestWebhookRotationOverlap rotates a secret: deliveries then carry two signatures, one by each
+// secret, so a receiver on either verifies them; redelivery sends the same webhook-id again.
+func TestWebhookRotationOverlap(t *testing.T) {
+	tn := newTenant(t)
+	rcv := newReceiver(t)
+	w := createWebhook(t, tn, map[string]any{"url": rcv.srv.URL, "events": []string{"splat.created"}})
+	oldSecret := w["secret"].(string)
+	commitScene(t, tn, "rot", 10)
+	settled(t, tn, w["id"].(string), rcv)
+	before := rcv.all()[0]
+	require.NotContains(t, before.Signature, " ", "one secret, one signature")
+
+	r := do(t, "POST", "/api/v1/webhooks/"+w["id"].(string)+"/rotate", tn.keys(""), nil)
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	newSecret := r.Body["webhook"].(map[string]any)["secret"].(string)
+	require.NotEqual(t, oldSecret, newSecret)
+	commitScene(t, tn, "rot", 10)
+	log := settled(t, tn, w["id"].(string), rcv)
+	require.Len(t, log, 2)
+	after := rcv.all()[1]
+	require.Len(t, strings.Split(after.Signature, " "), 2, "both secrets sign during the overlap")
+	for _, s := range []string{oldSecret, newSecret} {
+		require.NoError(t, verifySDK(s, after))
+		require.True(t, verifyIndependently(s, after))
+	}
+	require.Error(t, verifySDK(newSecret, before), "the old delivery was signed by the old secret only")
+
+	// Redeliver: 202, the same id arrives again.
+	r = do(t, "POST", "/api/v1/webhooks/"+w["id"].(string)+"/deliveries/"+before.ID+"/redeliver", tn.keys(""), nil)
+	require.Equal(t, 202, r.Status, string(r.Raw))
+	require.Eventually(t, func() bool { return rcv.ids()[before.ID] == 2 }, 30*time.Second, 100*time.Millisecond)
+}
