@@ -21,6 +21,7 @@ import (
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/testenv"
 	"github.com/splathost/splathost/sdk/go/webhook"
+	"github.com/splathost/splathost/workflows"
 )
 
 // received is one delivery a test receiver got.
@@ -415,6 +416,8 @@ func TestWebhookReceiverDownThenUp(t *testing.T) {
 		require.True(t, got[id], "scene %s announced", id)
 	}
 	require.Len(t, rcv.ids(), len(want), "one webhook-id per event, kept across retries")
+	// With SPLATHOST_RECORD_HISTORY=1: the history workflows' replay test replays.
+	recordHistory(t, workflows.WebhookDeliveryID(log[0]["id"].(string)), "", "webhook_delivery_retried.json")
 }
 
 // TestWebhookRotationOverlap rotates a secret: deliveries then carry two signatures, one by each
