@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/internal/events"
+	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/testenv"
 	"github.com/splathost/splathost/sdk/go/webhook"
 	"github.com/splathost/splathost/workflows"
@@ -451,4 +453,49 @@ func TestWebhookRotationOverlap(t *testing.T) {
 	r = do(t, "POST", "/api/v1/webhooks/"+w["id"].(string)+"/deliveries/"+before.ID+"/redeliver", tn.keys(""), nil)
 	require.Equal(t, 202, r.Status, string(r.Raw))
 	require.Eventually(t, func() bool { return rcv.ids()[before.ID] == 2 }, 30*time.Second, 100*time.Millisecond)
+}
+
+// TestWebhookSurvivesWorkerKill kills the worker process (SIGKILL) while it is delivering to a
+// slow receiver and starts another: every event still arrives (at least once), counted by
+// webhook-id, and the log closes every delivery as succeeded. The events are written by the
+// product's own outbox function in a transaction, and their workflows started on a task queue
+// only the killed worker serves.
+func TestWebhookSurvivesWorkerKill(t *testing.T) {
+	tn := newTenant(t)
+	rcv := newReceiver(t)
+	rcv.delay.Store(int64(700 * time.Millisecond))
+	w := createWebhook(t, tn, map[string]any{"url": rcv.srv.URL, "events": []string{events.ExternalUserDeleted}})
+	ctx := context.Background()
+	queue := "webhook-crash-" + ids.New()
+	first := workerProcess(t, queue, "worker-webhook-1.log")
+
+	const n = 24
+	var batch events.Batch
+	outbox := &events.Outbox{}
+	tx, err := env.Process.DB.Ent.Tx(ctx)
+	require.NoError(t, err)
+	for i := range n {
+		require.NoError(t, outbox.Emit(ctx, tx, &batch, tn.IntegrationID, events.ExternalUserDeleted,
+			events.Value(events.ExternalUserData{ExternalUserID: "gone-" + strconv.Itoa(i)})))
+	}
+	require.NoError(t, tx.Commit())
+	require.Len(t, batch.Deliveries(), n)
+	(&workflows.WebhookStarter{Client: env.Process.Temporal, TaskQueue: queue, Ent: env.Process.DB.Ent,
+		Log: slog.New(slog.DiscardHandler)}).StartDeliveries(ctx, batch.Deliveries())
+
+	require.Eventually(t, func() bool { return len(rcv.ids()) >= 3 }, time.Minute, 50*time.Millisecond)
+	require.NoError(t, first.Process.Kill())
+	_ = first.Wait()
+	killedAt := len(rcv.ids())
+	require.Less(t, killedAt, n, "the kill lands while deliveries remain")
+	workerProcess(t, queue, "worker-webhook-2.log")
+
+	log := settled(t, tn, w["id"].(string), rcv)
+	require.Len(t, log, n)
+	got := map[any]bool{}
+	for _, g := range rcv.all() {
+		got[g.Event.Data["externalUserId"]] = true
+	}
+	require.Len(t, got, n, "every event arrived")
+	t.Logf("killed after %d of %d; %d requests received for %d deliveries", killedAt, n, len(rcv.all()), n)
 }
