@@ -499,3 +499,40 @@ func TestWebhookSurvivesWorkerKill(t *testing.T) {
 	require.Len(t, got, n, "every event arrived")
 	t.Logf("killed after %d of %d; %d requests received for %d deliveries", killedAt, n, len(rcv.all()), n)
 }
+
+// TestWebhookCLI drives the registry through splathostctl: create, list, deliveries, redeliver,
+// rotate, delete, and a refusal printed as the error envelope.
+func TestWebhookCLI(t *testing.T) {
+	tn := newTenant(t)
+	rcv := newReceiver(t)
+	keys := []string{"--public-key", tn.PublicKey, "--secret-key", tn.SecretKey}
+	var created []map[string]any
+	ctlJSON(t, &created, append([]string{"webhooks", "create", rcv.srv.URL, "--events", "splat.created,splat.deleted"}, keys...)...)
+	require.Len(t, created, 1)
+	id := created[0]["id"].(string)
+	require.True(t, strings.HasPrefix(created[0]["secret"].(string), "whsec_"))
+	var listed []map[string]any
+	ctlJSON(t, &listed, append([]string{"webhooks", "list"}, keys...)...)
+	require.Len(t, listed, 1)
+	require.Nil(t, listed[0]["secret"])
+	commitScene(t, tn, "cli", 10)
+	settled(t, tn, id, rcv)
+	var page struct {
+		Deliveries []map[string]any `json:"deliveries"`
+	}
+	ctlJSON(t, &page, append([]string{"webhooks", "deliveries", id}, keys...)...)
+	require.Len(t, page.Deliveries, 1)
+	require.Equal(t, "succeeded", page.Deliveries[0]["state"])
+	did := page.Deliveries[0]["id"].(string)
+	r := ctl(t, append([]string{"webhooks", "redeliver", id, did}, keys...)...)
+	require.NoError(t, r.err, "%s", r.stderr)
+	require.Eventually(t, func() bool { return rcv.ids()[did] == 2 }, 30*time.Second, 100*time.Millisecond)
+	var rotated []map[string]any
+	ctlJSON(t, &rotated, append([]string{"webhooks", "rotate", id}, keys...)...)
+	require.NotEqual(t, created[0]["secret"], rotated[0]["secret"])
+	e := ctlError(t, append([]string{"webhooks", "create", "ftp://example.com"}, keys...)...)
+	require.EqualValues(t, 400, e["status"])
+	r = ctl(t, append([]string{"webhooks", "delete", id}, keys...)...)
+	require.NoError(t, r.err, "%s", r.stderr)
+	require.EqualValues(t, 404, ctlError(t, append([]string{"webhooks", "rotate", id}, keys...)...)["status"])
+}

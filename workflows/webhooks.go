@@ -139,6 +139,12 @@ func WebhookDelivery(ctx workflow.Context, in WebhookDeliveryInput) (WebhookDeli
 		}
 		switch out.Outcome {
 		case activities.WebhookDelivered, activities.WebhookFailed, activities.WebhookGone:
+			// A redelivery asked for while this attempt ran made the row pending again: honour it
+			// rather than end with the signal unread.
+			if redeliver.ReceiveAsync(nil) {
+				in.Attempt, in.StartedAt, busy = 0, workflow.Now(ctx), 0
+				continue
+			}
 			return WebhookDeliveryResult{Outcome: out.Outcome, Attempts: out.Attempts, StatusCode: out.StatusCode}, nil
 		case activities.WebhookBusy:
 			busy = min(max(2*busy, webhookBusyFirst), webhookBusyMax)

@@ -15,6 +15,21 @@ import (
 	splathost "github.com/splathost/splathost/sdk/go"
 )
 
+// keysClient is an SDK client with the integration's keys, from the flags or the environment
+// (SPLATHOST_PUBLIC_KEY, SPLATHOST_SECRET_KEY); what names the command needing them.
+func (a *app) keysClient(what, publicKey, secretKey string) (*splathost.Client, error) {
+	if publicKey == "" {
+		publicKey = os.Getenv("SPLATHOST_PUBLIC_KEY")
+	}
+	if secretKey == "" {
+		secretKey = os.Getenv("SPLATHOST_SECRET_KEY")
+	}
+	if publicKey == "" || secretKey == "" {
+		return nil, errors.New(what + " needs the integration's keys: --public-key and --secret-key (or SPLATHOST_PUBLIC_KEY, SPLATHOST_SECRET_KEY)")
+	}
+	return a.sdk(splathost.WithKeys(publicKey, secretKey))
+}
+
 func (a *app) uploadCommand() *cobra.Command {
 	var publicKey, secretKey, customer, title, description, visibility string
 	var concurrency int
@@ -23,16 +38,7 @@ func (a *app) uploadCommand() *cobra.Command {
 		Short: "Upload a scene file or a LOD folder for a customer and commit it (integrator keys)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if publicKey == "" {
-				publicKey = os.Getenv("SPLATHOST_PUBLIC_KEY")
-			}
-			if secretKey == "" {
-				secretKey = os.Getenv("SPLATHOST_SECRET_KEY")
-			}
-			if publicKey == "" || secretKey == "" {
-				return errors.New("upload needs the integration's keys: --public-key and --secret-key (or SPLATHOST_PUBLIC_KEY, SPLATHOST_SECRET_KEY)")
-			}
-			c, err := a.sdk(splathost.WithKeys(publicKey, secretKey))
+			c, err := a.keysClient("upload", publicKey, secretKey)
 			if err != nil {
 				return err
 			}

@@ -373,10 +373,10 @@ func (s *Service) redeliver(c *fiber.Ctx) error {
 	}
 	if s.temporal.Client != nil {
 		in := workflows.WebhookDeliveryInput{DeliveryID: d.ID, IntegrationID: d.IntegrationID, WebhookID: e.ID, Type: d.Type}
+		// The start is not recorded here: the next attempt records it, and until then the
+		// re-drive starts the row again should this signal reach a run that was ending.
 		if err := workflows.RedeliverWebhook(ctx, s.temporal.Client, s.temporal.TaskQueue, in); err != nil {
 			s.log.Warn("redelivering a webhook; the re-drive will start it", "delivery", d.ID, "error", err)
-		} else if err := events.MarkDispatched(ctx, s.db.Ent, []string{d.ID}); err != nil {
-			s.log.Warn("recording a webhook start", "delivery", d.ID, "error", err)
 		}
 	}
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"status": "accepted", "deliveryId": d.ID})
