@@ -62,6 +62,9 @@ type Options struct {
 	Keep bool
 	// RoomsOnly runs only the multiplayer room measures (phase 4), on a fresh directory.
 	RoomsOnly bool
+	// WebhooksOnly runs only the webhook measures (deliveries/s and event-to-delivery latency)
+	// on an all-in-one stack in a fresh directory.
+	WebhooksOnly bool
 	// RenditionsOnly runs only the rendition measures (phase 5) on scenes of RenditionSizes
 	// Gaussians (DefaultRenditionSizes when empty).
 	RenditionsOnly bool
@@ -149,6 +152,19 @@ func Run(ctx context.Context, o Options) Report {
 		if o.RenditionsOnly {
 			rep.Rows = append(rep.Rows, r.renditionRows(ctx, sizes)...)
 			r.cleanup()
+			rep.Problems = r.problems
+			rep.Elapsed = time.Since(start)
+			return rep
+		}
+		if o.WebhooksOnly {
+			hooks := newWebhookRows()
+			readyHooks := Row{Name: "stack ready, cold data dir (allinone)", Unit: "ms"}
+			r.webhookPhase(ctx, &readyHooks, hooks)
+			r.cleanup()
+			for _, row := range hooks.all() {
+				rep.Rows = append(rep.Rows, *row)
+			}
+			rep.Rows = append(rep.Rows, readyHooks)
 			rep.Problems = r.problems
 			rep.Elapsed = time.Since(start)
 			return rep

@@ -78,6 +78,7 @@ func run(args []string) (broken bool, err error) {
 	fs.StringVar(&o.TempDir, "tmp", "", "parent of the temporary data directory (default the system's)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the data directory and its logs")
 	fs.BoolVar(&o.RoomsOnly, "rooms-only", false, "run only the multiplayer room measures (split, 2 gateways, 2 sessions)")
+	fs.BoolVar(&o.WebhooksOnly, "webhooks-only", false, "run only the webhook delivery measures (allinone)")
 	fs.BoolVar(&o.RenditionsOnly, "renditions-only", false, "run only the rendition measures (no stack)")
 	fs.Func("rendition-sizes", "comma-separated Gaussian counts of the rendition scenes (default 100000,1000000,3000000)", func(v string) error {
 		for _, f := range strings.Split(v, ",") {
