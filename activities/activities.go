@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/internal/events"
 )
 
 // ErrBadInput is the application error type of input an activity can never process; it is
@@ -51,7 +52,12 @@ type Activities struct {
 	// Workflows lists closed rendition workflows for the orphan sweep (the API worker's
 	// Temporal client; nil elsewhere).
 	Workflows WorkflowLister
-	Log       *slog.Logger
+	// Events writes webhook events in the transactions of the changes activities make (a
+	// finished rendition, clone or retention purge) and starts their deliveries after the
+	// commit; Webhooks are the delivery settings (the API worker's; nil on a media worker).
+	Events   *events.Outbox
+	Webhooks *WebhookSettings
+	Log      *slog.Logger
 }
 
 // Register adds every activity to w and reports how many it registered.

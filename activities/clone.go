@@ -23,6 +23,7 @@ import (
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/ent/schema"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/metrics"
 	"github.com/splathost/splathost/internal/quota"
@@ -695,7 +696,8 @@ func (a *Activities) FinalizeClone(ctx context.Context, in FinalizeCloneInput) (
 		create.SetProcessingState(scene.ProcessingStatePending).
 			SetRenditionPrefix(RenditionFolder(job.IntegrationID, job.OwnerID, job.ID))
 	}
-	if err := create.Exec(ctx); err != nil {
+	sc, err := create.Save(ctx)
+	if err != nil {
 		return FinalizeCloneResult{}, fmt.Errorf("creating the clone %s: %w", job.ID, err)
 	}
 	if err := tx.CloneJob.DeleteOneID(job.ID).Exec(ctx); err != nil {
@@ -704,9 +706,18 @@ func (a *Activities) FinalizeClone(ctx context.Context, in FinalizeCloneInput) (
 	if err := announceScene(ctx, tx, job.IntegrationID, job.ID); err != nil {
 		return FinalizeCloneResult{}, err
 	}
+	var hooks events.Batch
+	if err := a.Events.EmitSplat(ctx, tx, &hooks, events.SplatCreated, sc, ""); err != nil {
+		return FinalizeCloneResult{}, err
+	}
+	if err := a.Events.Emit(ctx, tx, &hooks, job.IntegrationID, events.CloneSucceeded, events.Value(events.CloneSucceededData{
+		JobID: cloneJobID(ctx), SplatID: job.ID, SourceSplatID: job.SourceSceneID})); err != nil {
+		return FinalizeCloneResult{}, err
+	}
 	if err := tx.Commit(); err != nil {
 		return FinalizeCloneResult{}, fmt.Errorf("committing the clone %s: %w", job.ID, err)
 	}
+	a.Events.Flush(ctx, &hooks)
 	metrics.CloneJobs.WithLabelValues("succeeded").Inc()
 	return FinalizeCloneResult{SplatID: job.ID, Usage: quota.AccountSnapshot(acct), RenditionPending: rendition}, nil
 }
@@ -738,11 +749,24 @@ func recheckClone(ctx context.Context, tx *ent.Tx, job *ent.CloneJob) (*ent.Acco
 	return acct, nil
 }
 
-// RollbackCloneInput names the job to undo.
+// RollbackCloneInput names the job to undo; Message is why it failed, for clone.failed.
 type RollbackCloneInput struct {
 	JobID         string
 	IntegrationID string
 	OwnerRecordID string
+	SourceSplatID string
+	Message       string
+}
+
+// CloneFailedMessage is clone.failed's message when the failure is not the client's to read.
+const CloneFailedMessage = "the clone failed and was rolled back"
+
+// cloneJobID is the clone job's public id (the API's jobId): its workflow run's id.
+func cloneJobID(ctx context.Context) string {
+	if !activity.IsActivity(ctx) {
+		return ""
+	}
+	return activity.GetInfo(ctx).WorkflowExecution.RunID
 }
 
 // RollbackCloneResult says what the rollback undid.
@@ -776,10 +800,29 @@ func (a *Activities) RollbackClone(ctx context.Context, in RollbackCloneInput) (
 	if _, err := tx.ExternalUser.Query().Where(externaluser.ID(in.OwnerRecordID)).ForUpdate().Only(ctx); err != nil && !ent.IsNotFound(err) {
 		return out, fmt.Errorf("locking customer %s: %w", in.OwnerRecordID, err)
 	}
+	// clone.failed is recorded once per job (EmitOnce, keyed by the job), whichever attempt of
+	// the rollback commits first.
+	var hooks events.Batch
+	failed := func(sourceSplatID string) error {
+		msg := in.Message
+		if msg == "" {
+			msg = CloneFailedMessage
+		}
+		jobID := cloneJobID(ctx)
+		return a.Events.EmitOnce(ctx, tx, &hooks, "clone.failed/"+in.JobID+"/"+jobID, in.IntegrationID, events.CloneFailed,
+			events.Value(events.CloneFailedData{JobID: jobID, SourceSplatID: sourceSplatID, Message: msg}))
+	}
 	job, err := tx.CloneJob.Query().Where(clonejob.ID(in.JobID)).ForUpdate().Only(ctx)
 	if ent.IsNotFound(err) {
 		// Nothing was reserved (the job failed before it could) or an earlier attempt
 		// released it: the job is rolled back either way.
+		if err := failed(in.SourceSplatID); err != nil {
+			return out, err
+		}
+		if err := tx.Commit(); err != nil {
+			return out, err
+		}
+		a.Events.Flush(ctx, &hooks)
 		metrics.CloneJobs.WithLabelValues("rolled_back").Inc()
 		return out, nil
 	}
@@ -792,9 +835,13 @@ func (a *Activities) RollbackClone(ctx context.Context, in RollbackCloneInput) (
 	if err := tx.CloneJob.DeleteOneID(job.ID).Exec(ctx); err != nil {
 		return out, fmt.Errorf("deleting clone job %s: %w", in.JobID, err)
 	}
+	if err := failed(job.SourceSceneID); err != nil {
+		return out, err
+	}
 	if err := tx.Commit(); err != nil {
 		return out, fmt.Errorf("committing the rollback of clone job %s: %w", in.JobID, err)
 	}
+	a.Events.Flush(ctx, &hooks)
 	out.Released = job.Bytes
 	metrics.CloneJobs.WithLabelValues("rolled_back").Inc()
 	return out, nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/media"
 )
 
@@ -239,15 +240,22 @@ func (a *Activities) FinishRendition(ctx context.Context, in FinishRenditionInpu
 			up.SetImageURL(a.AssetBase + "/" + r.PosterKey)
 		}
 	}
-	if err := up.Exec(ctx); err != nil {
+	if sc, err = up.Save(ctx); err != nil {
 		return FinishRenditionResult{}, err
 	}
 	if err := announceScene(ctx, tx, sc.IntegrationID, sc.ID); err != nil {
 		return FinishRenditionResult{}, err
 	}
+	// splat.ready says processing has finished (contract item 15); the item's processing.state
+	// tells a ready rendition from a failed one, whose scene keeps serving its upload.
+	var hooks events.Batch
+	if err := a.Events.EmitSplat(ctx, tx, &hooks, events.SplatReady, sc, ""); err != nil {
+		return FinishRenditionResult{}, err
+	}
 	if err := tx.Commit(); err != nil {
 		return FinishRenditionResult{}, err
 	}
+	a.Events.Flush(ctx, &hooks)
 	return FinishRenditionResult{Recorded: true}, nil
 }
 

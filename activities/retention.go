@@ -11,6 +11,7 @@ import (
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/predicate"
 	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/internal/events"
 )
 
 // scenesChannel is internal/db.ScenesChannel. Package activities cannot import internal/db
@@ -91,6 +92,13 @@ func (a *Activities) PurgeArchivedScene(ctx context.Context, in PurgeArchivedSce
 	if err := a.deleteViews(ctx, []string{sc.ID}); err != nil {
 		return PurgeArchivedSceneResult{}, err
 	}
+	var hooks events.Batch
+	if err := a.Events.Emit(ctx, tx, &hooks, sc.IntegrationID, events.RetentionPurged, func() (any, error) {
+		eu, err := tx.Scene.QueryOwner(sc).Select(externaluser.FieldExternalUserID).String(ctx)
+		return events.SceneRef{SplatID: sc.ID, ExternalUserID: eu}, err
+	}); err != nil {
+		return PurgeArchivedSceneResult{}, err
+	}
 	if err := tx.Scene.DeleteOneID(sc.ID).Exec(ctx); err != nil {
 		return PurgeArchivedSceneResult{}, fmt.Errorf("deleting scene %s: %w", sc.ID, err)
 	}
@@ -100,6 +108,7 @@ func (a *Activities) PurgeArchivedScene(ctx context.Context, in PurgeArchivedSce
 	if err := tx.Commit(); err != nil {
 		return PurgeArchivedSceneResult{}, fmt.Errorf("committing the removal of scene %s: %w", sc.ID, err)
 	}
+	a.Events.Flush(ctx, &hooks)
 	return PurgeArchivedSceneResult{Removed: true}, nil
 }
 

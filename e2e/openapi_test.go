@@ -153,7 +153,8 @@ func TestOpenAPIRoutesMatchGateway(t *testing.T) {
 	values := map[string]string{
 		"splatId": "0123456789abcdef01234567", "jobId": "00000000-0000-4000-8000-000000000000",
 		"accountId": "0123456789abcdef01234567", "integrationId": "0123456789abcdef01234567", "externalUserId": eu,
-		"uploadId": "0123456789abcdef01234567",
+		"uploadId":  "0123456789abcdef01234567",
+		"webhookId": "0123456789abcdef01234567", "deliveryId": "0123456789abcdef01234567",
 	}
 	assets := map[string]string{"/embed/assets/": "viewer.js", "/sdk/": "splathost-embed.js", "/docs/assets/": "docs.js",
 		"/assets/": "i/x/u/y/f/z/scene.splat", "/assets/s/": "0.AAAA", "/assets/s/{token}/": "i/x/u/y/f/z/scene.splat"}

@@ -25,6 +25,8 @@ import (
 	"github.com/splathost/splathost/ent/scenelike"
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/ent/viewoutbox"
+	"github.com/splathost/splathost/ent/webhookdelivery"
+	"github.com/splathost/splathost/ent/webhookendpoint"
 )
 
 // ent aliases to avoid import conflicts in user's code.
@@ -85,19 +87,21 @@ var (
 func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
-			account.Table:        account.ValidColumn,
-			assetpurge.Table:     assetpurge.ValidColumn,
-			clonejob.Table:       clonejob.ValidColumn,
-			externaluser.Table:   externaluser.ValidColumn,
-			idempotencykey.Table: idempotencykey.ValidColumn,
-			integration.Table:    integration.ValidColumn,
-			roomdraft.Table:      roomdraft.ValidColumn,
-			roommessage.Table:    roommessage.ValidColumn,
-			roompresence.Table:   roompresence.ValidColumn,
-			scene.Table:          scene.ValidColumn,
-			scenelike.Table:      scenelike.ValidColumn,
-			uploadticket.Table:   uploadticket.ValidColumn,
-			viewoutbox.Table:     viewoutbox.ValidColumn,
+			account.Table:         account.ValidColumn,
+			assetpurge.Table:      assetpurge.ValidColumn,
+			clonejob.Table:        clonejob.ValidColumn,
+			externaluser.Table:    externaluser.ValidColumn,
+			idempotencykey.Table:  idempotencykey.ValidColumn,
+			integration.Table:     integration.ValidColumn,
+			roomdraft.Table:       roomdraft.ValidColumn,
+			roommessage.Table:     roommessage.ValidColumn,
+			roompresence.Table:    roompresence.ValidColumn,
+			scene.Table:           scene.ValidColumn,
+			scenelike.Table:       scenelike.ValidColumn,
+			uploadticket.Table:    uploadticket.ValidColumn,
+			viewoutbox.Table:      viewoutbox.ValidColumn,
+			webhookdelivery.Table: webhookdelivery.ValidColumn,
+			webhookendpoint.Table: webhookendpoint.ValidColumn,
 		})
 	})
 	return columnCheck(t, c)

@@ -40,6 +40,10 @@ type Tx struct {
 	UploadTicket *UploadTicketClient
 	// ViewOutbox is the client for interacting with the ViewOutbox builders.
 	ViewOutbox *ViewOutboxClient
+	// WebhookDelivery is the client for interacting with the WebhookDelivery builders.
+	WebhookDelivery *WebhookDeliveryClient
+	// WebhookEndpoint is the client for interacting with the WebhookEndpoint builders.
+	WebhookEndpoint *WebhookEndpointClient
 
 	// lazily loaded.
 	client     *Client
@@ -184,6 +188,8 @@ func (tx *Tx) init() {
 	tx.SceneLike = NewSceneLikeClient(tx.config)
 	tx.UploadTicket = NewUploadTicketClient(tx.config)
 	tx.ViewOutbox = NewViewOutboxClient(tx.config)
+	tx.WebhookDelivery = NewWebhookDeliveryClient(tx.config)
+	tx.WebhookEndpoint = NewWebhookEndpointClient(tx.config)
 }
 
 // txDriver wraps the given dialect.Tx with a nop dialect.Driver implementation.

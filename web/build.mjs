@@ -32,6 +32,17 @@ async function buildSdk() {
   });
 }
 
+// The webhook verifier runs on the integrator's server (Node), never in a browser.
+async function buildWebhook() {
+  await build({
+    ...common,
+    platform: 'node',
+    entryPoints: [join(root, 'sdk', 'src', 'webhook.ts')],
+    outfile: join(dist, 'sdk', 'splathost-webhook.js'),
+    sourcemap: true,
+  });
+}
+
 // The SDK's types as one .d.ts, emitted by tsc (which typechecks it on the way).
 function sdkTypes() {
   const out = mkdtempSync(join(tmpdir(), 'splathost-sdk-dts-'));
@@ -39,6 +50,7 @@ function sdkTypes() {
     execFileSync(process.execPath, [tsc, '-p', join(root, 'sdk'), '--noEmit', 'false', '--declaration',
       '--emitDeclarationOnly', '--allowImportingTsExtensions', 'false', '--outDir', out], { stdio: 'inherit' });
     copyFileSync(join(out, 'index.d.ts'), join(dist, 'sdk', 'splathost-embed.d.ts'));
+    copyFileSync(join(out, 'webhook.d.ts'), join(dist, 'sdk', 'splathost-webhook.d.ts'));
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
@@ -72,11 +84,13 @@ process.on('uncaughtException', (err) => {
 
 if (sdkOnly) {
   await buildSdk();
+  await buildWebhook();
 } else {
   rmSync(join(dist, 'sdk'), { recursive: true, force: true });
   rmSync(join(dist, 'embed'), { recursive: true, force: true });
   mkdirSync(join(dist, 'sdk'), { recursive: true });
   await buildSdk();
+  await buildWebhook();
   sdkTypes();
   await buildEmbeds();
   buildDocs(dist);

@@ -110,7 +110,8 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 		defer cancel()
 		phase(dctx, ClonePhaseRollingBack)
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, rollbackOptions), a.RollbackClone,
-			activities.RollbackCloneInput{JobID: in.JobID, IntegrationID: in.IntegrationID, OwnerRecordID: in.OwnerRecordID}).Get(dctx, nil)
+			activities.RollbackCloneInput{JobID: in.JobID, IntegrationID: in.IntegrationID, OwnerRecordID: in.OwnerRecordID,
+				SourceSplatID: in.SourceSceneID, Message: cloneFailureMessage(cause)}).Get(dctx, nil)
 		if err != nil {
 			return CloneResult{}, err
 		}
@@ -186,4 +187,14 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 	}
 	phase(ctx, ClonePhaseSucceeded)
 	return CloneResult{SplatID: fin.SplatID, SourceSplatID: in.SourceSceneID, Usage: fin.Usage}, nil
+}
+
+// cloneFailureMessage is the message of clone.failed: the client envelope's message when the
+// failure is one (quota, source gone, abandoned), otherwise a neutral one (infrastructure
+// details are for operators, in the workflow's history).
+func cloneFailureMessage(cause error) string {
+	if e := activities.ClientErrorOf(cause); e != nil {
+		return e.Message
+	}
+	return activities.CloneFailedMessage
 }

@@ -82,7 +82,11 @@ func newCloneEnv(t *testing.T, copyTakes ...time.Duration) *cloneEnv {
 	e.OnActivity(e.a.RollbackClone, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.RollbackCloneInput) (activities.RollbackCloneResult, error) {
 			e.rollbacks++
-			require.Equal(t, activities.RollbackCloneInput{JobID: testClone.JobID, IntegrationID: testIntegration, OwnerRecordID: testRecord}, in)
+			// Message is why the job failed (clone.failed's), which each test's failure sets.
+			require.NotEmpty(t, in.Message)
+			in.Message = ""
+			require.Equal(t, activities.RollbackCloneInput{JobID: testClone.JobID, IntegrationID: testIntegration, OwnerRecordID: testRecord,
+				SourceSplatID: testClone.SourceSceneID}, in)
 			return activities.RollbackCloneResult{Released: 10}, nil
 		})
 	return e

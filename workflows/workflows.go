@@ -18,7 +18,9 @@ func Register(w worker.Registry) int {
 	w.RegisterWorkflowWithOptions(CloneScene, workflow.RegisterOptions{Name: CloneSceneWorkflow})
 	w.RegisterWorkflow(DeleteSceneViews)
 	w.RegisterWorkflow(DropExpiredViews)
-	return 9
+	w.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflow})
+	w.RegisterWorkflow(RedriveWebhooks)
+	return 11
 }
 
 // RegisterMedia adds the media task queue's workflows to w (the media worker's): the renditions

@@ -26,6 +26,7 @@ func main() {
 	svc := scene.New(d, store, rt.Log, rt.Config.AssetBase(), scene.ClonesFrom(tc, rt.Config))
 	svc.UseViews(views)
 	svc.UseAssetURLs(scene.NewAssetURLs(rt.Config))
+	svc.UseWebhookStarter(worker.WebhookStarter(tc, rt.Config, d.Ent, rt.Log))
 	// Scene reads are served from memory while the LISTEN connection is up; every change is
 	// announced with a NOTIFY, so this process drops its copies whichever process made it.
 	go svc.Listen(rt.Ctx)

@@ -59,7 +59,8 @@ func (a *app) rootCommand() *cobra.Command {
 	f.StringVar(&a.tempoNS, "temporal-namespace", "", "Temporal namespace (env SPLATHOST_TEMPORAL_NAMESPACE; default from .dev/stack.json, else \"default\")")
 	f.BoolVar(&a.json, "json", false, "print machine-readable JSON instead of tables")
 	root.AddCommand(a.accountsCommand(), a.integrationsCommand(), a.customersCommand(),
-		a.workflowsCommand(), a.sweepCommand(), a.uploadCommand(), a.renditionsCommand(), a.analyticsCommand())
+		a.workflowsCommand(), a.sweepCommand(), a.uploadCommand(), a.renditionsCommand(), a.analyticsCommand(),
+		a.webhooksCommand())
 	return root
 }
 

@@ -21,6 +21,11 @@ func main() {
 	defer tc.Close()
 	// Gateways in other processes drop their cached integrations on the NOTIFY.
 	svc := user.New(d, rt.Log, nil, user.Temporal{Client: tc, TaskQueue: rt.Config.TaskQueue})
+	hooks, err := worker.UserWebhooks(tc, rt.Config, d.Ent, rt.Log)
+	if err != nil {
+		boot.Fatal(rt.Log, "webhooks", err)
+	}
+	svc.UseWebhooks(hooks)
 	app := boot.ServiceApp("user", rt.Config, rt.Log, user.Prefixes, svc.Register,
 		map[string]httpx.Check{"postgres": d.Ping})
 	rt.Log.Info("listening", "addr", rt.Config.UserAddr)

@@ -450,6 +450,68 @@ var (
 			},
 		},
 	}
+	// WebhookDeliveriesColumns holds the columns for the "webhook_deliveries" table.
+	WebhookDeliveriesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 24},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "integration_id", Type: field.TypeString, Size: 24},
+		{Name: "endpoint_id", Type: field.TypeString, Size: 24},
+		{Name: "type", Type: field.TypeString, Size: 64},
+		{Name: "payload", Type: field.TypeString, Size: 2147483647},
+		{Name: "state", Type: field.TypeEnum, Enums: []string{"pending", "succeeded", "failed"}, Default: "pending"},
+		{Name: "attempts", Type: field.TypeInt, Default: 0},
+		{Name: "last_status_code", Type: field.TypeInt, Nullable: true},
+		{Name: "last_error", Type: field.TypeString, Nullable: true, Size: 500},
+		{Name: "next_attempt_at", Type: field.TypeTime, Nullable: true},
+		{Name: "dispatched_at", Type: field.TypeTime, Nullable: true},
+		{Name: "delivered_at", Type: field.TypeTime, Nullable: true},
+	}
+	// WebhookDeliveriesTable holds the schema information for the "webhook_deliveries" table.
+	WebhookDeliveriesTable = &schema.Table{
+		Name:       "webhook_deliveries",
+		Columns:    WebhookDeliveriesColumns,
+		PrimaryKey: []*schema.Column{WebhookDeliveriesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "webhookdelivery_endpoint_id_created_at_id",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookDeliveriesColumns[4], WebhookDeliveriesColumns[1], WebhookDeliveriesColumns[0]},
+			},
+			{
+				Name:    "webhookdelivery_state_dispatched_at_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookDeliveriesColumns[7], WebhookDeliveriesColumns[12], WebhookDeliveriesColumns[1]},
+			},
+		},
+	}
+	// WebhookEndpointsColumns holds the columns for the "webhook_endpoints" table.
+	WebhookEndpointsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 24},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "integration_id", Type: field.TypeString, Size: 24},
+		{Name: "url", Type: field.TypeString, Size: 2048},
+		{Name: "events", Type: field.TypeJSON, Nullable: true},
+		{Name: "description", Type: field.TypeString, Size: 500, Default: ""},
+		{Name: "secret_sealed", Type: field.TypeBytes},
+		{Name: "previous_secret_sealed", Type: field.TypeBytes, Nullable: true},
+		{Name: "previous_expires_at", Type: field.TypeTime, Nullable: true},
+		{Name: "deleted_at", Type: field.TypeTime, Nullable: true},
+	}
+	// WebhookEndpointsTable holds the schema information for the "webhook_endpoints" table.
+	WebhookEndpointsTable = &schema.Table{
+		Name:       "webhook_endpoints",
+		Columns:    WebhookEndpointsColumns,
+		PrimaryKey: []*schema.Column{WebhookEndpointsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "webhookendpoint_integration_id_deleted_at",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookEndpointsColumns[3], WebhookEndpointsColumns[10]},
+			},
+		},
+	}
 	// Tables holds all the tables in the schema.
 	Tables = []*schema.Table{
 		AccountsTable,
@@ -465,6 +527,8 @@ var (
 		SceneLikesTable,
 		UploadTicketsTable,
 		ViewOutboxesTable,
+		WebhookDeliveriesTable,
+		WebhookEndpointsTable,
 	}
 )
 

@@ -44,3 +44,9 @@ type UploadTicket func(*sql.Selector)
 
 // ViewOutbox is the predicate function for viewoutbox builders.
 type ViewOutbox func(*sql.Selector)
+
+// WebhookDelivery is the predicate function for webhookdelivery builders.
+type WebhookDelivery func(*sql.Selector)
+
+// WebhookEndpoint is the predicate function for webhookendpoint builders.
+type WebhookEndpoint func(*sql.Selector)

@@ -77,6 +77,13 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	ints := user.NewIntegrations(d.Pool, log)
 	users := user.New(d, log, ints.Flush, user.Temporal{Client: tc, TaskQueue: cfg.TaskQueue})
 	scenes := scene.New(d, store, log, cfg.AssetBase(), scene.ClonesFrom(tc, cfg))
+	hooks, err := worker.UserWebhooks(tc, cfg, d.Ent, log)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	users.UseWebhooks(hooks)
+	scenes.UseWebhookStarter(hooks.Starter)
 	views, err := analytics.NewViews(ch, cfg.ClickHouseDB)
 	if err != nil {
 		p.Close()

@@ -3,6 +3,9 @@
 package config
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
@@ -103,6 +106,17 @@ type Config struct {
 	// one). The test harness raises it so that the many tiny scenes other tests commit do not
 	// queue conversions; the rendition tests upload scenes above it.
 	RenditionMinBytes int
+	// WebhookKey seals webhook signing secrets at rest (AES-256-GCM): 32 bytes from
+	// SPLATHOST_WEBHOOK_KEY (64 hex characters). Empty derives one from InternalSecret
+	// (WebhookSealKey), so a deployment without it still works; set it to rotate the two apart.
+	WebhookKey []byte
+	// WebhookAllowPrivate lets webhook URLs target loopback, private and link-local addresses
+	// (and plain http): `make dev` and the test harness, whose receivers run on 127.0.0.1.
+	// Production leaves it false, and every delivery re-checks the address it connects to.
+	WebhookAllowPrivate bool
+	// WebhookConcurrency is how many deliveries one endpoint receives at once, deployment-wide:
+	// a slow receiver holds at most this many delivery slots and delays nobody else.
+	WebhookConcurrency int
 }
 
 // Load reads the environment. It returns an error naming every malformed variable rather than
@@ -150,6 +164,9 @@ func Load() (Config, error) {
 		RenditionLODMin:      l.int("SPLATHOST_RENDITION_LOD_MIN", 1_000_000),
 		RenditionConcurrency: l.int("SPLATHOST_RENDITION_CONCURRENCY", 1),
 		RenditionMinBytes:    l.nonNegativeInt("SPLATHOST_RENDITION_MIN_BYTES", 0),
+		WebhookKey:           l.hexKey("SPLATHOST_WEBHOOK_KEY", 32),
+		WebhookAllowPrivate:  l.bool("SPLATHOST_WEBHOOK_ALLOW_PRIVATE", false),
+		WebhookConcurrency:   l.int("SPLATHOST_WEBHOOK_CONCURRENCY", 4),
 	}
 	if len(l.errs) > 0 {
 		return Config{}, fmt.Errorf("config: %s", strings.Join(l.errs, "; "))
@@ -179,6 +196,17 @@ func (c Config) PublicBase() string {
 		host = "localhost"
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// WebhookSealKey is the key that seals webhook secrets: WebhookKey, or one derived from the
+// internal secret (HMAC-SHA256 under a fixed label) when that is not set.
+func (c Config) WebhookSealKey() []byte {
+	if len(c.WebhookKey) > 0 {
+		return c.WebhookKey
+	}
+	m := hmac.New(sha256.New, []byte(c.InternalSecret))
+	m.Write([]byte("splathost webhook secret sealing v1"))
+	return m.Sum(nil)
 }
 
 // RequireSecrets reports an error when the secrets a public-facing binary needs are missing:
@@ -268,6 +296,20 @@ func (l *loader) sessionKeys(key string) []SessionKey {
 		return nil
 	}
 	return keys
+}
+
+// hexKey reads a key of n bytes written as 2n hex characters; the error never echoes it.
+func (l *loader) hexKey(key string, n int) []byte {
+	v, ok := os.LookupEnv(key)
+	if !ok || strings.TrimSpace(v) == "" {
+		return nil
+	}
+	b, err := hex.DecodeString(strings.TrimSpace(v))
+	if err != nil || len(b) != n {
+		l.errs = append(l.errs, fmt.Sprintf("%s must be %d hex characters", key, 2*n))
+		return nil
+	}
+	return b
 }
 
 func (l *loader) str(key, def string) string {
@@ -376,6 +418,9 @@ func (cfg Config) Environ() []string {
 		{"SPLATHOST_RENDITION_LOD_MIN", strconv.Itoa(cfg.RenditionLODMin)},
 		{"SPLATHOST_RENDITION_CONCURRENCY", strconv.Itoa(cfg.RenditionConcurrency)},
 		{"SPLATHOST_RENDITION_MIN_BYTES", strconv.Itoa(cfg.RenditionMinBytes)},
+		{"SPLATHOST_WEBHOOK_KEY", hex.EncodeToString(cfg.WebhookKey)},
+		{"SPLATHOST_WEBHOOK_ALLOW_PRIVATE", strconv.FormatBool(cfg.WebhookAllowPrivate)},
+		{"SPLATHOST_WEBHOOK_CONCURRENCY", strconv.Itoa(cfg.WebhookConcurrency)},
 	}
 	set := make(map[string]bool, len(vars))
 	for _, v := range vars {

@@ -206,6 +206,7 @@ func TestEnvironRoundTrips(t *testing.T) {
 		CloneWait: 2 * time.Second, CloneAbandonAfter: time.Minute, CloneConcurrency: 7, WorkerSchedules: true,
 		MediaTaskQueue: "mq", MediaHealthAddr: "m:1", SplatTransform: "/opt/st/cli.mjs", RenditionTimeout: time.Minute,
 		RenditionMaxMemory: 1 << 30, RenditionLODMin: 5000, RenditionConcurrency: 2, RenditionMinBytes: 1 << 18,
+		WebhookKey: []byte("0123456789abcdef0123456789abcdef"), WebhookAllowPrivate: true, WebhookConcurrency: 9,
 	}
 	v := reflect.ValueOf(want)
 	for i := 0; i < v.NumField(); i++ {
@@ -245,4 +246,23 @@ func TestPublicBase(t *testing.T) {
 	} {
 		require.Equal(t, c.want, c.cfg.PublicBase())
 	}
+}
+
+// TestWebhookKey: SPLATHOST_WEBHOOK_KEY is 64 hex characters (a malformed one is refused without
+// echoing it); without it the sealing key derives from the internal secret, so it is stable.
+func TestWebhookKey(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("SPLATHOST_WEBHOOK_KEY", "abc123")
+	_, err := Load()
+	require.ErrorContains(t, err, "SPLATHOST_WEBHOOK_KEY")
+	require.NotContains(t, err.Error(), "abc123")
+	t.Setenv("SPLATHOST_WEBHOOK_KEY", strings.Repeat("ab", 32))
+	c, err := Load()
+	require.NoError(t, err)
+	require.Len(t, c.WebhookSealKey(), 32)
+	require.Equal(t, c.WebhookKey, c.WebhookSealKey())
+	derived := Config{InternalSecret: "internal-secret-0123"}.WebhookSealKey()
+	require.Len(t, derived, 32)
+	require.Equal(t, derived, Config{InternalSecret: "internal-secret-0123"}.WebhookSealKey())
+	require.NotEqual(t, derived, Config{InternalSecret: "another-secret-0123"}.WebhookSealKey())
 }

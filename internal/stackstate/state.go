@@ -3,7 +3,11 @@
 // against `make dev`. One type, so writer and readers cannot drift apart.
 package stackstate
 
-import "github.com/splathost/splathost/internal/config"
+import (
+	"encoding/hex"
+
+	"github.com/splathost/splathost/internal/config"
+)
 
 // Process is one process of the running stack, listed so tools can find it (the benchmarks read
 // each pid's RSS).
@@ -33,6 +37,7 @@ type State struct {
 	S3SecretKey       string    `json:"s3SecretKey"`
 	InternalSecret    string    `json:"internalSecret"`
 	SessionKeys       string    `json:"sessionKeys"`
+	WebhookKey        string    `json:"webhookKey"`
 	Services          string    `json:"services"`
 	LogDir            string    `json:"logDir"`
 	ReadyMillis       int64     `json:"readyMillis"`
@@ -69,5 +74,10 @@ func (s State) Config() config.Config {
 	if keys, err := config.ParseSessionKeys(s.SessionKeys); err == nil {
 		cfg.SessionKeys = keys
 	}
+	if k, err := hex.DecodeString(s.WebhookKey); err == nil && len(k) == 32 {
+		cfg.WebhookKey = k
+	}
+	// A stack's receivers (make dev, tests) are on this machine.
+	cfg.WebhookAllowPrivate = true
 	return cfg
 }

@@ -64,6 +64,7 @@ func RunMedia(ctx context.Context, c client.Client, cfg config.Config, deps Deps
 		MaxConcurrentActivityExecutionSize: cfg.RenditionConcurrency + 4})
 	acts := &activities.Activities{Ent: deps.DB.Ent, Objects: deps.Store.Client, Bucket: deps.Store.Bucket,
 		AssetBase: cfg.AssetBase(), PublicBase: cfg.PublicBase(), Log: log,
+		Events:     activityEvents(c, cfg, deps.DB.Ent, log),
 		Renditions: activities.NewRenditionSettings(conv, cfg.RenditionLODMin, work, cfg.RenditionConcurrency)}
 	n := workflows.RegisterMedia(w) + activities.Register(w, acts)
 	if err := waitHealthy(ctx, c, log); err != nil {

@@ -50,6 +50,13 @@ func schedules(taskQueue, mediaTaskQueue string) []client.ScheduleOptions {
 			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
 		},
 		{
+			ID:   workflows.WebhookRedriveScheduleID,
+			Spec: every(workflows.WebhookRedriveEvery),
+			Action: &client.ScheduleWorkflowAction{ID: workflows.WebhookRedriveScheduleID, Workflow: workflows.RedriveWebhooks,
+				Args: []any{workflows.WebhookRedriveInput{}}, TaskQueue: taskQueue, WorkflowExecutionTimeout: time.Hour},
+			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		},
+		{
 			// On the media task queue: the media worker reads the pending scenes and starts
 			// their renditions as its own children.
 			ID:   workflows.RenditionRedriveScheduleID,
@@ -71,7 +78,7 @@ func keepSchedules(ctx context.Context, c client.Client, taskQueue, mediaTaskQue
 		err := ensureSchedules(ctx, c, taskQueue, mediaTaskQueue)
 		if err == nil {
 			log.Info("schedules in place", "schedules", []string{workflows.OrphanSweepScheduleID, workflows.PurgeRedriveScheduleID,
-				workflows.RetentionRedriveScheduleID, workflows.ViewRetentionScheduleID, workflows.RenditionRedriveScheduleID})
+				workflows.RetentionRedriveScheduleID, workflows.ViewRetentionScheduleID, workflows.RenditionRedriveScheduleID, workflows.WebhookRedriveScheduleID})
 			return
 		}
 		if ctx.Err() != nil {
@@ -93,7 +100,7 @@ func ensureSchedules(ctx context.Context, c client.Client, taskQueue, mediaTaskQ
 			return fmt.Errorf("schedule %s: %w", s.ID, err)
 		}
 	}
-	for _, id := range []string{workflows.PurgeRedriveScheduleID, workflows.RenditionRedriveScheduleID} {
+	for _, id := range []string{workflows.PurgeRedriveScheduleID, workflows.RenditionRedriveScheduleID, workflows.WebhookRedriveScheduleID} {
 		h := c.ScheduleClient().GetHandle(ctx, id)
 		if err := h.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP}); err != nil {
 			return fmt.Errorf("trigger %s: %w", id, err)

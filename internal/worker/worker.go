@@ -43,8 +43,13 @@ func Run(ctx context.Context, c client.Client, cfg config.Config, deps Deps) err
 	// On shutdown, running activities get the shutdown timeout to finish or to report their last
 	// heartbeat; the next attempt resumes from it.
 	w := worker.New(c, cfg.TaskQueue, worker.Options{WorkerStopTimeout: cfg.ShutdownTimeout})
+	hooks, err := webhookSettings(cfg)
+	if err != nil {
+		return err
+	}
 	acts := &activities.Activities{Ent: deps.DB.Ent, Objects: deps.Store.Client, Bucket: deps.Store.Bucket,
-		AssetBase: cfg.AssetBase(), PublicBase: cfg.PublicBase(), Workflows: c, Log: log}
+		AssetBase: cfg.AssetBase(), PublicBase: cfg.PublicBase(), Workflows: c, Log: log,
+		Events: activityEvents(c, cfg, deps.DB.Ent, log), Webhooks: hooks}
 	if deps.Views != nil {
 		// A nil *analytics.Views must not become a non-nil interface.
 		acts.Views = deps.Views

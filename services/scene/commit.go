@@ -25,6 +25,7 @@ import (
 	"github.com/splathost/splathost/ent/schema"
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/quota"
@@ -362,6 +363,9 @@ func (s *Service) commit(c *fiber.Ctx) error {
 	var refused error
 	var purge *ent.AssetPurge
 	var taken *errUploadTaken
+	// hooks are the webhook events of the commit (splat.created, and splat.published for a
+	// scene committed public), written with the scene and started after the commit.
+	var hooks events.Batch
 	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
 		var err error
 		if _, acct, err = quota.Reserve(ctx, tx, owner.ID, caller.AccountID, quota.Charge{Bytes: size, Slot: true}); err != nil {
@@ -424,6 +428,14 @@ func (s *Service) commit(c *fiber.Ctx) error {
 				return taken
 			}
 		}
+		if err := s.events.EmitSplat(ctx, tx, &hooks, events.SplatCreated, sc, owner.ExternalUserID); err != nil {
+			return err
+		}
+		if sc.Visibility == scene.VisibilityPublic {
+			if err := s.events.EmitSplat(ctx, tx, &hooks, events.SplatPublished, sc, owner.ExternalUserID); err != nil {
+				return err
+			}
+		}
 		if len(unused) > 0 {
 			// The ticket is spent; an image it signed but the scene does not use would be
 			// orphaned (the sweep takes only uncommitted tickets).
@@ -444,6 +456,7 @@ func (s *Service) commit(c *fiber.Ctx) error {
 		return refused
 	}
 	s.invalidateScene(ctx, caller.IntegrationID, sc.ID)
+	s.events.Flush(ctx, &hooks)
 	s.startRendition(ctx, sc, owner.ExternalUserID)
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{
 		"status": "success", "splatId": sc.ID,

@@ -6,6 +6,7 @@ import (
 	"github.com/splathost/splathost/ent"
 	entscene "github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/ent/schema"
+	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
 )
 
@@ -118,4 +119,12 @@ func renderLevelData(urls *AssetURLs, sc *ent.Scene) map[string]any {
 // shape as the REST API.
 func Detail(urls *AssetURLs, sc *ent.Scene, productSlug, callerEU string) any {
 	return renderDetail(urls, sc, ownerEUOf(sc), productSlug, callerEU)
+}
+
+// WebhookRenderer renders scenes for webhook events (splat.created, updated, published, ready)
+// as the list item an integration-level caller gets: isOwner false, asset URLs from urls.
+func WebhookRenderer(urls *AssetURLs) events.Renderer {
+	return func(sc *ent.Scene, ownerEU, productSlug string) any {
+		return renderItem(urls, sc, ownerEU, productSlug, "")
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/quota"
@@ -256,6 +257,7 @@ func (s *Service) patchScene(c *fiber.Ctx) error {
 	}
 	var sc *ent.Scene
 	var purge *ent.AssetPurge
+	var hooks events.Batch
 	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
 		// Lock order: the scene row, then (attached uploads, first publish of a clone) the
 		// customer and account rows — the same order DELETE takes.
@@ -308,11 +310,21 @@ func (s *Service) patchScene(c *fiber.Ctx) error {
 		if sc, err = up.Save(ctx); err != nil {
 			return err
 		}
+		if err := s.events.EmitSplat(ctx, tx, &hooks, events.SplatUpdated, sc, eu); err != nil {
+			return err
+		}
+		// Published: the scene became public (spec, Scene visibility: PATCH visibility 'public').
+		if cur.Visibility != scene.VisibilityPublic && sc.Visibility == scene.VisibilityPublic {
+			if err := s.events.EmitSplat(ctx, tx, &hooks, events.SplatPublished, sc, eu); err != nil {
+				return err
+			}
+		}
 		return sceneChanged(ctx, tx, caller.IntegrationID, id)
 	})
 	if err != nil {
 		return err
 	}
+	s.events.Flush(ctx, &hooks)
 	s.startAssetPurge(ctx, purge)
 	s.invalidateScene(ctx, caller.IntegrationID, id)
 	if caller.IsSession() {
@@ -351,6 +363,7 @@ func firstPublish(ctx context.Context, tx *ent.Tx, sc *ent.Scene, accountID stri
 func (s *Service) feature(c *fiber.Ctx, caller *httpx.Caller, id string, featured bool) error {
 	ctx := c.UserContext()
 	var sc *ent.Scene
+	var hooks events.Batch
 	err := s.db.InTx(ctx, func(tx *ent.Tx) error {
 		// The row lock orders featuring against a concurrent PATCH that makes the scene private.
 		cur, err := tx.Scene.Query().
@@ -382,11 +395,15 @@ func (s *Service) feature(c *fiber.Ctx, caller *httpx.Caller, id string, feature
 		if err != nil {
 			return err
 		}
+		if err := s.events.EmitSplat(ctx, tx, &hooks, events.SplatUpdated, sc, ""); err != nil {
+			return err
+		}
 		return sceneChanged(ctx, tx, caller.IntegrationID, id)
 	})
 	if err != nil {
 		return err
 	}
+	s.events.Flush(ctx, &hooks)
 	s.invalidateScene(ctx, caller.IntegrationID, id)
 	ownerEU, err := s.db.Ent.ExternalUser.Query().Where(externaluser.ID(sc.OwnerID)).
 		Select(externaluser.FieldExternalUserID).String(ctx)
@@ -419,6 +436,7 @@ func (s *Service) deleteScene(c *fiber.Ctx) error {
 		return errSceneNotFound()
 	}
 	var purge *ent.AssetPurge
+	var hooks events.Batch
 	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
 		// Lock order: the scene row, then release's customer → account. A concurrent second
 		// DELETE waits here and then finds no row, so the scene is released exactly once.
@@ -439,11 +457,16 @@ func (s *Service) deleteScene(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
+		if err := s.events.Emit(ctx, tx, &hooks, sc.IntegrationID, events.SplatDeleted,
+			events.Value(events.SceneRef{SplatID: sc.ID, ExternalUserID: owner.ExternalUserID})); err != nil {
+			return err
+		}
 		return sceneChanged(ctx, tx, sc.IntegrationID, sc.ID)
 	})
 	if err != nil {
 		return err
 	}
+	s.events.Flush(ctx, &hooks)
 	s.startAssetPurge(ctx, purge)
 	s.invalidateScene(context.WithoutCancel(ctx), caller.IntegrationID, id)
 	return c.JSON(fiber.Map{"status": "success"})

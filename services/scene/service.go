@@ -11,8 +11,10 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/splathost/splathost/analytics"
+	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/db"
+	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/objectstore"
 )
 
@@ -46,6 +48,9 @@ type Service struct {
 	// (assets.go). Wired by the binary (UseAssetURLs).
 	urls   *AssetURLs
 	assets assetState
+	// events writes the webhook events of scene changes (commit, PATCH, featuring, DELETE) in
+	// their transactions.
+	events *events.Outbox
 	// scoresDownUntil (unix ns) skips ClickHouse for a moment after a failed score query.
 	scoresDownUntil atomic.Int64
 }
@@ -56,8 +61,16 @@ func (s *Service) UseAssetURLs(u *AssetURLs) { s.urls = u }
 
 // New returns the scene service. assetBase is config.Config.AssetBase().
 func New(d *db.DB, store *objectstore.Store, log *slog.Logger, assetBase string, clones Clones) *Service {
-	return &Service{db: d, store: store, log: log, assetBase: assetBase, now: time.Now, cache: newSceneCache(d.Pool, log), clones: clones}
+	s := &Service{db: d, store: store, log: log, assetBase: assetBase, now: time.Now, cache: newSceneCache(d.Pool, log), clones: clones}
+	s.events = &events.Outbox{Log: log, Render: func(sc *ent.Scene, ownerEU, productSlug string) any {
+		return s.itemOf(sc, ownerEU, productSlug, "")
+	}}
+	return s
 }
+
+// UseWebhookStarter starts the deliveries of this service's events right after their commits;
+// without it they wait for the webhook re-drive.
+func (s *Service) UseWebhookStarter(st events.Starter) { s.events.Starter = st }
 
 // ClonesFrom is the clone settings of cfg on client.
 func ClonesFrom(c client.Client, cfg config.Config) Clones {

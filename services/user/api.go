@@ -13,6 +13,7 @@ import (
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/quota"
@@ -167,9 +168,12 @@ func (s *Service) putExternalUser(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	var out *ent.ExternalUser
 	var fx *lifecycleEffects
+	// hooks are the retention events of the PUT, written with the lifecycle's changes.
+	var hooks events.Batch
 	for attempt := 1; ; attempt++ {
 		err = s.db.InTx(ctx, func(tx *ent.Tx) error {
-			return s.putTx(ctx, tx, caller, eu, p, &out, &fx)
+			hooks = events.Batch{}
+			return s.putTx(ctx, tx, caller, eu, p, &out, &fx, &hooks)
 		})
 		if err == nil || attempt == txAttempts || !retryable(err) {
 			break
@@ -178,6 +182,7 @@ func (s *Service) putExternalUser(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	s.events.Flush(ctx, &hooks)
 	s.applyRetentionTimers(ctx, caller, out, fx)
 	v := viewOf(out, caller.ProductSlug)
 	return c.JSON(externalUserResponse{Status: "success", ExternalUser: &v})
@@ -185,7 +190,7 @@ func (s *Service) putExternalUser(c *fiber.Ctx) error {
 
 // putTx is the PUT transaction: upsert, lock, patch, then the billing lifecycle (lifecycle.go).
 func (s *Service) putTx(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, eu string, p *customerPatch,
-	out **ent.ExternalUser, fx **lifecycleEffects) error {
+	out **ent.ExternalUser, fx **lifecycleEffects, hooks *events.Batch) error {
 	// Create-if-missing with ON CONFLICT DO NOTHING, then lock the row: concurrent first
 	// PUTs of one customer serialize on the unique index and produce exactly one record.
 	if _, err := tx.ExecContext(ctx, `INSERT INTO external_users
@@ -217,8 +222,21 @@ func (s *Service) putTx(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, e
 			return err
 		}
 	}
-	*out, *fx, err = applyLifecycle(ctx, tx, caller, u, p, time.Now().UTC().Truncate(time.Microsecond))
-	return err
+	if *out, *fx, err = applyLifecycle(ctx, tx, caller, u, p, time.Now().UTC().Truncate(time.Microsecond)); err != nil {
+		return err
+	}
+	for _, e := range []struct {
+		typ string
+		ids []string
+	}{{events.RetentionArchived, (*fx).archived}, {events.RetentionRestored, (*fx).restored}} {
+		for _, id := range e.ids {
+			ref := events.SceneRef{SplatID: id, ExternalUserID: eu}
+			if err := s.events.Emit(ctx, tx, hooks, caller.IntegrationID, e.typ, events.Value(ref)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // applyPatch writes the supplied fields. Suspended and canceled force the customer inactive and

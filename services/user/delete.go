@@ -17,6 +17,7 @@ import (
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/db"
+	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/workflows"
 )
@@ -44,6 +45,8 @@ type customerDeletion struct {
 	sceneIDs []string
 	// purge is the outbox row of the objects left to remove; nil when there are none.
 	purge *ent.AssetPurge
+	// deletedNow says this call deleted the customer (not a repeat of an earlier deletion).
+	deletedNow bool
 }
 
 // deleteExternalUser answers DELETE /api/v1/external-user: the customer is soft-deleted and
@@ -68,11 +71,24 @@ func (s *Service) deleteExternalUser(c *fiber.Ctx) error {
 	}
 	ctx := c.UserContext()
 	var del *customerDeletion
+	// hooks are the deletion's webhook events: splat.deleted for each scene it removed and
+	// externalUser.deleted, once (a repeated DELETE of a deleted customer changes nothing).
+	var hooks events.Batch
 	for attempt := 1; ; attempt++ {
 		err = s.db.InTx(ctx, func(tx *ent.Tx) error {
 			var err error
-			del, err = deleteCustomer(ctx, tx, caller, eu, time.Now())
-			return err
+			hooks = events.Batch{}
+			if del, err = deleteCustomer(ctx, tx, caller, eu, time.Now()); err != nil || !del.deletedNow {
+				return err
+			}
+			for _, id := range del.sceneIDs {
+				ref := events.SceneRef{SplatID: id, ExternalUserID: eu}
+				if err := s.events.Emit(ctx, tx, &hooks, caller.IntegrationID, events.SplatDeleted, events.Value(ref)); err != nil {
+					return err
+				}
+			}
+			return s.events.Emit(ctx, tx, &hooks, caller.IntegrationID, events.ExternalUserDeleted,
+				events.Value(events.ExternalUserData{ExternalUserID: eu}))
 		})
 		if err == nil || attempt == txAttempts || !retryable(err) {
 			break
@@ -81,6 +97,7 @@ func (s *Service) deleteExternalUser(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	s.events.Flush(ctx, &hooks)
 	bg := context.WithoutCancel(ctx)
 	if len(del.sceneIDs) > 0 {
 		if err := s.deleteCustomerViews(bg, caller.IntegrationID, del.sceneIDs); err != nil {
@@ -179,6 +196,7 @@ func deleteCustomer(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, eu st
 	up := u.Update().SetStatus(externaluser.StatusDeleted).SetUsedBytes(0).SetSplatCount(0)
 	if u.DeletedAt == nil || u.Status != externaluser.StatusDeleted {
 		up.SetDeletedAt(now)
+		del.deletedNow = true
 		if err := notifyCustomer(ctx, tx, caller.IntegrationID, eu); err != nil {
 			return nil, err
 		}

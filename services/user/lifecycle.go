@@ -77,6 +77,8 @@ type retentionTimer struct {
 type lifecycleEffects struct {
 	start  []retentionTimer // newly archived, unprotected
 	cancel []retentionTimer // restored or newly protected
+	// archived and restored are the scenes this PUT archived and restored (their webhook events).
+	archived, restored []string
 }
 
 // lockCustomerScenes locks the scene rows of the customer eu of the integration before the
@@ -186,6 +188,7 @@ func applyLifecycle(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, u *en
 			return nil, nil, err
 		}
 		changed = append(changed, archiveIDs...)
+		fx.archived = archiveIDs
 	}
 
 	// Protect the other named scenes: live ones keep the mark for a later archive, archived ones
@@ -254,6 +257,7 @@ func applyLifecycle(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, u *en
 			return nil, nil, err
 		}
 		changed = append(changed, restoreIDs...)
+		fx.restored = restoreIDs
 	}
 
 	// Counters: customer row, then account row (both locked already).

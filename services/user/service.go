@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/splathost/splathost/internal/db"
+	"github.com/splathost/splathost/internal/events"
 )
 
 // Service handles the user service's routes.
@@ -21,6 +22,10 @@ type Service struct {
 	changed func()
 	// temporal starts the workflows a customer deletion hands its asset removal to.
 	temporal Temporal
+	// webhooks is the endpoint registry's settings (webhooks.go); events writes the webhook
+	// events of customer deletions and the billing lifecycle.
+	webhooks Webhooks
+	events   *events.Outbox
 }
 
 // Temporal is where the service starts workflows: a client and the worker's task queue. With a
@@ -37,11 +42,11 @@ func New(d *db.DB, log *slog.Logger, onIntegrationChange func(), tc Temporal) *S
 	if onIntegrationChange == nil {
 		onIntegrationChange = func() {}
 	}
-	return &Service{db: d, log: log, changed: onIntegrationChange, temporal: tc}
+	return &Service{db: d, log: log, changed: onIntegrationChange, temporal: tc, events: &events.Outbox{Log: log}}
 }
 
 // Prefixes are the path prefixes this service owns; a split gateway forwards them here.
-var Prefixes = []string{"/api/v1/external-user", "/admin/v1/"}
+var Prefixes = []string{"/api/v1/external-user", webhooksPath, "/admin/v1/"}
 
 // Register mounts the service's routes. The router must already establish the caller
 // (the gateway in-process, or httpx.TrustSignedCaller in a service binary).
@@ -50,6 +55,7 @@ func (s *Service) Register(r fiber.Router) {
 	r.Get("/api/v1/external-user", s.getExternalUser)
 	r.Delete("/api/v1/external-user", s.deleteExternalUser)
 	r.Get("/api/v1/external-user/usage", s.getUsage)
+	s.registerWebhooks(r)
 
 	r.Post("/admin/v1/accounts", s.createAccount)
 	r.Get("/admin/v1/accounts/:id", s.getAccount)

@@ -65,6 +65,9 @@ type Options struct {
 	// MultipartOnly runs only the multipart upload measure (one PUT against parts of the same
 	// file), on an all-in-one stack of its own.
 	MultipartOnly bool
+	// WebhooksOnly runs only the webhook measures (deliveries/s and event-to-delivery latency)
+	// on an all-in-one stack in a fresh directory.
+	WebhooksOnly bool
 	// RenditionsOnly runs only the rendition measures (phase 5) on scenes of RenditionSizes
 	// Gaussians (DefaultRenditionSizes when empty).
 	RenditionsOnly bool
@@ -136,6 +139,7 @@ func Run(ctx context.Context, o Options) Report {
 	rooms := newRoomRows()
 	ttff := newTTFFRows()
 	mp := newMultipartRows()
+	hooks := newWebhookRows()
 	var renditions []Row
 	var memSplit, memAll []Row
 
@@ -145,7 +149,7 @@ func Run(ctx context.Context, o Options) Report {
 		err = os.Chmod(dir, 0o755)
 	}
 	if err != nil {
-		for _, row := range append(append(append(append(measured, &readyCold, &readyWarm, &readyAll, &readyRooms), rooms.all()...), mp.all()...), ttff.all()...) {
+		for _, row := range append(append(append(append(append(measured, &readyCold, &readyWarm, &readyAll, &readyRooms), rooms.all()...), mp.all()...), ttff.all()...), hooks.all()...) {
 			row.Err = err
 		}
 	} else {
@@ -180,6 +184,11 @@ func Run(ctx context.Context, o Options) Report {
 		if o.RoomsOnly {
 			r.roomPhase(ctx, &readyRooms, rooms)
 			return only(rooms.all(), readyRooms)
+		}
+		if o.WebhooksOnly {
+			readyHooks := Row{Name: "stack ready, cold data dir (allinone, webhook measure)", Unit: "ms"}
+			r.webhookPhase(ctx, &readyHooks, hooks)
+			return only(hooks.all(), readyHooks)
 		}
 		if o.TTFFOnly {
 			readyTTFF := Row{Name: "stack ready (split, time-to-first-frame measure)", Unit: "ms"}
@@ -237,6 +246,9 @@ func Run(ctx context.Context, o Options) Report {
 		// Phase 6, split: the viewer's first frame in Chromium, upload against rendition.
 		var readyTTFF Row
 		r.ttffPhase(ctx, &readyTTFF, ttff)
+		// Phase 7, all-in-one on a fresh directory: webhook deliveries end to end.
+		var readyHooks Row
+		r.webhookPhase(ctx, &readyHooks, hooks)
 		r.cleanup()
 	}
 
@@ -246,7 +258,7 @@ func Run(ctx context.Context, o Options) Report {
 		rep.Rows = append(rep.Rows, *row)
 	}
 	rep.Rows = append(rep.Rows, renditions...)
-	for _, row := range ttff.all() {
+	for _, row := range append(ttff.all(), hooks.all()...) {
 		rep.Rows = append(rep.Rows, *row)
 	}
 	rep.Rows = append(rep.Rows, readyCold, readyWarm, readyAll, readyRooms)

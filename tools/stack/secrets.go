@@ -21,6 +21,8 @@ type Secrets struct {
 	InternalSecret string `json:"internalSecret"`
 	// SessionKeys signs embed session tokens (SPLATHOST_SESSION_KEYS: "kid:secret").
 	SessionKeys string `json:"sessionKeys"`
+	// WebhookKey seals webhook signing secrets (SPLATHOST_WEBHOOK_KEY, 64 hex characters).
+	WebhookKey string `json:"webhookKey"`
 	// S3AccessKey and S3SecretKey are versitygw's root credentials.
 	S3AccessKey string `json:"s3AccessKey"`
 	S3SecretKey string `json:"s3SecretKey"`
@@ -59,6 +61,7 @@ func loadSecrets(path string) (Secrets, error) {
 			h, err := randomHex(32)
 			return "dev1:" + h, err
 		}),
+		fill(&s.WebhookKey, func() (string, error) { return randomHex(32) }),
 		fill(&s.S3AccessKey, func() (string, error) {
 			h, err := randomHex(10)
 			return "SPLAT" + strings.ToUpper(h), err

@@ -7,6 +7,7 @@ package stack
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -279,6 +280,11 @@ func (s *Stack) productConfig() (config.Config, error) {
 	if cfg.SessionKeys, err = config.ParseSessionKeys(s.secrets.SessionKeys); err != nil {
 		return config.Config{}, fmt.Errorf("secrets: sessionKeys: %w", err)
 	}
+	if cfg.WebhookKey, err = hex.DecodeString(s.secrets.WebhookKey); err != nil || len(cfg.WebhookKey) != 32 {
+		return config.Config{}, fmt.Errorf("secrets: webhookKey: want 64 hex characters")
+	}
+	// The dev stack's webhook receivers run on this machine (make dev, the tests).
+	cfg.WebhookAllowPrivate = true
 	cfg.GatewayAddr = hostPort(p.Gateway)
 	cfg.UserAddr = hostPort(p.User)
 	cfg.SceneAddr = hostPort(p.Scene)
@@ -334,6 +340,7 @@ func (s *Stack) buildState() State {
 		S3SecretKey:       s.secrets.S3SecretKey,
 		InternalSecret:    s.secrets.InternalSecret,
 		SessionKeys:       s.secrets.SessionKeys,
+		WebhookKey:        s.secrets.WebhookKey,
 		Services:          s.opts.Services,
 		LogDir:            s.logDir,
 		ReadyMillis:       time.Since(s.started).Milliseconds(),

@@ -34,7 +34,7 @@ import (
 
 // SearchAttributes are the custom Keyword search attributes the workflows set, so operators can
 // find a clone or retention workflow by business key in the Temporal UI.
-var SearchAttributes = []string{"integrationId", "externalUserId", "splatId", "sourceSplatId", "renditionPhase"}
+var SearchAttributes = []string{"integrationId", "externalUserId", "splatId", "sourceSplatId", "renditionPhase", "webhookId", "webhookEvent"}
 
 // namespaceRetention is how long closed workflow histories stay visible in the UI.
 const namespaceRetention = 7 * 24 * time.Hour

@@ -16,12 +16,13 @@ if (!plan?.chromium || !Array.isArray(plan.pages)) {
 // Stamps the wall-clock time at which the embed reports its first frame (data-splathost).
 function stampRendered() {
   const done = () => {
-    const s = document.documentElement.dataset.splathost;
+    const s = document.documentElement?.dataset.splathost;
     if ((s === 'rendered' || s === 'error') && !window.__splathostSettled) {
       window.__splathostSettled = { status: s, at: performance.timeOrigin + performance.now() };
     }
   };
-  new MutationObserver(done).observe(document.documentElement, { attributes: true, attributeFilter: ['data-splathost'] });
+  // The <html> element does not exist yet when this runs: watch the whole document.
+  new MutationObserver(done).observe(document, { attributes: true, subtree: true, childList: true, attributeFilter: ['data-splathost'] });
 }
 
 for (const { variant, url } of plan.pages) {

@@ -79,6 +79,7 @@ func run(args []string) (broken bool, err error) {
 	fs.BoolVar(&o.Keep, "keep", false, "keep the data directory and its logs")
 	fs.BoolVar(&o.RoomsOnly, "rooms-only", false, "run only the multiplayer room measures (split, 2 gateways, 2 sessions)")
 	fs.BoolVar(&o.MultipartOnly, "multipart-only", false, "run only the multipart upload measure (one PUT vs parts of a 256 MiB file)")
+	fs.BoolVar(&o.WebhooksOnly, "webhooks-only", false, "run only the webhook delivery measures (allinone)")
 	fs.BoolVar(&o.RenditionsOnly, "renditions-only", false, "run only the rendition measures (no stack)")
 	fs.BoolVar(&o.TTFFOnly, "ttff-only", false, "run only the viewer's time to first frame, upload against rendition (split, Chromium)")
 	fs.Func("rendition-sizes", "comma-separated Gaussian counts of the rendition scenes (default 100000,1000000,3000000)", func(v string) error {

@@ -1,0 +1,285 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/webhookdelivery"
+	"github.com/splathost/splathost/ent/webhookendpoint"
+	"github.com/splathost/splathost/internal/events"
+)
+
+// WebhookSettings are what deliveries need: the sealer of the endpoints' secrets, the HTTP
+// client (its dialer refuses private targets unless the deployment allows them) and how many
+// deliveries one endpoint receives at once across the deployment.
+type WebhookSettings struct {
+	Sealer      *events.Sealer
+	Client      *http.Client
+	Concurrency int
+}
+
+// Outcomes of a delivery attempt.
+const (
+	// WebhookDelivered: the receiver answered 2xx (or an earlier attempt already had).
+	WebhookDelivered = "delivered"
+	// WebhookRetry: the attempt failed; the row says when the next one is due.
+	WebhookRetry = "retry"
+	// WebhookFailed: the last attempt failed; the row is closed as failed.
+	WebhookFailed = "failed"
+	// WebhookGone: the delivery or its endpoint no longer exists; nothing more to do.
+	WebhookGone = "gone"
+	// WebhookBusy: every delivery slot of the endpoint is taken; no attempt was made.
+	WebhookBusy = "busy"
+)
+
+// AttemptWebhookInput is one attempt at a delivery. RetryIn is when the workflow will try again
+// if this attempt fails (recorded as nextAttemptAt); Final says there will be no next attempt.
+type AttemptWebhookInput struct {
+	DeliveryID string
+	RetryIn    time.Duration
+	Final      bool
+}
+
+// AttemptWebhookResult is the attempt's outcome and the receiver's status (0 when none came).
+type AttemptWebhookResult struct {
+	Outcome    string
+	StatusCode int
+	Attempts   int
+}
+
+// webhookLockSpace keeps the delivery slots' advisory locks apart from the view streamer's.
+const webhookLockSpace = "splathost-webhook-slot:"
+
+// slotKey is the advisory lock key (the two-int form) of an endpoint's delivery slot.
+func slotKey(endpointID string) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(webhookLockSpace + endpointID))
+	return int32(h.Sum32())
+}
+
+// AttemptWebhookDelivery POSTs a delivery to its endpoint once and records the outcome on the
+// delivery row (attempts, lastStatusCode, state, nextAttemptAt).
+//
+// Per-endpoint bound: the attempt first takes one of the endpoint's Concurrency slots, a
+// transaction-scoped Postgres advisory lock (endpoint hash, slot number) tried without waiting;
+// when all are held it answers WebhookBusy at once and the workflow waits a moment, so a slow
+// receiver holds at most Concurrency worker slots and never delays another endpoint's
+// deliveries. The lock is held by the transaction that records the outcome and goes with it
+// (or with the connection, when a worker dies mid-request), so no slot is ever leaked.
+//
+// Idempotent: a delivery already closed is answered from its row; a retried attempt may POST
+// again, which the receiver deduplicates by webhook-id (at-least-once delivery).
+func (a *Activities) AttemptWebhookDelivery(ctx context.Context, in AttemptWebhookInput) (AttemptWebhookResult, error) {
+	if in.DeliveryID == "" {
+		return AttemptWebhookResult{}, badInput("AttemptWebhookDelivery: delivery id is required")
+	}
+	if a.Webhooks == nil {
+		return AttemptWebhookResult{}, errors.New("webhook deliveries are not configured on this worker")
+	}
+	d, err := a.Ent.WebhookDelivery.Get(ctx, in.DeliveryID)
+	if ent.IsNotFound(err) {
+		return AttemptWebhookResult{Outcome: WebhookGone}, nil
+	}
+	if err != nil {
+		return AttemptWebhookResult{}, err
+	}
+	switch d.State {
+	case webhookdelivery.StateSucceeded:
+		return AttemptWebhookResult{Outcome: WebhookDelivered, StatusCode: deref(d.LastStatusCode), Attempts: d.Attempts}, nil
+	case webhookdelivery.StateFailed:
+		return AttemptWebhookResult{Outcome: WebhookFailed, StatusCode: deref(d.LastStatusCode), Attempts: d.Attempts}, nil
+	}
+	ep, err := a.Ent.WebhookEndpoint.Query().Where(webhookendpoint.ID(d.EndpointID)).Only(ctx)
+	if ent.IsNotFound(err) || (err == nil && ep.DeletedAt != nil) {
+		err := a.Ent.WebhookDelivery.UpdateOneID(d.ID).SetState(webhookdelivery.StateFailed).
+			SetLastError("endpoint deleted").ClearNextAttemptAt().Exec(ctx)
+		return AttemptWebhookResult{Outcome: WebhookGone, Attempts: d.Attempts}, err
+	}
+	if err != nil {
+		return AttemptWebhookResult{}, err
+	}
+	secrets, err := a.webhookSecrets(ep, time.Now())
+	if err != nil {
+		return AttemptWebhookResult{}, err
+	}
+
+	tx, err := a.Ent.Tx(ctx)
+	if err != nil {
+		return AttemptWebhookResult{}, err
+	}
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	held, err := takeSlot(ctx, tx, ep.ID, max(a.Webhooks.Concurrency, 1))
+	if err != nil {
+		return AttemptWebhookResult{}, err
+	}
+	if !held {
+		return AttemptWebhookResult{Outcome: WebhookBusy, Attempts: d.Attempts}, nil
+	}
+	status, postErr := a.postWebhook(ctx, ep.URL, d, secrets)
+	now := time.Now()
+	up := tx.WebhookDelivery.UpdateOneID(d.ID).AddAttempts(1).SetDispatchedAt(now)
+	if d.DispatchedAt != nil {
+		up.SetDispatchedAt(*d.DispatchedAt)
+	}
+	if status != 0 {
+		up.SetLastStatusCode(status)
+	} else {
+		up.ClearLastStatusCode()
+	}
+	out := AttemptWebhookResult{StatusCode: status, Attempts: d.Attempts + 1}
+	switch {
+	case postErr == nil && status >= 200 && status < 300:
+		up.SetState(webhookdelivery.StateSucceeded).SetDeliveredAt(now).ClearNextAttemptAt().ClearLastError()
+		out.Outcome = WebhookDelivered
+	default:
+		msg := "receiver answered " + strconv.Itoa(status)
+		if postErr != nil {
+			msg = postErr.Error()
+		}
+		up.SetLastError(trimMessage(msg))
+		if in.Final {
+			up.SetState(webhookdelivery.StateFailed).ClearNextAttemptAt()
+			out.Outcome = WebhookFailed
+		} else {
+			up.SetNextAttemptAt(now.Add(in.RetryIn))
+			out.Outcome = WebhookRetry
+		}
+	}
+	if err := up.Exec(ctx); err != nil {
+		return AttemptWebhookResult{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return AttemptWebhookResult{}, err
+	}
+	return out, nil
+}
+
+// takeSlot tries the endpoint's slots in turn and reports whether tx now holds one.
+func takeSlot(ctx context.Context, tx *ent.Tx, endpointID string, slots int) (bool, error) {
+	key := slotKey(endpointID)
+	for slot := range slots {
+		rows, err := tx.QueryContext(ctx, `SELECT pg_try_advisory_xact_lock($1::int4, $2::int4)`, key, slot)
+		if err != nil {
+			return false, err
+		}
+		var ok bool
+		if rows.Next() {
+			err = rows.Scan(&ok)
+		}
+		rows.Close()
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// webhookSecrets are the secrets that sign now: the current one, and the previous one during a
+// rotation's overlap.
+func (a *Activities) webhookSecrets(ep *ent.WebhookEndpoint, now time.Time) ([]string, error) {
+	cur, err := a.Webhooks.Sealer.Open(ep.ID, ep.SecretSealed)
+	if err != nil {
+		return nil, badInput("endpoint %s: %v", ep.ID, err)
+	}
+	out := []string{cur}
+	if ep.PreviousSecretSealed != nil && ep.PreviousExpiresAt != nil && now.Before(*ep.PreviousExpiresAt) {
+		prev, err := a.Webhooks.Sealer.Open(ep.ID, *ep.PreviousSecretSealed)
+		if err != nil {
+			return nil, badInput("endpoint %s: %v", ep.ID, err)
+		}
+		out = append(out, prev)
+	}
+	return out, nil
+}
+
+// postWebhook sends the delivery's body, signed, and returns the receiver's status (0 with an
+// error when no answer came in time). The answer's body is read (bounded) and dropped.
+func (a *Activities) postWebhook(ctx context.Context, url string, d *ent.WebhookDelivery, secrets []string) (int, error) {
+	body := []byte(d.Payload)
+	ts := time.Now().Unix()
+	sig, err := events.Sign(secrets, d.ID, ts, body)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, events.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, fmt.Errorf("bad endpoint URL")
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "splathost-webhooks/1")
+	req.Header.Set(events.HeaderID, d.ID)
+	req.Header.Set(events.HeaderTimestamp, strconv.FormatInt(ts, 10))
+	req.Header.Set(events.HeaderSignature, sig)
+	resp, err := a.Webhooks.Client.Do(req)
+	if err != nil {
+		if errors.Is(err, events.ErrPrivateTarget) {
+			return 0, events.ErrPrivateTarget
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return 0, fmt.Errorf("no answer within %s", events.Timeout)
+		}
+		// The transport's message names the URL, never a header: no secret leaves here.
+		return 0, fmt.Errorf("request failed: %w", err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// PendingWebhooksInput bounds the re-drive's scan: rows older than MinAge, at most Limit.
+type PendingWebhooksInput struct {
+	MinAge time.Duration
+	Limit  int
+}
+
+// PendingWebhook is one delivery whose workflow is not known to have started.
+type PendingWebhook struct {
+	DeliveryID    string
+	IntegrationID string
+	WebhookID     string
+	Type          string
+}
+
+// PendingWebhooksResult lists the deliveries to re-drive.
+type PendingWebhooksResult struct {
+	Deliveries []PendingWebhook
+}
+
+// PendingWebhookDeliveries lists pending deliveries without a started workflow, older than
+// MinAge (a fresh row is its writer's to start, right after its commit).
+func (a *Activities) PendingWebhookDeliveries(ctx context.Context, in PendingWebhooksInput) (PendingWebhooksResult, error) {
+	rows, err := a.Ent.WebhookDelivery.Query().
+		Where(webhookdelivery.StateEQ(webhookdelivery.StatePending), webhookdelivery.DispatchedAtIsNil(),
+			webhookdelivery.UpdatedAtLT(time.Now().Add(-in.MinAge))).
+		Order(ent.Asc(webhookdelivery.FieldCreatedAt)).Limit(in.Limit).
+		Select(webhookdelivery.FieldID, webhookdelivery.FieldIntegrationID, webhookdelivery.FieldEndpointID, webhookdelivery.FieldType).
+		All(ctx)
+	if err != nil {
+		return PendingWebhooksResult{}, err
+	}
+	out := PendingWebhooksResult{Deliveries: make([]PendingWebhook, len(rows))}
+	for i, r := range rows {
+		out.Deliveries[i] = PendingWebhook{DeliveryID: r.ID, IntegrationID: r.IntegrationID, WebhookID: r.EndpointID, Type: r.Type}
+	}
+	return out, nil
+}

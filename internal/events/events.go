@@ -1,0 +1,242 @@
+// Package events is the webhook outbox (contract item 12): the one function every writer of a
+// change calls, inside the change's own transaction, to record the event for each endpoint of
+// the integration that subscribed to it. Services and activities both use it (neither may
+// import the other), and the worker's delivery workflows read what it wrote. It also holds the
+// pieces of a delivery that need no Temporal: sealing secrets, signing bodies and the rules on
+// target addresses.
+package events
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/externaluser"
+	"github.com/splathost/splathost/ent/integration"
+	"github.com/splathost/splathost/ent/webhookdelivery"
+	"github.com/splathost/splathost/ent/webhookendpoint"
+)
+
+// The event types of contract item 12.
+const (
+	SplatCreated        = "splat.created"
+	SplatUpdated        = "splat.updated"
+	SplatPublished      = "splat.published"
+	SplatReady          = "splat.ready"
+	SplatDeleted        = "splat.deleted"
+	CloneSucceeded      = "clone.succeeded"
+	CloneFailed         = "clone.failed"
+	ExternalUserDeleted = "externalUser.deleted"
+	RetentionArchived   = "retention.archived"
+	RetentionRestored   = "retention.restored"
+	RetentionPurged     = "retention.purged"
+)
+
+// Types lists every event type, in the order the API documents them.
+var Types = []string{SplatCreated, SplatUpdated, SplatPublished, SplatReady, SplatDeleted, CloneSucceeded,
+	CloneFailed, ExternalUserDeleted, RetentionArchived, RetentionRestored, RetentionPurged}
+
+// Delivery names one outbox row whose workflow is to be started after its transaction commits.
+type Delivery struct {
+	ID            string
+	IntegrationID string
+	WebhookID     string
+	Type          string
+}
+
+// Batch collects the deliveries one transaction wrote, for Outbox.Flush after the commit. The
+// zero value is ready to use; it is not safe for concurrent use.
+type Batch struct{ deliveries []Delivery }
+
+// Deliveries are the rows the batch holds.
+func (b *Batch) Deliveries() []Delivery { return b.deliveries }
+
+// Starter starts delivery workflows (workflows.WebhookStarter). A failure is the starter's to
+// log: the rows stay pending and the webhook re-drive starts them.
+type Starter interface {
+	StartDeliveries(ctx context.Context, ds []Delivery)
+}
+
+// Renderer renders a scene as the API's list item (services/scene), for the splat.* events.
+type Renderer func(sc *ent.Scene, ownerEU, productSlug string) any
+
+// Outbox writes events. A nil Starter leaves the start to the re-drive; Render is needed only by
+// writers of splat item events.
+type Outbox struct {
+	Starter Starter
+	Render  Renderer
+	Log     *slog.Logger
+	// Now is the clock of the events' timestamps (time.Now when nil).
+	Now func() time.Time
+}
+
+// envelope is the body of every delivery: {type, timestamp, data}.
+type envelope struct {
+	Type      string `json:"type"`
+	Timestamp string `json:"timestamp"`
+	Data      any    `json:"data"`
+}
+
+// Subscribed reports whether an endpoint with the given event filter wants typ (an empty filter
+// wants everything).
+func Subscribed(filter []string, typ string) bool {
+	return len(filter) == 0 || slices.Contains(filter, typ)
+}
+
+// Emit writes one delivery row per live endpoint of the integration subscribed to typ, in tx, and
+// adds them to b. data is called only when some endpoint wants the event, so a change of an
+// integration without webhooks costs one indexed query.
+func (o *Outbox) Emit(ctx context.Context, tx *ent.Tx, b *Batch, integrationID, typ string, data func() (any, error)) error {
+	return o.emit(ctx, tx, b, "", integrationID, typ, data)
+}
+
+// EmitOnce is Emit for an event that a retried writer may emit again (a clone's rollback): the
+// rows' ids derive from key and the endpoint, and a row already written is kept as it is, so
+// the event is recorded once per endpoint however often the writer runs.
+func (o *Outbox) EmitOnce(ctx context.Context, tx *ent.Tx, b *Batch, key, integrationID, typ string, data func() (any, error)) error {
+	return o.emit(ctx, tx, b, key, integrationID, typ, data)
+}
+
+// onceID is the delivery id of (key, endpoint): 24 hex characters like every other id.
+func onceID(key, endpointID string) string {
+	h := sha256.Sum256([]byte(key + "\x00" + endpointID))
+	return hex.EncodeToString(h[:12])
+}
+
+func (o *Outbox) emit(ctx context.Context, tx *ent.Tx, b *Batch, key, integrationID, typ string, data func() (any, error)) error {
+	eps, err := tx.WebhookEndpoint.Query().
+		Where(webhookendpoint.IntegrationID(integrationID), webhookendpoint.DeletedAtIsNil()).
+		Select(webhookendpoint.FieldID, webhookendpoint.FieldEvents).All(ctx)
+	if err != nil {
+		return fmt.Errorf("webhook endpoints of %s: %w", integrationID, err)
+	}
+	eps = slices.DeleteFunc(eps, func(e *ent.WebhookEndpoint) bool { return !Subscribed(e.Events, typ) })
+	if len(eps) == 0 {
+		return nil
+	}
+	d, err := data()
+	if err != nil {
+		return err
+	}
+	now := time.Now
+	if o != nil && o.Now != nil {
+		now = o.Now
+	}
+	body, err := json.Marshal(envelope{Type: typ, Timestamp: now().UTC().Format("2006-01-02T15:04:05.000Z07:00"), Data: d})
+	if err != nil {
+		return fmt.Errorf("webhook event %s: %w", typ, err)
+	}
+	creates := make([]*ent.WebhookDeliveryCreate, len(eps))
+	for i, e := range eps {
+		creates[i] = tx.WebhookDelivery.Create().SetIntegrationID(integrationID).SetEndpointID(e.ID).
+			SetType(typ).SetPayload(string(body))
+		if key != "" {
+			creates[i].SetID(onceID(key, e.ID))
+		}
+	}
+	bulk := tx.WebhookDelivery.CreateBulk(creates...)
+	if key != "" {
+		err = bulk.OnConflictColumns(webhookdelivery.FieldID).DoNothing().Exec(ctx)
+	} else {
+		err = bulk.Exec(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("webhook deliveries of %s: %w", typ, err)
+	}
+	for i, e := range eps {
+		id, _ := creates[i].Mutation().ID()
+		b.deliveries = append(b.deliveries, Delivery{ID: id, IntegrationID: integrationID, WebhookID: e.ID, Type: typ})
+	}
+	return nil
+}
+
+// SplatData is the data of splat.created, updated, published and ready: {splat: item}.
+type SplatData struct {
+	Splat any `json:"splat"`
+}
+
+// EmitSplat emits a splat item event for sc, rendered as the integration sees it (no caller:
+// isOwner false). ownerEU is the owner's external user id, or "" to look it up.
+func (o *Outbox) EmitSplat(ctx context.Context, tx *ent.Tx, b *Batch, typ string, sc *ent.Scene, ownerEU string) error {
+	return o.Emit(ctx, tx, b, sc.IntegrationID, typ, func() (any, error) {
+		if o == nil || o.Render == nil {
+			return nil, fmt.Errorf("webhook event %s: no scene renderer wired", typ)
+		}
+		slug, err := tx.Integration.Query().Where(integration.ID(sc.IntegrationID)).
+			Select(integration.FieldProductSlug).String(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("webhook event %s: product slug: %w", typ, err)
+		}
+		if ownerEU == "" {
+			if ownerEU, err = tx.Scene.QueryOwner(sc).Select(externaluser.FieldExternalUserID).String(ctx); err != nil {
+				return nil, fmt.Errorf("webhook event %s: owner: %w", typ, err)
+			}
+		}
+		return SplatData{Splat: o.Render(sc, ownerEU, slug)}, nil
+	})
+}
+
+// SceneRef is the data of splat.deleted and the retention events: {splatId, externalUserId}.
+type SceneRef struct {
+	SplatID        string `json:"splatId"`
+	ExternalUserID string `json:"externalUserId"`
+}
+
+// CloneSucceededData is the data of clone.succeeded.
+type CloneSucceededData struct {
+	JobID         string `json:"jobId"`
+	SplatID       string `json:"splatId"`
+	SourceSplatID string `json:"sourceSplatId"`
+}
+
+// CloneFailedData is the data of clone.failed.
+type CloneFailedData struct {
+	JobID         string `json:"jobId"`
+	SourceSplatID string `json:"sourceSplatId"`
+	Message       string `json:"message"`
+}
+
+// ExternalUserData is the data of externalUser.deleted.
+type ExternalUserData struct {
+	ExternalUserID string `json:"externalUserId"`
+}
+
+// Value wraps fixed data for Emit.
+func Value(v any) func() (any, error) { return func() (any, error) { return v, nil } }
+
+// flushTimeout bounds the start of a batch's workflows, detached from the request or activity
+// that wrote it.
+const flushTimeout = time.Minute
+
+// Flush starts the workflows of a committed batch, in the background: the rows already make
+// the events durable, so nobody waits for Temporal, and a start that fails (or a process that
+// dies first) is left to the re-drive.
+func (o *Outbox) Flush(ctx context.Context, b *Batch) {
+	if o == nil || o.Starter == nil || b == nil || len(b.deliveries) == 0 {
+		return
+	}
+	ds := b.deliveries
+	b.deliveries = nil
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		defer cancel()
+		o.Starter.StartDeliveries(ctx, ds)
+	}()
+}
+
+// MarkDispatched records that the deliveries' workflows are running, so the re-drive leaves
+// them alone.
+func MarkDispatched(ctx context.Context, c *ent.Client, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return c.WebhookDelivery.Update().
+		Where(webhookdelivery.IDIn(ids...), webhookdelivery.DispatchedAtIsNil(), webhookdelivery.StateEQ(webhookdelivery.StatePending)).
+		SetDispatchedAt(time.Now()).Exec(ctx)
+}

@@ -1,0 +1,93 @@
+/**
+ * splathost webhook verification for Node (server side): checks a delivery's Standard Webhooks
+ * signature before its body is trusted. Import it from the SDK's `webhook` entry
+ * (`/sdk/splathost-webhook.js`, built for Node); it never runs in a browser, where the secret
+ * must not be.
+ *
+ *   import { verifyWebhook } from './splathost-webhook.js';
+ *   const event = verifyWebhook(process.env.WEBHOOK_SECRET, req.headers, rawBody); // throws if forged
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+/** How far a delivery's webhook-timestamp may be from the receiver's clock, in seconds. */
+export const WEBHOOK_TOLERANCE_SECONDS = 5 * 60;
+
+/** Every event type a delivery may carry. */
+export type WebhookEventType =
+  | 'splat.created' | 'splat.updated' | 'splat.published' | 'splat.ready' | 'splat.deleted'
+  | 'clone.succeeded' | 'clone.failed' | 'externalUser.deleted'
+  | 'retention.archived' | 'retention.restored' | 'retention.purged';
+
+/** A scene reference: the data of splat.deleted and the retention events. */
+export interface SceneRef { splatId: string; externalUserId: string }
+
+/** The data of each event type. `splat` is the API's list item. */
+export interface WebhookEventDataMap {
+  'splat.created': { splat: Record<string, unknown> };
+  'splat.updated': { splat: Record<string, unknown> };
+  'splat.published': { splat: Record<string, unknown> };
+  'splat.ready': { splat: Record<string, unknown> };
+  'splat.deleted': SceneRef;
+  'clone.succeeded': { jobId: string; splatId: string; sourceSplatId: string };
+  'clone.failed': { jobId: string; sourceSplatId: string; message: string };
+  'externalUser.deleted': { externalUserId: string };
+  'retention.archived': SceneRef;
+  'retention.restored': SceneRef;
+  'retention.purged': SceneRef;
+}
+
+/** A verified delivery's body. Deduplicate by the webhook-id header: it may arrive twice. */
+export type WebhookEvent = {
+  [T in WebhookEventType]: { type: T; timestamp: string; data: WebhookEventDataMap[T] }
+}[WebhookEventType];
+
+/** Thrown when a delivery does not verify; `reason` says why (never the secret). */
+export class WebhookVerificationError extends Error {
+  constructor(readonly reason: 'headers' | 'timestamp' | 'signature' | 'secret') {
+    super(`webhook verification failed: ${reason}`);
+    this.name = 'WebhookVerificationError';
+  }
+}
+
+type Headers = Record<string, string | string[] | undefined> | { get(name: string): string | null };
+
+function header(h: Headers, name: string): string {
+  if (typeof (h as { get?: unknown }).get === 'function') {
+    return (h as { get(name: string): string | null }).get(name) ?? '';
+  }
+  const rec = h as Record<string, string | string[] | undefined>;
+  const v = rec[name] ?? Object.entries(rec).find(([k]) => k.toLowerCase() === name)?.[1];
+  return Array.isArray(v) ? (v[0] ?? '') : (v ?? '');
+}
+
+/**
+ * Verifies a delivery with the endpoint's secret (`whsec_…`) and returns its parsed body:
+ * the timestamp within WEBHOOK_TOLERANCE_SECONDS of now and one of the space-separated `v1,`
+ * signatures (two during a rotation) equal, compared in constant time, to
+ * base64(HMAC-SHA256(key, id + "." + timestamp + "." + body)). Pass the raw body, not a
+ * re-serialized one. `headers` may be Node's IncomingHttpHeaders or a fetch Headers.
+ */
+export function verifyWebhook(secret: string, headers: Headers, body: string | Uint8Array,
+  nowSeconds: number = Math.floor(Date.now() / 1000)): WebhookEvent {
+  if (!secret.startsWith('whsec_')) throw new WebhookVerificationError('secret');
+  const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+  if (key.length === 0) throw new WebhookVerificationError('secret');
+  const id = header(headers, 'webhook-id');
+  const ts = header(headers, 'webhook-timestamp');
+  const sigs = header(headers, 'webhook-signature');
+  if (!id || !ts || !sigs) throw new WebhookVerificationError('headers');
+  const t = Number(ts);
+  if (!/^\d+$/.test(ts) || Math.abs(nowSeconds - t) > WEBHOOK_TOLERANCE_SECONDS) {
+    throw new WebhookVerificationError('timestamp');
+  }
+  const raw = typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body);
+  const want = createHmac('sha256', key).update(`${id}.${ts}.`).update(raw).digest();
+  const ok = sigs.split(' ').some((s) => {
+    const [version, sig] = s.split(',', 2);
+    if (version !== 'v1' || !sig) return false;
+    const got = Buffer.from(sig, 'base64');
+    return got.length === want.length && timingSafeEqual(got, want);
+  });
+  if (!ok) throw new WebhookVerificationError('signature');
+  return JSON.parse(raw.toString('utf8')) as WebhookEvent;
+}

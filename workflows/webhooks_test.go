@@ -1,0 +1,140 @@
+package workflows
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/splathost/splathost/activities"
+)
+
+func TestWebhookBackoff(t *testing.T) {
+	prev := time.Duration(0)
+	for n := 1; n <= 30; n++ {
+		d := WebhookBackoff("d1", n)
+		base := webhookFirstDelay << min(n-1, 20)
+		base = min(base, webhookMaxDelay)
+		require.GreaterOrEqual(t, d, base*3/4, "attempt %d", n)
+		require.Less(t, d, base*5/4, "attempt %d", n)
+		require.Equal(t, d, WebhookBackoff("d1", n), "deterministic: replays draw the same jitter")
+		if n < 8 {
+			require.Greater(t, d, prev, "grows")
+		}
+		prev = d
+	}
+	require.NotEqual(t, WebhookBackoff("d1", 3), WebhookBackoff("d2", 3), "jitter spreads deliveries apart")
+}
+
+// TestWebhookDeliveryRetriesForADay runs a delivery whose receiver never answers 2xx, on the
+// time-skipping testsuite: it is attempted with growing waits until at least 24 h have passed
+// since the first attempt, the last attempt is marked final, and the delivery fails.
+func TestWebhookDeliveryRetriesForADay(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflow})
+	var a *activities.Activities
+	var times []time.Time
+	var finals []bool
+	env.OnActivity(a.AttemptWebhookDelivery, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.AttemptWebhookInput) (activities.AttemptWebhookResult, error) {
+			times = append(times, env.Now())
+			finals = append(finals, in.Final)
+			if in.Final {
+				return activities.AttemptWebhookResult{Outcome: activities.WebhookFailed, StatusCode: 500, Attempts: len(times)}, nil
+			}
+			require.Greater(t, in.RetryIn, time.Duration(0))
+			return activities.AttemptWebhookResult{Outcome: activities.WebhookRetry, StatusCode: 500, Attempts: len(times)}, nil
+		})
+	env.ExecuteWorkflow(WebhookDelivery, WebhookDeliveryInput{DeliveryID: "0123456789abcdef01234567", IntegrationID: "i", WebhookID: "w", Type: "splat.created"})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var res WebhookDeliveryResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, activities.WebhookFailed, res.Outcome)
+	total := times[len(times)-1].Sub(times[0])
+	require.GreaterOrEqual(t, total, WebhookRetryWindow, "retried for at least 24 h")
+	require.Less(t, total, WebhookRetryWindow+3*time.Hour, "and not much longer")
+	require.True(t, finals[len(finals)-1])
+	for _, f := range finals[:len(finals)-1] {
+		require.False(t, f)
+	}
+	for i := 2; i < len(times); i++ {
+		require.GreaterOrEqual(t, times[i].Sub(times[i-1]), time.Duration(float64(times[i-1].Sub(times[i-2]))*0.5),
+			"waits do not shrink (beyond jitter)")
+	}
+	t.Logf("%d attempts over %s", len(times), total)
+}
+
+// TestWebhookDeliveryWaitsForASlotAndStopsOnSuccess: busy answers (every slot of the endpoint
+// taken) are waited out without counting as attempts, and the first 2xx ends the delivery.
+func TestWebhookDeliveryWaitsForASlotAndStopsOnSuccess(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflow})
+	var a *activities.Activities
+	calls := 0
+	var retryIns []time.Duration
+	env.OnActivity(a.AttemptWebhookDelivery, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.AttemptWebhookInput) (activities.AttemptWebhookResult, error) {
+			calls++
+			retryIns = append(retryIns, in.RetryIn)
+			switch {
+			case calls <= 5:
+				return activities.AttemptWebhookResult{Outcome: activities.WebhookBusy}, nil
+			case calls == 6:
+				return activities.AttemptWebhookResult{Outcome: activities.WebhookRetry, StatusCode: 503, Attempts: 1}, nil
+			default:
+				return activities.AttemptWebhookResult{Outcome: activities.WebhookDelivered, StatusCode: 200, Attempts: 2}, nil
+			}
+		})
+	env.ExecuteWorkflow(WebhookDelivery, WebhookDeliveryInput{DeliveryID: "d", IntegrationID: "i", WebhookID: "w", Type: "splat.created"})
+	require.NoError(t, env.GetWorkflowError())
+	var res WebhookDeliveryResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, activities.WebhookDelivered, res.Outcome)
+	require.Equal(t, 7, calls)
+	// Busy waits did not count: the 6th call is still the first attempt's backoff.
+	require.Equal(t, WebhookBackoff("d", 1), retryIns[5])
+	require.Equal(t, WebhookBackoff("d", 2), retryIns[6])
+}
+
+// TestWebhookDeliveryRedeliverSignalCutsTheWait: a redeliver signal during a backoff attempts at
+// once instead of waiting.
+func TestWebhookDeliveryRedeliverSignalCutsTheWait(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflow})
+	var a *activities.Activities
+	var times []time.Time
+	env.OnActivity(a.AttemptWebhookDelivery, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.AttemptWebhookInput) (activities.AttemptWebhookResult, error) {
+			times = append(times, env.Now())
+			if len(times) < 4 {
+				return activities.AttemptWebhookResult{Outcome: activities.WebhookRetry, StatusCode: 500}, nil
+			}
+			return activities.AttemptWebhookResult{Outcome: activities.WebhookDelivered, StatusCode: 200}, nil
+		})
+	start := env.Now()
+	// The fourth attempt is due ~35 s after the first; the signal at 20 s brings it forward.
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(WebhookRedeliverSignal, nil) }, 20*time.Second)
+	env.ExecuteWorkflow(WebhookDelivery, WebhookDeliveryInput{DeliveryID: "d", IntegrationID: "i", WebhookID: "w", Type: "splat.created"})
+	require.NoError(t, env.GetWorkflowError())
+	require.Len(t, times, 4)
+	require.Less(t, times[3].Sub(start), 30*time.Second)
+}
+
+// TestReplayWebhookDelivery replays a delivery recorded from a real run (the e2e test
+// TestWebhookReceiverDownThenUp with SPLATHOST_RECORD_HISTORY=1): failed attempts, backoff
+// timers, then success. A change that would break running deliveries fails here.
+func TestReplayWebhookDelivery(t *testing.T) {
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflow})
+	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(tlog.NewStructuredLogger(quiet()), "testdata/webhook_delivery_retried.json"))
+}
