@@ -71,6 +71,8 @@ type Options struct {
 	// RenditionsOnly runs only the rendition measures (phase 5) on scenes of RenditionSizes
 	// Gaussians (DefaultRenditionSizes when empty).
 	RenditionsOnly bool
+	// IdempotencyOnly runs only the idempotent commit measure (keyed against plain commits).
+	IdempotencyOnly bool
 	// TTFFOnly runs only the viewer's time-to-first-frame measure (phase 6), on a fresh
 	// directory.
 	TTFFOnly       bool
@@ -124,6 +126,7 @@ func Run(ctx context.Context, o Options) Report {
 	trendCold := Row{Name: "P3 GET /api/v1/splats/trending, scores not cached", Unit: "ms", Goal: GoalTrendingUncached}
 	lodAll := Row{Name: fmt.Sprintf("POST /api/v1/uploads/lod-folder, %d files, allinone", lodFiles), Unit: "ms", Goal: GoalLODUpload}
 	commitsAll := Row{Name: fmt.Sprintf("POST /api/v1/splats, %d concurrent, room for %d, allinone", commitTries, commitRoom), Unit: "commits/s"}
+	idemAll := Row{Name: "POST /api/v1/splats with an Idempotency-Key (bare: without), allinone", Unit: "commits/s"}
 	overshootAll := Row{Name: "quota overshoot after the concurrent commits, allinone", Unit: "B", Goal: GoalOvershoot}
 	nArchive := o.archiveScenes()
 	archiveWall := Row{Name: fmt.Sprintf("PUT /api/v1/external-user suspended, archives %d scenes, allinone", nArchive), Unit: "ms"}
@@ -131,7 +134,7 @@ func Run(ctx context.Context, o Options) Report {
 	cloneLODAll := Row{Name: "clone of a 5 000-object LOD folder, allinone", Unit: "objects/s", Goal: GoalCloneLOD}
 	cloneFileAll := Row{Name: "clone of a single 200 MB file, allinone", Unit: "ms", Goal: GoalCloneFile}
 	measured := []*Row{&tputAll, &tputSplit, &sceneAll, &sceneSplit, &mintAll, &viewsAll, &lostAll, &trendP50, &trendP99, &trendCold,
-		&lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll}
+		&lodAll, &commitsAll, &overshootAll, &idemAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll}
 	readyCold := Row{Name: "stack ready, cold data dir (split)", Unit: "ms"}
 	readyWarm := Row{Name: "stack ready, warm restart (split)", Unit: "ms"}
 	readyAll := Row{Name: "stack ready, warm restart (allinone)", Unit: "ms"}
@@ -190,6 +193,16 @@ func Run(ctx context.Context, o Options) Report {
 			r.webhookPhase(ctx, &readyHooks, hooks)
 			return only(hooks.all(), readyHooks)
 		}
+		if o.IdempotencyOnly {
+			readyIdem := Row{Name: "stack ready (allinone, idempotent commit measure)", Unit: "ms"}
+			r.phase(ctx, "allinone", &readyIdem, func(st *testenv.Stack) {
+				r.withTenant(st, "idempotency", func(t Tenant) { r.idemCommitRows(ctx, st, t, &idemAll) }, &idemAll)
+			})
+			if readyIdem.Err != nil {
+				idemAll.Err = readyIdem.Err
+			}
+			return only([]*Row{&idemAll}, readyIdem)
+		}
 		if o.TTFFOnly {
 			readyTTFF := Row{Name: "stack ready (split, time-to-first-frame measure)", Unit: "ms"}
 			r.ttffPhase(ctx, &readyTTFF, ttff)
@@ -224,6 +237,7 @@ func Run(ctx context.Context, o Options) Report {
 				r.lodUpload(ctx, st, t, &lodAll)
 				r.multipart(ctx, st, t, mp)
 				r.commitRace(ctx, st, "allinone", t, &commitsAll, &overshootAll)
+				r.idemCommitRows(ctx, st, t, &idemAll)
 				// Before the archive: its 1 000 retention workflow starts keep the worker busy for
 				// a while after the PUT, and the clone jobs run on the same worker.
 				r.cloneJobs(ctx, st, "allinone", t, &cloneLODAll, &cloneFileAll)
@@ -231,11 +245,11 @@ func Run(ctx context.Context, o Options) Report {
 				// Last: it leaves 10 M events and 10 000 scenes behind.
 				r.trendingScale(ctx, st, t, &trendP50, &trendP99, &trendCold)
 			}, &tputAll, &sceneAll, &mintAll, &viewsAll, &lostAll, &trendP50, &trendP99, &trendCold, &lodAll, &commitsAll,
-				&overshootAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll, &mp.single, &mp.parts)
+				&overshootAll, &idemAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll, &mp.single, &mp.parts)
 		}) {
 			memAll = []Row{{Name: "idle RSS (allinone)", Unit: "MiB", Goal: GoalStackRSS, Err: readyAll.Err}}
 			for _, row := range []*Row{&tputAll, &sceneAll, &mintAll, &viewsAll, &lostAll, &trendP50, &trendP99, &trendCold,
-				&lodAll, &commitsAll, &overshootAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll, &mp.single, &mp.parts} {
+				&lodAll, &commitsAll, &overshootAll, &idemAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll, &mp.single, &mp.parts} {
 				row.Err = readyAll.Err
 			}
 		}
@@ -253,7 +267,7 @@ func Run(ctx context.Context, o Options) Report {
 	}
 
 	rep.Rows = append(rep.Rows, tputAll, tputSplit, sceneAll, sceneSplit, mintAll, viewsAll, lostAll, trendP50, trendP99, trendCold,
-		lodAll, commitsAll, overshootAll, archiveWall, archiveRate, cloneLODAll, cloneFileAll, mp.single, mp.parts)
+		lodAll, commitsAll, overshootAll, idemAll, archiveWall, archiveRate, cloneLODAll, cloneFileAll, mp.single, mp.parts)
 	for _, row := range rooms.all() {
 		rep.Rows = append(rep.Rows, *row)
 	}

@@ -42,21 +42,47 @@ const (
 // Chromium is Debian's Chromium, which the browser tests and this measure drive.
 const Chromium = "/usr/bin/chromium"
 
-// ttffRows are the rows of the time-to-first-frame measure.
+// ttffLinks are the client links the measure loads the viewer over, in Mbit/s: loopback (0,
+// what the machine alone allows; SwiftShader's rendering weighs most there) and a 100 Mbit/s
+// line with 20 ms of latency (Chromium's network emulation), as a client on good broadband.
+var ttffLinks = []int{0, 100}
+
+// ttffRows are the rows of the time-to-first-frame measure, per link.
 type ttffRows struct {
+	links []ttffLink
+}
+
+// ttffLink is one link's rows.
+type ttffLink struct {
+	mbps                     int
 	upload, rendition, ratio Row
 }
 
 func newTTFFRows() *ttffRows {
 	name := gaussians(ttffGaussians)
-	return &ttffRows{
-		upload:    Row{Name: "viewer time to first frame, upload (" + name + ", split)", Unit: "ms"},
-		rendition: Row{Name: "viewer time to first frame, rendition (" + name + ", split)", Unit: "ms"},
-		ratio:     Row{Name: "time to first frame, upload ÷ rendition (" + name + ")", Unit: "×", Goal: GoalTTFF},
+	t := &ttffRows{}
+	for _, mbps := range ttffLinks {
+		link := "loopback"
+		if mbps > 0 {
+			link = fmt.Sprintf("%d Mbit/s", mbps)
+		}
+		t.links = append(t.links, ttffLink{mbps: mbps,
+			upload:    Row{Name: "viewer time to first frame, upload (" + name + ", split, " + link + ")", Unit: "ms"},
+			rendition: Row{Name: "viewer time to first frame, rendition (" + name + ", split, " + link + ")", Unit: "ms"},
+			ratio:     Row{Name: "time to first frame, upload ÷ rendition (" + name + ", " + link + ")", Unit: "×", Goal: GoalTTFF},
+		})
 	}
+	return t
 }
 
-func (t *ttffRows) all() []*Row { return []*Row{&t.upload, &t.rendition, &t.ratio} }
+func (t *ttffRows) all() []*Row {
+	var rows []*Row
+	for i := range t.links {
+		l := &t.links[i]
+		rows = append(rows, &l.upload, &l.rendition, &l.ratio)
+	}
+	return rows
+}
 
 func (t *ttffRows) fail(err error) {
 	for _, r := range t.all() {
@@ -128,20 +154,23 @@ func (r *runner) ttff(ctx context.Context, st *testenv.Stack, t Tenant, rows *tt
 		return err
 	}
 
-	var pages []map[string]string
+	var pages []map[string]any
 	for i := 0; i < ttffRounds; i++ {
-		// Alternated, each side first in turn, so a drift of the machine over the run falls on
-		// both sides.
-		order := []struct{ variant, id string }{{"rendition", withRendition}, {"upload", asUploaded}}
-		if i%2 == 1 {
-			order[0], order[1] = order[1], order[0]
-		}
-		for _, v := range order {
-			token, err := t.viewerSession(gw, v.id)
-			if err != nil {
-				return err
+		for _, mbps := range ttffLinks {
+			// Alternated, each side first in turn, so a drift of the machine over the run falls
+			// on both sides.
+			order := []struct{ variant, id string }{{"rendition", withRendition}, {"upload", asUploaded}}
+			if i%2 == 1 {
+				order[0], order[1] = order[1], order[0]
 			}
-			pages = append(pages, map[string]string{"variant": v.variant, "url": gw + "/embed/viewer?session=" + url.QueryEscape(token)})
+			for _, v := range order {
+				token, err := t.viewerSession(gw, v.id)
+				if err != nil {
+					return err
+				}
+				pages = append(pages, map[string]any{"variant": v.variant, "mbps": mbps,
+					"url": gw + "/embed/viewer?session=" + url.QueryEscape(token)})
+			}
 		}
 	}
 	log.Info("loading the viewer", "pages", len(pages))
@@ -149,12 +178,20 @@ func (r *runner) ttff(ctx context.Context, st *testenv.Stack, t Tenant, rows *tt
 	if err != nil {
 		return err
 	}
-	// A page without a frame within the bound counts as the bound: its median, and the ratio,
-	// are then lower bounds, which the notes say.
+	for i := range rows.links {
+		summarizeTTFF(results, &rows.links[i], renditionURL)
+	}
+	return nil
+}
+
+// summarizeTTFF fills a link's rows from the pages loaded over it. A page without a frame
+// within the bound counts as the bound: its median, and the ratio, are then lower bounds, which
+// the notes say.
+func summarizeTTFF(results []ttffResult, l *ttffLink, renditionURL string) {
 	summary := func(variant string, row *Row) (ms, bytesBefore float64, timeouts int) {
 		var times, before, total []float64
 		for _, res := range results {
-			if res.Variant == variant {
+			if res.Variant == variant && res.Mbps == l.mbps {
 				times, before, total = append(times, res.TTFFMs), append(before, float64(res.BytesBeforeFirstFrame)), append(total, float64(res.BytesTotal))
 				if res.Status == "timeout" {
 					timeouts++
@@ -173,26 +210,26 @@ func (r *runner) ttff(ctx context.Context, st *testenv.Stack, t Tenant, rows *tt
 		}
 		return row.Value, medianOf(before), timeouts
 	}
-	up, upBytes, upTimeouts := summary("upload", &rows.upload)
-	rend, rendBytes, rendTimeouts := summary("rendition", &rows.rendition)
+	up, upBytes, upTimeouts := summary("upload", &l.upload)
+	rend, rendBytes, rendTimeouts := summary("rendition", &l.rendition)
 	switch {
 	case up <= 0 || rend <= 0:
-		rows.ratio.Err = errors.New("a side has no measure")
+		l.ratio.Err = errors.New("a side has no measure")
 	case rendTimeouts > 0:
-		rows.ratio.Err = fmt.Errorf("the rendition drew no frame within %s", ttffPageTimeout)
+		l.ratio.Err = fmt.Errorf("the rendition drew no frame within %s", ttffPageTimeout)
 	default:
-		rows.ratio.Value = up / rend
-		rows.ratio.Notes = fmt.Sprintf("bytes before the first frame %.1f× fewer; rendition %s", upBytes/max(rendBytes, 1), renditionURL)
+		l.ratio.Value = up / rend
+		l.ratio.Notes = fmt.Sprintf("bytes before the first frame %.1f× fewer; rendition %s", upBytes/max(rendBytes, 1), renditionURL)
 		if upTimeouts > 0 {
-			rows.ratio.Notes = "at least (the upload timed out); " + rows.ratio.Notes
+			l.ratio.Notes = "at least (the upload timed out); " + l.ratio.Notes
 		}
 	}
-	return nil
 }
 
 // ttffResult is one line of web/bench/ttff.mjs.
 type ttffResult struct {
 	Variant               string  `json:"variant"`
+	Mbps                  int     `json:"mbps"`
 	Status                string  `json:"status"`
 	TTFFMs                float64 `json:"ttffMs"`
 	BytesBeforeFirstFrame int64   `json:"bytesBeforeFirstFrame"`
@@ -200,7 +237,7 @@ type ttffResult struct {
 }
 
 // runTTFF runs the browser half (web/bench/ttff.mjs) on pages and reads its lines.
-func runTTFF(ctx context.Context, root string, pages []map[string]string) ([]ttffResult, error) {
+func runTTFF(ctx context.Context, root string, pages []map[string]any) ([]ttffResult, error) {
 	plan, err := json.Marshal(map[string]any{"chromium": Chromium, "timeoutMs": ttffPageTimeout.Milliseconds(), "pages": pages})
 	if err != nil {
 		return nil, err

@@ -4,7 +4,9 @@
 // (its 'rendered' status, set once the canvas shows the scene), and the bytes the page fetched
 // before it and in all.
 //
-// Input, SPLATHOST_TTFF_PLAN: {"chromium": path, "timeoutMs": n, "pages": [{"variant", "url"}]}.
+// Input, SPLATHOST_TTFF_PLAN: {"chromium": path, "timeoutMs": n, "latencyMs": n,
+// "pages": [{"variant", "url", "mbps"}]}; mbps > 0 throttles the page's network to that many
+// megabits per second (0: loopback, as fast as the machine).
 import { launchChromium } from '../tests/browser.mjs';
 
 const plan = JSON.parse(process.env.SPLATHOST_TTFF_PLAN ?? 'null');
@@ -25,7 +27,7 @@ function stampRendered() {
   new MutationObserver(done).observe(document, { attributes: true, subtree: true, childList: true, attributeFilter: ['data-splathost'] });
 }
 
-for (const { variant, url } of plan.pages) {
+for (const { variant, url, mbps = 0 } of plan.pages) {
   const browser = await launchChromium(plan.chromium);
   const finished = [];
   try {
@@ -38,6 +40,15 @@ for (const { variant, url } of plan.pages) {
       finished.push(req.sizes().then((s) => ({ at, bytes: s.responseBodySize + s.responseHeadersSize }), () => ({ at, bytes: 0 })));
     });
     await page.addInitScript(stampRendered);
+    if (mbps > 0) {
+      // A client's link rather than loopback: Chromium's own network emulation (DevTools'
+      // throttling), so every fetch of the page shares the bandwidth as on a real line.
+      const cdp = await browser.context.newCDPSession(page);
+      await cdp.send('Network.enable');
+      await cdp.send('Network.emulateNetworkConditions', {
+        offline: false, latency: plan.latencyMs ?? 20, downloadThroughput: (mbps * 1e6) / 8, uploadThroughput: (mbps * 1e6) / 8,
+      });
+    }
     await page.goto(url);
     const origin = await page.evaluate(() => performance.timeOrigin);
     const timeoutMs = plan.timeoutMs ?? 600_000;
@@ -56,7 +67,7 @@ for (const { variant, url } of plan.pages) {
     const before = sizes.filter((s) => s.at <= settled.at + 50).reduce((n, s) => n + s.bytes, 0);
     const total = sizes.reduce((n, s) => n + s.bytes, 0);
     console.log(JSON.stringify({
-      variant, status: settled.status, ttffMs: Math.round(settled.at - origin), bytesBeforeFirstFrame: before, bytesTotal: total,
+      variant, mbps, status: settled.status, ttffMs: Math.round(settled.at - origin), bytesBeforeFirstFrame: before, bytesTotal: total,
     }));
   } finally {
     await browser.close();
