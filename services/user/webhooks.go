@@ -93,6 +93,15 @@ func (s *Service) webhookCaller(c *fiber.Ctx) (*httpx.Caller, error) {
 	return caller, nil
 }
 
+// pathWebhook is the caller's endpoint named by the path's id (404 for anyone else's).
+func (s *Service) pathWebhook(c *fiber.Ctx) (*ent.WebhookEndpoint, error) {
+	caller, err := s.webhookCaller(c)
+	if err != nil {
+		return nil, err
+	}
+	return s.ownWebhook(c.UserContext(), caller, c.Params("id"))
+}
+
 // ownWebhook loads a live endpoint of the caller's integration; anything else (malformed id,
 // another integration's, deleted) is the same 404.
 func (s *Service) ownWebhook(ctx context.Context, caller *httpx.Caller, id string) (*ent.WebhookEndpoint, error) {
@@ -194,12 +203,8 @@ func (s *Service) listWebhooks(c *fiber.Ctx) error {
 
 // deleteWebhook stops every delivery to the endpoint: pending ones end at their next attempt.
 func (s *Service) deleteWebhook(c *fiber.Ctx) error {
-	caller, err := s.webhookCaller(c)
-	if err != nil {
-		return err
-	}
 	ctx := c.UserContext()
-	e, err := s.ownWebhook(ctx, caller, c.Params("id"))
+	e, err := s.pathWebhook(c)
 	if err != nil {
 		return err
 	}
@@ -217,12 +222,8 @@ func (s *Service) deleteWebhook(c *fiber.Ctx) error {
 // rotateWebhook issues a new secret; the one it replaces keeps signing for 24 h beside it (a
 // second rotation within them drops the oldest).
 func (s *Service) rotateWebhook(c *fiber.Ctx) error {
-	caller, err := s.webhookCaller(c)
-	if err != nil {
-		return err
-	}
 	ctx := c.UserContext()
-	e, err := s.ownWebhook(ctx, caller, c.Params("id"))
+	e, err := s.pathWebhook(c)
 	if err != nil {
 		return err
 	}
@@ -287,12 +288,8 @@ func parseDeliveryCursor(s string) (time.Time, string, bool) {
 
 // listDeliveries pages an endpoint's delivery log, newest first.
 func (s *Service) listDeliveries(c *fiber.Ctx) error {
-	caller, err := s.webhookCaller(c)
-	if err != nil {
-		return err
-	}
 	ctx := c.UserContext()
-	e, err := s.ownWebhook(ctx, caller, c.Params("id"))
+	e, err := s.pathWebhook(c)
 	if err != nil {
 		return err
 	}
@@ -346,12 +343,8 @@ func (s *Service) listDeliveries(c *fiber.Ctx) error {
 // signalled, or a new one started. The row is reset first, so a start that fails is left to the
 // re-drive rather than lost.
 func (s *Service) redeliver(c *fiber.Ctx) error {
-	caller, err := s.webhookCaller(c)
-	if err != nil {
-		return err
-	}
 	ctx := c.UserContext()
-	e, err := s.ownWebhook(ctx, caller, c.Params("id"))
+	e, err := s.pathWebhook(c)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,26 @@ function requireUpright(what, c) {
   assert.ok(c.red.x > c.green.x, `${what}: the column is not right of the ground's centre`);
 }
 
+// viewScene opens the viewer on scene id: the paths it fetched, the standing scene's colours on
+// its canvas, and how long until it drew its first frame.
+async function viewScene(id) {
+  const fetched = [];
+  const onRequest = (req) => fetched.push(new URL(req.url()).pathname);
+  browser.context.on('request', onRequest);
+  const started = Date.now();
+  try {
+    const { page } = await openViewer(browser.context, id);
+    const ms = Date.now() - started;
+    try {
+      return { fetched, ms, viewer: await standColours(browser.context, page.mainFrame()) };
+    } finally {
+      await page.close();
+    }
+  } finally {
+    browser.context.off('request', onRequest);
+  }
+}
+
 test('a ready scene is loaded from its SOG rendition, upright, and its poster agrees with the viewer', async (t) => {
   const id = env.standScenes.rendition;
   assert.ok(id, 'the harness made no scene with a rendition');
@@ -29,20 +49,7 @@ test('a ready scene is loaded from its SOG rendition, upright, and its poster ag
   const upload = new URL(sp.splatUrl).pathname.split('/').pop();
   const rendition = new URL(sp.processing.renditionUrl).pathname;
 
-  const fetched = [];
-  const onRequest = (req) => fetched.push(new URL(req.url()).pathname);
-  browser.context.on('request', onRequest);
-  let viewer;
-  try {
-    const { page } = await openViewer(browser.context, id);
-    try {
-      viewer = await standColours(browser.context, page.mainFrame());
-    } finally {
-      await page.close();
-    }
-  } finally {
-    browser.context.off('request', onRequest);
-  }
+  const { fetched, viewer } = await viewScene(id);
   assert.ok(fetched.includes(rendition), `the viewer did not fetch the rendition ${rendition}: ${fetched.join(' ')}`);
   assert.ok(!fetched.some((p) => p.endsWith('/' + upload)), `the viewer fetched the upload ${upload} too`);
   t.diagnostic(`viewer: ground ${fmt(viewer.green)}; column ${fmt(viewer.red)}`);
@@ -69,22 +76,8 @@ test('a million-Gaussian scene streams its Streamed SOG rendition, upright', asy
   const meta = new URL(sp.processing.renditionUrl).pathname;
   const folder = meta.slice(0, meta.lastIndexOf('/') + 1);
 
-  const fetched = [];
-  const onRequest = (req) => fetched.push(new URL(req.url()).pathname);
-  browser.context.on('request', onRequest);
-  let viewer;
-  const started = Date.now();
-  try {
-    const { page } = await openViewer(browser.context, id);
-    t.diagnostic(`first frame after ${Date.now() - started} ms`);
-    try {
-      viewer = await standColours(browser.context, page.mainFrame());
-    } finally {
-      await page.close();
-    }
-  } finally {
-    browser.context.off('request', onRequest);
-  }
+  const { fetched, viewer, ms } = await viewScene(id);
+  t.diagnostic(`first frame after ${ms} ms`);
   assert.ok(fetched.includes(meta), `the viewer did not fetch ${meta}: ${fetched.join(' ')}`);
   const chunks = fetched.filter((p) => p.startsWith(folder) && p !== meta);
   assert.ok(chunks.length > 0, `the viewer fetched none of the rendition's level files: ${fetched.join(' ')}`);
