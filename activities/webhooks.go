@@ -24,7 +24,14 @@ type WebhookSettings struct {
 	Sealer      *events.Sealer
 	Client      *http.Client
 	Concurrency int
+	// Wake tells the workflow of a delivery waiting for one of its endpoint's slots that one
+	// just came free (nil: waiters find out at their next timer).
+	Wake func(ctx context.Context, deliveryID string) error
 }
+
+// webhookWaiting is the delivery log's lastError of a delivery waiting for one of its
+// endpoint's slots; it also marks the rows a freed slot wakes.
+const webhookWaiting = "waiting for a free delivery slot of the endpoint"
 
 // Outcomes of a delivery attempt.
 const (
@@ -121,7 +128,11 @@ func (a *Activities) AttemptWebhookDelivery(ctx context.Context, in AttemptWebho
 		return AttemptWebhookResult{}, err
 	}
 	if !held {
-		return AttemptWebhookResult{Outcome: WebhookBusy, Attempts: d.Attempts}, nil
+		_ = tx.Rollback()
+		// Marked so that the attempt that frees a slot wakes this delivery (wakeWaiting).
+		err := a.Ent.WebhookDelivery.Update().Where(webhookdelivery.ID(d.ID), webhookdelivery.StateEQ(webhookdelivery.StatePending)).
+			SetLastError(webhookWaiting).Exec(ctx)
+		return AttemptWebhookResult{Outcome: WebhookBusy, Attempts: d.Attempts}, err
 	}
 	status, postErr := a.postWebhook(ctx, ep.URL, d, secrets)
 	now := time.Now()
@@ -159,7 +170,26 @@ func (a *Activities) AttemptWebhookDelivery(ctx context.Context, in AttemptWebho
 	if err := tx.Commit(); err != nil {
 		return AttemptWebhookResult{}, err
 	}
+	// The slot is free again: wake the endpoint's longest-waiting delivery rather than let it
+	// find out at its next poll. A failure here costs only that wait.
+	a.wakeWaiting(ctx, ep.ID)
 	return out, nil
+}
+
+// wakeWaiting signals the oldest delivery of the endpoint marked as waiting for a slot.
+func (a *Activities) wakeWaiting(ctx context.Context, endpointID string) {
+	if a.Webhooks.Wake == nil {
+		return
+	}
+	ids, err := a.Ent.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(endpointID),
+		webhookdelivery.StateEQ(webhookdelivery.StatePending), webhookdelivery.LastError(webhookWaiting)).
+		Order(ent.Asc(webhookdelivery.FieldCreatedAt)).Limit(1).IDs(ctx)
+	if err == nil && len(ids) > 0 {
+		err = a.Webhooks.Wake(ctx, ids[0])
+	}
+	if err != nil {
+		a.Log.Warn("webhook: waking a waiting delivery", "endpoint", endpointID, "error", err)
+	}
 }
 
 // takeSlot tries the endpoint's slots in turn and reports whether tx now holds one.

@@ -34,6 +34,14 @@ const WebhookDeliveryWorkflow = "WebhookDelivery"
 // WebhookRedeliverSignal asks a running delivery to attempt now (POST …/redeliver).
 const WebhookRedeliverSignal = "redeliver"
 
+// WebhookSlotSignal tells a delivery waiting for one of its endpoint's slots that one came free
+// (sent by the attempt that released it).
+const WebhookSlotSignal = "slot-free"
+
+// webhookSlotWait bounds a wait for a slot when no signal comes (its sender died, or woke
+// another waiter): the delivery then tries again on its own.
+const webhookSlotWait = 30 * time.Second
+
 // WebhookRetryWindow is how long a delivery keeps being retried: its last attempt comes after
 // at least this much time since the first (contract item 12: at least 24 h).
 const WebhookRetryWindow = 24 * time.Hour
@@ -119,7 +127,12 @@ func WebhookDelivery(ctx workflow.Context, in WebhookDeliveryInput) (WebhookDeli
 	actx := workflow.WithActivityOptions(ctx, webhookAttemptOptions)
 	var a *activities.Activities
 	busy := time.Duration(0)
+	slotFree := workflow.GetSignalChannel(ctx, WebhookSlotSignal)
 	for {
+		// A wake-up that came while no slot was awaited is stale: this attempt looks anyway.
+		for slotFree.ReceiveAsync(nil) {
+		}
+		waitSlot := false
 		final := workflow.Now(ctx).Sub(in.StartedAt) >= WebhookRetryWindow
 		delay := WebhookBackoff(in.DeliveryID, in.Attempt+1)
 		var out activities.AttemptWebhookResult
@@ -147,6 +160,12 @@ func WebhookDelivery(ctx workflow.Context, in WebhookDeliveryInput) (WebhookDeli
 			}
 			return WebhookDeliveryResult{Outcome: out.Outcome, Attempts: out.Attempts, StatusCode: out.StatusCode}, nil
 		case activities.WebhookBusy:
+			if workflow.GetVersion(ctx, "webhook-slot-signal", workflow.DefaultVersion, 1) == 1 {
+				// Wait for the attempt that frees a slot to say so, instead of polling: a burst to
+				// one endpoint polling every few seconds floods Temporal with timers and attempts.
+				delay, waitSlot = webhookSlotWait, true
+				break
+			}
 			busy = min(max(2*busy, webhookBusyFirst), webhookBusyMax)
 			delay = busy
 		default:
@@ -158,6 +177,9 @@ func WebhookDelivery(ctx workflow.Context, in WebhookDeliveryInput) (WebhookDeli
 		sel := workflow.NewSelector(ctx)
 		sel.AddFuture(timer, func(workflow.Future) {})
 		sel.AddReceive(redeliver, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+		if waitSlot {
+			sel.AddReceive(slotFree, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+		}
 		sel.Select(ctx)
 		cancel()
 		if workflow.GetInfo(ctx).GetCurrentHistoryLength() > webhookHistoryLimit {

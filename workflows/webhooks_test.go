@@ -105,6 +105,32 @@ func TestWebhookDeliveryWaitsForASlotAndStopsOnSuccess(t *testing.T) {
 	require.Equal(t, WebhookBackoff("d", 2), retryIns[6])
 }
 
+// TestWebhookDeliveryWakesWhenASlotIsFreed: a delivery whose endpoint's slots are all taken
+// waits for the slot-free signal (sent by the attempt that frees one) and tries again at once,
+// not after its fallback wait; without a signal it tries again after webhookSlotWait.
+func TestWebhookDeliveryWakesWhenASlotIsFreed(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflow})
+	var a *activities.Activities
+	var at []time.Time
+	env.OnActivity(a.AttemptWebhookDelivery, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.AttemptWebhookInput) (activities.AttemptWebhookResult, error) {
+			at = append(at, env.Now())
+			if len(at) <= 2 {
+				return activities.AttemptWebhookResult{Outcome: activities.WebhookBusy}, nil
+			}
+			return activities.AttemptWebhookResult{Outcome: activities.WebhookDelivered, StatusCode: 204, Attempts: 1}, nil
+		})
+	// The first wait ends by its timer (no one signals); the second by a signal 3 s in.
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(WebhookSlotSignal, nil) }, webhookSlotWait+3*time.Second)
+	env.ExecuteWorkflow(WebhookDelivery, WebhookDeliveryInput{DeliveryID: "d", IntegrationID: "i", WebhookID: "w", Type: "splat.created"})
+	require.NoError(t, env.GetWorkflowError())
+	require.Len(t, at, 3)
+	require.Equal(t, webhookSlotWait, at[1].Sub(at[0]), "no signal: the fallback wait")
+	require.Equal(t, 3*time.Second, at[2].Sub(at[1]), "the signal ends the wait")
+}
+
 // TestWebhookDeliveryRedeliverSignalCutsTheWait: a redeliver signal during a backoff attempts at
 // once instead of waiting.
 func TestWebhookDeliveryRedeliverSignalCutsTheWait(t *testing.T) {

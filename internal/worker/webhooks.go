@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"log/slog"
 
 	"go.temporal.io/sdk/client"
@@ -26,14 +27,18 @@ func activityEvents(c client.Client, cfg config.Config, e *ent.Client, log *slog
 	return &events.Outbox{Starter: WebhookStarter(c, cfg, e, log), Render: scene.WebhookRenderer(scene.NewAssetURLs(cfg)), Log: log}
 }
 
-// webhookSettings are the delivery settings of cfg.
-func webhookSettings(cfg config.Config) (*activities.WebhookSettings, error) {
+// webhookSettings are the delivery settings of cfg; a freed slot wakes a waiting delivery
+// through c.
+func webhookSettings(c client.Client, cfg config.Config) (*activities.WebhookSettings, error) {
 	sealer, err := events.NewSealer(cfg.WebhookSealKey())
 	if err != nil {
 		return nil, err
 	}
+	wake := func(ctx context.Context, deliveryID string) error {
+		return c.SignalWorkflow(ctx, workflows.WebhookDeliveryID(deliveryID), "", workflows.WebhookSlotSignal, nil)
+	}
 	return &activities.WebhookSettings{Sealer: sealer, Client: events.Client(cfg.WebhookAllowPrivate),
-		Concurrency: cfg.WebhookConcurrency}, nil
+		Concurrency: cfg.WebhookConcurrency, Wake: wake}, nil
 }
 
 // UserWebhooks are the endpoint registry's settings of the user service under cfg.

@@ -43,7 +43,7 @@ func Run(ctx context.Context, c client.Client, cfg config.Config, deps Deps) err
 	// On shutdown, running activities get the shutdown timeout to finish or to report their last
 	// heartbeat; the next attempt resumes from it.
 	w := worker.New(c, cfg.TaskQueue, worker.Options{WorkerStopTimeout: cfg.ShutdownTimeout})
-	hooks, err := webhookSettings(cfg)
+	hooks, err := webhookSettings(c, cfg)
 	if err != nil {
 		return err
 	}
