@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/internal/events"
-	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/idempotency"
+	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/testenv"
 	"github.com/splathost/splathost/sdk/go/webhook"
 	"github.com/splathost/splathost/workflows"

@@ -1,12 +1,10 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -88,30 +86,15 @@ func commitBatch(ctx context.Context, gw string, headers map[string]string, urls
 	for range idemClients {
 		wg.Go(func() {
 			for i := range next {
-				body, _ := json.Marshal(map[string]any{"title": fmt.Sprintf("idempotent %d", i), "splatUrl": urls[i]})
-				req, err := http.NewRequestWithContext(ctx, http.MethodPost, gw+"/api/v1/splats", bytes.NewReader(body))
-				if err != nil {
-					errs[i] = err
-					continue
-				}
-				req.Header.Set("Content-Type", "application/json")
-				for k, v := range headers {
-					req.Header.Set(k, v)
-				}
+				h := headers
 				if withKey {
-					req.Header.Set("Idempotency-Key", "bench-"+ids.New())
+					h = maps.Clone(headers)
+					h["Idempotency-Key"] = "bench-" + ids.New()
 				}
-				start := time.Now()
-				resp, err := benchClient.Do(req)
-				if err != nil {
-					errs[i] = err
-					continue
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				lat[i] = time.Since(start)
-				if resp.StatusCode != http.StatusCreated {
-					errs[i] = fmt.Errorf("commit %d: status %d", i, resp.StatusCode)
+				status, took, err := postCommit(ctx, gw, h, fmt.Sprintf("idempotent %d", i), urls[i])
+				lat[i], errs[i] = took, err
+				if err == nil && status != http.StatusCreated {
+					errs[i] = fmt.Errorf("commit %d: status %d", i, status)
 				}
 			}
 		})

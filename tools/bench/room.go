@@ -118,10 +118,18 @@ func (r *runner) rooms(ctx context.Context, st *testenv.Stack, t Tenant, rr *roo
 // editorSession mints an editor session for the tenant's customer, named so participants are
 // not guests.
 func (t Tenant) editorSession(gatewayURL string) (string, error) {
+	return t.mintSession(gatewayURL, map[string]any{"type": "editor", "user": map[string]any{"name": "Bench participant"}})
+}
+
+// mintSession mints a session of the tenant's customer with the request's fields (type, splatId,
+// user) and returns its token.
+func (t Tenant) mintSession(gatewayURL string, fields map[string]any) (string, error) {
+	req := map[string]any{"publicKey": t.PublicKey}
+	for k, v := range fields {
+		req[k] = v
+	}
 	body, err := call(gatewayURL, http.MethodPost, "/api/editor/embed-sessions",
-		map[string]string{"Authorization": "Bearer " + t.SecretKey, externalUserHeader: t.ExternalUserID},
-		map[string]any{"publicKey": t.PublicKey, "type": "editor", "user": map[string]any{"name": "Bench participant"}},
-		http.StatusCreated)
+		map[string]string{"Authorization": "Bearer " + t.SecretKey, externalUserHeader: t.ExternalUserID}, req, http.StatusCreated)
 	if err != nil {
 		return "", err
 	}

@@ -282,26 +282,8 @@ func (r *runner) commitRace(ctx context.Context, st *testenv.Stack, mode string,
 	start := make(chan struct{})
 	for i := range commitTries {
 		wg.Go(func() {
-			body, _ := json.Marshal(map[string]any{"title": fmt.Sprintf("race %d", i), "splatUrl": urls[i]})
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, gw+"/api/v1/splats", bytes.NewReader(body))
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			req.Header.Set("Content-Type", "application/json")
-			for k, v := range t.HeadersFor(eu) {
-				req.Header.Set(k, v)
-			}
 			<-start
-			t0 := time.Now()
-			resp, err := benchClient.Do(req)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			statuses[i], latencies[i] = resp.StatusCode, time.Since(t0)
+			statuses[i], latencies[i], errs[i] = postCommit(ctx, gw, t.HeadersFor(eu), fmt.Sprintf("race %d", i), urls[i])
 		})
 	}
 	t0 := time.Now()
@@ -358,4 +340,26 @@ func customerUsage(ctx context.Context, pgURL, integrationID, eu string) (used, 
 		FROM external_users u WHERE u.integration_id = $1 AND u.external_user_id = $2`, integrationID, eu).
 		Scan(&used, &limit, &live, &scenes)
 	return used, limit, live, scenes, err
+}
+
+// postCommit commits the upload at fileURL as title with headers; it returns the answer's status
+// and how long the request took (the body is read, not decoded).
+func postCommit(ctx context.Context, gw string, headers map[string]string, title, fileURL string) (int, time.Duration, error) {
+	body, _ := json.Marshal(map[string]any{"title": title, "splatUrl": fileURL})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, gw+"/api/v1/splats", bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	t0 := time.Now()
+	resp, err := benchClient.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, time.Since(t0), nil
 }

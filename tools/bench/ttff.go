@@ -164,7 +164,7 @@ func (r *runner) ttff(ctx context.Context, st *testenv.Stack, t Tenant, rows *tt
 				order[0], order[1] = order[1], order[0]
 			}
 			for _, v := range order {
-				token, err := t.viewerSession(gw, v.id)
+				token, err := t.mintSession(gw, map[string]any{"type": "viewer", "splatId": v.id})
 				if err != nil {
 					return err
 				}
@@ -335,21 +335,6 @@ func keepAsUploaded(ctx context.Context, st *testenv.Stack, id string) error {
 	// The terminated conversion's converter goes at its next heartbeat (every 3 s).
 	time.Sleep(5 * time.Second)
 	return err
-}
-
-// viewerSession mints a viewer session on scene id.
-func (t Tenant) viewerSession(gatewayURL, id string) (string, error) {
-	body, err := call(gatewayURL, http.MethodPost, "/api/editor/embed-sessions",
-		map[string]string{"Authorization": "Bearer " + t.SecretKey, externalUserHeader: t.ExternalUserID},
-		map[string]any{"publicKey": t.PublicKey, "type": "viewer", "splatId": id}, http.StatusCreated)
-	if err != nil {
-		return "", err
-	}
-	token, _ := body["sessionToken"].(string)
-	if token == "" {
-		return "", errors.New("viewer session: no sessionToken")
-	}
-	return token, nil
 }
 
 // medianOf is the median of v (v is sorted in place).
