@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/splathost/splathost/internal/testenv"
 	"github.com/splathost/splathost/workflows"
 )
 
@@ -41,17 +42,6 @@ func converterOf(pid int) int {
 	return 0
 }
 
-// alive reports whether pid is a running (not zombie) process.
-func alive(pid int) bool {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	s := string(stat)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && f[0] != "Z"
-}
-
 // TestRenditionSurvivesAMediaWorkerKill kills the media worker with SIGKILL while its converter
 // runs, as the OOM killer or a node failure would: the converter dies with it (no orphan burning
 // CPU beside the retry's), and once a media worker is back the conversion runs again from the
@@ -76,7 +66,7 @@ func TestRenditionSurvivesAMediaWorkerKill(t *testing.T) {
 		2*time.Minute, 50*time.Millisecond, "the media worker starts its converter")
 	time.Sleep(time.Second) // mid-conversion, not at its first instruction
 	require.NoError(t, sp.Kill("media-worker"))
-	require.Eventually(t, func() bool { return !alive(conv) }, 10*time.Second, 50*time.Millisecond,
+	require.Eventually(t, func() bool { return !testenv.PIDRunning(conv) }, 10*time.Second, 50*time.Millisecond,
 		"the converter (pid %d) dies with its media worker", conv)
 	require.Equal(t, "pending", processingOf(splatOf(do(t, "GET", splatPath(id), a.keys("crash"), nil)))["state"])
 

@@ -188,7 +188,7 @@ func (s *Stack) Stop() error {
 	for {
 		var left []string
 		for _, p := range s.State.Processes {
-			if p.PID != s.cmd.Process.Pid && pidRunning(p.PID) {
+			if p.PID != s.cmd.Process.Pid && PIDRunning(p.PID) {
 				left = append(left, fmt.Sprintf("%s (pid %d)", p.Name, p.PID))
 			}
 		}
@@ -223,9 +223,9 @@ func (s *Stack) stopRunner() error {
 	return nil
 }
 
-// pidRunning reports whether pid names a live process. A zombie counts as gone: in a container
+// PIDRunning reports whether pid names a live process. A zombie counts as gone: in a container
 // whose init does not reap, an exited orphan lingers as a zombie that holds nothing.
-func pidRunning(pid int) bool {
+func PIDRunning(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
@@ -274,7 +274,7 @@ func (s *Stack) CrashClickHouse(timeout time.Duration) error {
 	if err := s.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
 		return err
 	}
-	for deadline := time.Now().Add(timeout); pidRunning(pid); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(timeout); PIDRunning(pid); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("clickhouse (pid %d) still running %s after the crash request", pid, timeout)
 		}
@@ -297,7 +297,7 @@ func (s *Stack) StartClickHouse(stateFile string, timeout time.Duration) error {
 		var st State
 		if b, err := os.ReadFile(stateFile); err == nil && json.Unmarshal(b, &st) == nil {
 			next := Stack{State: st}
-			if pid := next.processPID("clickhouse"); pid != 0 && pid != old && pidRunning(pid) {
+			if pid := next.processPID("clickhouse"); pid != 0 && pid != old && PIDRunning(pid) {
 				s.State = st
 				return nil
 			}

@@ -12,10 +12,10 @@ import (
 )
 
 func TestPidRunning(t *testing.T) {
-	if !pidRunning(os.Getpid()) {
+	if !PIDRunning(os.Getpid()) {
 		t.Fatal("this process reads as gone")
 	}
-	if pidRunning(0) || pidRunning(-1) {
+	if PIDRunning(0) || PIDRunning(-1) {
 		t.Fatal("a non-positive pid reads as running")
 	}
 	// An exited child that is not yet reaped is a zombie, which counts as gone.
@@ -25,14 +25,14 @@ func TestPidRunning(t *testing.T) {
 	}
 	pid := cmd.Process.Pid
 	deadline := time.Now().Add(5 * time.Second)
-	for pidRunning(pid) {
+	for PIDRunning(pid) {
 		if time.Now().After(deadline) {
 			t.Fatal("an exited, unreaped child reads as running")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	_ = cmd.Wait()
-	if pidRunning(pid) {
+	if PIDRunning(pid) {
 		t.Fatal("a reaped child reads as running")
 	}
 }
