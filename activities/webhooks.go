@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"entgo.io/ent/dialect/sql"
+
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/webhookdelivery"
 	"github.com/splathost/splathost/ent/webhookendpoint"
@@ -45,14 +47,23 @@ const (
 	WebhookGone = "gone"
 	// WebhookBusy: every delivery slot of the endpoint is taken; no attempt was made.
 	WebhookBusy = "busy"
+	// WebhookInFlight: another attempt at the same delivery is running; a direct attempt
+	// leaves the delivery to it.
+	WebhookInFlight = "in-flight"
 )
 
 // AttemptWebhookInput is one attempt at a delivery. RetryIn is when the workflow will try again
 // if this attempt fails (recorded as nextAttemptAt); Final says there will be no next attempt.
+//
+// Direct marks the first attempt made by the process that wrote the event, right after its
+// commit and outside any workflow (events.Dispatcher): it leaves the row undispatched, so that
+// the re-drive still starts a workflow if the process dies before handing a failed delivery on,
+// and a busy endpoint marks nothing (no workflow waits to be woken).
 type AttemptWebhookInput struct {
 	DeliveryID string
 	RetryIn    time.Duration
 	Final      bool
+	Direct     bool
 }
 
 // AttemptWebhookResult is the attempt's outcome and the receiver's status (0 when none came).
@@ -98,11 +109,8 @@ func (a *Activities) AttemptWebhookDelivery(ctx context.Context, in AttemptWebho
 	if err != nil {
 		return AttemptWebhookResult{}, err
 	}
-	switch d.State {
-	case webhookdelivery.StateSucceeded:
-		return AttemptWebhookResult{Outcome: WebhookDelivered, StatusCode: deref(d.LastStatusCode), Attempts: d.Attempts}, nil
-	case webhookdelivery.StateFailed:
-		return AttemptWebhookResult{Outcome: WebhookFailed, StatusCode: deref(d.LastStatusCode), Attempts: d.Attempts}, nil
+	if d.State != webhookdelivery.StatePending {
+		return AttemptWebhookResult{Outcome: closedOutcome(d.State), StatusCode: deref(d.LastStatusCode), Attempts: d.Attempts}, nil
 	}
 	ep, err := a.Ent.WebhookEndpoint.Query().Where(webhookendpoint.ID(d.EndpointID)).Only(ctx)
 	if ent.IsNotFound(err) || (err == nil && ep.DeletedAt != nil) {
@@ -123,12 +131,30 @@ func (a *Activities) AttemptWebhookDelivery(ctx context.Context, in AttemptWebho
 		return AttemptWebhookResult{}, err
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	// One attempt per delivery at a time: the direct attempt of the writer and a workflow's (the
+	// re-drive's, after a hand-off) may meet here; the second finds the row locked and stands
+	// back instead of POSTing the same event twice at once.
+	d, err = tx.WebhookDelivery.Query().Where(webhookdelivery.ID(d.ID)).
+		ForUpdate(sql.WithLockAction(sql.SkipLocked)).Only(ctx)
+	if ent.IsNotFound(err) {
+		_ = tx.Rollback()
+		return a.standBack(ctx, in)
+	}
+	if err != nil {
+		return AttemptWebhookResult{}, err
+	}
+	if d.State != webhookdelivery.StatePending {
+		return AttemptWebhookResult{Outcome: closedOutcome(d.State), StatusCode: deref(d.LastStatusCode), Attempts: d.Attempts}, nil
+	}
 	held, err := takeSlot(ctx, tx, ep.ID, max(a.Webhooks.Concurrency, 1))
 	if err != nil {
 		return AttemptWebhookResult{}, err
 	}
 	if !held {
 		_ = tx.Rollback()
+		if in.Direct {
+			return AttemptWebhookResult{Outcome: WebhookBusy, Attempts: d.Attempts}, nil
+		}
 		// Marked so that the attempt that frees a slot wakes this delivery (wakeWaiting).
 		err := a.Ent.WebhookDelivery.Update().Where(webhookdelivery.ID(d.ID), webhookdelivery.StateEQ(webhookdelivery.StatePending)).
 			SetLastError(webhookWaiting).Exec(ctx)
@@ -136,9 +162,14 @@ func (a *Activities) AttemptWebhookDelivery(ctx context.Context, in AttemptWebho
 	}
 	status, postErr := a.postWebhook(ctx, ep.URL, d, secrets)
 	now := time.Now()
-	up := tx.WebhookDelivery.UpdateOneID(d.ID).AddAttempts(1).SetDispatchedAt(now)
-	if d.DispatchedAt != nil {
-		up.SetDispatchedAt(*d.DispatchedAt)
+	up := tx.WebhookDelivery.UpdateOneID(d.ID).AddAttempts(1)
+	switch {
+	case d.DispatchedAt != nil:
+	case in.Direct:
+		// Left for the hand-off's start to record (or, if this process dies first, for the
+		// re-drive to find).
+	default:
+		up.SetDispatchedAt(now)
 	}
 	if status != 0 {
 		up.SetLastStatusCode(status)
@@ -174,6 +205,27 @@ func (a *Activities) AttemptWebhookDelivery(ctx context.Context, in AttemptWebho
 	// find out at its next poll. A failure here costs only that wait.
 	a.wakeWaiting(ctx, ep.ID)
 	return out, nil
+}
+
+// closedOutcome is the outcome of an attempt at a delivery already closed in state.
+func closedOutcome(state webhookdelivery.State) string {
+	if state == webhookdelivery.StateSucceeded {
+		return WebhookDelivered
+	}
+	return WebhookFailed
+}
+
+// standBack answers an attempt that found another attempt at the same delivery in flight. A
+// direct attempt leaves the delivery to it (WebhookInFlight); a workflow's waits as for a busy
+// slot, marked so that the other attempt's end wakes it, and then finds the row closed or
+// tries again.
+func (a *Activities) standBack(ctx context.Context, in AttemptWebhookInput) (AttemptWebhookResult, error) {
+	if in.Direct {
+		return AttemptWebhookResult{Outcome: WebhookInFlight}, nil
+	}
+	err := a.Ent.WebhookDelivery.Update().Where(webhookdelivery.ID(in.DeliveryID), webhookdelivery.StateEQ(webhookdelivery.StatePending)).
+		SetLastError(webhookWaiting).Exec(ctx)
+	return AttemptWebhookResult{Outcome: WebhookBusy}, err
 }
 
 // wakeWaiting signals the oldest delivery of the endpoint marked as waiting for a slot.

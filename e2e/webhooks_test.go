@@ -433,7 +433,7 @@ func TestWebhookReceiverDownThenUp(t *testing.T) {
 	}
 	require.Len(t, rcv.ids(), len(want), "one webhook-id per event, kept across retries")
 	// With SPLATHOST_RECORD_HISTORY=1: the history workflows' replay test replays.
-	recordHistory(t, workflows.WebhookDeliveryID(log[0]["id"].(string)), "", "webhook_delivery_retried.json")
+	recordHistory(t, workflows.WebhookDeliveryID(log[0]["id"].(string)), "", "webhook_delivery_handed_off.json")
 }
 
 // TestWebhookRotationOverlap rotates a secret: deliveries then carry two signatures, one by each

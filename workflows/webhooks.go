@@ -69,7 +69,9 @@ const webhookHistoryLimit = 2000
 func WebhookDeliveryID(deliveryID string) string { return "webhook-delivery/" + deliveryID }
 
 // WebhookDeliveryInput names the delivery. StartedAt and Attempt carry the retry window and
-// count across continue-as-new (zero on a fresh start).
+// count across continue-as-new (zero on a fresh start). Delay is a wait before this run's
+// first attempt: a delivery whose direct attempt (events.Dispatcher) failed starts with
+// Attempt 1 and the first backoff, as if its workflow had made that attempt.
 type WebhookDeliveryInput struct {
 	DeliveryID    string
 	IntegrationID string
@@ -77,6 +79,7 @@ type WebhookDeliveryInput struct {
 	Type          string
 	StartedAt     time.Time
 	Attempt       int
+	Delay         time.Duration
 }
 
 // WebhookDeliveryResult is how the delivery ended.
@@ -128,6 +131,12 @@ func WebhookDelivery(ctx workflow.Context, in WebhookDeliveryInput) (WebhookDeli
 	var a *activities.Activities
 	busy := time.Duration(0)
 	slotFree := workflow.GetSignalChannel(ctx, WebhookSlotSignal)
+	// Only runs started after a failed direct attempt carry a Delay, so older histories replay
+	// unchanged without a version marker.
+	if in.Delay > 0 {
+		waitFor(ctx, in.Delay, redeliver)
+		in.Delay = 0
+	}
 	for {
 		// A wake-up that came while no slot was awaited is stale: this attempt looks anyway.
 		for slotFree.ReceiveAsync(nil) {
@@ -172,20 +181,27 @@ func WebhookDelivery(ctx workflow.Context, in WebhookDeliveryInput) (WebhookDeli
 			busy = 0
 			in.Attempt++
 		}
-		timerCtx, cancel := workflow.WithCancel(ctx)
-		timer := workflow.NewTimer(timerCtx, delay)
-		sel := workflow.NewSelector(ctx)
-		sel.AddFuture(timer, func(workflow.Future) {})
-		sel.AddReceive(redeliver, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
 		if waitSlot {
-			sel.AddReceive(slotFree, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+			waitFor(ctx, delay, redeliver, slotFree)
+		} else {
+			waitFor(ctx, delay, redeliver)
 		}
-		sel.Select(ctx)
-		cancel()
 		if workflow.GetInfo(ctx).GetCurrentHistoryLength() > webhookHistoryLimit {
 			return WebhookDeliveryResult{}, workflow.NewContinueAsNewError(ctx, WebhookDeliveryWorkflow, in)
 		}
 	}
+}
+
+// waitFor waits d, or until a signal comes on one of the channels.
+func waitFor(ctx workflow.Context, d time.Duration, chans ...workflow.ReceiveChannel) {
+	timerCtx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(workflow.NewTimer(timerCtx, d), func(workflow.Future) {})
+	for _, ch := range chans {
+		sel.AddReceive(ch, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+	}
+	sel.Select(ctx)
 }
 
 // webhookStartOptions are a delivery's start options: its business id, and search attributes
@@ -257,7 +273,11 @@ func (s *WebhookStarter) StartDeliveries(ctx context.Context, ds []events.Delive
 		wg.Add(1)
 		go func() {
 			defer func() { <-webhookStarts; wg.Done() }()
-			in := WebhookDeliveryInput{DeliveryID: d.ID, IntegrationID: d.IntegrationID, WebhookID: d.WebhookID, Type: d.Type}
+			in := WebhookDeliveryInput{DeliveryID: d.ID, IntegrationID: d.IntegrationID, WebhookID: d.WebhookID, Type: d.Type,
+				Attempt: d.Attempted}
+			if d.Attempted > 0 {
+				in.Delay = WebhookBackoff(d.ID, d.Attempted)
+			}
 			if err := StartWebhookDelivery(ctx, s.Client, s.TaskQueue, in); err != nil {
 				s.Log.Warn("starting a webhook delivery; the re-drive will retry", "delivery", d.ID, "error", err)
 				return

@@ -156,11 +156,56 @@ func TestWebhookDeliveryRedeliverSignalCutsTheWait(t *testing.T) {
 	require.Less(t, times[3].Sub(start), 30*time.Second)
 }
 
-// TestReplayWebhookDelivery replays a delivery recorded from a real run (the e2e test
+// TestWebhookDeliveryAfterADirectAttempt: a delivery handed off after its failed direct attempt
+// (Attempt 1, Delay = the first backoff) waits that backoff before its own first attempt, which
+// counts as the second (its retry wait is the second backoff); a redeliver signal cuts the
+// initial wait short too.
+func TestWebhookDeliveryAfterADirectAttempt(t *testing.T) {
+	for _, signal := range []bool{false, true} {
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestWorkflowEnvironment()
+		env.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflow})
+		var a *activities.Activities
+		var at []time.Time
+		var retryIns []time.Duration
+		env.OnActivity(a.AttemptWebhookDelivery, mock.Anything, mock.Anything).Return(
+			func(_ context.Context, in activities.AttemptWebhookInput) (activities.AttemptWebhookResult, error) {
+				at = append(at, env.Now())
+				retryIns = append(retryIns, in.RetryIn)
+				require.False(t, in.Direct, "a workflow's attempts are not direct")
+				if len(at) == 1 {
+					return activities.AttemptWebhookResult{Outcome: activities.WebhookRetry, StatusCode: 503, Attempts: 2}, nil
+				}
+				return activities.AttemptWebhookResult{Outcome: activities.WebhookDelivered, StatusCode: 200, Attempts: 3}, nil
+			})
+		start := env.Now()
+		first := WebhookBackoff("d", 1)
+		if signal {
+			env.RegisterDelayedCallback(func() { env.SignalWorkflow(WebhookRedeliverSignal, nil) }, time.Second)
+		}
+		env.ExecuteWorkflow(WebhookDelivery, WebhookDeliveryInput{DeliveryID: "d", IntegrationID: "i", WebhookID: "w",
+			Type: "splat.created", Attempt: 1, Delay: first})
+		require.NoError(t, env.GetWorkflowError())
+		require.Len(t, at, 2)
+		if signal {
+			require.Equal(t, time.Second, at[0].Sub(start), "the signal ends the initial wait")
+		} else {
+			require.Equal(t, first, at[0].Sub(start), "the first backoff before the workflow's first attempt")
+		}
+		require.Equal(t, WebhookBackoff("d", 2), retryIns[0], "the workflow's first attempt is the delivery's second")
+		require.Equal(t, WebhookBackoff("d", 2), at[1].Sub(at[0]))
+	}
+}
+
+// TestReplayWebhookDelivery replays deliveries recorded from real runs (the e2e test
 // TestWebhookReceiverDownThenUp with SPLATHOST_RECORD_HISTORY=1): failed attempts, backoff
-// timers, then success. A change that would break running deliveries fails here.
+// timers, then success, from the code of before the direct first attempt (the workflow made
+// every attempt) and after it (the workflow starts with the first backoff). A change that would
+// break running deliveries fails here.
 func TestReplayWebhookDelivery(t *testing.T) {
-	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflow})
-	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(tlog.NewStructuredLogger(quiet()), "testdata/webhook_delivery_retried.json"))
+	for _, f := range []string{"webhook_delivery_retried.json", "webhook_delivery_handed_off.json"} {
+		r := worker.NewWorkflowReplayer()
+		r.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflow})
+		require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(tlog.NewStructuredLogger(quiet()), "testdata/"+f), f)
+	}
 }

@@ -26,7 +26,11 @@ func main() {
 	svc := scene.New(d, store, rt.Log, rt.Config.AssetBase(), scene.ClonesFrom(tc, rt.Config))
 	svc.UseViews(views)
 	svc.UseAssetURLs(scene.NewAssetURLs(rt.Config))
-	svc.UseWebhookStarter(worker.WebhookStarter(tc, rt.Config, d.Ent, rt.Log))
+	hooks, err := worker.WebhookStarter(tc, rt.Config, d.Ent, rt.Log)
+	if err != nil {
+		boot.Fatal(rt.Log, "webhooks", err)
+	}
+	svc.UseWebhookStarter(hooks)
 	// Scene reads are served from memory while the LISTEN connection is up; every change is
 	// announced with a NOTIFY, so this process drops its copies whichever process made it.
 	go svc.Listen(rt.Ctx)

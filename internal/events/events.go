@@ -42,12 +42,15 @@ const (
 var Types = []string{SplatCreated, SplatUpdated, SplatPublished, SplatReady, SplatDeleted, CloneSucceeded,
 	CloneFailed, ExternalUserDeleted, RetentionArchived, RetentionRestored, RetentionPurged}
 
-// Delivery names one outbox row whose workflow is to be started after its transaction commits.
+// Delivery names one outbox row to deliver after its transaction commits. Attempted counts
+// the attempts already made before its workflow starts (1 after a failed direct attempt: the
+// workflow then waits the first backoff before its own).
 type Delivery struct {
 	ID            string
 	IntegrationID string
 	WebhookID     string
 	Type          string
+	Attempted     int
 }
 
 // Batch collects the deliveries one transaction wrote, for Outbox.Flush after the commit. The
@@ -57,8 +60,9 @@ type Batch struct{ deliveries []Delivery }
 // Deliveries are the rows the batch holds.
 func (b *Batch) Deliveries() []Delivery { return b.deliveries }
 
-// Starter starts delivery workflows (workflows.WebhookStarter). A failure is the starter's to
-// log: the rows stay pending and the webhook re-drive starts them.
+// Starter takes committed deliveries: the Dispatcher of a process (a direct first attempt),
+// or workflows.WebhookStarter (a workflow per delivery). A failure is the starter's to log:
+// the rows stay pending and the webhook re-drive starts them.
 type Starter interface {
 	StartDeliveries(ctx context.Context, ds []Delivery)
 }

@@ -62,9 +62,13 @@ func RunMedia(ctx context.Context, c client.Client, cfg config.Config, deps Deps
 	}
 	w := worker.New(c, cfg.MediaTaskQueue, worker.Options{WorkerStopTimeout: cfg.ShutdownTimeout,
 		MaxConcurrentActivityExecutionSize: cfg.RenditionConcurrency + 4})
+	hooks, err := webhookSettings(c, cfg)
+	if err != nil {
+		return err
+	}
 	acts := &activities.Activities{Ent: deps.DB.Ent, Objects: deps.Store.Client, Bucket: deps.Store.Bucket,
 		AssetBase: cfg.AssetBase(), PublicBase: cfg.PublicBase(), Log: log,
-		Events:     activityEvents(c, cfg, deps.DB.Ent, log),
+		Events:     activityEvents(c, cfg, deps.DB.Ent, log, hooks),
 		Renditions: activities.NewRenditionSettings(conv, cfg.RenditionLODMin, work, cfg.RenditionConcurrency)}
 	n := workflows.RegisterMedia(w) + activities.Register(w, acts)
 	if err := waitHealthy(ctx, c, log); err != nil {

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"go.temporal.io/sdk/client"
 
@@ -15,16 +16,64 @@ import (
 	"github.com/splathost/splathost/workflows"
 )
 
-// WebhookStarter starts webhook deliveries on the API worker's task queue, for every process
-// that writes events (services, the worker, the media worker).
-func WebhookStarter(c client.Client, cfg config.Config, e *ent.Client, log *slog.Logger) *workflows.WebhookStarter {
-	return &workflows.WebhookStarter{Client: c, TaskQueue: cfg.TaskQueue, Ent: e, Log: log}
+// Bounds of a process's direct webhook attempts (events.Dispatcher).
+const (
+	// webhookDirectWorkers bounds the attempts in flight per process: each holds a database
+	// connection (its endpoint slot's transaction) while the receiver answers, and the pool
+	// (at least 16) also serves the process's own requests.
+	webhookDirectWorkers = 8
+	// webhookDirectMaxWait stays below the re-drive's minimum age (30 s), so the re-drive never
+	// starts a workflow for a delivery a dispatcher still holds.
+	webhookDirectMaxWait = 20 * time.Second
+	// webhookDirectMaxQueued bounds the deliveries a process holds in memory.
+	webhookDirectMaxQueued = 20000
+)
+
+// WebhookStarter is the events.Starter of a process that writes events (the services, the
+// worker, the media worker): each delivery's first attempt is made at once by the process
+// itself, and what it does not settle goes to a WebhookDelivery workflow on the API worker's
+// task queue.
+func WebhookStarter(c client.Client, cfg config.Config, e *ent.Client, log *slog.Logger) (*events.Dispatcher, error) {
+	settings, err := webhookSettings(c, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return webhookDispatcher(c, cfg, e, log, settings), nil
+}
+
+func webhookDispatcher(c client.Client, cfg config.Config, e *ent.Client, log *slog.Logger, settings *activities.WebhookSettings) *events.Dispatcher {
+	// The attempt is the workflow's activity called as a function: one code path for every
+	// attempt, whoever makes it.
+	acts := &activities.Activities{Ent: e, Webhooks: settings, Log: log}
+	attempt := func(ctx context.Context, d events.Delivery) (events.AttemptOutcome, error) {
+		out, err := acts.AttemptWebhookDelivery(ctx, activities.AttemptWebhookInput{
+			DeliveryID: d.ID, RetryIn: workflows.WebhookBackoff(d.ID, 1), Direct: true})
+		switch {
+		case err != nil:
+			return 0, err
+		case out.Outcome == activities.WebhookBusy:
+			return events.AttemptBusy, nil
+		case out.Outcome == activities.WebhookRetry:
+			return events.AttemptRetry, nil
+		}
+		return events.AttemptClosed, nil
+	}
+	return &events.Dispatcher{
+		Attempt:     attempt,
+		HandOff:     &workflows.WebhookStarter{Client: c, TaskQueue: cfg.TaskQueue, Ent: e, Log: log},
+		PerEndpoint: max(cfg.WebhookConcurrency, 1),
+		Workers:     webhookDirectWorkers,
+		MaxWait:     webhookDirectMaxWait,
+		MaxQueued:   webhookDirectMaxQueued,
+		Log:         log,
+	}
 }
 
 // activityEvents is the outbox of the activities' own changes: scene items rendered as the
 // scene service renders them (asset-route URLs of this deployment).
-func activityEvents(c client.Client, cfg config.Config, e *ent.Client, log *slog.Logger) *events.Outbox {
-	return &events.Outbox{Starter: WebhookStarter(c, cfg, e, log), Render: scene.WebhookRenderer(scene.NewAssetURLs(cfg)), Log: log}
+func activityEvents(c client.Client, cfg config.Config, e *ent.Client, log *slog.Logger, settings *activities.WebhookSettings) *events.Outbox {
+	return &events.Outbox{Starter: webhookDispatcher(c, cfg, e, log, settings),
+		Render: scene.WebhookRenderer(scene.NewAssetURLs(cfg)), Log: log}
 }
 
 // webhookSettings are the delivery settings of cfg; a freed slot wakes a waiting delivery
@@ -43,9 +92,10 @@ func webhookSettings(c client.Client, cfg config.Config) (*activities.WebhookSet
 
 // UserWebhooks are the endpoint registry's settings of the user service under cfg.
 func UserWebhooks(c client.Client, cfg config.Config, e *ent.Client, log *slog.Logger) (user.Webhooks, error) {
-	sealer, err := events.NewSealer(cfg.WebhookSealKey())
+	settings, err := webhookSettings(c, cfg)
 	if err != nil {
 		return user.Webhooks{}, err
 	}
-	return user.Webhooks{Sealer: sealer, AllowPrivate: cfg.WebhookAllowPrivate, Starter: WebhookStarter(c, cfg, e, log)}, nil
+	return user.Webhooks{Sealer: settings.Sealer, AllowPrivate: cfg.WebhookAllowPrivate,
+		Starter: webhookDispatcher(c, cfg, e, log, settings)}, nil
 }

@@ -49,7 +49,7 @@ func Run(ctx context.Context, c client.Client, cfg config.Config, deps Deps) err
 	}
 	acts := &activities.Activities{Ent: deps.DB.Ent, Objects: deps.Store.Client, Bucket: deps.Store.Bucket,
 		AssetBase: cfg.AssetBase(), PublicBase: cfg.PublicBase(), Workflows: c, Log: log,
-		Events: activityEvents(c, cfg, deps.DB.Ent, log), Webhooks: hooks}
+		Events: activityEvents(c, cfg, deps.DB.Ent, log, hooks), Webhooks: hooks}
 	if deps.Views != nil {
 		// A nil *analytics.Views must not become a non-nil interface.
 		acts.Views = deps.Views

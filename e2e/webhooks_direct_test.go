@@ -1,0 +1,71 @@
+package e2e
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/splathost/splathost/workflows"
+)
+
+// TestWebhookDirectDeliveryStartsNoWorkflow: a healthy receiver gets the event from the process
+// that committed it, right after the commit: the delivery is closed as succeeded after one
+// attempt, and Temporal never saw a workflow for it (only deliveries that need retrying cost a
+// workflow).
+func TestWebhookDirectDeliveryStartsNoWorkflow(t *testing.T) {
+	tn := newTenant(t)
+	rcv := newReceiver(t)
+	w := createWebhook(t, tn, map[string]any{"url": rcv.srv.URL, "events": []string{"splat.created"}})
+	committed := time.Now()
+	commitScene(t, tn, "direct", 10)
+	log := settled(t, tn, w["id"].(string), rcv)
+	require.Len(t, log, 1)
+	require.EqualValues(t, 1, log[0]["attempts"])
+	t.Logf("delivered %s after the commit answered", rcv.all()[0].At.Sub(committed))
+	_, err := env.Process.Temporal.DescribeWorkflowExecution(context.Background(),
+		workflows.WebhookDeliveryID(log[0]["id"].(string)), "")
+	var nf *serviceerror.NotFound
+	require.ErrorAs(t, err, &nf, "no workflow for a delivery settled by its direct attempt")
+}
+
+// TestWebhookSurvivesEmitterKill kills the process that wrote the events (the split scene
+// service, SIGKILL) while its direct attempts are still delivering them to a slow receiver:
+// the rows it held in memory were committed but never attempted, so the webhook re-drive starts
+// their workflows and every event still arrives, counted by webhook-id, and the log closes every
+// delivery as succeeded.
+func TestWebhookSurvivesEmitterKill(t *testing.T) {
+	tn := newTenant(t)
+	const n = 24
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = commitScene(t, tn, "emitter", 10)["id"].(string)
+	}
+	rcv := newReceiver(t)
+	rcv.delay.Store(int64(700 * time.Millisecond))
+	w := createWebhook(t, tn, map[string]any{"url": rcv.srv.URL, "events": []string{"splat.updated"}})
+	sp := chaosSplit(t, nil)
+	for i, id := range ids {
+		r, err := chaosDo(sp.URL, "PATCH", "/api/v1/splats/"+id, tn.keys("emitter"), map[string]any{"title": "Renamed " + strconv.Itoa(i)})
+		require.NoError(t, err)
+		require.Equal(t, 200, r.Status, string(r.Raw))
+	}
+	require.Eventually(t, func() bool { return len(rcv.ids()) >= 2 }, time.Minute, 20*time.Millisecond)
+	require.NoError(t, sp.Kill("scene"))
+	killedAt := len(rcv.ids())
+	require.Less(t, killedAt, n, "the kill lands while deliveries remain")
+	started := time.Now()
+
+	log := settled(t, tn, w["id"].(string), rcv)
+	require.Len(t, log, n)
+	got := map[any]bool{}
+	for _, g := range rcv.all() {
+		got[g.Event.Data["splat"].(map[string]any)["id"]] = true
+	}
+	require.Len(t, got, n, "every event arrived")
+	t.Logf("killed after %d of %d; the rest arrived within %s (re-drive); %d requests for %d deliveries",
+		killedAt, n, time.Since(started).Round(time.Second), len(rcv.all()), n)
+}
