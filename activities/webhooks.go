@@ -102,30 +102,6 @@ func (a *Activities) AttemptWebhookDelivery(ctx context.Context, in AttemptWebho
 	if a.Webhooks == nil {
 		return AttemptWebhookResult{}, errors.New("webhook deliveries are not configured on this worker")
 	}
-	d, err := a.Ent.WebhookDelivery.Get(ctx, in.DeliveryID)
-	if ent.IsNotFound(err) {
-		return AttemptWebhookResult{Outcome: WebhookGone}, nil
-	}
-	if err != nil {
-		return AttemptWebhookResult{}, err
-	}
-	if d.State != webhookdelivery.StatePending {
-		return AttemptWebhookResult{Outcome: closedOutcome(d.State), StatusCode: deref(d.LastStatusCode), Attempts: d.Attempts}, nil
-	}
-	ep, err := a.Ent.WebhookEndpoint.Query().Where(webhookendpoint.ID(d.EndpointID)).Only(ctx)
-	if ent.IsNotFound(err) || (err == nil && ep.DeletedAt != nil) {
-		err := a.Ent.WebhookDelivery.UpdateOneID(d.ID).SetState(webhookdelivery.StateFailed).
-			SetLastError("endpoint deleted").ClearNextAttemptAt().Exec(ctx)
-		return AttemptWebhookResult{Outcome: WebhookGone, Attempts: d.Attempts}, err
-	}
-	if err != nil {
-		return AttemptWebhookResult{}, err
-	}
-	secrets, err := a.webhookSecrets(ep, time.Now())
-	if err != nil {
-		return AttemptWebhookResult{}, err
-	}
-
 	tx, err := a.Ent.Tx(ctx)
 	if err != nil {
 		return AttemptWebhookResult{}, err
@@ -134,10 +110,16 @@ func (a *Activities) AttemptWebhookDelivery(ctx context.Context, in AttemptWebho
 	// One attempt per delivery at a time: the direct attempt of the writer and a workflow's (the
 	// re-drive's, after a hand-off) may meet here; the second finds the row locked and stands
 	// back instead of POSTing the same event twice at once.
-	d, err = tx.WebhookDelivery.Query().Where(webhookdelivery.ID(d.ID)).
+	d, err := tx.WebhookDelivery.Query().Where(webhookdelivery.ID(in.DeliveryID)).
 		ForUpdate(sql.WithLockAction(sql.SkipLocked)).Only(ctx)
 	if ent.IsNotFound(err) {
 		_ = tx.Rollback()
+		switch exists, err := a.Ent.WebhookDelivery.Query().Where(webhookdelivery.ID(in.DeliveryID)).Exist(ctx); {
+		case err != nil:
+			return AttemptWebhookResult{}, err
+		case !exists:
+			return AttemptWebhookResult{Outcome: WebhookGone}, nil
+		}
 		return a.standBack(ctx, in)
 	}
 	if err != nil {
@@ -145,6 +127,22 @@ func (a *Activities) AttemptWebhookDelivery(ctx context.Context, in AttemptWebho
 	}
 	if d.State != webhookdelivery.StatePending {
 		return AttemptWebhookResult{Outcome: closedOutcome(d.State), StatusCode: deref(d.LastStatusCode), Attempts: d.Attempts}, nil
+	}
+	ep, err := tx.WebhookEndpoint.Query().Where(webhookendpoint.ID(d.EndpointID)).Only(ctx)
+	if ent.IsNotFound(err) || (err == nil && ep.DeletedAt != nil) {
+		err := tx.WebhookDelivery.UpdateOneID(d.ID).SetState(webhookdelivery.StateFailed).
+			SetLastError("endpoint deleted").ClearNextAttemptAt().Exec(ctx)
+		if err == nil {
+			err = tx.Commit()
+		}
+		return AttemptWebhookResult{Outcome: WebhookGone, Attempts: d.Attempts}, err
+	}
+	if err != nil {
+		return AttemptWebhookResult{}, err
+	}
+	secrets, err := a.webhookSecrets(ep, time.Now())
+	if err != nil {
+		return AttemptWebhookResult{}, err
 	}
 	held, err := takeSlot(ctx, tx, ep.ID, max(a.Webhooks.Concurrency, 1))
 	if err != nil {
@@ -244,27 +242,18 @@ func (a *Activities) wakeWaiting(ctx context.Context, endpointID string) {
 	}
 }
 
-// takeSlot tries the endpoint's slots in turn and reports whether tx now holds one.
+// takeSlot tries the endpoint's slots in turn, in one statement, and reports whether tx now
+// holds one. The filter runs row by row under the LIMIT, so it stops at the first lock taken
+// and holds no other.
 func takeSlot(ctx context.Context, tx *ent.Tx, endpointID string, slots int) (bool, error) {
-	key := slotKey(endpointID)
-	for slot := range slots {
-		rows, err := tx.QueryContext(ctx, `SELECT pg_try_advisory_xact_lock($1::int4, $2::int4)`, key, slot)
-		if err != nil {
-			return false, err
-		}
-		var ok bool
-		if rows.Next() {
-			err = rows.Scan(&ok)
-		}
-		rows.Close()
-		if err != nil {
-			return false, err
-		}
-		if ok {
-			return true, nil
-		}
+	rows, err := tx.QueryContext(ctx, `SELECT s FROM generate_series(0, $2::int4 - 1) AS s
+		WHERE pg_try_advisory_xact_lock($1::int4, s) LIMIT 1`, slotKey(endpointID), slots)
+	if err != nil {
+		return false, err
 	}
-	return false, nil
+	defer rows.Close()
+	held := rows.Next()
+	return held, rows.Err()
 }
 
 // webhookSecrets are the secrets that sign now: the current one, and the previous one during a

@@ -23,6 +23,7 @@ import (
 	"github.com/splathost/splathost/internal/fixtures"
 	"github.com/splathost/splathost/internal/spawn"
 	"github.com/splathost/splathost/internal/testenv"
+	splathost "github.com/splathost/splathost/sdk/go"
 )
 
 // chromium is Debian's Chromium; the browser tests never let a tool download its own browser.
@@ -181,12 +182,22 @@ type streamedScene struct {
 }
 
 // commitStreamedScene commits the standing scene with 1 000 000 Gaussians (a PLY without
-// harmonics, so the test uploads 62 MB rather than 248).
+// harmonics, so the test uploads 62 MB rather than 248) as an integrator's server would send a
+// large file: through the Go SDK in parts, with a connection dropped a third of the way and the
+// upload resumed; the viewer then draws what those parts made.
 func commitStreamedScene(t *testing.T, d *demoHost) streamedScene {
 	t.Helper()
 	data := fixtures.Gen{Seed: fixtures.DefaultSeed, Scene: fixtures.SceneStand}.PLY(streamedGaussians)
-	sp := commitFile(t, d.tenant(), d.State.Customer, "stand-million.ply", "application/ply", data, nil)
-	return streamedScene{id: sp["id"].(string), uploaded: len(data)}
+	path := filepath.Join(t.TempDir(), "stand-million.ply")
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	tn := d.tenant()
+	c, err := splathost.New(env.URL, splathost.WithKeys(tn.PublicKey, tn.SecretKey))
+	require.NoError(t, err)
+	uploadID := uploadWithDrop(t, c, d.State.Customer, path, int64(len(data)))
+	res, err := c.UploadFile(context.Background(), d.State.Customer, path, splathost.UploadOptions{UploadID: uploadID, Title: "Streamed"})
+	require.NoError(t, err)
+	require.EqualValues(t, len(data), res.Splat.FileSizeBytes)
+	return streamedScene{id: res.SplatID, uploaded: len(data)}
 }
 
 // streamedGaussians is the size of the Streamed SOG scene: the default threshold

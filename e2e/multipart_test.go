@@ -148,6 +148,26 @@ func (p *partCounter) take() map[int]int {
 	return out
 }
 
+// uploadWithDrop uploads the file at path (size bytes) in parts through c for customer eu, and
+// drops the connection once a third of the bytes are sent; it returns the upload's id, to
+// resume.
+func uploadWithDrop(t *testing.T, c *splathost.Client, eu, path string, size int64) string {
+	t.Helper()
+	var uploadID string
+	dropCtx, drop := context.WithCancel(context.Background())
+	_, err := c.UploadFile(dropCtx, eu, path, splathost.UploadOptions{Concurrency: 2, Multipart: true,
+		OnUploadStarted: func(id string) { uploadID = id },
+		OnProgress: func(p splathost.Progress) {
+			if p.BytesDone > size/3 {
+				drop()
+			}
+		}})
+	drop()
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotEmpty(t, uploadID)
+	return uploadID
+}
+
 // TestMultipartUploadResumesAfterADrop: a 300 MiB PLY goes up in parts through the Go SDK, the
 // connection drops a third of the way, the upload resumes from its uploadId without sending a
 // stored part again, completes and commits, and the asset route serves back the same bytes.
@@ -174,20 +194,7 @@ func TestMultipartUploadResumesAfterADrop(t *testing.T) {
 	require.Greater(t, size, int64(splathost.MultipartThreshold))
 	parts := int((size + mpPartSize - 1) / mpPartSize)
 
-	// The drop: the context goes once a third of the bytes are sent.
-	var uploadID string
-	dropCtx, drop := context.WithCancel(ctx)
-	_, err = c.UploadFile(dropCtx, "big", path, splathost.UploadOptions{Concurrency: 2,
-		OnUploadStarted: func(id string) { uploadID = id },
-		OnProgress: func(p splathost.Progress) {
-			if p.BytesDone > size/3 {
-				drop()
-			}
-		}})
-	drop()
-	require.Error(t, err)
-	require.ErrorIs(t, err, context.Canceled)
-	require.NotEmpty(t, uploadID)
+	uploadID := uploadWithDrop(t, c, "big", path, size)
 	first := counter.take()
 	tn := tenant{PublicKey: in.PublicKey, SecretKey: in.SecretKey}
 	stored := storedParts(t, tn, "big", uploadID)

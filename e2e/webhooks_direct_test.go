@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,4 +69,38 @@ func TestWebhookSurvivesEmitterKill(t *testing.T) {
 	require.Len(t, got, n, "every event arrived")
 	t.Logf("killed after %d of %d; the rest arrived within %s (re-drive); %d requests for %d deliveries",
 		killedAt, n, time.Since(started).Round(time.Second), len(rcv.all()), n)
+}
+
+// TestWebhookSlowReceiverDelaysNobodyElse: a receiver that takes 2 s per request gets a burst
+// of events; it never has more than its endpoint's 4 deliveries in flight at once, and another
+// integration's events, written after the burst, arrive before the slow receiver has had all of
+// its own.
+func TestWebhookSlowReceiverDelaysNobodyElse(t *testing.T) {
+	slowTn, fastTn := newTenant(t), newTenant(t)
+	slow, fast := newReceiver(t), newReceiver(t)
+	slow.delay.Store(int64(2 * time.Second))
+	createWebhook(t, slowTn, map[string]any{"url": slow.srv.URL, "events": []string{"splat.created"}})
+	fw := createWebhook(t, fastTn, map[string]any{"url": fast.srv.URL, "events": []string{"splat.created"}})
+	const n = 16
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			commitScene(t, slowTn, "slow"+strconv.Itoa(i%4), 10)
+		}()
+	}
+	wg.Wait()
+	for i := range 2 {
+		commitScene(t, fastTn, "fast"+strconv.Itoa(i), 10)
+	}
+	settled(t, fastTn, fw["id"].(string), fast)
+	fastLast := fast.all()[1].At
+	require.Eventually(t, func() bool { return len(slow.ids()) == n }, 3*time.Minute, 100*time.Millisecond)
+	slowLast := slow.all()[n-1].At
+	require.True(t, fastLast.Before(slowLast), "the other integration's events came before the slow burst was through (fast %s, slow %s)",
+		fastLast.Format(time.StampMilli), slowLast.Format(time.StampMilli))
+	require.LessOrEqual(t, slow.peak.Load(), int32(4), "at most the endpoint's 4 slots in flight")
+	t.Logf("slow receiver: peak %d in flight; its last event %s after the other integration's last",
+		slow.peak.Load(), slowLast.Sub(fastLast).Round(time.Millisecond))
 }

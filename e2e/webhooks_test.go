@@ -45,8 +45,10 @@ type receiver struct {
 	srv    *httptest.Server
 	status atomic.Int32
 	delay  atomic.Int64
-	mu     sync.Mutex
-	got    []received
+	// active counts requests being answered; peak is its highest value.
+	active, peak atomic.Int32
+	mu           sync.Mutex
+	got          []received
 }
 
 func newReceiver(t *testing.T) *receiver {
@@ -54,6 +56,10 @@ func newReceiver(t *testing.T) *receiver {
 	r := &receiver{}
 	r.status.Store(200)
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		n := r.active.Add(1)
+		defer r.active.Add(-1)
+		for p := r.peak.Load(); n > p && !r.peak.CompareAndSwap(p, n); p = r.peak.Load() {
+		}
 		body, _ := io.ReadAll(req.Body)
 		if d := time.Duration(r.delay.Load()); d > 0 {
 			time.Sleep(d)
