@@ -229,6 +229,7 @@ func TestRetentionRedriveStartsMissingTimers(t *testing.T) {
 	// No count is asserted: the scheduled re-drive may have started some timers first.
 	var res workflows.RetentionRedriveResult
 	require.NoError(t, run.Get(ctx, &res))
+	recordHistory(t, run.GetID(), run.GetRunID(), "redrive_retention.json")
 
 	require.Eventually(t, func() bool { return !sceneRowExists(t, overdue["id"].(string)) }, 30*time.Second, 50*time.Millisecond)
 	require.True(t, objectGone(t, st, keyOf(t, overdue["splatUrl"].(string))))

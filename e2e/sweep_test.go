@@ -83,6 +83,7 @@ func TestOrphanSweepRemovesAbandonedUploadsOnly(t *testing.T) {
 	// No count is asserted: the scheduled sweep may run at the same moment and take some of them.
 	var res workflows.SweepResult
 	require.NoError(t, run.Get(ctx, &res))
+	recordHistory(t, run.GetID(), run.GetRunID(), "sweep_orphan_uploads.json")
 
 	require.True(t, objectGone(t, st, oldKey))
 	require.Empty(t, objectsUnder(t, st, lodPrefix))
@@ -154,6 +155,7 @@ func TestOrphanSweepEmptiesRenditionsOfInterruptedConversions(t *testing.T) {
 	require.NoError(t, err)
 	var res workflows.SweepResult
 	require.NoError(t, run.Get(ctx, &res))
+	recordHistory(t, run.GetID(), run.GetRunID(), "sweep_orphan_renditions.json")
 	require.Empty(t, objectsUnder(t, st, folders[0]), "the deleted scene's rendition folder is emptied")
 	require.Equal(t, []string{folders[1] + "scene.sog"}, objectsUnder(t, st, folders[1]), "a live scene's folder is its own")
 }

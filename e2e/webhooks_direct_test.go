@@ -9,7 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 
+	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/workflows"
 )
 
@@ -41,15 +43,15 @@ func TestWebhookDirectDeliveryStartsNoWorkflow(t *testing.T) {
 func TestWebhookSurvivesEmitterKill(t *testing.T) {
 	tn := newTenant(t)
 	const n = 24
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = commitScene(t, tn, "emitter", 10)["id"].(string)
+	scenes := make([]string, n)
+	for i := range scenes {
+		scenes[i] = commitScene(t, tn, "emitter", 10)["id"].(string)
 	}
 	rcv := newReceiver(t)
 	rcv.delay.Store(int64(700 * time.Millisecond))
 	w := createWebhook(t, tn, map[string]any{"url": rcv.srv.URL, "events": []string{"splat.updated"}})
 	sp := chaosSplit(t, nil)
-	for i, id := range ids {
+	for i, id := range scenes {
 		r, err := chaosDo(sp.URL, "PATCH", "/api/v1/splats/"+id, tn.keys("emitter"), map[string]any{"title": "Renamed " + strconv.Itoa(i)})
 		require.NoError(t, err)
 		require.Equal(t, 200, r.Status, string(r.Raw))
@@ -59,6 +61,15 @@ func TestWebhookSurvivesEmitterKill(t *testing.T) {
 	killedAt := len(rcv.ids())
 	require.Less(t, killedAt, n, "the kill lands while deliveries remain")
 	started := time.Now()
+	// The re-drive (a schedule every minute on the shared stack) starts the workflows of the rows
+	// the dead process held once they are 30 s old; run one at that age rather than wait for it.
+	time.Sleep(31 * time.Second)
+	run, err := env.Process.Temporal.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+		ID: "webhook-redrive-test-" + ids.New(), TaskQueue: env.Config.TaskQueue}, workflows.RedriveWebhooks, workflows.WebhookRedriveInput{})
+	require.NoError(t, err)
+	var res workflows.WebhookRedriveResult
+	require.NoError(t, run.Get(context.Background(), &res))
+	recordHistory(t, run.GetID(), run.GetRunID(), "redrive_webhooks.json")
 
 	log := settled(t, tn, w["id"].(string), rcv)
 	require.Len(t, log, n)

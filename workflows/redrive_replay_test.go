@@ -34,3 +34,23 @@ func TestReplayPurgeAssets(t *testing.T) {
 	r.RegisterWorkflow(PurgeAssets)
 	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(tlog.NewStructuredLogger(quiet()), "testdata/purge_assets_scene.json"))
 }
+
+// TestReplaySchedules replays runs of the scheduled sweeps and re-drives recorded from real runs
+// (with SPLATHOST_RECORD_HISTORY=1: TestOrphanSweep… in e2e/sweep_test.go for the orphan sweep of
+// uploads and of interrupted renditions, TestRetentionRedriveStartsMissingTimers,
+// TestWebhookSurvivesEmitterKill for the webhook re-drive and its abandoned children). A change
+// that would break a run in flight when a new build deploys fails here.
+func TestReplaySchedules(t *testing.T) {
+	for file, wf := range map[string]any{
+		"testdata/sweep_orphan_uploads.json":    SweepOrphanUploads,
+		"testdata/sweep_orphan_renditions.json": SweepOrphanUploads,
+		"testdata/redrive_retention.json":       RedriveRetention,
+		"testdata/redrive_webhooks.json":        RedriveWebhooks,
+	} {
+		t.Run(file, func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflow(wf)
+			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(tlog.NewStructuredLogger(quiet()), file))
+		})
+	}
+}
