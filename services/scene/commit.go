@@ -3,31 +3,17 @@ package scene
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"math"
-	"net/http"
-	"path"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/ent/assetpurge"
 	"github.com/splathost/splathost/ent/scene"
-	"github.com/splathost/splathost/ent/schema"
-	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
-	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
-	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/quota"
 )
 
@@ -120,132 +106,8 @@ func vec3(f *httpx.Fields, name string) []float64 {
 	return out
 }
 
-// asset is one upload a commit references, resolved to its ticket.
-type asset struct {
-	ticket *ent.UploadTicket
-	key    string
-}
-
-// resolve turns an asset URL into its key and upload ticket. A URL that is not one of ours is a
-// 400; a key under another customer's (or integration's) prefix is the spec's 403.
-func (s *Service) resolve(ctx context.Context, field, rawURL string, owner *ent.ExternalUser, kind uploadticket.Kind) (*asset, error) {
-	key, ok := strings.CutPrefix(rawURL, s.assetBase+"/")
-	if !ok || key == "" {
-		return nil, apperr.Invalid("invalid upload URL", field+": not an upload URL issued by this service")
-	}
-	parts := strings.SplitN(key, "/", 7) // i, INT, u, OWNER, kind, TICKET, rest
-	if len(parts) < 7 || parts[0] != "i" || parts[2] != "u" {
-		return nil, apperr.Invalid("invalid upload URL", field+": not an upload URL issued by this service")
-	}
-	if parts[1] != owner.IntegrationID || parts[3] != owner.ID {
-		return nil, apperr.Forbidden("uploaded object belongs to another external user")
-	}
-	prefix := strings.Join(parts[:6], "/") + "/"
-	t, err := s.db.Ent.UploadTicket.Query().Where(uploadticket.Prefix(prefix)).Only(ctx)
-	if ent.IsNotFound(err) {
-		return nil, apperr.Invalid("invalid upload URL", field+": no such upload")
-	}
-	if err != nil {
-		return nil, apperr.Internal(err)
-	}
-	if t.Kind != kind {
-		return nil, apperr.Invalid("invalid upload URL", fmt.Sprintf("%s: this URL comes from another upload endpoint", field))
-	}
-	if t.CommittedAt != nil {
-		return nil, s.alreadyCommitted(ctx, field, t.ID, owner)
-	}
-	if s.now().After(t.ExpiresAt.Add(commitGrace)) {
-		return nil, apperr.Invalid("invalid upload URL", field+": the upload window has closed; upload again")
-	}
-	return &asset{ticket: t, key: key}, nil
-}
-
-// object returns the ticket's declared object for key.
-func (a *asset) object() (schema.UploadObject, bool) {
-	for _, o := range a.ticket.Objects {
-		if o.Key == a.key {
-			return o, true
-		}
-	}
-	return schema.UploadObject{}, false
-}
-
-// verifyObject checks an uploaded object exists with its declared size and type and starts like
-// its format; it returns the stored size.
-func (s *Service) verifyObject(ctx context.Context, field string, o schema.UploadObject) error {
-	head, err := s.store.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(o.Key)})
-	var nf *s3types.NotFound
-	if errors.As(err, &nf) {
-		return apperr.Invalid("upload not found", field+": nothing was uploaded to this URL")
-	}
-	if err != nil {
-		return apperr.Internal(err)
-	}
-	if aws.ToInt64(head.ContentLength) != o.Size {
-		return apperr.Invalid("upload does not match", fmt.Sprintf("%s: uploaded %d bytes, declared %d", field, aws.ToInt64(head.ContentLength), o.Size))
-	}
-	if aws.ToString(head.ContentType) != o.ContentType {
-		return apperr.Invalid("upload does not match", field+": uploaded with another content type than declared")
-	}
-	return s.sniffObject(ctx, field, o.Key, o.Size)
-}
-
-// sniffObject reads the first bytes of an object and checks they look like its format.
-func (s *Service) sniffObject(ctx context.Context, field, key string, size int64) error {
-	out, err := s.store.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(key),
-		Range: aws.String("bytes=0-63")})
-	if err != nil {
-		return apperr.Internal(err)
-	}
-	defer out.Body.Close()
-	head, err := io.ReadAll(io.LimitReader(out.Body, 64))
-	if err != nil {
-		return apperr.Internal(err)
-	}
-	if err := sniff(strings.ToLower(path.Ext(key)), head, size); err != nil {
-		return apperr.Invalid("upload is not a valid file", field+": "+err.Error())
-	}
-	return nil
-}
-
-// verifyFolder checks every object of a LOD ticket is in the store with its declared size, with
-// one listing instead of 20 000 HEADs, and sniffs the manifest and one cell.
-func (s *Service) verifyFolder(ctx context.Context, t *ent.UploadTicket) error {
-	sizes := make(map[string]int64, len(t.Objects))
-	p := s3.NewListObjectsV2Paginator(s.store.Client, &s3.ListObjectsV2Input{Bucket: aws.String(s.store.Bucket), Prefix: aws.String(t.Prefix)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return apperr.Internal(err)
-		}
-		for _, o := range page.Contents {
-			sizes[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
-		}
-	}
-	var missing int
-	var cell schema.UploadObject
-	for _, o := range t.Objects {
-		got, ok := sizes[o.Key]
-		switch {
-		case !ok:
-			missing++
-		case got != o.Size:
-			return apperr.Invalid("upload does not match", fmt.Sprintf("lodFolderKey: %s has %d bytes, declared %d", o.RelativePath, got, o.Size))
-		}
-		// Extensions are case-insensitive everywhere (validateLOD lowercases them too).
-		if strings.EqualFold(path.Ext(o.Key), ".webp") && cell.Key == "" {
-			cell = o
-		}
-	}
-	if missing > 0 {
-		return apperr.Invalid("upload incomplete", fmt.Sprintf("lodFolderKey: %d of %d files were not uploaded", missing, len(t.Objects)))
-	}
-	if err := s.sniffObject(ctx, "splatUrl", t.Prefix+LODManifest, sizes[t.Prefix+LODManifest]); err != nil {
-		return err
-	}
-	return s.sniffObject(ctx, "lodFolderKey", cell.Key, cell.Size)
-}
-
+// commit handles POST /api/v1/splats and the editor's commit: the body's rules, the uploads it
+// names (planCommit), the scene with its charge and events (createScene), the 201.
 func (s *Service) commit(c *fiber.Ctx) error {
 	caller, eu, err := httpx.KeyCallerWithEU(c)
 	if err != nil {
@@ -256,208 +118,18 @@ func (s *Service) commit(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	owner, err := s.customer(ctx, caller, eu)
+	owner, err := s.committer(ctx, caller, eu)
 	if err != nil {
 		return err
 	}
-	if owner == nil {
-		return apperr.NotFound("external user not found")
-	}
-	if owner.Status != "active" {
-		return apperr.Unauthorized("external user is inactive")
-	}
-
-	var assets []*asset
-	var size int64
-	var keys []string
-	var lodKey *string
-	var lodFiles *int
-	switch req.splatType {
-	case "file":
-		a, err := s.resolve(ctx, "splatUrl", req.splatURL, owner, uploadticket.KindSplatFile)
-		if err != nil {
-			return err
-		}
-		o, ok := a.object()
-		if !ok {
-			// Another key under the caller's own upload prefix (another file of the ticket's
-			// folder, say): not the fileUrl this upload issued.
-			return apperr.Invalid("invalid upload URL", "splatUrl: must be the fileUrl of a splat-file upload")
-		}
-		if a.ticket.MultipartUploadID != nil && a.ticket.MultipartCompletedAt == nil {
-			return apperr.Invalid("upload incomplete", "splatUrl: this multipart upload is not completed; "+
-				"POST /api/v1/uploads/splat-file/"+a.ticket.ID+"/complete first")
-		}
-		if err := s.verifyObject(ctx, "splatUrl", o); err != nil {
-			return err
-		}
-		assets, size, keys = append(assets, a), size+o.Size, append(keys, o.Key)
-	case "lod":
-		a, err := s.resolve(ctx, "splatUrl", req.splatURL, owner, uploadticket.KindLodFolder)
-		if err != nil {
-			return err
-		}
-		if a.key != a.ticket.Prefix+LODManifest {
-			return apperr.Invalid("validation failed", "splatUrl: must be the manifestUrl of the lod-folder upload")
-		}
-		if req.lodFolderKey != strings.TrimSuffix(a.ticket.Prefix, "/") {
-			return apperr.Invalid("validation failed", "lodFolderKey: must be the folderKey of the same lod-folder upload as splatUrl")
-		}
-		if err := s.verifyFolder(ctx, a.ticket); err != nil {
-			return err
-		}
-		lodKey = &req.lodFolderKey
-		n := len(a.ticket.Objects)
-		lodFiles = &n
-		assets, size = append(assets, a), size+a.ticket.TotalBytes
-	}
-	var imageTicket *asset
-	var unused []string // objects of a used image ticket the scene does not reference
-	if req.imageURL != "" && req.imageURL == req.depthURL {
-		return apperr.Invalid("validation failed", "thumbnailDepthUrl: must differ from imageUrl")
-	}
-	for _, img := range []struct{ field, url, role string }{{"imageUrl", req.imageURL, "thumbnail"}, {"thumbnailDepthUrl", req.depthURL, "depth"}} {
-		if img.url == "" {
-			continue
-		}
-		a, err := s.resolve(ctx, img.field, img.url, owner, uploadticket.KindSplatImages)
-		if err != nil {
-			return err
-		}
-		o, ok := a.object()
-		if !ok {
-			return apperr.Invalid("invalid upload URL", img.field+": no such upload")
-		}
-		if !strings.HasPrefix(path.Base(o.Key), img.role+".") {
-			return apperr.Invalid("validation failed", fmt.Sprintf("%s: must be the %s fileUrl of a splat-images upload", img.field, img.role))
-		}
-		if err := s.verifyObject(ctx, img.field, o); err != nil {
-			return err
-		}
-		size, keys = size+o.Size, append(keys, o.Key)
-		if imageTicket == nil || imageTicket.ticket.ID != a.ticket.ID {
-			assets = append(assets, a)
-			imageTicket = a
-		}
-	}
-	// The editor's levelData may name an audio upload: charged with the scene (attach.go).
-	audio, err := s.audioAttachment(ctx, owner, req.levelData, nil)
+	plan, err := s.planCommit(ctx, req, owner)
 	if err != nil {
 		return err
 	}
-	if audio != nil {
-		assets, size, keys = append(assets, audio.ticket), size+audio.size, append(keys, audio.key)
-	}
-	if imageTicket != nil {
-		for _, o := range imageTicket.ticket.Objects {
-			if !slices.Contains(keys, o.Key) {
-				unused = append(unused, o.Key)
-			}
-		}
-	}
-
-	var sc *ent.Scene
-	var acct *ent.Account
-	// refused is the quota answer of a commit the transaction turned down, and purge the outbox
-	// row of objects to remove (the refused commit's uploads, or the unused image of a commit).
-	var refused error
-	var purge *ent.AssetPurge
-	var taken *errUploadTaken
-	// hooks are the webhook events of the commit (splat.created, and splat.published for a
-	// scene committed public), written with the scene and started after the commit.
-	var hooks events.Batch
-	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
-		var err error
-		if _, acct, err = quota.Reserve(ctx, tx, owner.ID, caller.AccountID, quota.Charge{Bytes: size, Slot: true}); err != nil {
-			var e *apperr.Error
-			if !errors.As(err, &e) || (e.Status != http.StatusRequestEntityTooLarge && e.Status != http.StatusForbidden) {
-				return err
-			}
-			// The spec: when commit fails for quota, remove the uploaded objects. Not here and
-			// not blindly: a concurrent commit of the same upload may have just won, so the
-			// outbox row names the tickets, committed with the refusal, and the purge workflow
-			// removes only those still uncommitted when it runs (activities.ClaimUploads).
-			refused = err
-			purge, err = s.uploadPurge(ctx, tx, owner, caller.IntegrationID, ticketIDs(assets), nil)
-			return err
-		}
-		create := tx.Scene.Create().SetIntegrationID(caller.IntegrationID).SetOwnerID(owner.ID).
-			SetTitle(req.title).SetDescription(req.description).SetVisibility(scene.Visibility(req.visibility)).
-			SetSplatType(scene.SplatType(req.splatType)).SetSplatURL(req.splatURL).SetNillableLodFolderKey(lodKey).
-			SetNillableLodFiles(lodFiles).SetImageURL(req.imageURL).SetFileSizeBytes(size).SetAssetKeys(keys)
-		if req.depthURL != "" {
-			create.SetThumbnailDepthURL(req.depthURL)
-		}
-		if req.cameraPosition != nil {
-			create.SetInitialCameraPosition(req.cameraPosition)
-		}
-		if req.cameraRotation != nil {
-			create.SetInitialCameraRotation(req.cameraRotation)
-		}
-		// With no camera in levelData, the commit's initial camera becomes its start camera.
-		if ld := seedCamera(req.levelData, req.cameraPosition, req.cameraRotation); ld != nil {
-			create.SetLevelData(ld)
-		}
-		if req.visibility == "public" {
-			create.SetFirstPublishedAt(s.now())
-		}
-		// A rendition is planned in the same transaction (processing_state is its outbox);
-		// the scene's id names its folder, so it is chosen here rather than by the insert.
-		if _, ok := activities.RenditionFormat(req.splatType, req.splatURL); ok {
-			if size >= s.clones.RenditionMinBytes {
-				id := ids.New()
-				create.SetID(id).SetProcessingState(scene.ProcessingStatePending).
-					SetRenditionPrefix(activities.RenditionFolder(caller.IntegrationID, owner.ID, id))
-			} else {
-				create.SetProcessingMessage("smaller than this deployment's rendition threshold")
-			}
-		}
-		if sc, err = create.Save(ctx); err != nil {
-			return err
-		}
-		for _, a := range assets {
-			// The committed_at guard makes a second concurrent commit of the same upload fail,
-			// and so does a ticket a refused commit's purge has claimed (deleted).
-			n, err := tx.UploadTicket.Update().Where(uploadticket.ID(a.ticket.ID), uploadticket.CommittedAtIsNil()).
-				SetCommittedAt(s.now()).SetSceneID(sc.ID).Save(ctx)
-			if err != nil {
-				return err
-			}
-			if n == 0 {
-				taken = &errUploadTaken{ticketID: a.ticket.ID}
-				return taken
-			}
-		}
-		if err := s.events.EmitSplat(ctx, tx, &hooks, events.SplatCreated, sc, owner.ExternalUserID); err != nil {
-			return err
-		}
-		if sc.Visibility == scene.VisibilityPublic {
-			if err := s.events.EmitSplat(ctx, tx, &hooks, events.SplatPublished, sc, owner.ExternalUserID); err != nil {
-				return err
-			}
-		}
-		if len(unused) > 0 {
-			// The ticket is spent; an image it signed but the scene does not use would be
-			// orphaned (the sweep takes only uncommitted tickets).
-			if purge, err = s.uploadPurge(ctx, tx, owner, caller.IntegrationID, nil, unused); err != nil {
-				return err
-			}
-		}
-		return sceneChanged(ctx, tx, caller.IntegrationID, sc.ID)
-	})
-	if taken != nil {
-		return s.alreadyCommitted(ctx, "splatUrl", taken.ticketID, owner)
-	}
+	sc, acct, err := s.createScene(ctx, caller.AccountID, owner, req, plan)
 	if err != nil {
 		return err
 	}
-	s.startAssetPurge(ctx, purge)
-	if refused != nil {
-		return refused
-	}
-	s.invalidateScene(ctx, caller.IntegrationID, sc.ID)
-	s.events.Flush(ctx, &hooks)
-	s.startRendition(ctx, sc, owner.ExternalUserID)
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{
 		"status": "success", "splatId": sc.ID,
 		"splat": s.itemOf(sc, owner.ExternalUserID, caller.ProductSlug, eu), "usage": quota.AccountSnapshot(acct),
@@ -497,28 +169,4 @@ func (s *Service) alreadyCommitted(ctx context.Context, field, ticketID string, 
 		return conflict
 	}
 	return conflict.With("splatId", *t.SceneID)
-}
-
-// ticketIDs are the upload tickets a commit names.
-func ticketIDs(assets []*asset) []string {
-	out := make([]string, 0, len(assets))
-	for _, a := range assets {
-		if !slices.Contains(out, a.ticket.ID) {
-			out = append(out, a.ticket.ID)
-		}
-	}
-	return out
-}
-
-// uploadPurge writes, in the caller's transaction, the outbox row (asset_purges, kind upload)
-// of uploads to remove: the tickets whose objects go if they are still uncommitted when the
-// purge runs, and single keys (an unused image of a committed ticket). The PurgeAssets workflow
-// re-checks both against the owner's scenes before deleting anything.
-func (s *Service) uploadPurge(ctx context.Context, tx *ent.Tx, owner *ent.ExternalUser, integrationID string, tickets, keys []string) (*ent.AssetPurge, error) {
-	if len(tickets)+len(keys) == 0 {
-		return nil, nil
-	}
-	return tx.AssetPurge.Create().SetKind(assetpurge.KindUpload).SetIntegrationID(integrationID).
-		SetExternalUserRecordID(owner.ID).SetExternalUserID(owner.ExternalUserID).
-		SetTicketIds(tickets).SetKeys(keys).Save(ctx)
 }

@@ -35,3 +35,19 @@ func (s *Service) uploader(ctx context.Context, caller *httpx.Caller, eu string)
 	}
 	return u, nil
 }
+
+// committer returns the caller's customer when they may commit: 404 for an unknown customer,
+// 401 for one not active.
+func (s *Service) committer(ctx context.Context, caller *httpx.Caller, eu string) (*ent.ExternalUser, error) {
+	u, err := s.customer(ctx, caller, eu)
+	if err != nil {
+		return nil, err
+	}
+	if u == nil {
+		return nil, apperr.NotFound("external user not found")
+	}
+	if u.Status != externaluser.StatusActive {
+		return nil, apperr.Unauthorized("external user is inactive")
+	}
+	return u, nil
+}

@@ -1,0 +1,259 @@
+package scene
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/schema"
+	"github.com/splathost/splathost/ent/uploadticket"
+	"github.com/splathost/splathost/internal/apperr"
+)
+
+// commitPlan is what a commit's uploads come to once resolved and checked against the store:
+// the tickets it spends, the bytes it charges, the keys the scene owns, and the objects of a
+// spent image ticket the scene does not use (to purge).
+type commitPlan struct {
+	assets   []*asset
+	size     int64
+	keys     []string
+	lodKey   *string
+	lodFiles *int
+	unused   []string
+}
+
+// planCommit resolves every upload the commit names (splat file or LOD folder, images, the
+// editor's audio) for owner and checks each is in the store as declared.
+func (s *Service) planCommit(ctx context.Context, req *commitRequest, owner *ent.ExternalUser) (*commitPlan, error) {
+	p := &commitPlan{}
+	switch req.splatType {
+	case "file":
+		a, err := s.resolve(ctx, "splatUrl", req.splatURL, owner, uploadticket.KindSplatFile)
+		if err != nil {
+			return nil, err
+		}
+		o, ok := a.object()
+		if !ok {
+			// Another key under the caller's own upload prefix (another file of the ticket's
+			// folder, say): not the fileUrl this upload issued.
+			return nil, apperr.Invalid("invalid upload URL", "splatUrl: must be the fileUrl of a splat-file upload")
+		}
+		if a.ticket.MultipartUploadID != nil && a.ticket.MultipartCompletedAt == nil {
+			return nil, apperr.Invalid("upload incomplete", "splatUrl: this multipart upload is not completed; "+
+				"POST /api/v1/uploads/splat-file/"+a.ticket.ID+"/complete first")
+		}
+		if err := s.verifyObject(ctx, "splatUrl", o); err != nil {
+			return nil, err
+		}
+		p.assets, p.size, p.keys = append(p.assets, a), p.size+o.Size, append(p.keys, o.Key)
+	case "lod":
+		a, err := s.resolve(ctx, "splatUrl", req.splatURL, owner, uploadticket.KindLodFolder)
+		if err != nil {
+			return nil, err
+		}
+		if a.key != a.ticket.Prefix+LODManifest {
+			return nil, apperr.Invalid("validation failed", "splatUrl: must be the manifestUrl of the lod-folder upload")
+		}
+		if req.lodFolderKey != strings.TrimSuffix(a.ticket.Prefix, "/") {
+			return nil, apperr.Invalid("validation failed", "lodFolderKey: must be the folderKey of the same lod-folder upload as splatUrl")
+		}
+		if err := s.verifyFolder(ctx, a.ticket); err != nil {
+			return nil, err
+		}
+		p.lodKey = &req.lodFolderKey
+		n := len(a.ticket.Objects)
+		p.lodFiles = &n
+		p.assets, p.size = append(p.assets, a), p.size+a.ticket.TotalBytes
+	}
+	var imageTicket *asset
+	if req.imageURL != "" && req.imageURL == req.depthURL {
+		return nil, apperr.Invalid("validation failed", "thumbnailDepthUrl: must differ from imageUrl")
+	}
+	for _, img := range []struct{ field, url, role string }{{"imageUrl", req.imageURL, "thumbnail"}, {"thumbnailDepthUrl", req.depthURL, "depth"}} {
+		if img.url == "" {
+			continue
+		}
+		a, err := s.resolve(ctx, img.field, img.url, owner, uploadticket.KindSplatImages)
+		if err != nil {
+			return nil, err
+		}
+		o, ok := a.object()
+		if !ok {
+			return nil, apperr.Invalid("invalid upload URL", img.field+": no such upload")
+		}
+		if !strings.HasPrefix(path.Base(o.Key), img.role+".") {
+			return nil, apperr.Invalid("validation failed", fmt.Sprintf("%s: must be the %s fileUrl of a splat-images upload", img.field, img.role))
+		}
+		if err := s.verifyObject(ctx, img.field, o); err != nil {
+			return nil, err
+		}
+		p.size, p.keys = p.size+o.Size, append(p.keys, o.Key)
+		if imageTicket == nil || imageTicket.ticket.ID != a.ticket.ID {
+			p.assets = append(p.assets, a)
+			imageTicket = a
+		}
+	}
+	// The editor's levelData may name an audio upload: charged with the scene (attach.go).
+	audio, err := s.audioAttachment(ctx, owner, req.levelData, nil)
+	if err != nil {
+		return nil, err
+	}
+	if audio != nil {
+		p.assets, p.size, p.keys = append(p.assets, audio.ticket), p.size+audio.size, append(p.keys, audio.key)
+	}
+	if imageTicket != nil {
+		for _, o := range imageTicket.ticket.Objects {
+			if !slices.Contains(p.keys, o.Key) {
+				p.unused = append(p.unused, o.Key)
+			}
+		}
+	}
+
+	return p, nil
+}
+
+// asset is one upload a commit references, resolved to its ticket.
+type asset struct {
+	ticket *ent.UploadTicket
+	key    string
+}
+
+// resolve turns an asset URL into its key and upload ticket. A URL that is not one of ours is a
+// 400; a key under another customer's (or integration's) prefix is the spec's 403.
+func (s *Service) resolve(ctx context.Context, field, rawURL string, owner *ent.ExternalUser, kind uploadticket.Kind) (*asset, error) {
+	key, ok := strings.CutPrefix(rawURL, s.assetBase+"/")
+	if !ok || key == "" {
+		return nil, apperr.Invalid("invalid upload URL", field+": not an upload URL issued by this service")
+	}
+	parts := strings.SplitN(key, "/", 7) // i, INT, u, OWNER, kind, TICKET, rest
+	if len(parts) < 7 || parts[0] != "i" || parts[2] != "u" {
+		return nil, apperr.Invalid("invalid upload URL", field+": not an upload URL issued by this service")
+	}
+	if parts[1] != owner.IntegrationID || parts[3] != owner.ID {
+		return nil, apperr.Forbidden("uploaded object belongs to another external user")
+	}
+	prefix := strings.Join(parts[:6], "/") + "/"
+	t, err := s.db.Ent.UploadTicket.Query().Where(uploadticket.Prefix(prefix)).Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, apperr.Invalid("invalid upload URL", field+": no such upload")
+	}
+	if err != nil {
+		return nil, apperr.Internal(err)
+	}
+	if t.Kind != kind {
+		return nil, apperr.Invalid("invalid upload URL", fmt.Sprintf("%s: this URL comes from another upload endpoint", field))
+	}
+	if t.CommittedAt != nil {
+		return nil, s.alreadyCommitted(ctx, field, t.ID, owner)
+	}
+	if s.now().After(t.ExpiresAt.Add(commitGrace)) {
+		return nil, apperr.Invalid("invalid upload URL", field+": the upload window has closed; upload again")
+	}
+	return &asset{ticket: t, key: key}, nil
+}
+
+// object returns the ticket's declared object for key.
+func (a *asset) object() (schema.UploadObject, bool) {
+	for _, o := range a.ticket.Objects {
+		if o.Key == a.key {
+			return o, true
+		}
+	}
+	return schema.UploadObject{}, false
+}
+
+// verifyObject checks an uploaded object exists with its declared size and type and starts like
+// its format; it returns the stored size.
+func (s *Service) verifyObject(ctx context.Context, field string, o schema.UploadObject) error {
+	head, err := s.store.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(o.Key)})
+	var nf *s3types.NotFound
+	if errors.As(err, &nf) {
+		return apperr.Invalid("upload not found", field+": nothing was uploaded to this URL")
+	}
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	if aws.ToInt64(head.ContentLength) != o.Size {
+		return apperr.Invalid("upload does not match", fmt.Sprintf("%s: uploaded %d bytes, declared %d", field, aws.ToInt64(head.ContentLength), o.Size))
+	}
+	if aws.ToString(head.ContentType) != o.ContentType {
+		return apperr.Invalid("upload does not match", field+": uploaded with another content type than declared")
+	}
+	return s.sniffObject(ctx, field, o.Key, o.Size)
+}
+
+// sniffObject reads the first bytes of an object and checks they look like its format.
+func (s *Service) sniffObject(ctx context.Context, field, key string, size int64) error {
+	out, err := s.store.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(key),
+		Range: aws.String("bytes=0-63")})
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	defer out.Body.Close()
+	head, err := io.ReadAll(io.LimitReader(out.Body, 64))
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	if err := sniff(strings.ToLower(path.Ext(key)), head, size); err != nil {
+		return apperr.Invalid("upload is not a valid file", field+": "+err.Error())
+	}
+	return nil
+}
+
+// verifyFolder checks every object of a LOD ticket is in the store with its declared size, with
+// one listing instead of 20 000 HEADs, and sniffs the manifest and one cell.
+func (s *Service) verifyFolder(ctx context.Context, t *ent.UploadTicket) error {
+	sizes := make(map[string]int64, len(t.Objects))
+	p := s3.NewListObjectsV2Paginator(s.store.Client, &s3.ListObjectsV2Input{Bucket: aws.String(s.store.Bucket), Prefix: aws.String(t.Prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return apperr.Internal(err)
+		}
+		for _, o := range page.Contents {
+			sizes[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
+		}
+	}
+	var missing int
+	var cell schema.UploadObject
+	for _, o := range t.Objects {
+		got, ok := sizes[o.Key]
+		switch {
+		case !ok:
+			missing++
+		case got != o.Size:
+			return apperr.Invalid("upload does not match", fmt.Sprintf("lodFolderKey: %s has %d bytes, declared %d", o.RelativePath, got, o.Size))
+		}
+		// Extensions are case-insensitive everywhere (validateLOD lowercases them too).
+		if strings.EqualFold(path.Ext(o.Key), ".webp") && cell.Key == "" {
+			cell = o
+		}
+	}
+	if missing > 0 {
+		return apperr.Invalid("upload incomplete", fmt.Sprintf("lodFolderKey: %d of %d files were not uploaded", missing, len(t.Objects)))
+	}
+	if err := s.sniffObject(ctx, "splatUrl", t.Prefix+LODManifest, sizes[t.Prefix+LODManifest]); err != nil {
+		return err
+	}
+	return s.sniffObject(ctx, "lodFolderKey", cell.Key, cell.Size)
+}
+
+// ticketIDs are the upload tickets a commit names.
+func ticketIDs(assets []*asset) []string {
+	out := make([]string, 0, len(assets))
+	for _, a := range assets {
+		if !slices.Contains(out, a.ticket.ID) {
+			out = append(out, a.ticket.ID)
+		}
+	}
+	return out
+}
