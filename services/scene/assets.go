@@ -2,14 +2,10 @@ package scene
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,10 +19,8 @@ import (
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/integration"
-	entscene "github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
-	"github.com/splathost/splathost/internal/config"
 )
 
 // The asset route. The bucket is private (contract item 9): every scene asset a client reads
@@ -59,149 +53,6 @@ const (
 	// assetOwnerBudget bounds the key-folder -> scene id cache by bytes.
 	assetOwnerBudget = 4 << 20
 )
-
-// assetCSP keeps any object served from the gateway origin inert: it can never run as a page
-// next to the embeds, whatever its declared type.
-const assetCSP = "default-src 'none'; sandbox"
-
-// AssetURLs turns the stored asset URLs of a scene (AssetBase + "/" + key: what uploads answer
-// and records keep) into URLs of the asset route, signing those of scenes that are not open to
-// everyone, and verifies the signatures. The session service renders embed answers with it too.
-type AssetURLs struct {
-	storage string // config.AssetBase(): the prefix of stored URLs
-	public  string // config.PublicBase(): the gateway origin
-	key     []byte
-	now     func() time.Time
-}
-
-// NewAssetURLs returns the asset URL signer of cfg. Its key is derived from the internal
-// secret, which every service process already shares with the gateway, so no new secret has
-// to be distributed; rotating the internal secret invalidates outstanding asset URLs.
-func NewAssetURLs(cfg config.Config) *AssetURLs {
-	m := hmac.New(sha256.New, []byte(cfg.InternalSecret))
-	m.Write([]byte("splathost asset urls v1"))
-	return &AssetURLs{storage: cfg.AssetBase(), public: cfg.PublicBase(), key: m.Sum(nil), now: time.Now}
-}
-
-// openToAll reports whether a scene's assets are served to anyone: public, embeddable, live.
-func openToAll(sc *ent.Scene) bool {
-	return sc.ArchivedAt == nil && sc.Visibility == entscene.VisibilityPublic && sc.AllowEmbed
-}
-
-// Of renders one stored URL of sc for an answer. URLs that are not objects of the scene key
-// space (an external URL, the empty string) are returned as they are.
-func (u *AssetURLs) Of(sc *ent.Scene, stored string) string {
-	if u == nil {
-		return stored
-	}
-	key, ok := strings.CutPrefix(stored, u.storage+"/")
-	if !ok {
-		return stored
-	}
-	scope, ok := assetScope(key)
-	if !ok {
-		return stored
-	}
-	if openToAll(sc) {
-		return u.public + AssetsPrefix + "/" + key
-	}
-	return u.public + AssetsPrefix + "/s/" + u.token(scope, u.expiry()) + "/" + key
-}
-
-// OfKey renders the URL of an object key of sc (a key the service wrote itself, such as a
-// rendition's), as Of renders a stored URL; without a signer it is the key as stored.
-func (u *AssetURLs) OfKey(sc *ent.Scene, key string) string {
-	if u == nil {
-		return key
-	}
-	return u.Of(sc, u.storage+"/"+key)
-}
-
-// expiry is at least AssetURLLifetime away, on a assetURLStep boundary.
-func (u *AssetURLs) expiry() int64 {
-	step := int64(assetURLStep / time.Second)
-	t := u.now().Add(AssetURLLifetime).Unix()
-	return (t + step - 1) / step * step
-}
-
-// token is <expiry base 36>.<MAC>; the MAC covers the folder and the expiry.
-func (u *AssetURLs) token(scope string, exp int64) string {
-	e := strconv.FormatInt(exp, 36)
-	return e + "." + base64.RawURLEncoding.EncodeToString(u.mac(scope, e))
-}
-
-func (u *AssetURLs) mac(scope, exp string) []byte {
-	m := hmac.New(sha256.New, u.key)
-	m.Write([]byte(scope))
-	m.Write([]byte{0})
-	m.Write([]byte(exp))
-	return m.Sum(nil)[:18]
-}
-
-// valid reports whether token signs scope and has not expired.
-func (u *AssetURLs) valid(token, scope string) bool {
-	e, sig, ok := strings.Cut(token, ".")
-	if !ok || len(e) == 0 || len(e) > 12 || len(sig) != 24 {
-		return false
-	}
-	exp, err := strconv.ParseInt(e, 36, 64)
-	if err != nil || u.now().Unix() > exp {
-		return false
-	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
-	return err == nil && hmac.Equal(got, u.mac(scope, e))
-}
-
-// assetScope is the folder an object key belongs to: the first six segments of
-// i/<integration>/u/<customer>/<kind>/<ticket>/<rest> (an upload ticket's prefix) or of
-// i/<integration>/u/<customer>/clone/<scene id>/<rest> (a clone's folder) or of
-// i/<integration>/u/<customer>/rendition/<scene id>/<rest> (a scene's renditions). Each folder belongs
-// to one scene, so it is what a signature covers and what the owner lookup starts from. Keys
-// with empty, "." or ".." segments have no scope.
-func assetScope(key string) (string, bool) {
-	parts := strings.Split(key, "/")
-	if len(parts) < 7 || parts[0] != "i" || parts[2] != "u" {
-		return "", false
-	}
-	for _, p := range parts {
-		if p == "" || p == "." || p == ".." {
-			return "", false
-		}
-	}
-	return strings.Join(parts[:6], "/") + "/", true
-}
-
-// assetRequest is a parsed asset path.
-type assetRequest struct {
-	key, scope string
-	signed     bool
-}
-
-// parseAssetPath reads /assets/<key> or /assets/s/<token>/<key>; ok is false for anything else
-// and for a signature that does not verify.
-func (u *AssetURLs) parseAssetPath(rawPath string) (assetRequest, bool) {
-	rest, ok := strings.CutPrefix(rawPath, AssetsPrefix+"/")
-	if !ok {
-		return assetRequest{}, false
-	}
-	p, err := url.PathUnescape(rest)
-	if err != nil {
-		return assetRequest{}, false
-	}
-	var token string
-	signed := strings.HasPrefix(p, "s/")
-	if signed {
-		token, p, ok = strings.Cut(p[2:], "/")
-		if !ok {
-			return assetRequest{}, false
-		}
-	}
-	scope, ok := assetScope(p)
-	if !ok || (signed && !u.valid(token, scope)) {
-		return assetRequest{}, false
-	}
-	return assetRequest{key: p, scope: scope, signed: signed}, true
-}
 
 // assetOwners caches which scene owns a key folder. The mapping never changes once it exists
 // (a ticket is committed once, a clone folder is named by its scene), so hits live until the
@@ -334,6 +185,10 @@ func (s *Service) mayServe(ctx context.Context, r assetRequest) (public bool, er
 	}
 	return !r.signed, nil
 }
+
+// assetCSP keeps any object served from the gateway origin inert: it can never run as a page
+// next to the embeds, whatever its declared type.
+const assetCSP = "default-src 'none'; sandbox"
 
 // serveAsset answers GET and HEAD /assets/...: the object streamed from the store (never held
 // whole in memory), with Range (206), conditional requests (304), ETag, Last-Modified and the
