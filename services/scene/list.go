@@ -17,6 +17,7 @@ import (
 	"github.com/splathost/splathost/ent/predicate"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
 )
@@ -280,7 +281,7 @@ func (s *Service) queryPage(ctx context.Context, integrationID string, hasEU boo
 	if hasEU {
 		// external_user_id is unique within the integration, and the scene's own
 		// integration_id already confines the list to the caller's integration.
-		q.Where(scene.HasOwnerWith(externaluser.IntegrationID(integrationID), externaluser.ExternalUserID(eu)))
+		q.Where(scene.HasOwnerWith(db.Customer(integrationID, eu)))
 	}
 	if p.featured != nil {
 		q.Where(scene.Featured(*p.featured))

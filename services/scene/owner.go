@@ -6,13 +6,14 @@ import (
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 )
 
 // customer returns the caller's customer (integration + EU), or nil when there is none.
 func (s *Service) customer(ctx context.Context, caller *httpx.Caller, eu string) (*ent.ExternalUser, error) {
 	u, err := s.db.Ent.ExternalUser.Query().
-		Where(externaluser.IntegrationID(caller.IntegrationID), externaluser.ExternalUserID(eu)).
+		Where(db.Customer(caller.IntegrationID, eu)).
 		Only(ctx)
 	if ent.IsNotFound(err) {
 		return nil, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/services/user"
@@ -159,7 +160,7 @@ type mintResponse struct {
 // lets only such customers mint scoped sessions (403 otherwise, inactive or unknown alike).
 func (s *Service) activeCustomer(ctx context.Context, integrationID, eu string) (*ent.ExternalUser, error) {
 	u, err := s.db.Ent.ExternalUser.Query().
-		Where(externaluser.IntegrationID(integrationID), externaluser.ExternalUserID(eu)).
+		Where(db.Customer(integrationID, eu)).
 		Select(externaluser.FieldID, externaluser.FieldExternalUserID, externaluser.FieldStatus).Only(ctx)
 	if ent.IsNotFound(err) {
 		return nil, apperr.Forbidden("external user not provisioned or inactive")

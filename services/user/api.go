@@ -13,6 +13,7 @@ import (
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
@@ -207,7 +208,7 @@ func (s *Service) putTx(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, e
 		}
 	}
 	u, err := tx.ExternalUser.Query().
-		Where(externaluser.IntegrationID(caller.IntegrationID), externaluser.ExternalUserID(eu)).
+		Where(db.Customer(caller.IntegrationID, eu)).
 		ForUpdate().Only(ctx)
 	if err != nil {
 		return err

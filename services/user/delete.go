@@ -120,7 +120,7 @@ func (s *Service) deleteExternalUser(c *fiber.Ctx) error {
 // account), so taking the customer first here could deadlock against it.
 func deleteCustomer(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, eu string, now time.Time) (*customerDeletion, error) {
 	u, err := tx.ExternalUser.Query().
-		Where(externaluser.IntegrationID(caller.IntegrationID), externaluser.ExternalUserID(eu)).Only(ctx)
+		Where(db.Customer(caller.IntegrationID, eu)).Only(ctx)
 	if ent.IsNotFound(err) {
 		return nil, apperr.NotFound("external user not found")
 	}
