@@ -465,7 +465,11 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in CopyCloneInput) (C
 	floor = min(max(floor, len(done)), in.TotalObjects)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	items := make(chan copyItem, in.Concurrency)
+	// The queue holds a whole listing page beyond the copies in flight, so the next page is
+	// listed while this one is copied: with a queue as short as the pool, every page's listing
+	// (0.2-0.6 s for 1 000 keys on versitygw) left the copies idle, about a tenth of a 5 000-tile
+	// clone.
+	items := make(chan copyItem, in.Concurrency+deleteBatch)
 	var mu sync.Mutex
 	var firstErr error
 	fail := func(err error) {
@@ -495,6 +499,9 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in CopyCloneInput) (C
 		go func() {
 			defer wg.Done()
 			for it := range items {
+				if ctx.Err() != nil {
+					continue // failed or cancelled: drain the queue without calling the store
+				}
 				if size, ok := done[it.dst]; ok && size == it.size {
 					step(false)
 					continue

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
+
 	"github.com/splathost/splathost/internal/metrics"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -155,11 +158,61 @@ func WaitClone(ctx context.Context, c client.Client, workflowID, runID string) {
 }
 
 // PollClone records a poll of a job (see ClonePollSignal). A job that has closed needs none.
+// A process forwards at most one poll of a job per pollSignalEvery: each signal is a workflow
+// task and history events on the Temporal server, and a client polling every 100 ms spent more
+// of the machine on its polls than the copy's own heartbeats. The job's idea of its last poll
+// is then at most pollSignalEvery old, a second against an abandonment window of minutes.
 func PollClone(ctx context.Context, c client.Client, workflowID, runID string) error {
+	if !pollSignals.due(runID, time.Now()) {
+		return nil
+	}
 	err := c.SignalWorkflow(ctx, workflowID, runID, ClonePollSignal, nil)
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return nil
 	}
+	if err != nil {
+		pollSignals.forget(runID) // the next poll tries again
+	}
 	return err
+}
+
+// pollSignalEvery is the least time between two poll signals one process sends to a job.
+const pollSignalEvery = time.Second
+
+// pollSignals is when this process last signalled each job a poll.
+var pollSignals = &signalTimes{last: map[string]time.Time{}}
+
+// signalTimes remembers the last signal per job; entries older than a minute are pruned once a
+// minute, so finished jobs do not accumulate.
+type signalTimes struct {
+	mu     sync.Mutex
+	last   map[string]time.Time
+	pruned time.Time
+}
+
+// due reports whether a poll of runID at now is to be signalled, and if so records it.
+func (s *signalTimes) due(runID string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now.Sub(s.pruned) > time.Minute {
+		for id, t := range s.last {
+			if now.Sub(t) > time.Minute {
+				delete(s.last, id)
+			}
+		}
+		s.pruned = now
+	}
+	if t, ok := s.last[runID]; ok && now.Sub(t) < pollSignalEvery {
+		return false
+	}
+	s.last[runID] = now
+	return true
+}
+
+// forget drops runID's record, so its next poll is signalled.
+func (s *signalTimes) forget(runID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.last, runID)
 }

@@ -192,3 +192,20 @@ func TestCloneRejectsIncompleteInput(t *testing.T) {
 	require.Equal(t, activities.ErrBadInput, ae.Type())
 	require.Equal(t, 0, e.prepares)
 }
+
+// TestPollSignalsAtMostOncePerInterval checks a process forwards one poll of a job per
+// pollSignalEvery (other jobs unaffected), that a failed signal is retried by the next poll, and
+// that finished jobs' records are pruned.
+func TestPollSignalsAtMostOncePerInterval(t *testing.T) {
+	s := &signalTimes{last: map[string]time.Time{}}
+	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	require.True(t, s.due("a", t0))
+	require.False(t, s.due("a", t0.Add(100*time.Millisecond)))
+	require.False(t, s.due("a", t0.Add(pollSignalEvery-time.Millisecond)))
+	require.True(t, s.due("b", t0.Add(100*time.Millisecond)), "another job is signalled on its own clock")
+	require.True(t, s.due("a", t0.Add(pollSignalEvery)))
+	s.forget("a")
+	require.True(t, s.due("a", t0.Add(pollSignalEvery+time.Millisecond)), "a failed signal is sent again by the next poll")
+	require.True(t, s.due("c", t0.Add(3*time.Minute)))
+	require.Equal(t, map[string]time.Time{"c": t0.Add(3 * time.Minute)}, s.last, "jobs not polled for a minute are forgotten")
+}

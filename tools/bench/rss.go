@@ -2,12 +2,25 @@ package bench
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/splathost/splathost/internal/testenv"
 )
+
+// memoryPhase runs only the idle memory measure (-memory-only): a split stack on a fresh
+// directory, read after it idled, as the full run's first phase reads it.
+func (r *runner) memoryPhase(ctx context.Context, ready *Row) []Row {
+	var rows []Row
+	if !r.phase(ctx, "split", ready, func(st *testenv.Stack) { rows = r.memoryRows(ctx, st, "split") }) {
+		return []Row{{Name: "idle RSS (split)", Unit: "MiB", Goal: GoalStackRSS, Err: ready.Err}}
+	}
+	return rows
+}
 
 // Memory is the resident memory of one stack process, with its descendants when they belong to
 // it (Postgres serves each connection from a forked backend).

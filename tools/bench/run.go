@@ -73,6 +73,8 @@ type Options struct {
 	RenditionsOnly bool
 	// IdempotencyOnly runs only the idempotent commit measure (keyed against plain commits).
 	IdempotencyOnly bool
+	// CloneOnly runs only the clone measures (allinone); MemoryOnly only the idle memory (split).
+	CloneOnly, MemoryOnly bool
 	// TTFFOnly runs only the viewer's time-to-first-frame measure (phase 6), on a fresh
 	// directory.
 	TTFFOnly       bool
@@ -202,6 +204,16 @@ func Run(ctx context.Context, o Options) Report {
 				idemAll.Err = readyIdem.Err
 			}
 			return only([]*Row{&idemAll}, readyIdem)
+		}
+		if o.CloneOnly {
+			readyClone := Row{Name: "stack ready (allinone, clone measures)", Unit: "ms"}
+			r.clonePhase(ctx, &readyClone, &cloneLODAll, &cloneFileAll)
+			return only([]*Row{&cloneLODAll, &cloneFileAll}, readyClone)
+		}
+		if o.MemoryOnly {
+			readyMem := Row{Name: "stack ready, cold data dir (split, memory measure)", Unit: "ms"}
+			rep.Rows = append(rep.Rows, r.memoryPhase(ctx, &readyMem)...)
+			return only(nil, readyMem)
 		}
 		if o.TTFFOnly {
 			readyTTFF := Row{Name: "stack ready (split, time-to-first-frame measure)", Unit: "ms"}

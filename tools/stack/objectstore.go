@@ -88,8 +88,10 @@ func (o *objectStore) start(ctx context.Context, timeout time.Duration) error {
 		name: "versitygw",
 		path: o.bin,
 		// Any origin may PUT signed uploads from a browser (the editor uploads scene files);
-		// signatures guard every request, and nothing is anonymously readable.
-		args: []string{"--port", hostPort(o.port), "--quiet", "--cors-allow-origin", "*", "posix", o.root},
+		// signatures guard every request, and nothing is anonymously readable. --keep-alive:
+		// versitygw closes every connection after one answer unless asked, so each copy of a
+		// clone dialled a new connection.
+		args: []string{"--port", hostPort(o.port), "--quiet", "--keep-alive", "--cors-allow-origin", "*", "posix", o.root},
 		// Credentials travel in the environment, not argv, so `ps` does not show the secret.
 		env: []string{
 			"PATH=/usr/bin:/bin",

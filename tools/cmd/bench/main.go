@@ -71,7 +71,7 @@ func run(args []string) (broken bool, err error) {
 	fs.Int64Var(&o.MaxRequests, "max-requests", 5_000_000, "upper bound on the requests of one load run")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "timeout of each request")
 	fs.IntVar(&o.PoolSize, "pool", 16, "pgxpool size of the bare server (the product's is 16)")
-	fs.DurationVar(&o.Idle, "idle", 2*time.Second, "how long a fresh stack idles before its memory is read")
+	fs.DurationVar(&o.Idle, "idle", 10*time.Second, "how long a fresh stack idles before its memory is read (its processes settle: the worker trims what boot left mapped)")
 	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", 3*time.Minute, "bound on each stack's start-up")
 	fs.DurationVar(&o.StopTimeout, "stop-timeout", time.Minute, "bound on each stack's shutdown before it is killed")
 	fs.IntVar(&o.ArchiveScenes, "archive-scenes", bench.DefaultArchiveScenes, "committed scenes the suspending PUT archives (setup commits them first)")
@@ -83,6 +83,8 @@ func run(args []string) (broken bool, err error) {
 	fs.BoolVar(&o.RenditionsOnly, "renditions-only", false, "run only the rendition measures (no stack)")
 	fs.BoolVar(&o.IdempotencyOnly, "idempotency-only", false, "run only the idempotent commit measure (with and without an Idempotency-Key, allinone)")
 	fs.BoolVar(&o.TTFFOnly, "ttff-only", false, "run only the viewer's time to first frame, upload against rendition (split, Chromium)")
+	fs.BoolVar(&o.CloneOnly, "clone-only", false, "run only the clone job measures (allinone)")
+	fs.BoolVar(&o.MemoryOnly, "memory-only", false, "run only the idle memory measure (split)")
 	fs.Func("rendition-sizes", "comma-separated Gaussian counts of the rendition scenes (default 100000,1000000,3000000)", func(v string) error {
 		for _, f := range strings.Split(v, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
