@@ -1,11 +1,13 @@
 package httpx
 
 import (
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/pprof"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
@@ -60,17 +62,30 @@ func countQuotaRejection(e *apperr.Error) {
 	}
 }
 
+// PprofEnv, set to 1, also serves Go's profiles at /debug/pprof/ next to /metrics (behind the
+// same guard): how the benchmark finds where a request's time goes. Off by default, as a profile
+// costs the process CPU while it runs.
+const PprofEnv = "SPLATHOST_PPROF"
+
 // MountMetrics serves the process's Prometheus metrics at /metrics, behind guard when one is
-// given (the gateway's port is public; the services' and worker's ports are private).
+// given (the gateway's port is public; the services' and worker's ports are private), and the
+// profiles when PprofEnv is set.
 func MountMetrics(r fiber.Router, guard fiber.Handler) {
 	h := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
 	serve := func(c *fiber.Ctx) error {
 		h(c.Context())
 		return nil
 	}
+	guarded := []fiber.Handler{serve}
 	if guard != nil {
-		r.Get("/metrics", guard, serve)
-		return
+		guarded = []fiber.Handler{guard, serve}
 	}
-	r.Get("/metrics", serve)
+	r.Get("/metrics", guarded...)
+	if os.Getenv(PprofEnv) == "1" {
+		use := []any{"/debug/pprof"}
+		if guard != nil {
+			use = append(use, guard)
+		}
+		r.Use(append(use, pprof.New())...)
+	}
 }
