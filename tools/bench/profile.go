@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,7 +34,7 @@ func profileProduct(ctx context.Context, st *testenv.Stack, side Side, dir, labe
 			wg.Go(func() {
 				// Wait out the warm-up, so the profile sees the steady state only.
 				time.Sleep(side.Load.Warmup)
-				name := strings.ReplaceAll(p.Name+"-"+label, "/", "_") + map[string]string{"profile": ".cpu", "allocs": ".allocs"}[kind] + ".pb.gz"
+				name := p.Name + "-" + label + map[string]string{"profile": ".cpu", "allocs": ".allocs"}[kind] + ".pb.gz"
 				if err := fetchProfile(ctx, p.URL, st.State.AdminToken, kind, secs, filepath.Join(dir, name)); err != nil {
 					errs <- fmt.Errorf("%s %s: %w", p.Name, kind, err)
 				}
