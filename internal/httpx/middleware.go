@@ -112,7 +112,7 @@ func Tracing(component string) fiber.Handler {
 		}
 		// Named by the route template once routing is done: raw paths hold ids, and span names
 		// are meant to group requests.
-		route := routeLabel(c, c.Response().StatusCode())
+		route := strings.Clone(routeLabel(c, c.Response().StatusCode()))
 		span.SetName(strings.Clone(c.Method()) + " " + route)
 		span.SetAttributes(attribute.String("http.route", route))
 		status := c.Response().StatusCode()
