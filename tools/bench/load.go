@@ -1,14 +1,12 @@
 package bench
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"runtime"
 	"slices"
 	"sort"
@@ -19,6 +17,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/splathost/splathost/internal/testenv"
 )
 
 // LoadOptions configures one closed-loop load run.
@@ -415,17 +415,8 @@ func processCPU(pid int, children bool) time.Duration {
 	}
 	var total time.Duration
 	for _, p := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err != nil {
-			continue
-		}
-		// The command name may hold spaces: the fields start after its closing parenthesis.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 13 {
+		f, err := testenv.ProcStatFields(p)
+		if err != nil || len(f) < 13 {
 			continue
 		}
 		utime, _ := strconv.ParseInt(f[11], 10, 64)
