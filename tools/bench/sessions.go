@@ -78,7 +78,8 @@ type bareMintAnswer struct {
 }
 
 // mintSessions is P2: anonymous viewer session mints per second through the gateway (secret
-// bearer authentication, body validation, capability check, signing) against the bare signer.
+// bearer authentication, body validation, capability check, signing) against the bare mint
+// (bareMintHandler), which does the same.
 func (r *runner) mintSessions(ctx context.Context, st *testenv.Stack, mode string, t Tenant, row *Row) {
 	body, err := json.Marshal(map[string]any{"publicKey": t.PublicKey, "type": "viewer"})
 	if err != nil {
