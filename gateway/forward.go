@@ -45,7 +45,7 @@ const (
 type forwarder struct {
 	name     string
 	client   *fasthttp.HostClient
-	secret   []byte
+	signer   *httpx.CallerSigner
 	log      *slog.Logger
 	retryFor time.Duration
 	// droppedAt (unix ns) is when the idle connections were last dropped after a connection
@@ -64,7 +64,7 @@ func newForwarder(name, base string, secret []byte, log *slog.Logger) (*forwarde
 	if log == nil {
 		log = slog.Default()
 	}
-	return &forwarder{name: name, secret: secret, log: log, retryFor: upstreamRetryFor, client: &fasthttp.HostClient{
+	return &forwarder{name: name, signer: httpx.NewCallerSigner(secret), log: log, retryFor: upstreamRetryFor, client: &fasthttp.HostClient{
 		Addr:                          u.Host,
 		MaxConns:                      1024,
 		MaxIdleConnDuration:           upstreamIdleFor,
@@ -135,7 +135,7 @@ func (f *forwarder) handle(c *fiber.Ctx) error {
 	req.Header.SetHost(f.client.Addr)
 	req.Header.Del(httpx.CallerHeader)
 	if caller := httpx.CallerOf(c); caller != nil {
-		sig, err := httpx.SignCaller(f.secret, caller, time.Now())
+		sig, err := f.signer.Sign(caller, time.Now())
 		if err != nil {
 			return apperr.Internal(err)
 		}
@@ -157,7 +157,8 @@ func (f *forwarder) handle(c *fiber.Ctx) error {
 	}
 	c.Status(resp.StatusCode())
 	copyAnswerHeaders(c, resp)
-	c.Response().SetBodyRaw(append([]byte(nil), resp.Body()...))
+	// Copied into the response's own pooled buffer: resp goes back to its pool on return.
+	c.Response().SetBody(resp.Body())
 	return nil
 }
 
@@ -277,13 +278,13 @@ func upstreamReady(base string) httpx.Check {
 // the connection-scoped ones and Content-Length, which the response sets for the body it sends.
 func copyAnswerHeaders(c *fiber.Ctx, resp *fasthttp.Response) {
 	resp.Header.VisitAll(func(k, v []byte) {
-		key := string(k)
+		// string(k) in a comparison does not allocate; a named copy would, per header.
 		for _, h := range hopHeaders {
-			if key == h {
+			if string(k) == h {
 				return
 			}
 		}
-		if key == fiber.HeaderContentLength {
+		if string(k) == fiber.HeaderContentLength {
 			return
 		}
 		c.Response().Header.SetBytesKV(k, v)

@@ -204,3 +204,56 @@ func TestRequireCallerAndExternalUser(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "c1", eu)
 }
+
+// A verified header is cached for its next uses, but its age is still checked at each one, and a
+// header that differs in its signature alone is verified (and refused), not matched.
+func TestTrustSignedCallerCache(t *testing.T) {
+	clock := time.Now()
+	app := fiber.New(fiber.Config{ErrorHandler: ErrorHandler(testLogger(new(bytes.Buffer)))})
+	app.Use(trustSignedCaller(testSecret, func() time.Time { return clock }))
+	app.Get("/", func(c *fiber.Ctx) error { return c.JSON(CallerOf(c)) })
+	status := func(header string) int {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Header.Set(CallerHeader, header)
+		resp, _ := doReq(t, app, req)
+		return resp.StatusCode
+	}
+	header := sign(t, testSecret, fullCaller(), clock)
+	require.Equal(t, 200, status(header))
+	require.Equal(t, 200, status(header))
+	forged := header[:len(header)-2] + map[bool]string{true: "AA", false: "BB"}[!strings.HasSuffix(header, "AA")]
+	require.Equal(t, 401, status(forged))
+	clock = clock.Add(3 * time.Minute)
+	require.Equal(t, 401, status(header), "a cached header expires like any other")
+}
+
+// CallerSigner reuses a header within its second only, and every header it gives verifies to
+// the caller it was asked to sign.
+func TestCallerSigner(t *testing.T) {
+	s := NewCallerSigner(testSecret)
+	now := time.Unix(1_800_000_000, 0)
+	key := fullCaller()
+	key.Session = nil
+	a, err := s.Sign(key, now)
+	require.NoError(t, err)
+	b, err := s.Sign(key, now.Add(500*time.Millisecond))
+	require.NoError(t, err)
+	require.Equal(t, a, b)
+	require.Len(t, s.cache, 1)
+	c, err := s.Sign(key, now.Add(time.Second))
+	require.NoError(t, err)
+	require.NotEqual(t, a, c)
+	other := fullCaller()
+	other.Session = nil
+	other.ExternalUserID = "someone-else"
+	d, err := s.Sign(other, now)
+	require.NoError(t, err)
+	session, err := s.Sign(fullCaller(), now)
+	require.NoError(t, err)
+	require.Len(t, s.cache, 2, "session callers are signed every time, never cached")
+	for h, want := range map[string]*Caller{a: key, c: key, d: other, session: fullCaller()} {
+		got, err := VerifyCaller(testSecret, h, now.Add(time.Second))
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+	}
+}

@@ -229,18 +229,27 @@ func PIDRunning(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
+	f, err := ProcStatFields(pid)
+	if err != nil || len(f) == 0 || f[0] == "" {
+		return false
+	}
+	return f[0][0] != 'Z' && f[0][0] != 'X'
+}
+
+// ProcStatFields returns the fields of /proc/PID/stat that follow the command name (which is in
+// parentheses and may contain spaces): [0] is the state, [11] and [12] the user and system CPU
+// time in clock ticks.
+func ProcStatFields(pid int) ([]string, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return false
+		return nil, err
 	}
-	// The state follows the command name, which is in parentheses and may contain spaces.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return false
+	if i < 0 {
+		return nil, errors.New("/proc/" + strconv.Itoa(pid) + "/stat: no command name")
 	}
-	state := s[i+2]
-	return state != 'Z' && state != 'X'
+	return strings.Fields(s[i+1:]), nil
 }
 
 // LogTail returns the last n lines of a log file, indented, for error messages that should be

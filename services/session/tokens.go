@@ -2,8 +2,14 @@ package session
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"hash"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -56,6 +62,10 @@ type Keys struct {
 	signer config.SessionKey
 	byID   map[string][]byte
 	parser *jwt.Parser
+	// header is the signer's encoded JOSE header, the same for every token it signs; macs
+	// pools its HMAC states. Minting signs on every embed page load (P2).
+	header string
+	macs   sync.Pool
 }
 
 // NewKeys returns the token keys of the configuration; at least one key is required.
@@ -67,6 +77,12 @@ func NewKeys(keys []config.SessionKey) (*Keys, error) {
 	for _, key := range keys {
 		k.byID[key.ID] = key.Secret
 	}
+	header, err := json.Marshal(map[string]string{"alg": jwt.SigningMethodHS256.Alg(), "typ": "JWT", "kid": k.signer.ID})
+	if err != nil {
+		return nil, err
+	}
+	k.header = base64.RawURLEncoding.EncodeToString(header)
+	k.macs.New = func() any { return hmac.New(sha256.New, k.signer.Secret) }
 	// Only HS256 is ever accepted: "none", the other HMAC sizes and every asymmetric algorithm
 	// (the classic public-key-as-HMAC-secret confusion) fail before any key is used.
 	k.parser = jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
@@ -74,11 +90,28 @@ func NewKeys(keys []config.SessionKey) (*Keys, error) {
 	return k, nil
 }
 
-// Sign returns the signed token of claims, with the current key's id in the kid header.
+// Sign returns the signed token of claims (HS256), with the current key's id in the kid header.
+// It writes what jwt.Token.SignedString writes, from the header encoded once and a pooled HMAC:
+// the library encodes the header map and allocates two HMAC states on every call.
 func (k *Keys) Sign(claims *Claims) (string, error) {
-	t := jwt.NewWithClaims(jwt.SigningMethodHS256, claims)
-	t.Header["kid"] = k.signer.ID
-	return t.SignedString(k.signer.Secret)
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		return "", err
+	}
+	enc := base64.RawURLEncoding
+	n := len(k.header) + 1 + enc.EncodedLen(len(payload))
+	b := make([]byte, 0, n+1+enc.EncodedLen(sha256.Size))
+	b = append(b, k.header...)
+	b = append(b, '.')
+	b = enc.AppendEncode(b, payload)
+	mac := k.macs.Get().(hash.Hash)
+	mac.Reset()
+	mac.Write(b)
+	var sum [sha256.Size]byte
+	sig := mac.Sum(sum[:0])
+	k.macs.Put(mac)
+	b = append(b, '.')
+	return string(enc.AppendEncode(b, sig)), nil
 }
 
 // MaxTokenBytes bounds a session token before it is decoded (base64, JSON, HMAC): a header or a

@@ -22,6 +22,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/quota"
 	"github.com/splathost/splathost/internal/testenv"
 )
 
@@ -29,8 +31,9 @@ import (
 // the user service makes for GET /api/v1/external-user.
 const BareQuery = `SELECT id, integration_id, external_user_id, display_name, avatar_url, email_hash, metadata, status, billing_state, used_bytes, limit_bytes, max_splats, deleted_at, created_at, updated_at FROM external_users WHERE integration_id=$1 AND external_user_id=$2`
 
-// BareIntegrationHeader carries the integration id to the bare server, which authenticates
-// nothing: it stands for the least any implementation of the endpoint must do.
+// BareIntegrationHeader carries the integration id to the bare server's view beacon route,
+// which stands for a session bearer the product verifies (the key routes authenticate like the
+// gateway, see bareAuth).
 const BareIntegrationHeader = "X-Bench-Integration-Id"
 
 // externalUserHeader is the interface's customer header, sent to both servers alike.
@@ -39,11 +42,14 @@ const externalUserHeader = "X-Service-External-User-Id"
 // BarePath is the bare server's route.
 const BarePath = "/api/v1/external-user"
 
-// bareUser is one external_users row as the bare server returns it.
+// bareUser is one external_users row as the bare server returns it: the product's record,
+// field for field (the product slug, the quota snapshot, ISO times), so both sides encode the
+// same answer.
 type bareUser struct {
 	ID             string          `json:"id"`
 	IntegrationID  string          `json:"integrationId"`
 	ExternalUserID string          `json:"externalUserId"`
+	ProductSlug    string          `json:"productSlug"`
 	DisplayName    *string         `json:"displayName"`
 	AvatarURL      *string         `json:"avatarUrl"`
 	EmailHash      *string         `json:"emailHash"`
@@ -53,9 +59,11 @@ type bareUser struct {
 	UsedBytes      int64           `json:"usedBytes"`
 	LimitBytes     int64           `json:"limitBytes"`
 	MaxSplats      *int64          `json:"maxSplats"`
-	DeletedAt      *time.Time      `json:"deletedAt"`
-	CreatedAt      time.Time       `json:"createdAt"`
-	UpdatedAt      time.Time       `json:"updatedAt"`
+	RemainingBytes int64           `json:"remainingBytes"`
+	PercentUsed    float64         `json:"percentUsed"`
+	DeletedAt      *string         `json:"deletedAt"`
+	CreatedAt      string          `json:"createdAt"`
+	UpdatedAt      string          `json:"updatedAt"`
 }
 
 // BareSceneQuery is the bare server's scene read: the columns GET /api/v1/splats/{id} returns
@@ -106,8 +114,15 @@ type BareServerOptions struct {
 	PoolSize int
 }
 
-// RunBareServer serves GET BarePath and GET BareScenePath{id}, each with one pgx query and a
-// JSON response, POST BareMintPath (signing only) and POST BareViewsPath (the outbox insert),
+// bareUserAnswer is the bare customer read's 200 body; a struct, as the product's.
+type bareUserAnswer struct {
+	Status       string    `json:"status"`
+	ExternalUser *bareUser `json:"externalUser"`
+}
+
+// RunBareServer serves GET BarePath and GET BareScenePath{id}, each authenticated like the
+// gateway (bareAuth) with one pgx query and a JSON response, POST BareMintPath (authentication,
+// body, claims and signing) and POST BareViewsPath (the outbox insert),
 // until ctx ends. It prints "listening HOST:PORT" on stdout once it accepts
 // connections.
 func RunBareServer(ctx context.Context, o BareServerOptions, stdout io.Writer) error {
@@ -127,11 +142,18 @@ func RunBareServer(ctx context.Context, o BareServerOptions, stdout io.Writer) e
 
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	auth := newBareAuth(pool)
 	app.Get(BarePath, func(c *fiber.Ctx) error {
-		var u bareUser
-		err := pool.QueryRow(c.UserContext(), BareQuery, c.Get(BareIntegrationHeader), c.Get(externalUserHeader)).Scan(
+		in, eu, err := auth.keys(c)
+		if err != nil {
+			return refuse(c, err)
+		}
+		u := bareUser{ProductSlug: in.productSlug}
+		var deleted *time.Time
+		var created, updated time.Time
+		err = pool.QueryRow(c.UserContext(), BareQuery, in.id, eu).Scan(
 			&u.ID, &u.IntegrationID, &u.ExternalUserID, &u.DisplayName, &u.AvatarURL, &u.EmailHash, &u.Metadata,
-			&u.Status, &u.BillingState, &u.UsedBytes, &u.LimitBytes, &u.MaxSplats, &u.DeletedAt, &u.CreatedAt, &u.UpdatedAt)
+			&u.Status, &u.BillingState, &u.UsedBytes, &u.LimitBytes, &u.MaxSplats, &deleted, &created, &updated)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return c.Status(fiber.StatusNotFound).JSON(fiber.Map{"status": "error", "message": "external user not found"})
 		}
@@ -140,12 +162,19 @@ func RunBareServer(ctx context.Context, o BareServerOptions, stdout io.Writer) e
 			slog.Error("query failed", "err", err)
 			return c.Status(fiber.StatusInternalServerError).JSON(fiber.Map{"status": "error", "message": "query failed"})
 		}
-		return c.JSON(fiber.Map{"status": "success", "externalUser": u})
+		st := quota.SnapshotOf(u.UsedBytes, u.LimitBytes)
+		u.RemainingBytes, u.PercentUsed = st.RemainingBytes, st.PercentUsed
+		u.DeletedAt, u.CreatedAt, u.UpdatedAt = httpx.ISOTimePtr(deleted), httpx.ISOTime(created), httpx.ISOTime(updated)
+		return c.JSON(bareUserAnswer{Status: "success", ExternalUser: &u})
 	})
 
 	app.Get(BareScenePath+":id", func(c *fiber.Ctx) error {
+		in, eu, err := auth.keys(c)
+		if err != nil {
+			return refuse(c, err)
+		}
 		var sc bareScene
-		err := pool.QueryRow(c.UserContext(), BareSceneQuery, c.Params("id"), c.Get(BareIntegrationHeader)).Scan(
+		err = pool.QueryRow(c.UserContext(), BareSceneQuery, c.Params("id"), in.id).Scan(
 			&sc.ID, &sc.Title, &sc.Description, &sc.ImageURL, &sc.SplatURL, &sc.Visibility, &sc.AllowEmbed,
 			&sc.AllowComments, &sc.AllowReactions, &sc.AllowClone, &sc.RemixedFrom, &sc.SplatType, &sc.ExternalUserID,
 			&sc.ViewCount, &sc.LikeCount, &sc.FileSizeBytes, &sc.Featured, &sc.FeaturedAt, &sc.CreatedAt, &sc.UpdatedAt,
@@ -154,7 +183,6 @@ func RunBareServer(ctx context.Context, o BareServerOptions, stdout io.Writer) e
 			slog.Error("query failed", "err", err)
 			return c.Status(fiber.StatusInternalServerError).JSON(fiber.Map{"status": "error", "message": "query failed"})
 		}
-		eu := c.Get(externalUserHeader)
 		// The product's scoping: with EU, only that customer's scenes and public ones.
 		if err != nil || eu != "" && eu != sc.ExternalUserID && sc.Visibility != "public" {
 			return c.Status(fiber.StatusNotFound).JSON(fiber.Map{"status": "error", "message": "splat not found"})
@@ -163,7 +191,7 @@ func RunBareServer(ctx context.Context, o BareServerOptions, stdout io.Writer) e
 		return c.JSON(fiber.Map{"status": "success", "splat": sc})
 	})
 
-	mint, err := bareMintHandler()
+	mint, err := bareMintHandler(auth)
 	if err != nil {
 		return err
 	}

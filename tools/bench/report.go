@@ -60,6 +60,9 @@ type Row struct {
 	Notes string
 	// Err is why the measure failed.
 	Err error
+	// Sides are the product's and the bare server's results of an A/B comparison (RunAB), in
+	// that order; empty for other measures.
+	Sides []SideResult
 }
 
 // Ratio is Value / Bare, or 0 when the row has no bare limit.
@@ -210,7 +213,7 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 }
 
 func (r Report) settingsLine() string {
-	keys := []string{"concurrency", "warmup", "duration", "pool", "idle", "memory unit"}
+	keys := []string{"concurrency", "warmup", "duration", "rounds", "pool", "idle", "memory unit"}
 	var parts []string
 	for _, k := range keys {
 		if v, ok := r.Settings[k]; ok {
@@ -222,15 +225,31 @@ func (r Report) settingsLine() string {
 
 // jsonRow is a row in the --json output; absent numbers are null.
 type jsonRow struct {
-	Name      string   `json:"name"`
-	Value     *float64 `json:"value"`
-	Unit      string   `json:"unit"`
-	BareLimit *float64 `json:"bareLimit"`
-	Ratio     *float64 `json:"ratio"`
-	Goal      *string  `json:"goal"`
-	Met       *bool    `json:"met"`
-	Notes     string   `json:"notes,omitempty"`
-	Error     string   `json:"error,omitempty"`
+	Name      string     `json:"name"`
+	Value     *float64   `json:"value"`
+	Unit      string     `json:"unit"`
+	BareLimit *float64   `json:"bareLimit"`
+	Ratio     *float64   `json:"ratio"`
+	Goal      *string    `json:"goal"`
+	Met       *bool      `json:"met"`
+	Notes     string     `json:"notes,omitempty"`
+	Error     string     `json:"error,omitempty"`
+	Sides     []jsonSide `json:"sides,omitempty"`
+}
+
+// jsonSide is one side of an A/B comparison in the --json output: times in milliseconds, CPU per
+// request in microseconds.
+type jsonSide struct {
+	Name            string    `json:"name"`
+	RPS             float64   `json:"rps"`
+	RoundRPS        []float64 `json:"roundRps"`
+	P50ms           float64   `json:"p50Ms"`
+	P99ms           float64   `json:"p99Ms"`
+	Failures        int64     `json:"failures"`
+	ServerCPUMicros float64   `json:"serverCpuMicrosPerRequest"`
+	DBCPUMicros     float64   `json:"postgresCpuMicrosPerRequest"`
+	ClientCPUMicros float64   `json:"clientCpuMicrosPerRequest"`
+	ClientShare     float64   `json:"clientMachineShare"`
 }
 
 // WriteJSON prints the report as one JSON object.
@@ -260,6 +279,13 @@ func (r Report) WriteJSON(w io.Writer) error {
 			if m, ok := row.Met(); ok {
 				j.Met = &m
 			}
+		}
+		for i, sd := range row.Sides {
+			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+			us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+			j.Sides = append(j.Sides, jsonSide{Name: []string{"product", "bare"}[min(i, 1)], RPS: sd.RPS, RoundRPS: sd.RoundRPS,
+				P50ms: ms(sd.P50), P99ms: ms(sd.P99), Failures: sd.Failures(), ServerCPUMicros: us(sd.ServerCPU),
+				DBCPUMicros: us(sd.DBCPU), ClientCPUMicros: us(sd.ClientCPU), ClientShare: sd.ClientShare})
 		}
 		out.Rows = append(out.Rows, j)
 	}

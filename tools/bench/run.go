@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/splathost/splathost/internal/testenv"
@@ -26,7 +27,7 @@ var (
 	// GoalAllInOne is the least gateway/bare throughput ratio with every service in one process.
 	GoalAllInOne = &Goal{AtLeast: true, Target: 0.70, Unit: "× bare"}
 	// GoalSplit is the least ratio with the services in separate processes (one more hop).
-	GoalSplit = &Goal{AtLeast: true, Target: 0.45, Unit: "× bare"}
+	GoalSplit = &Goal{AtLeast: true, Target: 0.50, Unit: "× bare"}
 	// GoalLODUpload caps the wall time of a 20 000-file lod-folder request over presigning as
 	// many URLs in a bare loop.
 	GoalLODUpload = &Goal{Target: 1.5, Unit: "× bare"}
@@ -84,6 +85,16 @@ type Options struct {
 	Warmup, Duration time.Duration
 	MaxRequests      int64
 	Timeout          time.Duration
+	// Rounds is how many alternated rounds each gateway/bare comparison runs (RunAB); the
+	// median round counts. 3 when zero.
+	Rounds int
+	// ProfileDir, when set, receives CPU and allocation profiles of the product processes
+	// taken during one more (uncounted) gateway run of each comparison; the stack must serve
+	// them (httpx.PprofEnv=1, which the benchmark then sets).
+	ProfileDir string
+	// GatewayOnly runs only the gateway comparisons (customer read, scene read, viewer mint),
+	// split and all-in-one, on a fresh directory.
+	GatewayOnly bool
 	// PoolSize is the bare server's pgxpool size (the product's is 16).
 	PoolSize int
 	// Idle is how long a fresh stack sits unused before its memory is read.
@@ -113,6 +124,7 @@ func Run(ctx context.Context, o Options) Report {
 	rep := Report{Settings: map[string]string{
 		"concurrency": strconv.Itoa(o.Concurrency), "warmup": o.Warmup.String(), "duration": o.Duration.String(),
 		"pool": strconv.Itoa(o.PoolSize), "idle": o.Idle.String(), "memory unit": "MiB of VmRSS",
+		"rounds": strconv.Itoa(o.rounds()),
 	}}
 
 	tputAll := Row{Name: "GET /api/v1/external-user, allinone", Unit: "req/s", Goal: GoalAllInOne}
@@ -120,6 +132,7 @@ func Run(ctx context.Context, o Options) Report {
 	sceneAll := Row{Name: "GET /api/v1/splats/{id}, allinone", Unit: "req/s", Goal: GoalAllInOne}
 	sceneSplit := Row{Name: "GET /api/v1/splats/{id}, split", Unit: "req/s", Goal: GoalSplit}
 	mintAll := Row{Name: "P2 POST /api/editor/embed-sessions (viewer), allinone", Unit: "req/s", Goal: GoalAllInOne}
+	mintSplit := Row{Name: "P2 POST /api/editor/embed-sessions (viewer), split", Unit: "req/s", Goal: GoalSplit}
 	viewsAll := Row{Name: "P4 POST /api/embed/views, allinone", Unit: "req/s", Goal: GoalAllInOne}
 	lostAll := Row{Name: "P4 acknowledged views missing after the drain, allinone", Unit: "views", Goal: GoalLostViews}
 	trendP50 := Row{Name: fmt.Sprintf("P3 GET /api/v1/splats/trending p50, %d M events / %d days / %d scenes", trendEvents/1_000_000, trendDays, trendScenes),
@@ -135,7 +148,7 @@ func Run(ctx context.Context, o Options) Report {
 	archiveRate := Row{Name: fmt.Sprintf("scenes archived per second by that PUT (%d), allinone", nArchive), Unit: "scenes/s"}
 	cloneLODAll := Row{Name: "clone of a 5 000-object LOD folder, allinone", Unit: "objects/s", Goal: GoalCloneLOD}
 	cloneFileAll := Row{Name: "clone of a single 200 MB file, allinone", Unit: "ms", Goal: GoalCloneFile}
-	measured := []*Row{&tputAll, &tputSplit, &sceneAll, &sceneSplit, &mintAll, &viewsAll, &lostAll, &trendP50, &trendP99, &trendCold,
+	measured := []*Row{&tputAll, &tputSplit, &sceneAll, &sceneSplit, &mintAll, &mintSplit, &viewsAll, &lostAll, &trendP50, &trendP99, &trendCold,
 		&lodAll, &commitsAll, &overshootAll, &idemAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll}
 	readyCold := Row{Name: "stack ready, cold data dir (split)", Unit: "ms"}
 	readyWarm := Row{Name: "stack ready, warm restart (split)", Unit: "ms"}
@@ -220,17 +233,42 @@ func Run(ctx context.Context, o Options) Report {
 			r.ttffPhase(ctx, &readyTTFF, ttff)
 			return only(ttff.all(), readyTTFF)
 		}
+		// The gateway comparisons of one stack: a customer read, a scene read, a viewer mint.
+		gateway := func(st *testenv.Stack, mode string, tput, scene, mint *Row) {
+			r.withTenant(st, mode, func(t Tenant) {
+				r.throughput(ctx, st, mode, t, tput)
+				r.sceneRead(ctx, st, mode, t, scene)
+				r.mintSessions(ctx, st, mode, t, mint)
+			}, tput, scene, mint)
+		}
+		if o.GatewayOnly {
+			rows := []*Row{&tputSplit, &tputAll, &sceneSplit, &sceneAll, &mintSplit, &mintAll}
+			for _, m := range []struct {
+				mode              string
+				ready             *Row
+				tput, scene, mint *Row
+			}{{"split", &readyCold, &tputSplit, &sceneSplit, &mintSplit}, {"allinone", &readyAll, &tputAll, &sceneAll, &mintAll}} {
+				if !r.phase(ctx, m.mode, m.ready, func(st *testenv.Stack) { gateway(st, m.mode, m.tput, m.scene, m.mint) }) {
+					m.tput.Err, m.scene.Err, m.mint.Err = m.ready.Err, m.ready.Err, m.ready.Err
+				}
+			}
+			r.cleanup()
+			for _, row := range append(rows, &readyCold) {
+				rep.Rows = append(rep.Rows, *row)
+			}
+			rep.Rows = append(rep.Rows, readyAll)
+			rep.Problems = r.problems
+			rep.Elapsed = time.Since(start)
+			return rep
+		}
 		// Phase 1, split on a fresh directory: cold ready time, idle memory, throughput.
 		coldOK := r.phase(ctx, "split", &readyCold, func(st *testenv.Stack) {
 			memSplit = r.memoryRows(ctx, st, "split")
-			r.withTenant(st, "split", func(t Tenant) {
-				r.throughput(ctx, st, "split", t, &tputSplit)
-				r.sceneRead(ctx, st, "split", t, &sceneSplit)
-			}, &tputSplit, &sceneSplit)
+			gateway(st, "split", &tputSplit, &sceneSplit, &mintSplit)
 		})
 		if !coldOK {
 			memSplit = []Row{{Name: "idle RSS (split)", Unit: "MiB", Goal: GoalStackRSS, Err: readyCold.Err}}
-			tputSplit.Err, sceneSplit.Err = readyCold.Err, readyCold.Err
+			tputSplit.Err, sceneSplit.Err, mintSplit.Err = readyCold.Err, readyCold.Err, readyCold.Err
 		}
 		// Phase 2, the same directory again: the warm restart a developer sees every day.
 		if coldOK {
@@ -278,7 +316,7 @@ func Run(ctx context.Context, o Options) Report {
 		r.cleanup()
 	}
 
-	rep.Rows = append(rep.Rows, tputAll, tputSplit, sceneAll, sceneSplit, mintAll, viewsAll, lostAll, trendP50, trendP99, trendCold,
+	rep.Rows = append(rep.Rows, tputAll, tputSplit, sceneAll, sceneSplit, mintAll, mintSplit, viewsAll, lostAll, trendP50, trendP99, trendCold,
 		lodAll, commitsAll, overshootAll, idemAll, archiveWall, archiveRate, cloneLODAll, cloneFileAll, mp.single, mp.parts)
 	for _, row := range rooms.all() {
 		rep.Rows = append(rep.Rows, *row)
@@ -397,9 +435,10 @@ func (r *runner) throughput(ctx context.Context, st *testenv.Stack, mode string,
 	r.compare(ctx, st, mode, t, row, "/api/v1/external-user", BarePath, t.CheckRead, Request{})
 }
 
-// compare measures the bare server's barePath and then the gateway's path, both fed the
-// tenant's headers by the same load generator against the same Postgres; check verifies each
-// answers the real read (not some cheaper error) before it is loaded. It returns both load
+// compare measures the gateway's path against the bare server's barePath in alternated rounds
+// (RunAB), both fed the tenant's headers by the same load generator against the same Postgres;
+// check verifies each answers the real read (not some cheaper error) before it is loaded. The
+// bare server runs for the whole comparison, as the stack does. It returns both sides' median
 // results (zero when a run did not happen; row.Err then says why).
 func (r *runner) compare(ctx context.Context, st *testenv.Stack, mode string, t Tenant, row *Row, path, barePath string,
 	check func(name, base, path string, extra map[string]string) error, req Request) (prodRes, bareRes LoadResult) {
@@ -408,24 +447,60 @@ func (r *runner) compare(ctx context.Context, st *testenv.Stack, mode string, t 
 		row.Err = err
 		return
 	}
-	bareRes, err := r.bare(ctx, st, mode, t, barePath, check, req)
+	b, err := StartBareServer(ctx, r.o.Exe, st.State.PostgresURL, r.o.PoolSize, filepath.Join(r.dir, "bare-server-"+mode+".log"))
 	if err != nil {
 		row.Err = err
+		return
+	}
+	defer func() {
+		if stopErr := b.Stop(); stopErr != nil {
+			r.problems = append(r.problems, fmt.Errorf("stop bare server (%s): %w", mode, stopErr))
+		}
+	}()
+	extra := map[string]string{BareIntegrationHeader: t.IntegrationID}
+	if err := check("bare server read", b.URL, barePath, extra); err != nil {
+		row.Err = err
+		return
+	}
+	bareHeaders := req.headers(t)
+	for k, v := range extra {
+		bareHeaders[k] = v
+	}
+	prod := Side{Name: "gateway", Load: r.loadOptions(st.State.GatewayURL+path, req.headers(t), req), PIDs: productPIDs(st)}
+	bare := Side{Name: "bare", Load: r.loadOptions(b.URL+barePath, bareHeaders, req), PIDs: []int{b.proc.cmd.Process.Pid}}
+	for _, p := range st.State.Processes {
+		if p.Name == "postgres" {
+			prod.DBPID, bare.DBPID = p.PID, p.PID
+		}
+	}
+	log.Info("loading gateway and bare server in alternated rounds", "path", path, "rounds", r.o.rounds())
+	prodSide, bareSide, err := RunAB(ctx, r.o.rounds(), prod, bare)
+	if err != nil {
+		row.Err = fmt.Errorf("load: %w", err)
 		return
 	}
 	if err := st.Failed(); err != nil {
 		row.Err = err
 		return
 	}
-	log.Info("loading gateway", "url", st.State.GatewayURL+path)
-	prodRes, err = RunLoad(ctx, r.loadOptions(st.State.GatewayURL+path, req.headers(t), req))
-	if err != nil {
-		row.Err = fmt.Errorf("gateway load: %w", err)
-		return
+	if r.o.ProfileDir != "" {
+		// Named after the row (its route template, not the path with a scene id).
+		label := strings.Trim(strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {
+				return r
+			}
+			return '_'
+		}, row.Name), "_")
+		if err := profileProduct(ctx, st, prod, r.o.ProfileDir, label); err != nil {
+			r.problems = append(r.problems, fmt.Errorf("profile %s: %w", label, err))
+		}
 	}
-	log.Info("gateway measured", "rps", int(prodRes.RPS), "bareRps", int(bareRes.RPS))
+	prodRes, bareRes = prodSide.LoadResult, bareSide.LoadResult
+	log.Info("measured", "path", path, "rps", int(prodRes.RPS), "bareRps", int(bareRes.RPS))
 	row.Value, row.Bare = prodRes.RPS, bareRes.RPS
-	row.Notes = "gateway " + prodRes.Summary() + "; bare " + bareRes.Summary()
+	row.Sides = []SideResult{prodSide, bareSide}
+	row.Notes = fmt.Sprintf("gateway %s, rounds %s, %s; bare %s, rounds %s, %s", prodRes.Summary(), fmtRounds(prodSide.RoundRPS),
+		prodSide.CPUNote(), bareRes.Summary(), fmtRounds(bareSide.RoundRPS), bareSide.CPUNote())
 	for _, res := range []struct {
 		name string
 		LoadResult
@@ -441,35 +516,34 @@ func (r *runner) compare(ctx context.Context, st *testenv.Stack, mode string, t 
 	return prodRes, bareRes
 }
 
-// bare starts the bare server on the stack's Postgres, checks it answers barePath, loads it and
-// stops it, so it holds no connections while the gateway is measured.
-func (r *runner) bare(ctx context.Context, st *testenv.Stack, mode string, t Tenant, barePath string,
-	check func(name, base, path string, extra map[string]string) error, req Request) (LoadResult, error) {
-	log := r.o.Log.With("services", mode)
-	b, err := StartBareServer(ctx, r.o.Exe, st.State.PostgresURL, r.o.PoolSize, filepath.Join(r.dir, "bare-server-"+mode+".log"))
-	if err != nil {
-		return LoadResult{}, err
+// productPIDs are the stack's processes that answer API requests: the gateway(s) and the
+// services, or the one all-in-one process.
+func productPIDs(st *testenv.Stack) []int {
+	var pids []int
+	for _, p := range st.State.Processes {
+		if isProductProcess(p.Name) {
+			pids = append(pids, p.PID)
+		}
 	}
-	extra := map[string]string{BareIntegrationHeader: t.IntegrationID}
-	res, err := func() (LoadResult, error) {
-		if err := check("bare server read", b.URL, barePath, extra); err != nil {
-			return LoadResult{}, err
+	return pids
+}
+
+// isProductProcess reports whether a stack process answers API requests (replicas included).
+func isProductProcess(name string) bool {
+	for _, prefix := range []string{"gateway", "user", "scene", "session", "splathost"} {
+		if strings.HasPrefix(name, prefix) {
+			return true
 		}
-		h := req.headers(t)
-		for k, v := range extra {
-			h[k] = v
-		}
-		log.Info("loading bare server", "url", b.URL+barePath)
-		res, err := RunLoad(ctx, r.loadOptions(b.URL+barePath, h, req))
-		if err != nil {
-			return LoadResult{}, fmt.Errorf("bare load: %w", err)
-		}
-		return res, nil
-	}()
-	if stopErr := b.Stop(); stopErr != nil {
-		r.problems = append(r.problems, fmt.Errorf("stop bare server (%s): %w", mode, stopErr))
 	}
-	return res, err
+	return false
+}
+
+func fmtRounds(rps []float64) string {
+	parts := make([]string, len(rps))
+	for i, v := range rps {
+		parts[i] = strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strings.Join(parts, "/")
 }
 
 func (r *runner) loadOptions(url string, headers map[string]string, req Request) LoadOptions {
@@ -477,6 +551,14 @@ func (r *runner) loadOptions(url string, headers map[string]string, req Request)
 		URL: url, Headers: headers, Concurrency: r.o.Concurrency, Warmup: r.o.Warmup,
 		Duration: r.o.Duration, MaxRequests: r.o.MaxRequests, Timeout: r.o.Timeout, Request: req,
 	}
+}
+
+// rounds is Rounds or its default.
+func (o Options) rounds() int {
+	if o.Rounds > 0 {
+		return o.Rounds
+	}
+	return 3
 }
 
 // cleanup removes the data directory unless asked to keep it.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -21,11 +22,17 @@ import (
 // BareMintPath is the bare server's session mint route (the product's path).
 const BareMintPath = "/api/editor/embed-sessions"
 
-// bareMintHandler signs the same claims the product signs for an anonymous viewer session, with
-// the product's signer, and answers the product's 201 body: the least any mint must do. It
-// authenticates nothing and reads no database; the integration comes from BareIntegrationHeader
-// and the public key from the request header the load generator sends anyway.
-func bareMintHandler() (fiber.Handler, error) {
+// bareMint is the body the bare mint reads: the fields an anonymous viewer mint sends.
+type bareMint struct {
+	PublicKey string `json:"publicKey"`
+	Type      string `json:"type"`
+}
+
+// bareMintHandler does what the product does for an anonymous viewer session and no more: the
+// secret bearer authenticated (auth.secret: hash and in-memory lookup, as the gateway's cache
+// hit), the body decoded and checked (the public key is the integration's, the type one of its
+// capabilities), the same claims signed with the product's signer, and the product's 201 body.
+func bareMintHandler(auth *bareAuth) (fiber.Handler, error) {
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
 		return nil, err
@@ -35,27 +42,44 @@ func bareMintHandler() (fiber.Handler, error) {
 		return nil, err
 	}
 	return func(c *fiber.Ctx) error {
+		in, err := auth.secret(c)
+		if err != nil {
+			return refuse(c, err)
+		}
+		var req bareMint
+		if err := json.Unmarshal(c.Body(), &req); err != nil || req.PublicKey != in.publicKey ||
+			!slices.Contains(in.capabilities, req.Type) {
+			return c.Status(fiber.StatusBadRequest).JSON(fiber.Map{"status": "error", "message": "bad request"})
+		}
 		now := time.Now().Truncate(time.Second)
 		guest := make([]byte, 12)
 		_, _ = rand.Read(guest)
 		claims := &session.Claims{
 			Typ: session.TokenType,
-			RegisteredClaims: jwt.RegisteredClaims{Subject: "bare", IssuedAt: jwt.NewNumericDate(now),
+			RegisteredClaims: jwt.RegisteredClaims{Subject: in.accountID, IssuedAt: jwt.NewNumericDate(now),
 				ExpiresAt: jwt.NewNumericDate(now.Add(session.Lifetime))},
-			IdentityUserID: "guest_" + hex.EncodeToString(guest), IntegrationID: c.Get(BareIntegrationHeader),
-			PublicKey: c.Get("X-Service-Public-Key"), Capabilities: []string{session.TypeViewer},
+			IdentityUserID: "guest_" + hex.EncodeToString(guest), IntegrationID: in.id,
+			PublicKey: in.publicKey, Capabilities: []string{req.Type},
 		}
 		tok, err := keys.Sign(claims)
 		if err != nil {
 			return c.Status(fiber.StatusInternalServerError).JSON(fiber.Map{"status": "error", "message": "sign failed"})
 		}
-		return c.Status(fiber.StatusCreated).JSON(fiber.Map{"status": "success", "sessionToken": tok,
-			"expiresAt": httpx.ISOTime(claims.ExpiresAt.Time)})
+		return c.Status(fiber.StatusCreated).JSON(bareMintAnswer{Status: "success", SessionToken: tok,
+			ExpiresAt: httpx.ISOTime(claims.ExpiresAt.Time)})
 	}, nil
 }
 
+// bareMintAnswer is the bare mint's 201 body, the product's shape.
+type bareMintAnswer struct {
+	Status       string `json:"status"`
+	SessionToken string `json:"sessionToken"`
+	ExpiresAt    string `json:"expiresAt"`
+}
+
 // mintSessions is P2: anonymous viewer session mints per second through the gateway (secret
-// bearer authentication, body validation, capability check, signing) against the bare signer.
+// bearer authentication, body validation, capability check, signing) against the bare mint
+// (bareMintHandler), which does the same.
 func (r *runner) mintSessions(ctx context.Context, st *testenv.Stack, mode string, t Tenant, row *Row) {
 	body, err := json.Marshal(map[string]any{"publicKey": t.PublicKey, "type": "viewer"})
 	if err != nil {

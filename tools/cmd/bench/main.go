@@ -7,7 +7,8 @@
 //
 // Usage, from the repository root after `make build`:
 //
-//	bin/bench [--concurrency 32] [--warmup 1s] [--duration 5s] [--json] [--keep]
+//	bin/bench [--concurrency 32] [--warmup 1s] [--duration 5s] [--rounds 3] [--gateway-only]
+//	          [--json] [--json-file bin/bench.json] [--keep]
 //
 // `bin/bench bare-server --pg URL --addr HOST:PORT --pool 16` is the bare server itself, which
 // the benchmark runs as a separate process. `bin/bench chaos-report [FILE]` prints the results
@@ -28,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/tools/bench"
 )
 
@@ -60,6 +62,7 @@ func run(args []string) (broken bool, err error) {
 	var (
 		o         bench.Options
 		asJSON    bool
+		jsonFile  string
 		logLevel  string
 		runnerBin string
 	)
@@ -70,6 +73,10 @@ func run(args []string) (broken bool, err error) {
 	fs.DurationVar(&o.Duration, "duration", 5*time.Second, "measured window of each load run")
 	fs.Int64Var(&o.MaxRequests, "max-requests", 5_000_000, "upper bound on the requests of one load run")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "timeout of each request")
+	fs.IntVar(&o.Rounds, "rounds", 3, "alternated gateway/bare rounds of each comparison; the median round counts")
+	fs.BoolVar(&o.GatewayOnly, "gateway-only", false, "run only the gateway comparisons (customer read, scene read, viewer mint), split and allinone")
+	fs.StringVar(&o.ProfileDir, "profile", "", "write CPU and allocation profiles of the product processes under each gateway comparison's load to this directory")
+	fs.StringVar(&jsonFile, "json-file", "bin/bench.json", "also write the report as JSON to this file (empty: do not)")
 	fs.IntVar(&o.PoolSize, "pool", 16, "pgxpool size of the bare server (the product's is 16)")
 	fs.DurationVar(&o.Idle, "idle", 10*time.Second, "how long a fresh stack idles before its memory is read (its processes settle: the worker trims what boot left mapped)")
 	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", 3*time.Minute, "bound on each stack's start-up")
@@ -103,6 +110,9 @@ func run(args []string) (broken bool, err error) {
 	if fs.NArg() > 0 {
 		return false, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	if o.Rounds < 1 {
+		return false, errors.New("--rounds must be positive")
+	}
 	if o.Concurrency < 1 || o.Duration <= 0 || o.Warmup < 0 || o.PoolSize < 1 || o.MaxRequests < 1 || o.Timeout <= 0 || o.ArchiveScenes < 1 {
 		return false, errors.New("--concurrency, --duration, --pool, --max-requests, --timeout and --archive-scenes must be positive, --warmup not negative")
 	}
@@ -129,6 +139,12 @@ func run(args []string) (broken bool, err error) {
 		return false, err
 	}
 
+	if o.ProfileDir != "" {
+		// The stack's processes inherit the environment: this makes them serve /debug/pprof.
+		if err := os.Setenv(httpx.PprofEnv, "1"); err != nil {
+			return false, err
+		}
+	}
 	ctx, stop := signalContext(o.Log)
 	defer stop()
 	rep := bench.Run(ctx, o)
@@ -136,6 +152,9 @@ func run(args []string) (broken bool, err error) {
 		err = rep.WriteJSON(os.Stdout)
 	} else {
 		err = rep.WriteMarkdown(os.Stdout)
+	}
+	if err == nil && jsonFile != "" {
+		err = writeJSONFile(rep, jsonFile)
 	}
 	if err == nil && !asJSON {
 		// The figures of the last `make chaos`, when there are any, belong to the same report.
@@ -206,4 +225,21 @@ func signalContext(log *slog.Logger) (context.Context, context.CancelFunc) {
 		signal.Stop(sigs)
 		cancel()
 	}
+}
+
+// writeJSONFile writes the report as JSON to path, creating its directory, so a run leaves a
+// file a script can compare with the next run's while the table goes to the terminal.
+func writeJSONFile(rep bench.Report, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteJSON(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
