@@ -68,6 +68,8 @@ type Options struct {
 	Ready map[string]httpx.Check
 	// Idempotency keeps the Idempotency-Key answers of IdempotentRoutes. Nil ignores the header.
 	Idempotency *idempotency.Store
+	// Pprof serves Go's profiles behind the admin token (config.Config.Pprof).
+	Pprof bool
 }
 
 // IdempotentRoutes are the routes that honour Idempotency-Key (contract item 13): those that
@@ -118,7 +120,7 @@ func New(o Options) (*fiber.App, error) {
 	}
 	httpx.MountHealth(app, o.Log, checks)
 	// The gateway's port is public: its metrics need the operator's admin token.
-	httpx.MountMetrics(app, a.admin)
+	httpx.MountMetrics(app, a.admin, o.Pprof)
 
 	// A caller identity only ever comes from this gateway's own authentication.
 	app.Use(func(c *fiber.Ctx) error {

@@ -32,7 +32,7 @@ func main() {
 	httpx.MountHealth(health, rt.Log, map[string]httpx.Check{
 		"temporal": worker.Ready(tc), "postgres": d.Ping, "objectstore": store.Ready, "clickhouse": views.Ping,
 	})
-	httpx.MountMetrics(health, nil)
+	httpx.MountMetrics(health, nil, rt.Config.Pprof)
 	go func() {
 		if err := boot.Serve(rt.Ctx, health, rt.Config.WorkerHealthAddr, rt.Config.ShutdownTimeout); err != nil {
 			boot.Fatal(rt.Log, "health server", err)

@@ -102,7 +102,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	sessions := session.New(d, log, keys)
 	sessions.UseAssetURLs(urls)
 	app, err := gateway.New(gateway.Options{
-		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken,
+		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken, Pprof: cfg.Pprof,
 		InternalSecret: []byte(cfg.InternalSecret), Integrations: ints,
 		Sessions:    session.NewVerifier(keys, ints),
 		Assets:      web.Dist,

@@ -94,7 +94,7 @@ func ServiceApp(name string, cfg config.Config, log *slog.Logger, prefixes []str
 	register func(fiber.Router), checks map[string]httpx.Check) *fiber.App {
 	app := httpx.NewApp(name, log, cfg.BodyLimit)
 	httpx.MountHealth(app, log, checks)
-	httpx.MountMetrics(app, nil)
+	httpx.MountMetrics(app, nil, cfg.Pprof)
 	trust := httpx.TrustSignedCaller([]byte(cfg.InternalSecret))
 	for _, p := range prefixes {
 		app.Use(strings.TrimSuffix(p, "/"), trust)

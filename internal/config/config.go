@@ -117,6 +117,10 @@ type Config struct {
 	// WebhookConcurrency is how many deliveries one endpoint receives at once, deployment-wide:
 	// a slow receiver holds at most this many delivery slots and delays nobody else.
 	WebhookConcurrency int
+	// Pprof also serves Go's profiles at /debug/pprof/ next to /metrics (behind the same guard):
+	// how the benchmark finds where a request's time goes. Off by default: a profile costs the
+	// process CPU while it runs.
+	Pprof bool
 }
 
 // Load reads the environment. It returns an error naming every malformed variable rather than
@@ -167,6 +171,7 @@ func Load() (Config, error) {
 		WebhookKey:           l.hexKey("SPLATHOST_WEBHOOK_KEY", 32),
 		WebhookAllowPrivate:  l.bool("SPLATHOST_WEBHOOK_ALLOW_PRIVATE", false),
 		WebhookConcurrency:   l.int("SPLATHOST_WEBHOOK_CONCURRENCY", 4),
+		Pprof:                l.bool(PprofEnv, false),
 	}
 	if len(l.errs) > 0 {
 		return Config{}, fmt.Errorf("config: %s", strings.Join(l.errs, "; "))
@@ -439,3 +444,6 @@ func (cfg Config) Environ() []string {
 	}
 	return env
 }
+
+// PprofEnv is the variable of Config.Pprof (the benchmark sets it on the stacks it profiles).
+const PprofEnv = "SPLATHOST_PPROF"

@@ -1,7 +1,6 @@
 package httpx
 
 import (
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,15 +88,10 @@ func countQuotaRejection(e *apperr.Error) {
 	}
 }
 
-// PprofEnv, set to 1, also serves Go's profiles at /debug/pprof/ next to /metrics (behind the
-// same guard): how the benchmark finds where a request's time goes. Off by default, as a profile
-// costs the process CPU while it runs.
-const PprofEnv = "SPLATHOST_PPROF"
-
 // MountMetrics serves the process's Prometheus metrics at /metrics, behind guard when one is
-// given (the gateway's port is public; the services' and worker's ports are private), and the
-// profiles when PprofEnv is set.
-func MountMetrics(r fiber.Router, guard fiber.Handler) {
+// given (the gateway's port is public; the services' and worker's ports are private), and Go's
+// profiles at /debug/pprof/ behind the same guard when withPprof (config.Config.Pprof).
+func MountMetrics(r fiber.Router, guard fiber.Handler, withPprof bool) {
 	h := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
 	serve := func(c *fiber.Ctx) error {
 		h(c.Context())
@@ -108,7 +102,7 @@ func MountMetrics(r fiber.Router, guard fiber.Handler) {
 		guarded = []fiber.Handler{guard, serve}
 	}
 	r.Get("/metrics", guarded...)
-	if os.Getenv(PprofEnv) == "1" {
+	if withPprof {
 		use := []any{"/debug/pprof"}
 		if guard != nil {
 			use = append(use, guard)

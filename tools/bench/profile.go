@@ -11,14 +11,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/testenv"
 )
 
 // profileProduct runs one more load run of side, not counted, while it takes a CPU profile and
 // an allocation profile (the delta over the same seconds) of every product process of st, and
 // writes them to dir as NAME-LABEL.cpu.pb.gz and NAME-LABEL.allocs.pb.gz for `go tool pprof`.
-// The processes serve /debug/pprof only when the stack was started with httpx.PprofEnv=1.
+// The processes serve /debug/pprof only when the stack was started with config.PprofEnv=1.
 func profileProduct(ctx context.Context, st *testenv.Stack, side Side, dir, label string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -66,7 +66,7 @@ func fetchProfile(ctx context.Context, base, adminToken, kind string, secs int, 
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d (is %s=1 set?)", resp.StatusCode, httpx.PprofEnv)
+		return fmt.Errorf("status %d (is %s=1 set?)", resp.StatusCode, config.PprofEnv)
 	}
 	f, err := os.Create(path)
 	if err != nil {

@@ -90,7 +90,7 @@ type Options struct {
 	Rounds int
 	// ProfileDir, when set, receives CPU and allocation profiles of the product processes
 	// taken during one more (uncounted) gateway run of each comparison; the stack must serve
-	// them (httpx.PprofEnv=1, which the benchmark then sets).
+	// them (config.PprofEnv=1, which the benchmark then sets).
 	ProfileDir string
 	// GatewayOnly runs only the gateway comparisons (customer read, scene read, viewer mint),
 	// split and all-in-one, on a fresh directory.

@@ -29,7 +29,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/tools/bench"
 )
 
@@ -141,7 +141,7 @@ func run(args []string) (broken bool, err error) {
 
 	if o.ProfileDir != "" {
 		// The stack's processes inherit the environment: this makes them serve /debug/pprof.
-		if err := os.Setenv(httpx.PprofEnv, "1"); err != nil {
+		if err := os.Setenv(config.PprofEnv, "1"); err != nil {
 			return false, err
 		}
 	}
