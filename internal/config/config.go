@@ -426,6 +426,7 @@ func (cfg Config) Environ() []string {
 		{"SPLATHOST_WEBHOOK_KEY", hex.EncodeToString(cfg.WebhookKey)},
 		{"SPLATHOST_WEBHOOK_ALLOW_PRIVATE", strconv.FormatBool(cfg.WebhookAllowPrivate)},
 		{"SPLATHOST_WEBHOOK_CONCURRENCY", strconv.Itoa(cfg.WebhookConcurrency)},
+		{PprofEnv, strconv.FormatBool(cfg.Pprof)},
 	}
 	set := make(map[string]bool, len(vars))
 	for _, v := range vars {
