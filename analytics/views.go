@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -16,6 +17,9 @@ import (
 type Views struct {
 	conn driver.Conn
 	db   string
+
+	mu  sync.Mutex
+	lay *layout // read once by layout
 }
 
 // NewViews returns the view store of database db over conn.
@@ -162,9 +166,10 @@ func (v *Views) WindowScores(ctx context.Context, integrationID string, since ti
 	})
 }
 
-// DeleteScenes removes every view record of the scenes, raw and rolled up, with ALTER TABLE …
-// DELETE (a mutation; 18.16 has no lightweight DELETE). Mutations run in the background; the
-// call returns once both are queued, and deleting again is harmless, so a retry is safe.
+// DeleteScenes removes every view record of the scenes, raw, rolled up and precomputed, with
+// ALTER TABLE … DELETE (a mutation; 18.16 has no lightweight DELETE), on every shard in a
+// cluster. Mutations run in the background; the call returns once all are queued, and deleting
+// again is harmless, so a retry is safe.
 func (v *Views) DeleteScenes(ctx context.Context, sceneIDs []string) error {
 	if len(sceneIDs) == 0 {
 		return nil
@@ -176,9 +181,13 @@ func (v *Views) DeleteScenes(ctx context.Context, sceneIDs []string) error {
 		}
 		quoted[i] = "'" + id + "'"
 	}
+	l, err := v.layout(ctx)
+	if err != nil {
+		return err
+	}
 	in := strings.Join(quoted, ",")
-	for _, table := range []string{EventsTable, DailyTable} {
-		if err := v.conn.Exec(ctx, "ALTER TABLE "+v.db+"."+table+" DELETE WHERE scene_id IN ("+in+")"); err != nil {
+	for _, table := range []string{EventsTable, DailyTable, ScoresTable} {
+		if err := v.conn.Exec(ctx, "ALTER TABLE "+l.local(table)+l.onCluster()+" DELETE WHERE scene_id IN ("+in+")"); err != nil {
 			return fmt.Errorf("delete views from %s: %w", table, err)
 		}
 	}
@@ -207,17 +216,37 @@ func validSceneID(id string) bool {
 	return true
 }
 
+// derivedKeep is how long the precomputed trending windows and the record of which windows
+// were asked for are kept: no window reaches back further than 90 days, so older ones are
+// never read again.
+const derivedKeep = 100 * 24 * time.Hour
+
 // DropPartitionsBefore drops, from the raw and rollup tables, every monthly partition whose
 // whole month lies before cutoff (the day after its last day is at or before cutoff), and
-// returns the dropped partitions as "table:YYYYMM". A month still partly within the retention
-// stays until all of it has expired. Dropping is idempotent.
+// from the precomputed trending tables every month wholly older than derivedKeep (or cutoff,
+// if later), and returns the dropped partitions as "table:YYYYMM". A month still partly within
+// the retention stays until all of it has expired. Dropping is idempotent; in a cluster it
+// drops on every shard.
 func (v *Views) DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]string, error) {
+	l, err := v.layout(ctx)
+	if err != nil {
+		return nil, err
+	}
 	type part struct{ table, partition string }
+	tables := []string{EventsTable, DailyTable, ScoresTable, DemandTable}
+	local := make([]string, len(tables))
+	for i, t := range tables {
+		local[i] = strings.TrimPrefix(l.local(t), v.db+".")
+	}
 	rows, err := v.conn.Query(ctx, `SELECT DISTINCT table, partition FROM system.parts
-		WHERE database = ? AND table IN (?, ?) AND active ORDER BY table, partition`, v.db, EventsTable, DailyTable)
+		WHERE database = ? AND table IN (?, ?, ?, ?) AND active ORDER BY table, partition`, v.db, local[0], local[1], local[2], local[3])
 	parts, err := collect(rows, err, func(r driver.Rows) (p part, err error) { return p, r.Scan(&p.table, &p.partition) })
 	if err != nil {
 		return nil, err
+	}
+	derivedCutoff := time.Now().Add(-derivedKeep)
+	if derivedCutoff.Before(cutoff) {
+		derivedCutoff = cutoff
 	}
 	var dropped []string
 	for _, p := range parts {
@@ -225,13 +254,18 @@ func (v *Views) DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]s
 		if err != nil {
 			continue // not one of ours: every partition key here is toYYYYMM
 		}
-		if month.AddDate(0, 1, 0).After(cutoff.UTC()) {
+		name := strings.TrimSuffix(p.table, LocalSuffix)
+		before := cutoff
+		if name == ScoresTable || name == DemandTable {
+			before = derivedCutoff
+		}
+		if month.AddDate(0, 1, 0).After(before.UTC()) {
 			continue
 		}
-		if err := v.conn.Exec(ctx, "ALTER TABLE "+v.db+"."+p.table+" DROP PARTITION "+month.Format("200601")); err != nil {
+		if err := v.conn.Exec(ctx, "ALTER TABLE "+v.db+"."+p.table+l.onCluster()+" DROP PARTITION "+month.Format("200601")); err != nil {
 			return dropped, fmt.Errorf("drop partition %s of %s: %w", p.partition, p.table, err)
 		}
-		dropped = append(dropped, p.table+":"+p.partition)
+		dropped = append(dropped, name+":"+p.partition)
 	}
 	return dropped, nil
 }

@@ -29,38 +29,47 @@ const (
 	maxTrendingLimit      = 100
 	// trendingChunk is how many ranked candidates are checked for eligibility per query.
 	trendingChunk = 200
-	// scoreTTL is how long an integration's window scores are reused. Ranking reads every scene's
-	// rollup over the window, which is the expensive part at scale; a few seconds keep a view in
-	// trending well within the contract's 10 s while a burst of trending calls costs one query.
+	// scoreTTL is how long an integration's window scores are reused. A burst of trending calls
+	// then costs one ClickHouse query, and a view still shows in trending well within the
+	// contract's 10 s.
 	scoreTTL = 2 * time.Second
+	// precomputedMaxAge is how old a precomputed window (analytics.Precomputed) may be for a
+	// request to use it instead of ranking the window itself. With the streamer's lag (about a
+	// second) and ClickHouse's whole-second clock, a view shows in trending within about 5 s.
+	precomputedMaxAge = 3 * time.Second
+	// wantEvery is how often a process tells the streamer's leader that a window is still asked
+	// for (analytics.Views.Want); well within analytics.DemandFor.
+	wantEvery = time.Minute
 	// maxCachedScores bounds the cached (integration, window) entries.
 	maxCachedScores = 10_000
 )
 
-// scoreCache holds recent window scores by integration and window, and lets concurrent misses
-// of one key share a single ClickHouse query.
+// scoreCache holds recent window scores by integration and window, lets concurrent misses of
+// one key share a single ClickHouse query, and remembers when each window was last announced
+// as wanted.
 type scoreCache struct {
 	mu      sync.Mutex
 	entries map[string]scoreEntry
+	wanted  map[string]time.Time
 	group   singleflight.Group
 }
 
 type scoreEntry struct {
 	scores []analytics.Score
-	at     time.Time
+	until  time.Time
 }
 
-// get returns the scores of key, loading them when the cached copy is missing or older than
-// scoreTTL.
-func (c *scoreCache) get(key string, now time.Time, load func() ([]analytics.Score, error)) ([]analytics.Score, error) {
+// get returns the scores of key, loading them when the cached copy is missing or expired. load
+// returns the scores and how long they may be reused (at most scoreTTL).
+func (c *scoreCache) get(key string, now time.Time, load func() ([]analytics.Score, time.Duration, error)) ([]analytics.Score, error) {
 	c.mu.Lock()
 	e, ok := c.entries[key]
 	c.mu.Unlock()
-	if ok && now.Sub(e.at) < scoreTTL {
+	if ok && now.Before(e.until) {
 		return e.scores, nil
 	}
 	v, err, _ := c.group.Do(key, func() (any, error) {
-		scores, err := load()
+		scores, ttl, err := load()
 		if err != nil {
 			return nil, err
 		}
@@ -69,13 +78,28 @@ func (c *scoreCache) get(key string, now time.Time, load func() ([]analytics.Sco
 		if c.entries == nil || len(c.entries) >= maxCachedScores {
 			c.entries = map[string]scoreEntry{} // expired entries are never read again: start over
 		}
-		c.entries[key] = scoreEntry{scores: scores, at: now}
+		c.entries[key] = scoreEntry{scores: scores, until: now.Add(min(ttl, scoreTTL))}
 		return scores, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return v.([]analytics.Score), nil
+}
+
+// shouldWant reports whether key's window is due to be announced as wanted, and if so counts it
+// as announced at now.
+func (c *scoreCache) shouldWant(key string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at, ok := c.wanted[key]; ok && now.Sub(at) < wantEvery {
+		return false
+	}
+	if c.wanted == nil || len(c.wanted) >= maxCachedScores {
+		c.wanted = map[string]time.Time{}
+	}
+	c.wanted[key] = now
+	return true
 }
 
 // errScoresUnavailable marks a window ranking that could not be read from ClickHouse; trending
@@ -151,6 +175,34 @@ type ranked struct {
 	score analytics.Score
 }
 
+// windowScores returns the window's scores and how long they may be reused: the precomputed
+// window when the streamer's leader refreshed it within precomputedMaxAge (reused until it is
+// that old), else the window ranked afresh. It also tells the leader, once in a while, that the
+// window is wanted, so the next requests find it precomputed.
+func (s *Service) windowScores(ctx context.Context, integrationID string, window int, since time.Time) ([]analytics.Score, time.Duration, error) {
+	key := integrationID + "|" + strconv.Itoa(window)
+	if s.scores.shouldWant(key, time.Now()) {
+		go func() {
+			// Not tied to the request: the announcement outlives it, and a failure only means
+			// the window is ranked afresh a while longer.
+			wctx, cancel := context.WithTimeout(context.Background(), scoresTimeout)
+			defer cancel()
+			if err := s.views.Want(wctx, integrationID, window); err != nil {
+				s.log.Debug("trending: could not announce a wanted window", "integrationId", integrationID, "window", window, "error", err)
+			}
+		}()
+	}
+	scores, age, ok, err := s.views.Precomputed(ctx, integrationID, since)
+	if err == nil && ok && age <= precomputedMaxAge {
+		return scores, precomputedMaxAge - age, nil
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil, 0, err
+	}
+	scores, err = s.views.WindowScores(ctx, integrationID, since)
+	return scores, scoreTTL, err
+}
+
 // rankLess orders by score, then all-time likes, then all-time views (spec), then id so the
 // order is total.
 func rankLess(a, b ranked) int {
@@ -202,7 +254,7 @@ func (s *Service) trending(c *fiber.Ctx) error {
 	}
 	ctx := c.UserContext()
 	since := trendingSince(s.now(), window)
-	top, err := s.rankWindow(ctx, caller.IntegrationID, since, limit)
+	top, err := s.rankWindow(ctx, caller.IntegrationID, window, since, limit)
 	if errors.Is(err, errScoresUnavailable) {
 		// ClickHouse is down or too slow: the ranking degrades to the all-time backfill (every
 		// item's trending.source says "alltime", windowCount is 0) instead of failing the call.
@@ -237,19 +289,20 @@ func (s *Service) trending(c *fiber.Ctx) error {
 	}})
 }
 
-// rankWindow returns the best limit eligible scenes with activity since the given day. The
-// window scores (cached for scoreTTL) come best first; their scenes are checked for eligibility a chunk at a time,
-// stopping once limit are in hand and no later candidate can tie the last of them (ties are
-// decided by likes and views, which only Postgres knows).
-func (s *Service) rankWindow(ctx context.Context, integrationID string, since time.Time, limit int) ([]ranked, error) {
+// rankWindow returns the best limit eligible scenes with activity since the given day (window
+// days before today). The window scores (cached for scoreTTL) come best first; their scenes are
+// checked for eligibility a chunk at a time, stopping once limit are in hand and no later
+// candidate can tie the last of them (ties are decided by likes and views, which only Postgres
+// knows).
+func (s *Service) rankWindow(ctx context.Context, integrationID string, window int, since time.Time, limit int) ([]ranked, error) {
 	key := integrationID + "|" + since.Format(time.DateOnly)
 	if until := s.scoresDownUntil.Load(); until != 0 && time.Now().UnixNano() < until {
 		return nil, fmt.Errorf("%w: failed less than %s ago", errScoresUnavailable, scoresRetryAfter)
 	}
-	scores, err := s.scores.get(key, s.now(), func() ([]analytics.Score, error) {
+	scores, err := s.scores.get(key, s.now(), func() ([]analytics.Score, time.Duration, error) {
 		qctx, cancel := context.WithTimeout(ctx, scoresTimeout)
 		defer cancel()
-		return s.views.WindowScores(qctx, integrationID, since)
+		return s.windowScores(qctx, integrationID, window, since)
 	})
 	if err != nil && ctx.Err() != nil {
 		return nil, err // the caller went away: says nothing about ClickHouse
