@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,26 +47,32 @@ func (v *Views) Want(ctx context.Context, integrationID string, days int) error 
 		integrationID, days)
 }
 
-// Precomputed returns the window's scores as last refreshed, best first (as WindowScores), and
-// their age by ClickHouse's clock; ok is false when the window has no refresh at all. The
-// caller decides how old is too old.
-func (v *Views) Precomputed(ctx context.Context, integrationID string, since time.Time) (scores []Score, age time.Duration, ok bool, err error) {
+// Precomputed returns the best top scores of the window as last refreshed, best first (as
+// WindowScores; every score when top is 0), whether that is every active scene of the window,
+// and the window's age by ClickHouse's clock; ok is false when the window has no refresh at
+// all. The caller decides how old is too old.
+func (v *Views) Precomputed(ctx context.Context, integrationID string, since time.Time, top int) (scores []Score, complete bool, age time.Duration, ok bool, err error) {
+	limit := ""
+	if top > 0 {
+		limit = " LIMIT " + strconv.Itoa(top+1) // and the heartbeat
+	}
 	// FINAL folds the rows of a scene written by successive refreshes (newest computed_at
-	// wins) before the outer filter drops the scenes whose activity left the window.
+	// wins) before the outer filter drops the scenes whose activity left the window. The
+	// heartbeat row sorts first.
 	rows, err := v.conn.Query(ctx, `SELECT scene_id, toInt64(unique_views), toInt64(impressions), toInt64(now()) - toInt64(computed_at)
 		FROM (SELECT scene_id, unique_views, impressions, computed_at FROM `+v.db+"."+ScoresTable+` FINAL
 			WHERE integration_id = ? AND since = toDate(?))
 		WHERE scene_id = '' OR impressions > 0
-		ORDER BY unique_views * 3 + impressions DESC, scene_id`, integrationID, day(since))
+		ORDER BY scene_id != '', unique_views * 3 + impressions DESC, scene_id`+limit, integrationID, day(since))
 	if err != nil {
-		return nil, 0, false, err
+		return nil, false, 0, false, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var s Score
 		var secs int64
 		if err := rows.Scan(&s.SceneID, &s.UniqueViews, &s.Impressions, &secs); err != nil {
-			return nil, 0, false, err
+			return nil, false, 0, false, err
 		}
 		if s.SceneID == "" {
 			age, ok = time.Duration(secs)*time.Second, true
@@ -73,7 +80,7 @@ func (v *Views) Precomputed(ctx context.Context, integrationID string, since tim
 		}
 		scores = append(scores, s)
 	}
-	return scores, age, ok, rows.Err()
+	return scores, top <= 0 || len(scores) < top, age, ok, rows.Err()
 }
 
 // day formats t's UTC date for a Date parameter.
@@ -159,11 +166,7 @@ func (r *windowRefresher) window(ctx context.Context, l layout, integrationID st
 			}
 		}
 	}
-	if l.cluster != "" {
-		// The heartbeat must not reach its shard before the scores it vouches for.
-		ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_distributed_sync": 1}))
-	}
-	batch, err := v.conn.PrepareBatch(ctx, "INSERT INTO "+v.db+"."+ScoresTable+" (integration_id, since, scene_id, unique_views, impressions, computed_at)")
+	batch, err := v.conn.PrepareBatch(insertContext(ctx, l), "INSERT INTO "+v.db+"."+ScoresTable+" (integration_id, since, scene_id, unique_views, impressions, computed_at)")
 	if err != nil {
 		return prev, err
 	}
@@ -193,6 +196,17 @@ func (v *Views) partsSnapshot(ctx context.Context, l layout) (uint64, time.Time,
 		parts = 0
 	}
 	return parts, now, err
+}
+
+// insertContext is ctx for an insert: in a cluster the Distributed table then writes to the
+// shards before the insert returns (insert_distributed_sync), so what was inserted is what a
+// read sees next: the streamer's exactly-once check reads the event ids back, and a window's
+// heartbeat must not be seen before the scores it vouches for.
+func insertContext(ctx context.Context, l layout) context.Context {
+	if l.cluster == "" {
+		return ctx
+	}
+	return clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_distributed_sync": 1}))
 }
 
 // layout returns where the schema lives, read once from ClickHouse itself: in the cluster

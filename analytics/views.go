@@ -83,7 +83,11 @@ func (v *Views) Insert(ctx context.Context, events []Event, dedupe bool) (int, e
 			return 0, nil
 		}
 	}
-	batch, err := v.conn.PrepareBatch(ctx, "INSERT INTO "+v.db+"."+EventsTable+" (event_id, integration_id, scene_id, visitor_id, viewed_at)")
+	l, err := v.layout(ctx)
+	if err != nil {
+		return 0, err
+	}
+	batch, err := v.conn.PrepareBatch(insertContext(ctx, l), "INSERT INTO "+v.db+"."+EventsTable+" (event_id, integration_id, scene_id, visitor_id, viewed_at)")
 	if err != nil {
 		return 0, err
 	}

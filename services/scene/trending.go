@@ -37,6 +37,10 @@ const (
 	// request to use it instead of ranking the window itself. With the streamer's lag (about a
 	// second) and ClickHouse's whole-second clock, a view shows in trending within about 5 s.
 	precomputedMaxAge = 3 * time.Second
+	// precomputedTop is how many of a precomputed window's best scenes a request reads: enough
+	// to fill the largest limit when most of them are eligible. When they do not settle the
+	// ranking, the request reads the whole window.
+	precomputedTop = 2 * trendingChunk
 	// wantEvery is how often a process tells the streamer's leader that a window is still asked
 	// for (analytics.Views.Want); well within analytics.DemandFor.
 	wantEvery = time.Minute
@@ -55,21 +59,28 @@ type scoreCache struct {
 }
 
 type scoreEntry struct {
-	scores []analytics.Score
-	until  time.Time
+	list  windowList
+	until time.Time
+}
+
+// windowList is a window's scores, best first: every active scene's, or (complete false) only
+// the best ones.
+type windowList struct {
+	scores   []analytics.Score
+	complete bool
 }
 
 // get returns the scores of key, loading them when the cached copy is missing or expired. load
 // returns the scores and how long they may be reused (at most scoreTTL).
-func (c *scoreCache) get(key string, now time.Time, load func() ([]analytics.Score, time.Duration, error)) ([]analytics.Score, error) {
+func (c *scoreCache) get(key string, now time.Time, load func() (windowList, time.Duration, error)) (windowList, error) {
 	c.mu.Lock()
 	e, ok := c.entries[key]
 	c.mu.Unlock()
 	if ok && now.Before(e.until) {
-		return e.scores, nil
+		return e.list, nil
 	}
 	v, err, _ := c.group.Do(key, func() (any, error) {
-		scores, ttl, err := load()
+		list, ttl, err := load()
 		if err != nil {
 			return nil, err
 		}
@@ -78,13 +89,13 @@ func (c *scoreCache) get(key string, now time.Time, load func() ([]analytics.Sco
 		if c.entries == nil || len(c.entries) >= maxCachedScores {
 			c.entries = map[string]scoreEntry{} // expired entries are never read again: start over
 		}
-		c.entries[key] = scoreEntry{scores: scores, until: now.Add(min(ttl, scoreTTL))}
-		return scores, nil
+		c.entries[key] = scoreEntry{list: list, until: now.Add(min(ttl, scoreTTL))}
+		return list, nil
 	})
 	if err != nil {
-		return nil, err
+		return windowList{}, err
 	}
-	return v.([]analytics.Score), nil
+	return v.(windowList), nil
 }
 
 // shouldWant reports whether key's window is due to be announced as wanted, and if so counts it
@@ -175,11 +186,12 @@ type ranked struct {
 	score analytics.Score
 }
 
-// windowScores returns the window's scores and how long they may be reused: the precomputed
-// window when the streamer's leader refreshed it within precomputedMaxAge (reused until it is
-// that old), else the window ranked afresh. It also tells the leader, once in a while, that the
-// window is wanted, so the next requests find it precomputed.
-func (s *Service) windowScores(ctx context.Context, integrationID string, window int, since time.Time) ([]analytics.Score, time.Duration, error) {
+// windowScores returns the window's best top scores (every one when top is 0) and how long
+// they may be reused: the precomputed window when the streamer's leader refreshed it within
+// precomputedMaxAge (reused until it is that old), else every score of the window ranked
+// afresh. It also tells the leader, once in a while, that the window is wanted, so the next
+// requests find it precomputed.
+func (s *Service) windowScores(ctx context.Context, integrationID string, window int, since time.Time, top int) (windowList, time.Duration, error) {
 	key := integrationID + "|" + strconv.Itoa(window)
 	if s.scores.shouldWant(key, time.Now()) {
 		go func() {
@@ -192,15 +204,15 @@ func (s *Service) windowScores(ctx context.Context, integrationID string, window
 			}
 		}()
 	}
-	scores, age, ok, err := s.views.Precomputed(ctx, integrationID, since)
+	scores, complete, age, ok, err := s.views.Precomputed(ctx, integrationID, since, top)
 	if err == nil && ok && age <= precomputedMaxAge {
-		return scores, precomputedMaxAge - age, nil
+		return windowList{scores: scores, complete: complete}, precomputedMaxAge - age, nil
 	}
 	if err != nil && ctx.Err() != nil {
-		return nil, 0, err
+		return windowList{}, 0, err
 	}
 	scores, err = s.views.WindowScores(ctx, integrationID, since)
-	return scores, scoreTTL, err
+	return windowList{scores: scores, complete: true}, scoreTTL, err
 }
 
 // rankLess orders by score, then all-time likes, then all-time views (spec), then id so the
@@ -290,20 +302,32 @@ func (s *Service) trending(c *fiber.Ctx) error {
 }
 
 // rankWindow returns the best limit eligible scenes with activity since the given day (window
-// days before today). The window scores (cached for scoreTTL) come best first; their scenes are
-// checked for eligibility a chunk at a time, stopping once limit are in hand and no later
-// candidate can tie the last of them (ties are decided by likes and views, which only Postgres
-// knows).
+// days before today), from the window's scores (cached for up to scoreTTL).
 func (s *Service) rankWindow(ctx context.Context, integrationID string, window int, since time.Time, limit int) ([]ranked, error) {
 	key := integrationID + "|" + since.Format(time.DateOnly)
 	if until := s.scoresDownUntil.Load(); until != 0 && time.Now().UnixNano() < until {
 		return nil, fmt.Errorf("%w: failed less than %s ago", errScoresUnavailable, scoresRetryAfter)
 	}
-	scores, err := s.scores.get(key, s.now(), func() ([]analytics.Score, time.Duration, error) {
-		qctx, cancel := context.WithTimeout(ctx, scoresTimeout)
-		defer cancel()
-		return s.windowScores(qctx, integrationID, window, since)
-	})
+	load := func(top int) func() (windowList, time.Duration, error) {
+		return func() (windowList, time.Duration, error) {
+			qctx, cancel := context.WithTimeout(ctx, scoresTimeout)
+			defer cancel()
+			return s.windowScores(qctx, integrationID, window, since, top)
+		}
+	}
+	list, err := s.scores.get(key, s.now(), load(precomputedTop))
+	var got []ranked
+	settled := false
+	if err == nil {
+		got, settled, err = s.eligibleTop(ctx, integrationID, list.scores, limit)
+	}
+	if err == nil && !settled && !list.complete {
+		// The best precomputedTop candidates did not settle it (too many not eligible, or a tie
+		// at the cut): rank from every scene of the window.
+		if list, _, err = load(0)(); err == nil {
+			got, _, err = s.eligibleTop(ctx, integrationID, list.scores, limit)
+		}
+	}
 	if err != nil && ctx.Err() != nil {
 		return nil, err // the caller went away: says nothing about ClickHouse
 	}
@@ -314,9 +338,18 @@ func (s *Service) rankWindow(ctx context.Context, integrationID string, window i
 		s.scoresDownUntil.Store(time.Now().Add(scoresRetryAfter).UnixNano())
 		return nil, fmt.Errorf("%w: %w", errScoresUnavailable, err)
 	}
-	var got []ranked
+	return got, nil
+}
+
+// eligibleTop returns the best limit eligible scenes among scores (best first). Their scenes
+// are checked for eligibility a chunk at a time, stopping once limit are in hand and no later
+// candidate can tie the last of them (ties are decided by likes and views, which only Postgres
+// knows). settled says that no scene ranked after the last of scores could change the answer.
+func (s *Service) eligibleTop(ctx context.Context, integrationID string, scores []analytics.Score, limit int) (got []ranked, settled bool, err error) {
+	// cut: limit are in hand and a candidate scoring v cannot tie the last of them.
+	cut := func(v int64) bool { return len(got) >= limit && v < got[limit-1].score.Value() }
 	for start := 0; start < len(scores); start += trendingChunk {
-		if len(got) >= limit && scores[start].Value() < got[limit-1].score.Value() {
+		if cut(scores[start].Value()) {
 			break
 		}
 		chunk := scores[start:min(start+trendingChunk, len(scores))]
@@ -328,15 +361,17 @@ func (s *Service) rankWindow(ctx context.Context, integrationID string, window i
 		rows, err := s.db.Ent.Scene.Query().Where(eligible(integrationID)...).Where(scene.IDIn(ids...)).
 			Select(itemColumns...).WithOwner(func(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldExternalUserID) }).All(ctx)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		for _, sc := range rows {
 			got = append(got, ranked{sc: sc, score: byID[sc.ID]})
 		}
 		slices.SortFunc(got, rankLess)
 	}
+	// A scene ranked after the last of scores scores at most as much as it.
+	settled = len(scores) > 0 && cut(scores[len(scores)-1].Value())
 	if len(got) > limit {
 		got = got[:limit]
 	}
-	return got, nil
+	return got, settled, nil
 }
