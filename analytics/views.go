@@ -284,25 +284,23 @@ type SceneDay struct {
 // SceneWindow returns a scene's views per UTC day from since (a UTC midnight) on, only the days
 // that have any, in day order, and the window's totals: impressions summed, unique viewers
 // merged over the whole window (a visitor seen on two days counts once), not summed per day.
-// It reads the daily rollup, as trending does.
+// It reads the daily rollup, as trending does, in one query (WITH TOTALS), so the days and the
+// totals are the same snapshot even while the streamer inserts.
 func (v *Views) SceneWindow(ctx context.Context, integrationID, sceneID string, since time.Time) (days []SceneDay, total SceneDay, err error) {
-	from := since.UTC().Format("2006-01-02")
 	rows, err := v.conn.Query(ctx, `SELECT day, toInt64(countMerge(impressions)) AS c, toInt64(uniqMerge(visitors)) AS u
 		FROM `+v.db+"."+DailyTable+`
 		WHERE integration_id = ? AND scene_id = ? AND day >= toDate(?)
-		GROUP BY day
-		ORDER BY day`, integrationID, sceneID, from)
+		GROUP BY day WITH TOTALS
+		ORDER BY day`, integrationID, sceneID, day(since))
 	days, err = collect(rows, err, func(r driver.Rows) (d SceneDay, err error) {
 		return d, r.Scan(&d.Day, &d.Impressions, &d.UniqueViews)
 	})
 	if err != nil {
 		return nil, total, err
 	}
-	row := v.conn.QueryRow(ctx, `SELECT toInt64(countMerge(impressions)), toInt64(uniqMerge(visitors))
-		FROM `+v.db+"."+DailyTable+`
-		WHERE integration_id = ? AND scene_id = ? AND day >= toDate(?)`, integrationID, sceneID, from)
-	if err := row.Scan(&total.Impressions, &total.UniqueViews); err != nil {
-		return nil, total, err
+	var none time.Time // the totals row's day is empty
+	if err := rows.Totals(&none, &total.Impressions, &total.UniqueViews); err != nil {
+		return nil, total, fmt.Errorf("window totals: %w", err)
 	}
 	return days, total, nil
 }
