@@ -44,6 +44,8 @@ const (
 	// wantEvery is how often a process tells the streamer's leader that a window is still asked
 	// for (analytics.Views.Want); well within analytics.DemandFor.
 	wantEvery = time.Minute
+	// wantTimeout bounds one announcement; it runs beside the request, not in its way.
+	wantTimeout = 15 * time.Second
 	// maxCachedScores bounds the cached (integration, window) entries.
 	maxCachedScores = 10_000
 )
@@ -137,6 +139,13 @@ const (
 // GET /api/v1/splats/trending answers 503.
 func (s *Service) UseViews(v *analytics.Views) { s.views = v }
 
+// unwant forgets that key's window was announced, after an announcement failed.
+func (c *scoreCache) unwant(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.wanted, key)
+}
+
 // trendingInfo is the trending block of one item.
 type trendingInfo struct {
 	Source      string `json:"source"`
@@ -197,10 +206,12 @@ func (s *Service) windowScores(ctx context.Context, integrationID string, window
 		go func() {
 			// Not tied to the request: the announcement outlives it, and a failure only means
 			// the window is ranked afresh a while longer.
-			wctx, cancel := context.WithTimeout(context.Background(), scoresTimeout)
+			wctx, cancel := context.WithTimeout(context.Background(), wantTimeout)
 			defer cancel()
 			if err := s.views.Want(wctx, integrationID, window); err != nil {
-				s.log.Debug("trending: could not announce a wanted window", "integrationId", integrationID, "window", window, "error", err)
+				s.scores.unwant(key) // the next request tries again
+				s.log.Warn("trending: could not announce a wanted window; it is ranked afresh meanwhile",
+					"integrationId", integrationID, "window", window, "error", err)
 			}
 		}()
 	}

@@ -88,5 +88,7 @@ func TestWantedWindowsAreAnnouncedOncePerInterval(t *testing.T) {
 	require.False(t, c.shouldWant("i|7", now.Add(wantEvery-time.Second)))
 	require.True(t, c.shouldWant("i|8", now), "each window on its own")
 	require.True(t, c.shouldWant("i|7", now.Add(wantEvery)))
+	c.unwant("i|8")
+	require.True(t, c.shouldWant("i|8", now.Add(time.Second)), "announced again after a failed announcement")
 	require.Less(t, wantEvery, analytics.DemandFor, "announced again before the leader forgets it")
 }

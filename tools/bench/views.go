@@ -258,10 +258,11 @@ func (r *runner) trendingScale(ctx context.Context, st *testenv.Stack, t Tenant,
 		return time.Since(q0), err
 	}
 	// precomputedAge waits up to wait for the default window to have been precomputed (its
-	// heartbeat row in analytics.ScoresTable) and returns how old it is.
+	// heartbeat row in analytics.ScoresTable) and returns how old it is. Meanwhile it asks for
+	// the window every 2 s, as a page showing trending would.
 	precomputedAge := func(wait time.Duration) (time.Duration, error) {
 		deadline := time.Now().Add(wait)
-		for {
+		for asked := time.Now(); ; {
 			var n uint64
 			var secs int64
 			err := ch.QueryRow(ctx, `SELECT count(), toInt64(now()) - toInt64(max(computed_at)) FROM `+st.State.ClickHouseDB+"."+analytics.ScoresTable+`
@@ -274,6 +275,12 @@ func (r *runner) trendingScale(ctx context.Context, st *testenv.Stack, t Tenant,
 			}
 			if time.Now().After(deadline) {
 				return 0, fmt.Errorf("the trending window since %s was not precomputed within %s", since.Format(time.DateOnly), wait)
+			}
+			if time.Since(asked) > 2*time.Second {
+				if _, err := call(st.State.GatewayURL, http.MethodGet, path, t.Headers(), nil, http.StatusOK); err != nil {
+					return 0, err
+				}
+				asked = time.Now()
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
@@ -292,7 +299,7 @@ func (r *runner) trendingScale(ctx context.Context, st *testenv.Stack, t Tenant,
 	slices.Sort(fresh)
 	// Then the default window is precomputed within a refresh or two.
 	ready := time.Now()
-	age, err := precomputedAge(time.Minute)
+	age, err := precomputedAge(2 * time.Minute)
 	if err != nil {
 		fail(err)
 		return
