@@ -20,11 +20,12 @@ import (
 // ScoresTable, and a trending request reads the window's final numbers (one row per active
 // scene) instead. Each round the leader
 //
-//  1. takes a snapshot: a hash of the names of the daily rollup's active parts, and ClickHouse's
-//     clock (the snapshot's time is the window's computed_at: every view stored before it is in);
-//  2. for each window asked for, when the rollup's parts changed since its last refresh (an
-//     insert, a merge, a deletion), ranks it afresh and writes the scenes whose numbers changed;
-//     either way it writes the window's heartbeat row (empty scene_id) with the snapshot time.
+//  1. for each window asked for, takes a snapshot: a hash of the names of the daily rollup's
+//     active parts, and ClickHouse's clock (the snapshot's time is the window's computed_at:
+//     every view stored before it is in);
+//  2. when the rollup's parts changed since the window's last refresh (an insert, a merge, a
+//     deletion), ranks it afresh and writes the scenes whose numbers changed; either way it
+//     writes the window's heartbeat row (empty scene_id) with the snapshot time.
 //
 // A reader accepts the window only when its heartbeat is recent (the service's bound keeps
 // the contract's 10 s from a view to trending), and otherwise ranks it itself, so a dead or
@@ -110,10 +111,6 @@ func (r *windowRefresher) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	parts, now, err := v.partsSnapshot(ctx, l)
-	if err != nil {
-		return err
-	}
 	rows, err := v.conn.Query(ctx, `SELECT integration_id, toInt64(window_days) FROM `+v.db+"."+DemandTable+`
 		GROUP BY integration_id, window_days HAVING max(requested_at) >= now() - ?`, int64(DemandFor/time.Second))
 	type want struct {
@@ -124,12 +121,17 @@ func (r *windowRefresher) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	y, m, d := now.UTC().Date()
-	today := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 	next := make(map[string]refreshedWindow, len(wanted))
 	var first error
 	for _, w := range wanted {
-		since := today.AddDate(0, 0, -int(w.days))
+		// A snapshot per window: its computed_at is when its own ranking started, not the
+		// round's, so a round of many windows does not age the last of them.
+		parts, now, err := v.partsSnapshot(ctx, l)
+		if err != nil {
+			return err
+		}
+		y, m, d := now.UTC().Date()
+		since := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).AddDate(0, 0, -int(w.days))
 		key := w.integrationID + "|" + day(since)
 		got, err := r.window(ctx, l, w.integrationID, since, parts, now, r.last[key])
 		if err != nil {

@@ -34,9 +34,11 @@ const (
 	// contract's 10 s.
 	scoreTTL = 2 * time.Second
 	// precomputedMaxAge is how old a precomputed window (analytics.Precomputed) may be for a
-	// request to use it instead of ranking the window itself. With the streamer's lag (about a
-	// second) and ClickHouse's whole-second clock, a view shows in trending within about 5 s.
-	precomputedMaxAge = 3 * time.Second
+	// request to use it instead of ranking the window itself; the process reuses it no longer
+	// than that either. With the streamer's lag (about a second) and ClickHouse's whole-second
+	// clock, a view shows in trending within about 7 s (contract: 10 s). Refreshes every 2 s
+	// that each take up to 2-3 s on a loaded machine stay within it.
+	precomputedMaxAge = 5 * time.Second
 	// precomputedTop is how many of a precomputed window's best scenes a request reads: enough
 	// to fill the largest limit when most of them are eligible. When they do not settle the
 	// ranking, the request reads the whole window.
