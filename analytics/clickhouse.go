@@ -12,7 +12,8 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
-// validDB keeps the database name safe to splice into DDL, which cannot take parameters.
+// validDB keeps a database or cluster name safe to splice into DDL, which cannot take
+// parameters.
 var validDB = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
 // Open connects to ClickHouse over the native protocol and checks the connection. The client is
@@ -37,27 +38,32 @@ func Open(ctx context.Context, addr, db string) (driver.Conn, error) {
 }
 
 // Migrate creates the analytics database and applies every schema version not yet recorded in
-// its schema_migrations table, in order. Every statement is idempotent (IF NOT EXISTS), so two
-// migrators racing, or a crash between a statement and its record, are harmless. Every
-// statement must be accepted by ClickHouse 18.16 and by current releases.
-func Migrate(ctx context.Context, addr, db string) error {
+// its schema_migrations table, in order. With cluster set (SPLATHOST_CLICKHOUSE_CLUSTER) it
+// creates the cluster variant: every statement ON CLUSTER, Replicated tables on every shard and
+// Distributed tables over them (deploy/README.md). Every statement is idempotent (IF NOT
+// EXISTS), so two migrators racing, or a crash between a statement and its record, are
+// harmless. Every statement must be accepted by ClickHouse 18.16 and by current releases.
+func Migrate(ctx context.Context, addr, db, cluster string) error {
 	if !validDB.MatchString(db) {
 		return fmt.Errorf("invalid clickhouse database name %q", db)
 	}
+	if cluster != "" && !validDB.MatchString(cluster) {
+		return fmt.Errorf("invalid clickhouse cluster name %q", cluster)
+	}
+	l := layout{db: db, cluster: cluster}
 	conn, err := Open(ctx, addr, "default")
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	if err := conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+db); err != nil {
+	if err := conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+db+l.onCluster()); err != nil {
 		return err
 	}
-	// TinyLog: a handful of rows, written once per version, read at start.
-	if err := conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+db+".schema_migrations (version UInt32, applied_at DateTime) ENGINE = TinyLog"); err != nil {
+	if err := conn.Exec(ctx, migrationsDDL(l)); err != nil {
 		return err
 	}
 	applied := map[uint32]bool{}
-	rows, err := conn.Query(ctx, "SELECT version FROM "+db+".schema_migrations")
+	rows, err := conn.Query(ctx, "SELECT version FROM "+db+"."+migrationsTable)
 	if err != nil {
 		return err
 	}
@@ -77,14 +83,14 @@ func Migrate(ctx context.Context, addr, db string) error {
 		if applied[m.version] {
 			continue
 		}
-		for _, stmt := range m.statements(db) {
+		for _, stmt := range m.statements(l) {
 			if err := conn.Exec(ctx, stmt); err != nil {
 				return fmt.Errorf("clickhouse schema version %d (%s): %w", m.version, m.name, err)
 			}
 		}
 		// INSERT … SELECT: an INSERT … VALUES through Exec waits for a data block that 18.16
 		// never asks for with this client.
-		if err := conn.Exec(ctx, "INSERT INTO "+db+".schema_migrations (version, applied_at) SELECT toUInt32(?), now()", m.version); err != nil {
+		if err := conn.Exec(ctx, "INSERT INTO "+db+"."+migrationsTable+" (version, applied_at) SELECT toUInt32(?), now()", m.version); err != nil {
 			return err
 		}
 	}

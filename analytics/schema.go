@@ -1,67 +1,175 @@
 package analytics
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
-// Table names of the analytics schema (documented for analysts in README.md).
+// Table names of the analytics schema (documented for analysts in README.md). In the cluster
+// variant each name is the Distributed table that reads and writes go through, over the
+// replicated table name+LocalSuffix on every shard.
 const (
 	// EventsTable holds one row per accepted view, partitioned by month.
 	EventsTable = "view_events"
-	// DailyTable is the per-day, per-scene rollup the trending query reads.
+	// DailyTable is the per-day, per-scene rollup trending reads.
 	DailyTable = "scene_views_daily"
 	// dailyView feeds DailyTable from every insert into EventsTable.
 	dailyView = "scene_views_daily_mv"
+	// ScoresTable holds the precomputed trending windows: per integration and window start, every
+	// active scene's unique views and impressions, kept fresh by the view streamer's leader.
+	ScoresTable = "trending_scores"
+	// DemandTable records which trending windows were asked for recently, so the leader knows
+	// which ones to keep fresh.
+	DemandTable = "trending_demand"
+	// migrationsTable records the applied schema versions.
+	migrationsTable = "schema_migrations"
+	// LocalSuffix names the per-shard replicated table under a Distributed table (cluster variant).
+	LocalSuffix = "_local"
 )
 
-// migration is one version of the ClickHouse schema. Statements use {db} for the database.
+// table is one MergeTree-family table. It is the single definition both schema variants are
+// rendered from: a plain table on one server, or a Replicated table on every shard plus a
+// Distributed table over them in a cluster.
+type table struct {
+	name    string
+	columns []string
+	// engine is the MergeTree-family engine without the Replicated prefix; params are its
+	// arguments (ReplacingMergeTree's version column), empty for none.
+	engine, params string
+	partitionBy    string
+	orderBy        string
+	// shardBy is the sharding key of the Distributed table. It keeps together the rows a merge
+	// must fold or a query must see on one shard (an event's duplicates; a window's scores).
+	shardBy string
+}
+
+// matView is a materialized view that writes what it selects from one table into another.
+// query selects FROM {from}; in a cluster both ends are the local tables, so each shard rolls
+// up its own events.
+type matView struct {
+	name, from, to, query string
+}
+
+// migration is one version of the ClickHouse schema.
 type migration struct {
 	version uint32
 	name    string
-	stmts   []string
+	tables  []table
+	views   []matView
 }
 
-func (m migration) statements(db string) []string {
-	out := make([]string, len(m.stmts))
-	for i, s := range m.stmts {
-		out[i] = strings.ReplaceAll(s, "{db}", db)
+// layout is where the schema lives: db on one server (cluster empty), or db on every node of
+// the named cluster (remote_servers in the server config, with {shard} and {replica} macros).
+type layout struct {
+	db, cluster string
+}
+
+// onCluster is the ON CLUSTER clause of DDL in a cluster, empty on one server.
+func (l layout) onCluster() string {
+	if l.cluster == "" {
+		return ""
+	}
+	return " ON CLUSTER " + l.cluster
+}
+
+// local is the table that holds a table's rows on the server a statement runs on: the table
+// itself on one server, its replicated _local table in a cluster. Mutations and partition
+// drops address it, since a Distributed table holds no data.
+func (l layout) local(name string) string {
+	if l.cluster == "" {
+		return l.db + "." + name
+	}
+	return l.db + "." + name + LocalSuffix
+}
+
+// statements renders the version's DDL for the layout. Every statement is idempotent (IF NOT
+// EXISTS).
+func (m migration) statements(l layout) []string {
+	var out []string
+	for _, t := range m.tables {
+		out = append(out, t.ddl(l)...)
+	}
+	for _, v := range m.views {
+		out = append(out, v.ddl(l))
 	}
 	return out
 }
 
-// migrations is the schema history; append, never edit a shipped version. Every statement runs
-// on ClickHouse 18.16 and on current releases: MergeTree-family engines with the
-// PARTITION BY / ORDER BY syntax, a materialized view with TO, no TTL, no DateTime64, no
-// lightweight DELETE.
+// ddl creates the table: on one server the table itself; in a cluster the replicated local
+// table on every node (ZooKeeper path per shard, replica from the macros) and the Distributed
+// table of the same name over it.
+func (t table) ddl(l layout) []string {
+	engine, params := t.engine, t.params
+	if l.cluster != "" {
+		engine = "Replicated" + engine
+		zk := fmt.Sprintf("'/clickhouse/tables/{shard}/%s/%s%s', '{replica}'", l.db, t.name, LocalSuffix)
+		params = strings.TrimSuffix(zk+", "+params, ", ")
+	}
+	create := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s%s (\n\t%s\n) ENGINE = %s(%s)\nPARTITION BY %s\nORDER BY %s",
+		l.local(t.name), l.onCluster(), strings.Join(t.columns, ",\n\t"), engine, params, t.partitionBy, t.orderBy)
+	if l.cluster == "" {
+		return []string{create}
+	}
+	dist := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s%s AS %s ENGINE = Distributed(%s, %s, %s%s, %s)",
+		l.db, t.name, l.onCluster(), l.local(t.name), l.cluster, l.db, t.name, LocalSuffix, t.shardBy)
+	return []string{create, dist}
+}
+
+// ddl creates the view, reading from and writing to the local tables.
+func (v matView) ddl(l layout) string {
+	return fmt.Sprintf("CREATE MATERIALIZED VIEW IF NOT EXISTS %s.%s%s TO %s AS\n%s",
+		l.db, v.name, l.onCluster(), l.local(v.to), strings.ReplaceAll(v.query, "{from}", l.local(v.from)))
+}
+
+// migrationsDDL creates the table of applied versions: a TinyLog on every node (a handful of
+// rows, written once per version). In a cluster each node records what its migrator applied;
+// a migrator reaching another node re-runs the idempotent statements and records them there.
+func migrationsDDL(l layout) string {
+	return "CREATE TABLE IF NOT EXISTS " + l.db + "." + migrationsTable + l.onCluster() + " (version UInt32, applied_at DateTime) ENGINE = TinyLog"
+}
+
+// migrations is the schema history; append, never change what a shipped version creates.
+// Every statement runs on ClickHouse 18.16 and on current releases: MergeTree-family engines
+// with the PARTITION BY / ORDER BY syntax, a materialized view with TO, no TTL, no DateTime64,
+// no lightweight DELETE.
 var migrations = []migration{
-	{version: 1, name: "view events and daily rollup", stmts: []string{
+	{version: 1, name: "view events and daily rollup", tables: []table{
 		// Raw events. event_id is the Postgres outbox id, unique per accepted view; the streamer
 		// skips ids already present when it retries an insert, and ReplacingMergeTree (whose
 		// sorting key ends in event_id) also folds any duplicate that slipped through when
 		// parts merge. Monthly partitions are the unit of the 400-day retention. viewed_at is
 		// UTC whatever the server's time zone, so days and months are UTC days and months.
-		`CREATE TABLE IF NOT EXISTS {db}.view_events (
-			event_id UInt64,
-			integration_id String,
-			scene_id String,
-			visitor_id String,
-			viewed_at DateTime('UTC')
-		) ENGINE = ReplacingMergeTree()
-		PARTITION BY toYYYYMM(viewed_at)
-		ORDER BY (integration_id, scene_id, viewed_at, event_id)`,
+		// Sharded by scene, so an event and its duplicates meet on one shard.
+		{name: EventsTable, columns: []string{"event_id UInt64", "integration_id String", "scene_id String",
+			"visitor_id String", "viewed_at DateTime('UTC')"},
+			engine: "ReplacingMergeTree", partitionBy: "toYYYYMM(viewed_at)",
+			orderBy: "(integration_id, scene_id, viewed_at, event_id)", shardBy: "cityHash64(scene_id)"},
 		// Daily rollup: distinct visitors (uniq state) and impressions (count state) per scene
 		// and UTC day. Trending reads this, never the raw events.
-		`CREATE TABLE IF NOT EXISTS {db}.scene_views_daily (
-			day Date,
-			integration_id String,
-			scene_id String,
-			visitors AggregateFunction(uniq, String),
-			impressions AggregateFunction(count)
-		) ENGINE = AggregatingMergeTree()
-		PARTITION BY toYYYYMM(day)
-		ORDER BY (integration_id, day, scene_id)`,
-		`CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.scene_views_daily_mv TO {db}.scene_views_daily AS
-		SELECT toDate(viewed_at) AS day, integration_id, scene_id,
-			uniqState(visitor_id) AS visitors, countState() AS impressions
-		FROM {db}.view_events
-		GROUP BY day, integration_id, scene_id`,
+		{name: DailyTable, columns: []string{"day Date", "integration_id String", "scene_id String",
+			"visitors AggregateFunction(uniq, String)", "impressions AggregateFunction(count)"},
+			engine: "AggregatingMergeTree", partitionBy: "toYYYYMM(day)",
+			orderBy: "(integration_id, day, scene_id)", shardBy: "cityHash64(scene_id)"},
+	}, views: []matView{
+		{name: dailyView, from: EventsTable, to: DailyTable, query: `SELECT toDate(viewed_at) AS day, integration_id, scene_id,
+	uniqState(visitor_id) AS visitors, countState() AS impressions
+FROM {from}
+GROUP BY day, integration_id, scene_id`},
+	}},
+	{version: 2, name: "precomputed trending windows", tables: []table{
+		// One row per (integration, window start, scene) with the window's final numbers, and
+		// one heartbeat row per (integration, window start) with an empty scene_id whose
+		// computed_at says how fresh the whole window is. A refresh writes only the scenes
+		// whose numbers changed; the newest computed_at wins when parts merge (and in a FINAL
+		// read before they do). Sharded by integration so a window's rows meet on one shard.
+		{name: ScoresTable, columns: []string{"integration_id String", "since Date", "scene_id String",
+			"unique_views UInt64", "impressions UInt64", "computed_at DateTime('UTC')"},
+			engine: "ReplacingMergeTree", params: "computed_at", partitionBy: "toYYYYMM(since)",
+			orderBy: "(integration_id, since, scene_id)", shardBy: "cityHash64(integration_id)"},
+		// Which windows (integration, days) trending was asked for, and when last; the newest
+		// request wins when parts merge.
+		{name: DemandTable, columns: []string{"integration_id String", "window_days UInt8", "requested_at DateTime('UTC')"},
+			engine: "ReplacingMergeTree", params: "requested_at", partitionBy: "toYYYYMM(requested_at)",
+			orderBy: "(integration_id, window_days)", shardBy: "cityHash64(integration_id)"},
 	}},
 }

@@ -44,6 +44,9 @@ const (
 //  3. in one Postgres transaction delete the rows and add them to scenes.view_count, announcing
 //     the changed scenes on db.ScenesChannel so the scene caches drop them.
 //
+// The leader also keeps the trending windows asked for precomputed (see Precomputed), every
+// Refresh.
+//
 // Delivery to ClickHouse is at least once and deduplicated by event id, so each accepted view is
 // stored exactly once; view_count is exactly once because the count and the deletion commit
 // together. While ClickHouse is down the rows wait in Postgres and the streamer retries with
@@ -52,12 +55,13 @@ type Streamer struct {
 	DB    *db.DB
 	Views *Views
 	Log   *slog.Logger
-	// Batch, Idle, InsertTimeout and Fence default to DefaultBatch, DefaultIdle,
-	// DefaultInsertTimeout and DefaultFence.
+	// Batch, Idle, InsertTimeout, Fence and Refresh default to DefaultBatch, DefaultIdle,
+	// DefaultInsertTimeout, DefaultFence and DefaultRefresh.
 	Batch         int
 	Idle          time.Duration
 	InsertTimeout time.Duration
 	Fence         time.Duration
+	Refresh       time.Duration
 
 	streamed atomic.Int64
 	failures atomic.Int64
@@ -82,6 +86,9 @@ func (s *Streamer) Run(ctx context.Context) {
 	}
 	if s.Fence <= 0 {
 		s.Fence = DefaultFence
+	}
+	if s.Refresh <= 0 {
+		s.Refresh = DefaultRefresh
 	}
 	for ctx.Err() == nil {
 		err := s.lead(ctx)
@@ -141,6 +148,16 @@ func (s *Streamer) lead(ctx context.Context) error {
 	if !sleep(lctx, s.Fence) {
 		return context.Cause(lctx)
 	}
+	refreshed := make(chan struct{})
+	go func() {
+		defer close(refreshed)
+		s.refreshWindows(lctx)
+	}()
+	// The refresher writes only while this process leads: it ends with the leadership.
+	defer func() {
+		lost(nil)
+		<-refreshed
+	}()
 	backoff := s.Idle
 	for lctx.Err() == nil {
 		if err := lock.held(lctx); err != nil {
@@ -165,6 +182,25 @@ func (s *Streamer) lead(ctx context.Context) error {
 		return nil
 	}
 	return context.Cause(lctx)
+}
+
+// refreshWindows keeps the trending windows asked for precomputed until ctx ends (the
+// leadership with it). A failed round is retried at the next one; meanwhile requests rank
+// their windows themselves.
+func (s *Streamer) refreshWindows(ctx context.Context) {
+	r := windowRefresher{views: s.Views}
+	failing := false
+	for sleep(ctx, s.Refresh) {
+		err := r.refresh(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil && !failing:
+			s.Log.Warn("trending windows: refresh failed; requests rank their windows themselves until it succeeds", "error", err)
+			failing = true
+		case err == nil && failing:
+			s.Log.Info("trending windows: refreshing again")
+			failing = false
+		}
+	}
 }
 
 // lockConn is the connection holding the streamer's advisory lock, shared by the batch loop

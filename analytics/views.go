@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -16,6 +17,9 @@ import (
 type Views struct {
 	conn driver.Conn
 	db   string
+
+	mu  sync.Mutex
+	lay *layout // read once by layout
 }
 
 // NewViews returns the view store of database db over conn.
@@ -79,7 +83,11 @@ func (v *Views) Insert(ctx context.Context, events []Event, dedupe bool) (int, e
 			return 0, nil
 		}
 	}
-	batch, err := v.conn.PrepareBatch(ctx, "INSERT INTO "+v.db+"."+EventsTable+" (event_id, integration_id, scene_id, visitor_id, viewed_at)")
+	l, err := v.layout(ctx)
+	if err != nil {
+		return 0, err
+	}
+	batch, err := v.conn.PrepareBatch(insertContext(ctx, l), "INSERT INTO "+v.db+"."+EventsTable+" (event_id, integration_id, scene_id, visitor_id, viewed_at)")
 	if err != nil {
 		return 0, err
 	}
@@ -162,9 +170,10 @@ func (v *Views) WindowScores(ctx context.Context, integrationID string, since ti
 	})
 }
 
-// DeleteScenes removes every view record of the scenes, raw and rolled up, with ALTER TABLE …
-// DELETE (a mutation; 18.16 has no lightweight DELETE). Mutations run in the background; the
-// call returns once both are queued, and deleting again is harmless, so a retry is safe.
+// DeleteScenes removes every view record of the scenes, raw, rolled up and precomputed, with
+// ALTER TABLE … DELETE (a mutation; 18.16 has no lightweight DELETE), on every shard in a
+// cluster. Mutations run in the background; the call returns once all are queued, and deleting
+// again is harmless, so a retry is safe.
 func (v *Views) DeleteScenes(ctx context.Context, sceneIDs []string) error {
 	if len(sceneIDs) == 0 {
 		return nil
@@ -176,9 +185,13 @@ func (v *Views) DeleteScenes(ctx context.Context, sceneIDs []string) error {
 		}
 		quoted[i] = "'" + id + "'"
 	}
+	l, err := v.layout(ctx)
+	if err != nil {
+		return err
+	}
 	in := strings.Join(quoted, ",")
-	for _, table := range []string{EventsTable, DailyTable} {
-		if err := v.conn.Exec(ctx, "ALTER TABLE "+v.db+"."+table+" DELETE WHERE scene_id IN ("+in+")"); err != nil {
+	for _, table := range []string{EventsTable, DailyTable, ScoresTable} {
+		if err := v.conn.Exec(ctx, "ALTER TABLE "+l.local(table)+l.onCluster()+" DELETE WHERE scene_id IN ("+in+")"); err != nil {
 			return fmt.Errorf("delete views from %s: %w", table, err)
 		}
 	}
@@ -207,17 +220,37 @@ func validSceneID(id string) bool {
 	return true
 }
 
+// derivedKeep is how long the precomputed trending windows and the record of which windows
+// were asked for are kept: no window reaches back further than 90 days, so older ones are
+// never read again.
+const derivedKeep = 100 * 24 * time.Hour
+
 // DropPartitionsBefore drops, from the raw and rollup tables, every monthly partition whose
 // whole month lies before cutoff (the day after its last day is at or before cutoff), and
-// returns the dropped partitions as "table:YYYYMM". A month still partly within the retention
-// stays until all of it has expired. Dropping is idempotent.
+// from the precomputed trending tables every month wholly older than derivedKeep (or cutoff,
+// if later), and returns the dropped partitions as "table:YYYYMM". A month still partly within
+// the retention stays until all of it has expired. Dropping is idempotent; in a cluster it
+// drops on every shard.
 func (v *Views) DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]string, error) {
+	l, err := v.layout(ctx)
+	if err != nil {
+		return nil, err
+	}
 	type part struct{ table, partition string }
+	tables := []string{EventsTable, DailyTable, ScoresTable, DemandTable}
+	local := make([]string, len(tables))
+	for i, t := range tables {
+		local[i] = strings.TrimPrefix(l.local(t), v.db+".")
+	}
 	rows, err := v.conn.Query(ctx, `SELECT DISTINCT table, partition FROM system.parts
-		WHERE database = ? AND table IN (?, ?) AND active ORDER BY table, partition`, v.db, EventsTable, DailyTable)
+		WHERE database = ? AND table IN (?, ?, ?, ?) AND active ORDER BY table, partition`, v.db, local[0], local[1], local[2], local[3])
 	parts, err := collect(rows, err, func(r driver.Rows) (p part, err error) { return p, r.Scan(&p.table, &p.partition) })
 	if err != nil {
 		return nil, err
+	}
+	derivedCutoff := time.Now().Add(-derivedKeep)
+	if derivedCutoff.Before(cutoff) {
+		derivedCutoff = cutoff
 	}
 	var dropped []string
 	for _, p := range parts {
@@ -225,13 +258,18 @@ func (v *Views) DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]s
 		if err != nil {
 			continue // not one of ours: every partition key here is toYYYYMM
 		}
-		if month.AddDate(0, 1, 0).After(cutoff.UTC()) {
+		name := strings.TrimSuffix(p.table, LocalSuffix)
+		before := cutoff
+		if name == ScoresTable || name == DemandTable {
+			before = derivedCutoff
+		}
+		if month.AddDate(0, 1, 0).After(before.UTC()) {
 			continue
 		}
-		if err := v.conn.Exec(ctx, "ALTER TABLE "+v.db+"."+p.table+" DROP PARTITION "+month.Format("200601")); err != nil {
+		if err := v.conn.Exec(ctx, "ALTER TABLE "+v.db+"."+p.table+l.onCluster()+" DROP PARTITION "+month.Format("200601")); err != nil {
 			return dropped, fmt.Errorf("drop partition %s of %s: %w", p.partition, p.table, err)
 		}
-		dropped = append(dropped, p.table+":"+p.partition)
+		dropped = append(dropped, name+":"+p.partition)
 	}
 	return dropped, nil
 }
@@ -246,25 +284,23 @@ type SceneDay struct {
 // SceneWindow returns a scene's views per UTC day from since (a UTC midnight) on, only the days
 // that have any, in day order, and the window's totals: impressions summed, unique viewers
 // merged over the whole window (a visitor seen on two days counts once), not summed per day.
-// It reads the daily rollup, as trending does.
+// It reads the daily rollup, as trending does, in one query (WITH TOTALS), so the days and the
+// totals are the same snapshot even while the streamer inserts.
 func (v *Views) SceneWindow(ctx context.Context, integrationID, sceneID string, since time.Time) (days []SceneDay, total SceneDay, err error) {
-	from := since.UTC().Format("2006-01-02")
 	rows, err := v.conn.Query(ctx, `SELECT day, toInt64(countMerge(impressions)) AS c, toInt64(uniqMerge(visitors)) AS u
 		FROM `+v.db+"."+DailyTable+`
 		WHERE integration_id = ? AND scene_id = ? AND day >= toDate(?)
-		GROUP BY day
-		ORDER BY day`, integrationID, sceneID, from)
+		GROUP BY day WITH TOTALS
+		ORDER BY day`, integrationID, sceneID, day(since))
 	days, err = collect(rows, err, func(r driver.Rows) (d SceneDay, err error) {
 		return d, r.Scan(&d.Day, &d.Impressions, &d.UniqueViews)
 	})
 	if err != nil {
 		return nil, total, err
 	}
-	row := v.conn.QueryRow(ctx, `SELECT toInt64(countMerge(impressions)), toInt64(uniqMerge(visitors))
-		FROM `+v.db+"."+DailyTable+`
-		WHERE integration_id = ? AND scene_id = ? AND day >= toDate(?)`, integrationID, sceneID, from)
-	if err := row.Scan(&total.Impressions, &total.UniqueViews); err != nil {
-		return nil, total, err
+	var none time.Time // the totals row's day is empty
+	if err := rows.Totals(&none, &total.Impressions, &total.UniqueViews); err != nil {
+		return nil, total, fmt.Errorf("window totals: %w", err)
 	}
 	return days, total, nil
 }

@@ -29,6 +29,10 @@ type Config struct {
 	ClickHouseAddr string
 	// ClickHouseDB is the analytics database name.
 	ClickHouseDB string
+	// ClickHouseCluster, when set, is the ClickHouse cluster (remote_servers) the migrator
+	// creates the analytics schema on: Replicated tables on every shard with Distributed tables
+	// over them (deploy/README.md). Empty: plain tables on one server.
+	ClickHouseCluster string
 	// S3Endpoint is the object store URL (versitygw locally, any S3 in production).
 	S3Endpoint string
 	// S3Region is the signing region.
@@ -134,6 +138,7 @@ func Load() (Config, error) {
 		TaskQueue:            l.str("SPLATHOST_TASK_QUEUE", "splathost"),
 		ClickHouseAddr:       l.str("SPLATHOST_CLICKHOUSE_ADDR", "127.0.0.1:19000"),
 		ClickHouseDB:         l.str("SPLATHOST_CLICKHOUSE_DB", "splathost"),
+		ClickHouseCluster:    l.str("SPLATHOST_CLICKHOUSE_CLUSTER", ""),
 		S3Endpoint:           l.str("SPLATHOST_S3_ENDPOINT", "http://127.0.0.1:7070"),
 		S3Region:             l.str("SPLATHOST_S3_REGION", "us-east-1"),
 		S3AccessKey:          l.str("SPLATHOST_S3_ACCESS_KEY", "splathost"),
@@ -389,6 +394,7 @@ func (cfg Config) Environ() []string {
 		{"SPLATHOST_TASK_QUEUE", cfg.TaskQueue},
 		{"SPLATHOST_CLICKHOUSE_ADDR", cfg.ClickHouseAddr},
 		{"SPLATHOST_CLICKHOUSE_DB", cfg.ClickHouseDB},
+		{"SPLATHOST_CLICKHOUSE_CLUSTER", cfg.ClickHouseCluster},
 		{"SPLATHOST_S3_ENDPOINT", cfg.S3Endpoint},
 		{"SPLATHOST_S3_REGION", cfg.S3Region},
 		{"SPLATHOST_S3_ACCESS_KEY", cfg.S3AccessKey},

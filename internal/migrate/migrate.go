@@ -29,7 +29,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return err
 	}
 	log.Info("postgres migrations applied", "new", n)
-	if err := analytics.Migrate(ctx, cfg.ClickHouseAddr, cfg.ClickHouseDB); err != nil {
+	if err := analytics.Migrate(ctx, cfg.ClickHouseAddr, cfg.ClickHouseDB, cfg.ClickHouseCluster); err != nil {
 		return fmt.Errorf("clickhouse schema: %w", err)
 	}
 	return nil

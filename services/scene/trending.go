@@ -29,38 +29,62 @@ const (
 	maxTrendingLimit      = 100
 	// trendingChunk is how many ranked candidates are checked for eligibility per query.
 	trendingChunk = 200
-	// scoreTTL is how long an integration's window scores are reused. Ranking reads every scene's
-	// rollup over the window, which is the expensive part at scale; a few seconds keep a view in
-	// trending well within the contract's 10 s while a burst of trending calls costs one query.
+	// scoreTTL is how long an integration's window scores are reused. A burst of trending calls
+	// then costs one ClickHouse query, and a view still shows in trending well within the
+	// contract's 10 s.
 	scoreTTL = 2 * time.Second
+	// precomputedMaxAge is how old a precomputed window (analytics.Precomputed) may be for a
+	// request to use it instead of ranking the window itself; the process reuses it no longer
+	// than that either. With the streamer's lag (about a second) and ClickHouse's whole-second
+	// clock, a view shows in trending within about 7 s (contract: 10 s). Refreshes every 2 s
+	// that each take up to 2-3 s on a loaded machine stay within it.
+	precomputedMaxAge = 5 * time.Second
+	// precomputedTop is how many of a precomputed window's best scenes a request reads: enough
+	// to fill the largest limit when most of them are eligible. When they do not settle the
+	// ranking, the request reads the whole window.
+	precomputedTop = 2 * trendingChunk
+	// wantEvery is how often a process tells the streamer's leader that a window is still asked
+	// for (analytics.Views.Want); well within analytics.DemandFor.
+	wantEvery = time.Minute
+	// wantTimeout bounds one announcement; it runs beside the request, not in its way.
+	wantTimeout = 15 * time.Second
 	// maxCachedScores bounds the cached (integration, window) entries.
 	maxCachedScores = 10_000
 )
 
-// scoreCache holds recent window scores by integration and window, and lets concurrent misses
-// of one key share a single ClickHouse query.
+// scoreCache holds recent window scores by integration and window, lets concurrent misses of
+// one key share a single ClickHouse query, and remembers when each window was last announced
+// as wanted.
 type scoreCache struct {
 	mu      sync.Mutex
 	entries map[string]scoreEntry
+	wanted  map[string]time.Time
 	group   singleflight.Group
 }
 
 type scoreEntry struct {
-	scores []analytics.Score
-	at     time.Time
+	list  windowList
+	until time.Time
 }
 
-// get returns the scores of key, loading them when the cached copy is missing or older than
-// scoreTTL.
-func (c *scoreCache) get(key string, now time.Time, load func() ([]analytics.Score, error)) ([]analytics.Score, error) {
+// windowList is a window's scores, best first: every active scene's, or (complete false) only
+// the best ones.
+type windowList struct {
+	scores   []analytics.Score
+	complete bool
+}
+
+// get returns the scores of key, loading them when the cached copy is missing or expired. load
+// returns the scores and how long they may be reused (at most scoreTTL).
+func (c *scoreCache) get(key string, now time.Time, load func() (windowList, time.Duration, error)) (windowList, error) {
 	c.mu.Lock()
 	e, ok := c.entries[key]
 	c.mu.Unlock()
-	if ok && now.Sub(e.at) < scoreTTL {
-		return e.scores, nil
+	if ok && now.Before(e.until) {
+		return e.list, nil
 	}
 	v, err, _ := c.group.Do(key, func() (any, error) {
-		scores, err := load()
+		list, ttl, err := load()
 		if err != nil {
 			return nil, err
 		}
@@ -69,13 +93,28 @@ func (c *scoreCache) get(key string, now time.Time, load func() ([]analytics.Sco
 		if c.entries == nil || len(c.entries) >= maxCachedScores {
 			c.entries = map[string]scoreEntry{} // expired entries are never read again: start over
 		}
-		c.entries[key] = scoreEntry{scores: scores, at: now}
-		return scores, nil
+		c.entries[key] = scoreEntry{list: list, until: now.Add(min(ttl, scoreTTL))}
+		return list, nil
 	})
 	if err != nil {
-		return nil, err
+		return windowList{}, err
 	}
-	return v.([]analytics.Score), nil
+	return v.(windowList), nil
+}
+
+// shouldWant reports whether key's window is due to be announced as wanted, and if so counts it
+// as announced at now.
+func (c *scoreCache) shouldWant(key string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at, ok := c.wanted[key]; ok && now.Sub(at) < wantEvery {
+		return false
+	}
+	if c.wanted == nil || len(c.wanted) >= maxCachedScores {
+		c.wanted = map[string]time.Time{}
+	}
+	c.wanted[key] = now
+	return true
 }
 
 // errScoresUnavailable marks a window ranking that could not be read from ClickHouse; trending
@@ -101,6 +140,13 @@ const (
 // UseViews gives the service the ClickHouse view store trending ranks from. Without one,
 // GET /api/v1/splats/trending answers 503.
 func (s *Service) UseViews(v *analytics.Views) { s.views = v }
+
+// unwant forgets that key's window was announced, after an announcement failed.
+func (c *scoreCache) unwant(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.wanted, key)
+}
 
 // trendingInfo is the trending block of one item.
 type trendingInfo struct {
@@ -149,6 +195,37 @@ func trendingSince(now time.Time, window int) time.Time {
 type ranked struct {
 	sc    *ent.Scene
 	score analytics.Score
+}
+
+// windowScores returns the window's best top scores (every one when top is 0) and how long
+// they may be reused: the precomputed window when the streamer's leader refreshed it within
+// precomputedMaxAge (reused until it is that old), else every score of the window ranked
+// afresh. It also tells the leader, once in a while, that the window is wanted, so the next
+// requests find it precomputed.
+func (s *Service) windowScores(ctx context.Context, integrationID string, window int, since time.Time, top int) (windowList, time.Duration, error) {
+	key := integrationID + "|" + strconv.Itoa(window)
+	if s.scores.shouldWant(key, time.Now()) {
+		go func() {
+			// Not tied to the request: the announcement outlives it, and a failure only means
+			// the window is ranked afresh a while longer.
+			wctx, cancel := context.WithTimeout(context.Background(), wantTimeout)
+			defer cancel()
+			if err := s.views.Want(wctx, integrationID, window); err != nil {
+				s.scores.unwant(key) // the next request tries again
+				s.log.Warn("trending: could not announce a wanted window; it is ranked afresh meanwhile",
+					"integrationId", integrationID, "window", window, "error", err)
+			}
+		}()
+	}
+	scores, complete, age, ok, err := s.views.Precomputed(ctx, integrationID, since, top)
+	if err == nil && ok && age <= precomputedMaxAge {
+		return windowList{scores: scores, complete: complete}, precomputedMaxAge - age, nil
+	}
+	if err != nil && ctx.Err() != nil {
+		return windowList{}, 0, err
+	}
+	scores, err = s.views.WindowScores(ctx, integrationID, since)
+	return windowList{scores: scores, complete: true}, scoreTTL, err
 }
 
 // rankLess orders by score, then all-time likes, then all-time views (spec), then id so the
@@ -202,7 +279,7 @@ func (s *Service) trending(c *fiber.Ctx) error {
 	}
 	ctx := c.UserContext()
 	since := trendingSince(s.now(), window)
-	top, err := s.rankWindow(ctx, caller.IntegrationID, since, limit)
+	top, err := s.rankWindow(ctx, caller.IntegrationID, window, since, limit)
 	if errors.Is(err, errScoresUnavailable) {
 		// ClickHouse is down or too slow: the ranking degrades to the all-time backfill (every
 		// item's trending.source says "alltime", windowCount is 0) instead of failing the call.
@@ -237,20 +314,33 @@ func (s *Service) trending(c *fiber.Ctx) error {
 	}})
 }
 
-// rankWindow returns the best limit eligible scenes with activity since the given day. The
-// window scores (cached for scoreTTL) come best first; their scenes are checked for eligibility a chunk at a time,
-// stopping once limit are in hand and no later candidate can tie the last of them (ties are
-// decided by likes and views, which only Postgres knows).
-func (s *Service) rankWindow(ctx context.Context, integrationID string, since time.Time, limit int) ([]ranked, error) {
+// rankWindow returns the best limit eligible scenes with activity since the given day (window
+// days before today), from the window's scores (cached for up to scoreTTL).
+func (s *Service) rankWindow(ctx context.Context, integrationID string, window int, since time.Time, limit int) ([]ranked, error) {
 	key := integrationID + "|" + since.Format(time.DateOnly)
 	if until := s.scoresDownUntil.Load(); until != 0 && time.Now().UnixNano() < until {
 		return nil, fmt.Errorf("%w: failed less than %s ago", errScoresUnavailable, scoresRetryAfter)
 	}
-	scores, err := s.scores.get(key, s.now(), func() ([]analytics.Score, error) {
-		qctx, cancel := context.WithTimeout(ctx, scoresTimeout)
-		defer cancel()
-		return s.views.WindowScores(qctx, integrationID, since)
-	})
+	load := func(top int) func() (windowList, time.Duration, error) {
+		return func() (windowList, time.Duration, error) {
+			qctx, cancel := context.WithTimeout(ctx, scoresTimeout)
+			defer cancel()
+			return s.windowScores(qctx, integrationID, window, since, top)
+		}
+	}
+	list, err := s.scores.get(key, s.now(), load(precomputedTop))
+	var got []ranked
+	settled := false
+	if err == nil {
+		got, settled, err = s.eligibleTop(ctx, integrationID, list.scores, limit)
+	}
+	if err == nil && !settled && !list.complete {
+		// The best precomputedTop candidates did not settle it (too many not eligible, or a tie
+		// at the cut): rank from every scene of the window.
+		if list, _, err = load(0)(); err == nil {
+			got, _, err = s.eligibleTop(ctx, integrationID, list.scores, limit)
+		}
+	}
 	if err != nil && ctx.Err() != nil {
 		return nil, err // the caller went away: says nothing about ClickHouse
 	}
@@ -261,9 +351,18 @@ func (s *Service) rankWindow(ctx context.Context, integrationID string, since ti
 		s.scoresDownUntil.Store(time.Now().Add(scoresRetryAfter).UnixNano())
 		return nil, fmt.Errorf("%w: %w", errScoresUnavailable, err)
 	}
-	var got []ranked
+	return got, nil
+}
+
+// eligibleTop returns the best limit eligible scenes among scores (best first). Their scenes
+// are checked for eligibility a chunk at a time, stopping once limit are in hand and no later
+// candidate can tie the last of them (ties are decided by likes and views, which only Postgres
+// knows). settled says that no scene ranked after the last of scores could change the answer.
+func (s *Service) eligibleTop(ctx context.Context, integrationID string, scores []analytics.Score, limit int) (got []ranked, settled bool, err error) {
+	// cut: limit are in hand and a candidate scoring v cannot tie the last of them.
+	cut := func(v int64) bool { return len(got) >= limit && v < got[limit-1].score.Value() }
 	for start := 0; start < len(scores); start += trendingChunk {
-		if len(got) >= limit && scores[start].Value() < got[limit-1].score.Value() {
+		if cut(scores[start].Value()) {
 			break
 		}
 		chunk := scores[start:min(start+trendingChunk, len(scores))]
@@ -275,15 +374,17 @@ func (s *Service) rankWindow(ctx context.Context, integrationID string, since ti
 		rows, err := s.db.Ent.Scene.Query().Where(eligible(integrationID)...).Where(scene.IDIn(ids...)).
 			Select(itemColumns...).WithOwner(func(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldExternalUserID) }).All(ctx)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		for _, sc := range rows {
 			got = append(got, ranked{sc: sc, score: byID[sc.ID]})
 		}
 		slices.SortFunc(got, rankLess)
 	}
+	// A scene ranked after the last of scores scores at most as much as it.
+	settled = len(scores) > 0 && cut(scores[len(scores)-1].Value())
 	if len(got) > limit {
 		got = got[:limit]
 	}
-	return got, nil
+	return got, settled, nil
 }

@@ -31,10 +31,10 @@ func TestTrendingSinceIsUTCMidnightOfTheWindowStart(t *testing.T) {
 func TestScoreCacheReusesForTTLAndSharesMisses(t *testing.T) {
 	var c scoreCache
 	var loads atomic.Int64
-	load := func() ([]analytics.Score, error) {
+	load := func() (windowList, time.Duration, error) {
 		loads.Add(1)
 		time.Sleep(20 * time.Millisecond) // concurrent misses overlap
-		return []analytics.Score{{SceneID: "a", UniqueViews: 1, Impressions: 2}}, nil
+		return windowList{scores: []analytics.Score{{SceneID: "a", UniqueViews: 1, Impressions: 2}}, complete: true}, time.Hour, nil
 	}
 	now := time.Now()
 	var wg sync.WaitGroup
@@ -42,7 +42,7 @@ func TestScoreCacheReusesForTTLAndSharesMisses(t *testing.T) {
 		wg.Go(func() {
 			got, err := c.get("k", now, load)
 			require.NoError(t, err)
-			require.Equal(t, int64(5), got[0].Value())
+			require.Equal(t, int64(5), got.scores[0].Value())
 		})
 	}
 	wg.Wait()
@@ -53,8 +53,42 @@ func TestScoreCacheReusesForTTLAndSharesMisses(t *testing.T) {
 	_, err = c.get("k", now.Add(scoreTTL), load)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), loads.Load(), "loaded again after it")
-	_, err = c.get("other", now, func() ([]analytics.Score, error) { return nil, errors.New("down") })
+	_, err = c.get("other", now, func() (windowList, time.Duration, error) { return windowList{}, 0, errors.New("down") })
 	require.Error(t, err)
 	_, err = c.get("other", now, load)
 	require.NoError(t, err, "a failed load is not cached")
+}
+
+// TestScoreCacheKeepsPrecomputedScoresNoLongerThanTheirFreshness: scores the load says are
+// fresh for less than scoreTTL (a precomputed window already a few seconds old) expire then.
+func TestScoreCacheKeepsPrecomputedScoresNoLongerThanTheirFreshness(t *testing.T) {
+	var c scoreCache
+	loads := 0
+	load := func() (windowList, time.Duration, error) {
+		loads++
+		return windowList{}, 500 * time.Millisecond, nil
+	}
+	now := time.Now()
+	for _, at := range []time.Duration{0, 499 * time.Millisecond, 500 * time.Millisecond} {
+		_, err := c.get("k", now.Add(at), load)
+		require.NoError(t, err)
+	}
+	require.Equal(t, 2, loads, "reused for 500 ms, not scoreTTL")
+	_, err := c.get("z", now, func() (windowList, time.Duration, error) { loads++; return windowList{}, 0, nil })
+	require.NoError(t, err)
+	_, err = c.get("z", now, func() (windowList, time.Duration, error) { loads++; return windowList{}, 0, nil })
+	require.NoError(t, err)
+	require.Equal(t, 4, loads, "scores already at their age limit are not reused")
+}
+
+func TestWantedWindowsAreAnnouncedOncePerInterval(t *testing.T) {
+	var c scoreCache
+	now := time.Now()
+	require.True(t, c.shouldWant("i|7", now))
+	require.False(t, c.shouldWant("i|7", now.Add(wantEvery-time.Second)))
+	require.True(t, c.shouldWant("i|8", now), "each window on its own")
+	require.True(t, c.shouldWant("i|7", now.Add(wantEvery)))
+	c.unwant("i|8")
+	require.True(t, c.shouldWant("i|8", now.Add(time.Second)), "announced again after a failed announcement")
+	require.Less(t, wantEvery, analytics.DemandFor, "announced again before the leader forgets it")
 }

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -32,10 +35,12 @@ const (
 	trendVisitors = 500_000
 	// trendChunk is the events of one ClickHouse INSERT … SELECT.
 	trendChunk = 1_000_000
-	// naiveRuns is how many times the naive Postgres query runs (it takes seconds).
-	naiveRuns = 5
-	// coldRuns is how many trending requests are timed with no cached scores.
+	// coldRuns is how many trending requests are timed with no scores cached in the process,
+	// each alternated with a run of the naive query.
 	coldRuns = 5
+	// freshWindows are the windows (days) whose first request is timed: nothing precomputed
+	// yet, the service ranks the window itself. The middle one is the default window.
+	freshWindows = "6,7,8"
 	// trendSceneIDPrefix and 10000+i (five digits) make the 24-hex ids of the generated scenes.
 	trendSceneIDPrefix = "bbbbbbbbbbbbbbbbbbb"
 )
@@ -47,8 +52,9 @@ var GoalLostViews = &Goal{Target: 0, Unit: "views"}
 // same events.
 var GoalTrendingVsNaive = &Goal{Target: 0.1, Unit: "× naive"}
 
-// GoalTrendingUncached caps one trending request that computes its ranking afresh.
-var GoalTrendingUncached = &Goal{Target: 0.5, Unit: "× naive"}
+// GoalTrendingUncached caps one trending request whose scores are not cached in the process:
+// at least 100 times faster than the naive query (issue 16).
+var GoalTrendingUncached = &Goal{Target: 0.01, Unit: "× naive"}
 
 // bareViewsHandler queues a view with the product's own statement (session.InsertView) for the
 // integration in BareIntegrationHeader, as a guest: it authenticates nothing and decodes the body
@@ -162,10 +168,12 @@ func drained(ctx context.Context, st *testenv.Stack, sceneID string, want int64)
 }
 
 // trendingScale is P3: 10 M view events over 90 days across 10 000 public scenes of one
-// integration, then GET /api/v1/splats/trending (default window and limit) under load against a
+// integration, then GET /api/v1/splats/trending (default limit): the first request of a window
+// (ranked on the spot), requests that miss the process's cache (precomputed window), and the
+// default window under load, each against a
 // naive Postgres GROUP BY over the same number of raw events in one table.
-func (r *runner) trendingScale(ctx context.Context, st *testenv.Stack, t Tenant, p50, p99, cold *Row) {
-	fail := func(err error) { p50.Err, p99.Err, cold.Err = err, err, err }
+func (r *runner) trendingScale(ctx context.Context, st *testenv.Stack, t Tenant, p50, p99, cold, onSpot *Row) {
+	fail := func(err error) { p50.Err, p99.Err, cold.Err, onSpot.Err = err, err, err, err }
 	log := r.o.Log.With("measure", "trending")
 	pg, err := pgx.Connect(ctx, st.State.PostgresURL)
 	if err != nil {
@@ -187,14 +195,21 @@ func (r *runner) trendingScale(ctx context.Context, st *testenv.Stack, t Tenant,
 		return
 	}
 	defer ch.Close()
+	if !validBenchID.MatchString(t.IntegrationID) {
+		fail(fmt.Errorf("unexpected integration id %q", t.IntegrationID))
+		return
+	}
 	for off := 0; off < trendEvents; off += trendChunk {
-		err := ch.Exec(ctx, `INSERT INTO `+st.State.ClickHouseDB+`.`+analytics.EventsTable+`
-			SELECT toUInt64(1000000000000 + n) AS event_id, ? AS integration_id,
-				concat(?, toString(10000 + n % ?)) AS scene_id,
-				concat('v', toString(intHash32(n) % ?)) AS visitor_id,
-				toDateTime(now() - intHash32(n * 7 + 1) % ?) AS viewed_at
-			FROM (SELECT number + ? AS n FROM numbers(?))`,
-			t.IntegrationID, trendSceneIDPrefix, trendScenes, trendVisitors, trendDays*86400, off, trendChunk)
+		// Over HTTP, which has no client read timeout: on a loaded machine one chunk took longer
+		// than the native client's 30 s. 18.16 takes no HTTP query parameters; every value
+		// spliced here is a number or the checked integration id.
+		err := clickhouseHTTP(ctx, st.State.ClickHouseHTTPURL, fmt.Sprintf(`INSERT INTO %s.%s
+			SELECT toUInt64(1000000000000 + n) AS event_id, '%s' AS integration_id,
+				concat('%s', toString(10000 + n %% %d)) AS scene_id,
+				concat('v', toString(intHash32(n) %% %d)) AS visitor_id,
+				toDateTime(now() - intHash32(n * 7 + 1) %% %d) AS viewed_at
+			FROM (SELECT number + %d AS n FROM numbers(%d))`,
+			st.State.ClickHouseDB, analytics.EventsTable, t.IntegrationID, trendSceneIDPrefix, trendScenes, trendVisitors, trendDays*86400, off, trendChunk))
 		if err != nil {
 			fail(fmt.Errorf("insert events: %w", err))
 			return
@@ -223,21 +238,103 @@ func (r *runner) trendingScale(ctx context.Context, st *testenv.Stack, t Tenant,
 	log.Info("events in Postgres", "events", trendEvents, "took", time.Since(t1).Round(time.Millisecond))
 
 	path := "/api/v1/splats/trending"
-	// Uncached: the service reuses an integration's window scores for 2 s, so requests 2.5 s
-	// apart each pay the full ClickHouse ranking.
-	var uncached []time.Duration
-	for i := range coldRuns {
-		if i > 0 {
-			time.Sleep(2500 * time.Millisecond)
-		}
+	since := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -7)
+	naiveQuery := func() (time.Duration, error) {
 		q0 := time.Now()
-		if _, err := call(st.State.GatewayURL, http.MethodGet, path, t.Headers(), nil, http.StatusOK); err != nil {
+		rows, err := pg.Query(ctx, `SELECT scene_id, count(DISTINCT visitor_id) * 3 + count(*) AS score
+			FROM bench_view_events WHERE integration_id = $1 AND viewed_at >= $2
+			GROUP BY scene_id ORDER BY score DESC, scene_id LIMIT 12`, t.IntegrationID, since)
+		if err == nil {
+			for rows.Next() {
+			}
+			rows.Close()
+			err = rows.Err()
+		}
+		return time.Since(q0), err
+	}
+	timed := func(query string) (time.Duration, error) {
+		q0 := time.Now()
+		_, err := call(st.State.GatewayURL, http.MethodGet, path+query, t.Headers(), nil, http.StatusOK)
+		return time.Since(q0), err
+	}
+	// precomputedAge waits up to wait for the default window to have been precomputed (its
+	// heartbeat row in analytics.ScoresTable) and returns how old it is. Meanwhile it asks for
+	// the window every 2 s, as a page showing trending would.
+	precomputedAge := func(wait time.Duration) (time.Duration, error) {
+		deadline := time.Now().Add(wait)
+		for asked := time.Now(); ; {
+			var n uint64
+			var secs int64
+			err := ch.QueryRow(ctx, `SELECT count(), toInt64(now()) - toInt64(max(computed_at)) FROM `+st.State.ClickHouseDB+"."+analytics.ScoresTable+`
+				WHERE integration_id = ? AND since = toDate(?) AND scene_id = ''`, t.IntegrationID, since.Format(time.DateOnly)).Scan(&n, &secs)
+			if err != nil {
+				return 0, err
+			}
+			if n > 0 {
+				return time.Duration(secs) * time.Second, nil
+			}
+			if time.Now().After(deadline) {
+				return 0, fmt.Errorf("the trending window since %s was not precomputed within %s", since.Format(time.DateOnly), wait)
+			}
+			if time.Since(asked) > 2*time.Second {
+				if _, err := call(st.State.GatewayURL, http.MethodGet, path, t.Headers(), nil, http.StatusOK); err != nil {
+					return 0, err
+				}
+				asked = time.Now()
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	// The first request of a window finds nothing precomputed: the service ranks it from the
+	// daily rollup itself (and asks the streamer's leader to keep it precomputed from then on).
+	var fresh []time.Duration
+	for _, w := range strings.Split(freshWindows, ",") {
+		d, err := timed("?window=" + w)
+		if err != nil {
 			fail(err)
 			return
 		}
-		uncached = append(uncached, time.Since(q0))
+		fresh = append(fresh, d)
+	}
+	slices.Sort(fresh)
+	// Then the default window is precomputed within a refresh or two.
+	ready := time.Now()
+	age, err := precomputedAge(2 * time.Minute)
+	if err != nil {
+		fail(err)
+		return
+	}
+	log.Info("default window precomputed", "after", time.Since(ready).Round(time.Millisecond), "age", age)
+	// Uncached: the service reuses an integration's window scores for at most 2 s, so requests
+	// 2.5 s apart each miss the process's cache and read the precomputed window. Each is
+	// alternated with a run of the naive query (A/B, so both see the same machine load), and the
+	// window's age is read after each request: it must have been fresh enough to be used.
+	var uncached, naive []time.Duration
+	var ages []string
+	for range coldRuns {
+		d, err := naiveQuery()
+		if err != nil {
+			fail(fmt.Errorf("naive query: %w", err))
+			return
+		}
+		naive = append(naive, d)
+		if rest := 2500*time.Millisecond - d; rest > 0 {
+			time.Sleep(rest)
+		}
+		if d, err = timed(""); err != nil {
+			fail(err)
+			return
+		}
+		uncached = append(uncached, d)
+		age, err := precomputedAge(0)
+		if err != nil {
+			fail(err)
+			return
+		}
+		ages = append(ages, age.String())
 	}
 	slices.Sort(uncached)
+	slices.Sort(naive)
 	o := r.loadOptions(st.State.GatewayURL+path, t.Headers(), Request{})
 	o.Concurrency = 4
 	res, err := RunLoad(ctx, o)
@@ -249,34 +346,41 @@ func (r *runner) trendingScale(ctx context.Context, st *testenv.Stack, t Tenant,
 		fail(fmt.Errorf("trending: no successful request (%s)", res.Summary()))
 		return
 	}
-	since := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -7)
-	var naive []time.Duration
-	for range naiveRuns {
-		q0 := time.Now()
-		rows, err := pg.Query(ctx, `SELECT scene_id, count(DISTINCT visitor_id) * 3 + count(*) AS score
-			FROM bench_view_events WHERE integration_id = $1 AND viewed_at >= $2
-			GROUP BY scene_id ORDER BY score DESC, scene_id LIMIT 12`, t.IntegrationID, since)
-		if err == nil {
-			for rows.Next() {
-			}
-			rows.Close()
-			err = rows.Err()
-		}
-		if err != nil {
-			fail(fmt.Errorf("naive query: %w", err))
-			return
-		}
-		naive = append(naive, time.Since(q0))
-	}
-	slices.Sort(naive)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	p50.Value, p50.Bare = ms(res.P50), ms(naive[len(naive)/2])
+	med := func(ds []time.Duration) time.Duration { return ds[len(ds)/2] }
+	p50.Value, p50.Bare = ms(res.P50), ms(med(naive))
 	p99.Value, p99.Bare = ms(res.P99), ms(naive[len(naive)-1])
-	p50.Notes = fmt.Sprintf("trending (window scores cached 2 s) %s, %.0f req/s at concurrency %d; naive Postgres GROUP BY over %d raw rows with an index on (integration_id, viewed_at): %s",
+	p50.Notes = fmt.Sprintf("trending (window scores cached up to 2 s) %s, %.0f req/s at concurrency %d; naive Postgres GROUP BY over %d raw rows with an index on (integration_id, viewed_at): %s",
 		res.Summary(), res.RPS, o.Concurrency, trendEvents, fmtDurations(naive))
-	p99.Notes = "naive: the slowest of " + strconv.Itoa(naiveRuns) + " runs"
-	cold.Value, cold.Bare = ms(uncached[len(uncached)/2]), ms(naive[len(naive)/2])
-	cold.Notes = "median of " + strconv.Itoa(coldRuns) + " sequential requests 2.5 s apart: " + fmtDurations(uncached)
+	p99.Notes = "naive: the slowest of " + strconv.Itoa(len(naive)) + " runs"
+	cold.Value, cold.Bare = ms(med(uncached)), ms(med(naive))
+	cold.Notes = fmt.Sprintf("%.0f× faster than the naive query; median of %d sequential requests 2.5 s apart, each after a naive run (A/B), reading the precomputed window (its age after each: %s): %s",
+		float64(med(naive))/float64(med(uncached)), len(uncached), strings.Join(ages, ", "), fmtDurations(uncached))
+	onSpot.Value, onSpot.Bare = ms(med(fresh)), ms(med(naive))
+	onSpot.Notes = fmt.Sprintf("%.0f× faster than the naive query; first request of windows %s days (nothing precomputed: the daily rollup's uniq states merged per request): %s",
+		float64(med(naive))/float64(med(fresh)), freshWindows, fmtDurations(fresh))
+}
+
+// validBenchID is what an id spliced into a ClickHouse statement over HTTP may contain.
+var validBenchID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// clickhouseHTTP runs one statement through ClickHouse's HTTP interface and fails on any
+// status but 200, with the server's message.
+func clickhouseHTTP(ctx context.Context, base, query string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/", strings.NewReader(query))
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("clickhouse http %d: %s", resp.StatusCode, strings.TrimSpace(string(msg)))
+	}
+	return nil
 }
 
 func fmtDurations(ds []time.Duration) string {
