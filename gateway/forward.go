@@ -141,7 +141,7 @@ func (f *forwarder) handle(c *fiber.Ctx) error {
 		req.Header.Set(httpx.CallerHeader, sig)
 	}
 	httpx.InjectTrace(c, req.Header.Set)
-	attempts, err := f.do(req, resp)
+	attempts, err := f.do(affinityKey(c), req, resp)
 	if err != nil {
 		// The route is the pattern (no ids, no query string); no header is logged.
 		f.log.WarnContext(c.UserContext(), "upstream request failed", "upstream", f.name, "addr", f.client.String(),
@@ -160,15 +160,16 @@ func (f *forwarder) handle(c *fiber.Ctx) error {
 	return nil
 }
 
-// do sends req, retrying while the failure shows the upstream did not get it (connection
-// refused, the request's write failed) and, for idempotent methods, when the connection broke
-// before an answer (a pooled connection the upstream closed, or an upstream killed mid-request):
-// with backoff, for at most retryFor. It returns the number of attempts made.
-func (f *forwarder) do(req *fasthttp.Request, resp *fasthttp.Response) (int, error) {
+// do sends req to the replica of the affinity key (replicas.go), retrying while the failure
+// shows the upstream did not get it (connection refused, the request's write failed) and, for
+// idempotent methods, when the connection broke before an answer (a pooled connection the
+// upstream closed, or an upstream killed mid-request): with backoff, for at most retryFor. It
+// returns the number of attempts made.
+func (f *forwarder) do(key string, req *fasthttp.Request, resp *fasthttp.Response) (int, error) {
 	deadline := time.Now().Add(f.retryFor)
 	backoff := upstreamBackoffMin
 	for attempt := 1; ; attempt++ {
-		err := f.client.Do(req, resp)
+		err := f.client.Do(key, req, resp)
 		if err == nil {
 			return attempt, nil
 		}

@@ -17,9 +17,15 @@ import (
 
 // replicaSet is the processes of one service a gateway forwards to: an upstream setting names
 // one (http://host:port) or several, separated by commas (SPLATHOST_SCENE_URL=http://a,http://b).
-// Requests take the replicas in turn, so each gets its share whatever the pooled connections
-// do; a replica that refuses the connection is skipped for the others at once (failover), and
-// only when every one refuses does the caller's retry with backoff take over.
+//
+// A request of an integration goes to the replica its id hashes to, from every gateway alike:
+// the services cache rows in memory and learn of another process's change by NOTIFY, a few
+// milliseconds later, so an integrator's read right after its write (a scene made public, then
+// read by another customer) must reach the process that made the change to see it, as it does
+// when one process serves everything. Many integrations spread over the replicas. Requests
+// without an integration (the operator's, the public asset route) take the replicas in turn.
+// A replica that refuses the connection is skipped for the next at once (failover), and only
+// when every one refuses does the caller's retry with backoff take over.
 type replicaSet struct {
 	hosts []string
 	next  atomic.Uint32
@@ -39,12 +45,29 @@ func newReplicaSet(base string) (*replicaSet, error) {
 	return &replicaSet{hosts: hosts}, nil
 }
 
-// start is the index of the replica the next request tries first.
-func (r *replicaSet) start() int {
-	if len(r.hosts) == 1 {
+// start is the index of the replica a request with the affinity key tries first: the key's
+// (FNV-1a) when there is one, the next in turn otherwise.
+func (r *replicaSet) start(key string) int {
+	n := uint32(len(r.hosts))
+	if n == 1 {
 		return 0
 	}
-	return int((r.next.Add(1) - 1) % uint32(len(r.hosts)))
+	if key != "" {
+		h := uint32(2166136261)
+		for i := 0; i < len(key); i++ {
+			h = (h ^ uint32(key[i])) * 16777619
+		}
+		return int(h % n)
+	}
+	return int((r.next.Add(1) - 1) % n)
+}
+
+// affinityKey is the key that picks a request's replica: its caller's integration.
+func affinityKey(c *fiber.Ctx) string {
+	if caller := httpx.CallerOf(c); caller != nil {
+		return caller.IntegrationID
+	}
+	return ""
 }
 
 // String names the replicas in logs and errors.
@@ -69,11 +92,11 @@ func newReplicaPool(base string, newClient func(addr string) *fasthttp.HostClien
 	return p, nil
 }
 
-// Do sends req to the next replica in turn, with its Host; when a replica cannot have received
-// it (failureOf: notReceived, a refused connection above all) the next is tried at once, each
-// replica once. It returns the last replica's error.
-func (p *replicaPool) Do(req *fasthttp.Request, resp *fasthttp.Response) error {
-	first := p.set.start()
+// Do sends req to the replica of the affinity key (replicaSet.start), with its Host; when a
+// replica cannot have received it (failureOf: notReceived, a refused connection above all) the
+// next is tried at once, each replica once. It returns the last replica's error.
+func (p *replicaPool) Do(key string, req *fasthttp.Request, resp *fasthttp.Response) error {
+	first := p.set.start(key)
 	var err error
 	for i := range p.clients {
 		c := p.clients[(first+i)%len(p.clients)]

@@ -74,3 +74,25 @@ func TestUpstreamReadyWhenOneReplicaIs(t *testing.T) {
 	require.NoError(t, upstreamReady(down+","+ok.URL)(ctx))
 	require.Error(t, upstreamReady(down)(ctx))
 }
+
+// TestReplicaAffinity: every gateway sends an integration's requests to the same replica (its
+// reads see its writes, which that replica's cache holds at once), and integrations spread.
+func TestReplicaAffinity(t *testing.T) {
+	one, err := newReplicaSet("http://a:1,http://b:1,http://c:1")
+	require.NoError(t, err)
+	other, err := newReplicaSet("http://a:1,http://b:1,http://c:1")
+	require.NoError(t, err)
+	used := map[int]bool{}
+	for i := range 30 {
+		key := "integration-" + string(rune('a'+i))
+		first := one.start(key)
+		for range 3 {
+			require.Equal(t, first, one.start(key))
+			require.Equal(t, first, other.start(key), "another gateway picks the same replica")
+		}
+		used[first] = true
+	}
+	require.Len(t, used, 3, "integrations spread over every replica")
+	// Without a key, in turn.
+	require.Equal(t, []int{0, 1, 2, 0}, []int{one.start(""), one.start(""), one.start(""), one.start("")})
+}

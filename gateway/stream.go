@@ -83,7 +83,7 @@ func (s *streamer) handle(c *fiber.Ctx) error {
 	if c.Method() == fiber.MethodHead {
 		resp.SkipBody = true
 	}
-	if err := s.client.Do(req, resp); err != nil {
+	if err := s.client.Do("", req, resp); err != nil {
 		fasthttp.ReleaseResponse(resp)
 		e := apperr.New(fiber.StatusBadGateway, "service unavailable, retry with backoff")
 		e.Cause = err

@@ -139,7 +139,7 @@ func (t *tunnel) dial(req *fasthttp.Request) (net.Conn, int, error) {
 	for attempt := 1; ; attempt++ {
 		var conn net.Conn
 		var err error
-		first := t.addr.start()
+		first := t.addr.start("")
 		for i := range t.addr.hosts {
 			host := t.addr.hosts[(first+i)%len(t.addr.hosts)]
 			if conn, err = net.DialTimeout("tcp", host, tunnelHandshake); err == nil {
