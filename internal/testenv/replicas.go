@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -36,6 +38,9 @@ func replicasFromEnv() (int, error) {
 // (its public URL included: answers name the balancer, as they would name a production load
 // balancer) and balances ln's connections over their gateways.
 func (e *Env) startReplicas(n int, ln net.Listener) error {
+	if err := e.awaitStreamerLead(); err != nil {
+		return err
+	}
 	sp, err := StartSplit(SplitOptions{Config: e.Config, LogDir: e.Dir, Replicas: n})
 	if err != nil {
 		return err
@@ -56,6 +61,29 @@ func (e *Env) startReplicas(n int, ln net.Listener) error {
 	}
 	go e.balancer.serve()
 	return nil
+}
+
+// awaitStreamerLead waits until the in-process view streamer holds its advisory lock, before any
+// replica's worker could take it: the view tests watch that streamer (its failures during a
+// ClickHouse outage), and a replica's would drain the outbox unseen. At this point the streamer's
+// is the only session-level advisory lock in the database (rooms and webhook slots take theirs
+// per transaction, under load that has not started yet).
+func (e *Env) awaitStreamerLead() error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var held bool
+		err := e.Process.DB.Pool.QueryRow(context.Background(),
+			`SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1)`).Scan(&held)
+		switch {
+		case err != nil:
+			return err
+		case held:
+			return nil
+		case time.Now().After(deadline):
+			return errors.New("the in-process view streamer did not take its lock within a minute")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // stopReplicas stops the balancer and the replicas.

@@ -82,6 +82,7 @@ func run(args []string) (broken bool, err error) {
 	fs.BoolVar(&o.WebhooksOnly, "webhooks-only", false, "run only the webhook delivery measures (allinone)")
 	fs.BoolVar(&o.RenditionsOnly, "renditions-only", false, "run only the rendition measures (no stack)")
 	fs.BoolVar(&o.IdempotencyOnly, "idempotency-only", false, "run only the idempotent commit measure (with and without an Idempotency-Key, allinone)")
+	fs.BoolVar(&o.ScaleoutOnly, "scaleout-only", false, "run only the scale-out measure (split, 1 against 2 of each binary, two stacks at once)")
 	fs.BoolVar(&o.TTFFOnly, "ttff-only", false, "run only the viewer's time to first frame, upload against rendition (split, Chromium)")
 	fs.Func("rendition-sizes", "comma-separated Gaussian counts of the rendition scenes (default 100000,1000000,3000000)", func(v string) error {
 		for _, f := range strings.Split(v, ",") {
