@@ -87,6 +87,13 @@ func run() error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// A pinned topology asked for on the command line (a test's) wins over a SPLATHOST_REPLICAS
+	// left in the shell.
+	replicasFlag := false
+	fs.Visit(func(f *flag.Flag) { replicasFlag = replicasFlag || f.Name == "replicas" })
+	if !replicasFlag && (opts.Gateways > 1 || opts.Sessions > 1) {
+		opts.Replicas = 1
+	}
 
 	if randomPorts {
 		// Flags given explicitly win over random picks.
