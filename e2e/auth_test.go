@@ -124,13 +124,15 @@ func rawRequest(t *testing.T, req string) (int, string) {
 
 func TestAuthenticationHitsTheCacheNotTheDatabase(t *testing.T) {
 	a := newTenant(t)
-	require.Equal(t, 200, do(t, "PUT", "/api/v1/external-user", a.keys("c"), nil).Status)
+	// The counters are the in-process gateway's: the requests go to it, scaled out or not.
+	gw := env.ProcessURL
+	require.Equal(t, 200, doAt(t, gw, "PUT", "/api/v1/external-user", a.keys("c"), nil).Status)
 	// The NOTIFY of this integration's own creation flushes the cache once more, shortly after;
 	// wait until two calls in a row are served from the cache.
 	require.Eventually(t, func() bool {
 		n := env.Process.Integrations.Loads()
-		do(t, "GET", "/api/v1/external-user", a.keys("c"), nil)
-		do(t, "GET", "/api/v1/external-user", a.keys("c"), nil)
+		doAt(t, gw, "GET", "/api/v1/external-user", a.keys("c"), nil)
+		doAt(t, gw, "GET", "/api/v1/external-user", a.keys("c"), nil)
 		return env.Process.Integrations.Loads() == n
 	}, 5*time.Second, 50*time.Millisecond)
 	// Other tests' integration changes flush the whole cache when their NOTIFY arrives, which
@@ -140,13 +142,13 @@ func TestAuthenticationHitsTheCacheNotTheDatabase(t *testing.T) {
 	require.Eventually(t, func() bool {
 		before = env.Process.Integrations.Loads()
 		for i := 0; i < 20; i++ {
-			require.Equal(t, 200, do(t, "GET", "/api/v1/external-user", a.keys("c"), nil).Status)
+			require.Equal(t, 200, doAt(t, gw, "GET", "/api/v1/external-user", a.keys("c"), nil).Status)
 		}
 		return env.Process.Integrations.Loads() == before
 	}, 10*time.Second, 50*time.Millisecond, "cached integrations need no lookup")
 	// A change flushes the cache, so the next request reads the row again.
-	require.Equal(t, 200, do(t, "PATCH", "/admin/v1/integrations/"+a.IntegrationID, admin(), map[string]any{"productSlug": "new.example.com"}).Status)
-	r := do(t, "GET", "/api/v1/external-user", a.keys("c"), nil)
+	require.Equal(t, 200, doAt(t, gw, "PATCH", "/admin/v1/integrations/"+a.IntegrationID, admin(), map[string]any{"productSlug": "new.example.com"}).Status)
+	r := doAt(t, gw, "GET", "/api/v1/external-user", a.keys("c"), nil)
 	require.Equal(t, "new.example.com", r.Body["externalUser"].(map[string]any)["productSlug"])
 	require.Greater(t, env.Process.Integrations.Loads(), before)
 }

@@ -122,3 +122,13 @@ func issuesMention(issues []any, substr string) bool {
 	}
 	return false
 }
+
+// inProcessOnly skips a test that observes the in-process product's own instruments (its
+// metrics registry, its recorded spans) when the suite runs scaled out (testenv.ReplicasEnv):
+// requests then reach the replicas, and workflows run on any of the workers.
+func inProcessOnly(t *testing.T) {
+	t.Helper()
+	if env.Replicas != nil {
+		t.Skip("observes the in-process product's instruments; scaled out, the work runs in the replicas")
+	}
+}

@@ -48,6 +48,7 @@ func scrape(t *testing.T, url string, headers map[string]string) map[string]floa
 // views accepted, ingested and spooled. Counters are compared before and after, at least
 // (tests of this binary run side by side). TestDevStackRunsSplitBinaries scrapes each binary.
 func TestMetrics(t *testing.T) {
+	inProcessOnly(t)
 	page := env.URL + "/metrics"
 	before := scrape(t, page, admin())
 	requireEnvelope(t, do(t, "GET", "/metrics", nil, nil), 401)

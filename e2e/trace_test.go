@@ -16,6 +16,7 @@ import (
 // finds one trace holding the request's server span, the workflow start, the workflow run and
 // each activity of the job, every span's parent inside the same trace back to the caller's.
 func TestTraceFollowsACloneIntoTheWorkflow(t *testing.T) {
+	inProcessOnly(t)
 	require.NotNil(t, env.Traces, "the test product records spans when no OTLP endpoint is set")
 	a := newTenant(t)
 	src := commitScene(t, a, "traced", 12)

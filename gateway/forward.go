@@ -1,13 +1,11 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/url"
 	"slices"
 	"sync/atomic"
 	"syscall"
@@ -44,7 +42,7 @@ const (
 // pool, with the caller the gateway authenticated signed into httpx.CallerHeader.
 type forwarder struct {
 	name     string
-	client   *fasthttp.HostClient
+	client   *replicaPool // the service's replicas, each with its keep-alive pool (replicas.go)
 	signer   *httpx.CallerSigner
 	log      *slog.Logger
 	retryFor time.Duration
@@ -54,29 +52,31 @@ type forwarder struct {
 }
 
 func newForwarder(name, base string, secret []byte, log *slog.Logger) (*forwarder, error) {
-	u, err := url.Parse(base)
-	if err != nil || u.Scheme != "http" || u.Host == "" {
-		return nil, fmt.Errorf("upstream url %q: want http://host:port", base)
-	}
 	if len(secret) == 0 {
 		return nil, errors.New("forwarding needs the internal secret")
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &forwarder{name: name, signer: httpx.NewCallerSigner(secret), log: log, retryFor: upstreamRetryFor, client: &fasthttp.HostClient{
-		Addr:                          u.Host,
-		MaxConns:                      1024,
-		MaxIdleConnDuration:           upstreamIdleFor,
-		ReadTimeout:                   60 * time.Second,
-		WriteTimeout:                  60 * time.Second,
-		DisableHeaderNamesNormalizing: true,
-		MaxResponseBodySize:           64 << 20,
-		// One attempt per Do: handle decides what may be retried (fasthttp would also resend a
-		// POST after an EOF, which a service that died while handling it may have applied).
-		MaxIdemponentCallAttempts: 1,
-		Dial:                      dialLive,
-	}}, nil
+	pool, err := newReplicaPool(base, func(addr string) *fasthttp.HostClient {
+		return &fasthttp.HostClient{
+			Addr:                          addr,
+			MaxConns:                      1024,
+			MaxIdleConnDuration:           upstreamIdleFor,
+			ReadTimeout:                   60 * time.Second,
+			WriteTimeout:                  60 * time.Second,
+			DisableHeaderNamesNormalizing: true,
+			MaxResponseBodySize:           64 << 20,
+			// One attempt per Do: handle decides what may be retried (fasthttp would also resend a
+			// POST after an EOF, which a service that died while handling it may have applied).
+			MaxIdemponentCallAttempts: 1,
+			Dial:                      dialLive,
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &forwarder{name: name, signer: httpx.NewCallerSigner(secret), log: log, retryFor: upstreamRetryFor, client: pool}, nil
 }
 
 // dialLive dials like fasthttp's default and wraps the connection in a liveConn.
@@ -132,7 +132,6 @@ func (f *forwarder) handle(c *fiber.Ctx) error {
 	for _, h := range hopHeaders {
 		req.Header.Del(h)
 	}
-	req.Header.SetHost(f.client.Addr)
 	req.Header.Del(httpx.CallerHeader)
 	if caller := httpx.CallerOf(c); caller != nil {
 		sig, err := f.signer.Sign(caller, time.Now())
@@ -142,17 +141,17 @@ func (f *forwarder) handle(c *fiber.Ctx) error {
 		req.Header.Set(httpx.CallerHeader, sig)
 	}
 	httpx.InjectTrace(c, req.Header.Set)
-	attempts, err := f.do(req, resp)
+	attempts, err := f.do(affinityKey(c), req, resp)
 	if err != nil {
 		// The route is the pattern (no ids, no query string); no header is logged.
-		f.log.WarnContext(c.UserContext(), "upstream request failed", "upstream", f.name, "addr", f.client.Addr,
+		f.log.WarnContext(c.UserContext(), "upstream request failed", "upstream", f.name, "addr", f.client.String(),
 			"method", c.Method(), "route", c.Route().Path, "attempts", attempts, "requestId", httpx.RequestID(c), "error", err)
 		e := apperr.New(fiber.StatusBadGateway, "service unavailable, retry with backoff")
-		e.Cause = fmt.Errorf("upstream %s (%s) after %d attempts: %w", f.name, f.client.Addr, attempts, err)
+		e.Cause = fmt.Errorf("upstream %s (%s) after %d attempts: %w", f.name, f.client, attempts, err)
 		return e
 	}
 	if attempts > 1 {
-		f.log.InfoContext(c.UserContext(), "upstream answered after retries", "upstream", f.name, "addr", f.client.Addr,
+		f.log.InfoContext(c.UserContext(), "upstream answered after retries", "upstream", f.name, "addr", f.client.String(),
 			"method", c.Method(), "route", c.Route().Path, "attempts", attempts, "requestId", httpx.RequestID(c))
 	}
 	c.Status(resp.StatusCode())
@@ -162,15 +161,16 @@ func (f *forwarder) handle(c *fiber.Ctx) error {
 	return nil
 }
 
-// do sends req, retrying while the failure shows the upstream did not get it (connection
-// refused, the request's write failed) and, for idempotent methods, when the connection broke
-// before an answer (a pooled connection the upstream closed, or an upstream killed mid-request):
-// with backoff, for at most retryFor. It returns the number of attempts made.
-func (f *forwarder) do(req *fasthttp.Request, resp *fasthttp.Response) (int, error) {
+// do sends req to the replica of the affinity key (replicas.go), retrying while the failure
+// shows the upstream did not get it (connection refused, the request's write failed) and, for
+// idempotent methods, when the connection broke before an answer (a pooled connection the
+// upstream closed, or an upstream killed mid-request): with backoff, for at most retryFor. It
+// returns the number of attempts made.
+func (f *forwarder) do(key string, req *fasthttp.Request, resp *fasthttp.Response) (int, error) {
 	deadline := time.Now().Add(f.retryFor)
 	backoff := upstreamBackoffMin
 	for attempt := 1; ; attempt++ {
-		err := f.client.Do(req, resp)
+		err := f.client.Do(key, req, resp)
 		if err == nil {
 			return attempt, nil
 		}
@@ -254,24 +254,6 @@ func failureOf(err error) upstreamFailure {
 func idempotent(req *fasthttp.Request) bool {
 	h := &req.Header
 	return h.IsGet() || h.IsHead() || h.IsOptions() || h.IsPut()
-}
-
-// upstreamReady checks a service's own readiness endpoint.
-func upstreamReady(base string) httpx.Check {
-	return func(ctx context.Context) error {
-		deadline, ok := ctx.Deadline()
-		if !ok {
-			deadline = time.Now().Add(2 * time.Second)
-		}
-		status, _, err := fasthttp.GetDeadline(nil, base+"/readyz", deadline)
-		if err != nil {
-			return err
-		}
-		if status != fiber.StatusOK {
-			return fmt.Errorf("%s/readyz answered %d", base, status)
-		}
-		return nil
-	}
 }
 
 // copyAnswerHeaders copies a service's answer headers to the client's response, leaving out

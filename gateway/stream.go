@@ -1,9 +1,7 @@
 package gateway
 
 import (
-	"fmt"
 	"net"
-	"net/url"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -36,28 +34,30 @@ const streamBuffered = 64 << 10
 // gigabytes): with no caller, only GET and HEAD, and the answer's body streamed through
 // instead of read whole into memory like the API forwarder does.
 type streamer struct {
-	client *fasthttp.HostClient
+	client *replicaPool
 }
 
 func newStreamer(base string) (*streamer, error) {
-	u, err := url.Parse(base)
-	if err != nil || u.Scheme != "http" || u.Host == "" {
-		return nil, fmt.Errorf("upstream url %q: want http://host:port", base)
+	pool, err := newReplicaPool(base, func(addr string) *fasthttp.HostClient {
+		return &fasthttp.HostClient{
+			Addr:                          addr,
+			MaxConns:                      1024,
+			MaxIdleConnDuration:           90 * time.Second,
+			DisableHeaderNamesNormalizing: true,
+			StreamResponseBody:            true,
+			// fasthttp streams only a body longer than this (and a chunked one); anything up to it
+			// is read whole, which bounds what one answer holds here.
+			MaxResponseBodySize: streamBuffered,
+			// No whole-answer read deadline: a 2 GiB file takes longer than any fixed bound. The
+			// upstream bounds its own idleness (assetIdle), which ends a stalled stream here too.
+			ReadTimeout:  0,
+			WriteTimeout: 60 * time.Second,
+		}
+	})
+	if err != nil {
+		return nil, err
 	}
-	return &streamer{client: &fasthttp.HostClient{
-		Addr:                          u.Host,
-		MaxConns:                      1024,
-		MaxIdleConnDuration:           90 * time.Second,
-		DisableHeaderNamesNormalizing: true,
-		StreamResponseBody:            true,
-		// fasthttp streams only a body longer than this (and a chunked one); anything up to it
-		// is read whole, which bounds what one answer holds here.
-		MaxResponseBodySize: streamBuffered,
-		// No whole-answer read deadline: a 2 GiB file takes longer than any fixed bound. The
-		// upstream bounds its own idleness (assetIdle), which ends a stalled stream here too.
-		ReadTimeout:  0,
-		WriteTimeout: 60 * time.Second,
-	}}, nil
+	return &streamer{client: pool}, nil
 }
 
 // streamHeaders are the request headers a public answer depends on; nothing else (no cookie,
@@ -73,7 +73,6 @@ func (s *streamer) handle(c *fiber.Ctx) error {
 	defer fasthttp.ReleaseRequest(req)
 	req.Header.SetMethod(c.Method())
 	req.SetRequestURIBytes(c.Request().URI().RequestURI())
-	req.Header.SetHost(s.client.Addr)
 	for _, h := range streamHeaders {
 		if v := c.Request().Header.Peek(h); len(v) > 0 {
 			req.Header.SetBytesV(h, v)
@@ -84,7 +83,7 @@ func (s *streamer) handle(c *fiber.Ctx) error {
 	if c.Method() == fiber.MethodHead {
 		resp.SkipBody = true
 	}
-	if err := s.client.Do(req, resp); err != nil {
+	if err := s.client.Do("", req, resp); err != nil {
 		fasthttp.ReleaseResponse(resp)
 		e := apperr.New(fiber.StatusBadGateway, "service unavailable, retry with backoff")
 		e.Cause = err

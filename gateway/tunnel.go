@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/url"
 	"sync"
 	"syscall"
 	"time"
@@ -39,21 +38,21 @@ const (
 // through unread: pings, closes and their codes are the service's.
 type tunnel struct {
 	name     string
-	addr     string
+	addr     *replicaSet
 	secret   []byte
 	log      *slog.Logger
 	retryFor time.Duration
 }
 
 func newTunnel(name, base string, secret []byte, log *slog.Logger) (*tunnel, error) {
-	u, err := url.Parse(base)
-	if err != nil || u.Scheme != "http" || u.Host == "" {
-		return nil, fmt.Errorf("upstream url %q: want http://host:port", base)
+	addr, err := newReplicaSet(base)
+	if err != nil {
+		return nil, err
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &tunnel{name: name, addr: u.Host, secret: secret, log: log, retryFor: upstreamRetryFor}, nil
+	return &tunnel{name: name, addr: addr, secret: secret, log: log, retryFor: upstreamRetryFor}, nil
 }
 
 // tunnelQueryDrop are the query parameters the service never gets: the credential.
@@ -79,7 +78,6 @@ func (t *tunnel) handle(c *fiber.Ctx) error {
 		uri.QueryArgs().Del(q)
 	}
 	req.Header.SetRequestURIBytes(uri.RequestURI())
-	req.Header.SetHost(t.addr)
 	if caller := httpx.CallerOf(c); caller != nil {
 		sig, err := httpx.SignCaller(t.secret, caller, time.Now())
 		if err != nil {
@@ -89,9 +87,9 @@ func (t *tunnel) handle(c *fiber.Ctx) error {
 	}
 	httpx.InjectTrace(c, req.Header.Set)
 
-	up, attempts, err := t.dial()
+	up, attempts, err := t.dial(req)
 	if err != nil {
-		t.log.WarnContext(c.UserContext(), "upstream upgrade failed", "upstream", t.name, "addr", t.addr,
+		t.log.WarnContext(c.UserContext(), "upstream upgrade failed", "upstream", t.name, "addr", t.addr.String(),
 			"route", c.Route().Path, "attempts", attempts, "requestId", httpx.RequestID(c), "error", err)
 		e := apperr.New(fiber.StatusBadGateway, "service unavailable, retry with backoff")
 		e.Cause = err
@@ -101,7 +99,7 @@ func (t *tunnel) handle(c *fiber.Ctx) error {
 	if err != nil {
 		_ = up.Close()
 		fasthttp.ReleaseResponse(resp)
-		t.log.WarnContext(c.UserContext(), "upstream upgrade failed", "upstream", t.name, "addr", t.addr,
+		t.log.WarnContext(c.UserContext(), "upstream upgrade failed", "upstream", t.name, "addr", t.addr.String(),
 			"route", c.Route().Path, "requestId", httpx.RequestID(c), "error", err)
 		e := apperr.New(fiber.StatusBadGateway, "service unavailable, retry with backoff")
 		e.Cause = err
@@ -132,15 +130,25 @@ func (t *tunnel) handle(c *fiber.Ctx) error {
 	return nil
 }
 
-// dial connects to the service, retrying while it refuses connections (a restart) for at most
-// retryFor, with the forwarder's backoff.
-func (t *tunnel) dial() (net.Conn, int, error) {
+// dial connects to the next replica of the service in turn (the others at once when it refuses
+// the connection), setting req's Host to it, and retries while every one refuses (a restart)
+// for at most retryFor, with the forwarder's backoff.
+func (t *tunnel) dial(req *fasthttp.Request) (net.Conn, int, error) {
 	deadline := time.Now().Add(t.retryFor)
 	backoff := upstreamBackoffMin
 	for attempt := 1; ; attempt++ {
-		conn, err := net.DialTimeout("tcp", t.addr, tunnelHandshake)
-		if err == nil {
-			return conn, attempt, nil
+		var conn net.Conn
+		var err error
+		first := t.addr.start("")
+		for i := range t.addr.hosts {
+			host := t.addr.hosts[(first+i)%len(t.addr.hosts)]
+			if conn, err = net.DialTimeout("tcp", host, tunnelHandshake); err == nil {
+				req.Header.SetHost(host)
+				return conn, attempt, nil
+			}
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				break
+			}
 		}
 		if !errors.Is(err, syscall.ECONNREFUSED) || time.Now().Add(backoff).After(deadline) {
 			return nil, attempt, err

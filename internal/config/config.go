@@ -65,8 +65,14 @@ type Config struct {
 	GatewayAddr string
 	// UserAddr, SceneAddr and SessionAddr are the listen addresses of the service binaries.
 	UserAddr, SceneAddr, SessionAddr string
-	// UserURL, SceneURL and SessionURL are where a split gateway forwards to.
+	// UserURL, SceneURL and SessionURL are where a split gateway forwards to: one URL, or the
+	// URLs of a service's replicas separated by commas, which the gateway takes in turn and
+	// fails over between.
 	UserURL, SceneURL, SessionURL string
+	// Replicas is how many processes of each product binary (gateway, user, scene, session,
+	// worker, media-worker) the dev stack runner starts (`SPLATHOST_REPLICAS=2 make dev`); every
+	// gateway forwards to every replica of each service. The product binaries ignore it.
+	Replicas int
 	// WorkerHealthAddr serves the worker's /healthz and /readyz.
 	WorkerHealthAddr string
 	// OTLPEndpoint enables OpenTelemetry trace export over OTLP/HTTP when set (host:port).
@@ -156,6 +162,7 @@ func Load() (Config, error) {
 		UserURL:              l.str("SPLATHOST_USER_URL", "http://127.0.0.1:8081"),
 		SceneURL:             l.str("SPLATHOST_SCENE_URL", "http://127.0.0.1:8082"),
 		SessionURL:           l.str("SPLATHOST_SESSION_URL", "http://127.0.0.1:8083"),
+		Replicas:             l.int("SPLATHOST_REPLICAS", 1),
 		WorkerHealthAddr:     l.str("SPLATHOST_WORKER_HEALTH_ADDR", "127.0.0.1:8084"),
 		OTLPEndpoint:         l.str("SPLATHOST_OTLP_ENDPOINT", ""),
 		LogLevel:             l.str("SPLATHOST_LOG_LEVEL", "info"),
@@ -412,6 +419,7 @@ func (cfg Config) Environ() []string {
 		{"SPLATHOST_USER_URL", cfg.UserURL},
 		{"SPLATHOST_SCENE_URL", cfg.SceneURL},
 		{"SPLATHOST_SESSION_URL", cfg.SessionURL},
+		{"SPLATHOST_REPLICAS", strconv.Itoa(cfg.Replicas)},
 		{"SPLATHOST_WORKER_HEALTH_ADDR", cfg.WorkerHealthAddr},
 		{"SPLATHOST_OTLP_ENDPOINT", cfg.OTLPEndpoint},
 		{"SPLATHOST_LOG_LEVEL", cfg.LogLevel},

@@ -201,7 +201,7 @@ func TestEnvironRoundTrips(t *testing.T) {
 		AdminToken: "admin-token-0123456789", InternalSecret: "internal-secret-0123",
 		SessionKeys: []SessionKey{{ID: "k2", Secret: []byte("0123456789abcdef0123456789abcdef")}},
 		GatewayAddr: "g:1", UserAddr: "u:1", SceneAddr: "s:1", SessionAddr: "se:1",
-		UserURL: "http://u:1", SceneURL: "http://s:1", SessionURL: "http://se:1", WorkerHealthAddr: "w:1",
+		UserURL: "http://u:1,http://u:2", SceneURL: "http://s:1", SessionURL: "http://se:1", Replicas: 2, WorkerHealthAddr: "w:1",
 		OTLPEndpoint: "otel:4317", LogLevel: "debug", BodyLimit: 1234, ShutdownTimeout: 3 * time.Second,
 		CloneWait: 2 * time.Second, CloneAbandonAfter: time.Minute, CloneConcurrency: 7, WorkerSchedules: true,
 		MediaTaskQueue: "mq", MediaHealthAddr: "m:1", SplatTransform: "/opt/st/cli.mjs", RenditionTimeout: time.Minute,

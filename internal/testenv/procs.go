@@ -10,13 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/spawn"
+	"github.com/splathost/splathost/internal/topology"
 )
 
 // SplitNames are the product binaries of a split deployment, in the order Split starts them.
@@ -73,9 +73,15 @@ type SplitOptions struct {
 	// shared stack gets its own, so killing its worker stalls only its own jobs, and the worker
 	// leaves the stack's schedules alone.
 	TaskQueue string
+	// Replicas runs that many of each split binary (1 when zero), named user, user-2, …, every
+	// gateway forwarding to every replica of each service in turn: a deployment scaled out
+	// behind a load balancer (URLs lists the gateways). Media workers are still only those a
+	// test adds.
+	Replicas int
 	// Gateways and Sessions are how many gateway and session service processes to run (1 when
 	// zero), named gateway, gateway-2, … and session, session-2, …. Gateway i forwards to
-	// session i (modulo Sessions); the user and scene services stay single.
+	// session i (modulo Sessions) only; the user and scene services stay single. Not with
+	// Replicas.
 	Gateways, Sessions int
 }
 
@@ -113,28 +119,17 @@ func StartSplit(o SplitOptions) (*Split, error) {
 		c.TaskQueue, c.WorkerSchedules = o.TaskQueue, false
 		c.MediaTaskQueue = o.TaskQueue + "-media"
 	}
-	s := &Split{Config: c, URL: "http://" + c.GatewayAddr, URLs: []string{"http://" + c.GatewayAddr}, binDir: o.BinDir,
-		logDir: o.LogDir, procs: map[string]*splitProc{}, extra: map[string]replica{}}
-	sessionURLs := []string{c.SessionURL}
-	for i := 2; i <= max(o.Sessions, 1); i++ {
-		addr, err := freeAddr()
-		if err != nil {
-			return nil, err
-		}
-		rc := c
-		rc.SessionAddr = addr
-		s.extra["session-"+strconv.Itoa(i)] = replica{bin: "session", cfg: rc, addr: addr}
-		sessionURLs = append(sessionURLs, "http://"+addr)
+	first, procs, err := topology.Plan(c, topology.Options{Replicas: o.Replicas, Gateways: o.Gateways, Sessions: o.Sessions}, freeAddr)
+	if err != nil {
+		return nil, err
 	}
-	for i := 2; i <= max(o.Gateways, 1); i++ {
-		addr, err := freeAddr()
-		if err != nil {
-			return nil, err
+	s := &Split{Config: first, URL: "http://" + c.GatewayAddr, URLs: []string{"http://" + c.GatewayAddr}, binDir: o.BinDir,
+		logDir: o.LogDir, procs: map[string]*splitProc{}, extra: map[string]replica{}}
+	for _, p := range procs {
+		s.extra[p.Name] = replica{bin: p.Bin, cfg: p.Config, addr: p.Addr}
+		if p.Bin == topology.Gateway {
+			s.URLs = append(s.URLs, "http://"+p.Addr)
 		}
-		rc := c
-		rc.GatewayAddr, rc.SessionURL = addr, sessionURLs[(i-1)%len(sessionURLs)]
-		s.extra["gateway-"+strconv.Itoa(i)] = replica{bin: "gateway", cfg: rc, addr: addr}
-		s.URLs = append(s.URLs, "http://"+addr)
 	}
 	names := s.names()
 	for _, n := range names {

@@ -28,6 +28,10 @@ type StackOptions struct {
 	BinDir string
 	// Demo also runs the demo host page (--demo), as `make dev` does.
 	Demo bool
+	// Replicas runs that many processes of each product binary with Services "split"
+	// (--replicas), every gateway forwarding to every replica; State.GatewayURLs lists every
+	// gateway.
+	Replicas int
 	// Gateways and Sessions run that many gateway and session service processes with
 	// Services "split" (--gateways, --sessions; 1 when zero); State.GatewayURLs lists every
 	// gateway.
@@ -102,6 +106,9 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	}
 	if o.Demo {
 		args = append(args, "--demo")
+	}
+	if o.Replicas > 1 {
+		args = append(args, "--replicas", strconv.Itoa(o.Replicas))
 	}
 	if o.Gateways > 1 {
 		args = append(args, "--gateways", strconv.Itoa(o.Gateways))

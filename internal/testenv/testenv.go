@@ -42,8 +42,14 @@ type Env struct {
 	State State
 	// Config is what the in-process product runs with.
 	Config config.Config
-	// URL is the in-process gateway's base URL.
+	// URL is the base URL tests send requests to: the in-process gateway, or with ReplicasEnv the
+	// load balancer in front of the replicas' gateways.
 	URL string
+	// ProcessURL is the in-process gateway's own base URL (URL unless ReplicasEnv is set): for
+	// tests that watch a cache of the in-process product through its counters.
+	ProcessURL string
+	// Replicas are the scaled-out split processes behind URL when ReplicasEnv is set.
+	Replicas *Split
 	// Dir holds the stack's data and every log.
 	Dir string
 	// Process is the in-process product.
@@ -51,10 +57,11 @@ type Env struct {
 	// Traces records the spans of watched traces (nil when an OTLP endpoint is configured).
 	Traces *Traces
 
-	stack  *Stack
-	ln     net.Listener
-	cancel context.CancelFunc
-	served chan error
+	stack    *Stack
+	ln       net.Listener
+	balancer *balancer
+	cancel   context.CancelFunc
+	served   chan error
 }
 
 // RepoRoot finds the repository root (the directory holding go.work).
@@ -96,9 +103,12 @@ const RenditionMinBytes = 256 << 10
 
 // Start brings up the stack and the in-process product.
 func Start() (*Env, error) {
+	replicas, err := replicasFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	var dir string
 	var stack *Stack
-	var err error
 	// The runner picks free ports and binds them a moment later; test binaries of other
 	// packages start stacks beside this one, so a port can be taken in between. Such a start is
 	// tried again, on new ports in a new directory.
@@ -156,8 +166,26 @@ func Start() (*Env, error) {
 		e.Stop()
 		return nil, err
 	}
+	// Scaled out, the in-process product serves on a port of its own and the public one is the
+	// balancer's.
+	processLn, public := e.ln, e.ln
+	if replicas > 1 {
+		if processLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			_ = e.ln.Close()
+			e.Stop()
+			return nil, err
+		}
+	}
+	e.ProcessURL = "http://" + processLn.Addr().String()
 	e.served = make(chan error, 1)
-	go func() { e.served <- boot.ServeListener(ctx, e.Process.App, e.ln, 5*time.Second) }()
+	go func() { e.served <- boot.ServeListener(ctx, e.Process.App, processLn, 5*time.Second) }()
+	if replicas > 1 {
+		if err := e.startReplicas(replicas, public); err != nil {
+			_ = public.Close()
+			e.Stop()
+			return nil, err
+		}
+	}
 	if err := e.waitReady(); err != nil {
 		e.Stop()
 		return nil, err
@@ -165,10 +193,21 @@ func Start() (*Env, error) {
 	return e, nil
 }
 
+// waitReady waits until the in-process product and, scaled out, the balancer's gateways answer
+// /readyz.
 func (e *Env) waitReady() error {
+	for _, base := range []string{e.ProcessURL, e.URL} {
+		if err := waitReady(base); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func waitReady(base string) error {
 	var last string
 	for i := 0; i < 300; i++ {
-		resp, err := http.Get(e.URL + "/readyz")
+		resp, err := http.Get(base + "/readyz")
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -187,6 +226,7 @@ func (e *Env) waitReady() error {
 // Stop shuts everything down and removes the temporary data unless SPLATHOST_KEEP_TEST_DIR is
 // set (to read the logs after a failure).
 func (e *Env) Stop() {
+	e.stopReplicas()
 	if e.cancel != nil {
 		e.cancel()
 		if e.served != nil {

@@ -25,6 +25,9 @@ import (
 type LoadOptions struct {
 	// URL is the full loopback URL to GET.
 	URL string
+	// Addrs, when set, are the host:port the connections are opened to, in turn (several gateways
+	// behind a connection-level balancer); URL's host otherwise.
+	Addrs []string
 	// Headers are sent with every request.
 	Headers map[string]string
 	// Concurrency is the number of workers, each with one keep-alive connection and one
@@ -160,7 +163,7 @@ func RunLoad(ctx context.Context, o LoadOptions) (LoadResult, error) {
 		return LoadResult{}, errors.New("load: concurrency, duration and the request cap must be positive")
 	}
 	hc := &fasthttp.HostClient{
-		Addr:                     u.Host,
+		Addr:                     cmp.Or(strings.Join(o.Addrs, ","), u.Host),
 		MaxConns:                 o.Concurrency,
 		ReadTimeout:              o.Timeout,
 		WriteTimeout:             o.Timeout,

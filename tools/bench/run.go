@@ -76,6 +76,8 @@ type Options struct {
 	IdempotencyOnly bool
 	// CloneOnly runs only the clone measures (allinone); MemoryOnly only the idle memory (split).
 	CloneOnly, MemoryOnly bool
+	// ScaleoutOnly runs only the scale-out measure: 1 against 2 of each split binary.
+	ScaleoutOnly bool
 	// TTFFOnly runs only the viewer's time-to-first-frame measure (phase 6), on a fresh
 	// directory.
 	TTFFOnly bool
@@ -163,7 +165,7 @@ func Run(ctx context.Context, o Options) Report {
 	mp := newMultipartRows()
 	hooks := newWebhookRows()
 	var renditions []Row
-	var memSplit, memAll []Row
+	var memSplit, memAll, scaleout []Row
 
 	dir, err := os.MkdirTemp(o.TempDir, "splathost-bench-")
 	if err == nil {
@@ -244,6 +246,13 @@ func Run(ctx context.Context, o Options) Report {
 				}
 			}
 			return only(trend, readyTrend)
+		}
+		if o.ScaleoutOnly {
+			rep.Rows = append(rep.Rows, r.scaleoutRows(ctx)...)
+			r.cleanup()
+			rep.Problems = r.problems
+			rep.Elapsed = time.Since(start)
+			return rep
 		}
 		if o.TTFFOnly {
 			readyTTFF := Row{Name: "stack ready (split, time-to-first-frame measure)", Unit: "ms"}
@@ -330,6 +339,8 @@ func Run(ctx context.Context, o Options) Report {
 		// Phase 7, all-in-one on a fresh directory: webhook deliveries end to end.
 		var readyHooks Row
 		r.webhookPhase(ctx, &readyHooks, hooks)
+		// Phase 8, two split stacks at once: 1 against 2 of each product binary.
+		scaleout = r.scaleoutRows(ctx)
 		r.cleanup()
 	}
 
@@ -342,6 +353,7 @@ func Run(ctx context.Context, o Options) Report {
 	for _, row := range append(ttff.all(), hooks.all()...) {
 		rep.Rows = append(rep.Rows, *row)
 	}
+	rep.Rows = append(rep.Rows, scaleout...)
 	rep.Rows = append(rep.Rows, readyCold, readyWarm, readyAll, readyRooms)
 	rep.Rows = append(rep.Rows, memSplit...)
 	rep.Rows = append(rep.Rows, memAll...)

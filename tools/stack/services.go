@@ -6,11 +6,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/splathost/splathost/internal/config"
+	"github.com/splathost/splathost/internal/topology"
 )
 
 // Service modes for Options.Services.
@@ -42,33 +42,23 @@ func (d serviceDef) binary() string {
 	return d.name
 }
 
-// replicaDefs are the gateway and session processes beyond the first (Options.Gateways and
-// Options.Sessions), each on a free loopback port: session-2, … and gateway-2, …, gateway i
-// forwarding to session i (modulo the sessions). Two gateways on two session processes are
-// what the multiplayer room's cross-process promise is about: try it with two browsers.
-func replicaDefs(cfg config.Config, gateways, sessions int) ([]serviceDef, error) {
-	var defs []serviceDef
-	sessionURLs := []string{cfg.SessionURL}
-	for i := 2; i <= sessions; i++ {
-		addr, err := freeLoopback()
-		if err != nil {
-			return nil, err
-		}
-		rc := cfg
-		rc.SessionAddr = addr
-		defs = append(defs, serviceDef{name: "session-" + strconv.Itoa(i), readyAddr: addr, bin: "session", cfg: &rc})
-		sessionURLs = append(sessionURLs, "http://"+addr)
+// replicaDefs are the processes beyond the first of their binary (topology.Plan): with
+// Options.Replicas, that many of every binary, each gateway forwarding to every replica of each
+// service; with Options.Gateways and Options.Sessions, gateway i forwarding to session i (modulo
+// the sessions), which is what the multiplayer room's cross-process promise is about: try it
+// with two browsers. The replicas listen on free loopback ports. It returns the configuration the
+// first processes run with (the gateway's upstreams naming every replica).
+func replicaDefs(cfg config.Config, o topology.Options) (config.Config, []serviceDef, error) {
+	o.MediaWorker = true
+	first, procs, err := topology.Plan(cfg, o, freeLoopback)
+	if err != nil {
+		return cfg, nil, err
 	}
-	for i := 2; i <= gateways; i++ {
-		addr, err := freeLoopback()
-		if err != nil {
-			return nil, err
-		}
-		rc := cfg
-		rc.GatewayAddr, rc.SessionURL = addr, sessionURLs[(i-1)%len(sessionURLs)]
-		defs = append(defs, serviceDef{name: "gateway-" + strconv.Itoa(i), readyAddr: addr, bin: "gateway", cfg: &rc})
+	defs := make([]serviceDef, len(procs))
+	for i, p := range procs {
+		defs[i] = serviceDef{name: p.Name, readyAddr: p.Addr, bin: p.Bin, cfg: &p.Config}
 	}
-	return defs, nil
+	return first, defs, nil
 }
 
 // freeLoopback is a loopback address nobody listens on right now.

@@ -24,6 +24,7 @@ import (
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/migrate"
 	"github.com/splathost/splathost/internal/stackstate"
+	"github.com/splathost/splathost/internal/topology"
 )
 
 // Options configures a stack.
@@ -38,9 +39,13 @@ type Options struct {
 	// Demo also starts the demo host page (BinDir/demo) once the services are healthy; it needs
 	// a gateway, so it is ignored with ServicesNone.
 	Demo bool
+	// Replicas is how many processes of each product binary ServicesSplit runs (1 when zero),
+	// every gateway forwarding to every replica of each service, in turn.
+	Replicas int
 	// Gateways and Sessions are how many gateway and session service processes ServicesSplit
-	// runs (1 when zero); the replicas listen on free loopback ports and the state file lists
-	// every gateway in gatewayUrls (replicaDefs).
+	// runs (1 when zero), gateway i forwarding to session i only; not with Replicas. The
+	// replicas listen on free loopback ports and the state file lists every gateway in
+	// gatewayUrls (replicaDefs).
 	Gateways, Sessions int
 	// Ports are the loopback ports of every part.
 	Ports Ports
@@ -241,7 +246,8 @@ func (s *Stack) startServices(ctx context.Context) error {
 	var err error
 	var replicas []serviceDef
 	if s.opts.Services == ServicesSplit {
-		if replicas, err = replicaDefs(s.cfg, s.opts.Gateways, s.opts.Sessions); err != nil {
+		o := topology.Options{Replicas: s.opts.Replicas, Gateways: s.opts.Gateways, Sessions: s.opts.Sessions}
+		if s.cfg, replicas, err = replicaDefs(s.cfg, o); err != nil {
 			return err
 		}
 	}

@@ -90,6 +90,7 @@ func run(args []string) (broken bool, err error) {
 	fs.BoolVar(&o.RenditionsOnly, "renditions-only", false, "run only the rendition measures (no stack)")
 	fs.BoolVar(&o.IdempotencyOnly, "idempotency-only", false, "run only the idempotent commit measure (with and without an Idempotency-Key, allinone)")
 	fs.BoolVar(&o.TrendingOnly, "trending-only", false, "run only the trending measure (10 M view events, allinone)")
+	fs.BoolVar(&o.ScaleoutOnly, "scaleout-only", false, "run only the scale-out measure (split, 1 against 2 of each binary, two stacks at once)")
 	fs.BoolVar(&o.TTFFOnly, "ttff-only", false, "run only the viewer's time to first frame, upload against rendition (split, Chromium)")
 	fs.BoolVar(&o.CloneOnly, "clone-only", false, "run only the clone job measures (allinone)")
 	fs.BoolVar(&o.MemoryOnly, "memory-only", false, "run only the idle memory measure (split)")

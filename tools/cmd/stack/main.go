@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/tools/stack"
 )
 
@@ -45,10 +46,18 @@ func run() error {
 	fs.StringVar(&opts.BinDir, "bin", "bin", "directory holding the product binaries")
 	fs.StringVar(&opts.Services, "services", stack.ServicesSplit, "product processes to run: split, allinone or none")
 	fs.BoolVar(&opts.Demo, "demo", false, "also run the demo host page (bin/demo) once the gateway is healthy")
+	// The product's own loader reads SPLATHOST_REPLICAS, so `SPLATHOST_REPLICAS=2 make dev`
+	// scales every binary; a malformed value fails here, before anything starts.
+	env, err := config.Load()
+	if err != nil {
+		return err
+	}
+	fs.IntVar(&opts.Replicas, "replicas", env.Replicas,
+		"processes of each product binary with --services split ($SPLATHOST_REPLICAS); every gateway forwards to every replica")
 	fs.IntVar(&opts.Gateways, "gateways", envInt("SPLATHOST_STACK_GATEWAYS", 1),
 		"gateway processes to run with --services split ($SPLATHOST_STACK_GATEWAYS); the extra ones on free ports")
 	fs.IntVar(&opts.Sessions, "sessions", envInt("SPLATHOST_STACK_SESSIONS", 1),
-		"session service processes to run with --services split ($SPLATHOST_STACK_SESSIONS); gateway i forwards to session i")
+		"session service processes to run with --services split ($SPLATHOST_STACK_SESSIONS); gateway i forwards to session i only (not with --replicas)")
 	fs.StringVar(&opts.StateFile, "state-file", "", "where to write the state JSON once healthy (default DIR/stack.json)")
 	fs.StringVar(&opts.Bucket, "bucket", "splathost", "S3 bucket to create")
 	fs.StringVar(&opts.Namespace, "namespace", "default", "Temporal namespace to register")
@@ -78,6 +87,13 @@ func run() error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// A pinned topology asked for on the command line (a test's) wins over a SPLATHOST_REPLICAS
+	// left in the shell.
+	replicasFlag := false
+	fs.Visit(func(f *flag.Flag) { replicasFlag = replicasFlag || f.Name == "replicas" })
+	if !replicasFlag && (opts.Gateways > 1 || opts.Sessions > 1) {
+		opts.Replicas = 1
+	}
 
 	if randomPorts {
 		// Flags given explicitly win over random picks.
