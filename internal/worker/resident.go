@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"debug/elf"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -26,7 +27,7 @@ var trimAfter = []time.Duration{0, 2 * time.Second, 10 * time.Second, time.Minut
 func trimResident() {
 	debug.FreeOSMemory()
 	exe, err := os.Executable()
-	if err != nil {
+	if err != nil || hasRelro(exe) {
 		return
 	}
 	f, err := os.Open("/proc/self/maps")
@@ -53,4 +54,22 @@ func trimResident() {
 		// A failure leaves the pages mapped, which is only memory.
 		_, _, _ = syscall.Syscall(syscall.SYS_MADVISE, uintptr(start), uintptr(end-start), syscall.MADV_DONTNEED)
 	}
+}
+
+// hasRelro reports whether the binary has a RELRO segment (or cannot be read): pages the
+// dynamic loader wrote relocations into and then made read-only. Dropping those would bring back
+// the file's unrelocated bytes, so such a binary (external linking) is not trimmed at all; Go's
+// own linker, as `make build` uses it, keeps its relocated GOT writable and emits none.
+func hasRelro(exe string) bool {
+	f, err := elf.Open(exe)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_GNU_RELRO {
+			return true
+		}
+	}
+	return false
 }
