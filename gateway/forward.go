@@ -66,7 +66,10 @@ func newForwarder(name, base string, secret []byte, log *slog.Logger) (*forwarde
 			ReadTimeout:                   60 * time.Second,
 			WriteTimeout:                  60 * time.Second,
 			DisableHeaderNamesNormalizing: true,
-			MaxResponseBodySize:           64 << 20,
+			// The path goes on as the client wrote it: normalizing would decode %2F in a path
+			// segment (a customer id with a slash) into a separator, another route.
+			DisablePathNormalizing: true,
+			MaxResponseBodySize:    64 << 20,
 			// One attempt per Do: handle decides what may be retried (fasthttp would also resend a
 			// POST after an EOF, which a service that died while handling it may have applied).
 			MaxIdemponentCallAttempts: 1,

@@ -173,3 +173,20 @@ func TestForwardResendsOnlyWhatIsSafe(t *testing.T) {
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestForwardKeepsEscapedSlashes: a path segment holding an escaped slash (a customer id with a
+// "/", sent as %2F) reaches the service as the client wrote it, not split into two segments.
+func TestForwardKeepsEscapedSlashes(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.RequestURI
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	app, _ := forwardApp(t, srv.URL, slog.New(slog.DiscardHandler))
+	const uri = "/admin/v1/integrations/i1/customers/team%2Fada/usage?window=7"
+	resp, err := app.Test(httptest.NewRequest("GET", uri, nil), 5_000)
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.StatusCode)
+	require.Equal(t, uri, <-got)
+}
