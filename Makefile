@@ -104,10 +104,10 @@ migrate: bin/splathost
 ## harness starts the real stack). The e2e package includes the browser tests (TestBrowser,
 ## about 2-3 minutes on two cores).
 test: deps build $(WORKFLOWCHECK)
-	go vet ./... ./tools/... ./sdk/go/...
+	go vet -tags e2e ./... ./tools/... ./sdk/go/...
 	cd web && npm test
 	$(WORKFLOWCHECK) ./workflows/...
-	go test -count=1 -timeout 30m ./... ./sdk/go/...
+	go test -count=1 -timeout 30m -tags e2e ./... ./sdk/go/...
 
 bench: deps build bin/bench
 	bin/bench
@@ -122,7 +122,7 @@ bench: deps build bin/bench
 CHAOS_RESULTS := bin/chaos-results.jsonl
 chaos: deps build bin/bench
 	@rm -f $(CHAOS_RESULTS)
-	SPLATHOST_CHAOS_RESULTS=$(abspath $(CHAOS_RESULTS)) go test -count=1 -tags chaos -timeout 60m -run '^TestChaos' ./e2e/; \
+	SPLATHOST_CHAOS_RESULTS=$(abspath $(CHAOS_RESULTS)) go test -count=1 -tags 'e2e chaos' -timeout 60m -run '^TestChaos' ./e2e/; \
 	rc=$$?; bin/bench chaos-report $(CHAOS_RESULTS) || rc=1; exit $$rc
 
 generate:

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 // The fault and abuse suite (issue 12): each case drives the real stack (split binaries killed

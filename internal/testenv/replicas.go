@@ -18,7 +18,7 @@ import (
 // N > 1, Start runs N of each split binary (gateway, user, scene, session, worker and media
 // worker) as processes beside the in-process product, and Env.URL is a round-robin load
 // balancer in front of the N gateways (balancer), so every test may land on any replica.
-// `SPLATHOST_E2E_REPLICAS=2 go test ./e2e/` is the scale-out proof of issue 16.
+// `SPLATHOST_E2E_REPLICAS=2 go test -tags e2e ./e2e/` is the scale-out proof of issue 16.
 const ReplicasEnv = "SPLATHOST_E2E_REPLICAS"
 
 // replicasFromEnv is ReplicasEnv's value, 1 when unset.

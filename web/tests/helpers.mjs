@@ -1,4 +1,4 @@
-// Shared pieces of the browser tests. They run under `go test ./e2e -run TestBrowser`, which
+// Shared pieces of the browser tests. They run under `go test -tags e2e ./e2e -run TestBrowser`, which
 // starts the stack and the demo host and passes their addresses in SPLATHOST_* variables.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -7,7 +7,7 @@ import { launchChromium } from './browser.mjs';
 function need(name) {
   const v = process.env[name];
   if (!v) {
-    throw new Error(`${name} is not set: run the browser tests through \`go test ./e2e -run TestBrowser\` (make test does)`);
+    throw new Error(`${name} is not set: run the browser tests through \`go test -tags e2e ./e2e -run TestBrowser\` (make test does)`);
   }
   return v;
 }
