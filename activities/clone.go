@@ -26,6 +26,7 @@ import (
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/metrics"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/quota"
 )
 
@@ -44,7 +45,7 @@ const (
 // (so the customer deletion purges it too), in a folder of its own named by the job — the id
 // the new scene gets — so a rollback removes exactly what the job copied by emptying it.
 func ClonePrefix(integrationID, ownerRecordID, jobID string) string {
-	return "i/" + integrationID + "/u/" + ownerRecordID + "/clone/" + jobID + "/"
+	return objectkeys.Folder(integrationID, ownerRecordID, objectkeys.KindClone, jobID)
 }
 
 // cloneKey maps a source object key to its copy under dst (a ClonePrefix). Keys of the scene key
@@ -256,7 +257,7 @@ func (a *Activities) planClone(src *ent.Scene, remix bool, in PrepareCloneInput)
 		// Anything else — another customer's file, or another integration's — is left as the
 		// text it is and never copied: levelData is free JSON its owner writes, and naming a
 		// key there must not let a clone copy (and so read) objects its caller could not clone.
-		ownPrefix := "i/" + src.IntegrationID + "/u/" + src.OwnerID + "/"
+		ownPrefix := objectkeys.Customer(src.IntegrationID, src.OwnerID)
 		refs := 0
 		var err error
 		draft.LevelData, _ = walkStrings(src.LevelData, func(s string) string {

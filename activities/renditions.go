@@ -12,6 +12,7 @@ import (
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/events"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/media"
 )
 
@@ -34,7 +35,7 @@ var RenditionFormats = []string{".ply", ".splat", ".ksplat"}
 // customer's deletion finds them like every other object of the scene), in a folder named by
 // the scene, which the asset route maps back to the scene for its access rules.
 func RenditionFolder(integrationID, ownerRecordID, sceneID string) string {
-	return "i/" + integrationID + "/u/" + ownerRecordID + "/rendition/" + sceneID + "/"
+	return objectkeys.Folder(integrationID, ownerRecordID, objectkeys.KindRendition, sceneID)
 }
 
 // RenditionFormat is the converter input format of a scene's upload, and whether the scene

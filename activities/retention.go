@@ -12,6 +12,7 @@ import (
 	"github.com/splathost/splathost/ent/predicate"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/events"
+	"github.com/splathost/splathost/internal/objectkeys"
 )
 
 // scenesChannel is internal/db.ScenesChannel. Package activities cannot import internal/db
@@ -118,7 +119,7 @@ func (a *Activities) PurgeArchivedScene(ctx context.Context, in PurgeArchivedSce
 // folder that would widen into a listing of more than the scene's own objects (DeleteObjects
 // refuses those too).
 func SceneObjects(sc *ent.Scene) (keys, prefixes []string) {
-	scope := "i/" + sc.IntegrationID + "/"
+	scope := objectkeys.Integration(sc.IntegrationID)
 	for _, k := range sc.AssetKeys {
 		if strings.HasPrefix(k, scope) && safeKey(k) && !slices.Contains(keys, k) {
 			keys = append(keys, k)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/uploadticket"
+	"github.com/splathost/splathost/internal/objectkeys"
 )
 
 // DeleteOrphanUploadsInput bounds one sweep: tickets never committed whose upload window closed
@@ -126,7 +127,7 @@ func (a *Activities) abortMultipart(ctx context.Context, t *ent.UploadTicket) er
 // folder itself, since the client may have uploaded only part of what it declared. Only keys
 // under the ticket's own prefix count, and only a prefix of the scene key space.
 func ticketObjects(t *ent.UploadTicket) (keys, prefixes []string, ok bool) {
-	if !strings.HasPrefix(t.Prefix, "i/"+t.IntegrationID+"/") || !safePrefix(t.Prefix) {
+	if !strings.HasPrefix(t.Prefix, objectkeys.Integration(t.IntegrationID)) || !safePrefix(t.Prefix) {
 		return nil, nil, false
 	}
 	for _, o := range t.Objects {

@@ -17,6 +17,7 @@ import (
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/quota"
 )
 
@@ -90,7 +91,7 @@ func keyKind(key string) string {
 
 // ownsKey reports whether key lies in the customer's own key space.
 func ownsKey(owner *ent.ExternalUser, key string) bool {
-	return strings.HasPrefix(key, "i/"+owner.IntegrationID+"/u/"+owner.ID+"/")
+	return strings.HasPrefix(key, objectkeys.Customer(owner.IntegrationID, owner.ID))
 }
 
 // levelAudio returns levelData.audio (validated as v1, so an object with a string url).

@@ -19,6 +19,7 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/objectkeys"
 )
 
 // Upload limits. The spec leaves the single-file maximum open: 2 GiB in one PUT covers most
@@ -72,7 +73,7 @@ var audioTypes = map[string]struct {
 // the customer (by their record ids, which are safe in a key), so a commit can prove ownership
 // from the URL alone, and a random ticket id, so every key is unique.
 func ticketPrefix(integrationID, ownerID, kind string) string {
-	return "i/" + integrationID + "/u/" + ownerID + "/" + kind + "/" + ids.New() + ids.New()[8:] + "/"
+	return objectkeys.Folder(integrationID, ownerID, kind, ids.New()+ids.New()[8:])
 }
 
 // Ticket kinds in keys: short, since keys are part of every asset URL.
