@@ -153,10 +153,7 @@ func (a *Activities) AttemptWebhookDelivery(ctx context.Context, in AttemptWebho
 		if in.Direct {
 			return AttemptWebhookResult{Outcome: WebhookBusy, Attempts: d.Attempts}, nil
 		}
-		// Marked so that the attempt that frees a slot wakes this delivery (wakeWaiting).
-		err := a.Ent.WebhookDelivery.Update().Where(webhookdelivery.ID(d.ID), webhookdelivery.StateEQ(webhookdelivery.StatePending)).
-			SetLastError(webhookWaiting).Exec(ctx)
-		return AttemptWebhookResult{Outcome: WebhookBusy, Attempts: d.Attempts}, err
+		return AttemptWebhookResult{Outcome: WebhookBusy, Attempts: d.Attempts}, a.markWaiting(ctx, d.ID)
 	}
 	status, postErr := a.postWebhook(ctx, ep.URL, d, secrets)
 	now := time.Now()
@@ -221,9 +218,14 @@ func (a *Activities) standBack(ctx context.Context, in AttemptWebhookInput) (Att
 	if in.Direct {
 		return AttemptWebhookResult{Outcome: WebhookInFlight}, nil
 	}
-	err := a.Ent.WebhookDelivery.Update().Where(webhookdelivery.ID(in.DeliveryID), webhookdelivery.StateEQ(webhookdelivery.StatePending)).
+	return AttemptWebhookResult{Outcome: WebhookBusy}, a.markWaiting(ctx, in.DeliveryID)
+}
+
+// markWaiting marks a pending delivery as waiting for its endpoint, so that the attempt that
+// frees a slot wakes its workflow (wakeWaiting).
+func (a *Activities) markWaiting(ctx context.Context, deliveryID string) error {
+	return a.Ent.WebhookDelivery.Update().Where(webhookdelivery.ID(deliveryID), webhookdelivery.StateEQ(webhookdelivery.StatePending)).
 		SetLastError(webhookWaiting).Exec(ctx)
-	return AttemptWebhookResult{Outcome: WebhookBusy}, err
 }
 
 // wakeWaiting signals the oldest delivery of the endpoint marked as waiting for a slot.

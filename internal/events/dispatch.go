@@ -233,14 +233,9 @@ func (x *Dispatcher) tickLocked() {
 // handOff starts the deliveries' workflows in the background (the starter bounds its own
 // starts and leaves what it cannot start to the re-drive).
 func (x *Dispatcher) handOff(ds []Delivery) {
-	if len(ds) == 0 {
-		return
+	if len(ds) > 0 {
+		startInBackground(context.Background(), x.HandOff, ds)
 	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
-		defer cancel()
-		x.HandOff.StartDeliveries(ctx, ds)
-	}()
 }
 
 // Held reports how many deliveries wait in memory and how many attempts are in flight (for

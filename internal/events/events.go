@@ -227,10 +227,16 @@ func (o *Outbox) Flush(ctx context.Context, b *Batch) {
 	}
 	ds := b.deliveries
 	b.deliveries = nil
+	startInBackground(ctx, o.Starter, ds)
+}
+
+// startInBackground hands committed deliveries to st detached from ctx's cancellation and
+// bounded by flushTimeout: nobody waits for it, and what st cannot take is the re-drive's.
+func startInBackground(ctx context.Context, st Starter, ds []Delivery) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 		defer cancel()
-		o.Starter.StartDeliveries(ctx, ds)
+		st.StartDeliveries(ctx, ds)
 	}()
 }
 

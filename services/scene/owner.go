@@ -52,3 +52,16 @@ func (s *Service) committer(ctx context.Context, caller *httpx.Caller, eu string
 	}
 	return u, nil
 }
+
+// sceneOwner returns the caller's customer for a change to one of their scenes: an unknown
+// customer answers the scene's 404, so the answer never tells whether the customer exists.
+func (s *Service) sceneOwner(ctx context.Context, caller *httpx.Caller, eu string) (*ent.ExternalUser, error) {
+	u, err := s.customer(ctx, caller, eu)
+	if err != nil {
+		return nil, err
+	}
+	if u == nil {
+		return nil, errSceneNotFound()
+	}
+	return u, nil
+}

@@ -132,12 +132,9 @@ func (s *Service) patchScene(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	owner, err := s.customer(ctx, caller, eu)
+	owner, err := s.sceneOwner(ctx, caller, eu)
 	if err != nil {
 		return err
-	}
-	if owner == nil {
-		return errSceneNotFound()
 	}
 	plan, err := s.planSave(ctx, owner, caller.IntegrationID, id, p)
 	if err != nil {

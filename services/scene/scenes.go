@@ -141,12 +141,9 @@ func (s *Service) deleteScene(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	owner, err := s.customer(ctx, caller, eu)
+	owner, err := s.sceneOwner(ctx, caller, eu)
 	if err != nil {
 		return err
-	}
-	if owner == nil {
-		return errSceneNotFound()
 	}
 	var purge *ent.AssetPurge
 	var hooks events.Batch

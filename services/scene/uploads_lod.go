@@ -109,6 +109,8 @@ func validateLOD(files []lodUpload) []string {
 	return issues
 }
 
+// uploadLODFolder answers POST /api/v1/uploads/lod-folder: one ticket and a signed PUT URL per
+// file of a validated streamed-SOG folder.
 func (s *Service) uploadLODFolder(c *fiber.Ctx) error {
 	caller, eu, err := httpx.KeyCallerWithEU(c)
 	if err != nil {
