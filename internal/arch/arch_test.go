@@ -25,12 +25,17 @@ var forbidden = map[string][]string{
 	// The Idempotency-Key protocol is plumbing in front of the services: it keeps answers, never
 	// reads the domains' rows.
 	"internal/idempotency": {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker", "ent"},
+	// The credential cache serves the gateway and the session service from below both.
+	"internal/credentials": {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker"},
 	// Services never reach up to the gateway or across to the wiring.
 	"services/": {"gateway", "internal/boot", "internal/allinone", "internal/worker", "cmd/"},
+	// The session service checks keys through internal/credentials, not the user service.
+	"services/session": {"services/user"},
 	// Workflows stay deterministic: activities may be referenced, never the reverse.
 	"activities": {"workflows", "gateway", "services/", "internal/boot", "internal/allinone", "internal/worker"},
 	"workflows":  {"gateway", "services/", "internal/boot", "internal/allinone", "internal/worker", "internal/db", "internal/objectstore", "analytics"},
-	"gateway":    {"internal/boot", "internal/allinone", "internal/worker", "cmd/"},
+	// The gateway forwards to the services over HTTP and shares none of their code.
+	"gateway": {"services/", "activities", "workflows", "internal/boot", "internal/allinone", "internal/worker", "cmd/"},
 }
 
 type pkg struct {
