@@ -91,7 +91,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 		return nil, err
 	}
 	p.Views = views
-	p.Streamer = &analytics.Streamer{DB: d, Views: views, Log: log}
+	p.Streamer = &analytics.Streamer{Pool: d.Pool, Views: views, Log: log}
 	scenes.UseViews(views)
 	urls := scene.NewAssetURLs(cfg)
 	scenes.UseAssetURLs(urls)
