@@ -190,14 +190,14 @@ func (a *Activities) RollbackClone(ctx context.Context, in RollbackCloneInput) (
 	// clone.failed is recorded once per job (EmitOnce, keyed by the job), whichever attempt of
 	// the rollback commits first.
 	var hooks events.Batch
-	failed := func(sourceSplatID string) error {
+	failed := func(sourceSceneID string) error {
 		msg := in.Message
 		if msg == "" {
 			msg = CloneFailedMessage
 		}
 		jobID := cloneJobID(ctx)
 		return a.Events.EmitOnce(ctx, tx, &hooks, "clone.failed/"+in.JobID+"/"+jobID, in.IntegrationID, events.CloneFailed,
-			events.Value(events.CloneFailedData{JobID: jobID, SourceSplatID: sourceSplatID, Message: msg}))
+			events.Value(events.CloneFailedData{JobID: jobID, SourceSplatID: sourceSceneID, Message: msg}))
 	}
 	job, err := tx.CloneJob.Query().Where(clonejob.ID(in.JobID)).ForUpdate().Only(ctx)
 	if ent.IsNotFound(err) {

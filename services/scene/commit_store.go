@@ -134,6 +134,6 @@ func (s *Service) uploadPurge(ctx context.Context, tx *ent.Tx, owner *ent.Extern
 		return nil, nil
 	}
 	return tx.AssetPurge.Create().SetKind(assetpurge.KindUpload).SetIntegrationID(integrationID).
-		SetExternalUserRecordID(owner.ID).SetExternalUserID(owner.ExternalUserID).
+		SetOwnerRecordID(owner.ID).SetExternalUserID(owner.ExternalUserID).
 		SetTicketIds(tickets).SetKeys(keys).Save(ctx)
 }
