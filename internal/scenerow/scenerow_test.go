@@ -18,7 +18,8 @@ func TestCreateSetsEveryGivenColumn(t *testing.T) {
 		LodFiles: &files, ImageURL: "https://cdn/i.png", ThumbnailDepthURL: &depth,
 		InitialCameraPosition: []float64{1, 2, 3}, InitialCameraRotation: []float64{4, 5, 6},
 		LevelData: map[string]any{"version": 1}, RemixedFrom: &schema.RemixedFrom{SplatID: "src"},
-		FileSizeBytes: 42, AssetKeys: []string{"k"}, RenditionPrefix: "i/int1/u/cust1/rendition/scene1/"}
+		FileSizeBytes: 42, AssetKeys: []string{"k"}, RenditionPrefix: "i/int1/u/cust1/rendition/scene1/",
+		ProcessingMessage: "note"}
 	m := Create(ent.NewClient().Scene, n).Mutation()
 	id, _ := m.ID()
 	require.Equal(t, "scene1", id)
@@ -42,6 +43,7 @@ func TestCreateSetsEveryGivenColumn(t *testing.T) {
 	require.Equal(t, []string{"k"}, get(m.AssetKeys()))
 	require.Equal(t, scene.ProcessingStatePending, get(m.ProcessingState()))
 	require.Equal(t, n.RenditionPrefix, get(m.RenditionPrefix()))
+	require.Equal(t, "note", get(m.ProcessingMessage()))
 }
 
 // What is absent stays unset, so the column keeps its default (NULL, skipped, a generated id).
@@ -60,6 +62,7 @@ func TestCreateLeavesAbsentColumnsToTheirDefaults(t *testing.T) {
 		"remixed_from":            func() bool { _, ok := m.RemixedFrom(); return ok }(),
 		"processing_state":        func() bool { _, ok := m.ProcessingState(); return ok }(),
 		"rendition_prefix":        func() bool { _, ok := m.RenditionPrefix(); return ok }(),
+		"processing_message":      func() bool { _, ok := m.ProcessingMessage(); return ok }(),
 	} {
 		require.False(t, set, name)
 	}

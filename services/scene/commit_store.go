@@ -60,19 +60,15 @@ func (s *Service) createScene(ctx context.Context, accountID string, owner *ent.
 		}
 		// A rendition is planned in the same transaction (processing_state is its outbox);
 		// the scene's id names its folder, so it is chosen here rather than by the insert.
-		renditionTooSmall := false
 		if _, ok := activities.RenditionFormat(req.splatType, req.splatURL); ok {
 			if p.size >= s.clones.RenditionMinBytes {
 				row.ID = ids.New()
 				row.RenditionPrefix = activities.RenditionFolder(owner.IntegrationID, owner.ID, row.ID)
 			} else {
-				renditionTooSmall = true
+				row.ProcessingMessage = "smaller than this deployment's rendition threshold"
 			}
 		}
 		create := scenerow.Create(tx.Scene, row)
-		if renditionTooSmall {
-			create.SetProcessingMessage("smaller than this deployment's rendition threshold")
-		}
 		if req.visibility == "public" {
 			create.SetFirstPublishedAt(s.now())
 		}
