@@ -14,6 +14,7 @@ import (
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/metrics"
 	"github.com/splathost/splathost/internal/quota"
+	"github.com/splathost/splathost/internal/scenerow"
 )
 
 // FinalizeCloneInput names the job whose copy is complete.
@@ -71,30 +72,17 @@ func (a *Activities) FinalizeClone(ctx context.Context, in FinalizeCloneInput) (
 		return FinalizeCloneResult{}, err
 	}
 	d := job.Draft
-	create := tx.Scene.Create().SetID(job.ID).SetIntegrationID(job.IntegrationID).SetOwnerID(job.OwnerID).
-		SetTitle(d.Title).SetDescription(d.Description).SetSplatType(scene.SplatType(d.SplatType)).
-		SetSplatURL(d.SplatURL).SetNillableLodFolderKey(d.LodFolderKey).SetImageURL(d.ImageURL).
-		SetNillableThumbnailDepthURL(d.ThumbnailDepthURL).SetNillableLodFiles(d.LodFiles).SetVisibility(scene.VisibilityPrivate).
-		SetAllowEmbed(d.AllowEmbed).SetAllowComments(d.AllowComments).SetAllowReactions(d.AllowReactions).
-		SetAllowClone(false).SetFileSizeBytes(job.Bytes).SetAssetKeys(d.AssetKeys).
-		SetClonedFromID(job.SourceSceneID).SetHoldsSplatSlot(false)
-	if d.RemixedFrom != nil {
-		create.SetRemixedFrom(d.RemixedFrom)
-	}
-	if d.LevelData != nil {
-		create.SetLevelData(d.LevelData)
-	}
-	if d.InitialCameraPosition != nil {
-		create.SetInitialCameraPosition(d.InitialCameraPosition)
-	}
-	if d.InitialCameraRotation != nil {
-		create.SetInitialCameraRotation(d.InitialCameraRotation)
-	}
 	rendition := d.Rendition
+	row := scenerow.New{ID: job.ID, IntegrationID: job.IntegrationID, OwnerRecordID: job.OwnerID, Title: d.Title,
+		Description: d.Description, Visibility: scene.VisibilityPrivate, SplatType: d.SplatType, SplatURL: d.SplatURL,
+		LodFolderKey: d.LodFolderKey, LodFiles: d.LodFiles, ImageURL: d.ImageURL, ThumbnailDepthURL: d.ThumbnailDepthURL,
+		InitialCameraPosition: d.InitialCameraPosition, InitialCameraRotation: d.InitialCameraRotation,
+		LevelData: d.LevelData, RemixedFrom: d.RemixedFrom, FileSizeBytes: job.Bytes, AssetKeys: d.AssetKeys}
 	if rendition {
-		create.SetProcessingState(scene.ProcessingStatePending).
-			SetRenditionPrefix(RenditionFolder(job.IntegrationID, job.OwnerID, job.ID))
+		row.RenditionPrefix = RenditionFolder(job.IntegrationID, job.OwnerID, job.ID)
 	}
+	create := scenerow.Create(tx.Scene, row).SetAllowEmbed(d.AllowEmbed).SetAllowComments(d.AllowComments).
+		SetAllowReactions(d.AllowReactions).SetAllowClone(false).SetClonedFromID(job.SourceSceneID).SetHoldsSplatSlot(false)
 	sc, err := create.Save(ctx)
 	if err != nil {
 		return FinalizeCloneResult{}, fmt.Errorf("creating the clone %s: %w", job.ID, err)
@@ -202,14 +190,14 @@ func (a *Activities) RollbackClone(ctx context.Context, in RollbackCloneInput) (
 	// clone.failed is recorded once per job (EmitOnce, keyed by the job), whichever attempt of
 	// the rollback commits first.
 	var hooks events.Batch
-	failed := func(sourceSplatID string) error {
+	failed := func(sourceSceneID string) error {
 		msg := in.Message
 		if msg == "" {
 			msg = CloneFailedMessage
 		}
 		jobID := cloneJobID(ctx)
 		return a.Events.EmitOnce(ctx, tx, &hooks, "clone.failed/"+in.JobID+"/"+jobID, in.IntegrationID, events.CloneFailed,
-			events.Value(events.CloneFailedData{JobID: jobID, SourceSplatID: sourceSplatID, Message: msg}))
+			events.Value(events.CloneFailedData{JobID: jobID, SourceSplatID: sourceSceneID, Message: msg}))
 	}
 	job, err := tx.CloneJob.Query().Where(clonejob.ID(in.JobID)).ForUpdate().Only(ctx)
 	if ent.IsNotFound(err) {

@@ -109,12 +109,14 @@ type PendingPurgesInput struct {
 // of before the kinds: customer), the customer it purges or whose scene or uploads it removes,
 // and a scene purge's scene.
 type PendingPurge struct {
-	PurgeID              string
-	IntegrationID        string
-	ExternalUserRecordID string
-	ExternalUserID       string
-	Kind                 string
-	SceneID              string
+	PurgeID       string
+	IntegrationID string
+	// OwnerRecordID is the customer's record id (scenes.owner_id); its JSON key is its old
+	// name, so recorded histories replay.
+	OwnerRecordID  string `json:"ExternalUserRecordID"`
+	ExternalUserID string
+	Kind           string
+	SceneID        string
 }
 
 // PendingPurgesResult lists open rows.
@@ -130,7 +132,7 @@ func (a *Activities) PendingPurges(ctx context.Context, in PendingPurgesInput) (
 	rows, err := a.Ent.AssetPurge.Query().
 		Where(assetpurge.DoneAtIsNil(), assetpurge.CreatedAtLT(time.Now().Add(-in.MinAge))).
 		Order(ent.Asc(assetpurge.FieldCreatedAt)).Limit(in.Limit).
-		Select(assetpurge.FieldID, assetpurge.FieldIntegrationID, assetpurge.FieldExternalUserRecordID, assetpurge.FieldExternalUserID,
+		Select(assetpurge.FieldID, assetpurge.FieldIntegrationID, assetpurge.FieldOwnerRecordID, assetpurge.FieldExternalUserID,
 			assetpurge.FieldKind, assetpurge.FieldSceneID).
 		All(ctx)
 	if err != nil {
@@ -139,7 +141,7 @@ func (a *Activities) PendingPurges(ctx context.Context, in PendingPurgesInput) (
 	out := PendingPurgesResult{Purges: make([]PendingPurge, len(rows))}
 	for i, r := range rows {
 		out.Purges[i] = PendingPurge{PurgeID: r.ID, IntegrationID: r.IntegrationID,
-			ExternalUserRecordID: r.ExternalUserRecordID, ExternalUserID: r.ExternalUserID, Kind: string(r.Kind)}
+			OwnerRecordID: r.OwnerRecordID, ExternalUserID: r.ExternalUserID, Kind: string(r.Kind)}
 		if r.SceneID != nil {
 			out.Purges[i].SceneID = *r.SceneID
 		}
@@ -200,7 +202,7 @@ func (a *Activities) ClaimUploads(ctx context.Context, in ClaimUploadsInput) (Cl
 			return out, err
 		}
 		for _, t := range tickets {
-			if t.CommittedAt != nil || t.IntegrationID != p.IntegrationID || t.OwnerID != p.ExternalUserRecordID {
+			if t.CommittedAt != nil || t.IntegrationID != p.IntegrationID || t.OwnerID != p.OwnerRecordID {
 				out.Kept++
 				continue
 			}
@@ -215,7 +217,7 @@ func (a *Activities) ClaimUploads(ctx context.Context, in ClaimUploadsInput) (Cl
 			keys, prefixes, claimed = append(keys, k...), append(prefixes, pre...), append(claimed, t.ID)
 		}
 	}
-	keys, prefixes, err = unreferenced(ctx, tx, p.ExternalUserRecordID, keys, prefixes)
+	keys, prefixes, err = unreferenced(ctx, tx, p.OwnerRecordID, keys, prefixes)
 	if err != nil {
 		return out, err
 	}

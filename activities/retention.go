@@ -151,11 +151,13 @@ type ArchivedScenesInput struct {
 
 // ArchivedScene is one archiving a retention timer must exist for.
 type ArchivedScene struct {
-	SceneID              string
-	IntegrationID        string
-	ExternalUserRecordID string
-	ExternalUserID       string
-	ArchivedAt           time.Time
+	SceneID       string
+	IntegrationID string
+	// OwnerRecordID is the customer's record id (scenes.owner_id); its JSON key is its old
+	// name, so recorded histories replay.
+	OwnerRecordID  string `json:"ExternalUserRecordID"`
+	ExternalUserID string
+	ArchivedAt     time.Time
 }
 
 // ArchivedScenesResult is one page; Last says there is no next one.
@@ -186,7 +188,7 @@ func (a *Activities) ArchivedScenes(ctx context.Context, in ArchivedScenesInput)
 	}
 	out := ArchivedScenesResult{Scenes: make([]ArchivedScene, 0, len(rows)), Last: len(rows) < in.Limit}
 	for _, r := range rows {
-		s := ArchivedScene{SceneID: r.ID, IntegrationID: r.IntegrationID, ExternalUserRecordID: r.OwnerID, ArchivedAt: *r.ArchivedAt}
+		s := ArchivedScene{SceneID: r.ID, IntegrationID: r.IntegrationID, OwnerRecordID: r.OwnerID, ArchivedAt: *r.ArchivedAt}
 		if r.Edges.Owner != nil {
 			s.ExternalUserID = r.Edges.Owner.ExternalUserID
 		}

@@ -12,9 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/metrics"
+	"github.com/splathost/splathost/internal/pgnotify"
 )
 
 // streamerLock is the Postgres advisory lock held by the one streamer that drains the outbox;
@@ -42,7 +41,7 @@ const (
 //  2. insert them into view_events (the materialized view fills the daily rollup), skipping the
 //     ids already stored, since a failed attempt or a previous leader may have stored them;
 //  3. in one Postgres transaction delete the rows and add them to scenes.view_count, announcing
-//     the changed scenes on db.ScenesChannel so the scene caches drop them.
+//     the changed scenes on pgnotify.ScenesChannel so the scene caches drop them.
 //
 // The leader also keeps the trending windows asked for precomputed (see Precomputed), every
 // Refresh.
@@ -51,8 +50,11 @@ const (
 // stored exactly once; view_count is exactly once because the count and the deletion commit
 // together. While ClickHouse is down the rows wait in Postgres and the streamer retries with
 // backoff. Only the holder of an advisory lock drains, so every process may run a Streamer.
+//
+// It speaks plain pgx, not ent: analytics stays below the product's data model.
 type Streamer struct {
-	DB    *db.DB
+	// Pool is the product database's pool (internal/db's DB.Pool).
+	Pool  *pgxpool.Pool
 	Views *Views
 	Log   *slog.Logger
 	// Batch, Idle, InsertTimeout, Fence and Refresh default to DefaultBatch, DefaultIdle,
@@ -114,7 +116,7 @@ func (s *Streamer) Run(ctx context.Context) {
 // leader that lost its connection has noticed and abandoned its insert. Every insert also skips
 // the ids already stored.
 func (s *Streamer) lead(ctx context.Context) error {
-	conn, err := s.DB.Pool.Acquire(ctx)
+	conn, err := s.Pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
@@ -277,7 +279,7 @@ func (s *Streamer) drain(ctx context.Context) (int, error) {
 
 // oldest reads the next batch of the outbox in id order.
 func (s *Streamer) oldest(ctx context.Context) ([]Event, error) {
-	rows, err := s.DB.Pool.Query(ctx, `SELECT id, integration_id, scene_id, visitor_id, viewed_at
+	rows, err := s.Pool.Query(ctx, `SELECT id, integration_id, scene_id, visitor_id, viewed_at
 		FROM view_outboxes ORDER BY id LIMIT $1`, s.Batch)
 	if err != nil {
 		return nil, err
@@ -293,8 +295,8 @@ func (s *Streamer) oldest(ctx context.Context) ([]Event, error) {
 // transaction. The counts come from the rows the DELETE actually removed, so a batch committed
 // twice (a second streamer in a split brain) is counted once.
 func (s *Streamer) commit(ctx context.Context, ids []int64) error {
-	return s.DB.InTx(ctx, func(tx *ent.Tx) error {
-		rows, err := tx.QueryContext(ctx, `WITH gone AS (
+	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `WITH gone AS (
 				DELETE FROM view_outboxes WHERE id = ANY($1) RETURNING scene_id
 			), counts AS (
 				SELECT scene_id, count(*) AS n FROM gone GROUP BY scene_id
@@ -306,20 +308,16 @@ func (s *Streamer) commit(ctx context.Context, ids []int64) error {
 			return err
 		}
 		changed := map[string][]string{}
-		for rows.Next() {
-			var integ, id string
-			if err := rows.Scan(&integ, &id); err != nil {
-				rows.Close()
-				return err
-			}
+		var integ, id string
+		if _, err := pgx.ForEachRow(rows, []any{&integ, &id}, func() error {
 			changed[integ] = append(changed[integ], id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return nil
+		}); err != nil {
 			return err
 		}
 		for integ, sceneIDs := range changed {
-			if err := db.NotifyScenesChanged(ctx, tx, integ, sceneIDs...); err != nil {
+			q, args := pgnotify.ScenesChanged(integ, sceneIDs)
+			if _, err := tx.Exec(ctx, q, args...); err != nil {
 				return err
 			}
 		}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/db"
-	"github.com/splathost/splathost/services/user"
 )
 
 // garbageKey returns the i-th of a family of keys no integration holds: oversized, of a wrong
@@ -63,16 +63,16 @@ func TestGarbageKeysNeitherLoadNorGrowTheCache(t *testing.T) {
 				switch (i / 4) % 3 {
 				case 0: // a garbage public key with a well-formed (unknown) secret
 					req, _ = http.NewRequest("GET", env.URL+"/api/v1/splats/trending", nil)
-					req.Header.Set("Authorization", "Bearer "+garbageKey(user.SecretKeyPrefix, 2))
-					req.Header.Set("X-Service-Public-Key", garbageKey(user.PublicKeyPrefix, i))
+					req.Header.Set("Authorization", "Bearer "+garbageKey(credentials.SecretKeyPrefix, 2))
+					req.Header.Set("X-Service-Public-Key", garbageKey(credentials.PublicKeyPrefix, i))
 				case 1: // a real public key with a garbage secret
 					req, _ = http.NewRequest("GET", env.URL+"/api/v1/splats/trending", nil)
-					req.Header.Set("Authorization", "Bearer "+garbageKey(user.SecretKeyPrefix, i))
+					req.Header.Set("Authorization", "Bearer "+garbageKey(credentials.SecretKeyPrefix, i))
 					req.Header.Set("X-Service-Public-Key", a.PublicKey)
 				default: // a garbage secret bearer where sessions are minted
 					req, _ = http.NewRequest("POST", env.URL+"/api/editor/embed-sessions", strings.NewReader(`{"publicKey":"`+a.PublicKey+`"}`))
 					req.Header.Set("Content-Type", "application/json")
-					req.Header.Set("Authorization", "Bearer "+garbageKey(user.SecretKeyPrefix, i))
+					req.Header.Set("Authorization", "Bearer "+garbageKey(credentials.SecretKeyPrefix, i))
 				}
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
@@ -116,7 +116,7 @@ func TestGarbageKeysNeitherLoadNorGrowTheCache(t *testing.T) {
 	// one is refused before any lookup.
 	loads := ints.Loads()
 	requireEnvelope(t, do(t, "GET", "/api/v1/external-user", map[string]string{"Authorization": "Bearer " + a.SecretKey,
-		"X-Service-Public-Key": garbageKey(user.PublicKeyPrefix, 0)}, nil), 401)
+		"X-Service-Public-Key": garbageKey(credentials.PublicKeyPrefix, 0)}, nil), 401)
 	require.Equal(t, loads, ints.Loads(), "a malformed key is never looked up")
 }
 
@@ -221,7 +221,7 @@ func TestRevocationAndRotationAreReadYourWrites(t *testing.T) {
 func TestListenerReplacesAHalfOpenConnection(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	ints := user.NewIntegrations(env.Process.DB.Pool, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ints := credentials.NewCache(env.Process.DB.Pool, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	const every, timeout = 1500 * time.Millisecond, time.Second
 	require.Less(t, every+timeout, db.DefaultHealthEvery+db.DefaultHealthTimeout)
 	ints.SetHealthCheck(every, timeout)
@@ -229,7 +229,7 @@ func TestListenerReplacesAHalfOpenConnection(t *testing.T) {
 	require.Eventually(t, ints.Live, 10*time.Second, 20*time.Millisecond)
 
 	a := newTenant(t)
-	lookup := func() *user.Integration {
+	lookup := func() *credentials.Integration {
 		in, err := ints.ByPublicKey(ctx, a.PublicKey)
 		require.NoError(t, err)
 		require.NotNil(t, in)

@@ -35,7 +35,7 @@ func customerRecordID(t *testing.T, tn tenant, eu string) string {
 func openPurges(t *testing.T, recordID, kind string) (open, all int) {
 	t.Helper()
 	require.NoError(t, env.Process.DB.Pool.QueryRow(context.Background(),
-		`SELECT count(*) FILTER (WHERE done_at IS NULL), count(*) FROM asset_purges WHERE external_user_record_id = $1 AND kind = $2`,
+		`SELECT count(*) FILTER (WHERE done_at IS NULL), count(*) FROM asset_purges WHERE owner_record_id = $1 AND kind = $2`,
 		recordID, kind).Scan(&open, &all))
 	return open, all
 }
@@ -299,7 +299,7 @@ func TestSceneDeleteRedriveFinishesForgottenPurge(t *testing.T) {
 	}
 	sceneID, scenePurge := ids.New(), ids.New()
 	_, err := env.Process.DB.Pool.Exec(ctx, `INSERT INTO asset_purges (id, created_at, updated_at, kind, integration_id,
-		external_user_record_id, external_user_id, keys, prefixes, scene_id, scene_count)
+		owner_record_id, external_user_id, keys, prefixes, scene_id, scene_count)
 		VALUES ($1, now() - interval '5 minutes', now(), 'scene', $2, $3, 'crashed', $4, $5, $6, 1)`,
 		scenePurge, a.IntegrationID, recordID, `["`+key+`"]`, `["`+folder+`"]`, sceneID)
 	require.NoError(t, err)
@@ -310,7 +310,7 @@ func TestSceneDeleteRedriveFinishesForgottenPurge(t *testing.T) {
 	require.NoError(t, env.Process.DB.Pool.QueryRow(ctx, `SELECT id FROM upload_tickets WHERE owner_id = $1`, recordID).Scan(&ticketID))
 	uploadPurge := ids.New()
 	_, err = env.Process.DB.Pool.Exec(ctx, `INSERT INTO asset_purges (id, created_at, updated_at, kind, integration_id,
-		external_user_record_id, external_user_id, ticket_ids)
+		owner_record_id, external_user_id, ticket_ids)
 		VALUES ($1, now() - interval '5 minutes', now(), 'upload', $2, $3, 'crashed', $4)`,
 		uploadPurge, a.IntegrationID, recordID, `["`+ticketID+`"]`)
 	require.NoError(t, err)
@@ -351,7 +351,7 @@ func TestUploadPurgeNeverDeletesWhatAScenesNames(t *testing.T) {
 	require.NoError(t, err)
 	purgeID := ids.New()
 	_, err = env.Process.DB.Pool.Exec(ctx, `INSERT INTO asset_purges (id, created_at, updated_at, kind, integration_id,
-		external_user_record_id, external_user_id, keys, ticket_ids)
+		owner_record_id, external_user_id, keys, ticket_ids)
 		VALUES ($1, now(), now(), 'upload', $2, $3, 'keeper', $4, $5)`,
 		purgeID, a.IntegrationID, recordID, `["`+live+`", "`+stray+`"]`, `["`+committed+`"]`)
 	require.NoError(t, err)

@@ -75,7 +75,7 @@ func purgeClosed(t *testing.T, recordID string) (bool, int) {
 	var open, deleted int
 	require.NoError(t, env.Process.DB.Pool.QueryRow(context.Background(),
 		`SELECT count(*) FILTER (WHERE done_at IS NULL), coalesce(sum(deleted_objects), 0) FROM asset_purges
-		 WHERE external_user_record_id = $1`, recordID).Scan(&open, &deleted))
+		 WHERE owner_record_id = $1`, recordID).Scan(&open, &deleted))
 	return open == 0, deleted
 }
 
@@ -255,7 +255,7 @@ func TestPurgeRedriveStartsForgottenPurges(t *testing.T) {
 	}
 	purgeID := ids.New()
 	_, err := env.Process.DB.Pool.Exec(ctx, `INSERT INTO asset_purges (id, created_at, updated_at, integration_id,
-		external_user_record_id, external_user_id, keys, prefixes, scene_count)
+		owner_record_id, external_user_id, keys, prefixes, scene_count)
 		VALUES ($1, now() - interval '5 minutes', now(), $2, $3, 'crashed', $4, $5, 2)`,
 		purgeID, a.IntegrationID, recordID, `["`+key+`"]`, `["`+folder+`"]`)
 	require.NoError(t, err)

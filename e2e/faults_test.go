@@ -44,7 +44,7 @@ func TestViewStreamerLockConnectionKilled(t *testing.T) {
 	tok := mintToken(t, tn, "", map[string]any{"type": "viewer", "splatId": id})
 
 	ctx, cancel := context.WithCancel(context.Background())
-	second := &analytics.Streamer{DB: env.Process.DB, Views: env.Process.Views, Idle: 50 * time.Millisecond,
+	second := &analytics.Streamer{Pool: env.Process.DB.Pool, Views: env.Process.Views, Idle: 50 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	stopped := make(chan struct{})
 	go func() { second.Run(ctx); close(stopped) }()

@@ -23,6 +23,7 @@ import (
 
 	"github.com/splathost/splathost/gateway"
 	"github.com/splathost/splathost/internal/boot"
+	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
@@ -97,7 +98,7 @@ func TestTemporalUIServes(t *testing.T) {
 // processes would be, sharing the test stack's stores.
 type split struct {
 	gatewayURL, userURL string
-	ints                *user.Integrations
+	ints                *credentials.Cache
 }
 
 func serve(t *testing.T, ctx context.Context, app *fiber.App) string {
@@ -123,7 +124,7 @@ func startSplit(t *testing.T) *split {
 	keys, err := session.NewKeys(cfg.SessionKeys)
 	require.NoError(t, err)
 	sessionURL := serve(t, ctx, boot.ServiceApp("session", cfg, log, session.Prefixes, session.New(d, log, keys).Register, checks))
-	ints := user.NewIntegrations(d.Pool, log)
+	ints := credentials.NewCache(d.Pool, log)
 	go ints.Listen(ctx)
 	gw, err := gateway.New(gateway.Options{
 		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken, InternalSecret: []byte(cfg.InternalSecret),

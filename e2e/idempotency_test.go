@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/gateway"
+	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/restclient"
 	"github.com/splathost/splathost/internal/testenv"
@@ -233,7 +234,7 @@ func TestIdempotencyServerErrorNotKept(t *testing.T) {
 	t.Cleanup(cancel)
 	cfg := env.Config
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	ints := user.NewIntegrations(env.Process.DB.Pool, log)
+	ints := credentials.NewCache(env.Process.DB.Pool, log)
 	go ints.Listen(ctx)
 	keys, err := session.NewKeys(cfg.SessionKeys)
 	require.NoError(t, err)

@@ -16,11 +16,11 @@ import (
 
 	"github.com/splathost/splathost/gateway"
 	"github.com/splathost/splathost/internal/boot"
+	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/services/scene"
-	"github.com/splathost/splathost/services/user"
 )
 
 // sceneProcess is a second scene service behind its own gateway, with its own database pool and
@@ -48,7 +48,7 @@ func startSceneProcess(t *testing.T) *sceneProcess {
 	svc := scene.New(d, st, log, cfg.AssetBase(), scene.Clones{})
 	go svc.Listen(ctx)
 	sceneURL := serve(t, ctx, boot.ServiceApp("scene", cfg, log, scene.Prefixes, svc.Register, checks))
-	ints := user.NewIntegrations(d.Pool, log)
+	ints := credentials.NewCache(d.Pool, log)
 	go ints.Listen(ctx)
 	gw, err := gateway.New(gateway.Options{
 		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken, InternalSecret: []byte(cfg.InternalSecret),

@@ -21,11 +21,11 @@ import (
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/gateway"
 	"github.com/splathost/splathost/internal/boot"
+	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/services/scene"
-	"github.com/splathost/splathost/services/user"
 )
 
 // sqlLog records the statements an ent client sends.
@@ -73,7 +73,7 @@ func startRecordedSceneProcess(t *testing.T) (string, *sqlLog) {
 	go svc.Listen(ctx)
 	sceneURL := serve(t, ctx, boot.ServiceApp("scene", cfg, log, scene.Prefixes, svc.Register,
 		map[string]httpx.Check{"postgres": d.Ping}))
-	ints := user.NewIntegrations(d.Pool, log)
+	ints := credentials.NewCache(d.Pool, log)
 	go ints.Listen(ctx)
 	gw, err := gateway.New(gateway.Options{
 		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken, InternalSecret: []byte(cfg.InternalSecret),

@@ -71,9 +71,9 @@ func (_c *AssetPurgeCreate) SetNillableKind(v *assetpurge.Kind) *AssetPurgeCreat
 	return _c
 }
 
-// SetExternalUserRecordID sets the "external_user_record_id" field.
-func (_c *AssetPurgeCreate) SetExternalUserRecordID(v string) *AssetPurgeCreate {
-	_c.mutation.SetExternalUserRecordID(v)
+// SetOwnerRecordID sets the "owner_record_id" field.
+func (_c *AssetPurgeCreate) SetOwnerRecordID(v string) *AssetPurgeCreate {
+	_c.mutation.SetOwnerRecordID(v)
 	return _c
 }
 
@@ -284,12 +284,12 @@ func (_c *AssetPurgeCreate) check() error {
 			return &ValidationError{Name: "kind", err: fmt.Errorf(`ent: validator failed for field "AssetPurge.kind": %w`, err)}
 		}
 	}
-	if _, ok := _c.mutation.ExternalUserRecordID(); !ok {
-		return &ValidationError{Name: "external_user_record_id", err: errors.New(`ent: missing required field "AssetPurge.external_user_record_id"`)}
+	if _, ok := _c.mutation.OwnerRecordID(); !ok {
+		return &ValidationError{Name: "owner_record_id", err: errors.New(`ent: missing required field "AssetPurge.owner_record_id"`)}
 	}
-	if v, ok := _c.mutation.ExternalUserRecordID(); ok {
-		if err := assetpurge.ExternalUserRecordIDValidator(v); err != nil {
-			return &ValidationError{Name: "external_user_record_id", err: fmt.Errorf(`ent: validator failed for field "AssetPurge.external_user_record_id": %w`, err)}
+	if v, ok := _c.mutation.OwnerRecordID(); ok {
+		if err := assetpurge.OwnerRecordIDValidator(v); err != nil {
+			return &ValidationError{Name: "owner_record_id", err: fmt.Errorf(`ent: validator failed for field "AssetPurge.owner_record_id": %w`, err)}
 		}
 	}
 	if _, ok := _c.mutation.ExternalUserID(); !ok {
@@ -368,9 +368,9 @@ func (_c *AssetPurgeCreate) createSpec() (*AssetPurge, *sqlgraph.CreateSpec) {
 		_spec.SetField(assetpurge.FieldKind, field.TypeEnum, value)
 		_node.Kind = value
 	}
-	if value, ok := _c.mutation.ExternalUserRecordID(); ok {
-		_spec.SetField(assetpurge.FieldExternalUserRecordID, field.TypeString, value)
-		_node.ExternalUserRecordID = value
+	if value, ok := _c.mutation.OwnerRecordID(); ok {
+		_spec.SetField(assetpurge.FieldOwnerRecordID, field.TypeString, value)
+		_node.OwnerRecordID = value
 	}
 	if value, ok := _c.mutation.ExternalUserID(); ok {
 		_spec.SetField(assetpurge.FieldExternalUserID, field.TypeString, value)
@@ -610,8 +610,8 @@ func (u *AssetPurgeUpsertOne) UpdateNewValues() *AssetPurgeUpsertOne {
 		if _, exists := u.create.mutation.Kind(); exists {
 			s.SetIgnore(assetpurge.FieldKind)
 		}
-		if _, exists := u.create.mutation.ExternalUserRecordID(); exists {
-			s.SetIgnore(assetpurge.FieldExternalUserRecordID)
+		if _, exists := u.create.mutation.OwnerRecordID(); exists {
+			s.SetIgnore(assetpurge.FieldOwnerRecordID)
 		}
 		if _, exists := u.create.mutation.ExternalUserID(); exists {
 			s.SetIgnore(assetpurge.FieldExternalUserID)
@@ -988,8 +988,8 @@ func (u *AssetPurgeUpsertBulk) UpdateNewValues() *AssetPurgeUpsertBulk {
 			if _, exists := b.mutation.Kind(); exists {
 				s.SetIgnore(assetpurge.FieldKind)
 			}
-			if _, exists := b.mutation.ExternalUserRecordID(); exists {
-				s.SetIgnore(assetpurge.FieldExternalUserRecordID)
+			if _, exists := b.mutation.OwnerRecordID(); exists {
+				s.SetIgnore(assetpurge.FieldOwnerRecordID)
 			}
 			if _, exists := b.mutation.ExternalUserID(); exists {
 				s.SetIgnore(assetpurge.FieldExternalUserID)

@@ -1074,33 +1074,33 @@ func (m *AccountMutation) ResetEdge(name string) error {
 // AssetPurgeMutation represents an operation that mutates the AssetPurge nodes in the graph.
 type AssetPurgeMutation struct {
 	config
-	op                      Op
-	typ                     string
-	id                      *string
-	created_at              *time.Time
-	updated_at              *time.Time
-	integration_id          *string
-	kind                    *assetpurge.Kind
-	external_user_record_id *string
-	external_user_id        *string
-	keys                    *[]string
-	appendkeys              []string
-	prefixes                *[]string
-	appendprefixes          []string
-	scene_id                *string
-	ticket_ids              *[]string
-	appendticket_ids        []string
-	prepared_at             *time.Time
-	scene_count             *int
-	addscene_count          *int
-	done_at                 *time.Time
-	deleted_objects         *int
-	adddeleted_objects      *int
-	failure                 *string
-	clearedFields           map[string]struct{}
-	done                    bool
-	oldValue                func(context.Context) (*AssetPurge, error)
-	predicates              []predicate.AssetPurge
+	op                 Op
+	typ                string
+	id                 *string
+	created_at         *time.Time
+	updated_at         *time.Time
+	integration_id     *string
+	kind               *assetpurge.Kind
+	owner_record_id    *string
+	external_user_id   *string
+	keys               *[]string
+	appendkeys         []string
+	prefixes           *[]string
+	appendprefixes     []string
+	scene_id           *string
+	ticket_ids         *[]string
+	appendticket_ids   []string
+	prepared_at        *time.Time
+	scene_count        *int
+	addscene_count     *int
+	done_at            *time.Time
+	deleted_objects    *int
+	adddeleted_objects *int
+	failure            *string
+	clearedFields      map[string]struct{}
+	done               bool
+	oldValue           func(context.Context) (*AssetPurge, error)
+	predicates         []predicate.AssetPurge
 }
 
 var _ ent.Mutation = (*AssetPurgeMutation)(nil)
@@ -1351,40 +1351,40 @@ func (m *AssetPurgeMutation) ResetKind() {
 	m.kind = nil
 }
 
-// SetExternalUserRecordID sets the "external_user_record_id" field.
-func (m *AssetPurgeMutation) SetExternalUserRecordID(s string) {
-	m.external_user_record_id = &s
+// SetOwnerRecordID sets the "owner_record_id" field.
+func (m *AssetPurgeMutation) SetOwnerRecordID(s string) {
+	m.owner_record_id = &s
 }
 
-// ExternalUserRecordID returns the value of the "external_user_record_id" field in the mutation.
-func (m *AssetPurgeMutation) ExternalUserRecordID() (r string, exists bool) {
-	v := m.external_user_record_id
+// OwnerRecordID returns the value of the "owner_record_id" field in the mutation.
+func (m *AssetPurgeMutation) OwnerRecordID() (r string, exists bool) {
+	v := m.owner_record_id
 	if v == nil {
 		return
 	}
 	return *v, true
 }
 
-// OldExternalUserRecordID returns the old "external_user_record_id" field's value of the AssetPurge entity.
+// OldOwnerRecordID returns the old "owner_record_id" field's value of the AssetPurge entity.
 // If the AssetPurge object wasn't provided to the builder, the object is fetched from the database.
 // An error is returned if the mutation operation is not UpdateOne, or the database query fails.
-func (m *AssetPurgeMutation) OldExternalUserRecordID(ctx context.Context) (v string, err error) {
+func (m *AssetPurgeMutation) OldOwnerRecordID(ctx context.Context) (v string, err error) {
 	if !m.op.Is(OpUpdateOne) {
-		return v, errors.New("OldExternalUserRecordID is only allowed on UpdateOne operations")
+		return v, errors.New("OldOwnerRecordID is only allowed on UpdateOne operations")
 	}
 	if m.id == nil || m.oldValue == nil {
-		return v, errors.New("OldExternalUserRecordID requires an ID field in the mutation")
+		return v, errors.New("OldOwnerRecordID requires an ID field in the mutation")
 	}
 	oldValue, err := m.oldValue(ctx)
 	if err != nil {
-		return v, fmt.Errorf("querying old value for OldExternalUserRecordID: %w", err)
+		return v, fmt.Errorf("querying old value for OldOwnerRecordID: %w", err)
 	}
-	return oldValue.ExternalUserRecordID, nil
+	return oldValue.OwnerRecordID, nil
 }
 
-// ResetExternalUserRecordID resets all changes to the "external_user_record_id" field.
-func (m *AssetPurgeMutation) ResetExternalUserRecordID() {
-	m.external_user_record_id = nil
+// ResetOwnerRecordID resets all changes to the "owner_record_id" field.
+func (m *AssetPurgeMutation) ResetOwnerRecordID() {
+	m.owner_record_id = nil
 }
 
 // SetExternalUserID sets the "external_user_id" field.
@@ -1973,8 +1973,8 @@ func (m *AssetPurgeMutation) Fields() []string {
 	if m.kind != nil {
 		fields = append(fields, assetpurge.FieldKind)
 	}
-	if m.external_user_record_id != nil {
-		fields = append(fields, assetpurge.FieldExternalUserRecordID)
+	if m.owner_record_id != nil {
+		fields = append(fields, assetpurge.FieldOwnerRecordID)
 	}
 	if m.external_user_id != nil {
 		fields = append(fields, assetpurge.FieldExternalUserID)
@@ -2022,8 +2022,8 @@ func (m *AssetPurgeMutation) Field(name string) (ent.Value, bool) {
 		return m.IntegrationID()
 	case assetpurge.FieldKind:
 		return m.Kind()
-	case assetpurge.FieldExternalUserRecordID:
-		return m.ExternalUserRecordID()
+	case assetpurge.FieldOwnerRecordID:
+		return m.OwnerRecordID()
 	case assetpurge.FieldExternalUserID:
 		return m.ExternalUserID()
 	case assetpurge.FieldKeys:
@@ -2061,8 +2061,8 @@ func (m *AssetPurgeMutation) OldField(ctx context.Context, name string) (ent.Val
 		return m.OldIntegrationID(ctx)
 	case assetpurge.FieldKind:
 		return m.OldKind(ctx)
-	case assetpurge.FieldExternalUserRecordID:
-		return m.OldExternalUserRecordID(ctx)
+	case assetpurge.FieldOwnerRecordID:
+		return m.OldOwnerRecordID(ctx)
 	case assetpurge.FieldExternalUserID:
 		return m.OldExternalUserID(ctx)
 	case assetpurge.FieldKeys:
@@ -2120,12 +2120,12 @@ func (m *AssetPurgeMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetKind(v)
 		return nil
-	case assetpurge.FieldExternalUserRecordID:
+	case assetpurge.FieldOwnerRecordID:
 		v, ok := value.(string)
 		if !ok {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
-		m.SetExternalUserRecordID(v)
+		m.SetOwnerRecordID(v)
 		return nil
 	case assetpurge.FieldExternalUserID:
 		v, ok := value.(string)
@@ -2330,8 +2330,8 @@ func (m *AssetPurgeMutation) ResetField(name string) error {
 	case assetpurge.FieldKind:
 		m.ResetKind()
 		return nil
-	case assetpurge.FieldExternalUserRecordID:
-		m.ResetExternalUserRecordID()
+	case assetpurge.FieldOwnerRecordID:
+		m.ResetOwnerRecordID()
 		return nil
 	case assetpurge.FieldExternalUserID:
 		m.ResetExternalUserID()

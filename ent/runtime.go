@@ -137,18 +137,18 @@ func init() {
 			return nil
 		}
 	}()
-	// assetpurgeDescExternalUserRecordID is the schema descriptor for external_user_record_id field.
-	assetpurgeDescExternalUserRecordID := assetpurgeFields[2].Descriptor()
-	// assetpurge.ExternalUserRecordIDValidator is a validator for the "external_user_record_id" field. It is called by the builders before save.
-	assetpurge.ExternalUserRecordIDValidator = func() func(string) error {
-		validators := assetpurgeDescExternalUserRecordID.Validators
+	// assetpurgeDescOwnerRecordID is the schema descriptor for owner_record_id field.
+	assetpurgeDescOwnerRecordID := assetpurgeFields[2].Descriptor()
+	// assetpurge.OwnerRecordIDValidator is a validator for the "owner_record_id" field. It is called by the builders before save.
+	assetpurge.OwnerRecordIDValidator = func() func(string) error {
+		validators := assetpurgeDescOwnerRecordID.Validators
 		fns := [...]func(string) error{
 			validators[0].(func(string) error),
 			validators[1].(func(string) error),
 		}
-		return func(external_user_record_id string) error {
+		return func(owner_record_id string) error {
 			for _, fn := range fns {
-				if err := fn(external_user_record_id); err != nil {
+				if err := fn(owner_record_id); err != nil {
 					return err
 				}
 			}

@@ -22,9 +22,9 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/cors"
 
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/idempotency"
-	"github.com/splathost/splathost/services/user"
 )
 
 // SessionVerifier turns a session bearer token into a caller. The session service provides it;
@@ -57,7 +57,7 @@ type Options struct {
 	BodyLimit      int
 	AdminToken     string
 	InternalSecret []byte
-	Integrations   *user.Integrations
+	Integrations   *credentials.Cache
 	Sessions       SessionVerifier
 	Upstreams      []Upstream
 	// Assets is the built web tree (package web's Dist): /embed/assets/*, /sdk/* and the API
@@ -226,7 +226,7 @@ func bearer(c *fiber.Ctx) (string, bool) {
 
 func (a *auth) keys(c *fiber.Ctx) error {
 	secret, ok := bearer(c)
-	if !ok || !strings.HasPrefix(secret, user.SecretKeyPrefix) {
+	if !ok || !strings.HasPrefix(secret, credentials.SecretKeyPrefix) {
 		return apperr.Unauthorized("missing or invalid Authorization header: expected Bearer <secret key>")
 	}
 	pk := c.Get(httpx.PublicKeyHeader)
@@ -255,7 +255,7 @@ func (a *auth) keys(c *fiber.Ctx) error {
 
 func (a *auth) secretBearer(c *fiber.Ctx) error {
 	secret, ok := bearer(c)
-	if !ok || !strings.HasPrefix(secret, user.SecretKeyPrefix) {
+	if !ok || !strings.HasPrefix(secret, credentials.SecretKeyPrefix) {
 		return apperr.Unauthorized("missing or invalid Authorization header: expected Bearer <secret key>")
 	}
 	in, err := a.opts.Integrations.AuthenticateSecret(c.UserContext(), secret)
@@ -400,7 +400,7 @@ func externalUserProblem(eu string) string {
 	return ""
 }
 
-func callerOf(in *user.Integration, scheme httpx.Scheme) *httpx.Caller {
+func callerOf(in *credentials.Integration, scheme httpx.Scheme) *httpx.Caller {
 	return &httpx.Caller{
 		Scheme: scheme, IntegrationID: in.ID, AccountID: in.AccountID, ProductSlug: in.ProductSlug,
 		PublicKey: in.PublicKey, Capabilities: in.Capabilities,

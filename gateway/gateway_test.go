@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
@@ -244,7 +245,7 @@ func TestAdminToken(t *testing.T) {
 }
 
 func TestCallerOf(t *testing.T) {
-	in := &user.Integration{ID: "i", AccountID: "a", ProductSlug: "p", PublicKey: "mpk_x",
+	in := &credentials.Integration{ID: "i", AccountID: "a", ProductSlug: "p", PublicKey: "mpk_x",
 		SecretHash: []byte("h"), Capabilities: []string{"view"}, RestAccess: true}
 	got := callerOf(in, httpx.SchemeKey)
 	require.Equal(t, &httpx.Caller{Scheme: httpx.SchemeKey, IntegrationID: "i", AccountID: "a", ProductSlug: "p",

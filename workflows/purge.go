@@ -29,12 +29,14 @@ const purgeSlice = 1000
 // PurgeInput names the outbox row (asset_purges) of a customer deletion and the customer. Offset
 // and Deleted carry progress across continue-as-new; a new purge starts them at zero.
 type PurgeInput struct {
-	PurgeID              string
-	IntegrationID        string
-	ExternalUserRecordID string
-	ExternalUserID       string
-	Offset               int
-	Deleted              int
+	PurgeID       string
+	IntegrationID string
+	// OwnerRecordID is the customer's record id (scenes.owner_id); its JSON key is its old
+	// name, so recorded histories replay.
+	OwnerRecordID  string `json:"ExternalUserRecordID"`
+	ExternalUserID string
+	Offset         int
+	Deleted        int
 }
 
 // PurgeResult counts the objects the purge removed (including those already gone).
@@ -47,8 +49,8 @@ type PurgeResult struct {
 
 // PurgeWorkflowID is the business key of a customer's purge. A second deletion of the same
 // customer (provisioned again in between) reuses it: it starts once the first has closed.
-func PurgeWorkflowID(integrationID, externalUserRecordID string) string {
-	return "purge-customer/" + integrationID + "/" + externalUserRecordID
+func PurgeWorkflowID(integrationID, ownerRecordID string) string {
+	return "purge-customer/" + integrationID + "/" + ownerRecordID
 }
 
 // purgeSearchAttributes are set when a purge starts, by the service or by the re-drive.
@@ -61,7 +63,7 @@ func purgeSearchAttributes(in PurgeInput) temporal.SearchAttributes {
 // row, the re-drive starts this one after it closes.
 func StartPurge(ctx context.Context, c client.Client, taskQueue string, in PurgeInput) (client.WorkflowRun, error) {
 	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                    PurgeWorkflowID(in.IntegrationID, in.ExternalUserRecordID),
+		ID:                    PurgeWorkflowID(in.IntegrationID, in.OwnerRecordID),
 		TaskQueue:             taskQueue,
 		TypedSearchAttributes: purgeSearchAttributes(in),
 	}, PurgeCustomerAssets, in)
@@ -97,7 +99,7 @@ var dbOptions = workflow.ActivityOptions{
 // process closes the row with the failure (the re-drive must not restart it forever) and fails
 // the workflow, so an operator sees it.
 func PurgeCustomerAssets(ctx workflow.Context, in PurgeInput) (PurgeResult, error) {
-	if in.PurgeID == "" || in.IntegrationID == "" || in.ExternalUserRecordID == "" {
+	if in.PurgeID == "" || in.IntegrationID == "" || in.OwnerRecordID == "" {
 		return PurgeResult{}, temporal.NewNonRetryableApplicationError("purge id, integration id and external user record id are required", activities.ErrBadInput, nil)
 	}
 	dbCtx := workflow.WithActivityOptions(ctx, dbOptions)

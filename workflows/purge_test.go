@@ -28,7 +28,7 @@ const (
 )
 
 var testPurge = PurgeInput{PurgeID: "cccccccccccccccccccccccc", IntegrationID: testIntegration,
-	ExternalUserRecordID: testRecord, ExternalUserID: "customer-1"}
+	OwnerRecordID: testRecord, ExternalUserID: "customer-1"}
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 

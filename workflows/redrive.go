@@ -74,9 +74,9 @@ func RedrivePurges(ctx workflow.Context, _ RedriveInput) (RedriveResult, error) 
 			continue
 		}
 		in := PurgeInput{PurgeID: p.PurgeID, IntegrationID: p.IntegrationID,
-			ExternalUserRecordID: p.ExternalUserRecordID, ExternalUserID: p.ExternalUserID}
+			OwnerRecordID: p.OwnerRecordID, ExternalUserID: p.ExternalUserID}
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID:            PurgeWorkflowID(in.IntegrationID, in.ExternalUserRecordID),
+			WorkflowID:            PurgeWorkflowID(in.IntegrationID, in.OwnerRecordID),
 			ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 			TypedSearchAttributes: purgeSearchAttributes(in),
 		})

@@ -31,11 +31,13 @@ var SASplatID = temporal.NewSearchAttributeKeyKeyword("splatId")
 // restore, a protection or a later re-archive (a new ArchivedAt, hence a new workflow) makes a
 // stale timer harmless even if its cancellation was lost.
 type RetentionInput struct {
-	SceneID              string
-	IntegrationID        string
-	ExternalUserRecordID string
-	ExternalUserID       string
-	ArchivedAt           time.Time
+	SceneID       string
+	IntegrationID string
+	// OwnerRecordID is the customer's record id (scenes.owner_id); its JSON key is its old
+	// name, so recorded histories replay.
+	OwnerRecordID  string `json:"ExternalUserRecordID"`
+	ExternalUserID string
+	ArchivedAt     time.Time
 }
 
 // RetentionWorkflowID is the business key of one archiving of one scene.

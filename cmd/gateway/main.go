@@ -5,6 +5,7 @@ package main
 import (
 	"github.com/splathost/splathost/gateway"
 	"github.com/splathost/splathost/internal/boot"
+	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
@@ -17,7 +18,7 @@ func main() {
 	defer rt.Close()
 	cfg := rt.Config
 	d := rt.DB()
-	ints := user.NewIntegrations(d.Pool, rt.Log)
+	ints := credentials.NewCache(d.Pool, rt.Log)
 	go ints.Listen(rt.Ctx)
 	keys, err := session.NewKeys(cfg.SessionKeys)
 	if err != nil {

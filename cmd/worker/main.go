@@ -39,7 +39,7 @@ func main() {
 		}
 	}()
 	err = worker.Run(rt.Ctx, tc, rt.Config, worker.Deps{DB: d, Store: store, Views: views,
-		Streamer: &analytics.Streamer{DB: d, Views: views, Log: rt.Log}, Log: rt.Log})
+		Streamer: &analytics.Streamer{Pool: d.Pool, Views: views, Log: rt.Log}, Log: rt.Log})
 	if err != nil && !errors.Is(err, context.Canceled) {
 		boot.Fatal(rt.Log, "worker", err)
 	}

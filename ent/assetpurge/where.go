@@ -79,9 +79,9 @@ func IntegrationID(v string) predicate.AssetPurge {
 	return predicate.AssetPurge(sql.FieldEQ(FieldIntegrationID, v))
 }
 
-// ExternalUserRecordID applies equality check predicate on the "external_user_record_id" field. It's identical to ExternalUserRecordIDEQ.
-func ExternalUserRecordID(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldEQ(FieldExternalUserRecordID, v))
+// OwnerRecordID applies equality check predicate on the "owner_record_id" field. It's identical to OwnerRecordIDEQ.
+func OwnerRecordID(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldEQ(FieldOwnerRecordID, v))
 }
 
 // ExternalUserID applies equality check predicate on the "external_user_id" field. It's identical to ExternalUserIDEQ.
@@ -284,69 +284,69 @@ func KindNotIn(vs ...Kind) predicate.AssetPurge {
 	return predicate.AssetPurge(sql.FieldNotIn(FieldKind, vs...))
 }
 
-// ExternalUserRecordIDEQ applies the EQ predicate on the "external_user_record_id" field.
-func ExternalUserRecordIDEQ(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldEQ(FieldExternalUserRecordID, v))
+// OwnerRecordIDEQ applies the EQ predicate on the "owner_record_id" field.
+func OwnerRecordIDEQ(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldEQ(FieldOwnerRecordID, v))
 }
 
-// ExternalUserRecordIDNEQ applies the NEQ predicate on the "external_user_record_id" field.
-func ExternalUserRecordIDNEQ(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldNEQ(FieldExternalUserRecordID, v))
+// OwnerRecordIDNEQ applies the NEQ predicate on the "owner_record_id" field.
+func OwnerRecordIDNEQ(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldNEQ(FieldOwnerRecordID, v))
 }
 
-// ExternalUserRecordIDIn applies the In predicate on the "external_user_record_id" field.
-func ExternalUserRecordIDIn(vs ...string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldIn(FieldExternalUserRecordID, vs...))
+// OwnerRecordIDIn applies the In predicate on the "owner_record_id" field.
+func OwnerRecordIDIn(vs ...string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldIn(FieldOwnerRecordID, vs...))
 }
 
-// ExternalUserRecordIDNotIn applies the NotIn predicate on the "external_user_record_id" field.
-func ExternalUserRecordIDNotIn(vs ...string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldNotIn(FieldExternalUserRecordID, vs...))
+// OwnerRecordIDNotIn applies the NotIn predicate on the "owner_record_id" field.
+func OwnerRecordIDNotIn(vs ...string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldNotIn(FieldOwnerRecordID, vs...))
 }
 
-// ExternalUserRecordIDGT applies the GT predicate on the "external_user_record_id" field.
-func ExternalUserRecordIDGT(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldGT(FieldExternalUserRecordID, v))
+// OwnerRecordIDGT applies the GT predicate on the "owner_record_id" field.
+func OwnerRecordIDGT(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldGT(FieldOwnerRecordID, v))
 }
 
-// ExternalUserRecordIDGTE applies the GTE predicate on the "external_user_record_id" field.
-func ExternalUserRecordIDGTE(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldGTE(FieldExternalUserRecordID, v))
+// OwnerRecordIDGTE applies the GTE predicate on the "owner_record_id" field.
+func OwnerRecordIDGTE(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldGTE(FieldOwnerRecordID, v))
 }
 
-// ExternalUserRecordIDLT applies the LT predicate on the "external_user_record_id" field.
-func ExternalUserRecordIDLT(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldLT(FieldExternalUserRecordID, v))
+// OwnerRecordIDLT applies the LT predicate on the "owner_record_id" field.
+func OwnerRecordIDLT(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldLT(FieldOwnerRecordID, v))
 }
 
-// ExternalUserRecordIDLTE applies the LTE predicate on the "external_user_record_id" field.
-func ExternalUserRecordIDLTE(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldLTE(FieldExternalUserRecordID, v))
+// OwnerRecordIDLTE applies the LTE predicate on the "owner_record_id" field.
+func OwnerRecordIDLTE(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldLTE(FieldOwnerRecordID, v))
 }
 
-// ExternalUserRecordIDContains applies the Contains predicate on the "external_user_record_id" field.
-func ExternalUserRecordIDContains(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldContains(FieldExternalUserRecordID, v))
+// OwnerRecordIDContains applies the Contains predicate on the "owner_record_id" field.
+func OwnerRecordIDContains(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldContains(FieldOwnerRecordID, v))
 }
 
-// ExternalUserRecordIDHasPrefix applies the HasPrefix predicate on the "external_user_record_id" field.
-func ExternalUserRecordIDHasPrefix(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldHasPrefix(FieldExternalUserRecordID, v))
+// OwnerRecordIDHasPrefix applies the HasPrefix predicate on the "owner_record_id" field.
+func OwnerRecordIDHasPrefix(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldHasPrefix(FieldOwnerRecordID, v))
 }
 
-// ExternalUserRecordIDHasSuffix applies the HasSuffix predicate on the "external_user_record_id" field.
-func ExternalUserRecordIDHasSuffix(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldHasSuffix(FieldExternalUserRecordID, v))
+// OwnerRecordIDHasSuffix applies the HasSuffix predicate on the "owner_record_id" field.
+func OwnerRecordIDHasSuffix(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldHasSuffix(FieldOwnerRecordID, v))
 }
 
-// ExternalUserRecordIDEqualFold applies the EqualFold predicate on the "external_user_record_id" field.
-func ExternalUserRecordIDEqualFold(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldEqualFold(FieldExternalUserRecordID, v))
+// OwnerRecordIDEqualFold applies the EqualFold predicate on the "owner_record_id" field.
+func OwnerRecordIDEqualFold(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldEqualFold(FieldOwnerRecordID, v))
 }
 
-// ExternalUserRecordIDContainsFold applies the ContainsFold predicate on the "external_user_record_id" field.
-func ExternalUserRecordIDContainsFold(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldContainsFold(FieldExternalUserRecordID, v))
+// OwnerRecordIDContainsFold applies the ContainsFold predicate on the "owner_record_id" field.
+func OwnerRecordIDContainsFold(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldContainsFold(FieldOwnerRecordID, v))
 }
 
 // ExternalUserIDEQ applies the EQ predicate on the "external_user_id" field.

@@ -34,7 +34,7 @@ var (
 		{Name: "updated_at", Type: field.TypeTime},
 		{Name: "integration_id", Type: field.TypeString, Size: 24},
 		{Name: "kind", Type: field.TypeEnum, Enums: []string{"customer", "scene", "upload"}, Default: "customer"},
-		{Name: "external_user_record_id", Type: field.TypeString, Size: 24},
+		{Name: "owner_record_id", Type: field.TypeString, Size: 24},
 		{Name: "external_user_id", Type: field.TypeString},
 		{Name: "keys", Type: field.TypeJSON, Nullable: true},
 		{Name: "prefixes", Type: field.TypeJSON, Nullable: true},

@@ -14,6 +14,7 @@ import (
 	"github.com/splathost/splathost/analytics"
 	"github.com/splathost/splathost/gateway"
 	"github.com/splathost/splathost/internal/config"
+	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/idempotency"
@@ -31,7 +32,7 @@ type Process struct {
 	App *fiber.App
 	DB  *db.DB
 	// Integrations is the gateway's credential cache.
-	Integrations *user.Integrations
+	Integrations *credentials.Cache
 	// Scenes is the scene service, for tests that watch its cache.
 	Scenes   *scene.Service
 	Temporal client.Client
@@ -74,7 +75,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	runCtx, stop := context.WithCancel(context.Background())
 	p := &Process{DB: d, Temporal: tc, CH: ch, stop: stop, done: make(chan struct{}), roomsDone: make(chan struct{})}
 
-	ints := user.NewIntegrations(d.Pool, log)
+	ints := credentials.NewCache(d.Pool, log)
 	users := user.New(d, log, ints.Flush, user.Temporal{Client: tc, TaskQueue: cfg.TaskQueue})
 	scenes := scene.New(d, store, log, cfg.AssetBase(), scene.ClonesFrom(tc, cfg))
 	hooks, err := worker.UserWebhooks(tc, cfg, d.Ent, log)
@@ -90,7 +91,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 		return nil, err
 	}
 	p.Views = views
-	p.Streamer = &analytics.Streamer{DB: d, Views: views, Log: log}
+	p.Streamer = &analytics.Streamer{Pool: d.Pool, Views: views, Log: log}
 	scenes.UseViews(views)
 	urls := scene.NewAssetURLs(cfg)
 	scenes.UseAssetURLs(urls)

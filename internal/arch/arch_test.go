@@ -18,19 +18,33 @@ var forbidden = map[string][]string{
 	"ent":                  {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker", "analytics"},
 	"internal/db":          {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker"},
 	"internal/objectstore": {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker"},
-	"analytics":            {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker"},
+	// Analytics speaks plain pgx and ClickHouse, below the product's data model.
+	"analytics": {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker", "ent", "internal/db"},
+	// The scene change notice serves ent and plain-pgx writers alike.
+	"internal/pgnotify": {"ent", "internal/db"},
 	// Shared plumbing stays below the domains.
 	"internal/httpx":  {"gateway", "services/", "internal/boot", "internal/allinone", "internal/worker", "ent"},
 	"internal/apperr": {"gateway", "services/", "internal/boot", "internal/allinone", "internal/worker", "ent"},
 	// The Idempotency-Key protocol is plumbing in front of the services: it keeps answers, never
 	// reads the domains' rows.
 	"internal/idempotency": {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker", "ent"},
+	// The credential cache serves the gateway and the session service from below both.
+	"internal/credentials": {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker"},
 	// Services never reach up to the gateway or across to the wiring.
 	"services/": {"gateway", "internal/boot", "internal/allinone", "internal/worker", "cmd/"},
+	// The session service checks keys through internal/credentials, not the user service.
+	"services/session": {"services/user"},
 	// Workflows stay deterministic: activities may be referenced, never the reverse.
 	"activities": {"workflows", "gateway", "services/", "internal/boot", "internal/allinone", "internal/worker"},
 	"workflows":  {"gateway", "services/", "internal/boot", "internal/allinone", "internal/worker", "internal/db", "internal/objectstore", "analytics"},
-	"gateway":    {"internal/boot", "internal/allinone", "internal/worker", "cmd/"},
+	// The gateway forwards to the services over HTTP and shares none of their code.
+	"gateway": {"services/", "activities", "workflows", "internal/boot", "internal/allinone", "internal/worker", "cmd/"},
+}
+
+// forbiddenOutside maps a package prefix to modules outside this one it must never depend on
+// (directly or not).
+var forbiddenOutside = map[string][]string{
+	"analytics": {"entgo.io/"},
 }
 
 type pkg struct {
@@ -51,6 +65,16 @@ func TestImportDirection(t *testing.T) {
 			require.NoError(t, err)
 		}
 		rel := strings.TrimPrefix(p.ImportPath, mod)
+		for from, bans := range forbiddenOutside {
+			if !strings.HasPrefix(rel, from) {
+				continue
+			}
+			for _, d := range p.Deps {
+				for _, ban := range bans {
+					require.False(t, strings.HasPrefix(d, ban), "%s must not depend on %s", rel, d)
+				}
+			}
+		}
 		for from, bans := range forbidden {
 			if !strings.HasPrefix(rel, from) {
 				continue

@@ -16,6 +16,7 @@ import (
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/db"
+	"github.com/splathost/splathost/internal/pgnotify"
 )
 
 // Cache bounds, in bytes of the cached rows as sceneBytes estimates them. A scene row is small
@@ -124,7 +125,7 @@ type sceneEntry struct {
 }
 
 // sceneCache holds scene rows (GET /api/v1/splats/{id}) and list pages (GET /api/v1/splats) in
-// memory. Entries live until a NOTIFY on db.ScenesChannel names their scene or their integration:
+// memory. Entries live until a NOTIFY on pgnotify.ScenesChannel names their scene or their integration:
 // a change drops the scene's entry and every list page of its integration, which keeps list
 // caching correct without tracking which page holds which scene (and cheap to reason about when
 // view counts start changing often). While the LISTEN connection is down the cache is bypassed,
@@ -308,7 +309,7 @@ func (c *sceneCache) notified(payload string) {
 // listen keeps the cache's LISTEN connection until ctx ends: every notification drops what it
 // names, every (re)connect flushes everything.
 func (c *sceneCache) listen(ctx context.Context) {
-	db.Listen(ctx, c.pool, db.Listener{Channel: db.ScenesChannel, OnConnect: c.flush, OnNotify: c.notified, Live: &c.live, Log: c.log})
+	db.Listen(ctx, c.pool, db.Listener{Channel: pgnotify.ScenesChannel, OnConnect: c.flush, OnNotify: c.notified, Live: &c.live, Log: c.log})
 }
 
 // pageKey is the cache key of a list page within its integration: the EU filter and the

@@ -14,6 +14,7 @@ import (
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/quota"
+	"github.com/splathost/splathost/internal/scenerow"
 )
 
 // createScene makes the committed scene of owner from its checked plan, in one transaction:
@@ -47,36 +48,29 @@ func (s *Service) createScene(ctx context.Context, accountID string, owner *ent.
 			purge, err = s.uploadPurge(ctx, tx, owner, owner.IntegrationID, ticketIDs(p.assets), nil)
 			return err
 		}
-		create := tx.Scene.Create().SetIntegrationID(owner.IntegrationID).SetOwnerID(owner.ID).
-			SetTitle(req.title).SetDescription(req.description).SetVisibility(scene.Visibility(req.visibility)).
-			SetSplatType(scene.SplatType(req.splatType)).SetSplatURL(req.splatURL).SetNillableLodFolderKey(p.lodKey).
-			SetNillableLodFiles(p.lodFiles).SetImageURL(req.imageURL).SetFileSizeBytes(p.size).SetAssetKeys(p.keys)
+		row := scenerow.New{IntegrationID: owner.IntegrationID, OwnerRecordID: owner.ID, Title: req.title,
+			Description: req.description, Visibility: scene.Visibility(req.visibility), SplatType: req.splatType,
+			SplatURL: req.splatURL, LodFolderKey: p.lodKey, LodFiles: p.lodFiles, ImageURL: req.imageURL,
+			InitialCameraPosition: req.cameraPosition, InitialCameraRotation: req.cameraRotation,
+			// With no camera in levelData, the commit's initial camera becomes its start camera.
+			LevelData:     seedCamera(req.levelData, req.cameraPosition, req.cameraRotation),
+			FileSizeBytes: p.size, AssetKeys: p.keys}
 		if req.depthURL != "" {
-			create.SetThumbnailDepthURL(req.depthURL)
-		}
-		if req.cameraPosition != nil {
-			create.SetInitialCameraPosition(req.cameraPosition)
-		}
-		if req.cameraRotation != nil {
-			create.SetInitialCameraRotation(req.cameraRotation)
-		}
-		// With no camera in levelData, the commit's initial camera becomes its start camera.
-		if ld := seedCamera(req.levelData, req.cameraPosition, req.cameraRotation); ld != nil {
-			create.SetLevelData(ld)
-		}
-		if req.visibility == "public" {
-			create.SetFirstPublishedAt(s.now())
+			row.ThumbnailDepthURL = &req.depthURL
 		}
 		// A rendition is planned in the same transaction (processing_state is its outbox);
 		// the scene's id names its folder, so it is chosen here rather than by the insert.
 		if _, ok := activities.RenditionFormat(req.splatType, req.splatURL); ok {
 			if p.size >= s.clones.RenditionMinBytes {
-				id := ids.New()
-				create.SetID(id).SetProcessingState(scene.ProcessingStatePending).
-					SetRenditionPrefix(activities.RenditionFolder(owner.IntegrationID, owner.ID, id))
+				row.ID = ids.New()
+				row.RenditionPrefix = activities.RenditionFolder(owner.IntegrationID, owner.ID, row.ID)
 			} else {
-				create.SetProcessingMessage("smaller than this deployment's rendition threshold")
+				row.ProcessingMessage = "smaller than this deployment's rendition threshold"
 			}
+		}
+		create := scenerow.Create(tx.Scene, row)
+		if req.visibility == "public" {
+			create.SetFirstPublishedAt(s.now())
 		}
 		if sc, err = create.Save(ctx); err != nil {
 			return err
@@ -136,6 +130,6 @@ func (s *Service) uploadPurge(ctx context.Context, tx *ent.Tx, owner *ent.Extern
 		return nil, nil
 	}
 	return tx.AssetPurge.Create().SetKind(assetpurge.KindUpload).SetIntegrationID(integrationID).
-		SetExternalUserRecordID(owner.ID).SetExternalUserID(owner.ExternalUserID).
+		SetOwnerRecordID(owner.ID).SetExternalUserID(owner.ExternalUserID).
 		SetTicketIds(tickets).SetKeys(keys).Save(ctx)
 }

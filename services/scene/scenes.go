@@ -162,7 +162,7 @@ func (s *Service) deleteScene(c *fiber.Ctx) error {
 		}
 		keys, prefixes := activities.SceneObjects(sc)
 		purge, err = tx.AssetPurge.Create().SetKind(assetpurge.KindScene).SetIntegrationID(sc.IntegrationID).
-			SetExternalUserRecordID(owner.ID).SetExternalUserID(owner.ExternalUserID).SetSceneID(sc.ID).
+			SetOwnerRecordID(owner.ID).SetExternalUserID(owner.ExternalUserID).SetSceneID(sc.ID).
 			SetKeys(keys).SetPrefixes(prefixes).SetSceneCount(1).Save(ctx)
 		if err != nil {
 			return err

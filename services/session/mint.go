@@ -14,10 +14,10 @@ import (
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
-	"github.com/splathost/splathost/services/user"
 )
 
 // Limits of the session body (spec, Limits).
@@ -53,8 +53,8 @@ func parseMint(body []byte) (*mintRequest, error) {
 	f.NotNull("type")
 	r := &mintRequest{typ: TypeEditor}
 	if pk, ok := f.String("publicKey", 1, maxPublicKey); ok {
-		if !strings.HasPrefix(pk, user.PublicKeyPrefix) {
-			f.Issuef("publicKey: must start with %s", user.PublicKeyPrefix)
+		if !strings.HasPrefix(pk, credentials.PublicKeyPrefix) {
+			f.Issuef("publicKey: must start with %s", credentials.PublicKeyPrefix)
 		}
 		r.publicKey = pk
 	}

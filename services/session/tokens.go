@@ -16,8 +16,8 @@ import (
 
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/config"
+	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/httpx"
-	"github.com/splathost/splathost/services/user"
 )
 
 // TokenType is the typ claim of every embed session token (spec, Versioning).
@@ -155,9 +155,9 @@ func (k *Keys) Parse(token string) (*Claims, error) {
 }
 
 // IntegrationLookup finds the integration of a public key and the status of a customer;
-// *user.Integrations (the gateway's in-memory credential cache) implements it.
+// *credentials.Cache (the gateway's in-memory credential cache) implements it.
 type IntegrationLookup interface {
-	ByPublicKey(ctx context.Context, publicKey string) (*user.Integration, error)
+	ByPublicKey(ctx context.Context, publicKey string) (*credentials.Integration, error)
 	CustomerActive(ctx context.Context, integrationID, eu string) (bool, error)
 }
 

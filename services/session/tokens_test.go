@@ -15,8 +15,8 @@ import (
 
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/config"
+	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/httpx"
-	"github.com/splathost/splathost/services/user"
 )
 
 var (
@@ -25,9 +25,9 @@ var (
 )
 
 // fakeIntegrations is the integration cache as the verifier sees it.
-type fakeIntegrations map[string]*user.Integration
+type fakeIntegrations map[string]*credentials.Integration
 
-func (f fakeIntegrations) ByPublicKey(_ context.Context, pk string) (*user.Integration, error) {
+func (f fakeIntegrations) ByPublicKey(_ context.Context, pk string) (*credentials.Integration, error) {
 	return f[pk], nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/splathost/splathost/ent/account"
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
 )
@@ -227,13 +228,13 @@ func (s *Service) createIntegration(c *fiber.Ctx) error {
 	if _, err := s.account(c.UserContext(), accountID); err != nil {
 		return err
 	}
-	publicKey, secretKey := newKeyPair()
+	publicKey, secretKey := credentials.NewKeyPair()
 	var in *ent.Integration
 	err = s.db.InTx(c.UserContext(), func(tx *ent.Tx) error {
 		var err error
 		in, err = tx.Integration.Create().SetAccountID(accountID).SetProductSlug(slug).
 			SetCapabilities(caps).SetRestAccess(rest).SetPublicKey(publicKey).
-			SetSecretHash(HashSecret(secretKey)).SetFrameAncestors(frames).Save(c.UserContext())
+			SetSecretHash(credentials.HashSecret(secretKey)).SetFrameAncestors(frames).Save(c.UserContext())
 		if err != nil {
 			return err
 		}
@@ -309,7 +310,7 @@ func (s *Service) rotateIntegration(c *fiber.Ctx) error {
 	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
-	_, secretKey := newKeyPair()
+	_, secretKey := credentials.NewKeyPair()
 	var out *ent.Integration
 	err := s.db.InTx(c.UserContext(), func(tx *ent.Tx) error {
 		in, err := s.integration(c.UserContext(), tx.Integration, c.Params("id"), true)
@@ -319,7 +320,7 @@ func (s *Service) rotateIntegration(c *fiber.Ctx) error {
 		if in.RevokedAt != nil {
 			return apperr.Gone("integration revoked")
 		}
-		if out, err = in.Update().SetSecretHash(HashSecret(secretKey)).Save(c.UserContext()); err != nil {
+		if out, err = in.Update().SetSecretHash(credentials.HashSecret(secretKey)).Save(c.UserContext()); err != nil {
 			return err
 		}
 		return notifyIntegration(c.UserContext(), tx, in.ID)
@@ -394,14 +395,14 @@ func (s *Service) integration(ctx context.Context, q *ent.IntegrationClient, id 
 // notifyIntegration tells every process to drop its cached integrations. NOTIFY inside the
 // transaction is delivered only if it commits, so no process sees the news before the row.
 func notifyIntegration(ctx context.Context, tx *ent.Tx, id string) error {
-	_, err := tx.ExecContext(ctx, "SELECT pg_notify($1, $2)", integrationsChannel, id)
+	_, err := tx.ExecContext(ctx, "SELECT pg_notify($1, $2)", credentials.Channel, id)
 	return err
 }
 
 // notifyCustomer tells every process to drop the cached status of one customer (sessions
 // scoped to the customer check it at every use). Delivered only if tx commits.
 func notifyCustomer(ctx context.Context, tx *ent.Tx, integrationID, eu string) error {
-	_, err := tx.ExecContext(ctx, "SELECT pg_notify($1, $2)", integrationsChannel, customerNoticePrefix+integrationID+":"+eu)
+	_, err := tx.ExecContext(ctx, "SELECT pg_notify($1, $2)", credentials.Channel, credentials.CustomerNotice(integrationID, eu))
 	return err
 }
 

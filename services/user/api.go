@@ -24,7 +24,7 @@ import (
 const (
 	maxMetadataKeys  = 20
 	maxMetadataBytes = 4096
-	maxSplatIDLists  = 1000
+	maxSceneIDLists  = 1000
 )
 
 // customerPatch is a validated PUT body: nil pointers are omitted fields.
@@ -38,7 +38,7 @@ type customerPatch struct {
 	avatarURL    **string
 	emailHash    **string
 	metadata     *map[string]any // set to a nil map to clear
-	keepSplatIDs []string
+	keepSceneIDs []string
 	protectedIDs []string
 	hasRetention bool
 }
@@ -86,8 +86,8 @@ func parseCustomerPatch(body []byte) (*customerPatch, error) {
 			p.metadata = &m
 		}
 	}
-	p.keepSplatIDs, _ = f.StringList("keepSplatIds", maxSplatIDLists, ids.Valid, "must be a 24-character hexadecimal scene id")
-	p.protectedIDs, _ = f.StringList("protectedSplatIds", maxSplatIDLists, ids.Valid, "must be a 24-character hexadecimal scene id")
+	p.keepSceneIDs, _ = f.StringList("keepSplatIds", maxSceneIDLists, ids.Valid, "must be a 24-character hexadecimal scene id")
+	p.protectedIDs, _ = f.StringList("protectedSplatIds", maxSceneIDLists, ids.Valid, "must be a 24-character hexadecimal scene id")
 	p.hasRetention = f.Has("billingState") || f.Has("limitBytes") || f.Has("maxSplats") ||
 		f.Has("keepSplatIds") || f.Has("protectedSplatIds")
 	if err := f.Err(); err != nil {

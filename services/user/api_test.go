@@ -507,7 +507,7 @@ func TestParseCustomerPatchSplatIDLists(t *testing.T) {
 						return
 					}
 					p := parseOK(t, body)
-					got, other := p.keepSplatIDs, p.protectedIDs
+					got, other := p.keepSceneIDs, p.protectedIDs
 					if name == "protectedSplatIds" {
 						got, other = other, got
 					}
@@ -577,7 +577,7 @@ func TestParseCustomerPatchFull(t *testing.T) {
 	require.False(t, p.clearMax)
 	require.Equal(t, "inactive", *p.status)
 	require.Equal(t, "suspended", *p.billingState)
-	require.Equal(t, []string{id1}, p.keepSplatIDs)
+	require.Equal(t, []string{id1}, p.keepSceneIDs)
 	require.Equal(t, []string{id2}, p.protectedIDs)
 	require.Equal(t, "Ada", **p.displayName)
 	require.Equal(t, "https://example.com/a.png", **p.avatarURL)

@@ -187,7 +187,7 @@ func deleteCustomer(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, eu st
 			return nil, err
 		}
 		keys, prefixes := sceneObjects(scenes)
-		del.purge, err = tx.AssetPurge.Create().SetIntegrationID(caller.IntegrationID).SetExternalUserRecordID(u.ID).
+		del.purge, err = tx.AssetPurge.Create().SetIntegrationID(caller.IntegrationID).SetOwnerRecordID(u.ID).
 			SetExternalUserID(u.ExternalUserID).SetKeys(keys).SetPrefixes(prefixes).SetSceneCount(len(scenes)).Save(ctx)
 		if err != nil {
 			return nil, err
@@ -227,7 +227,7 @@ func (s *Service) startPurge(ctx context.Context, p *ent.AssetPurge) {
 		return
 	}
 	in := workflows.PurgeInput{PurgeID: p.ID, IntegrationID: p.IntegrationID,
-		ExternalUserRecordID: p.ExternalUserRecordID, ExternalUserID: p.ExternalUserID}
+		OwnerRecordID: p.OwnerRecordID, ExternalUserID: p.ExternalUserID}
 	go func() {
 		ctx, cancel := context.WithTimeout(ctx, purgeStartTimeout)
 		defer cancel()

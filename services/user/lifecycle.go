@@ -129,10 +129,10 @@ func applyLifecycle(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, u *en
 		protect[id] = true
 	}
 	var keepers map[string]bool
-	if p.keepSplatIDs != nil {
+	if p.keepSceneIDs != nil {
 		keepers = map[string]bool{}
 		var bytes, slots int64
-		for _, id := range p.keepSplatIDs {
+		for _, id := range p.keepSceneIDs {
 			sc := byID[id]
 			if sc == nil || sc.archived != nil {
 				issues = append(issues, fmt.Sprintf("keepSplatIds: %s is not a live scene of this external user", id))
@@ -214,7 +214,7 @@ func applyLifecycle(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, u *en
 	}
 
 	// Restore what fits, from the scenes archived before this PUT.
-	restoreWanted := p.keepSplatIDs == nil && len(archived) > 0 &&
+	restoreWanted := p.keepSceneIDs == nil && len(archived) > 0 &&
 		((p.billingState != nil && *p.billingState == string(externaluser.BillingStateActive)) ||
 			p.limitBytes != nil || p.maxSplats != nil || p.clearMax)
 	var a *ent.Account
@@ -364,7 +364,7 @@ func (s *Service) applyRetentionTimers(ctx context.Context, caller *httpx.Caller
 	for _, t := range fx.start {
 		run(func() {
 			in := workflows.RetentionInput{SceneID: t.sceneID, IntegrationID: caller.IntegrationID,
-				ExternalUserRecordID: u.ID, ExternalUserID: u.ExternalUserID, ArchivedAt: t.archivedAt}
+				OwnerRecordID: u.ID, ExternalUserID: u.ExternalUserID, ArchivedAt: t.archivedAt}
 			if err := workflows.StartSceneRetention(ctx, s.temporal.Client, s.temporal.TaskQueue, in); err != nil {
 				s.log.Warn("starting a scene's retention timer", "scene", t.sceneID, "error", err)
 			}

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/splathost/splathost/services/user"
+	"github.com/splathost/splathost/internal/credentials"
 )
 
 // bareIntegration is what the bare server's authentication needs of an integration row.
@@ -70,7 +70,7 @@ func bearerSecret(c *fiber.Ctx) (string, bool) {
 		return "", false
 	}
 	s := strings.TrimSpace(h[7:])
-	return s, user.ValidSecretKey(s)
+	return s, credentials.ValidSecretKey(s)
 }
 
 // keys authenticates a secret + public key pair (the /api/v1 scheme) and returns the
@@ -78,7 +78,7 @@ func bearerSecret(c *fiber.Ctx) (string, bool) {
 func (a *bareAuth) keys(c *fiber.Ctx) (*bareIntegration, string, error) {
 	secret, ok := bearerSecret(c)
 	pk := c.Get("X-Service-Public-Key")
-	if !ok || !user.ValidPublicKey(pk) {
+	if !ok || !credentials.ValidPublicKey(pk) {
 		return nil, "", errBareAuth
 	}
 	hash := sha256.Sum256([]byte(secret))

@@ -1,4 +1,4 @@
-package user
+package credentials
 
 import (
 	"crypto/sha256"
@@ -51,7 +51,7 @@ func TestNewKeyPair(t *testing.T) {
 	token := regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
 	seen := map[string]bool{}
 	for i := 0; i < 50; i++ {
-		pk, sk := newKeyPair()
+		pk, sk := NewKeyPair()
 		require.True(t, strings.HasPrefix(pk, PublicKeyPrefix), pk)
 		require.True(t, strings.HasPrefix(sk, SecretKeyPrefix), sk)
 		require.Regexp(t, token, strings.TrimPrefix(pk, "mpk_"), "256 random bits, base64url")
@@ -67,13 +67,13 @@ func TestNewKeyPair(t *testing.T) {
 
 func TestKeyShape(t *testing.T) {
 	for i := 0; i < 200; i++ {
-		pk, sk := newKeyPair()
+		pk, sk := NewKeyPair()
 		require.True(t, ValidPublicKey(pk), pk)
 		require.True(t, ValidSecretKey(sk), sk)
 		require.False(t, ValidPublicKey(sk), "a secret key is not a public key")
 		require.False(t, ValidSecretKey(pk), "a public key is not a secret key")
 	}
-	pk, _ := newKeyPair()
+	pk, _ := NewKeyPair()
 	tok := pk[len(PublicKeyPrefix):]
 	for _, tc := range []struct{ name, key string }{
 		{"empty", ""},

@@ -1,4 +1,9 @@
-package user
+// Package credentials is how a caller's keys are checked: the shape of public and secret keys
+// (issued by the user service, refused early everywhere else), the hash stored instead of a
+// secret, and the Cache that answers "which integration holds this key?" and "is this customer
+// active?" from memory for the gateway and the session service, kept true by LISTEN/NOTIFY.
+// Writers of integrations and customers announce their changes on Channel.
+package credentials
 
 import (
 	"context"
@@ -15,16 +20,22 @@ import (
 	"github.com/splathost/splathost/internal/db"
 )
 
-// integrationsChannel is the Postgres NOTIFY channel every change to an integration is
-// announced on, so each process drops its cached copy. A change of a customer's status is
-// announced on it too, with a payload of customerNoticePrefix + integration id + ":" + EU, so
-// that each process drops that customer's entry only.
-const integrationsChannel = "splathost_integrations"
+// Channel is the Postgres NOTIFY channel every change to an integration is announced on (the
+// payload is the integration's id), so each process drops its cached copy. A change of a
+// customer's status is announced on it too, with CustomerNotice's payload, so that each process
+// drops that customer's entry only.
+const Channel = "splathost_integrations"
 
 // customerNoticePrefix marks a notification about one customer's status.
 const customerNoticePrefix = "customer:"
 
-// DefaultCacheBytes is the memory budget of an Integrations cache: about 40 000 integrations
+// CustomerNotice is the payload on Channel that announces a change of the status of the
+// integration's customer eu.
+func CustomerNotice(integrationID, eu string) string {
+	return customerNoticePrefix + integrationID + ":" + eu
+}
+
+// DefaultCacheBytes is the memory budget of a Cache: about 40 000 integrations
 // with both of their keys cached, far more than the processes of one deployment serve.
 const DefaultCacheBytes = 32 << 20
 
@@ -63,15 +74,15 @@ const (
 	keyCustomer = "c:"
 )
 
-// Integrations answers "which integration holds this key?" and "is this customer active?" from
+// Cache answers "which integration holds this key?" and "is this customer active?" from
 // memory, so authenticating a request costs no database round trip. Only rows that exist are
 // cached: a key that matches nothing is looked up every time (malformed keys never are, see
 // ValidPublicKey), so what unauthenticated callers send cannot fill the cache. The cache is
 // bounded by bytes and evicts its least recently used entries when full. Entries live until a
-// NOTIFY on integrationsChannel says something changed (or the process that made the change
+// NOTIFY on Channel says something changed (or the process that made the change
 // drops them itself, see Flush and DropCustomer); while the LISTEN connection is down the cache
 // is bypassed, because a missed notification would let a revoked key keep working.
-type Integrations struct {
+type Cache struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
 
@@ -89,10 +100,10 @@ type Integrations struct {
 	healthEvery, healthTimeout time.Duration
 }
 
-// NewIntegrations returns a cache over pool with the DefaultCacheBytes budget; call Listen to
+// NewCache returns a cache over pool with the DefaultCacheBytes budget; call Listen to
 // enable caching.
-func NewIntegrations(pool *pgxpool.Pool, log *slog.Logger) *Integrations {
-	s := &Integrations{pool: pool, log: log, entries: newByteLRU[cached](DefaultCacheBytes)}
+func NewCache(pool *pgxpool.Pool, log *slog.Logger) *Cache {
+	s := &Cache{pool: pool, log: log, entries: newByteLRU[cached](DefaultCacheBytes)}
 	s.load = s.loadRow
 	s.loadCustomer = s.loadCustomerRow
 	return s
@@ -100,7 +111,7 @@ func NewIntegrations(pool *pgxpool.Pool, log *slog.Logger) *Integrations {
 
 // SetMaxBytes changes the cache's memory budget (tests; the binaries keep DefaultCacheBytes).
 // Call it before the cache is used.
-func (s *Integrations) SetMaxBytes(n int64) {
+func (s *Cache) SetMaxBytes(n int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.entries = newByteLRU[cached](n)
@@ -109,12 +120,12 @@ func (s *Integrations) SetMaxBytes(n int64) {
 // SetHealthCheck changes how often an idle LISTEN connection is checked and how long the check
 // may take (see db.Listener; the binaries keep the defaults, whose sum is the documented bound).
 // Call it before Listen.
-func (s *Integrations) SetHealthCheck(every, timeout time.Duration) {
+func (s *Cache) SetHealthCheck(every, timeout time.Duration) {
 	s.healthEvery, s.healthTimeout = every, timeout
 }
 
 // ByPublicKey returns the integration owning publicKey, or nil when there is none.
-func (s *Integrations) ByPublicKey(ctx context.Context, publicKey string) (*Integration, error) {
+func (s *Cache) ByPublicKey(ctx context.Context, publicKey string) (*Integration, error) {
 	if !ValidPublicKey(publicKey) {
 		return nil, nil
 	}
@@ -124,7 +135,7 @@ func (s *Integrations) ByPublicKey(ctx context.Context, publicKey string) (*Inte
 }
 
 // BySecret returns the integration whose secret key is secret, or nil when there is none.
-func (s *Integrations) BySecret(ctx context.Context, secret string) (*Integration, error) {
+func (s *Cache) BySecret(ctx context.Context, secret string) (*Integration, error) {
 	if !ValidSecretKey(secret) {
 		return nil, nil
 	}
@@ -132,7 +143,7 @@ func (s *Integrations) BySecret(ctx context.Context, secret string) (*Integratio
 	return s.integration(ctx, keySecret+string(hash), "secret_hash = $1", hash)
 }
 
-func (s *Integrations) integration(ctx context.Context, key, where string, arg any) (*Integration, error) {
+func (s *Cache) integration(ctx context.Context, key, where string, arg any) (*Integration, error) {
 	e, err := s.lookup(key, func() (cached, int64, bool, error) {
 		in, err := s.load(ctx, where, arg)
 		if err != nil || in == nil {
@@ -147,7 +158,7 @@ func (s *Integrations) integration(ctx context.Context, key, where string, arg a
 // go unseen, so every call loads). load returns the entry, its cost in bytes and whether the row
 // exists; only rows that exist are stored: a miss is never cached, as it would let any caller
 // fill the cache. An entry loaded across an invalidation (the generation moved) is not stored.
-func (s *Integrations) lookup(key string, load func() (e cached, cost int64, found bool, err error)) (cached, error) {
+func (s *Cache) lookup(key string, load func() (e cached, cost int64, found bool, err error)) (cached, error) {
 	if !s.live.Load() {
 		s.loads.Add(1)
 		e, _, _, err := load()
@@ -171,7 +182,7 @@ func (s *Integrations) lookup(key string, load func() (e cached, cost int64, fou
 // CustomerActive reports whether the integration's customer eu exists and is active: a session
 // scoped to a customer checks it on every use, so that deactivating the customer takes its
 // editing rights away at once (an inactive customer's session may only view).
-func (s *Integrations) CustomerActive(ctx context.Context, integrationID, eu string) (bool, error) {
+func (s *Cache) CustomerActive(ctx context.Context, integrationID, eu string) (bool, error) {
 	e, err := s.lookup(customerKey(integrationID, eu), func() (cached, int64, bool, error) {
 		active, found, err := s.loadCustomer(ctx, integrationID, eu)
 		return cached{active: active && found}, 0, found, err
@@ -185,7 +196,7 @@ func customerKey(integrationID, eu string) string {
 
 // store caches a loaded entry unless an invalidation happened since the load began, which would
 // mean the loaded row may already be stale.
-func (s *Integrations) store(gen uint64, key string, e cached, cost int64) {
+func (s *Cache) store(gen uint64, key string, e cached, cost int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.gen == gen {
@@ -193,7 +204,7 @@ func (s *Integrations) store(gen uint64, key string, e cached, cost int64) {
 	}
 }
 
-func (s *Integrations) loadRow(ctx context.Context, where string, arg any) (*Integration, error) {
+func (s *Cache) loadRow(ctx context.Context, where string, arg any) (*Integration, error) {
 	var in Integration
 	var revokedAt *time.Time
 	err := s.pool.QueryRow(ctx, `SELECT id, account_id, product_slug, public_key, secret_hash,
@@ -209,7 +220,7 @@ func (s *Integrations) loadRow(ctx context.Context, where string, arg any) (*Int
 	return &in, nil
 }
 
-func (s *Integrations) loadCustomerRow(ctx context.Context, integrationID, eu string) (active, found bool, err error) {
+func (s *Cache) loadCustomerRow(ctx context.Context, integrationID, eu string) (active, found bool, err error) {
 	var status string
 	err = s.pool.QueryRow(ctx, `SELECT status FROM external_users WHERE integration_id = $1 AND external_user_id = $2`,
 		integrationID, eu).Scan(&status)
@@ -225,7 +236,7 @@ func (s *Integrations) loadCustomerRow(ctx context.Context, integrationID, eu st
 // Flush drops every cached entry. The process that changed an integration calls it before
 // answering, so its own next request sees the change (read-your-writes); the others hear the
 // NOTIFY.
-func (s *Integrations) Flush() {
+func (s *Cache) Flush() {
 	s.mu.Lock()
 	s.entries.clear()
 	s.gen++
@@ -234,7 +245,7 @@ func (s *Integrations) Flush() {
 
 // DropCustomer drops the cached status of the integration's customer eu; the process that
 // changed it calls it before answering.
-func (s *Integrations) DropCustomer(integrationID, eu string) {
+func (s *Cache) DropCustomer(integrationID, eu string) {
 	s.mu.Lock()
 	s.entries.remove(customerKey(integrationID, eu))
 	s.gen++
@@ -242,7 +253,7 @@ func (s *Integrations) DropCustomer(integrationID, eu string) {
 }
 
 // notified applies one notification: a customer's status, or anything about integrations.
-func (s *Integrations) notified(payload string) {
+func (s *Cache) notified(payload string) {
 	if rest, ok := strings.CutPrefix(payload, customerNoticePrefix); ok {
 		if integrationID, eu, ok := strings.Cut(rest, ":"); ok {
 			s.DropCustomer(integrationID, eu)
@@ -256,31 +267,31 @@ func (s *Integrations) notified(payload string) {
 // notification and on every reconnect. An idle connection is checked every few seconds (see
 // db.Listener), so a connection that died without closing is replaced, and the cache flushed,
 // within db.DefaultHealthEvery + db.DefaultHealthTimeout. It returns when ctx is done.
-func (s *Integrations) Listen(ctx context.Context) {
-	db.Listen(ctx, s.pool, db.Listener{Channel: integrationsChannel, OnConnect: s.Flush,
+func (s *Cache) Listen(ctx context.Context) {
+	db.Listen(ctx, s.pool, db.Listener{Channel: Channel, OnConnect: s.Flush,
 		OnNotify: s.notified, Live: &s.live, Backend: &s.backend, Log: s.log,
 		HealthEvery: s.healthEvery, HealthTimeout: s.healthTimeout})
 }
 
 // Loads is how many times an integration or customer was read from the database.
-func (s *Integrations) Loads() int64 { return s.loads.Load() }
+func (s *Cache) Loads() int64 { return s.loads.Load() }
 
 // Live reports whether the cache is in use (its LISTEN connection is up).
-func (s *Integrations) Live() bool { return s.live.Load() }
+func (s *Cache) Live() bool { return s.live.Load() }
 
 // Bytes is the memory the cached entries are accounted at; it never exceeds the budget.
-func (s *Integrations) Bytes() int64 {
+func (s *Cache) Bytes() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.entries.used
 }
 
 // Len is the number of cached entries.
-func (s *Integrations) Len() int {
+func (s *Cache) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.entries.len()
 }
 
 // ListenerBackend is the Postgres backend pid of the LISTEN connection (0 while there is none).
-func (s *Integrations) ListenerBackend() uint32 { return s.backend.Load() }
+func (s *Cache) ListenerBackend() uint32 { return s.backend.Load() }

@@ -1,4 +1,4 @@
-package user
+package credentials
 
 import "container/list"
 

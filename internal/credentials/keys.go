@@ -1,4 +1,4 @@
-package user
+package credentials
 
 import (
 	"context"
@@ -22,12 +22,12 @@ const (
 	keyTokenLen    = (keyRandomBytes*8 + 5) / 6 // 43
 )
 
-// newKeyPair makes a public key and a secret key, each carrying 256 random bits.
-func newKeyPair() (publicKey, secretKey string) {
+// NewKeyPair makes a public key and a secret key, each carrying 256 random bits.
+func NewKeyPair() (publicKey, secretKey string) {
 	return PublicKeyPrefix + randomToken(keyRandomBytes), SecretKeyPrefix + randomToken(keyRandomBytes)
 }
 
-// ValidPublicKey reports whether s has the shape newKeyPair gives a public key: mpk_ and 43
+// ValidPublicKey reports whether s has the shape NewKeyPair gives a public key: mpk_ and 43
 // characters of unpadded base64url encoding 32 bytes. Anything else cannot exist, so it is
 // refused before any lookup: an unauthenticated caller must not make us query, hash or cache
 // whatever a header can hold.
@@ -97,7 +97,7 @@ var errInvalidCredentials = apperr.Unauthorized("invalid credentials")
 
 // Authenticate resolves a secret + public key pair. Both must belong to the same integration,
 // else 401; a revoked integration answers 410 only to a caller holding its valid secret.
-func (s *Integrations) Authenticate(ctx context.Context, publicKey, secret string) (*Integration, error) {
+func (s *Cache) Authenticate(ctx context.Context, publicKey, secret string) (*Integration, error) {
 	if !ValidPublicKey(publicKey) || !ValidSecretKey(secret) {
 		// The same answer as an unknown key: the shape of a key is public, nothing else is told.
 		return nil, errInvalidCredentials
@@ -122,7 +122,7 @@ func (s *Integrations) Authenticate(ctx context.Context, publicKey, secret strin
 }
 
 // AuthenticateSecret resolves a secret bearer (embed-session minting).
-func (s *Integrations) AuthenticateSecret(ctx context.Context, secret string) (*Integration, error) {
+func (s *Cache) AuthenticateSecret(ctx context.Context, secret string) (*Integration, error) {
 	if !ValidSecretKey(secret) {
 		return nil, errInvalidCredentials
 	}

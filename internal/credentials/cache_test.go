@@ -1,4 +1,4 @@
-package user
+package credentials
 
 import (
 	"context"
@@ -11,15 +11,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func testIntegrations(load func(context.Context, string, any) (*Integration, error)) *Integrations {
-	s := NewIntegrations(nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+func testCache(load func(context.Context, string, any) (*Integration, error)) *Cache {
+	s := NewCache(nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	s.live.Store(true)
 	s.load = load
 	return s
 }
 
 // cachedPublic reports whether publicKey's entry is cached.
-func (s *Integrations) cachedPublic(publicKey string) bool {
+func (s *Cache) cachedPublic(publicKey string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.entries.byKey[keyPublic+publicKey]
@@ -35,7 +35,7 @@ func fakeKey(prefix string, c byte) string {
 // out header values that alias a buffer fasthttp reuses for the next request, and a map key whose
 // bytes change under it corrupts the map.
 func TestCachedKeyOwnsItsBytes(t *testing.T) {
-	s := testIntegrations(func(_ context.Context, _ string, arg any) (*Integration, error) {
+	s := testCache(func(_ context.Context, _ string, arg any) (*Integration, error) {
 		return &Integration{ID: "id-of-" + arg.(string), PublicKey: arg.(string)}, nil
 	})
 	a, b := fakeKey(PublicKeyPrefix, 'a'), fakeKey(PublicKeyPrefix, 'b')
@@ -55,8 +55,8 @@ func TestCachedKeyOwnsItsBytes(t *testing.T) {
 }
 
 func TestFlushDropsEntriesAndStaleLoadsAreNotCached(t *testing.T) {
-	var s *Integrations
-	s = testIntegrations(func(_ context.Context, _ string, arg any) (*Integration, error) {
+	var s *Cache
+	s = testCache(func(_ context.Context, _ string, arg any) (*Integration, error) {
 		s.Flush() // a change lands while this load is in flight
 		return &Integration{ID: "stale"}, nil
 	})
@@ -70,7 +70,7 @@ func TestFlushDropsEntriesAndStaleLoadsAreNotCached(t *testing.T) {
 // a malformed key is refused before any lookup, and a well-formed unknown key is looked up but
 // leaves nothing behind.
 func TestMissesAndMalformedKeysAreNeverCached(t *testing.T) {
-	s := testIntegrations(func(context.Context, string, any) (*Integration, error) { return nil, nil })
+	s := testCache(func(context.Context, string, any) (*Integration, error) { return nil, nil })
 	ctx := context.Background()
 	for _, k := range []string{"", "mpk_", strings.Repeat("x", 15000), PublicKeyPrefix + strings.Repeat("a", 15000),
 		PublicKeyPrefix + strings.Repeat("!", keyTokenLen)} {
@@ -95,7 +95,7 @@ func TestMissesAndMalformedKeysAreNeverCached(t *testing.T) {
 // TestFullCacheEvictsAndKeepsCaching: the cache is bounded by bytes, and when full it evicts
 // the least recently used entries instead of refusing new ones, so keys in use stay cached.
 func TestFullCacheEvictsAndKeepsCaching(t *testing.T) {
-	s := testIntegrations(func(_ context.Context, _ string, arg any) (*Integration, error) {
+	s := testCache(func(_ context.Context, _ string, arg any) (*Integration, error) {
 		return &Integration{ID: "i", PublicKey: arg.(string), Capabilities: []string{"viewer"}}, nil
 	})
 	const budget = 16 << 10
@@ -122,7 +122,7 @@ func TestFullCacheEvictsAndKeepsCaching(t *testing.T) {
 }
 
 func TestCustomerStatusIsCachedAndDroppedAlone(t *testing.T) {
-	s := testIntegrations(func(_ context.Context, _ string, arg any) (*Integration, error) {
+	s := testCache(func(_ context.Context, _ string, arg any) (*Integration, error) {
 		return &Integration{ID: "i", PublicKey: arg.(string)}, nil
 	})
 	status := map[string]bool{"c1": true, "c2": true}
