@@ -8,8 +8,10 @@
 // every child from one dedicated OS thread that is locked and never exits, which ties the signal
 // to the death of the whole process.
 //
-// Every splathost program that sets Pdeathsig on a child (the stack runner, the test harness,
-// the benchmark) starts it through Start.
+// Every splathost program that starts a child (the stack runner, the test harness, the
+// benchmark) starts it through Run, the one child-process wrapper: the command's environment
+// and arguments, its log file, its process group and parent-death signal, a reaper so that
+// anyone can wait for it, and a graceful stop that kills after a grace period (proc.go).
 package spawn
 
 import (

@@ -147,7 +147,7 @@ func (r *runner) compare(ctx context.Context, st *testenv.Stack, mode string, t 
 		bareHeaders[k] = v
 	}
 	prod := Side{Name: "gateway", Load: r.loadOptions(st.State.GatewayURL+path, req.headers(t), req), PIDs: productPIDs(st)}
-	bare := Side{Name: "bare", Load: r.loadOptions(b.URL+barePath, bareHeaders, req), PIDs: []int{b.proc.cmd.Process.Pid}}
+	bare := Side{Name: "bare", Load: r.loadOptions(b.URL+barePath, bareHeaders, req), PIDs: []int{b.proc.Pid()}}
 	for _, p := range st.State.Processes {
 		if p.Name == "postgres" {
 			prod.DBPID, bare.DBPID = p.PID, p.PID

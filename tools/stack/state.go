@@ -33,14 +33,14 @@ func (s *Stack) buildState() State {
 		LogDir:            s.logDir,
 		ReadyMillis:       time.Since(s.started).Milliseconds(),
 		Processes: []Process{
-			{Name: "postgres", PID: s.pg.proc.pid(), URL: s.pg.url()},
-			{Name: "clickhouse", PID: s.ch.proc.pid(), URL: s.ch.httpURL()},
-			{Name: "versitygw", PID: s.s3.proc.pid(), URL: s.s3.url()},
+			{Name: "postgres", PID: s.pg.proc.Pid(), URL: s.pg.url()},
+			{Name: "clickhouse", PID: s.ch.proc.Pid(), URL: s.ch.httpURL()},
+			{Name: "versitygw", PID: s.s3.proc.Pid(), URL: s.s3.url()},
 			{Name: "stack", PID: os.Getpid(), URL: s.temporal.uiURL()},
 		},
 	}
 	for _, svc := range s.services {
-		st.Processes = append(st.Processes, Process{Name: svc.def.name, PID: svc.proc.pid(), URL: "http://" + svc.def.readyAddr})
+		st.Processes = append(st.Processes, Process{Name: svc.def.name, PID: svc.proc.Pid(), URL: "http://" + svc.def.readyAddr})
 		if svc.def.bin == "gateway" {
 			if st.GatewayURLs == nil {
 				st.GatewayURLs = []string{st.GatewayURL}

@@ -27,7 +27,7 @@ func (s *Stack) watch() {
 // watchProc reports p's exit on Failed unless it was stopped on purpose.
 func (s *Stack) watchProc(p *process) {
 	go func() {
-		<-p.done
+		<-p.Done()
 		if !p.stopping.Load() {
 			select {
 			case s.failed <- p.exitError("unexpectedly"):
@@ -42,23 +42,22 @@ func (s *Stack) watchProc(p *process) {
 func (s *Stack) crashClickHouse() {
 	p := s.ch.proc
 	p.stopping.Store(true)
-	_ = p.cmd.Process.Kill()
-	<-p.done
-	s.log.Warn("clickhouse killed on request", "pid", p.pid())
+	p.Kill()
+	s.log.Warn("clickhouse killed on request", "pid", p.Pid())
 }
 
 // startClickHouse starts ClickHouse again on the same data and ports (if it is not running) and
 // rewrites the state file with its new pid once it answers.
 func (s *Stack) startClickHouse(ctx context.Context) error {
-	if !s.ch.proc.exited() {
+	if !s.ch.proc.Exited() {
 		return nil
 	}
 	if err := s.ch.start(ctx, s.opts.StartTimeout); err != nil {
 		return err
 	}
 	s.watchProc(s.ch.proc)
-	s.log.Info("clickhouse started again on request", "pid", s.ch.proc.pid())
-	return s.recordPID("clickhouse", s.ch.proc.pid())
+	s.log.Info("clickhouse started again on request", "pid", s.ch.proc.Pid())
+	return s.recordPID("clickhouse", s.ch.proc.Pid())
 }
 
 // Stop shuts everything down in reverse dependency order: the services first, so they stop
