@@ -6,6 +6,7 @@ import (
 	"github.com/splathost/splathost/gateway"
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/idempotency"
+	"github.com/splathost/splathost/internal/roomproto"
 	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
 	"github.com/splathost/splathost/services/user"
@@ -33,7 +34,7 @@ func main() {
 		Upstreams: []gateway.Upstream{
 			{Name: "user", Prefixes: user.Prefixes, URL: cfg.UserURL},
 			{Name: "scene", Prefixes: scene.Prefixes, Public: scene.PublicPrefixes, URL: cfg.SceneURL},
-			{Name: "session", Prefixes: session.Prefixes, Upgrade: []string{session.RoomPath}, URL: cfg.SessionURL},
+			{Name: "session", Prefixes: session.Prefixes, Upgrade: []string{roomproto.Path}, URL: cfg.SessionURL},
 		},
 	})
 	if err != nil {

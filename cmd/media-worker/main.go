@@ -13,6 +13,7 @@ import (
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/worker"
+	"github.com/splathost/splathost/media"
 )
 
 func main() {
@@ -23,7 +24,7 @@ func main() {
 	if err != nil {
 		boot.Fatal(rt.Log, "object store", err)
 	}
-	conv, err := worker.Converter(rt.Ctx, rt.Config)
+	conv, err := media.Converter(rt.Ctx, rt.Config)
 	if err != nil {
 		boot.Fatal(rt.Log, "converter", err)
 	}

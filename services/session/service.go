@@ -10,6 +10,7 @@ import (
 
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/roomproto"
 	sceneapi "github.com/splathost/splathost/services/scene"
 )
 
@@ -49,7 +50,7 @@ func (s *Service) Register(r fiber.Router) {
 	r.Post("/api/embed/splats/:id/like", s.like)
 	r.Delete("/api/embed/splats/:id/like", s.unlike)
 	r.Post("/api/embed/views", s.recordView)
-	r.Get(RoomPath, s.room)
+	r.Get(roomproto.Path, s.room)
 	// httpx.Page again (the gateway marks them too): a split session service answers its own
 	// errors as pages.
 	r.Get("/embed/viewer", httpx.Page, s.page(TypeViewer))

@@ -18,7 +18,7 @@ import (
 
 	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/internal/fixtures"
-	"github.com/splathost/splathost/services/scene"
+	"github.com/splathost/splathost/internal/uploadrules"
 )
 
 // lodCloneFolder is a LOD folder of n files: a real fixture folder (its manifest and SOG cells)
@@ -61,7 +61,7 @@ func putSigned(ctx context.Context, uploadURL, contentType string, body []byte) 
 		return err
 	}
 	req.Header.Set("Content-Type", contentType)
-	req.Header.Set("Cache-Control", scene.CacheControl)
+	req.Header.Set("Cache-Control", uploadrules.CacheControl)
 	resp, err := benchClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("signed upload: %w", err)
