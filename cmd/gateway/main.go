@@ -40,8 +40,5 @@ func main() {
 	if err != nil {
 		boot.Fatal(rt.Log, "gateway", err)
 	}
-	rt.Log.Info("listening", "addr", cfg.GatewayAddr)
-	if err := boot.Serve(rt.Ctx, app, cfg.GatewayAddr, cfg.ShutdownTimeout); err != nil {
-		rt.Log.Error("serve", "error", err)
-	}
+	rt.Serve(app, cfg.GatewayAddr)
 }

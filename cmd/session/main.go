@@ -26,9 +26,6 @@ func main() {
 	go func() { defer close(roomsDone); rooms.Run(rt.Ctx) }()
 	app := boot.ServiceApp("session", rt.Config, rt.Log, session.Prefixes, svc.Register,
 		map[string]httpx.Check{"postgres": d.Ping, "room": rooms.Ready})
-	rt.Log.Info("listening", "addr", rt.Config.SessionAddr)
-	if err := boot.Serve(rt.Ctx, app, rt.Config.SessionAddr, rt.Config.ShutdownTimeout); err != nil {
-		rt.Log.Error("serve", "error", err)
-	}
+	rt.Serve(app, rt.Config.SessionAddr)
 	<-roomsDone
 }
