@@ -18,6 +18,7 @@ import (
 	"github.com/splathost/splathost/gateway"
 	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/restclient"
+	"github.com/splathost/splathost/internal/sessiontoken"
 	"github.com/splathost/splathost/internal/testenv"
 	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
@@ -235,7 +236,7 @@ func TestIdempotencyServerErrorNotKept(t *testing.T) {
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	ints := user.NewIntegrations(env.Process.DB.Pool, log)
 	go ints.Listen(ctx)
-	keys, err := session.NewKeys(cfg.SessionKeys)
+	keys, err := sessiontoken.NewKeys(cfg.SessionKeys)
 	require.NoError(t, err)
 	// A gateway whose user service is down: every external-user call answers 502.
 	gw, err := gateway.New(gateway.Options{

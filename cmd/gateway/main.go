@@ -7,6 +7,7 @@ import (
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/roomproto"
+	"github.com/splathost/splathost/internal/sessiontoken"
 	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
 	"github.com/splathost/splathost/services/user"
@@ -20,7 +21,7 @@ func main() {
 	d := rt.DB()
 	ints := user.NewIntegrations(d.Pool, rt.Log)
 	go ints.Listen(rt.Ctx)
-	keys, err := session.NewKeys(cfg.SessionKeys)
+	keys, err := sessiontoken.NewKeys(cfg.SessionKeys)
 	if err != nil {
 		boot.Fatal(rt.Log, "session keys", err)
 	}

@@ -5,6 +5,7 @@ package main
 import (
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/sessiontoken"
 	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
 )
@@ -13,7 +14,7 @@ func main() {
 	rt := boot.Init("session", true)
 	defer rt.Close()
 	d := rt.DB()
-	keys, err := session.NewKeys(rt.Config.SessionKeys)
+	keys, err := sessiontoken.NewKeys(rt.Config.SessionKeys)
 	if err != nil {
 		boot.Fatal(rt.Log, "session keys", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/roomproto"
+	"github.com/splathost/splathost/internal/sessiontoken"
 	"github.com/splathost/splathost/internal/worker"
 	"github.com/splathost/splathost/media"
 	"github.com/splathost/splathost/services/scene"
@@ -96,7 +97,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	scenes.UseViews(views)
 	urls := scene.NewAssetURLs(cfg)
 	scenes.UseAssetURLs(urls)
-	keys, err := session.NewKeys(cfg.SessionKeys)
+	keys, err := sessiontoken.NewKeys(cfg.SessionKeys)
 	if err != nil {
 		p.Close()
 		return nil, err
