@@ -25,6 +25,7 @@ import (
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/sessiontoken"
 	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
 	"github.com/splathost/splathost/services/user"
@@ -121,7 +122,7 @@ func startSplit(t *testing.T) *split {
 	users := user.New(d, log, nil, user.Temporal{Client: env.Process.Temporal, TaskQueue: cfg.TaskQueue})
 	userURL := serve(t, ctx, boot.ServiceApp("user", cfg, log, user.Prefixes, users.Register, checks))
 	sceneURL := serve(t, ctx, boot.ServiceApp("scene", cfg, log, scene.Prefixes, scene.New(d, nil, log, cfg.AssetBase(), scene.Clones{}).Register, checks))
-	keys, err := session.NewKeys(cfg.SessionKeys)
+	keys, err := sessiontoken.NewKeys(cfg.SessionKeys)
 	require.NoError(t, err)
 	sessionURL := serve(t, ctx, boot.ServiceApp("session", cfg, log, session.Prefixes, session.New(d, log, keys).Register, checks))
 	ints := credentials.NewCache(d.Pool, log)

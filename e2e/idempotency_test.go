@@ -19,6 +19,7 @@ import (
 	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/restclient"
+	"github.com/splathost/splathost/internal/sessiontoken"
 	"github.com/splathost/splathost/internal/testenv"
 	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
@@ -236,7 +237,7 @@ func TestIdempotencyServerErrorNotKept(t *testing.T) {
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	ints := credentials.NewCache(env.Process.DB.Pool, log)
 	go ints.Listen(ctx)
-	keys, err := session.NewKeys(cfg.SessionKeys)
+	keys, err := sessiontoken.NewKeys(cfg.SessionKeys)
 	require.NoError(t, err)
 	// A gateway whose user service is down: every external-user call answers 502.
 	gw, err := gateway.New(gateway.Options{

@@ -16,8 +16,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/splathost/splathost/internal/sessiontoken"
 	"github.com/splathost/splathost/internal/testenv"
-	"github.com/splathost/splathost/services/session"
 )
 
 // The multiplayer room (contract item 10, docs/embeds.md "Multiplayer room"), driven with a Go
@@ -435,7 +435,7 @@ func TestRoomClosesAParticipantWhoseSessionExpired(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	scene := roomScene(t, tn)
-	keys, err := session.NewKeys(env.Config.SessionKeys)
+	keys, err := sessiontoken.NewKeys(env.Config.SessionKeys)
 	require.NoError(t, err)
 	claims, err := keys.Parse(roomToken(t, tn, "ada", scene, "Ada"))
 	require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/roomproto"
 	"github.com/splathost/splathost/services/session"
 )
 
@@ -27,7 +28,7 @@ func tunnelGateway(t *testing.T, upstream string) string {
 	app, err := New(Options{
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), BodyLimit: 1 << 20, AdminToken: "admin-token-0123456789",
 		InternalSecret: []byte("internal-secret-for-tests"), Sessions: fakeSessions{},
-		Upstreams: []Upstream{{Name: "session", Prefixes: session.Prefixes, Upgrade: []string{session.RoomPath}, URL: upstream}},
+		Upstreams: []Upstream{{Name: "session", Prefixes: session.Prefixes, Upgrade: []string{roomproto.Path}, URL: upstream}},
 	})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -89,7 +90,7 @@ func TestTunnelForwardsTheRoomUpgrade(t *testing.T) {
 	t.Cleanup(up.Close)
 	gw := tunnelGateway(t, up.URL)
 
-	ws, _, err := websocket.DefaultDialer.Dial(gw+session.RoomPath+"?splatId=0123456789abcdef01234567&session=good", nil)
+	ws, _, err := websocket.DefaultDialer.Dial(gw+roomproto.Path+"?splatId=0123456789abcdef01234567&session=good", nil)
 	require.NoError(t, err)
 	defer ws.Close()
 	_ = ws.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -110,13 +111,13 @@ func TestTunnelForwardsTheRoomUpgrade(t *testing.T) {
 	require.Equal(t, "i1", gotCaller.IntegrationID)
 	mu.Unlock()
 
-	bad, _, err := websocket.DefaultDialer.Dial(gw+session.RoomPath+"?splatId=0123456789abcdef01234567&session=forged", nil)
+	bad, _, err := websocket.DefaultDialer.Dial(gw+roomproto.Path+"?splatId=0123456789abcdef01234567&session=forged", nil)
 	require.NoError(t, err)
 	frame, code := closeCodeOf(t, bad)
 	require.Equal(t, 4401, code)
 	require.Contains(t, frame, `"code":"UNAUTHORIZED"`)
 
-	resp, err := http.Get("http" + strings.TrimPrefix(gw, "ws") + session.RoomPath + "?session=good")
+	resp, err := http.Get("http" + strings.TrimPrefix(gw, "ws") + roomproto.Path + "?session=good")
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusUpgradeRequired, resp.StatusCode)
@@ -144,7 +145,7 @@ func TestTunnelBoundsTheUpstreamHeader(t *testing.T) {
 		}
 	}()
 	gw := tunnelGateway(t, "http://"+ln.Addr().String())
-	ws, _, err := websocket.DefaultDialer.Dial(gw+session.RoomPath+"?splatId=0123456789abcdef01234567&session=good", nil)
+	ws, _, err := websocket.DefaultDialer.Dial(gw+roomproto.Path+"?splatId=0123456789abcdef01234567&session=good", nil)
 	require.NoError(t, err)
 	defer ws.Close()
 	_, code := closeCodeOf(t, ws)

@@ -7,6 +7,8 @@ import (
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/idempotency"
+	"github.com/splathost/splathost/internal/roomproto"
+	"github.com/splathost/splathost/internal/sessiontoken"
 	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
 	"github.com/splathost/splathost/services/user"
@@ -20,7 +22,7 @@ func main() {
 	d := rt.DB()
 	ints := credentials.NewCache(d.Pool, rt.Log)
 	go ints.Listen(rt.Ctx)
-	keys, err := session.NewKeys(cfg.SessionKeys)
+	keys, err := sessiontoken.NewKeys(cfg.SessionKeys)
 	if err != nil {
 		boot.Fatal(rt.Log, "session keys", err)
 	}
@@ -34,14 +36,11 @@ func main() {
 		Upstreams: []gateway.Upstream{
 			{Name: "user", Prefixes: user.Prefixes, URL: cfg.UserURL},
 			{Name: "scene", Prefixes: scene.Prefixes, Public: scene.PublicPrefixes, URL: cfg.SceneURL},
-			{Name: "session", Prefixes: session.Prefixes, Upgrade: []string{session.RoomPath}, URL: cfg.SessionURL},
+			{Name: "session", Prefixes: session.Prefixes, Upgrade: []string{roomproto.Path}, URL: cfg.SessionURL},
 		},
 	})
 	if err != nil {
 		boot.Fatal(rt.Log, "gateway", err)
 	}
-	rt.Log.Info("listening", "addr", cfg.GatewayAddr)
-	if err := boot.Serve(rt.Ctx, app, cfg.GatewayAddr, cfg.ShutdownTimeout); err != nil {
-		rt.Log.Error("serve", "error", err)
-	}
+	rt.Serve(app, cfg.GatewayAddr)
 }

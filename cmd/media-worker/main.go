@@ -13,6 +13,7 @@ import (
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/worker"
+	"github.com/splathost/splathost/media"
 )
 
 func main() {
@@ -23,7 +24,7 @@ func main() {
 	if err != nil {
 		boot.Fatal(rt.Log, "object store", err)
 	}
-	conv, err := worker.Converter(rt.Ctx, rt.Config)
+	conv, err := media.Converter(rt.Ctx, rt.Config)
 	if err != nil {
 		boot.Fatal(rt.Log, "converter", err)
 	}
@@ -32,16 +33,9 @@ func main() {
 		boot.Fatal(rt.Log, "temporal", err)
 	}
 	defer tc.Close()
-	health := httpx.NewApp("media-worker", rt.Log, 4096)
-	httpx.MountHealth(health, rt.Log, map[string]httpx.Check{
+	rt.ServeHealth(rt.Config.MediaHealthAddr, map[string]httpx.Check{
 		"temporal": worker.Ready(tc), "postgres": d.Ping, "objectstore": store.Ready, "converter": worker.ConverterReady(conv),
 	})
-	httpx.MountMetrics(health, nil, rt.Config.Pprof)
-	go func() {
-		if err := boot.Serve(rt.Ctx, health, rt.Config.MediaHealthAddr, rt.Config.ShutdownTimeout); err != nil {
-			boot.Fatal(rt.Log, "health server", err)
-		}
-	}()
 	err = worker.RunMedia(rt.Ctx, tc, rt.Config, worker.Deps{DB: d, Store: store, Log: rt.Log}, conv)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		boot.Fatal(rt.Log, "media worker", err)

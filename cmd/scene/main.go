@@ -38,8 +38,5 @@ func main() {
 		"postgres": d.Ping, "objectstore": store.Ready,
 		"clickhouse": views.Ping,
 	})
-	rt.Log.Info("listening", "addr", rt.Config.SceneAddr)
-	if err := boot.Serve(rt.Ctx, app, rt.Config.SceneAddr, rt.Config.ShutdownTimeout); err != nil {
-		rt.Log.Error("serve", "error", err)
-	}
+	rt.Serve(app, rt.Config.SceneAddr)
 }

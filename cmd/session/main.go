@@ -5,6 +5,7 @@ package main
 import (
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/sessiontoken"
 	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
 )
@@ -13,7 +14,7 @@ func main() {
 	rt := boot.Init("session", true)
 	defer rt.Close()
 	d := rt.DB()
-	keys, err := session.NewKeys(rt.Config.SessionKeys)
+	keys, err := sessiontoken.NewKeys(rt.Config.SessionKeys)
 	if err != nil {
 		boot.Fatal(rt.Log, "session keys", err)
 	}
@@ -26,9 +27,6 @@ func main() {
 	go func() { defer close(roomsDone); rooms.Run(rt.Ctx) }()
 	app := boot.ServiceApp("session", rt.Config, rt.Log, session.Prefixes, svc.Register,
 		map[string]httpx.Check{"postgres": d.Ping, "room": rooms.Ready})
-	rt.Log.Info("listening", "addr", rt.Config.SessionAddr)
-	if err := boot.Serve(rt.Ctx, app, rt.Config.SessionAddr, rt.Config.ShutdownTimeout); err != nil {
-		rt.Log.Error("serve", "error", err)
-	}
+	rt.Serve(app, rt.Config.SessionAddr)
 	<-roomsDone
 }

@@ -30,8 +30,5 @@ func main() {
 		boot.Fatal(rt.Log, "start", err)
 	}
 	defer p.Close()
-	rt.Log.Info("listening", "addr", rt.Config.GatewayAddr)
-	if err := boot.Serve(rt.Ctx, p.App, rt.Config.GatewayAddr, rt.Config.ShutdownTimeout); err != nil {
-		rt.Log.Error("serve", "error", err)
-	}
+	rt.Serve(p.App, rt.Config.GatewayAddr)
 }

@@ -28,8 +28,5 @@ func main() {
 	svc.UseWebhooks(hooks)
 	app := boot.ServiceApp("user", rt.Config, rt.Log, user.Prefixes, svc.Register,
 		map[string]httpx.Check{"postgres": d.Ping})
-	rt.Log.Info("listening", "addr", rt.Config.UserAddr)
-	if err := boot.Serve(rt.Ctx, app, rt.Config.UserAddr, rt.Config.ShutdownTimeout); err != nil {
-		rt.Log.Error("serve", "error", err)
-	}
+	rt.Serve(app, rt.Config.UserAddr)
 }

@@ -28,16 +28,9 @@ func main() {
 		boot.Fatal(rt.Log, "temporal", err)
 	}
 	defer tc.Close()
-	health := httpx.NewApp("worker", rt.Log, 4096)
-	httpx.MountHealth(health, rt.Log, map[string]httpx.Check{
+	rt.ServeHealth(rt.Config.WorkerHealthAddr, map[string]httpx.Check{
 		"temporal": worker.Ready(tc), "postgres": d.Ping, "objectstore": store.Ready, "clickhouse": views.Ping,
 	})
-	httpx.MountMetrics(health, nil, rt.Config.Pprof)
-	go func() {
-		if err := boot.Serve(rt.Ctx, health, rt.Config.WorkerHealthAddr, rt.Config.ShutdownTimeout); err != nil {
-			boot.Fatal(rt.Log, "health server", err)
-		}
-	}()
 	err = worker.Run(rt.Ctx, tc, rt.Config, worker.Deps{DB: d, Store: store, Views: views,
 		Streamer: &analytics.Streamer{Pool: d.Pool, Views: views, Log: rt.Log}, Log: rt.Log})
 	if err != nil && !errors.Is(err, context.Canceled) {

@@ -19,7 +19,10 @@ import (
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/objectstore"
+	"github.com/splathost/splathost/internal/roomproto"
+	"github.com/splathost/splathost/internal/sessiontoken"
 	"github.com/splathost/splathost/internal/worker"
+	"github.com/splathost/splathost/media"
 	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
 	"github.com/splathost/splathost/services/user"
@@ -95,7 +98,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	scenes.UseViews(views)
 	urls := scene.NewAssetURLs(cfg)
 	scenes.UseAssetURLs(urls)
-	keys, err := session.NewKeys(cfg.SessionKeys)
+	keys, err := sessiontoken.NewKeys(cfg.SessionKeys)
 	if err != nil {
 		p.Close()
 		return nil, err
@@ -111,7 +114,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 		Upstreams: []gateway.Upstream{
 			{Name: "user", Prefixes: user.Prefixes, Register: users.Register},
 			{Name: "scene", Prefixes: scene.Prefixes, Public: scene.PublicPrefixes, Register: scenes.Register},
-			{Name: "session", Prefixes: session.Prefixes, Upgrade: []string{session.RoomPath}, Register: sessions.Register},
+			{Name: "session", Prefixes: session.Prefixes, Upgrade: []string{roomproto.Path}, Register: sessions.Register},
 		},
 		Ready: map[string]httpx.Check{
 			"objectstore": store.Ready,
@@ -130,7 +133,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	go func() { defer close(p.roomsDone); sessions.Rooms().Run(runCtx) }()
 	// The media worker runs here too when the converter is installed; without it the product
 	// works and renditions wait, pending, for a media worker.
-	conv, convErr := worker.Converter(ctx, cfg)
+	conv, convErr := media.Converter(ctx, cfg)
 	if convErr != nil {
 		log.Error("no media worker in this process: renditions stay pending", "error", convErr)
 	}

@@ -15,7 +15,9 @@ type Runtime struct {
 	Ctx    context.Context
 	Config config.Config
 	Log    *slog.Logger
-	stop   []func()
+	// component names the binary in its logs and its health app.
+	component string
+	stop      []func()
 }
 
 // Init loads the configuration (and, with secrets, insists on the admin token and internal
@@ -34,7 +36,7 @@ func Init(component string, secrets bool) *Runtime {
 	if err != nil {
 		Fatal(log, "telemetry", err)
 	}
-	return &Runtime{Ctx: ctx, Config: cfg, Log: log, stop: []func(){cancel, func() { _ = stopTel(context.Background()) }}}
+	return &Runtime{Ctx: ctx, Config: cfg, Log: log, component: component, stop: []func(){cancel, func() { _ = stopTel(context.Background()) }}}
 }
 
 // DB opens Postgres or exits; Close releases it.

@@ -8,8 +8,11 @@
 // every child from one dedicated OS thread that is locked and never exits, which ties the signal
 // to the death of the whole process.
 //
-// Every splathost program that sets Pdeathsig on a child (the stack runner, the test harness,
-// the benchmark) starts it through Start.
+// The stack runner, the test harness and the benchmark start every child through Run, the one
+// child-process wrapper: the command's environment and arguments, its log file, its process
+// group and parent-death signal, a reaper so that anyone can wait for it, and a graceful stop
+// that kills after a grace period (proc.go). The media converter, a one-shot command read to its
+// end and measured as it runs (media.Transform), calls Start itself.
 package spawn
 
 import (

@@ -2,11 +2,9 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -38,7 +36,7 @@ type Split struct {
 
 	binDir, logDir string
 	mu             sync.Mutex
-	procs          map[string]*splitProc
+	procs          map[string]*spawn.Proc
 	// extra are processes beyond the first of their binary (AddWorker, the gateway and session
 	// replicas), by name.
 	extra map[string]replica
@@ -50,13 +48,6 @@ type replica struct {
 	bin  string
 	cfg  config.Config
 	addr string
-}
-
-// splitProc is one running child.
-type splitProc struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *os.File
 }
 
 // SplitOptions says how to run a Split.
@@ -124,7 +115,7 @@ func StartSplit(o SplitOptions) (*Split, error) {
 		return nil, err
 	}
 	s := &Split{Config: first, URL: "http://" + c.GatewayAddr, URLs: []string{"http://" + c.GatewayAddr}, binDir: o.BinDir,
-		logDir: o.LogDir, procs: map[string]*splitProc{}, extra: map[string]replica{}}
+		logDir: o.LogDir, procs: map[string]*spawn.Proc{}, extra: map[string]replica{}}
 	for _, p := range procs {
 		s.extra[p.Name] = replica{bin: p.Bin, cfg: p.Config, addr: p.Addr}
 		if p.Bin == topology.Gateway {
@@ -216,10 +207,6 @@ func (s *Split) healthAddr(name string) string {
 func (s *Split) ServiceURL(name string) string { return "http://" + s.healthAddr(name) }
 
 func (s *Split) spawn(name string) error {
-	logf, err := os.OpenFile(filepath.Join(s.logDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
 	bin, cfg := name, s.Config
 	if addr := s.healthAddr(name); name != "worker" && addr == s.Config.WorkerHealthAddr {
 		// Not a split binary nor an extra worker: healthAddr's default.
@@ -232,25 +219,18 @@ func (s *Split) spawn(name string) error {
 	s.mu.Unlock()
 	cmd := exec.Command(filepath.Join(s.binDir, bin))
 	cmd.Env = cfg.Environ()
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := spawn.Start(cmd); err != nil {
-		logf.Close()
-		return fmt.Errorf("start %s: %w", name, err)
+	// In the test's process group: a test binary that dies takes its children with it.
+	p, err := spawn.Run(cmd, spawn.Options{Name: name, LogPath: filepath.Join(s.logDir, name+".log"), DeathSignal: syscall.SIGKILL})
+	if err != nil {
+		return err
 	}
-	p := &splitProc{cmd: cmd, done: make(chan struct{}), log: logf}
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
 	s.mu.Lock()
 	s.procs[name] = p
 	s.mu.Unlock()
 	return nil
 }
 
-func (s *Split) proc(name string) *splitProc {
+func (s *Split) proc(name string) *spawn.Proc {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.procs[name]
@@ -263,7 +243,7 @@ func (s *Split) waitReady(name string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		select {
-		case <-p.done:
+		case <-p.Done():
 			return fmt.Errorf("%s exited during start-up; log:\n%s", name, LogTail(filepath.Join(s.logDir, name+".log"), 20))
 		default:
 		}
@@ -290,12 +270,10 @@ func (s *Split) PID(name string) int {
 	if p == nil {
 		return 0
 	}
-	select {
-	case <-p.done:
+	if p.Exited() {
 		return 0
-	default:
-		return p.cmd.Process.Pid
 	}
+	return p.Pid()
 }
 
 // Kill sends the named child SIGKILL and waits until it is gone: no shutdown hook runs, open
@@ -305,22 +283,15 @@ func (s *Split) Kill(name string) error {
 	if p == nil {
 		return fmt.Errorf("no process %s", name)
 	}
-	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return err
-	}
-	<-p.done
+	p.Kill()
 	return nil
 }
 
 // Start starts the named child again (after Kill or Term) on the same port and waits until it
 // is ready.
 func (s *Split) Start(name string) error {
-	if p := s.proc(name); p != nil {
-		select {
-		case <-p.done:
-		default:
-			return fmt.Errorf("%s is still running", name)
-		}
+	if p := s.proc(name); p != nil && !p.Exited() {
+		return fmt.Errorf("%s is still running", name)
 	}
 	if err := s.spawn(name); err != nil {
 		return err
@@ -335,25 +306,14 @@ func (s *Split) Term(name string, timeout time.Duration) error {
 	if p == nil {
 		return fmt.Errorf("no process %s", name)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return err
-	}
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(timeout):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		return fmt.Errorf("%s did not stop within %s after SIGTERM and was killed", name, timeout)
-	}
+	return p.Stop(syscall.SIGTERM, timeout)
 }
 
 // Stop kills every child and waits for them.
 func (s *Split) Stop() {
 	for _, n := range s.names() {
 		if p := s.proc(n); p != nil {
-			_ = p.cmd.Process.Kill()
-			<-p.done
+			p.Kill()
 		}
 	}
 }

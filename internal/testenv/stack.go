@@ -51,10 +51,8 @@ type Stack struct {
 	// LogPath is the runner's own log.
 	LogPath string
 
-	cmd         *exec.Cmd
+	proc        *spawn.Proc
 	stopTimeout time.Duration
-	done        chan struct{} // closed once the runner has exited and been reaped
-	waitErr     error         // valid after done is closed
 }
 
 // StartStack runs `stack --dir DIR --random-ports --state-file DIR/stack.json [--services S]
@@ -91,12 +89,6 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 		logName = "stack-runner-" + o.Services + ".log"
 	}
 	logPath := filepath.Join(o.Dir, logName)
-	// Appended to, so a warm restart on the same directory keeps the earlier run's log.
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close() // the child holds its own descriptor
 	args := []string{"--dir", o.Dir, "--random-ports", "--state-file", stateFile}
 	if o.Services != "" {
 		args = append(args, "--services", o.Services)
@@ -116,17 +108,13 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	if o.Sessions > 1 {
 		args = append(args, "--sessions", strconv.Itoa(o.Sessions))
 	}
-	cmd := exec.Command(runner, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
-	if err := spawn.Start(cmd); err != nil {
-		return nil, fmt.Errorf("start stack runner %s: %w", runner, err)
+	// The log is appended to, so a warm restart on the same directory keeps the earlier run's.
+	proc, err := spawn.Run(exec.Command(runner, args...),
+		spawn.Options{Name: "stack runner", LogPath: logPath, Group: true, DeathSignal: syscall.SIGTERM})
+	if err != nil {
+		return nil, err
 	}
-	s := &Stack{LogPath: logPath, cmd: cmd, stopTimeout: o.StopTimeout, done: make(chan struct{})}
-	go func() {
-		s.waitErr = cmd.Wait()
-		close(s.done)
-	}()
+	s := &Stack{LogPath: logPath, proc: proc, stopTimeout: o.StopTimeout}
 
 	timeout := time.NewTimer(o.ReadyTimeout)
 	defer timeout.Stop()
@@ -134,8 +122,8 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	defer tick.Stop()
 	for {
 		select {
-		case <-s.done:
-			return nil, fmt.Errorf("stack runner exited before it was ready (%v); log:\n%s", s.waitErr, LogTail(logPath, 30))
+		case <-proc.Done():
+			return nil, fmt.Errorf("stack runner exited before it was ready (%v); log:\n%s", proc.Err(), LogTail(logPath, 30))
 		case <-ctx.Done():
 			return nil, errors.Join(ctx.Err(), s.Stop())
 		case <-timeout.C:
@@ -158,23 +146,13 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 }
 
 // Pid is the runner's process id.
-func (s *Stack) Pid() int { return s.cmd.Process.Pid }
-
-// exited reports whether the runner has exited.
-func (s *Stack) exited() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
-}
+func (s *Stack) Pid() int { return s.proc.Pid() }
 
 // Failed reports whether the runner has exited on its own (it exits when one of its children
 // dies). Call it before Stop.
 func (s *Stack) Failed() error {
-	if s.exited() {
-		return fmt.Errorf("stack runner exited while in use (%v); log:\n%s", s.waitErr, LogTail(s.LogPath, 30))
+	if s.proc.Exited() {
+		return fmt.Errorf("stack runner exited while in use (%v); log:\n%s", s.proc.Err(), LogTail(s.LogPath, 30))
 	}
 	return nil
 }
@@ -195,7 +173,7 @@ func (s *Stack) Stop() error {
 	for {
 		var left []string
 		for _, p := range s.State.Processes {
-			if p.PID != s.cmd.Process.Pid && PIDRunning(p.PID) {
+			if p.PID != s.proc.Pid() && PIDRunning(p.PID) {
 				left = append(left, fmt.Sprintf("%s (pid %d)", p.Name, p.PID))
 			}
 		}
@@ -212,22 +190,10 @@ func (s *Stack) Stop() error {
 // stopRunner sends the runner SIGTERM and waits for it to exit, killing it after the stop
 // timeout.
 func (s *Stack) stopRunner() error {
-	if !s.exited() {
-		if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			return fmt.Errorf("stack runner: signal: %w", err)
-		}
+	if err := s.proc.Stop(syscall.SIGTERM, s.stopTimeout); err != nil {
+		return err
 	}
-	select {
-	case <-s.done:
-	case <-time.After(s.stopTimeout):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-		return fmt.Errorf("stack runner did not stop within %s and was killed", s.stopTimeout)
-	}
-	if s.waitErr != nil {
-		return fmt.Errorf("stack runner: %w", s.waitErr)
-	}
-	return nil
+	return s.proc.ExitErr()
 }
 
 // PIDRunning reports whether pid names a live process. A zombie counts as gone: in a container
@@ -287,7 +253,7 @@ func (s *Stack) processPID(name string) int {
 // SIGUSR1) and waits until it is gone. The rest of the stack keeps running.
 func (s *Stack) CrashClickHouse(timeout time.Duration) error {
 	pid := s.processPID("clickhouse")
-	if err := s.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+	if err := s.proc.Signal(syscall.SIGUSR1); err != nil {
 		return err
 	}
 	for deadline := time.Now().Add(timeout); PIDRunning(pid); time.Sleep(50 * time.Millisecond) {
@@ -303,7 +269,7 @@ func (s *Stack) CrashClickHouse(timeout time.Duration) error {
 // it does once ClickHouse answers. State is updated.
 func (s *Stack) StartClickHouse(stateFile string, timeout time.Duration) error {
 	old := s.processPID("clickhouse")
-	if err := s.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+	if err := s.proc.Signal(syscall.SIGUSR2); err != nil {
 		return err
 	}
 	for deadline := time.Now().Add(timeout); ; time.Sleep(100 * time.Millisecond) {

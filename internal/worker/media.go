@@ -2,10 +2,8 @@ package worker
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -16,29 +14,6 @@ import (
 	"github.com/splathost/splathost/media"
 	"github.com/splathost/splathost/workflows"
 )
-
-// Converter finds the pinned splat-transform and checks it is the version media/package.json
-// pins, so every rendition of a deployment comes from one converter.
-func Converter(ctx context.Context, cfg config.Config) (media.Transform, error) {
-	cli, err := media.FindSplatTransform(cfg.SplatTransform)
-	if err != nil {
-		return media.Transform{}, err
-	}
-	t := media.Transform{CLI: cli, Timeout: cfg.RenditionTimeout, MaxRSS: int64(cfg.RenditionMaxMemory),
-		// Two encoding threads per conversion: the SOG encoder's default of four only
-		// oversubscribes the small machines the media worker is sized for; scale out instead.
-		Workers: 2}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	v, err := t.Version(cctx)
-	if err != nil {
-		return media.Transform{}, err
-	}
-	if v != media.SplatTransformVersion {
-		return media.Transform{}, fmt.Errorf("splat-transform %s at %s, want the pinned %s (run make deps)", v, cli, media.SplatTransformVersion)
-	}
-	return t, nil
-}
 
 // ConverterReady checks the converter is still on disk (a deployment that lost it converts
 // nothing).

@@ -17,6 +17,7 @@ import (
 	"github.com/splathost/splathost/ent/schema"
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/uploadrules"
 )
 
 // commitPlan is what a commit's uploads come to once resolved and checked against the store:
@@ -60,7 +61,7 @@ func (s *Service) planCommit(ctx context.Context, req *commitRequest, owner *ent
 		if err != nil {
 			return nil, err
 		}
-		if a.key != a.ticket.Prefix+LODManifest {
+		if a.key != a.ticket.Prefix+uploadrules.LODManifest {
 			return nil, apperr.Invalid("validation failed", "splatUrl: must be the manifestUrl of the lod-folder upload")
 		}
 		if req.lodFolderKey != strings.TrimSuffix(a.ticket.Prefix, "/") {
@@ -241,7 +242,7 @@ func (s *Service) verifyFolder(ctx context.Context, t *ent.UploadTicket) error {
 	if missing > 0 {
 		return apperr.Invalid("upload incomplete", fmt.Sprintf("lodFolderKey: %d of %d files were not uploaded", missing, len(t.Objects)))
 	}
-	if err := s.sniffObject(ctx, "splatUrl", t.Prefix+LODManifest, sizes[t.Prefix+LODManifest]); err != nil {
+	if err := s.sniffObject(ctx, "splatUrl", t.Prefix+uploadrules.LODManifest, sizes[t.Prefix+uploadrules.LODManifest]); err != nil {
 		return err
 	}
 	return s.sniffObject(ctx, "lodFolderKey", cell.Key, cell.Size)

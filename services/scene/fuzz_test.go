@@ -15,6 +15,7 @@ import (
 
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/fixtures"
+	"github.com/splathost/splathost/internal/uploadrules"
 )
 
 // require400 fails unless err is a 400 *apperr.Error naming at least one issue.
@@ -232,7 +233,7 @@ func FuzzDecodeLODFiles(f *testing.F) {
 			return
 		}
 		// Accepted: the folder obeys every rule the signed keys depend on.
-		if len(files) < MinLODFiles || len(files) > MaxLODFiles {
+		if len(files) < uploadrules.MinLODFiles || len(files) > uploadrules.MaxLODFiles {
 			t.Fatalf("%d files accepted", len(files))
 		}
 		seen := map[string]bool{}
@@ -254,7 +255,7 @@ func FuzzDecodeLODFiles(f *testing.F) {
 				t.Fatalf("file size %d accepted", file.FileSize)
 			}
 			total += file.FileSize
-			manifestSeen = manifestSeen || file.RelativePath == LODManifest
+			manifestSeen = manifestSeen || file.RelativePath == uploadrules.LODManifest
 			cellSeen = cellSeen || ext == ".webp"
 		}
 		if !manifestSeen || !cellSeen || total > MaxLODFolderBytes {
@@ -334,7 +335,7 @@ func FuzzSniff(f *testing.F) {
 		{".ksplat", fixtures.KSplat(2)},
 		{".sog", fixtures.SOG(2)},
 		{".webp", fixtures.WebP(2, 2)},
-		{".json", lod[LODManifest]},
+		{".json", lod[uploadrules.LODManifest]},
 		{".webp", lod["0_0/means_l.webp"]},
 		{".jpg", fixtures.JPEG(2, 2)},
 		{".jpeg", fixtures.JPEG(2, 2)},

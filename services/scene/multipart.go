@@ -19,6 +19,7 @@ import (
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/uploadrules"
 )
 
 // Resumable (multipart) splat-file uploads, contract item 14. The client names an upload by its
@@ -70,7 +71,7 @@ func (s *Service) startMultipart(c *fiber.Ctx, caller *httpx.Caller, eu, name, c
 	// Content-Type and Cache-Control are fixed here, once for the whole object: the parts carry
 	// only bytes.
 	created, err := s.store.Client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(s.store.Bucket),
-		Key: aws.String(key), ContentType: aws.String(ctype), CacheControl: aws.String(CacheControl)})
+		Key: aws.String(key), ContentType: aws.String(ctype), CacheControl: aws.String(uploadrules.CacheControl)})
 	if err != nil {
 		return signingFailed(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/internal/uploadrules"
 )
 
 // Upload limits. The spec leaves the single-file maximum open: 2 GiB in one PUT covers most
@@ -29,8 +30,6 @@ const (
 	MaxSingleFileBytes = 2 << 30
 	MaxLODFileBytes    = 50 << 20
 	MaxLODFolderBytes  = 10 << 30
-	MinLODFiles        = 2
-	MaxLODFiles        = 20_000
 	MaxImageBytes      = 8 << 20
 	MaxImagesBytes     = 16 << 20
 	// MaxAudioBytes bounds an audio upload (levelData.audio): 20 MB, about 20 minutes of
@@ -43,10 +42,6 @@ const (
 	fileWindow  = time.Hour
 	imageWindow = 5 * time.Minute
 	audioWindow = time.Hour
-	// CacheControl is part of every signed upload: assets are immutable under unique keys.
-	CacheControl = "public, max-age=31536000, immutable"
-	// LODManifest is the file a LOD folder must have at its root.
-	LODManifest = "lod-meta.json"
 )
 
 // splatTypes maps each allowed extension to the content types it may be declared with.
@@ -95,7 +90,7 @@ func (s *Service) presign(ctx context.Context, key, contentType string, length i
 		return "", fmt.Errorf("presign %s: a positive declared length is required", key)
 	}
 	in := &s3.PutObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(key),
-		ContentType: aws.String(contentType), CacheControl: aws.String(CacheControl), ContentLength: aws.Int64(length)}
+		ContentType: aws.String(contentType), CacheControl: aws.String(uploadrules.CacheControl), ContentLength: aws.Int64(length)}
 	req, err := s.store.Presign.PresignPutObject(ctx, in, s3.WithPresignExpires(ttl))
 	if err != nil {
 		return "", err

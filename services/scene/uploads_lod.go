@@ -16,6 +16,7 @@ import (
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/uploadrules"
 )
 
 // lodUpload is one validated entry of a lod-folder request.
@@ -65,8 +66,8 @@ func validateLOD(files []lodUpload) []string {
 			issues = append(issues, "files: further problems omitted")
 		}
 	}
-	if len(files) < MinLODFiles || len(files) > MaxLODFiles {
-		add("files: must have %d to %d entries", MinLODFiles, MaxLODFiles)
+	if len(files) < uploadrules.MinLODFiles || len(files) > uploadrules.MaxLODFiles {
+		add("files: must have %d to %d entries", uploadrules.MinLODFiles, uploadrules.MaxLODFiles)
 		return issues
 	}
 	seen := make(map[string]bool, len(files))
@@ -94,11 +95,11 @@ func validateLOD(files []lodUpload) []string {
 			add("files[%d].fileSize: must be 1 to %d bytes", i, MaxLODFileBytes)
 		}
 		total += max(0, f.FileSize)
-		hasManifest = hasManifest || f.RelativePath == LODManifest
+		hasManifest = hasManifest || f.RelativePath == uploadrules.LODManifest
 		hasCell = hasCell || ext == ".webp"
 	}
 	if !hasManifest {
-		add("files: %s is required at the folder root", LODManifest)
+		add("files: %s is required at the folder root", uploadrules.LODManifest)
 	}
 	if !hasCell {
 		add("files: at least one .webp cell file is required")
@@ -153,7 +154,7 @@ func (s *Service) uploadLODFolder(c *fiber.Ctx) error {
 		return err
 	}
 	folderKey := strings.TrimSuffix(prefix, "/")
-	return c.JSON(lodResponse{Status: "success", FolderKey: folderKey, ManifestURL: s.url(prefix + LODManifest),
+	return c.JSON(lodResponse{Status: "success", FolderKey: folderKey, ManifestURL: s.url(prefix + uploadrules.LODManifest),
 		Uploads: uploads, ExpiresAt: httpx.ISOTime(expires)})
 }
 
@@ -203,8 +204,8 @@ func decodeLODFiles(raw []byte) ([]lodUpload, error) {
 	if err != nil {
 		return nil, apperr.Invalid("validation failed", "files: must be an array of {relativePath, contentType, fileSize}")
 	}
-	if len(items) > MaxLODFiles {
-		return nil, apperr.Invalid("validation failed", fmt.Sprintf("files: must have %d to %d entries", MinLODFiles, MaxLODFiles))
+	if len(items) > uploadrules.MaxLODFiles {
+		return nil, apperr.Invalid("validation failed", fmt.Sprintf("files: must have %d to %d entries", uploadrules.MinLODFiles, uploadrules.MaxLODFiles))
 	}
 	out := make([]lodUpload, len(items))
 	var issues []string

@@ -9,6 +9,7 @@ import (
 
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/sessiontoken"
 )
 
 // requireOKOr400 fails unless err is nil or a 400 naming its problems: no input may become a
@@ -36,7 +37,7 @@ func FuzzParseMint(f *testing.F) {
 			return
 		}
 		// What is accepted keeps every rule the token relies on.
-		if !strings.HasPrefix(r.publicKey, "mpk_") || (r.typ != TypeViewer && r.typ != TypeEditor) ||
+		if !strings.HasPrefix(r.publicKey, "mpk_") || (r.typ != sessiontoken.TypeViewer && r.typ != sessiontoken.TypeEditor) ||
 			(r.splatID != "" && !ids.Valid(r.splatID)) || utf8.RuneCountInString(r.name) > maxUserName ||
 			(r.hasUser && strings.TrimSpace(r.name) == "") {
 			t.Fatalf("accepted an invalid body %q as %+v", body, r)

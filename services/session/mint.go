@@ -18,6 +18,7 @@ import (
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/sessiontoken"
 )
 
 // Limits of the session body (spec, Limits).
@@ -51,14 +52,14 @@ func parseMint(body []byte) (*mintRequest, error) {
 	f.Only("publicKey", "type", "splatId", "user")
 	f.Require("publicKey")
 	f.NotNull("type")
-	r := &mintRequest{typ: TypeEditor}
+	r := &mintRequest{typ: sessiontoken.TypeEditor}
 	if pk, ok := f.String("publicKey", 1, maxPublicKey); ok {
 		if !strings.HasPrefix(pk, credentials.PublicKeyPrefix) {
 			f.Issuef("publicKey: must start with %s", credentials.PublicKeyPrefix)
 		}
 		r.publicKey = pk
 	}
-	if t, ok := f.Enum("type", TypeViewer, TypeEditor); ok {
+	if t, ok := f.Enum("type", sessiontoken.TypeViewer, sessiontoken.TypeEditor); ok {
 		r.typ = t
 	}
 	if f.Has("splatId") && !f.IsNull("splatId") {
@@ -125,10 +126,10 @@ func (s *Service) mint(c *fiber.Ctx) error {
 		}
 	}
 	now := s.now().Truncate(1e9)
-	claims := &Claims{
-		Typ: TokenType,
+	claims := &sessiontoken.Claims{
+		Typ: sessiontoken.TokenType,
 		RegisteredClaims: jwt.RegisteredClaims{
-			Subject: caller.AccountID, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(Lifetime)),
+			Subject: caller.AccountID, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(sessiontoken.Lifetime)),
 		},
 		IdentityUserID: anonymousID(),
 		IntegrationID:  caller.IntegrationID, PublicKey: caller.PublicKey,
@@ -194,9 +195,9 @@ func (s *Service) checkMintScene(ctx context.Context, integrationID string, req 
 	switch {
 	case own:
 		return nil
-	case req.typ == TypeEditor && customer == nil:
+	case req.typ == sessiontoken.TypeEditor && customer == nil:
 		return errEURequired("an editor session that opens a scene")
-	case req.typ == TypeEditor:
+	case req.typ == sessiontoken.TypeEditor:
 		return errOutOfScope
 	case productPublic:
 		return nil

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/sessiontoken"
 )
 
 func TestParseMint(t *testing.T) {
@@ -17,14 +18,14 @@ func TestParseMint(t *testing.T) {
 		want   *mintRequest
 		issues []string
 	}{
-		{name: "minimal", body: `{"publicKey":"mpk_x"}`, want: &mintRequest{publicKey: "mpk_x", typ: TypeEditor}},
+		{name: "minimal", body: `{"publicKey":"mpk_x"}`, want: &mintRequest{publicKey: "mpk_x", typ: sessiontoken.TypeEditor}},
 		{name: "viewer with scene and profile", body: `{"publicKey":"mpk_x","type":"viewer","splatId":"AAAAAAAAAAAAAAAAAAAAAAAA","user":{"name":"Ada","avatarUrl":"` + avatar + `"}}`,
-			want: &mintRequest{publicKey: "mpk_x", typ: TypeViewer, splatID: "aaaaaaaaaaaaaaaaaaaaaaaa", hasUser: true, name: "Ada", avatarURL: &avatar}},
-		{name: "nulls", body: `{"publicKey":"mpk_x","splatId":null,"user":null}`, want: &mintRequest{publicKey: "mpk_x", typ: TypeEditor}},
+			want: &mintRequest{publicKey: "mpk_x", typ: sessiontoken.TypeViewer, splatID: "aaaaaaaaaaaaaaaaaaaaaaaa", hasUser: true, name: "Ada", avatarURL: &avatar}},
+		{name: "nulls", body: `{"publicKey":"mpk_x","splatId":null,"user":null}`, want: &mintRequest{publicKey: "mpk_x", typ: sessiontoken.TypeEditor}},
 		{name: "null avatar", body: `{"publicKey":"mpk_x","user":{"name":"Ada","avatarUrl":null}}`,
-			want: &mintRequest{publicKey: "mpk_x", typ: TypeEditor, hasUser: true, name: "Ada"}},
+			want: &mintRequest{publicKey: "mpk_x", typ: sessiontoken.TypeEditor, hasUser: true, name: "Ada"}},
 		{name: "64-character name", body: `{"publicKey":"mpk_x","user":{"name":"` + strings.Repeat("é", 64) + `"}}`,
-			want: &mintRequest{publicKey: "mpk_x", typ: TypeEditor, hasUser: true, name: strings.Repeat("é", 64)}},
+			want: &mintRequest{publicKey: "mpk_x", typ: sessiontoken.TypeEditor, hasUser: true, name: strings.Repeat("é", 64)}},
 
 		{name: "empty body", body: ``, issues: []string{"body: must be a JSON object"}},
 		{name: "not JSON", body: `{"publicKey":`, issues: []string{"body: malformed JSON"}},

@@ -11,6 +11,7 @@ import (
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/sessiontoken"
 )
 
 // bootData is the page's boot JSON (docs/embeds.md, Pages): what the embed's script needs to
@@ -43,12 +44,12 @@ func (s *Service) page(kind string) fiber.Handler {
 		token := c.Query("session")
 		claims, err := s.keys.Parse(token)
 		if err != nil || claims.IntegrationID != caller.IntegrationID {
-			return errBadToken
+			return sessiontoken.ErrInvalid
 		}
 		frames, err := s.db.Ent.Integration.Query().Where(integration.ID(caller.IntegrationID)).
 			Select(integration.FieldFrameAncestors).Only(c.UserContext())
 		if ent.IsNotFound(err) {
-			return errBadToken
+			return sessiontoken.ErrInvalid
 		}
 		if err != nil {
 			return apperr.Internal(err)
@@ -56,7 +57,7 @@ func (s *Service) page(kind string) fiber.Handler {
 		httpx.SetPageHeaders(c, frames.FrameAncestors)
 		// The caller's capabilities are the claims' still granted by the integration (checked by
 		// the gateway at this request).
-		if kind == TypeEditor && !slices.Contains(caller.Capabilities, TypeEditor) {
+		if kind == sessiontoken.TypeEditor && !slices.Contains(caller.Capabilities, sessiontoken.TypeEditor) {
 			return apperr.Forbidden("this session cannot open the editor: it is not an editor session")
 		}
 		boot := bootData{Kind: kind, SessionToken: token, ExpiresAt: httpx.ISOTime(claims.ExpiresAt.Time),

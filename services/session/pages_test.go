@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/splathost/splathost/internal/sessiontoken"
 )
 
 // TestRenderPageEscapesBootData: no value of the boot data can end the script element or break
@@ -14,8 +16,8 @@ func TestRenderPageEscapesBootData(t *testing.T) {
 	hostile := "</script><script>alert(1)</script>&<!-- \u2028\u2029 <\u0000>"
 	avatar := "https://x.example/a.png?<>&"
 	id := "0123456789abcdef01234567"
-	boot := bootData{Kind: TypeEditor, SessionToken: "a.b.c", ExpiresAt: "2026-01-01T00:00:00.000Z", SplatID: &id,
-		Scoped: true, Capabilities: []string{TypeEditor}, User: &bootUser{Name: hostile, AvatarURL: &avatar}}
+	boot := bootData{Kind: sessiontoken.TypeEditor, SessionToken: "a.b.c", ExpiresAt: "2026-01-01T00:00:00.000Z", SplatID: &id,
+		Scoped: true, Capabilities: []string{sessiontoken.TypeEditor}, User: &bootUser{Name: hostile, AvatarURL: &avatar}}
 	page, err := renderPage(boot)
 	require.NoError(t, err)
 	html := string(page)
@@ -43,7 +45,7 @@ func TestRenderPageEscapesBootData(t *testing.T) {
 
 // TestRenderPageNulls: a guest session without a scene or profile boots with explicit nulls.
 func TestRenderPageNulls(t *testing.T) {
-	page, err := renderPage(bootData{Kind: TypeViewer, SessionToken: "t", ExpiresAt: "x", Capabilities: []string{TypeViewer}})
+	page, err := renderPage(bootData{Kind: sessiontoken.TypeViewer, SessionToken: "t", ExpiresAt: "x", Capabilities: []string{sessiontoken.TypeViewer}})
 	require.NoError(t, err)
 	require.Contains(t, string(page), `"splatId":null,"scoped":false,"capabilities":["viewer"],"user":null}`)
 	require.Contains(t, string(page), `src="/embed/assets/viewer.js"`)

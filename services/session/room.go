@@ -19,12 +19,8 @@ import (
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/roomproto"
 )
-
-// RoomPath is the multiplayer room's WebSocket route (docs/embeds.md, "Multiplayer room"):
-// GET /api/embed/room?splatId=<id>&session=<session token>. The gateway authenticates the token
-// in the URL (a browser cannot set Authorization on a WebSocket) and hands the upgrade here.
-const RoomPath = "/api/embed/room"
 
 // Connection timing. The server pings every roomPingEvery; a connection that sends nothing, not
 // even a pong, for roomReadIdle is dead (a half-open TCP connection never errors by itself).
@@ -355,7 +351,7 @@ func (r *Rooms) serve(ws *websocket.Conn, adm *admission) {
 			httpx.CloseServiceRestart, "the room is reconnecting: retry")
 		return
 	}
-	c := &roomConn{rooms: r, ws: ws, room: adm.room, id: ids.New(), expires: adm.expires, tokens: RoomBurst, last: time.Now()}
+	c := &roomConn{rooms: r, ws: ws, room: adm.room, id: ids.New(), expires: adm.expires, tokens: roomproto.Burst, last: time.Now()}
 	if !r.register(c) {
 		httpx.CloseWebSocket(ws, httpx.ErrorFrame("SHUTTING_DOWN", "the server is restarting: reconnect"),
 			httpx.CloseServiceRestart, "the server is restarting")

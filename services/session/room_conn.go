@@ -13,6 +13,7 @@ import (
 
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/roomproto"
 )
 
 // roomConn is one participant's WebSocket. An idle participant costs its reader (the
@@ -226,7 +227,7 @@ func (c *roomConn) isClosing() bool {
 // read handles the client's messages until the connection ends. It reports whether the client
 // itself closed it (a voluntary leave).
 func (c *roomConn) read() bool {
-	c.ws.SetReadLimit(RoomMaxMessage)
+	c.ws.SetReadLimit(roomproto.MaxMessage)
 	_ = c.ws.SetReadDeadline(time.Now().Add(roomReadIdle))
 	c.ws.SetPongHandler(func(string) error { return c.ws.SetReadDeadline(time.Now().Add(roomReadIdle)) })
 	for {
@@ -295,10 +296,10 @@ func (c *roomConn) handle(kind int, frame []byte) error {
 	return err
 }
 
-// allow takes a token from the connection's bucket (RoomRate a second, RoomBurst at most).
+// allow takes a token from the connection's bucket (roomproto.Rate a second, roomproto.Burst at most).
 func (c *roomConn) allow() bool {
 	now := time.Now()
-	c.tokens = min(RoomBurst, c.tokens+now.Sub(c.last).Seconds()*RoomRate)
+	c.tokens = min(roomproto.Burst, c.tokens+now.Sub(c.last).Seconds()*roomproto.Rate)
 	c.last = now
 	if c.tokens < 1 {
 		return false

@@ -12,20 +12,13 @@ import (
 
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/roomproto"
 )
 
 // The multiplayer room's wire protocol (docs/embeds.md, "Multiplayer room"): JSON text frames.
 
-// Limits of the room (contract item 10 and the decisions of issue 13).
+// Limits of the room beyond roomproto's (contract item 10 and the decisions of issue 13).
 const (
-	// RoomCapacity is the most participants one room admits; the next gets 4409.
-	RoomCapacity = 32
-	// RoomMaxMessage is the largest client message; a larger one closes with 1009.
-	RoomMaxMessage = 64 << 10
-	// RoomRate and RoomBurst are each connection's token bucket: 30 messages a second
-	// sustained, 60 at once; a client that exceeds it is closed with 4429.
-	RoomRate  = 30
-	RoomBurst = 60
 	// roomNameRunes is where a shown name is cut (spec: "truncated to 32 in-room").
 	roomNameRunes = 32
 	// roomMaxDraft bounds a room's merged draft: a levelData (256 KiB, the scene's own bound)
@@ -169,8 +162,8 @@ func parseEditFields(g *httpx.Fields) {
 	for _, name := range editFields {
 		g.NotNull(name)
 	}
-	g.String("title", 0, RoomMaxMessage)
-	g.String("description", 0, RoomMaxMessage)
+	g.String("title", 0, roomproto.MaxMessage)
+	g.String("description", 0, roomproto.MaxMessage)
 	g.Enum("visibility", "private", "public")
 	g.Bool("allowComments")
 	g.Bool("allowReactions")

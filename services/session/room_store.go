@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/roomproto"
 )
 
 // RoomChannel is the Postgres NOTIFY channel every room event travels on, between every
@@ -49,8 +50,8 @@ type roomEvent struct {
 // errDraftTooLarge refuses an edit that would grow the draft past roomMaxDraft.
 var errDraftTooLarge = apperr.New(413, "this edit would make the room's draft larger than "+strconv.Itoa(roomMaxDraft>>10)+" KiB")
 
-// errRoomFull is the refusal of the participant after RoomCapacity.
-var errRoomFull = apperr.Conflict("the room is full: "+strconv.Itoa(RoomCapacity)+" participants").With("code", "ROOM_FULL")
+// errRoomFull is the refusal of the participant after roomproto.Capacity.
+var errRoomFull = apperr.Conflict("the room is full: "+strconv.Itoa(roomproto.Capacity)+" participants").With("code", "ROOM_FULL")
 
 // roomStore is the room's Postgres side: the roster (room_presences), the draft (room_drafts)
 // and the fan-out (NOTIFY on RoomChannel, room_messages for large events). Every change and its
@@ -152,7 +153,7 @@ func (s *roomStore) join(ctx context.Context, room, id, name string, avatar *str
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		if len(peers) >= RoomCapacity {
+		if len(peers) >= roomproto.Capacity {
 			return errRoomFull
 		}
 		self := Peer{ID: id, Name: name, AvatarURL: avatar, Colour: pickColour(colours, id), Guest: name == ""}

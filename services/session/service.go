@@ -10,6 +10,8 @@ import (
 
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/roomproto"
+	"github.com/splathost/splathost/internal/sessiontoken"
 	sceneapi "github.com/splathost/splathost/services/scene"
 )
 
@@ -20,7 +22,7 @@ var Prefixes = []string{"/api/editor", "/api/embed", "/embed"}
 type Service struct {
 	db   *db.DB
 	log  *slog.Logger
-	keys *Keys
+	keys *sessiontoken.Keys
 	now  func() time.Time
 	// urls renders the asset URLs of embed answers (wired by the binary, UseAssetURLs).
 	urls *sceneapi.AssetURLs
@@ -37,7 +39,7 @@ func (s *Service) Rooms() *Rooms { return s.rooms }
 func (s *Service) UseAssetURLs(u *sceneapi.AssetURLs) { s.urls = u }
 
 // New returns the session service; keys signs the session tokens it mints.
-func New(d *db.DB, log *slog.Logger, keys *Keys) *Service {
+func New(d *db.DB, log *slog.Logger, keys *sessiontoken.Keys) *Service {
 	return &Service{db: d, log: log, keys: keys, now: time.Now, rooms: NewRooms(d, log)}
 }
 
@@ -49,9 +51,9 @@ func (s *Service) Register(r fiber.Router) {
 	r.Post("/api/embed/splats/:id/like", s.like)
 	r.Delete("/api/embed/splats/:id/like", s.unlike)
 	r.Post("/api/embed/views", s.recordView)
-	r.Get(RoomPath, s.room)
+	r.Get(roomproto.Path, s.room)
 	// httpx.Page again (the gateway marks them too): a split session service answers its own
 	// errors as pages.
-	r.Get("/embed/viewer", httpx.Page, s.page(TypeViewer))
-	r.Get("/embed/editor", httpx.Page, s.page(TypeEditor))
+	r.Get("/embed/viewer", httpx.Page, s.page(sessiontoken.TypeViewer))
+	r.Get("/embed/editor", httpx.Page, s.page(sessiontoken.TypeEditor))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/sessiontoken"
 )
 
 var (
@@ -36,21 +37,21 @@ func (f fakeIntegrations) CustomerActive(_ context.Context, _, eu string) (bool,
 	return !strings.HasPrefix(eu, "inactive-"), nil
 }
 
-var bothCapabilities = []string{TypeViewer, TypeEditor}
+var bothCapabilities = []string{sessiontoken.TypeViewer, sessiontoken.TypeEditor}
 
-func testKeys(t *testing.T) *Keys {
+func testKeys(t *testing.T) *sessiontoken.Keys {
 	t.Helper()
-	k, err := NewKeys([]config.SessionKey{currentKey, previousKey})
+	k, err := sessiontoken.NewKeys([]config.SessionKey{currentKey, previousKey})
 	require.NoError(t, err)
 	return k
 }
 
-func validClaims(now time.Time) *Claims {
-	return &Claims{
-		Typ: TokenType,
+func validClaims(now time.Time) *sessiontoken.Claims {
+	return &sessiontoken.Claims{
+		Typ: sessiontoken.TokenType,
 		RegisteredClaims: jwt.RegisteredClaims{Subject: "acc", IssuedAt: jwt.NewNumericDate(now),
-			ExpiresAt: jwt.NewNumericDate(now.Add(Lifetime))},
-		IdentityUserID: "guest_1", IntegrationID: "int-a", PublicKey: "mpk_a", Capabilities: []string{TypeViewer},
+			ExpiresAt: jwt.NewNumericDate(now.Add(sessiontoken.Lifetime))},
+		IdentityUserID: "guest_1", IntegrationID: "int-a", PublicKey: "mpk_a", Capabilities: []string{sessiontoken.TypeViewer},
 	}
 }
 
@@ -86,7 +87,7 @@ func TestVerifySessionAcceptsCurrentAndPreviousKeys(t *testing.T) {
 	caller, err := v.VerifySession(context.Background(), tok)
 	require.NoError(t, err)
 	require.Equal(t, &httpx.Caller{Scheme: httpx.SchemeSession, IntegrationID: "int-a", AccountID: "acc", ProductSlug: "shop",
-		PublicKey: "mpk_a", Capabilities: []string{TypeViewer}, ExternalUserID: "cust-1", HasExternalUser: true,
+		PublicKey: "mpk_a", Capabilities: []string{sessiontoken.TypeViewer}, ExternalUserID: "cust-1", HasExternalUser: true,
 		Session: map[string]any{"sub": "rec-1", "splatId": "aaaaaaaaaaaaaaaaaaaaaaaa", "exp": c.ExpiresAt.Unix()}}, caller)
 	// The expiry survives the signed caller header (a JSON number there), so a split session
 	// service's room closes the participant at the same instant.
@@ -104,7 +105,7 @@ func TestVerifySessionAcceptsCurrentAndPreviousKeys(t *testing.T) {
 	require.NoError(t, err)
 
 	// The kid header names the key that signed.
-	parsed, _, err := jwt.NewParser().ParseUnverified(tok, &Claims{})
+	parsed, _, err := jwt.NewParser().ParseUnverified(tok, &sessiontoken.Claims{})
 	require.NoError(t, err)
 	require.Equal(t, currentKey.ID, parsed.Header["kid"])
 }
@@ -120,7 +121,7 @@ func TestVerifySessionRejectsEveryAttack(t *testing.T) {
 	now := time.Now()
 	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	require.NoError(t, err)
-	with := func(edit func(c *Claims)) *Claims {
+	with := func(edit func(c *sessiontoken.Claims)) *sessiontoken.Claims {
 		c := validClaims(now)
 		edit(c)
 		return c
@@ -145,25 +146,25 @@ func TestVerifySessionRejectsEveryAttack(t *testing.T) {
 		{"previous key under the current kid", signWith(t, jwt.SigningMethodHS256, previousKey.Secret, currentKey.ID, validClaims(now)), 401},
 		{"unknown kid", signWith(t, jwt.SigningMethodHS256, currentKey.Secret, "k9", validClaims(now)), 401},
 		{"no kid", signWith(t, jwt.SigningMethodHS256, currentKey.Secret, "", validClaims(now)), 401},
-		{"expired", hs(with(func(c *Claims) {
+		{"expired", hs(with(func(c *sessiontoken.Claims) {
 			c.IssuedAt, c.ExpiresAt = jwt.NewNumericDate(now.Add(-20*time.Minute)), jwt.NewNumericDate(now.Add(-5*time.Minute))
 		})), 401},
-		{"no exp", hs(with(func(c *Claims) { c.ExpiresAt = nil })), 401},
-		{"no iat", hs(with(func(c *Claims) { c.IssuedAt = nil })), 401},
-		{"issued in the future", hs(with(func(c *Claims) { c.IssuedAt = jwt.NewNumericDate(now.Add(10 * time.Minute)) })), 401},
-		{"other typ", hs(with(func(c *Claims) { c.Typ = "service_api" })), 401},
-		{"no typ", hs(with(func(c *Claims) { c.Typ = "" })), 401},
-		{"unknown capability", hs(with(func(c *Claims) { c.Capabilities = []string{"admin"} })), 401},
-		{"no capabilities", hs(with(func(c *Claims) { c.Capabilities = nil })), 401},
-		{"integration of another public key", hs(with(func(c *Claims) { c.PublicKey = "mpk_b" })), 401},
-		{"unknown public key", hs(with(func(c *Claims) { c.PublicKey = "mpk_zzz" })), 401},
-		{"no integration", hs(with(func(c *Claims) { c.IntegrationID = "" })), 401},
-		{"revoked integration", hs(with(func(c *Claims) { c.PublicKey, c.IntegrationID = "mpk_revoked", "int-r" })), 410},
+		{"no exp", hs(with(func(c *sessiontoken.Claims) { c.ExpiresAt = nil })), 401},
+		{"no iat", hs(with(func(c *sessiontoken.Claims) { c.IssuedAt = nil })), 401},
+		{"issued in the future", hs(with(func(c *sessiontoken.Claims) { c.IssuedAt = jwt.NewNumericDate(now.Add(10 * time.Minute)) })), 401},
+		{"other typ", hs(with(func(c *sessiontoken.Claims) { c.Typ = "service_api" })), 401},
+		{"no typ", hs(with(func(c *sessiontoken.Claims) { c.Typ = "" })), 401},
+		{"unknown capability", hs(with(func(c *sessiontoken.Claims) { c.Capabilities = []string{"admin"} })), 401},
+		{"no capabilities", hs(with(func(c *sessiontoken.Claims) { c.Capabilities = nil })), 401},
+		{"integration of another public key", hs(with(func(c *sessiontoken.Claims) { c.PublicKey = "mpk_b" })), 401},
+		{"unknown public key", hs(with(func(c *sessiontoken.Claims) { c.PublicKey = "mpk_zzz" })), 401},
+		{"no integration", hs(with(func(c *sessiontoken.Claims) { c.IntegrationID = "" })), 401},
+		{"revoked integration", hs(with(func(c *sessiontoken.Claims) { c.PublicKey, c.IntegrationID = "mpk_revoked", "int-r" })), 410},
 		{"tampered payload", parts[0] + "." + base64.RawURLEncoding.EncodeToString([]byte(`{"typ":"service_embed_session","integrationId":"int-b","publicKey":"mpk_b","capabilities":["editor"],"iat":1,"exp":9999999999}`)) + "." + parts[2], 401},
 		{"signature stripped", parts[0] + "." + parts[1] + ".", 401},
 		{"garbage", "not-a-jwt", 401},
 		{"secret key as token", "msk_abc", 401},
-		{"oversized", valid + strings.Repeat("A", MaxTokenBytes), 401},
+		{"oversized", valid + strings.Repeat("A", sessiontoken.MaxTokenBytes), 401},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,15 +184,15 @@ func TestVerifySessionGrantsTodaysRights(t *testing.T) {
 	ints := fakeIntegrations{"mpk_a": {ID: "int-a", PublicKey: "mpk_a", Capabilities: bothCapabilities}}
 	v := NewVerifier(k, ints)
 	c := validClaims(time.Now())
-	c.Capabilities, c.ExternalUserID = []string{TypeEditor}, "cust-1"
+	c.Capabilities, c.ExternalUserID = []string{sessiontoken.TypeEditor}, "cust-1"
 	tok, err := k.Sign(c)
 	require.NoError(t, err)
 	caller, err := v.VerifySession(context.Background(), tok)
 	require.NoError(t, err)
-	require.Equal(t, []string{TypeEditor}, caller.Capabilities)
+	require.Equal(t, []string{sessiontoken.TypeEditor}, caller.Capabilities)
 	require.False(t, caller.CustomerInactive())
 
-	ints["mpk_a"].Capabilities = []string{TypeViewer}
+	ints["mpk_a"].Capabilities = []string{sessiontoken.TypeViewer}
 	caller, err = v.VerifySession(context.Background(), tok)
 	require.NoError(t, err)
 	require.Empty(t, caller.Capabilities, "the editor capability is gone")
@@ -204,7 +205,7 @@ func TestVerifySessionGrantsTodaysRights(t *testing.T) {
 	require.True(t, caller.CustomerInactive())
 }
 
-// TestMintedTokensFitTheBound: a token with every field at its limit stays under MaxTokenBytes,
+// TestMintedTokensFitTheBound: a token with every field at its limit stays under sessiontoken.MaxTokenBytes,
 // so the bound refuses only what mint never signs.
 func TestMintedTokensFitTheBound(t *testing.T) {
 	k := testKeys(t)
@@ -212,45 +213,11 @@ func TestMintedTokensFitTheBound(t *testing.T) {
 	eu := strings.Repeat("\U0001F600", 256) // 256 characters of 4 bytes each
 	avatar := "https://a.example/" + strings.Repeat("a", maxAvatarURL-len("https://a.example/"))
 	c.ExternalUserID, c.IdentityUserID, c.Name, c.AvatarURL = eu, eu, strings.Repeat("é", maxUserName), &avatar
-	c.Subject, c.SplatID, c.Capabilities = strings.Repeat("a", 24), strings.Repeat("b", 24), []string{TypeEditor}
+	c.Subject, c.SplatID, c.Capabilities = strings.Repeat("a", 24), strings.Repeat("b", 24), []string{sessiontoken.TypeEditor}
 	tok, err := k.Sign(c)
 	require.NoError(t, err)
-	require.Less(t, len(tok), MaxTokenBytes, "%d bytes", len(tok))
+	require.Less(t, len(tok), sessiontoken.MaxTokenBytes, "%d bytes", len(tok))
 	t.Logf("largest token: %d bytes", len(tok))
 	_, err = k.Parse(tok)
 	require.NoError(t, err)
-}
-
-func TestNewKeysNeedsAKey(t *testing.T) {
-	_, err := NewKeys(nil)
-	require.Error(t, err)
-}
-
-// Sign writes its tokens without the JWT library's encoder (the mint's hot path): they must be
-// the library's tokens byte for byte, and verify.
-func TestSignMatchesTheLibrary(t *testing.T) {
-	keys, err := NewKeys([]config.SessionKey{{ID: "k2026", Secret: []byte("0123456789abcdef0123456789abcdef")}})
-	require.NoError(t, err)
-	now := time.Now().Truncate(time.Second)
-	avatar := "https://example.com/a.png"
-	for _, claims := range []*Claims{
-		{Typ: TokenType, RegisteredClaims: jwt.RegisteredClaims{Subject: "acct", IssuedAt: jwt.NewNumericDate(now),
-			ExpiresAt: jwt.NewNumericDate(now.Add(Lifetime))}, IdentityUserID: "guest_1", IntegrationID: "int",
-			PublicKey: "mpk_x", Capabilities: []string{TypeViewer}},
-		{Typ: TokenType, RegisteredClaims: jwt.RegisteredClaims{Subject: "cust", IssuedAt: jwt.NewNumericDate(now),
-			ExpiresAt: jwt.NewNumericDate(now.Add(Lifetime))}, IdentityUserID: "eu", IntegrationID: "int",
-			PublicKey: "mpk_x", Capabilities: []string{TypeEditor}, SplatID: "abc", ExternalUserID: "eu",
-			Name: "Ann \"<&>\"", AvatarURL: &avatar},
-	} {
-		got, err := keys.Sign(claims)
-		require.NoError(t, err)
-		lib := jwt.NewWithClaims(jwt.SigningMethodHS256, claims)
-		lib.Header["kid"] = "k2026"
-		want, err := lib.SignedString([]byte("0123456789abcdef0123456789abcdef"))
-		require.NoError(t, err)
-		require.Equal(t, want, got)
-		parsed, err := keys.Parse(got)
-		require.NoError(t, err)
-		require.Equal(t, claims.IdentityUserID, parsed.IdentityUserID)
-	}
 }

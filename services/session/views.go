@@ -12,6 +12,7 @@ import (
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/db"
+	"github.com/splathost/splathost/internal/embedsql"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
 )
@@ -58,18 +59,6 @@ func parseBeacon(body []byte, withSplat bool) (*beacon, error) {
 	return b, nil
 }
 
-// visibleScene is the SQL of the embed visibility rule (session.sees) for one scene: live, of
-// the integration, and public and embeddable or owned by the session's customer ($3; ” for a
-// guest, which no owner id equals).
-const visibleScene = `s.id = $1 AND s.integration_id = $2 AND s.archived_at IS NULL
-	AND ((s.visibility = 'public' AND s.allow_embed) OR s.owner_id = $3)`
-
-// InsertView queues one view in the outbox if the session may see the scene: $1 scene id, $2
-// integration id, $3 the session's customer record id (empty for a guest), $4 visitor id. It
-// returns the new row's id, or no row. The benchmark's bare server runs it too.
-const InsertView = `INSERT INTO view_outboxes (integration_id, scene_id, visitor_id, viewed_at)
-	SELECT s.integration_id, s.id, $4, now() FROM scenes s WHERE ` + visibleScene + ` RETURNING id`
-
 // ownerArg is the owner id a session may see private scenes of (” matches none).
 func (ss *session) ownerArg() string {
 	if ss.scoped {
@@ -95,7 +84,7 @@ func (s *Service) recordView(c *fiber.Ctx) error {
 		return errNotFound()
 	}
 	var id int64
-	err = s.db.Pool.QueryRow(c.UserContext(), InsertView, b.splatID, ss.integrationID, ss.ownerArg(), b.visitorID).Scan(&id)
+	err = s.db.Pool.QueryRow(c.UserContext(), embedsql.InsertView, b.splatID, ss.integrationID, ss.ownerArg(), b.visitorID).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errNotFound()
 	}
@@ -154,7 +143,7 @@ func (s *Service) react(c *fiber.Ctx, change func(context.Context, *ent.Tx, *ses
 // lockLikedScene locks the scene row a like or unlike changes, so the count and the like rows
 // agree; it answers 404 for a scene the session may not see and 403 where reactions are off.
 func lockLikedScene(ctx context.Context, tx *ent.Tx, ss *session, id string) (likes int64, err error) {
-	rows, err := tx.QueryContext(ctx, `SELECT s.allow_reactions, s.like_count FROM scenes s WHERE `+visibleScene+` FOR UPDATE`,
+	rows, err := tx.QueryContext(ctx, `SELECT s.allow_reactions, s.like_count FROM scenes s WHERE `+embedsql.VisibleScene+` FOR UPDATE`,
 		id, ss.integrationID, ss.ownerArg())
 	if err != nil {
 		return 0, err

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/quota"
+	"github.com/splathost/splathost/internal/spawn"
 	"github.com/splathost/splathost/internal/testenv"
 )
 
@@ -220,28 +220,25 @@ func RunBareServer(ctx context.Context, o BareServerOptions, stdout io.Writer) e
 type BareServer struct {
 	// URL is the server's base URL.
 	URL  string
-	proc *child
+	proc *spawn.Proc
 }
 
 // StartBareServer runs `EXE bare-server` against pgURL as a separate process, so the bare side
 // pays the same process boundaries (client → server → Postgres) as the product, and waits
 // until it answers.
 func StartBareServer(ctx context.Context, exe, pgURL string, poolSize int, logPath string) (*BareServer, error) {
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
 	addr := &firstLine{ch: make(chan string, 1)}
 	cmd := exec.Command(exe, "bare-server", "--pg", pgURL, "--addr", "127.0.0.1:0", "--pool", strconv.Itoa(poolSize))
-	cmd.Stdout, cmd.Stderr = addr, logf
-	proc, err := startManaged("bare server", cmd, syscall.SIGKILL)
+	cmd.Stdout = addr
+	// The bare server dies with the benchmark and sits in its own process group, so a terminal
+	// Ctrl-C reaches only the benchmark, which then stops its children in order.
+	proc, err := spawn.Run(cmd, spawn.Options{Name: "bare server", LogPath: logPath, Group: true, DeathSignal: syscall.SIGKILL})
 	if err != nil {
 		return nil, err
 	}
 	b := &BareServer{proc: proc}
 	fail := func(err error) (*BareServer, error) {
-		_ = proc.stop(5 * time.Second)
+		_ = proc.Stop(syscall.SIGTERM, 5*time.Second)
 		return nil, fmt.Errorf("bare server: %w; log:\n%s", err, testenv.LogTail(logPath, 20))
 	}
 	select {
@@ -251,8 +248,8 @@ func StartBareServer(ctx context.Context, exe, pgURL string, poolSize int, logPa
 			return fail(fmt.Errorf("unexpected first line %q", line))
 		}
 		b.URL = "http://" + host
-	case <-proc.done:
-		return fail(fmt.Errorf("exited at start-up (%v)", proc.waitErr))
+	case <-proc.Done():
+		return fail(fmt.Errorf("exited at start-up (%v)", proc.Err()))
 	case <-time.After(30 * time.Second):
 		return fail(errors.New("no listen address within 30s"))
 	case <-ctx.Done():
@@ -274,8 +271,14 @@ func StartBareServer(ctx context.Context, exe, pgURL string, poolSize int, logPa
 	}
 }
 
-// Stop shuts the bare server down.
-func (b *BareServer) Stop() error { return b.proc.stop(10 * time.Second) }
+// Stop shuts the bare server down (SIGTERM, killed after 10 s). A kill or a non-zero exit is an
+// error: a clean shutdown is part of what the benchmark checks.
+func (b *BareServer) Stop() error {
+	if err := b.proc.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
+		return err
+	}
+	return b.proc.ExitErr()
+}
 
 // firstLine is a child's stdout that hands on its first line and discards the rest.
 type firstLine struct {

@@ -1,27 +1,20 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/splathost/splathost/activities"
-	"github.com/splathost/splathost/internal/fixtures"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/testenv"
-	"github.com/splathost/splathost/services/scene"
 )
 
 // Shape of the clone measures (P5).
@@ -111,136 +104,6 @@ func (r *runner) clonePhase(ctx context.Context, ready, lod, file *Row) {
 // scratch is the bare copies' prefix: in the customer's key space, outside any scene.
 func (c *cloneBench) scratch() string {
 	return "i/" + c.t.IntegrationID + "/u/" + c.uid + "/bench-raw/"
-}
-
-// lodCloneFolder is a LOD folder of n files: a real fixture folder (its manifest and SOG cells)
-// topped up with copies of its first .webp cell, so the commit's sniffs pass.
-func lodCloneFolder(n int) (map[string][]byte, []string) {
-	folder := fixtures.LODFolder(100)
-	var cell []byte
-	for _, p := range sortedKeys(folder) {
-		if strings.HasSuffix(p, ".webp") {
-			cell = folder[p]
-			break
-		}
-	}
-	for i := 0; len(folder) < n; i++ {
-		folder[fmt.Sprintf("extra/%05d.webp", i)] = cell
-	}
-	return folder, sortedKeys(folder)
-}
-
-func sortedKeys(m map[string][]byte) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func lodFileType(p string) string {
-	if strings.HasSuffix(p, ".json") {
-		return "application/json"
-	}
-	return "image/webp"
-}
-
-// putSigned PUTs body to a signed upload URL with the signed headers.
-func putSigned(ctx context.Context, uploadURL, contentType string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, uploadURL, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", contentType)
-	req.Header.Set("Cache-Control", scene.CacheControl)
-	resp, err := benchClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("signed upload: %w", err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("signed upload: status %d", resp.StatusCode)
-	}
-	return nil
-}
-
-// lodSource uploads and commits the LOD folder and returns the scene id, its folder (a prefix)
-// and the folder's keys.
-func (c *cloneBench) lodSource(ctx context.Context) (id, prefix string, keys []string, err error) {
-	folder, paths := lodCloneFolder(cloneLODObjects)
-	files := make([]map[string]any, len(paths))
-	for i, p := range paths {
-		files[i] = map[string]any{"relativePath": p, "contentType": lodFileType(p), "fileSize": len(folder[p])}
-	}
-	up, err := call(c.gw, http.MethodPost, "/api/v1/uploads/lod-folder", c.h, map[string]any{"files": files}, http.StatusOK)
-	if err != nil {
-		return "", "", nil, err
-	}
-	folderKey, _ := up["folderKey"].(string)
-	manifestURL, _ := up["manifestUrl"].(string)
-	uploads, _ := up["uploads"].([]any)
-	if folderKey == "" || manifestURL == "" || len(uploads) != len(paths) {
-		return "", "", nil, fmt.Errorf("lod-folder: %d signed uploads for %d files, folderKey %q", len(uploads), len(paths), folderKey)
-	}
-	urls := make([]string, len(uploads))
-	for i, u := range uploads {
-		m, _ := u.(map[string]any)
-		p, _ := m["relativePath"].(string)
-		urls[i], _ = m["uploadUrl"].(string)
-		if _, ok := folder[p]; !ok || urls[i] == "" {
-			return "", "", nil, fmt.Errorf("lod-folder: bad upload %v", m)
-		}
-	}
-	if err := forEach(len(uploads), uploadWorkers, func(i int) error {
-		p := uploads[i].(map[string]any)["relativePath"].(string)
-		return putSigned(ctx, urls[i], lodFileType(p), folder[p])
-	}); err != nil {
-		return "", "", nil, fmt.Errorf("lod uploads: %w", err)
-	}
-	body, err := call(c.gw, http.MethodPost, "/api/v1/splats", c.h, map[string]any{"title": "Bench LOD clone source",
-		"splatType": "lod", "splatUrl": manifestURL, "lodFolderKey": folderKey}, http.StatusCreated)
-	if err != nil {
-		return "", "", nil, err
-	}
-	if id, _ = body["splatId"].(string); id == "" {
-		return "", "", nil, errors.New("lod commit: no splatId")
-	}
-	keys, err = c.list(ctx, folderKey+"/")
-	if err != nil {
-		return "", "", nil, err
-	}
-	if len(keys) != cloneLODObjects {
-		return "", "", nil, fmt.Errorf("the source folder holds %d objects, want %d", len(keys), cloneLODObjects)
-	}
-	return id, folderKey + "/", keys, nil
-}
-
-// list returns every key under prefix.
-func (c *cloneBench) list(ctx context.Context, prefix string) ([]string, error) {
-	var keys []string
-	p := s3.NewListObjectsV2Paginator(c.store.Client, &s3.ListObjectsV2Input{Bucket: aws.String(c.store.Bucket), Prefix: aws.String(prefix)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", prefix, err)
-		}
-		for _, o := range page.Contents {
-			keys = append(keys, aws.ToString(o.Key))
-		}
-	}
-	return keys, nil
-}
-
-// copyRaw is one plain CopyObject inside the bucket, as the clone job does it.
-func (c *cloneBench) copyRaw(ctx context.Context, src, dst string) error {
-	_, err := c.store.Client.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(c.store.Bucket), Key: aws.String(dst),
-		CopySource: aws.String(activities.CopySource(c.store.Bucket, src)), MetadataDirective: s3types.MetadataDirectiveCopy})
-	if err != nil {
-		return fmt.Errorf("copying %s: %w", src, err)
-	}
-	return nil
 }
 
 // cloneRun is one clone job as the client saw it.
@@ -370,196 +233,6 @@ func (c *cloneBench) detail(id string) (map[string]any, error) {
 	return sp, nil
 }
 
-// lodClone measures the LOD folder's clone rate against the bare copy rate, one untimed warm-up
-// pair then cloneLODRuns alternated pairs; each clone must hold the whole folder.
-func (c *cloneBench) lodClone(ctx context.Context, row *Row) error {
-	log := c.r.o.Log
-	log.Info("uploading the LOD clone source", "files", cloneLODObjects, "workers", uploadWorkers)
-	setup := time.Now()
-	srcID, srcPrefix, keys, err := c.lodSource(ctx)
-	if err != nil {
-		return fmt.Errorf("clone source setup: %w", err)
-	}
-	setupTook := time.Since(setup)
-	log.Info("LOD clone source committed", "took", setupTook.Round(time.Millisecond))
-
-	var prod, bare []float64
-	var totals []int
-	polls := 0
-	for i := -1; i < cloneLODRuns; i++ { // run -1 warms both up
-		job := func() error {
-			run, err := c.clone(ctx, srcID, true)
-			if err != nil {
-				return err
-			}
-			if run.status != http.StatusAccepted {
-				return fmt.Errorf("clone with Prefer: respond-async answered %d, want 202", run.status)
-			}
-			sp, err := c.detail(run.splatID)
-			if err != nil {
-				return err
-			}
-			folder, _ := sp["lodFolderKey"].(string)
-			if folder == "" {
-				return fmt.Errorf("clone %s has no lodFolderKey", run.splatID)
-			}
-			got, err := c.list(ctx, folder+"/")
-			if err != nil {
-				return err
-			}
-			if len(got) != cloneLODObjects {
-				return fmt.Errorf("clone %s: its folder holds %d objects, want %d", run.splatID, len(got), cloneLODObjects)
-			}
-			if i >= 0 {
-				prod = append(prod, float64(cloneLODObjects)/run.took.Seconds())
-				totals, polls = append(totals, run.total), polls+run.polls
-			}
-			log.Info("LOD clone done", "run", i, "took", run.took.Round(time.Millisecond), "polls", run.polls, "totalObjects", run.total)
-			return nil
-		}
-		raw := func() error {
-			dst := fmt.Sprintf("%slod-%d/", c.scratch(), i+1)
-			t0 := time.Now()
-			err := forEach(len(keys), c.conc, func(j int) error {
-				return c.copyRaw(ctx, keys[j], dst+strings.TrimPrefix(keys[j], srcPrefix))
-			})
-			took := time.Since(t0)
-			if err != nil {
-				return fmt.Errorf("bare copy: %w", err)
-			}
-			if i >= 0 {
-				bare = append(bare, float64(len(keys))/took.Seconds())
-			}
-			log.Info("bare LOD copy done", "run", i, "took", took.Round(time.Millisecond))
-			return nil
-		}
-		first, second := job, raw
-		if i%2 != 0 { // alternate which goes first
-			first, second = raw, job
-		}
-		if err := first(); err != nil {
-			return err
-		}
-		if err := second(); err != nil {
-			return err
-		}
-	}
-	for _, n := range totals {
-		if n != 0 && n != cloneLODObjects {
-			return fmt.Errorf("the clone job reported totalObjects %d, want %d", n, cloneLODObjects)
-		}
-	}
-	row.Value, row.Bare = medianF(prod), medianF(bare)
-	// Each round's own ratio too: its two sides ran back to back, so the machine's load drifts
-	// less between them than across rounds.
-	ratios := make([]float64, len(prod))
-	for i := range prod {
-		ratios[i] = prod[i] / bare[i]
-	}
-	row.Notes = fmt.Sprintf("%d objects, concurrency %d; median of %d after a warm-up; clone %.0f-%.0f obj/s (%d polls), bare CopyObject pool %.0f-%.0f obj/s; ratio per round %.2f-%.2f, median %.2f; each clone's folder listed: %d objects; setup %.1f s",
-		cloneLODObjects, c.conc, cloneLODRuns, slices.Min(prod), slices.Max(prod), polls, slices.Min(bare), slices.Max(bare),
-		slices.Min(ratios), slices.Max(ratios), medianF(ratios), cloneLODObjects, setupTook.Seconds())
-	return nil
-}
-
-// cloneFileBody is a valid .splat of cloneFileBytes: fixture records repeated.
-func cloneFileBody() []byte {
-	unit := fixtures.Splat(62_500) // 2 000 000 bytes
-	return bytes.Repeat(unit, cloneFileBytes/len(unit))
-}
-
-// fileClone measures one 200 MB file's clone time against one raw CopyObject of it, the median
-// of cloneFileRuns alternated runs each.
-func (c *cloneBench) fileClone(ctx context.Context, row *Row) error {
-	log := c.r.o.Log
-	log.Info("uploading the single-file clone source", "bytes", cloneFileBytes)
-	setup := time.Now()
-	fileURL, err := c.t.UploadSplat(c.gw, c.eu, cloneFileBody())
-	if err != nil {
-		return fmt.Errorf("clone source upload: %w", err)
-	}
-	srcKey, ok := strings.CutPrefix(fileURL, c.cfgAB+"/")
-	if !ok {
-		return fmt.Errorf("file URL %s is not under the asset base %s", fileURL, c.cfgAB)
-	}
-	body, err := call(c.gw, http.MethodPost, "/api/v1/splats", c.h,
-		map[string]any{"title": "Bench file clone source", "splatUrl": fileURL}, http.StatusCreated)
-	if err != nil {
-		return fmt.Errorf("clone source commit: %w", err)
-	}
-	srcID, _ := body["splatId"].(string)
-	if srcID == "" {
-		return errors.New("clone source commit: no splatId")
-	}
-	setupTook := time.Since(setup)
-
-	var prod, bare []time.Duration
-	statuses := map[int]int{}
-	for i := range cloneFileRuns {
-		job := func() error {
-			run, err := c.clone(ctx, srcID, false)
-			if err != nil {
-				return err
-			}
-			if err := c.checkFileClone(ctx, run.splatID); err != nil {
-				return err
-			}
-			prod = append(prod, run.took)
-			statuses[run.status]++
-			log.Info("file clone done", "run", i, "status", run.status, "took", run.took.Round(time.Millisecond))
-			return nil
-		}
-		raw := func() error {
-			t0 := time.Now()
-			if err := c.copyRaw(ctx, srcKey, fmt.Sprintf("%sfile-%d.splat", c.scratch(), i)); err != nil {
-				return fmt.Errorf("bare copy: %w", err)
-			}
-			took := time.Since(t0)
-			bare = append(bare, took)
-			log.Info("bare file copy done", "run", i, "took", took.Round(time.Millisecond))
-			return nil
-		}
-		first, second := job, raw
-		if i%2 != 0 {
-			first, second = raw, job
-		}
-		if err := first(); err != nil {
-			return err
-		}
-		if err := second(); err != nil {
-			return err
-		}
-	}
-	row.Value, row.Bare = ms(median(prod)), ms(median(bare))
-	row.Notes = fmt.Sprintf("%d B .splat; median of %d alternated; POST %s; clone %.0f-%.0f ms, bare CopyObject %.0f-%.0f ms; setup %.1f s",
-		cloneFileBytes, cloneFileRuns, fmtCounts(statuses), ms(slices.Min(prod)), ms(slices.Max(prod)),
-		ms(slices.Min(bare)), ms(slices.Max(bare)), setupTook.Seconds())
-	return nil
-}
-
-// checkFileClone checks a file clone's own object holds the whole file.
-func (c *cloneBench) checkFileClone(ctx context.Context, id string) error {
-	sp, err := c.detail(id)
-	if err != nil {
-		return err
-	}
-	u, _ := sp["splatUrl"].(string)
-	// The answer may name the file through the gateway's asset route (signed for a private
-	// scene).
-	key, _, ok := activities.AssetRef(c.cfgAB, c.gw, u)
-	if !ok {
-		return fmt.Errorf("clone %s: splatUrl %q names no stored object", id, u)
-	}
-	head, err := c.store.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(c.store.Bucket), Key: aws.String(key)})
-	if err != nil {
-		return fmt.Errorf("clone %s: HEAD %s: %w", id, key, err)
-	}
-	if n := aws.ToInt64(head.ContentLength); n != cloneFileBytes {
-		return fmt.Errorf("clone %s: its file holds %d bytes, want %d", id, n, cloneFileBytes)
-	}
-	return nil
-}
-
 // cleanup deletes the bare copies, best effort: the data directory goes with the run anyway.
 func (c *cloneBench) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -582,10 +255,4 @@ func (c *cloneBench) cleanup() {
 	if err != nil {
 		c.r.o.Log.Warn("bare clone copies not deleted", "prefix", c.scratch(), "err", err)
 	}
-}
-
-func medianF(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
 }

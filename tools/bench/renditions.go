@@ -10,7 +10,6 @@ import (
 
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/fixtures"
-	productworker "github.com/splathost/splathost/internal/worker"
 	"github.com/splathost/splathost/media"
 )
 
@@ -42,7 +41,7 @@ func (r *runner) renditionRows(ctx context.Context, sizes []int) []Row {
 		return rows
 	}
 	// The media worker's own converter, with its bounds and version check.
-	conv, err := productworker.Converter(ctx, cfg)
+	conv, err := media.Converter(ctx, cfg)
 	if err != nil {
 		fail(0, err)
 		return rows

@@ -14,8 +14,8 @@ import (
 
 	"github.com/fasthttp/websocket"
 
+	"github.com/splathost/splathost/internal/roomproto"
 	"github.com/splathost/splathost/internal/testenv"
-	"github.com/splathost/splathost/services/session"
 )
 
 // Shape of the multiplayer room measures (docs/embeds.md, "Multiplayer room").
@@ -27,7 +27,7 @@ const (
 	// roomBudget is the memory a session service process is sized for (the services' idle
 	// goal): how many idle participants fit in it is reported.
 	roomBudgetMiB = 40
-	// roomIdleRooms rooms of session.RoomCapacity idle participants fill one session process
+	// roomIdleRooms rooms of roomproto.Capacity idle participants fill one session process
 	// for the memory measure.
 	roomIdleRooms = 20
 )
@@ -91,7 +91,7 @@ func (r *runner) rooms(ctx context.Context, st *testenv.Stack, t Tenant, rr *roo
 	log := r.o.Log.With("measure", "room")
 	// Memory first, on a session process that has served nothing yet, so its idle size is
 	// the one a fresh process has.
-	log.Info("room memory", "participants", roomIdleRooms*session.RoomCapacity)
+	log.Info("room memory", "participants", roomIdleRooms*roomproto.Capacity)
 	r.roomMemory(ctx, st, t, gw1, token, rr)
 	for _, run := range []struct {
 		name     string
@@ -143,7 +143,7 @@ func (t Tenant) mintSession(gatewayURL string, fields map[string]any) (string, e
 // roomConn dials the room of scene on the gateway at base and waits for its welcome.
 func roomConn(ctx context.Context, base, scene, token string) (*websocket.Conn, error) {
 	q := url.Values{"splatId": {scene}, "session": {token}}
-	u := "ws" + strings.TrimPrefix(base, "http") + session.RoomPath + "?" + q.Encode()
+	u := "ws" + strings.TrimPrefix(base, "http") + roomproto.Path + "?" + q.Encode()
 	ws, _, err := websocket.DefaultDialer.DialContext(ctx, u, nil)
 	if err != nil {
 		return nil, err
@@ -299,7 +299,7 @@ func (r *runner) roomMemory(ctx context.Context, st *testenv.Stack, t Tenant, ba
 			fail(err)
 			return
 		}
-		for i := 0; i < session.RoomCapacity; i++ {
+		for i := 0; i < roomproto.Capacity; i++ {
 			c, err := roomConn(ctx, base, scene, token)
 			if err != nil {
 				fail(fmt.Errorf("participant %d: %w", n, err))
@@ -344,5 +344,5 @@ func (r *runner) roomMemory(ctx context.Context, st *testenv.Stack, t Tenant, ba
 	all := float64(roomBudgetMiB) * 1024 / per
 	rr.perBudget.Value = float64(int64(all))
 	rr.perBudget.Notes = fmt.Sprintf("extrapolated: %d MiB / %.1f KiB each = %d full rooms of %d",
-		roomBudgetMiB, per, int64(all)/session.RoomCapacity, session.RoomCapacity)
+		roomBudgetMiB, per, int64(all)/roomproto.Capacity, roomproto.Capacity)
 }

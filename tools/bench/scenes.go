@@ -21,13 +21,13 @@ import (
 	"github.com/splathost/splathost/internal/fixtures"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/testenv"
-	"github.com/splathost/splathost/services/scene"
+	"github.com/splathost/splathost/internal/uploadrules"
 )
 
 // Shape of the scene measures.
 const (
 	// lodFiles is the LOD folder request of the upload measure: the spec's maximum.
-	lodFiles = scene.MaxLODFiles
+	lodFiles = uploadrules.MaxLODFiles
 	// lodRuns is how many timed requests (and bare loops) the LOD measure takes the median of.
 	lodRuns = 5
 	// commitTries concurrent commits race for commitRoom scenes' worth of one customer's storage.
@@ -93,7 +93,7 @@ func (t Tenant) UploadFile(gatewayURL, eu, name, contentType string, body []byte
 		return "", err
 	}
 	req.Header.Set("Content-Type", contentType)
-	req.Header.Set("Cache-Control", scene.CacheControl)
+	req.Header.Set("Cache-Control", uploadrules.CacheControl)
 	resp, err := benchClient.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("signed upload: %w", err)
@@ -141,7 +141,7 @@ func (r *runner) sceneRead(ctx context.Context, st *testenv.Stack, mode string, 
 // lodRequestBody is a lod-folder request of n files: the manifest and n-1 cells.
 func lodRequestBody(n int) []byte {
 	files := make([]map[string]any, n)
-	files[0] = map[string]any{"relativePath": scene.LODManifest, "contentType": "application/json", "fileSize": 2048}
+	files[0] = map[string]any{"relativePath": uploadrules.LODManifest, "contentType": "application/json", "fileSize": 2048}
 	for i := 1; i < n; i++ {
 		files[i] = map[string]any{"relativePath": fmt.Sprintf("cells/%d/%05d.webp", i%8, i), "contentType": "image/webp", "fileSize": 65536}
 	}
@@ -197,7 +197,7 @@ func presignLoop(ctx context.Context, store *objectstore.Store, prefix string, n
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		in := &s3.PutObjectInput{Bucket: aws.String(store.Bucket), Key: aws.String(fmt.Sprintf("%scells/%d/%05d.webp", prefix, i%8, i)),
-			ContentType: aws.String("image/webp"), CacheControl: aws.String(scene.CacheControl)}
+			ContentType: aws.String("image/webp"), CacheControl: aws.String(uploadrules.CacheControl)}
 		if _, err := store.Presign.PresignPutObject(ctx, in, s3.WithPresignExpires(time.Hour)); err != nil {
 			return 0, err
 		}

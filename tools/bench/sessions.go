@@ -15,8 +15,8 @@ import (
 
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/sessiontoken"
 	"github.com/splathost/splathost/internal/testenv"
-	"github.com/splathost/splathost/services/session"
 )
 
 // BareMintPath is the bare server's session mint route (the product's path).
@@ -37,7 +37,7 @@ func bareMintHandler(auth *bareAuth) (fiber.Handler, error) {
 	if _, err := rand.Read(secret); err != nil {
 		return nil, err
 	}
-	keys, err := session.NewKeys([]config.SessionKey{{ID: "bare", Secret: []byte(hex.EncodeToString(secret))}})
+	keys, err := sessiontoken.NewKeys([]config.SessionKey{{ID: "bare", Secret: []byte(hex.EncodeToString(secret))}})
 	if err != nil {
 		return nil, err
 	}
@@ -54,10 +54,10 @@ func bareMintHandler(auth *bareAuth) (fiber.Handler, error) {
 		now := time.Now().Truncate(time.Second)
 		guest := make([]byte, 12)
 		_, _ = rand.Read(guest)
-		claims := &session.Claims{
-			Typ: session.TokenType,
+		claims := &sessiontoken.Claims{
+			Typ: sessiontoken.TokenType,
 			RegisteredClaims: jwt.RegisteredClaims{Subject: in.accountID, IssuedAt: jwt.NewNumericDate(now),
-				ExpiresAt: jwt.NewNumericDate(now.Add(session.Lifetime))},
+				ExpiresAt: jwt.NewNumericDate(now.Add(sessiontoken.Lifetime))},
 			IdentityUserID: "guest_" + hex.EncodeToString(guest), IntegrationID: in.id,
 			PublicKey: in.publicKey, Capabilities: []string{req.Type},
 		}

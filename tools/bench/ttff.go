@@ -242,36 +242,38 @@ func runTTFF(ctx context.Context, root string, pages []map[string]any) ([]ttffRe
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, "node", filepath.Join("bench", "ttff.mjs"))
+	cmd := exec.Command("node", filepath.Join("bench", "ttff.mjs"))
 	cmd.Dir = filepath.Join(root, "web")
 	cmd.Env = append(os.Environ(), "SPLATHOST_TTFF_PLAN="+string(plan))
-	// Chromium's processes share node's group, which a cancel kills whole.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var stderr bytes.Buffer
 	// The browser half's diagnostics (a page without a frame, with its console) go to the log too.
 	cmd.Stderr = io.MultiWriter(&stderr, os.Stderr)
-	out, err := cmd.StdoutPipe()
+	// The reaper's Wait returns once the pipe has taken the last line, then ends the reading.
+	out, w := io.Pipe()
+	cmd.Stdout = w
+	// Chromium's processes share node's group, which a cancel kills whole.
+	p, err := spawn.Run(cmd, spawn.Options{Name: "web/bench/ttff.mjs", Group: true, DeathSignal: syscall.SIGKILL})
 	if err != nil {
 		return nil, err
 	}
-	if err := spawn.Start(cmd); err != nil {
-		return nil, err
-	}
+	go func() { <-p.Done(); w.Close() }()
+	defer context.AfterFunc(ctx, p.KillGroup)()
 	var results []ttffResult
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		var res ttffResult
 		if json.Unmarshal(sc.Bytes(), &res) == nil && res.Variant != "" {
 			if res.Status != "rendered" && res.Status != "timeout" {
-				_ = cmd.Cancel()
-				_ = cmd.Wait()
+				out.Close() // what the browser half still writes goes nowhere
+				p.KillGroup()
 				return nil, fmt.Errorf("the viewer showed %q for the %s", res.Status, res.Variant)
 			}
 			results = append(results, res)
 		}
 	}
-	if err := cmd.Wait(); err != nil {
+	out.Close() // a line too long for the scanner must not leave the child blocked on the pipe
+	<-p.Done()
+	if err := p.Err(); err != nil {
 		return nil, fmt.Errorf("web/bench/ttff.mjs: %w: %s", err, tail(stderr.String(), 2000))
 	}
 	return results, nil

@@ -19,8 +19,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/splathost/splathost/analytics"
+	"github.com/splathost/splathost/internal/embedsql"
 	"github.com/splathost/splathost/internal/testenv"
-	"github.com/splathost/splathost/services/session"
 )
 
 // BareViewsPath is the bare server's view beacon route (the product's path).
@@ -56,7 +56,7 @@ var GoalTrendingVsNaive = &Goal{Target: 0.1, Unit: "× naive"}
 // at least 100 times faster than the naive query (issue 16).
 var GoalTrendingUncached = &Goal{Target: 0.01, Unit: "× naive"}
 
-// bareViewsHandler queues a view with the product's own statement (session.InsertView) for the
+// bareViewsHandler queues a view with the product's own statement (embedsql.InsertView) for the
 // integration in BareIntegrationHeader, as a guest: it authenticates nothing and decodes the body
 // with no validation beyond JSON.
 func bareViewsHandler(pool *pgxpool.Pool) fiber.Handler {
@@ -69,7 +69,7 @@ func bareViewsHandler(pool *pgxpool.Pool) fiber.Handler {
 			return c.Status(fiber.StatusBadRequest).JSON(fiber.Map{"status": "error", "message": "invalid JSON"})
 		}
 		var id int64
-		err := pool.QueryRow(c.UserContext(), session.InsertView, b.SplatID, c.Get(BareIntegrationHeader), "", b.VisitorID).Scan(&id)
+		err := pool.QueryRow(c.UserContext(), embedsql.InsertView, b.SplatID, c.Get(BareIntegrationHeader), "", b.VisitorID).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return c.Status(fiber.StatusNotFound).JSON(fiber.Map{"status": "error", "message": "splat not found"})
 		}

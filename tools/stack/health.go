@@ -21,7 +21,7 @@ func waitHealthy(ctx context.Context, part string, proc *process, logPath string
 	delay := 50 * time.Millisecond
 	var lastErr error
 	for {
-		if proc != nil && proc.exited() {
+		if proc != nil && proc.Exited() {
 			return proc.exitError("during start-up")
 		}
 		attempt, cancelAttempt := context.WithTimeout(ctx, 5*time.Second)

@@ -33,21 +33,19 @@ type procSpec struct {
 	deathSignal syscall.Signal
 }
 
-// process is a running child. Its output goes to its log file, never to the runner's terminal.
+// process is a running child (spawn.Proc). Its output goes to its log file, never to the
+// runner's terminal.
 type process struct {
+	*spawn.Proc
 	spec     procSpec
-	cmd      *exec.Cmd
-	logFile  *os.File
-	logStart int64         // log size before this run, so error tails skip earlier runs
-	started  time.Time     // when this run started, for the supervisor's backoff reset
-	done     chan struct{} // closed once the child has exited and been reaped
-	waitErr  error         // the exit status; read only after done is closed
-	stopping atomic.Bool   // set before a deliberate stop, so the exit is not reported as a crash
+	logStart int64       // log size before this run, so error tails skip earlier runs
+	started  time.Time   // when this run started, for the supervisor's backoff reset
+	stopping atomic.Bool // set before a deliberate stop, so the exit is not reported as a crash
 }
 
 // startProcess launches a child with its stdout and stderr appended to spec.logPath.
 func startProcess(spec procSpec) (*process, error) {
-	logFile, err := os.OpenFile(spec.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := spawn.OpenLog(spec.logPath)
 	if err != nil {
 		return nil, fmt.Errorf("%s: open log: %w", spec.name, err)
 	}
@@ -56,6 +54,7 @@ func startProcess(spec procSpec) (*process, error) {
 	if st, err := logFile.Stat(); err == nil {
 		logStart = st.Size()
 	}
+	logFile.Close()
 
 	death := spec.deathSignal
 	if death == 0 {
@@ -64,72 +63,32 @@ func startProcess(spec procSpec) (*process, error) {
 	cmd := exec.Command(spec.path, spec.args...)
 	cmd.Env = spec.env
 	cmd.Dir = spec.dir
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Pdeathsig: death,
-		// A separate process group keeps a terminal Ctrl-C from reaching the children directly:
-		// the runner alone decides the shutdown order (services before the stores they use).
-		Setpgid:    true,
-		Credential: spec.cred,
+	// Started from the spawner thread, so Pdeathsig fires only when the runner itself dies. A
+	// separate process group keeps a terminal Ctrl-C from reaching the children directly: the
+	// runner alone decides the shutdown order (services before the stores they use).
+	proc, err := spawn.Run(cmd, spawn.Options{Name: spec.name, LogPath: spec.logPath, Group: true, DeathSignal: death, Credential: spec.cred})
+	if err != nil {
+		return nil, err
 	}
-	// Started from the spawner thread, so Pdeathsig fires only when the runner itself dies.
-	if err := spawn.Start(cmd); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("%s: start %s: %w", spec.name, spec.path, err)
-	}
-	p := &process{spec: spec, cmd: cmd, logFile: logFile, logStart: logStart, started: time.Now(), done: make(chan struct{})}
-	go func() {
-		p.waitErr = cmd.Wait()
-		logFile.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-// pid is the child's process id.
-func (p *process) pid() int { return p.cmd.Process.Pid }
-
-// exited reports whether the child has exited.
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
+	return &process{Proc: proc, spec: spec, logStart: logStart, started: time.Now()}, nil
 }
 
 // exitError describes how the child ended, with the tail of what it logged in this run.
 func (p *process) exitError(when string) error {
-	status := "exit status 0"
-	if p.waitErr != nil {
-		status = p.waitErr.Error()
-	}
-	return fmt.Errorf("%s exited %s (%s); see %s:\n%s", p.spec.name, when, status, p.spec.logPath, logTailFrom(p.spec.logPath, p.logStart, 20))
+	return fmt.Errorf("%s exited %s (%s); see %s:\n%s", p.spec.name, when, exitStatus(p), p.spec.logPath, logTailFrom(p.spec.logPath, p.logStart, 20))
 }
 
 // stop asks the child to exit with its stop signal and kills it once timeout has passed.
 func (p *process) stop(timeout time.Duration) error {
 	p.stopping.Store(true)
-	if p.exited() {
+	if p.Exited() {
 		return nil
 	}
 	sig := p.spec.stopSignal
 	if sig == 0 {
 		sig = syscall.SIGTERM
 	}
-	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("%s: signal: %w", p.spec.name, err)
-	}
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(timeout):
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.done
-	return fmt.Errorf("%s did not stop within %s and was killed", p.spec.name, timeout)
+	return p.Stop(sig, timeout)
 }
 
 // logTail returns the last n lines of a log file, for error messages that should be readable

@@ -29,7 +29,7 @@ func (s *Stack) supervise(svc *service) {
 			s.supMu.Lock()
 			p := svc.proc
 			s.supMu.Unlock()
-			<-p.done
+			<-p.Done()
 			if p.stopping.Load() || s.shuttingDown() {
 				return
 			}
@@ -37,7 +37,7 @@ func (s *Stack) supervise(svc *service) {
 				backoff = restartBase
 			}
 			restarts++
-			s.log.Warn("child exited; restarting", "part", svc.def.name, "pid", p.pid(), "status", exitStatus(p),
+			s.log.Warn("child exited; restarting", "part", svc.def.name, "pid", p.Pid(), "status", exitStatus(p),
 				"ranFor", time.Since(p.started).Round(time.Millisecond).String(), "restartIn", backoff.String(),
 				"restarts", restarts, "log", p.spec.logPath)
 			for {
@@ -61,8 +61,8 @@ func (s *Stack) supervise(svc *service) {
 					s.log.Error("restart failed; retrying", "part", svc.def.name, "error", err, "restartIn", backoff.String())
 					continue
 				}
-				s.log.Info("child restarted", "part", svc.def.name, "pid", np.pid(), "restarts", restarts)
-				if err := s.recordPID(svc.def.name, np.pid()); err != nil {
+				s.log.Info("child restarted", "part", svc.def.name, "pid", np.Pid(), "restarts", restarts)
+				if err := s.recordPID(svc.def.name, np.Pid()); err != nil {
 					s.log.Error("state file not updated", "part", svc.def.name, "error", err)
 				}
 				go s.logReady(svc, np)
@@ -90,18 +90,18 @@ func (s *Stack) logReady(svc *service, p *process) {
 		return
 	}
 	if err != nil {
-		s.log.Warn("restarted child is not ready", "part", svc.def.name, "pid", p.pid(), "error", err)
+		s.log.Warn("restarted child is not ready", "part", svc.def.name, "pid", p.Pid(), "error", err)
 		return
 	}
-	s.log.Info("ready again", "part", svc.def.name, "pid", p.pid(), "took", time.Since(t0).Round(time.Millisecond).String())
+	s.log.Info("ready again", "part", svc.def.name, "pid", p.Pid(), "took", time.Since(t0).Round(time.Millisecond).String())
 }
 
 // exitStatus is how a child ended ("exit status 1", "signal: killed").
 func exitStatus(p *process) string {
-	if p.waitErr == nil {
+	if p.Err() == nil {
 		return "exit status 0"
 	}
-	return p.waitErr.Error()
+	return p.Err().Error()
 }
 
 // shuttingDown reports whether Stop has begun.

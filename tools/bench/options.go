@@ -1,0 +1,76 @@
+package bench
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Options configures a benchmark run.
+type Options struct {
+	// Runner is the stack runner binary; BinDir holds the product binaries.
+	Runner, BinDir string
+	// Exe is this binary, run again as the bare server.
+	Exe string
+	// TempDir is where the stack data directory is created ("" for the system default).
+	TempDir string
+	// Keep leaves the data directory (with every log) in place.
+	Keep bool
+	// RoomsOnly runs only the multiplayer room measures (phase 4), on a fresh directory.
+	RoomsOnly bool
+	// MultipartOnly runs only the multipart upload measure (one PUT against parts of the same
+	// file), on an all-in-one stack of its own.
+	MultipartOnly bool
+	// WebhooksOnly runs only the webhook measures (deliveries/s and event-to-delivery latency)
+	// on an all-in-one stack in a fresh directory.
+	WebhooksOnly bool
+	// RenditionsOnly runs only the rendition measures (phase 5) on scenes of RenditionSizes
+	// Gaussians (DefaultRenditionSizes when empty).
+	RenditionsOnly bool
+	// IdempotencyOnly runs only the idempotent commit measure (keyed against plain commits).
+	IdempotencyOnly bool
+	// CloneOnly runs only the clone measures (allinone); MemoryOnly only the idle memory (split).
+	CloneOnly, MemoryOnly bool
+	// ScaleoutOnly runs only the scale-out measure: 1 against 2 of each split binary.
+	ScaleoutOnly bool
+	// TTFFOnly runs only the viewer's time-to-first-frame measure (phase 6), on a fresh
+	// directory.
+	TTFFOnly bool
+	// TrendingOnly runs only the trending measure (P3: 10 M events loaded first) on an
+	// all-in-one stack.
+	TrendingOnly   bool
+	RenditionSizes []int
+	// Concurrency, Warmup, Duration, MaxRequests and Timeout shape each load run.
+	Concurrency      int
+	Warmup, Duration time.Duration
+	MaxRequests      int64
+	Timeout          time.Duration
+	// Rounds is how many alternated rounds each gateway/bare comparison runs (RunAB); the
+	// median round counts. 3 when zero.
+	Rounds int
+	// ProfileDir, when set, receives CPU and allocation profiles of the product processes
+	// taken during one more (uncounted) gateway run of each comparison; the stack must serve
+	// them (config.PprofEnv=1, which the benchmark then sets).
+	ProfileDir string
+	// GatewayOnly runs only the gateway comparisons (customer read, scene read, viewer mint),
+	// split and all-in-one, on a fresh directory.
+	GatewayOnly bool
+	// PoolSize is the bare server's pgxpool size (the product's is 16).
+	PoolSize int
+	// Idle is how long a fresh stack sits unused before its memory is read.
+	Idle time.Duration
+	// ReadyTimeout bounds each stack's start; StopTimeout each stack's shutdown.
+	ReadyTimeout, StopTimeout time.Duration
+	// ArchiveScenes is how many committed scenes the archive-on-suspend measure archives with
+	// one PUT (0 for DefaultArchiveScenes).
+	ArchiveScenes int
+	// Log receives progress messages (stderr), keeping stdout for the report.
+	Log *slog.Logger
+}
+
+// rounds is Rounds or its default.
+func (o Options) rounds() int {
+	if o.Rounds > 0 {
+		return o.Rounds
+	}
+	return 3
+}

@@ -1,0 +1,89 @@
+package stack
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// buildState assembles the state file content.
+func (s *Stack) buildState() State {
+	st := State{
+		GatewayURL:        httpURL(s.opts.Ports.Gateway),
+		AdminToken:        s.secrets.AdminToken,
+		TemporalUIURL:     s.temporal.uiURL(),
+		ObjectStoreURL:    s.s3.url(),
+		PostgresURL:       s.pg.url(),
+		ClickHouseAddr:    s.ch.addr(),
+		TemporalAddr:      s.temporal.addr(),
+		TemporalNamespace: s.opts.Namespace,
+		TaskQueue:         s.opts.TaskQueue,
+		ClickHouseHTTPURL: s.ch.httpURL(),
+		ClickHouseDB:      s.cfg.ClickHouseDB,
+		S3Bucket:          s.opts.Bucket,
+		S3Region:          s3Region,
+		S3AccessKey:       s.secrets.S3AccessKey,
+		S3SecretKey:       s.secrets.S3SecretKey,
+		InternalSecret:    s.secrets.InternalSecret,
+		SessionKeys:       s.secrets.SessionKeys,
+		WebhookKey:        s.secrets.WebhookKey,
+		Services:          s.opts.Services,
+		LogDir:            s.logDir,
+		ReadyMillis:       time.Since(s.started).Milliseconds(),
+		Processes: []Process{
+			{Name: "postgres", PID: s.pg.proc.Pid(), URL: s.pg.url()},
+			{Name: "clickhouse", PID: s.ch.proc.Pid(), URL: s.ch.httpURL()},
+			{Name: "versitygw", PID: s.s3.proc.Pid(), URL: s.s3.url()},
+			{Name: "stack", PID: os.Getpid(), URL: s.temporal.uiURL()},
+		},
+	}
+	for _, svc := range s.services {
+		st.Processes = append(st.Processes, Process{Name: svc.def.name, PID: svc.proc.Pid(), URL: "http://" + svc.def.readyAddr})
+		if svc.def.bin == "gateway" {
+			if st.GatewayURLs == nil {
+				st.GatewayURLs = []string{st.GatewayURL}
+			}
+			st.GatewayURLs = append(st.GatewayURLs, "http://"+svc.def.readyAddr)
+		}
+	}
+	if s.opts.Demo {
+		st.DemoURL = httpURL(s.opts.Ports.Demo)
+	}
+	return st
+}
+
+// State returns what the state file holds; valid after a successful Start.
+func (s *Stack) State() State { return s.state }
+
+// StateFile is the path of the state file.
+func (s *Stack) StateFile() string { return s.opts.StateFile }
+
+// PrintSummary writes the human-readable start-up summary. It shows the admin token (needed to
+// call the operator API) but never the internal secret or the S3 secret key.
+func (s *Stack) PrintSummary(w io.Writer) {
+	st := s.state
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nsplathost dev stack ready in %.1fs (services: %s)\n", float64(st.ReadyMillis)/1000, st.Services)
+	row := func(k, v string) { fmt.Fprintf(&b, "  %-14s %s\n", k, v) }
+	if st.Services != ServicesNone {
+		row("gateway", st.GatewayURL)
+		for _, u := range st.GatewayURLs[min(1, len(st.GatewayURLs)):] {
+			row("gateway", u+" (another gateway process, same stack)")
+		}
+	}
+	if st.DemoURL != "" {
+		row("demo host", st.DemoURL+" (viewer and editor embeds on another origin)")
+	}
+	row("temporal ui", st.TemporalUIURL)
+	row("temporal", st.TemporalAddr+" (namespace "+st.TemporalNamespace+", task queue "+st.TaskQueue+")")
+	row("postgres", st.PostgresURL)
+	row("clickhouse", st.ClickHouseAddr+" (http "+st.ClickHouseHTTPURL+")")
+	row("object store", st.ObjectStoreURL+" (bucket "+st.S3Bucket+")")
+	row("admin token", st.AdminToken)
+	row("state file", s.opts.StateFile)
+	row("logs", st.LogDir)
+	b.WriteString("  Ctrl-C stops everything.\n")
+	io.WriteString(w, b.String())
+}
