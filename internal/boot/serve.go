@@ -4,6 +4,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/resident"
 )
 
 // Serve is every HTTP binary's last step: it logs the listen address, serves app on addr until
@@ -11,6 +12,8 @@ import (
 // or serve is logged; the binary then returns from main and its deferred closes run.
 func (r *Runtime) Serve(app *fiber.App, addr string) {
 	r.Log.Info("listening", "addr", addr)
+	// An idle process gives back what its boot left resident (package resident).
+	defer resident.AfterStart()()
 	if err := Serve(r.Ctx, app, addr, r.Config.ShutdownTimeout); err != nil {
 		r.Log.Error("serve", "error", err)
 	}

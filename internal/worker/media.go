@@ -11,6 +11,7 @@ import (
 	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/resident"
 	"github.com/splathost/splathost/media"
 	"github.com/splathost/splathost/workflows"
 )
@@ -52,6 +53,7 @@ func RunMedia(ctx context.Context, c client.Client, cfg config.Config, deps Deps
 	if err := w.Start(); err != nil {
 		return err
 	}
+	defer resident.AfterStart()()
 	log.Info("media worker polling", "taskQueue", cfg.MediaTaskQueue, "registered", n, "converter", conv.CLI)
 	<-ctx.Done()
 	w.Stop()

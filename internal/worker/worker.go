@@ -21,6 +21,7 @@ import (
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/metrics"
 	"github.com/splathost/splathost/internal/objectstore"
+	"github.com/splathost/splathost/internal/resident"
 	"github.com/splathost/splathost/workflows"
 )
 
@@ -78,14 +79,8 @@ func Run(ctx context.Context, c client.Client, cfg config.Config, deps Deps) err
 		return err
 	}
 	log.Info("worker polling", "taskQueue", cfg.TaskQueue, "registered", n)
-	// Boot goes on for a few seconds after Start (the schedules, the first polls, the
-	// streamer's first pass) and maps pages of the binary again; trimming at each of these
-	// points leaves the idle worker at what it touches while idle (measured: 15 MiB of the
-	// binary's pages mapped a few seconds after a trim, 38 MiB without).
-	for _, d := range trimAfter {
-		t := time.AfterFunc(d, trimResident)
-		defer t.Stop()
-	}
+	// An idle worker gives back what its boot left resident (package resident).
+	defer resident.AfterStart()()
 	schedulesDone := make(chan struct{})
 	go func() {
 		defer close(schedulesDone)

@@ -1,4 +1,7 @@
-package worker
+// Package resident gives back, once a process has started and gone idle, the memory its boot
+// left resident that an idle process does not use (issue 16's idle-RSS goals). Every binary
+// calls AfterStart once it serves or polls.
+package resident
 
 import (
 	"bufio"
@@ -11,20 +14,34 @@ import (
 	"time"
 )
 
-// trimAfter are the delays after the worker starts polling at which it trims what it holds
-// resident.
-var trimAfter = []time.Duration{0, 2 * time.Second, 10 * time.Second, time.Minute}
+// trimAfter are the delays after a process starts serving (or polling) at which it trims what it
+// holds resident. Boot goes on for a few seconds after that point (a worker's schedules and
+// first polls, a service's first health checks and cache fills) and maps pages of the binary
+// again; trimming at each of these points leaves an idle process at what it touches while idle.
+var trimAfter = []time.Duration{0, 2 * time.Second, 5 * time.Second, 10 * time.Second, time.Minute}
 
-// trimResident gives back, once the worker has started, what its boot left resident but an
-// idle worker does not use. Measured on the split dev stack (issue 16), an idle worker's 52 MiB
-// of RSS held 13 MiB of its own memory (9 MiB of live heap, 3.6 MiB of GC metadata, stacks) and
+// AfterStart trims now and at each of trimAfter's delays; stop cancels the trims still to come.
+func AfterStart() (stop func()) {
+	timers := make([]*time.Timer, 0, len(trimAfter))
+	for _, d := range trimAfter {
+		timers = append(timers, time.AfterFunc(d, Trim))
+	}
+	return func() {
+		for _, t := range timers {
+			t.Stop()
+		}
+	}
+}
+
+// Trim gives back what the process's boot left resident but an idle process does not use.
+// Measured on the split dev stack (issue 16), an idle worker's 52 MiB of RSS held 13 MiB of its own memory (9 MiB of live heap, 3.6 MiB of GC metadata, stacks) and
 // 38 MiB of its own binary's read-only pages: the kernel maps every page of the file that a
 // fault is near (fault-around), so init and boot, which touch code and tables all over the
 // 52 MB of loadable segments, leave three quarters of them mapped. Dropping those mappings
 // (MADV_DONTNEED on the executable's read-only segments: clean file pages, re-read from the
 // page cache on the next touch, so nothing is lost) leaves mapped only what the idle worker
 // touches again; debug.FreeOSMemory returns the heap boot garbage the same way.
-func trimResident() {
+func Trim() {
 	debug.FreeOSMemory()
 	exe, err := os.Executable()
 	if err != nil || hasRelro(exe) {

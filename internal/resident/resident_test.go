@@ -1,4 +1,4 @@
-package worker
+package resident
 
 import (
 	"crypto/sha256"
@@ -14,8 +14,8 @@ import (
 // back from the page cache, so nothing changes but the resident size.
 func TestTrimResidentKeepsTheProcessWorking(t *testing.T) {
 	want := sha256.Sum256([]byte("splathost"))
-	trimResident()
-	trimResident()
+	Trim()
+	Trim()
 	require.Equal(t, want, sha256.Sum256([]byte("splathost")))
 	require.Equal(t, "42 0x2a", fmt.Sprintf("%d %#x", 42, 42))
 	ips, err := net.LookupHost("localhost")
