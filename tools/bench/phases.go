@@ -235,8 +235,8 @@ func (r *runner) loadOptions(url string, headers map[string]string, req Request)
 
 // cleanup removes the data directory unless asked to keep it.
 func (r *runner) cleanup() {
-	if r.o.Keep {
-		r.o.Log.Info("data and logs kept", "dir", r.dir)
+	if r.o.Keep || r.keepLogs {
+		r.o.Log.Info("data and logs kept", "dir", r.dir, "becauseAMeasureFailed", r.keepLogs)
 		return
 	}
 	// Postgres has exited by now, but give a straggler's last write a moment rather than fail.

@@ -106,6 +106,7 @@ func (r *runner) rooms(ctx context.Context, st *testenv.Stack, t Tenant, rr *roo
 		log.Info("room fan-out", "run", run.name)
 		res, err := roomFanOut(ctx, run.gateways, scene, token)
 		if err != nil {
+			r.keepLogs = true
 			run.p50.Err, run.p99.Err = err, err
 			continue
 		}
@@ -167,10 +168,21 @@ type fanOut struct {
 	sent, got     int64
 	want          int64
 	errs          int64
+	// closes counts, by reason, the participants the room closed or sent an error frame.
+	closes map[string]int64
 }
 
 func (f fanOut) summary() string {
-	return fmt.Sprintf("%d edits sent, %d of %d deliveries received, %d errors", f.sent, f.got, f.want, f.errs)
+	s := fmt.Sprintf("%d edits sent, %d of %d deliveries received, %d errors", f.sent, f.got, f.want, f.errs)
+	if len(f.closes) > 0 {
+		reasons := make([]string, 0, len(f.closes))
+		for r, n := range f.closes {
+			reasons = append(reasons, fmt.Sprintf("%s ×%d", r, n))
+		}
+		slices.Sort(reasons)
+		s += "; the room closed participants: " + strings.Join(reasons, ", ")
+	}
+	return s
 }
 
 // roomFanOut joins roomPeers participants to scene's room, spread over gateways in turn, has
@@ -195,6 +207,15 @@ func roomFanOut(ctx context.Context, gateways []string, scene, token string) (fa
 	var mu sync.Mutex
 	var lat []time.Duration
 	var got, errs, sent atomic.Int64
+	// A participant the room closes (or sends an error frame) before the bench hangs up is a
+	// reason for lost deliveries (TOO_SLOW for a reader the room gave up on): counted by reason.
+	var hangingUp atomic.Bool
+	closes := map[string]int64{}
+	closed := func(reason string) {
+		mu.Lock()
+		closes[reason]++
+		mu.Unlock()
+	}
 	var readers sync.WaitGroup
 	// Joins of later participants arrive first; only edits are timed.
 	for _, c := range conns {
@@ -202,6 +223,7 @@ func roomFanOut(ctx context.Context, gateways []string, scene, token string) (fa
 			for {
 				var m struct {
 					Type   string
+					Code   string
 					Fields struct {
 						LevelData struct {
 							Bench struct{ T int64 } `json:"bench"`
@@ -209,7 +231,18 @@ func roomFanOut(ctx context.Context, gateways []string, scene, token string) (fa
 					}
 				}
 				if err := c.ReadJSON(&m); err != nil {
+					if !hangingUp.Load() {
+						var ce *websocket.CloseError
+						if errors.As(err, &ce) {
+							closed(fmt.Sprintf("close %d", ce.Code))
+						} else {
+							closed("read error")
+						}
+					}
 					return
+				}
+				if m.Type == "error" {
+					closed("error frame " + m.Code)
 				}
 				if m.Type != "edit" || m.Fields.LevelData.Bench.T == 0 {
 					continue
@@ -249,11 +282,12 @@ func roomFanOut(ctx context.Context, gateways []string, scene, token string) (fa
 	for deadline := time.Now().Add(5 * time.Second); got.Load() < want && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
+	hangingUp.Store(true)
 	for _, c := range conns {
 		c.Close()
 	}
 	readers.Wait()
-	res := fanOut{sent: sent.Load(), got: got.Load(), want: want, errs: errs.Load()}
+	res := fanOut{sent: sent.Load(), got: got.Load(), want: want, errs: errs.Load(), closes: closes}
 	if len(lat) == 0 {
 		return res, errors.New("no edit arrived: " + res.summary())
 	}

@@ -53,6 +53,9 @@ type runner struct {
 	o        Options
 	dir      string
 	problems []error
+	// keepLogs keeps the data directory, as Keep does, because a measure failed in a way only
+	// the stack's logs can explain (a rendition that never came, edits a room lost).
+	keepLogs bool
 }
 
 // Run performs every measure and returns the report. It never stops at the first failure: a

@@ -97,6 +97,7 @@ func (r *runner) ttffPhase(ctx context.Context, ready *Row, rows *ttffRows) {
 	if !r.phase(ctx, "split", ready, func(st *testenv.Stack) {
 		r.withTenant(st, "ttff", func(t Tenant) {
 			if err := r.ttff(ctx, st, t, rows); err != nil {
+				r.keepLogs = true
 				rows.fail(err)
 			}
 		}, rows.all()...)
