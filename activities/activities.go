@@ -14,10 +14,6 @@ import (
 	"github.com/splathost/splathost/internal/events"
 )
 
-// ErrBadInput is the application error type of input an activity can never process; it is
-// returned non-retryable, so a workflow fails fast instead of retrying forever.
-const ErrBadInput = "BadInput"
-
 // ObjectAPI is the part of the S3 API the activities use. *s3.Client implements it; tests
 // substitute an in-memory bucket to drive failures and resumption.
 type ObjectAPI interface {

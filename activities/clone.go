@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/scene"
-	"github.com/splathost/splathost/ent/schema"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/quota"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // Clone limits.
@@ -89,70 +88,52 @@ func sourceFilesMissing(detail string) error {
 	return apperr.Conflict("source files missing from storage: "+detail).With("code", "SOURCE_FILES_MISSING")
 }
 
-// PrepareCloneInput names one clone job: JobID is the id the new scene will get.
-type PrepareCloneInput struct {
-	JobID         string
-	SourceSceneID string
-	IntegrationID string
-	AccountID     string
-	OwnerRecordID string
-	// ClonedAt is when the clone was asked for (the remix's clonedAt).
-	ClonedAt time.Time
-}
-
-// PrepareCloneResult is the job's plan and what it reserved.
-type PrepareCloneResult struct {
-	Bytes        int64
-	TotalObjects int
-	Plan         schema.ClonePlan
-}
-
 // PrepareClone checks the source again, plans the copy (every object of the scene: the file or
 // the LOD folder, the images, and the assets levelData references, with levelData rewritten to
 // the copies), verifies every source object is in the store (409 SOURCE_FILES_MISSING
 // otherwise), and reserves the bytes from the customer and the account (413 otherwise) in one
 // transaction with the job's row. A retry finds the row and answers from it, so the storage is
 // reserved once.
-func (a *Activities) PrepareClone(ctx context.Context, in PrepareCloneInput) (PrepareCloneResult, error) {
+func (a *Activities) PrepareClone(ctx context.Context, in contract.PrepareCloneInput) (contract.PrepareCloneResult, error) {
 	if in.JobID == "" || in.SourceSceneID == "" || in.IntegrationID == "" || in.AccountID == "" || in.OwnerRecordID == "" {
-		return PrepareCloneResult{}, badInput("PrepareClone: job, source, integration, account and owner are required")
+		return contract.PrepareCloneResult{}, badInput("PrepareClone: job, source, integration, account and owner are required")
 	}
 	if job, err := a.Ent.CloneJob.Get(ctx, in.JobID); err == nil {
-		return PrepareCloneResult{Bytes: job.Bytes, TotalObjects: job.TotalObjects, Plan: *job.Plan}, nil
+		return contract.PrepareCloneResult{Bytes: job.Bytes, TotalObjects: job.TotalObjects, Plan: *job.Plan}, nil
 	} else if !ent.IsNotFound(err) {
-		return PrepareCloneResult{}, err
+		return contract.PrepareCloneResult{}, err
 	}
 	src, remix, err := CloneSourceOf(ctx, a.Ent, in.IntegrationID, in.OwnerRecordID, in.SourceSceneID)
 	if err != nil {
-		return PrepareCloneResult{}, clientErrorOr(err)
+		return contract.PrepareCloneResult{}, clientErrorOr(err)
 	}
 	draft, plan, err := a.planClone(src, remix, in)
 	if err != nil {
-		return PrepareCloneResult{}, clientErrorOr(err)
+		return contract.PrepareCloneResult{}, clientErrorOr(err)
 	}
 	bytes, total, err := a.measure(ctx, src, &plan)
 	if err != nil {
-		return PrepareCloneResult{}, clientErrorOr(err)
+		return contract.PrepareCloneResult{}, clientErrorOr(err)
 	}
 	tx, err := a.Ent.Tx(ctx)
 	if err != nil {
-		return PrepareCloneResult{}, err
+		return contract.PrepareCloneResult{}, err
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
 	// Lock order: customer, then account (quota.Reserve), as every writer of the counters.
 	if _, _, err := quota.Reserve(ctx, tx, in.OwnerRecordID, in.AccountID, quota.Charge{Bytes: bytes}); err != nil {
-		return PrepareCloneResult{}, clientErrorOr(err)
+		return contract.PrepareCloneResult{}, clientErrorOr(err)
 	}
 	err = tx.CloneJob.Create().SetID(in.JobID).SetIntegrationID(in.IntegrationID).SetOwnerID(in.OwnerRecordID).
 		SetAccountID(in.AccountID).SetSourceSceneID(src.ID).SetBytes(bytes).SetTotalObjects(total).
 		SetDraft(draft).SetPlan(&plan).Exec(ctx)
 	if err != nil {
-		return PrepareCloneResult{}, fmt.Errorf("recording clone job %s: %w", in.JobID, err)
+		return contract.PrepareCloneResult{}, fmt.Errorf("recording clone job %s: %w", in.JobID, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return PrepareCloneResult{}, fmt.Errorf("committing clone job %s: %w", in.JobID, err)
+		return contract.PrepareCloneResult{}, fmt.Errorf("committing clone job %s: %w", in.JobID, err)
 	}
-	return PrepareCloneResult{Bytes: bytes, TotalObjects: total, Plan: plan}, nil
+	return contract.PrepareCloneResult{Bytes: bytes, TotalObjects: total, Plan: plan}, nil
 }
 
 // assetRef reads an asset URL in any of the forms a scene may hold: the stored form

@@ -14,32 +14,8 @@ import (
 	"github.com/aws/smithy-go"
 	"go.temporal.io/sdk/activity"
 
-	"github.com/splathost/splathost/ent/schema"
+	"github.com/splathost/splathost/workflows/contract"
 )
-
-// CopyCloneInput is one job's copy: the plan PrepareClone made, the job's folder (Prefix) and
-// how many copies run at once.
-type CopyCloneInput struct {
-	JobID        string
-	Prefix       string
-	Plan         schema.ClonePlan
-	TotalObjects int
-	Concurrency  int
-}
-
-// CloneProgress is CopyCloneObjects' heartbeat, which the clone API reads to answer polls and
-// the Temporal UI shows on the pending activity.
-type CloneProgress struct {
-	Copied int `json:"copied"`
-	Total  int `json:"total"`
-}
-
-// CopyCloneResult counts what the copy did: Copied objects it copied in this attempt, Skipped
-// objects an earlier attempt had copied already.
-type CopyCloneResult struct {
-	Copied  int
-	Skipped int
-}
 
 // copyItem is one object to copy. verify asks for a HEAD of the copy: the single objects of a
 // plan were measured (and charged) by PrepareClone, possibly long before the copy.
@@ -56,19 +32,19 @@ type copyItem struct {
 // is copied again, including what was copied after the last heartbeat reached the server. A
 // source object that vanished fails the job with 409 SOURCE_FILES_MISSING; a cancellation (the
 // job was abandoned) stops the copies and returns.
-func (a *Activities) CopyCloneObjects(ctx context.Context, in CopyCloneInput) (CopyCloneResult, error) {
+func (a *Activities) CopyCloneObjects(ctx context.Context, in contract.CopyCloneInput) (contract.CopyCloneResult, error) {
 	if in.JobID == "" || in.Concurrency <= 0 || !safePrefix(in.Prefix) {
-		return CopyCloneResult{}, badInput("CopyCloneObjects: job, a positive concurrency and the job's folder are required")
+		return contract.CopyCloneResult{}, badInput("CopyCloneObjects: job, a positive concurrency and the job's folder are required")
 	}
 	for _, o := range in.Plan.Objects {
 		if !strings.HasPrefix(o.Dst, in.Prefix) {
-			return CopyCloneResult{}, badInput("CopyCloneObjects: %q is outside the job's folder", o.Dst)
+			return contract.CopyCloneResult{}, badInput("CopyCloneObjects: %q is outside the job's folder", o.Dst)
 		}
 	}
 	if in.Plan.FolderSrc != "" && (!strings.HasPrefix(in.Plan.FolderDst, in.Prefix) || !safePrefix(in.Plan.FolderSrc)) {
-		return CopyCloneResult{}, badInput("CopyCloneObjects: bad folder %q → %q", in.Plan.FolderSrc, in.Plan.FolderDst)
+		return contract.CopyCloneResult{}, badInput("CopyCloneObjects: bad folder %q → %q", in.Plan.FolderSrc, in.Plan.FolderDst)
 	}
-	var res CopyCloneResult
+	var res contract.CopyCloneResult
 	done := map[string]int64{}
 	// floor is the progress an earlier attempt already showed (its last heartbeat, which the
 	// clone API answered polls with) or more: what is already in the job's folder. A resumed
@@ -76,7 +52,7 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in CopyCloneInput) (C
 	// count catches up as it skips what is done, then passes it.
 	floor := 0
 	if activity.HasHeartbeatDetails(ctx) {
-		var last CloneProgress
+		var last contract.CloneProgress
 		if err := activity.GetHeartbeatDetails(ctx, &last); err == nil {
 			floor = last.Copied
 		}
@@ -87,7 +63,7 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in CopyCloneInput) (C
 				done[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
 			}
 			// A long listing keeps the attempt alive, at the progress already shown.
-			activity.RecordHeartbeat(ctx, CloneProgress{Copied: min(max(floor, len(done)), in.TotalObjects), Total: in.TotalObjects})
+			activity.RecordHeartbeat(ctx, contract.CloneProgress{Copied: min(max(floor, len(done)), in.TotalObjects), Total: in.TotalObjects})
 			return nil
 		})
 		if err != nil {
@@ -112,7 +88,7 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in CopyCloneInput) (C
 		mu.Unlock()
 		cancel()
 	}
-	progress := CloneProgress{Copied: floor, Total: in.TotalObjects}
+	progress := contract.CloneProgress{Copied: floor, Total: in.TotalObjects}
 	step := func(copied bool) {
 		mu.Lock()
 		defer mu.Unlock()

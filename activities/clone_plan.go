@@ -19,12 +19,13 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // planClone builds the new scene's draft and the copy plan from the source row.
-func (a *Activities) planClone(src *ent.Scene, remix bool, in PrepareCloneInput) (*schema.CloneDraft, schema.ClonePlan, error) {
+func (a *Activities) planClone(src *ent.Scene, remix bool, in contract.PrepareCloneInput) (*schema.CloneDraft, contract.ClonePlan, error) {
 	dst := ClonePrefix(in.IntegrationID, in.OwnerRecordID, in.JobID)
-	var plan schema.ClonePlan
+	var plan contract.ClonePlan
 	mapped := map[string]string{} // source key → copy key, for URL rewriting
 	add := func(key string) (string, error) {
 		if d, ok := mapped[key]; ok {
@@ -35,7 +36,7 @@ func (a *Activities) planClone(src *ent.Scene, remix bool, in PrepareCloneInput)
 			return "", fmt.Errorf("scene %s: asset key %q is outside the scene key space", src.ID, key)
 		}
 		mapped[key] = d
-		plan.Objects = append(plan.Objects, schema.ObjectCopy{Src: key, Dst: d})
+		plan.Objects = append(plan.Objects, contract.ObjectCopy{Src: key, Dst: d})
 		return d, nil
 	}
 	draft := &schema.CloneDraft{
@@ -174,7 +175,7 @@ func copyTitle(title string) string {
 // the folder's manifest gets a HEAD and the plan carries the count and bytes for the copy's
 // own listing to check (one listing in all, not one here and one in the copy); an older scene's
 // folder is listed here, where fewer bytes mean tiles (or the manifest) are gone.
-func (a *Activities) measure(ctx context.Context, src *ent.Scene, plan *schema.ClonePlan) (bytes int64, total int, err error) {
+func (a *Activities) measure(ctx context.Context, src *ent.Scene, plan *contract.ClonePlan) (bytes int64, total int, err error) {
 	var singles int64
 	for i := range plan.Objects {
 		o := &plan.Objects[i]

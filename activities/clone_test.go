@@ -17,6 +17,7 @@ import (
 	"github.com/splathost/splathost/activities/activitiestest"
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/schema"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 const (
@@ -72,7 +73,7 @@ func TestPlanCloneRewritesEveryURL(t *testing.T) {
 		AllowEmbed: true, AllowComments: false, AllowReactions: true, AllowClone: true,
 		LevelData: map[string]any{"audio": []any{"http://s3/bucket/" + src + "audio/t3/wind.mp3", "https://cdn.example/x.mp3"},
 			"camera": map[string]any{"fov": 60.0}, "tile": "http://s3/bucket/" + lod + "/0/1.webp"}}
-	in := PrepareCloneInput{JobID: cloneJob, IntegrationID: cloneInt, OwnerRecordID: cloneOwner, ClonedAt: time.Date(2026, 11, 2, 3, 4, 5, 0, time.UTC)}
+	in := contract.PrepareCloneInput{JobID: cloneJob, IntegrationID: cloneInt, OwnerRecordID: cloneOwner, ClonedAt: time.Date(2026, 11, 2, 3, 4, 5, 0, time.UTC)}
 	dst := "http://s3/bucket/" + ClonePrefix(cloneInt, cloneOwner, cloneJob)
 
 	d, plan, err := a.planClone(sc, false, in)
@@ -116,7 +117,7 @@ func TestPlanCloneRewritesEveryURL(t *testing.T) {
 }
 
 // folderPlan is a plan of n objects in a LOD folder plus one single object.
-func folderPlan(b *activitiestest.Bucket, n int) (CopyCloneInput, []string) {
+func folderPlan(b *activitiestest.Bucket, n int) (contract.CopyCloneInput, []string) {
 	srcFolder := "i/" + cloneInt + "/u/o/lod-folder/t/"
 	prefix := ClonePrefix(cloneInt, cloneOwner, cloneJob)
 	want := []string{prefix + "splat-images/t2/thumbnail.jpg"}
@@ -126,8 +127,8 @@ func folderPlan(b *activitiestest.Bucket, n int) (CopyCloneInput, []string) {
 		b.PutSized(k, int64(i))
 		want = append(want, prefix+"lod-folder/t/"+k[len(srcFolder):])
 	}
-	return CopyCloneInput{JobID: cloneJob, Prefix: prefix, TotalObjects: n + 1, Concurrency: 4, Plan: schema.ClonePlan{
-		Objects:   []schema.ObjectCopy{{Src: "i/" + cloneInt + "/u/o/splat-images/t2/thumbnail.jpg", Dst: want[0], Size: 7}},
+	return contract.CopyCloneInput{JobID: cloneJob, Prefix: prefix, TotalObjects: n + 1, Concurrency: 4, Plan: contract.ClonePlan{
+		Objects:   []contract.ObjectCopy{{Src: "i/" + cloneInt + "/u/o/splat-images/t2/thumbnail.jpg", Dst: want[0], Size: 7}},
 		FolderSrc: srcFolder, FolderDst: prefix + "lod-folder/t/"}}, want
 }
 
@@ -147,7 +148,7 @@ func TestCopyCloneObjectsResumesWithoutRecopying(t *testing.T) {
 	env := s.NewTestActivityEnvironment()
 	a := &Activities{Objects: b, Bucket: "bucket"}
 	env.RegisterActivity(a)
-	var last CloneProgress
+	var last contract.CloneProgress
 	// Every heartbeat of both attempts, in order: what polls would have seen.
 	var mu sync.Mutex
 	var seen []int
@@ -168,12 +169,12 @@ func TestCopyCloneObjectsResumesWithoutRecopying(t *testing.T) {
 	env.RegisterActivity(a)
 	// The server keeps an earlier heartbeat than the last one recorded (the SDK throttles):
 	// the retry starts from what is in the folder, which is more.
-	reached := CloneProgress{Copied: last.Copied / 2, Total: last.Total}
+	reached := contract.CloneProgress{Copied: last.Copied / 2, Total: last.Total}
 	env.SetHeartbeatDetails(reached)
 	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, d converter.EncodedValues) {
 		mu.Lock()
 		defer mu.Unlock()
-		var p CloneProgress
+		var p contract.CloneProgress
 		require.NoError(t, d.Get(&p))
 		seen = append(seen, p.Copied)
 	})
@@ -186,9 +187,9 @@ func TestCopyCloneObjectsResumesWithoutRecopying(t *testing.T) {
 	// The SDK sends the first heartbeat of an attempt at once and throttles the rest: that first
 	// one is what a poll sees right after the retry starts (it was 0 before, issue 12 point 13).
 	require.True(t, slices.IsSorted(seen[crashedAt:]), "progress never goes back within the retry")
-	var res CopyCloneResult
+	var res contract.CopyCloneResult
 	require.NoError(t, v.Get(&res))
-	require.Equal(t, CopyCloneResult{Copied: 1301, Skipped: 1200}, res)
+	require.Equal(t, contract.CopyCloneResult{Copied: 1301, Skipped: 1200}, res)
 	copies := b.Copies()
 	require.Len(t, copies, 2501, "each object copied once in all")
 	once := map[string]bool{}
@@ -200,7 +201,7 @@ func TestCopyCloneObjectsResumesWithoutRecopying(t *testing.T) {
 }
 
 // runCopy runs one CopyCloneObjects attempt against b.
-func runCopy(b *activitiestest.Bucket, in CopyCloneInput) error {
+func runCopy(b *activitiestest.Bucket, in contract.CopyCloneInput) error {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	a := &Activities{Objects: b, Bucket: "bucket"}
@@ -216,7 +217,7 @@ func TestCopyCloneObjectsSourceMissing(t *testing.T) {
 	in, _ := folderPlan(b, 3)
 	in.Plan.Objects[0].Src = "i/" + cloneInt + "/u/o/splat-images/t2/gone.jpg"
 	err := runCopy(b, in)
-	e := ClientErrorOf(err)
+	e := contract.ClientErrorOf(err)
 	require.NotNil(t, e, "%v", err)
 	require.Equal(t, 409, e.Status)
 	require.Equal(t, "SOURCE_FILES_MISSING", e.Extra["code"])
@@ -251,7 +252,7 @@ func TestCopyCloneObjectsChecksTheRecordedFolder(t *testing.T) {
 				require.ElementsMatch(t, want, b.Keys(in.Prefix))
 				return
 			}
-			e := ClientErrorOf(err)
+			e := contract.ClientErrorOf(err)
 			require.NotNil(t, e, "%v", err)
 			require.Equal(t, 409, e.Status)
 			require.Equal(t, "SOURCE_FILES_MISSING", e.Extra["code"])
@@ -275,7 +276,7 @@ func TestCopyCloneObjectsRefusesASingleObjectThatChangedSize(t *testing.T) {
 	b := &activitiestest.Bucket{}
 	in, _ := folderPlan(b, 3)
 	b.PutSized(in.Plan.Objects[0].Src, 9)
-	e := ClientErrorOf(runCopy(b, in))
+	e := contract.ClientErrorOf(runCopy(b, in))
 	require.NotNil(t, e)
 	require.Equal(t, 409, e.Status)
 	require.Equal(t, "SOURCE_FILES_MISSING", e.Extra["code"])
@@ -314,7 +315,7 @@ func TestPlanCloneCopiesLevelDataAudioInEveryURLForm(t *testing.T) {
 	a := &Activities{AssetBase: "http://s3/bucket", PublicBase: "https://gw.example"}
 	src := "i/" + cloneInt + "/u/o/"
 	audioKey := src + "a/t4/audio.mp3"
-	in := PrepareCloneInput{JobID: cloneJob, IntegrationID: cloneInt, OwnerRecordID: cloneOwner}
+	in := contract.PrepareCloneInput{JobID: cloneJob, IntegrationID: cloneInt, OwnerRecordID: cloneOwner}
 	dst := ClonePrefix(cloneInt, cloneOwner, cloneJob)
 	for _, c := range []struct{ form, url, want string }{
 		{"stored", "http://s3/bucket/" + audioKey, "http://s3/bucket/" + dst + "a/t4/audio.mp3"},
@@ -336,7 +337,7 @@ func TestPlanCloneCopiesLevelDataAudioInEveryURLForm(t *testing.T) {
 				require.Contains(t, d.AssetKeys, dst+"a/t4/audio.mp3")
 				require.Len(t, d.AssetKeys, 2, "the file and the audio, once each")
 				require.Len(t, plan.Objects, 2)
-				require.Contains(t, plan.Objects, schema.ObjectCopy{Src: audioKey, Dst: dst + "a/t4/audio.mp3"})
+				require.Contains(t, plan.Objects, contract.ObjectCopy{Src: audioKey, Dst: dst + "a/t4/audio.mp3"})
 				require.Equal(t, c.url, sc.LevelData["audio"].(map[string]any)["url"], "the source is not modified")
 			})
 		}

@@ -10,60 +10,41 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // deleteBatch is the S3 DeleteObjects maximum, and the ListObjectsV2 page size.
 const deleteBatch = 1000
-
-// DeleteObjectsInput names the objects to remove: single keys, and prefixes (folders) whose
-// every object goes.
-type DeleteObjectsInput struct {
-	Keys     []string
-	Prefixes []string
-}
-
-// DeleteObjectsResult counts the objects removed, including those already absent.
-type DeleteObjectsResult struct {
-	Deleted int
-}
-
-// DeleteProgress is DeleteObjects' heartbeat: how far it got. A retried attempt resumes from
-// it. A prefix is counted done only once it is empty, so a resumed attempt lists the current
-// prefix again; what was deleted no longer shows up.
-type DeleteProgress struct {
-	KeysDone     int
-	PrefixesDone int
-	Deleted      int
-}
 
 // DeleteObjects removes the keys, then empties each prefix, in batches of 1000, heartbeating
 // after every batch. Deleting a missing object is success, so a retry after a partial run, or a
 // second run of the same purge, is harmless. Keys and prefixes outside the scene key space, or a
 // prefix that would list a whole integration or more, are refused non-retryable: no row can
 // turn this into a bucket-wide delete.
-func (a *Activities) DeleteObjects(ctx context.Context, in DeleteObjectsInput) (DeleteObjectsResult, error) {
+func (a *Activities) DeleteObjects(ctx context.Context, in contract.DeleteObjectsInput) (contract.DeleteObjectsResult, error) {
 	for _, k := range in.Keys {
 		if !safeKey(k) {
-			return DeleteObjectsResult{}, badInput("refusing to delete key %q: outside the scene key space", k)
+			return contract.DeleteObjectsResult{}, badInput("refusing to delete key %q: outside the scene key space", k)
 		}
 	}
 	for _, p := range in.Prefixes {
 		if !safePrefix(p) {
-			return DeleteObjectsResult{}, badInput("refusing to empty prefix %q: too broad or outside the scene key space", p)
+			return contract.DeleteObjectsResult{}, badInput("refusing to empty prefix %q: too broad or outside the scene key space", p)
 		}
 	}
-	var p DeleteProgress
+	var p contract.DeleteProgress
 	if activity.HasHeartbeatDetails(ctx) {
 		if err := activity.GetHeartbeatDetails(ctx, &p); err != nil || p.KeysDone < 0 || p.PrefixesDone < 0 ||
 			p.KeysDone > len(in.Keys) || p.PrefixesDone > len(in.Prefixes) {
 			// Details from another input shape: starting over is always correct, only slower.
-			p = DeleteProgress{}
+			p = contract.DeleteProgress{}
 		}
 	}
 	for p.KeysDone < len(in.Keys) {
 		batch := in.Keys[p.KeysDone:min(p.KeysDone+deleteBatch, len(in.Keys))]
 		if err := a.deleteKeys(ctx, batch); err != nil {
-			return DeleteObjectsResult{}, err
+			return contract.DeleteObjectsResult{}, err
 		}
 		p.KeysDone += len(batch)
 		p.Deleted += len(batch)
@@ -75,12 +56,12 @@ func (a *Activities) DeleteObjects(ctx context.Context, in DeleteObjectsInput) (
 			activity.RecordHeartbeat(ctx, p)
 		})
 		if err != nil {
-			return DeleteObjectsResult{}, err
+			return contract.DeleteObjectsResult{}, err
 		}
 		p.PrefixesDone++
 		activity.RecordHeartbeat(ctx, p)
 	}
-	return DeleteObjectsResult{Deleted: p.Deleted}, nil
+	return contract.DeleteObjectsResult{Deleted: p.Deleted}, nil
 }
 
 // listFolder lists prefix a page at a time (1000 keys, the S3 maximum), in key order. It lists
@@ -181,5 +162,5 @@ func safePrefix(p string) bool {
 }
 
 func badInput(format string, args ...any) error {
-	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), ErrBadInput, nil)
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), contract.ErrBadInput, nil)
 }

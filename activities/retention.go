@@ -13,6 +13,7 @@ import (
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // scenesChannel is internal/db.ScenesChannel. Package activities cannot import internal/db
@@ -29,28 +30,6 @@ func announceScene(ctx context.Context, tx *ent.Tx, integrationID, sceneID strin
 	return nil
 }
 
-// PurgeArchivedSceneInput names one archiving of one scene: the removal happens only if the
-// scene is still archived at exactly this time (to the microsecond, Postgres' precision).
-type PurgeArchivedSceneInput struct {
-	SceneID       string
-	IntegrationID string
-	ArchivedAt    time.Time
-}
-
-// PurgeArchivedSceneResult says whether the scene was removed, and if not, why.
-type PurgeArchivedSceneResult struct {
-	Removed bool
-	Reason  string
-}
-
-// Reasons a retention timer left its scene alone.
-const (
-	RetentionKeptGone      = "scene no longer exists"
-	RetentionKeptRestored  = "scene is not archived (restored)"
-	RetentionKeptRearchive = "scene was archived again at another time"
-	RetentionKeptProtected = "scene is protected"
-)
-
 // PurgeArchivedScene permanently removes an archived scene whose retention ran out: its row,
 // its view records and its stored objects. Everything happens under the scene's row lock in
 // one transaction, and the stored objects go before the row: a failed or interrupted attempt
@@ -60,57 +39,57 @@ const (
 // finds it no longer eligible. Archived scenes hold no storage or scene counters, so there is
 // nothing to release, and only the scene row is locked (the first lock of the scene →
 // customer → account order).
-func (a *Activities) PurgeArchivedScene(ctx context.Context, in PurgeArchivedSceneInput) (PurgeArchivedSceneResult, error) {
+func (a *Activities) PurgeArchivedScene(ctx context.Context, in contract.PurgeArchivedSceneInput) (contract.PurgeArchivedSceneResult, error) {
 	if in.SceneID == "" || in.IntegrationID == "" || in.ArchivedAt.IsZero() {
-		return PurgeArchivedSceneResult{}, badInput("PurgeArchivedScene: scene id, integration id and archived at are required")
+		return contract.PurgeArchivedSceneResult{}, badInput("PurgeArchivedScene: scene id, integration id and archived at are required")
 	}
 	tx, err := a.Ent.Tx(ctx)
 	if err != nil {
-		return PurgeArchivedSceneResult{}, err
+		return contract.PurgeArchivedSceneResult{}, err
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
 	sc, err := tx.Scene.Query().Where(scene.ID(in.SceneID), scene.IntegrationID(in.IntegrationID)).ForUpdate().Only(ctx)
 	if ent.IsNotFound(err) {
-		return PurgeArchivedSceneResult{Reason: RetentionKeptGone}, nil
+		return contract.PurgeArchivedSceneResult{Reason: contract.RetentionKeptGone}, nil
 	}
 	if err != nil {
-		return PurgeArchivedSceneResult{}, fmt.Errorf("locking scene %s: %w", in.SceneID, err)
+		return contract.PurgeArchivedSceneResult{}, fmt.Errorf("locking scene %s: %w", in.SceneID, err)
 	}
 	switch {
 	case sc.ArchivedAt == nil:
-		return PurgeArchivedSceneResult{Reason: RetentionKeptRestored}, nil
+		return contract.PurgeArchivedSceneResult{Reason: contract.RetentionKeptRestored}, nil
 	case sc.ArchivedAt.UnixMicro() != in.ArchivedAt.UnixMicro():
-		return PurgeArchivedSceneResult{Reason: RetentionKeptRearchive}, nil
+		return contract.PurgeArchivedSceneResult{Reason: contract.RetentionKeptRearchive}, nil
 	case sc.ArchiveProtected:
-		return PurgeArchivedSceneResult{Reason: RetentionKeptProtected}, nil
+		return contract.PurgeArchivedSceneResult{Reason: contract.RetentionKeptProtected}, nil
 	}
 	keys, prefixes := SceneObjects(sc)
 	if len(keys)+len(prefixes) > 0 {
-		if _, err := a.DeleteObjects(ctx, DeleteObjectsInput{Keys: keys, Prefixes: prefixes}); err != nil {
-			return PurgeArchivedSceneResult{}, err
+		if _, err := a.DeleteObjects(ctx, contract.DeleteObjectsInput{Keys: keys, Prefixes: prefixes}); err != nil {
+			return contract.PurgeArchivedSceneResult{}, err
 		}
 	}
 	if err := a.deleteViews(ctx, []string{sc.ID}); err != nil {
-		return PurgeArchivedSceneResult{}, err
+		return contract.PurgeArchivedSceneResult{}, err
 	}
 	var hooks events.Batch
 	if err := a.Events.Emit(ctx, tx, &hooks, sc.IntegrationID, events.RetentionPurged, func() (any, error) {
 		eu, err := tx.Scene.QueryOwner(sc).Select(externaluser.FieldExternalUserID).String(ctx)
 		return events.SceneRef{SplatID: sc.ID, ExternalUserID: eu}, err
 	}); err != nil {
-		return PurgeArchivedSceneResult{}, err
+		return contract.PurgeArchivedSceneResult{}, err
 	}
 	if err := tx.Scene.DeleteOneID(sc.ID).Exec(ctx); err != nil {
-		return PurgeArchivedSceneResult{}, fmt.Errorf("deleting scene %s: %w", sc.ID, err)
+		return contract.PurgeArchivedSceneResult{}, fmt.Errorf("deleting scene %s: %w", sc.ID, err)
 	}
 	if err := announceScene(ctx, tx, sc.IntegrationID, sc.ID); err != nil {
-		return PurgeArchivedSceneResult{}, err
+		return contract.PurgeArchivedSceneResult{}, err
 	}
 	if err := tx.Commit(); err != nil {
-		return PurgeArchivedSceneResult{}, fmt.Errorf("committing the removal of scene %s: %w", sc.ID, err)
+		return contract.PurgeArchivedSceneResult{}, fmt.Errorf("committing the removal of scene %s: %w", sc.ID, err)
 	}
 	a.Events.Flush(ctx, &hooks)
-	return PurgeArchivedSceneResult{Removed: true}, nil
+	return contract.PurgeArchivedSceneResult{Removed: true}, nil
 }
 
 // SceneObjects lists a scene's stored objects, as its DELETE, the customer purge and the
@@ -139,36 +118,11 @@ func SceneObjects(sc *ent.Scene) (keys, prefixes []string) {
 	return keys, prefixes
 }
 
-// ArchivedScenesInput asks for a page of unprotected archived scenes archived more than MinAge
-// ago (fresher ones are still being started by the service that archived them), in
-// (archived_at, id) order after the cursor (AfterArchivedAt, AfterID; zero for the first page).
-type ArchivedScenesInput struct {
-	MinAge          time.Duration
-	AfterArchivedAt time.Time
-	AfterID         string
-	Limit           int
-}
-
-// ArchivedScene is one archiving a retention timer must exist for.
-type ArchivedScene struct {
-	SceneID              string
-	IntegrationID        string
-	ExternalUserRecordID string
-	ExternalUserID       string
-	ArchivedAt           time.Time
-}
-
-// ArchivedScenesResult is one page; Last says there is no next one.
-type ArchivedScenesResult struct {
-	Scenes []ArchivedScene
-	Last   bool
-}
-
 // ArchivedScenes lists unprotected archived scenes for the retention re-drive, a bounded page
 // at a time.
-func (a *Activities) ArchivedScenes(ctx context.Context, in ArchivedScenesInput) (ArchivedScenesResult, error) {
+func (a *Activities) ArchivedScenes(ctx context.Context, in contract.ArchivedScenesInput) (contract.ArchivedScenesResult, error) {
 	if in.Limit <= 0 || in.MinAge < 0 {
-		return ArchivedScenesResult{}, badInput("ArchivedScenes: limit > 0 and min age >= 0 are required")
+		return contract.ArchivedScenesResult{}, badInput("ArchivedScenes: limit > 0 and min age >= 0 are required")
 	}
 	where := []predicate.Scene{scene.ArchivedAtNotNil(), scene.ArchiveProtected(false),
 		scene.ArchivedAtLT(time.Now().Add(-in.MinAge))}
@@ -182,11 +136,11 @@ func (a *Activities) ArchivedScenes(ctx context.Context, in ArchivedScenesInput)
 		WithOwner(func(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldID, externaluser.FieldExternalUserID) }).
 		All(ctx)
 	if err != nil {
-		return ArchivedScenesResult{}, err
+		return contract.ArchivedScenesResult{}, err
 	}
-	out := ArchivedScenesResult{Scenes: make([]ArchivedScene, 0, len(rows)), Last: len(rows) < in.Limit}
+	out := contract.ArchivedScenesResult{Scenes: make([]contract.ArchivedScene, 0, len(rows)), Last: len(rows) < in.Limit}
 	for _, r := range rows {
-		s := ArchivedScene{SceneID: r.ID, IntegrationID: r.IntegrationID, ExternalUserRecordID: r.OwnerID, ArchivedAt: *r.ArchivedAt}
+		s := contract.ArchivedScene{SceneID: r.ID, IntegrationID: r.IntegrationID, ExternalUserRecordID: r.OwnerID, ArchivedAt: *r.ArchivedAt}
 		if r.Edges.Owner != nil {
 			s.ExternalUserID = r.Edges.Owner.ExternalUserID
 		}

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 func TestSceneObjectsStayInsideTheScenesIntegration(t *testing.T) {
@@ -41,14 +42,14 @@ func TestSceneObjectsStayInsideTheScenesIntegration(t *testing.T) {
 
 func TestRetentionActivitiesRefuseBadInput(t *testing.T) {
 	env, a := newEnv(t, nil)
-	for _, in := range []PurgeArchivedSceneInput{{}, {SceneID: "x", IntegrationID: "y"}, {SceneID: "x", ArchivedAt: time.Now()}} {
+	for _, in := range []contract.PurgeArchivedSceneInput{{}, {SceneID: "x", IntegrationID: "y"}, {SceneID: "x", ArchivedAt: time.Now()}} {
 		_, err := env.ExecuteActivity(a.PurgeArchivedScene, in)
 		var app *temporal.ApplicationError
 		require.ErrorAs(t, err, &app)
-		require.Equal(t, ErrBadInput, app.Type())
+		require.Equal(t, contract.ErrBadInput, app.Type())
 	}
-	_, err := env.ExecuteActivity(a.ArchivedScenes, ArchivedScenesInput{})
+	_, err := env.ExecuteActivity(a.ArchivedScenes, contract.ArchivedScenesInput{})
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
-	require.Equal(t, ErrBadInput, app.Type())
+	require.Equal(t, contract.ErrBadInput, app.Type())
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/splathost/splathost/internal/spawn"
 	"github.com/splathost/splathost/internal/testenv"
 	"github.com/splathost/splathost/workflows"
+	wfcontract "github.com/splathost/splathost/workflows/contract"
 )
 
 // workerProcess runs the real worker binary (bin/worker) against the test stack, serving
@@ -197,7 +198,7 @@ func TestCloneOfADeletedCustomerRollsBack(t *testing.T) {
 	st, err := workflows.DescribeClone(ctx, env.Process.Temporal, wfID, jobID)
 	require.NoError(t, err)
 	require.False(t, st.Running)
-	e := activities.ClientErrorOf(st.Err)
+	e := wfcontract.ClientErrorOf(st.Err)
 	require.NotNil(t, e, "%v", st.Err)
 	// Where the deletion lands decides the answer: before the reservation, the reservation
 	// refuses a deleted customer (401, as for any inactive one); after it, the job finds its
@@ -259,7 +260,7 @@ func TestCloneFinalizeRechecksTheCustomer(t *testing.T) {
 			st, err := workflows.DescribeClone(ctx, env.Process.Temporal, wfID, runID)
 			require.NoError(t, err)
 			require.False(t, st.Running)
-			e := activities.ClientErrorOf(st.Err)
+			e := wfcontract.ClientErrorOf(st.Err)
 			require.NotNil(t, e, "the job failed with a client answer: %v", st.Err)
 			require.Equal(t, tc.status, e.Status, "%v", st.Err)
 			if tc.status == 413 {

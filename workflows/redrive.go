@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/splathost/splathost/activities"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // Schedules the worker keeps (created or updated idempotently on start).
@@ -49,9 +50,9 @@ type RedriveResult struct {
 // rows run PurgeCustomerAssets, scene DELETE and refused-commit rows PurgeAssets.
 func RedrivePurges(ctx workflow.Context, _ RedriveInput) (RedriveResult, error) {
 	var a *activities.Activities
-	var pending activities.PendingPurgesResult
+	var pending contract.PendingPurgesResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, dbOptions), a.PendingPurges,
-		activities.PendingPurgesInput{MinAge: redriveMinAge, Limit: redriveLimit}).Get(ctx, &pending)
+		contract.PendingPurgesInput{MinAge: redriveMinAge, Limit: redriveLimit}).Get(ctx, &pending)
 	if err != nil {
 		return RedriveResult{}, err
 	}

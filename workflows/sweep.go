@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/splathost/splathost/activities"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // orphanMinAge is how long after expires_at an uncommitted upload is swept. The commit path
@@ -32,7 +33,7 @@ var sweepOptions = workflow.ActivityOptions{
 		BackoffCoefficient:     2,
 		MaximumInterval:        time.Minute,
 		MaximumAttempts:        5,
-		NonRetryableErrorTypes: []string{activities.ErrBadInput},
+		NonRetryableErrorTypes: []string{contract.ErrBadInput},
 	},
 }
 
@@ -59,8 +60,8 @@ func SweepOrphanUploads(ctx workflow.Context, _ SweepInput) (SweepResult, error)
 	ctx = workflow.WithActivityOptions(ctx, sweepOptions)
 	var out SweepResult
 	for i := 0; i < sweepMaxCalls; i++ {
-		var res activities.DeleteOrphanUploadsResult
-		err := workflow.ExecuteActivity(ctx, a.DeleteOrphanUploads, activities.DeleteOrphanUploadsInput{
+		var res contract.DeleteOrphanUploadsResult
+		err := workflow.ExecuteActivity(ctx, a.DeleteOrphanUploads, contract.DeleteOrphanUploadsInput{
 			MinAge: orphanMinAge, BatchSize: sweepBatch, MaxTickets: sweepPerCall}).Get(ctx, &res)
 		if err != nil {
 			return out, err
@@ -72,8 +73,8 @@ func SweepOrphanUploads(ctx workflow.Context, _ SweepInput) (SweepResult, error)
 		}
 	}
 	if workflow.GetVersion(ctx, "orphan-renditions", workflow.DefaultVersion, 1) == 1 {
-		var res activities.DeleteOrphanRenditionsResult
-		err := workflow.ExecuteActivity(ctx, a.DeleteOrphanRenditions, activities.DeleteOrphanRenditionsInput{
+		var res contract.DeleteOrphanRenditionsResult
+		err := workflow.ExecuteActivity(ctx, a.DeleteOrphanRenditions, contract.DeleteOrphanRenditionsInput{
 			Within: orphanRenditionLookback}).Get(ctx, &res)
 		if err != nil {
 			return out, err

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/splathost/splathost/activities"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // ViewRetentionDays is how long view data is kept (spec, Limits: usage rollups are kept 400
@@ -47,7 +48,7 @@ type DeleteViewsResult struct{}
 func DeleteSceneViews(ctx workflow.Context, in DeleteViewsInput) (DeleteViewsResult, error) {
 	var a *activities.Activities
 	ctx = workflow.WithActivityOptions(ctx, viewOptions)
-	err := workflow.ExecuteActivity(ctx, a.DeleteViews, activities.DeleteViewsInput{SceneIDs: in.SceneIDs}).Get(ctx, nil)
+	err := workflow.ExecuteActivity(ctx, a.DeleteViews, contract.DeleteViewsInput{SceneIDs: in.SceneIDs}).Get(ctx, nil)
 	return DeleteViewsResult{}, err
 }
 
@@ -94,11 +95,11 @@ func DropExpiredViews(ctx workflow.Context, _ ViewRetentionInput) (ViewRetention
 	var a *activities.Activities
 	ctx = workflow.WithActivityOptions(ctx, sweepOptions)
 	cutoff := workflow.Now(ctx).UTC().AddDate(0, 0, -ViewRetentionDays)
-	var dropped activities.DropExpiredViewsResult
-	if err := workflow.ExecuteActivity(ctx, a.DropExpiredViews, activities.DropExpiredViewsInput{Before: cutoff}).Get(ctx, &dropped); err != nil {
+	var dropped contract.DropExpiredViewsResult
+	if err := workflow.ExecuteActivity(ctx, a.DropExpiredViews, contract.DropExpiredViewsInput{Before: cutoff}).Get(ctx, &dropped); err != nil {
 		return ViewRetentionResult{}, err
 	}
-	var orphans activities.DeleteOrphanViewsResult
-	err := workflow.ExecuteActivity(ctx, a.DeleteOrphanViews, activities.DeleteOrphanViewsInput{}).Get(ctx, &orphans)
+	var orphans contract.DeleteOrphanViewsResult
+	err := workflow.ExecuteActivity(ctx, a.DeleteOrphanViews, contract.DeleteOrphanViewsInput{}).Get(ctx, &orphans)
 	return ViewRetentionResult{Dropped: dropped.Dropped, OrphanScenes: orphans.Scenes}, err
 }

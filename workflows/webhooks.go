@@ -19,6 +19,7 @@ import (
 	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/internal/events"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // Search attributes of webhook deliveries, beside integrationId: an operator lists an
@@ -54,7 +55,7 @@ const (
 	webhookMaxDelay   = 2 * time.Hour
 )
 
-// Waits while every delivery slot of the endpoint is taken (activities.WebhookBusy): short,
+// Waits while every delivery slot of the endpoint is taken (contract.WebhookBusy): short,
 // growing, never counted as attempts.
 const (
 	webhookBusyFirst = 250 * time.Millisecond
@@ -95,7 +96,7 @@ type WebhookDeliveryResult struct {
 var webhookAttemptOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: events.Timeout + 20*time.Second,
 	RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
-		MaximumInterval: time.Minute, NonRetryableErrorTypes: []string{activities.ErrBadInput}},
+		MaximumInterval: time.Minute, NonRetryableErrorTypes: []string{contract.ErrBadInput}},
 }
 
 // WebhookBackoff is the wait after failed attempt n (1-based) of a delivery: exponential from
@@ -144,23 +145,23 @@ func WebhookDelivery(ctx workflow.Context, in WebhookDeliveryInput) (WebhookDeli
 		waitSlot := false
 		final := workflow.Now(ctx).Sub(in.StartedAt) >= WebhookRetryWindow
 		delay := WebhookBackoff(in.DeliveryID, in.Attempt+1)
-		var out activities.AttemptWebhookResult
+		var out contract.AttemptWebhookResult
 		err := workflow.ExecuteActivity(actx, a.AttemptWebhookDelivery,
-			activities.AttemptWebhookInput{DeliveryID: in.DeliveryID, RetryIn: delay, Final: final}).Get(ctx, &out)
+			contract.AttemptWebhookInput{DeliveryID: in.DeliveryID, RetryIn: delay, Final: final}).Get(ctx, &out)
 		if err != nil {
 			var app *temporal.ApplicationError
-			if errors.As(err, &app) && app.Type() == activities.ErrBadInput {
-				return WebhookDeliveryResult{Outcome: activities.WebhookFailed}, err
+			if errors.As(err, &app) && app.Type() == contract.ErrBadInput {
+				return WebhookDeliveryResult{Outcome: contract.WebhookFailed}, err
 			}
 			// Retries of the activity itself ran out: count it as a failed attempt.
 			workflow.GetLogger(ctx).Warn("webhook attempt failed", "delivery", in.DeliveryID, "error", err)
-			out.Outcome = activities.WebhookRetry
+			out.Outcome = contract.WebhookRetry
 			if final {
-				return WebhookDeliveryResult{Outcome: activities.WebhookFailed, Attempts: in.Attempt}, err
+				return WebhookDeliveryResult{Outcome: contract.WebhookFailed, Attempts: in.Attempt}, err
 			}
 		}
 		switch out.Outcome {
-		case activities.WebhookDelivered, activities.WebhookFailed, activities.WebhookGone:
+		case contract.WebhookDelivered, contract.WebhookFailed, contract.WebhookGone:
 			// A redelivery asked for while this attempt ran made the row pending again: honour it
 			// rather than end with the signal unread.
 			if redeliver.ReceiveAsync(nil) {
@@ -168,7 +169,7 @@ func WebhookDelivery(ctx workflow.Context, in WebhookDeliveryInput) (WebhookDeli
 				continue
 			}
 			return WebhookDeliveryResult{Outcome: out.Outcome, Attempts: out.Attempts, StatusCode: out.StatusCode}, nil
-		case activities.WebhookBusy:
+		case contract.WebhookBusy:
 			if workflow.GetVersion(ctx, "webhook-slot-signal", workflow.DefaultVersion, 1) == 1 {
 				// Wait for the attempt that frees a slot to say so, instead of polling: a burst to
 				// one endpoint polling every few seconds floods Temporal with timers and attempts.
@@ -320,9 +321,9 @@ type WebhookRedriveResult struct {
 // found, not duplicated (its first attempt records the start).
 func RedriveWebhooks(ctx workflow.Context, _ WebhookRedriveInput) (WebhookRedriveResult, error) {
 	var a *activities.Activities
-	var pending activities.PendingWebhooksResult
+	var pending contract.PendingWebhooksResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, dbOptions), a.PendingWebhookDeliveries,
-		activities.PendingWebhooksInput{MinAge: webhookRedriveMinAge, Limit: webhookRedriveLimit}).Get(ctx, &pending)
+		contract.PendingWebhooksInput{MinAge: webhookRedriveMinAge, Limit: webhookRedriveLimit}).Get(ctx, &pending)
 	if err != nil {
 		return WebhookRedriveResult{}, err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/quota"
 	"github.com/splathost/splathost/workflows"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // Clones is how the scene service runs clone jobs: on Temporal, on the worker's task queue.
@@ -181,7 +182,7 @@ func (s *Service) pollClone(c *fiber.Ctx) error {
 // back).
 func (s *Service) cloneDone(c *fiber.Ctx, caller *httpx.Caller, eu string, st *workflows.CloneState, status int) error {
 	if st.Err != nil {
-		if e := activities.ClientErrorOf(st.Err); e != nil {
+		if e := contract.ClientErrorOf(st.Err); e != nil {
 			return e
 		}
 		return apperr.Internal(st.Err)

@@ -20,6 +20,7 @@ import (
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/workflows"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // purgeStartTimeout bounds the start of a purge workflow after the commit. It runs detached
@@ -247,8 +248,8 @@ func (s *Service) deleteCustomerViews(ctx context.Context, integrationID string,
 		return errors.New("no Temporal client: the view records stay until their partitions expire")
 	}
 	views := workflows.ViewDeletions{Client: s.temporal.Client, TaskQueue: s.temporal.TaskQueue}
-	for start := 0; start < len(sceneIDs); start += activities.MaxViewDeletion {
-		if err := views.Delete(ctx, integrationID, sceneIDs[start:min(start+activities.MaxViewDeletion, len(sceneIDs))]); err != nil {
+	for start := 0; start < len(sceneIDs); start += contract.MaxViewDeletion {
+		if err := views.Delete(ctx, integrationID, sceneIDs[start:min(start+contract.MaxViewDeletion, len(sceneIDs))]); err != nil {
 			return err
 		}
 	}
