@@ -8,7 +8,6 @@ import (
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
-	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/quota"
 	"github.com/splathost/splathost/workflows/contract"
 )
@@ -24,14 +23,7 @@ const (
 	maxLevelDataAssets = 1000
 )
 
-// ClonePrefix is where every object of one clone lives: under the cloning customer's key space
-// (so the customer deletion purges it too), in a folder of its own named by the job — the id
-// the new scene gets — so a rollback removes exactly what the job copied by emptying it.
-func ClonePrefix(integrationID, ownerRecordID, jobID string) string {
-	return objectkeys.Folder(integrationID, ownerRecordID, objectkeys.KindClone, jobID)
-}
-
-// cloneKey maps a source object key to its copy under dst (a ClonePrefix). Keys of the scene key
+// cloneKey maps a source object key to its copy under dst (an objectkeys.CloneFolder). Keys of the scene key
 // space look like i/<integration>/u/<customer>/<kind>/<ticket>/<rest>; the copy keeps
 // <kind>/<ticket>/<rest>, which is unique within one scene, so the file, a LOD folder and the
 // images of one scene never collide. A clone's own keys (…/clone/<job>/<kind>/<ticket>/<rest>)

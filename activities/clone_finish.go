@@ -13,6 +13,7 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/metrics"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/quota"
 	"github.com/splathost/splathost/workflows/contract"
 )
@@ -154,7 +155,7 @@ func (a *Activities) RollbackClone(ctx context.Context, in contract.RollbackClon
 	if n, err := a.Ent.Scene.Query().Where(scene.ID(in.JobID)).Count(ctx); err != nil || n > 0 {
 		return contract.RollbackCloneResult{}, err
 	}
-	del, err := a.DeleteObjects(ctx, contract.DeleteObjectsInput{Prefixes: []string{ClonePrefix(in.IntegrationID, in.OwnerRecordID, in.JobID)}})
+	del, err := a.DeleteObjects(ctx, contract.DeleteObjectsInput{Prefixes: []string{objectkeys.CloneFolder(in.IntegrationID, in.OwnerRecordID, in.JobID)}})
 	if err != nil {
 		return contract.RollbackCloneResult{}, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/splathost/splathost/activities/activitiestest"
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/schema"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -27,7 +28,7 @@ const (
 )
 
 func TestCloneKey(t *testing.T) {
-	dst := ClonePrefix(cloneInt, cloneOwner, cloneJob)
+	dst := objectkeys.CloneFolder(cloneInt, cloneOwner, cloneJob)
 	tests := []struct {
 		src, want string
 	}{
@@ -74,7 +75,7 @@ func TestPlanCloneRewritesEveryURL(t *testing.T) {
 		LevelData: map[string]any{"audio": []any{"http://s3/bucket/" + src + "audio/t3/wind.mp3", "https://cdn.example/x.mp3"},
 			"camera": map[string]any{"fov": 60.0}, "tile": "http://s3/bucket/" + lod + "/0/1.webp"}}
 	in := contract.PrepareCloneInput{JobID: cloneJob, IntegrationID: cloneInt, OwnerRecordID: cloneOwner, ClonedAt: time.Date(2026, 11, 2, 3, 4, 5, 0, time.UTC)}
-	dst := "http://s3/bucket/" + ClonePrefix(cloneInt, cloneOwner, cloneJob)
+	dst := "http://s3/bucket/" + objectkeys.CloneFolder(cloneInt, cloneOwner, cloneJob)
 
 	d, plan, err := a.planClone(sc, false, in)
 	require.NoError(t, err)
@@ -119,7 +120,7 @@ func TestPlanCloneRewritesEveryURL(t *testing.T) {
 // folderPlan is a plan of n objects in a LOD folder plus one single object.
 func folderPlan(b *activitiestest.Bucket, n int) (contract.CopyCloneInput, []string) {
 	srcFolder := "i/" + cloneInt + "/u/o/lod-folder/t/"
-	prefix := ClonePrefix(cloneInt, cloneOwner, cloneJob)
+	prefix := objectkeys.CloneFolder(cloneInt, cloneOwner, cloneJob)
 	want := []string{prefix + "splat-images/t2/thumbnail.jpg"}
 	b.PutSized("i/"+cloneInt+"/u/o/splat-images/t2/thumbnail.jpg", 7)
 	for i := range n {
@@ -316,7 +317,7 @@ func TestPlanCloneCopiesLevelDataAudioInEveryURLForm(t *testing.T) {
 	src := "i/" + cloneInt + "/u/o/"
 	audioKey := src + "a/t4/audio.mp3"
 	in := contract.PrepareCloneInput{JobID: cloneJob, IntegrationID: cloneInt, OwnerRecordID: cloneOwner}
-	dst := ClonePrefix(cloneInt, cloneOwner, cloneJob)
+	dst := objectkeys.CloneFolder(cloneInt, cloneOwner, cloneJob)
 	for _, c := range []struct{ form, url, want string }{
 		{"stored", "http://s3/bucket/" + audioKey, "http://s3/bucket/" + dst + "a/t4/audio.mp3"},
 		{"asset route", "https://gw.example/assets/" + audioKey, "https://gw.example/assets/" + dst + "a/t4/audio.mp3"},

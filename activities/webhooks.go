@@ -248,7 +248,7 @@ func (a *Activities) postWebhook(ctx context.Context, url string, d *ent.Webhook
 	if err != nil {
 		return 0, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, events.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, contract.WebhookTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -265,7 +265,7 @@ func (a *Activities) postWebhook(ctx context.Context, url string, d *ent.Webhook
 			return 0, events.ErrPrivateTarget
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			return 0, fmt.Errorf("no answer within %s", events.Timeout)
+			return 0, fmt.Errorf("no answer within %s", contract.WebhookTimeout)
 		}
 		// The transport's message names the URL, never a header: no secret leaves here.
 		return 0, fmt.Errorf("request failed: %w", err)

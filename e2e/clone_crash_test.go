@@ -16,12 +16,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/clonejob"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/spawn"
 	"github.com/splathost/splathost/internal/testenv"
 	"github.com/splathost/splathost/workflows"
@@ -79,7 +79,7 @@ func TestCloneSurvivesWorkerKill(t *testing.T) {
 	runID, err := workflows.StartClone(ctx, env.Process.Temporal, queue, in)
 	require.NoError(t, err)
 	wfID := workflows.CloneWorkflowID(a.IntegrationID, owner.ID)
-	prefix := activities.ClonePrefix(a.IntegrationID, owner.ID, in.JobID)
+	prefix := objectkeys.CloneFolder(a.IntegrationID, owner.ID, in.JobID)
 	// What a client polling the job sees, all along (issue 12 point 13: it went 9 490 → 0 →
 	// success after a crash; it must never go back).
 	progress := watchCloneProgress(t, wfID, runID)
@@ -247,7 +247,7 @@ func TestCloneFinalizeRechecksTheCustomer(t *testing.T) {
 			runID, err := workflows.StartClone(ctx, env.Process.Temporal, queue, in)
 			require.NoError(t, err)
 			wfID := workflows.CloneWorkflowID(a.IntegrationID, owner.ID)
-			prefix := activities.ClonePrefix(a.IntegrationID, owner.ID, in.JobID)
+			prefix := objectkeys.CloneFolder(a.IntegrationID, owner.ID, in.JobID)
 			require.Eventually(t, func() bool { return len(listKeys(t, prefix)) >= 20 }, time.Minute, 10*time.Millisecond,
 				"the copy starts")
 			r := do(t, "PUT", "/api/v1/external-user", a.keys(eu), tc.change(src))

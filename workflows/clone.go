@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -89,7 +89,6 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 		in.OwnerRecordID == "" || in.AbandonAfter <= 0 || in.Concurrency <= 0 {
 		return CloneResult{}, temporal.NewNonRetryableApplicationError("clone input incomplete", contract.ErrBadInput, nil)
 	}
-	var a *activities.Activities
 	lastPoll := workflow.Now(ctx)
 	polls := workflow.GetSignalChannel(ctx, ClonePollSignal)
 	workflow.Go(ctx, func(ctx workflow.Context) {
@@ -109,7 +108,7 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 		dctx, cancel := workflow.NewDisconnectedContext(ctx)
 		defer cancel()
 		phase(dctx, ClonePhaseRollingBack)
-		err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, rollbackOptions), a.RollbackClone,
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, rollbackOptions), contract.RollbackClone,
 			contract.RollbackCloneInput{JobID: in.JobID, IntegrationID: in.IntegrationID, OwnerRecordID: in.OwnerRecordID,
 				SourceSplatID: in.SourceSceneID, Message: cloneFailureMessage(cause)}).Get(dctx, nil)
 		if err != nil {
@@ -121,7 +120,7 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 
 	phase(ctx, ClonePhasePreparing)
 	var prep contract.PrepareCloneResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, prepareOptions), a.PrepareClone, contract.PrepareCloneInput{
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, prepareOptions), contract.PrepareClone, contract.PrepareCloneInput{
 		JobID: in.JobID, SourceSceneID: in.SourceSceneID, IntegrationID: in.IntegrationID, AccountID: in.AccountID,
 		OwnerRecordID: in.OwnerRecordID, ClonedAt: in.ClonedAt,
 	}).Get(ctx, &prep)
@@ -133,8 +132,8 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 	phase(ctx, ClonePhaseCopying)
 	copyCtx, cancelCopy := workflow.WithCancel(workflow.WithActivityOptions(ctx, copyOptions))
 	defer cancelCopy()
-	copied := workflow.ExecuteActivity(copyCtx, a.CopyCloneObjects, contract.CopyCloneInput{
-		JobID: in.JobID, Prefix: activities.ClonePrefix(in.IntegrationID, in.OwnerRecordID, in.JobID),
+	copied := workflow.ExecuteActivity(copyCtx, contract.CopyCloneObjects, contract.CopyCloneInput{
+		JobID: in.JobID, Prefix: objectkeys.CloneFolder(in.IntegrationID, in.OwnerRecordID, in.JobID),
 		Plan: prep.Plan, TotalObjects: prep.TotalObjects, Concurrency: in.Concurrency,
 	})
 	abandoned := false
@@ -169,7 +168,7 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 
 	phase(ctx, ClonePhaseFinalizing)
 	var fin contract.FinalizeCloneResult
-	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, finalizeOptions), a.FinalizeClone, contract.FinalizeCloneInput{
+	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, finalizeOptions), contract.FinalizeClone, contract.FinalizeCloneInput{
 		JobID: in.JobID, OwnerRecordID: in.OwnerRecordID, AccountID: in.AccountID,
 	}).Get(ctx, &fin)
 	if err != nil {

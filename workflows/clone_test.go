@@ -15,6 +15,7 @@ import (
 
 	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/quota"
 	"github.com/splathost/splathost/workflows/contract"
 )
@@ -61,7 +62,7 @@ func newCloneEnv(t *testing.T, copyTakes ...time.Duration) *cloneEnv {
 		func(ctx context.Context, in contract.CopyCloneInput) (contract.CopyCloneResult, error) {
 			e.copies++
 			require.Equal(t, testPlan, in.Plan)
-			require.Equal(t, activities.ClonePrefix(testIntegration, testRecord, testClone.JobID), in.Prefix)
+			require.Equal(t, objectkeys.CloneFolder(testIntegration, testRecord, testClone.JobID), in.Prefix)
 			if e.copyErr != nil {
 				err := e.copyErr
 				if e.copies > 1 {

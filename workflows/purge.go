@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -119,12 +118,11 @@ func PurgeCustomerAssets(ctx workflow.Context, in PurgeInput) (PurgeResult, erro
 // history grew long and the caller must continue as new (with *offset and *deleted). The
 // commands it issues are those PurgeCustomerAssets always issued, so running purges replay.
 func deleteSlices(ctx workflow.Context, purgeID string, offset, deleted *int) (closed, more bool, err error) {
-	var a *activities.Activities
 	dbCtx := workflow.WithActivityOptions(ctx, dbOptions)
 	delCtx := workflow.WithActivityOptions(ctx, deleteOptions)
 	for {
 		var slice contract.LoadPurgeResult
-		err := workflow.ExecuteActivity(dbCtx, a.LoadPurge, contract.LoadPurgeInput{PurgeID: purgeID, Offset: *offset, Limit: purgeSlice}).Get(ctx, &slice)
+		err := workflow.ExecuteActivity(dbCtx, contract.LoadPurge, contract.LoadPurgeInput{PurgeID: purgeID, Offset: *offset, Limit: purgeSlice}).Get(ctx, &slice)
 		if err != nil {
 			return false, false, err
 		}
@@ -133,7 +131,7 @@ func deleteSlices(ctx workflow.Context, purgeID string, offset, deleted *int) (c
 		}
 		if len(slice.Keys)+len(slice.Prefixes) > 0 {
 			var res contract.DeleteObjectsResult
-			err := workflow.ExecuteActivity(delCtx, a.DeleteObjects, contract.DeleteObjectsInput{Keys: slice.Keys, Prefixes: slice.Prefixes}).Get(ctx, &res)
+			err := workflow.ExecuteActivity(delCtx, contract.DeleteObjects, contract.DeleteObjectsInput{Keys: slice.Keys, Prefixes: slice.Prefixes}).Get(ctx, &res)
 			if err != nil {
 				return false, false, err
 			}
@@ -151,7 +149,7 @@ func deleteSlices(ctx workflow.Context, purgeID string, offset, deleted *int) (c
 
 // closePurge closes the row once every object is gone.
 func closePurge(ctx workflow.Context, purgeID string, deleted int) (PurgeResult, error) {
-	err := workflow.ExecuteActivity(ctx, (*activities.Activities)(nil).ClosePurge,
+	err := workflow.ExecuteActivity(ctx, contract.ClosePurge,
 		contract.ClosePurgeInput{PurgeID: purgeID, Deleted: deleted}).Get(ctx, nil)
 	if err != nil {
 		return PurgeResult{}, err
@@ -167,7 +165,7 @@ func closeFailed(ctx workflow.Context, purgeID string, deleted int, err error) (
 		return PurgeResult{}, err
 	}
 	msg := app.Error()
-	if cerr := workflow.ExecuteActivity(ctx, (*activities.Activities)(nil).ClosePurge,
+	if cerr := workflow.ExecuteActivity(ctx, contract.ClosePurge,
 		contract.ClosePurgeInput{PurgeID: purgeID, Deleted: deleted, Failure: msg}).Get(ctx, nil); cerr != nil {
 		return PurgeResult{}, cerr
 	}

@@ -7,7 +7,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -71,11 +70,10 @@ func PurgeAssets(ctx workflow.Context, in AssetPurgeInput) (PurgeResult, error) 
 	if in.PurgeID == "" || in.IntegrationID == "" || (in.Kind != PurgeKindScene && in.Kind != PurgeKindUpload) {
 		return PurgeResult{}, temporal.NewNonRetryableApplicationError("purge id, integration id and a scene or upload kind are required", contract.ErrBadInput, nil)
 	}
-	var a *activities.Activities
 	dbCtx := workflow.WithActivityOptions(ctx, dbOptions)
 	if !in.Prepared && in.Kind == PurgeKindUpload {
 		var claim contract.ClaimUploadsResult
-		if err := workflow.ExecuteActivity(dbCtx, a.ClaimUploads, contract.ClaimUploadsInput{PurgeID: in.PurgeID}).Get(ctx, &claim); err != nil {
+		if err := workflow.ExecuteActivity(dbCtx, contract.ClaimUploads, contract.ClaimUploadsInput{PurgeID: in.PurgeID}).Get(ctx, &claim); err != nil {
 			return closeFailed(dbCtx, in.PurgeID, in.Deleted, err)
 		}
 		if claim.Closed {
@@ -93,7 +91,7 @@ func PurgeAssets(ctx workflow.Context, in AssetPurgeInput) (PurgeResult, error) 
 		return PurgeResult{}, workflow.NewContinueAsNewError(ctx, PurgeAssets, in)
 	}
 	if in.Kind == PurgeKindScene && in.SceneID != "" {
-		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, viewOptions), a.DeleteViews,
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, viewOptions), contract.DeleteViews,
 			contract.DeleteViewsInput{SceneIDs: []string{in.SceneID}}).Get(ctx, nil)
 		if err != nil {
 			return closeFailed(dbCtx, in.PurgeID, in.Deleted, err)

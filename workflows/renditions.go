@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -69,7 +68,6 @@ func SceneRenditions(ctx workflow.Context, in RenditionInput) (RenditionResult, 
 	if in.SceneID == "" {
 		return RenditionResult{}, temporal.NewNonRetryableApplicationError("rendition input without a scene", contract.ErrBadInput, nil)
 	}
-	var a *activities.Activities
 	phase := func(ctx workflow.Context, p, detail string) {
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s**: rendition of scene %s%s", p, in.SceneID, detail))
 		// Display only: failing to write them must not fail the rendition.
@@ -80,7 +78,7 @@ func SceneRenditions(ctx workflow.Context, in RenditionInput) (RenditionResult, 
 
 	phase(ctx, RenditionPhasePreparing, "")
 	var prep contract.PrepareRenditionResult
-	if err := workflow.ExecuteActivity(dbCtx, a.PrepareRendition, contract.PrepareRenditionInput{SceneID: in.SceneID}).Get(ctx, &prep); err != nil {
+	if err := workflow.ExecuteActivity(dbCtx, contract.PrepareRendition, contract.PrepareRenditionInput{SceneID: in.SceneID}).Get(ctx, &prep); err != nil {
 		return RenditionResult{}, err
 	}
 	if prep.Skip {
@@ -90,12 +88,12 @@ func SceneRenditions(ctx workflow.Context, in RenditionInput) (RenditionResult, 
 
 	phase(ctx, RenditionPhaseConverting, " from "+prep.Format)
 	var conv contract.ConvertRenditionResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, convertOptions), a.ConvertRendition,
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, convertOptions), contract.ConvertRendition,
 		contract.ConvertRenditionInput{SceneID: in.SceneID, RenditionSource: prep.RenditionSource}).Get(ctx, &conv)
 	if err != nil {
 		msg := renditionMessage(err)
 		phase(ctx, RenditionPhaseRecording, "")
-		rec := workflow.ExecuteActivity(dbCtx, a.FinishRendition, contract.FinishRenditionInput{
+		rec := workflow.ExecuteActivity(dbCtx, contract.FinishRendition, contract.FinishRenditionInput{
 			SceneID: in.SceneID, Folder: prep.Folder, State: RenditionPhaseFailed, Message: msg}).Get(ctx, nil)
 		if rec != nil {
 			return RenditionResult{}, rec
@@ -106,7 +104,7 @@ func SceneRenditions(ctx workflow.Context, in RenditionInput) (RenditionResult, 
 
 	phase(ctx, RenditionPhaseRecording, "")
 	var fin contract.FinishRenditionResult
-	if err := workflow.ExecuteActivity(dbCtx, a.FinishRendition, contract.FinishRenditionInput{
+	if err := workflow.ExecuteActivity(dbCtx, contract.FinishRendition, contract.FinishRenditionInput{
 		SceneID: in.SceneID, Folder: prep.Folder, State: RenditionPhaseReady, Result: &conv}).Get(ctx, &fin); err != nil {
 		return RenditionResult{}, err
 	}

@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -84,9 +83,8 @@ type RenditionRedriveResult struct {
 // child under the scene's business id, on this workflow's (the media) task queue, so one
 // already running is found, not duplicated.
 func RedriveRenditions(ctx workflow.Context, _ RenditionRedriveInput) (RenditionRedriveResult, error) {
-	var a *activities.Activities
 	var pending contract.PendingRenditionsResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, dbOptions), a.PendingRenditions,
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, dbOptions), contract.PendingRenditions,
 		contract.PendingRenditionsInput{MinAge: redriveMinAge, Limit: redriveLimit}).Get(ctx, &pending)
 	if err != nil {
 		return RenditionRedriveResult{}, err

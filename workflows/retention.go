@@ -7,7 +7,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -88,7 +87,7 @@ func SceneRetention(ctx workflow.Context, in RetentionInput) (RetentionResult, e
 		return RetentionResult{}, err
 	}
 	var res contract.PurgeArchivedSceneResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, removeOptions), (*activities.Activities)(nil).PurgeArchivedScene,
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, removeOptions), contract.PurgeArchivedScene,
 		contract.PurgeArchivedSceneInput{SceneID: in.SceneID, IntegrationID: in.IntegrationID, ArchivedAt: in.ArchivedAt}).Get(ctx, &res)
 	if err != nil {
 		return RetentionResult{}, err
@@ -149,11 +148,10 @@ func retentionSearchAttributes(in RetentionInput) temporal.SearchAttributes {
 // again, under the same archiving, needs a timer again, and the new one still counts from
 // ArchivedAt.
 func RedriveRetention(ctx workflow.Context, in RetentionRedriveInput) (RetentionRedriveResult, error) {
-	var a *activities.Activities
 	dbCtx := workflow.WithActivityOptions(ctx, sweepOptions)
 	for page := 0; page < retentionPagesPerRun; page++ {
 		var res contract.ArchivedScenesResult
-		err := workflow.ExecuteActivity(dbCtx, a.ArchivedScenes, contract.ArchivedScenesInput{MinAge: retentionRedriveMinAge,
+		err := workflow.ExecuteActivity(dbCtx, contract.ArchivedScenes, contract.ArchivedScenesInput{MinAge: retentionRedriveMinAge,
 			AfterArchivedAt: in.AfterArchivedAt, AfterID: in.AfterID, Limit: retentionPage}).Get(ctx, &res)
 		if err != nil {
 			return RetentionRedriveResult{Started: in.Started, Running: in.Running}, err

@@ -6,7 +6,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -56,12 +55,11 @@ const orphanRenditionLookback = 24 * time.Hour
 // committed whose window closed more than two hours ago, and the tickets themselves; then what
 // interrupted conversions left in the rendition folders of deleted scenes.
 func SweepOrphanUploads(ctx workflow.Context, _ SweepInput) (SweepResult, error) {
-	var a *activities.Activities
 	ctx = workflow.WithActivityOptions(ctx, sweepOptions)
 	var out SweepResult
 	for i := 0; i < sweepMaxCalls; i++ {
 		var res contract.DeleteOrphanUploadsResult
-		err := workflow.ExecuteActivity(ctx, a.DeleteOrphanUploads, contract.DeleteOrphanUploadsInput{
+		err := workflow.ExecuteActivity(ctx, contract.DeleteOrphanUploads, contract.DeleteOrphanUploadsInput{
 			MinAge: orphanMinAge, BatchSize: sweepBatch, MaxTickets: sweepPerCall}).Get(ctx, &res)
 		if err != nil {
 			return out, err
@@ -74,7 +72,7 @@ func SweepOrphanUploads(ctx workflow.Context, _ SweepInput) (SweepResult, error)
 	}
 	if workflow.GetVersion(ctx, "orphan-renditions", workflow.DefaultVersion, 1) == 1 {
 		var res contract.DeleteOrphanRenditionsResult
-		err := workflow.ExecuteActivity(ctx, a.DeleteOrphanRenditions, contract.DeleteOrphanRenditionsInput{
+		err := workflow.ExecuteActivity(ctx, contract.DeleteOrphanRenditions, contract.DeleteOrphanRenditionsInput{
 			Within: orphanRenditionLookback}).Get(ctx, &res)
 		if err != nil {
 			return out, err

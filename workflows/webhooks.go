@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"log/slog"
 	"strconv"
-	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -16,9 +14,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
-	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -94,7 +89,7 @@ type WebhookDeliveryResult struct {
 // updates. An infrastructure failure (database down, a worker lost mid-request) is retried by
 // Temporal; the receiver's failures are the workflow's to back off from.
 var webhookAttemptOptions = workflow.ActivityOptions{
-	StartToCloseTimeout: events.Timeout + 20*time.Second,
+	StartToCloseTimeout: contract.WebhookTimeout + 20*time.Second,
 	RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
 		MaximumInterval: time.Minute, NonRetryableErrorTypes: []string{contract.ErrBadInput}},
 }
@@ -115,7 +110,7 @@ func WebhookBackoff(deliveryID string, n int) time.Duration {
 	return time.Duration(float64(d) * f)
 }
 
-// WebhookDelivery delivers one event to one endpoint: an attempt (activities.
+// WebhookDelivery delivers one event to one endpoint: an attempt (contract.
 // AttemptWebhookDelivery), and after a failure a durable timer of WebhookBackoff, until the
 // receiver answers 2xx or WebhookRetryWindow has passed since the first attempt; the attempt
 // that starts after the window is the last. A redeliver signal cuts the wait short. A delivery
@@ -129,7 +124,6 @@ func WebhookDelivery(ctx workflow.Context, in WebhookDeliveryInput) (WebhookDeli
 	for redeliver.ReceiveAsync(nil) {
 	}
 	actx := workflow.WithActivityOptions(ctx, webhookAttemptOptions)
-	var a *activities.Activities
 	busy := time.Duration(0)
 	slotFree := workflow.GetSignalChannel(ctx, WebhookSlotSignal)
 	// Only runs started after a failed direct attempt carry a Delay, so older histories replay
@@ -146,7 +140,7 @@ func WebhookDelivery(ctx workflow.Context, in WebhookDeliveryInput) (WebhookDeli
 		final := workflow.Now(ctx).Sub(in.StartedAt) >= WebhookRetryWindow
 		delay := WebhookBackoff(in.DeliveryID, in.Attempt+1)
 		var out contract.AttemptWebhookResult
-		err := workflow.ExecuteActivity(actx, a.AttemptWebhookDelivery,
+		err := workflow.ExecuteActivity(actx, contract.AttemptWebhookDelivery,
 			contract.AttemptWebhookInput{DeliveryID: in.DeliveryID, RetryIn: delay, Final: final}).Get(ctx, &out)
 		if err != nil {
 			var app *temporal.ApplicationError
@@ -241,59 +235,6 @@ func RedeliverWebhook(ctx context.Context, c client.Client, taskQueue string, in
 	return err
 }
 
-// webhookStarts bounds the delivery starts one process has in flight, across every batch: a
-// burst of events (a customer deletion, a bulk of commits) must not flood the Temporal frontend
-// with thousands of concurrent starts, which then all time out (measured on the dev stack's
-// SQLite-backed server: 2 000 at once took 17 s each). Waiting starts queue in memory.
-var webhookStarts = make(chan struct{}, 8)
-
-// WebhookStarter starts the delivery workflows of committed outbox rows (events.Starter) and
-// records the starts, so the re-drive leaves them alone.
-type WebhookStarter struct {
-	Client    client.Client
-	TaskQueue string
-	Ent       *ent.Client
-	Log       *slog.Logger
-}
-
-// StartDeliveries starts each delivery's workflow, a few at a time. Failures are logged; their
-// rows stay undispatched for the re-drive.
-func (s *WebhookStarter) StartDeliveries(ctx context.Context, ds []events.Delivery) {
-	var mu sync.Mutex
-	var started []string
-	var wg sync.WaitGroup
-	for _, d := range ds {
-		select {
-		case webhookStarts <- struct{}{}:
-		case <-ctx.Done():
-			s.Log.Warn("webhook starts waited too long; the re-drive will start the rest", "error", ctx.Err())
-			wg.Wait()
-			_ = events.MarkDispatched(context.WithoutCancel(ctx), s.Ent, started)
-			return
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-webhookStarts; wg.Done() }()
-			in := WebhookDeliveryInput{DeliveryID: d.ID, IntegrationID: d.IntegrationID, WebhookID: d.WebhookID, Type: d.Type,
-				Attempt: d.Attempted}
-			if d.Attempted > 0 {
-				in.Delay = WebhookBackoff(d.ID, d.Attempted)
-			}
-			if err := StartWebhookDelivery(ctx, s.Client, s.TaskQueue, in); err != nil {
-				s.Log.Warn("starting a webhook delivery; the re-drive will retry", "delivery", d.ID, "error", err)
-				return
-			}
-			mu.Lock()
-			started = append(started, d.ID)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	if err := events.MarkDispatched(ctx, s.Ent, started); err != nil {
-		s.Log.Warn("recording webhook starts", "error", err)
-	}
-}
-
 // Schedule of the webhook re-drive.
 const (
 	// WebhookRedriveScheduleID runs RedriveWebhooks.
@@ -320,9 +261,8 @@ type WebhookRedriveResult struct {
 // starts as an abandoned child under the delivery's business id, so one already running is
 // found, not duplicated (its first attempt records the start).
 func RedriveWebhooks(ctx workflow.Context, _ WebhookRedriveInput) (WebhookRedriveResult, error) {
-	var a *activities.Activities
 	var pending contract.PendingWebhooksResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, dbOptions), a.PendingWebhookDeliveries,
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, dbOptions), contract.PendingWebhookDeliveries,
 		contract.PendingWebhooksInput{MinAge: webhookRedriveMinAge, Limit: webhookRedriveLimit}).Get(ctx, &pending)
 	if err != nil {
 		return WebhookRedriveResult{}, err

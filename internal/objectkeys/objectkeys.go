@@ -28,3 +28,10 @@ func Customer(integrationID, customerRecordID string) string {
 func Folder(integrationID, customerRecordID, kind, id string) string {
 	return Customer(integrationID, customerRecordID) + kind + "/" + id + "/"
 }
+
+// CloneFolder is where every object of one clone lives: under the cloning customer's key space
+// (so the customer deletion purges it too), in a folder of its own named by the job — the id
+// the new scene gets — so a rollback removes exactly what the job copied by emptying it.
+func CloneFolder(integrationID, customerRecordID, jobID string) string {
+	return Folder(integrationID, customerRecordID, KindClone, jobID)
+}

@@ -61,7 +61,7 @@ func webhookDispatcher(c client.Client, cfg config.Config, e *ent.Client, log *s
 	}
 	return &events.Dispatcher{
 		Attempt:     attempt,
-		HandOff:     &workflows.WebhookStarter{Client: c, TaskQueue: cfg.TaskQueue, Ent: e, Log: log},
+		HandOff:     &WebhookHandOff{Client: c, TaskQueue: cfg.TaskQueue, Ent: e, Log: log},
 		PerEndpoint: max(cfg.WebhookConcurrency, 1),
 		Workers:     webhookDirectWorkers,
 		MaxWait:     webhookDirectMaxWait,

@@ -60,3 +60,8 @@ type PendingWebhook struct {
 type PendingWebhooksResult struct {
 	Deliveries []PendingWebhook
 }
+
+// WebhookTimeout bounds one delivery attempt: connect, send and the receiver's answer (contract: a
+// 2xx within 10 s delivers). The delivery client enforces it and the workflow sizes the
+// attempt's activity timeout from it.
+const WebhookTimeout = 10 * time.Second
