@@ -14,6 +14,7 @@ import (
 	"github.com/aws/smithy-go"
 	"go.temporal.io/sdk/activity"
 
+	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -58,7 +59,7 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in contract.CopyClone
 		}
 	}
 	if activity.HasHeartbeatDetails(ctx) || activity.GetInfo(ctx).Attempt > 1 {
-		err := a.listFolder(ctx, in.Prefix, func(page []s3types.Object) error {
+		err := a.bucket().ListFolder(ctx, in.Prefix, func(page []s3types.Object) error {
 			for _, o := range page {
 				done[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
 			}
@@ -77,7 +78,7 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in contract.CopyClone
 	// listed while this one is copied: with a queue as short as the pool, every page's listing
 	// (0.2-0.6 s for 1 000 keys on versitygw) left the copies idle, about a tenth of a 5 000-tile
 	// clone.
-	items := make(chan copyItem, in.Concurrency+deleteBatch)
+	items := make(chan copyItem, in.Concurrency+objectstore.Batch)
 	var mu sync.Mutex
 	var firstErr error
 	fail := func(err error) {
@@ -149,7 +150,7 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in contract.CopyClone
 		}
 		var files int
 		var bytes int64
-		err := a.listFolder(ctx, in.Plan.FolderSrc, func(page []s3types.Object) error {
+		err := a.bucket().ListFolder(ctx, in.Plan.FolderSrc, func(page []s3types.Object) error {
 			for _, o := range page {
 				k := aws.ToString(o.Key)
 				files, bytes = files+1, bytes+aws.ToInt64(o.Size)

@@ -11,6 +11,7 @@ import (
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/metrics"
 	"github.com/splathost/splathost/internal/objectkeys"
@@ -89,7 +90,7 @@ func (a *Activities) FinalizeClone(ctx context.Context, in contract.FinalizeClon
 	if err := tx.CloneJob.DeleteOneID(job.ID).Exec(ctx); err != nil {
 		return contract.FinalizeCloneResult{}, fmt.Errorf("closing clone job %s: %w", job.ID, err)
 	}
-	if err := announceScene(ctx, tx, job.IntegrationID, job.ID); err != nil {
+	if err := db.NotifyScenesChanged(ctx, tx, job.IntegrationID, job.ID); err != nil {
 		return contract.FinalizeCloneResult{}, err
 	}
 	var hooks events.Batch

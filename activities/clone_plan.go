@@ -216,7 +216,7 @@ func (a *Activities) measure(ctx context.Context, src *ent.Scene, plan *contract
 	}
 	var folderBytes int64
 	var n int
-	err = a.listFolder(ctx, plan.FolderSrc, func(page []s3types.Object) error {
+	err = a.bucket().ListFolder(ctx, plan.FolderSrc, func(page []s3types.Object) error {
 		for _, o := range page {
 			folderBytes += aws.ToInt64(o.Size)
 		}

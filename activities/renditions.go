@@ -11,6 +11,7 @@ import (
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/media"
@@ -172,7 +173,7 @@ func (a *Activities) FinishRendition(ctx context.Context, in contract.FinishRend
 	if ent.IsNotFound(err) || (err == nil && (sc.RenditionPrefix == nil || *sc.RenditionPrefix != in.Folder)) {
 		_ = tx.Rollback()
 		n := 0
-		err := a.emptyPrefix(ctx, in.Folder, func(k int) { n += k })
+		err := a.bucket().EmptyPrefix(ctx, in.Folder, func(k int) { n += k })
 		return contract.FinishRenditionResult{Removed: n}, err
 	}
 	if err != nil {
@@ -194,7 +195,7 @@ func (a *Activities) FinishRendition(ctx context.Context, in contract.FinishRend
 	if sc, err = up.Save(ctx); err != nil {
 		return contract.FinishRenditionResult{}, err
 	}
-	if err := announceScene(ctx, tx, sc.IntegrationID, sc.ID); err != nil {
+	if err := db.NotifyScenesChanged(ctx, tx, sc.IntegrationID, sc.ID); err != nil {
 		return contract.FinishRenditionResult{}, err
 	}
 	// splat.ready says processing has finished (contract item 15); the item's processing.state

@@ -114,7 +114,7 @@ func (a *Activities) emptyOrphanRendition(ctx context.Context, integrationID, ex
 		if !safePrefix(folder) {
 			continue
 		}
-		if err := a.emptyPrefix(ctx, folder, func(k int) { n += k }); err != nil {
+		if err := a.bucket().EmptyPrefix(ctx, folder, func(k int) { n += k }); err != nil {
 			return n, err
 		}
 	}

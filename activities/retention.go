@@ -11,24 +11,11 @@ import (
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/predicate"
 	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/workflows/contract"
 )
-
-// scenesChannel is internal/db.ScenesChannel. Package activities cannot import internal/db
-// (workflows imports activities, and workflows must stay clear of the stores: internal/arch),
-// so the announcement is spelled out here; keep the two in step.
-const scenesChannel = "splathost_scenes"
-
-// announceScene tells every process's scene cache that a scene changed, as
-// db.NotifyScenesChanged does: delivered on commit, so no cache reloads the row early.
-func announceScene(ctx context.Context, tx *ent.Tx, integrationID, sceneID string) error {
-	if _, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, scenesChannel, integrationID+":"+sceneID); err != nil {
-		return fmt.Errorf("announcing scene %s: %w", sceneID, err)
-	}
-	return nil
-}
 
 // PurgeArchivedScene permanently removes an archived scene whose retention ran out: its row,
 // its view records and its stored objects. Everything happens under the scene's row lock in
@@ -82,7 +69,7 @@ func (a *Activities) PurgeArchivedScene(ctx context.Context, in contract.PurgeAr
 	if err := tx.Scene.DeleteOneID(sc.ID).Exec(ctx); err != nil {
 		return contract.PurgeArchivedSceneResult{}, fmt.Errorf("deleting scene %s: %w", sc.ID, err)
 	}
-	if err := announceScene(ctx, tx, sc.IntegrationID, sc.ID); err != nil {
+	if err := db.NotifyScenesChanged(ctx, tx, sc.IntegrationID, sc.ID); err != nil {
 		return contract.PurgeArchivedSceneResult{}, err
 	}
 	if err := tx.Commit(); err != nil {

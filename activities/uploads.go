@@ -60,15 +60,12 @@ func (a *Activities) DeleteOrphanUploads(ctx context.Context, in contract.Delete
 			}
 			keys, prefixes, ids = append(keys, k...), append(prefixes, p...), append(ids, t.ID)
 		}
-		for i := 0; i < len(keys); i += deleteBatch {
-			if err := a.deleteKeys(ctx, keys[i:min(i+deleteBatch, len(keys))]); err != nil {
-				return out, err
-			}
-			activity.RecordHeartbeat(ctx, out)
+		if err := a.bucket().DeleteKeys(ctx, keys, func(int) { activity.RecordHeartbeat(ctx, out) }); err != nil {
+			return out, err
 		}
 		objects := len(keys)
 		for _, p := range prefixes {
-			if err := a.emptyPrefix(ctx, p, func(n int) {
+			if err := a.bucket().EmptyPrefix(ctx, p, func(n int) {
 				objects += n
 				activity.RecordHeartbeat(ctx, out)
 			}); err != nil {
