@@ -6,8 +6,9 @@ import (
 	"strings"
 
 	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/db"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/quota"
 	"github.com/splathost/splathost/workflows/contract"
 )
@@ -50,31 +51,6 @@ func cloneKey(src, integrationID, dst string) (string, bool) {
 	return dst + strings.Join(rel, "/"), true
 }
 
-// CloneSourceOf applies the spec's rules for the scene a customer asks to clone: a live scene of
-// the caller's integration (anything else is 404, never telling whether it exists); the
-// customer's own scene is a Duplicate; another owner's public scene with allowClone true is a
-// Remix; any other scene of another owner is 403. The owner edge is loaded (the remix names
-// its owner). The scene API checks this before it starts a job, and the job checks it again
-// when it reserves, since the source may change in between.
-func CloneSourceOf(ctx context.Context, c *ent.Client, integrationID, ownerRecordID, sceneID string) (src *ent.Scene, remix bool, err error) {
-	src, err = c.Scene.Query().Where(scene.ID(sceneID), scene.IntegrationID(integrationID), scene.ArchivedAtIsNil()).
-		WithOwner().Only(ctx)
-	if ent.IsNotFound(err) {
-		return nil, false, apperr.NotFound("splat not found")
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	switch {
-	case src.OwnerID == ownerRecordID:
-		return src, false, nil
-	case src.Visibility == scene.VisibilityPublic && src.AllowClone:
-		return src, true, nil
-	default:
-		return nil, false, apperr.Forbidden("the owner does not allow this scene to be cloned")
-	}
-}
-
 // sourceFilesMissing is the spec's 409 for a source whose stored files are gone.
 func sourceFilesMissing(detail string) error {
 	return apperr.Conflict("source files missing from storage: "+detail).With("code", "SOURCE_FILES_MISSING")
@@ -95,7 +71,7 @@ func (a *Activities) PrepareClone(ctx context.Context, in contract.PrepareCloneI
 	} else if !ent.IsNotFound(err) {
 		return contract.PrepareCloneResult{}, err
 	}
-	src, remix, err := CloneSourceOf(ctx, a.Ent, in.IntegrationID, in.OwnerRecordID, in.SourceSceneID)
+	src, remix, err := db.CloneSourceOf(ctx, a.Ent, in.IntegrationID, in.OwnerRecordID, in.SourceSceneID)
 	if err != nil {
 		return contract.PrepareCloneResult{}, clientErrorOr(err)
 	}
@@ -128,33 +104,7 @@ func (a *Activities) PrepareClone(ctx context.Context, in contract.PrepareCloneI
 	return contract.PrepareCloneResult{Bytes: bytes, TotalObjects: total, Plan: plan}, nil
 }
 
-// assetRef reads an asset URL in any of the forms a scene may hold: the stored form
-// (AssetBase/<key>, what uploads answer and records keep) or the service's asset route
-// (PublicBase/assets/<key>, or /assets/s/<token>/<key>, which answers hand out and a levelData
-// author may paste). render builds the URL of another key in the same form; a signed URL
-// becomes the stable unsigned one, since its token covers only the source's folder.
+// assetRef is objectkeys.AssetRef with this deployment's bases.
 func (a *Activities) assetRef(u string) (key string, render func(string) string, ok bool) {
-	return AssetRef(a.AssetBase, a.PublicBase, u)
-}
-
-// AssetRef is assetRef for the given bases (assetBase: config.AssetBase, publicBase:
-// config.PublicBase, may be empty). The scene service reads levelData's audio URL with it, so a
-// save and a clone agree on which URLs name an object.
-func AssetRef(assetBase, publicBase, u string) (key string, render func(string) string, ok bool) {
-	if key, ok := strings.CutPrefix(u, assetBase+"/"); ok {
-		return key, func(k string) string { return assetBase + "/" + k }, true
-	}
-	if publicBase == "" {
-		return "", nil, false
-	}
-	rest, ok := strings.CutPrefix(u, publicBase+"/assets/")
-	if !ok {
-		return "", nil, false
-	}
-	if signed, ok := strings.CutPrefix(rest, "s/"); ok {
-		if _, rest, ok = strings.Cut(signed, "/"); !ok {
-			return "", nil, false
-		}
-	}
-	return rest, func(k string) string { return publicBase + "/assets/" + k }, true
+	return objectkeys.AssetRef(a.AssetBase, a.PublicBase, u)
 }

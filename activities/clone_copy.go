@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/smithy-go"
 	"go.temporal.io/sdk/activity"
 
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/workflows/contract"
 )
@@ -34,7 +34,7 @@ type copyItem struct {
 // source object that vanished fails the job with 409 SOURCE_FILES_MISSING; a cancellation (the
 // job was abandoned) stops the copies and returns.
 func (a *Activities) CopyCloneObjects(ctx context.Context, in contract.CopyCloneInput) (contract.CopyCloneResult, error) {
-	if in.JobID == "" || in.Concurrency <= 0 || !safePrefix(in.Prefix) {
+	if in.JobID == "" || in.Concurrency <= 0 || !objectkeys.SafePrefix(in.Prefix) {
 		return contract.CopyCloneResult{}, badInput("CopyCloneObjects: job, a positive concurrency and the job's folder are required")
 	}
 	for _, o := range in.Plan.Objects {
@@ -42,7 +42,7 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in contract.CopyClone
 			return contract.CopyCloneResult{}, badInput("CopyCloneObjects: %q is outside the job's folder", o.Dst)
 		}
 	}
-	if in.Plan.FolderSrc != "" && (!strings.HasPrefix(in.Plan.FolderDst, in.Prefix) || !safePrefix(in.Plan.FolderSrc)) {
+	if in.Plan.FolderSrc != "" && (!strings.HasPrefix(in.Plan.FolderDst, in.Prefix) || !objectkeys.SafePrefix(in.Plan.FolderSrc)) {
 		return contract.CopyCloneResult{}, badInput("CopyCloneObjects: bad folder %q → %q", in.Plan.FolderSrc, in.Plan.FolderDst)
 	}
 	var res contract.CopyCloneResult
@@ -212,7 +212,7 @@ func folderMismatch(files int, bytes int64, wantFiles int, wantBytes int64) erro
 // maximum; LOD files are at most 50 MiB), well under CopyObject's 5 GiB limit.
 func (a *Activities) copyObject(ctx context.Context, src, dst string) error {
 	_, err := a.Objects.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(a.Bucket), Key: aws.String(dst),
-		CopySource: aws.String(CopySource(a.Bucket, src)), MetadataDirective: s3types.MetadataDirectiveCopy})
+		CopySource: aws.String(objectkeys.CopySource(a.Bucket, src)), MetadataDirective: s3types.MetadataDirectiveCopy})
 	var api smithy.APIError
 	if errors.As(err, &api) && (api.ErrorCode() == "NoSuchKey" || api.ErrorCode() == "NotFound") {
 		return sourceFilesMissing(src[strings.LastIndex(src, "/")+1:] + " was removed during the copy")
@@ -221,14 +221,4 @@ func (a *Activities) copyObject(ctx context.Context, src, dst string) error {
 		return fmt.Errorf("copying %s: %w", src, err)
 	}
 	return nil
-}
-
-// CopySource is the x-amz-copy-source value of a CopyObject: bucket/key, URL-encoded segment
-// by segment (S3 decodes it; a literal '+' must be encoded, or some stores read it as a space).
-func CopySource(bucket, key string) string {
-	segs := strings.Split(bucket+"/"+key, "/")
-	for i, s := range segs {
-		segs[i] = strings.ReplaceAll(url.PathEscape(s), "+", "%2B")
-	}
-	return strings.Join(segs, "/")
 }

@@ -81,7 +81,7 @@ func (a *Activities) FinalizeClone(ctx context.Context, in contract.FinalizeClon
 	rendition := d.Rendition
 	if rendition {
 		create.SetProcessingState(scene.ProcessingStatePending).
-			SetRenditionPrefix(RenditionFolder(job.IntegrationID, job.OwnerID, job.ID))
+			SetRenditionPrefix(objectkeys.RenditionFolder(job.IntegrationID, job.OwnerID, job.ID))
 	}
 	sc, err := create.Save(ctx)
 	if err != nil {

@@ -117,7 +117,7 @@ func (a *Activities) planClone(src *ent.Scene, remix bool, in contract.PrepareCl
 				return s
 			}
 			if _, planned := mapped[key]; !planned && !(plan.FolderSrc != "" && strings.HasPrefix(key, plan.FolderSrc)) {
-				if _, ok := cloneKey(key, in.IntegrationID, dst); !ok || !safeKey(key) || !strings.HasPrefix(key, ownPrefix) {
+				if _, ok := cloneKey(key, in.IntegrationID, dst); !ok || !objectkeys.SafeKey(key) || !strings.HasPrefix(key, ownPrefix) {
 					return s // not an object of the source's owner: left as it is
 				}
 				if refs++; refs > maxLevelDataAssets {

@@ -59,10 +59,6 @@ func TestCopyTitle(t *testing.T) {
 	require.True(t, strings.HasSuffix(got, " (Copy)"))
 }
 
-func TestCopySource(t *testing.T) {
-	require.Equal(t, "b/i/x/a%20b%2Bc.ply", CopySource("b", "i/x/a b+c.ply"))
-}
-
 func TestPlanCloneRewritesEveryURL(t *testing.T) {
 	a := &Activities{AssetBase: "http://s3/bucket"}
 	src := "i/" + cloneInt + "/u/o/"

@@ -3,11 +3,11 @@ package activities
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -18,12 +18,12 @@ import (
 // turn this into a bucket-wide delete.
 func (a *Activities) DeleteObjects(ctx context.Context, in contract.DeleteObjectsInput) (contract.DeleteObjectsResult, error) {
 	for _, k := range in.Keys {
-		if !safeKey(k) {
+		if !objectkeys.SafeKey(k) {
 			return contract.DeleteObjectsResult{}, badInput("refusing to delete key %q: outside the scene key space", k)
 		}
 	}
 	for _, p := range in.Prefixes {
-		if !safePrefix(p) {
+		if !objectkeys.SafePrefix(p) {
 			return contract.DeleteObjectsResult{}, badInput("refusing to empty prefix %q: too broad or outside the scene key space", p)
 		}
 	}
@@ -55,29 +55,6 @@ func (a *Activities) DeleteObjects(ctx context.Context, in contract.DeleteObject
 		activity.RecordHeartbeat(ctx, p)
 	}
 	return contract.DeleteObjectsResult{Deleted: p.Deleted}, nil
-}
-
-// safeKey accepts a key of the scene key space: i/<integration>/…, with no empty or dot
-// segments.
-func safeKey(k string) bool {
-	parts := strings.Split(k, "/")
-	if len(parts) < 3 || parts[0] != "i" {
-		return false
-	}
-	for _, s := range parts {
-		if s == "" || s == "." || s == ".." {
-			return false
-		}
-	}
-	return true
-}
-
-// safePrefix accepts a folder at least four levels down the scene key space (a customer's
-// objects, i/<integration>/u/<customer>/, or narrower), ending in a slash so that it never
-// matches a sibling whose name merely starts the same.
-func safePrefix(p string) bool {
-	body, ok := strings.CutSuffix(p, "/")
-	return ok && safeKey(body) && strings.Count(body, "/") >= 3
 }
 
 func badInput(format string, args ...any) error {

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/splathost/splathost/activities/activitiestest"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -147,8 +148,8 @@ func TestDeleteObjectsRefusesBroadInput(t *testing.T) {
 		require.Empty(t, b.Deletes(), "case %d", i)
 		require.Empty(t, b.Lists(), "case %d", i)
 	}
-	require.True(t, safePrefix(owner))
-	require.True(t, safePrefix(owner+"lod_folder/t/"))
+	require.True(t, objectkeys.SafePrefix(owner))
+	require.True(t, objectkeys.SafePrefix(owner+"lod_folder/t/"))
 }
 
 func TestSlicePurge(t *testing.T) {

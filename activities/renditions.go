@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -23,36 +22,6 @@ import (
 // and, when the scene has no image, renders a poster. Everything lands in the scene's own
 // rendition folder (RenditionFolder), which the scene's delete and purges remove whole; the
 // bytes are never charged (fileSizeBytes is the upload's).
-
-// RenditionFormats are the upload formats that get a rendition; .sog uploads and LOD folders
-// are already what a rendition would be, and are skipped.
-var RenditionFormats = []string{".ply", ".splat", ".ksplat"}
-
-// RenditionFolder is where a scene's renditions live: under its owner's key space (so the
-// customer's deletion finds them like every other object of the scene), in a folder named by
-// the scene, which the asset route maps back to the scene for its access rules.
-func RenditionFolder(integrationID, ownerRecordID, sceneID string) string {
-	return objectkeys.Folder(integrationID, ownerRecordID, objectkeys.KindRendition, sceneID)
-}
-
-// RenditionFormat is the converter input format of a scene's upload, and whether the scene
-// gets a rendition at all.
-func RenditionFormat(splatType, splatURL string) (string, bool) {
-	if splatType != string(scene.SplatTypeFile) {
-		return "", false
-	}
-	u := splatURL
-	if i := strings.IndexAny(u, "?#"); i >= 0 {
-		u = u[:i]
-	}
-	ext := strings.ToLower(path.Ext(u))
-	for _, f := range RenditionFormats {
-		if ext == f {
-			return ext, true
-		}
-	}
-	return "", false
-}
 
 // RenditionSettings are the media worker's conversion settings.
 type RenditionSettings struct {
@@ -100,9 +69,9 @@ func (a *Activities) PrepareRendition(ctx context.Context, in contract.PrepareRe
 	if sc.ProcessingState != scene.ProcessingStatePending {
 		return contract.PrepareRenditionResult{Skip: true, Reason: "the scene's rendition is " + string(sc.ProcessingState)}, nil
 	}
-	format, ok := RenditionFormat(string(sc.SplatType), sc.SplatURL)
+	format, ok := contract.RenditionFormat(string(sc.SplatType), sc.SplatURL)
 	key, inStore := strings.CutPrefix(sc.SplatURL, a.AssetBase+"/")
-	if !ok || !inStore || !safeKey(key) || sc.RenditionPrefix == nil || !safePrefix(*sc.RenditionPrefix) {
+	if !ok || !inStore || !objectkeys.SafeKey(key) || sc.RenditionPrefix == nil || !objectkeys.SafePrefix(*sc.RenditionPrefix) {
 		return contract.PrepareRenditionResult{Skip: true, Reason: "the scene's upload has no rendition"}, nil
 	}
 	out := contract.PrepareRenditionResult{RenditionSource: contract.RenditionSource{SourceKey: key, Format: format, Folder: *sc.RenditionPrefix,
@@ -160,7 +129,7 @@ func levelView(ld map[string]any) (orient *[3]float64, cam *media.Camera, bg *[3
 // has none, so an image the editor saved in the meantime wins. updated_at is kept: a rendition
 // is not an edit, and lists sorted by it must not reorder when one lands.
 func (a *Activities) FinishRendition(ctx context.Context, in contract.FinishRenditionInput) (contract.FinishRenditionResult, error) {
-	if in.SceneID == "" || !safePrefix(in.Folder) || (in.State != "ready" && in.State != "failed") ||
+	if in.SceneID == "" || !objectkeys.SafePrefix(in.Folder) || (in.State != "ready" && in.State != "failed") ||
 		(in.State == "ready" && in.Result == nil) {
 		return contract.FinishRenditionResult{}, badInput("incomplete rendition outcome for scene %q", in.SceneID)
 	}

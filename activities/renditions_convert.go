@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/media"
 	"github.com/splathost/splathost/workflows/contract"
 )
@@ -30,7 +31,7 @@ func (a *Activities) ConvertRendition(ctx context.Context, in contract.ConvertRe
 	if a.Renditions == nil {
 		return contract.ConvertRenditionResult{}, errors.New("this worker converts no renditions (not a media worker)")
 	}
-	if in.SceneID == "" || !safeKey(in.SourceKey) || !safePrefix(in.Folder) {
+	if in.SceneID == "" || !objectkeys.SafeKey(in.SourceKey) || !objectkeys.SafePrefix(in.Folder) {
 		return contract.ConvertRenditionResult{}, badInput("incomplete rendition input for scene %q", in.SceneID)
 	}
 	// The heartbeat starts before the wait for a slot: a conversion queued behind another is

@@ -13,6 +13,7 @@ import (
 	"github.com/splathost/splathost/ent/assetpurge"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -110,8 +111,8 @@ func (a *Activities) emptyOrphanRendition(ctx context.Context, integrationID, ex
 	}
 	n := 0
 	for owner := range owners {
-		folder := RenditionFolder(integrationID, owner, sceneID)
-		if !safePrefix(folder) {
+		folder := objectkeys.RenditionFolder(integrationID, owner, sceneID)
+		if !objectkeys.SafePrefix(folder) {
 			continue
 		}
 		if err := a.bucket().EmptyPrefix(ctx, folder, func(k int) { n += k }); err != nil {

@@ -3,8 +3,6 @@ package activities
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/splathost/splathost/ent"
@@ -50,7 +48,7 @@ func (a *Activities) PurgeArchivedScene(ctx context.Context, in contract.PurgeAr
 	case sc.ArchiveProtected:
 		return contract.PurgeArchivedSceneResult{Reason: contract.RetentionKeptProtected}, nil
 	}
-	keys, prefixes := SceneObjects(sc)
+	keys, prefixes := objectkeys.SceneObjects(sc.IntegrationID, sc.AssetKeys, sc.LodFolderKey, sc.RenditionPrefix)
 	if len(keys)+len(prefixes) > 0 {
 		if _, err := a.DeleteObjects(ctx, contract.DeleteObjectsInput{Keys: keys, Prefixes: prefixes}); err != nil {
 			return contract.PurgeArchivedSceneResult{}, err
@@ -77,32 +75,6 @@ func (a *Activities) PurgeArchivedScene(ctx context.Context, in contract.PurgeAr
 	}
 	a.Events.Flush(ctx, &hooks)
 	return contract.PurgeArchivedSceneResult{Removed: true}, nil
-}
-
-// SceneObjects lists a scene's stored objects, as its DELETE, the customer purge and the
-// retention purge remove them: every asset key, the LOD folder of a LOD scene and the scene's
-// rendition folder; nothing outside the scene's integration, whatever the row says, and never a
-// folder that would widen into a listing of more than the scene's own objects (DeleteObjects
-// refuses those too).
-func SceneObjects(sc *ent.Scene) (keys, prefixes []string) {
-	scope := objectkeys.Integration(sc.IntegrationID)
-	for _, k := range sc.AssetKeys {
-		if strings.HasPrefix(k, scope) && safeKey(k) && !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-	}
-	folder := func(f string) {
-		if strings.HasPrefix(f, scope) && safePrefix(f) && !slices.Contains(prefixes, f) {
-			prefixes = append(prefixes, f)
-		}
-	}
-	if sc.LodFolderKey != nil {
-		folder(strings.TrimSuffix(*sc.LodFolderKey, "/") + "/")
-	}
-	if sc.RenditionPrefix != nil {
-		folder(*sc.RenditionPrefix)
-	}
-	return keys, prefixes
 }
 
 // ArchivedScenes lists unprotected archived scenes for the retention re-drive, a bounded page

@@ -109,11 +109,11 @@ func (a *Activities) abortMultipart(ctx context.Context, t *ent.UploadTicket) er
 // folder itself, since the client may have uploaded only part of what it declared. Only keys
 // under the ticket's own prefix count, and only a prefix of the scene key space.
 func ticketObjects(t *ent.UploadTicket) (keys, prefixes []string, ok bool) {
-	if !strings.HasPrefix(t.Prefix, objectkeys.Integration(t.IntegrationID)) || !safePrefix(t.Prefix) {
+	if !strings.HasPrefix(t.Prefix, objectkeys.Integration(t.IntegrationID)) || !objectkeys.SafePrefix(t.Prefix) {
 		return nil, nil, false
 	}
 	for _, o := range t.Objects {
-		if strings.HasPrefix(o.Key, t.Prefix) && safeKey(o.Key) {
+		if strings.HasPrefix(o.Key, t.Prefix) && objectkeys.SafeKey(o.Key) {
 			keys = append(keys, o.Key)
 		}
 	}

@@ -16,12 +16,13 @@ import (
 
 	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/activities/activitiestest"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
 const renditionScene = "eeeeeeeeeeeeeeeeeeeeeeee"
 
-var renditionFolder = activities.RenditionFolder(testIntegration, "dddddddddddddddddddddddd", renditionScene)
+var renditionFolder = objectkeys.RenditionFolder(testIntegration, "dddddddddddddddddddddddd", renditionScene)
 
 func newRenditionEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *activities.Activities) {
 	t.Helper()

@@ -27,7 +27,7 @@ var forbidden = map[string][]string{
 	"internal/idempotency": {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker", "ent"},
 	// Services never reach up to the gateway or across to the wiring, and know the activities
 	// only by contract (workflows/contract) when they start or read a workflow.
-	"services/": {"gateway", "internal/boot", "internal/allinone", "internal/worker", "cmd/"},
+	"services/": {"gateway", "internal/boot", "internal/allinone", "internal/worker", "cmd/", "activities"},
 	// Workflows stay deterministic: they know the activities only by contract, and the
 	// activities, which implement it, may use the stores but never the workflows.
 	"activities": {"workflows", "gateway", "services/", "internal/boot", "internal/allinone", "internal/worker"},

@@ -35,3 +35,10 @@ func Folder(integrationID, customerRecordID, kind, id string) string {
 func CloneFolder(integrationID, customerRecordID, jobID string) string {
 	return Folder(integrationID, customerRecordID, KindClone, jobID)
 }
+
+// RenditionFolder is where a scene's renditions live: under its owner's key space (so the
+// customer's deletion finds them like every other object of the scene), in a folder named by
+// the scene, which the asset route maps back to the scene for its access rules.
+func RenditionFolder(integrationID, ownerRecordID, sceneID string) string {
+	return Folder(integrationID, ownerRecordID, KindRendition, sceneID)
+}

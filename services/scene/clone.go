@@ -12,11 +12,11 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"go.temporal.io/sdk/client"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/account"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/quota"
@@ -89,7 +89,7 @@ func (s *Service) clone(c *fiber.Ctx) error {
 		return apperr.Unauthorized("external user is inactive")
 	}
 	// The job checks again when it reserves; checking here answers 404 and 403 without a job.
-	if _, _, err := activities.CloneSourceOf(ctx, s.db.Ent, caller.IntegrationID, owner.ID, id); err != nil {
+	if _, _, err := db.CloneSourceOf(ctx, s.db.Ent, caller.IntegrationID, owner.ID, id); err != nil {
 		return err
 	}
 	wfID := workflows.CloneWorkflowID(caller.IntegrationID, owner.ID)

@@ -9,7 +9,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/account"
 	"github.com/splathost/splathost/ent/clonejob"
@@ -19,6 +18,7 @@ import (
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/workflows"
 	"github.com/splathost/splathost/workflows/contract"
 )
@@ -208,11 +208,11 @@ func deleteCustomer(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, eu st
 	return del, nil
 }
 
-// sceneObjects lists what the purge removes: each scene's objects as activities.SceneObjects
+// sceneObjects lists what the purge removes: each scene's objects as objectkeys.SceneObjects
 // names them (asset keys, LOD and rendition folders), once each.
 func sceneObjects(scenes []*ent.Scene) (keys, prefixes []string) {
 	for _, sc := range scenes {
-		k, p := activities.SceneObjects(sc)
+		k, p := objectkeys.SceneObjects(sc.IntegrationID, sc.AssetKeys, sc.LodFolderKey, sc.RenditionPrefix)
 		keys, prefixes = append(keys, k...), append(prefixes, p...)
 	}
 	slices.Sort(keys)

@@ -1,6 +1,8 @@
 package contract
 
 import (
+	"path"
+	"strings"
 	"time"
 
 	"github.com/splathost/splathost/media"
@@ -116,4 +118,29 @@ type DeleteOrphanRenditionsResult struct {
 	Checked int
 	Folders int
 	Objects int
+}
+
+// RenditionFormats are the upload formats that get a rendition; .sog uploads and LOD folders
+// are already what a rendition would be, and are skipped.
+var RenditionFormats = []string{".ply", ".splat", ".ksplat"}
+
+// RenditionFormat is the converter input format of a scene's upload, and whether the scene
+// gets a rendition at all.
+func RenditionFormat(splatType, splatURL string) (string, bool) {
+	// "file" is ent's scene.SplatTypeFile, spelled out: ent imports this package for its JSON
+	// columns, so this package cannot import ent (TestRenditionFormat holds the two together).
+	if splatType != "file" {
+		return "", false
+	}
+	u := splatURL
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i]
+	}
+	ext := strings.ToLower(path.Ext(u))
+	for _, f := range RenditionFormats {
+		if ext == f {
+			return ext, true
+		}
+	}
+	return "", false
 }
