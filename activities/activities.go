@@ -4,39 +4,21 @@
 package activities
 
 import (
-	"context"
 	"log/slog"
 
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/internal/events"
+	"github.com/splathost/splathost/internal/objectstore"
 )
 
-// ErrBadInput is the application error type of input an activity can never process; it is
-// returned non-retryable, so a workflow fails fast instead of retrying forever.
-const ErrBadInput = "BadInput"
-
-// ObjectAPI is the part of the S3 API the activities use. *s3.Client implements it; tests
-// substitute an in-memory bucket to drive failures and resumption.
-type ObjectAPI interface {
-	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, opts ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
-	DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, opts ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
-	HeadObject(ctx context.Context, in *s3.HeadObjectInput, opts ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
-	CopyObject(ctx context.Context, in *s3.CopyObjectInput, opts ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
-	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
-	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
-	AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipartUploadInput, opts ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
-}
-
 // Activities holds the dependencies of every activity; its exported methods are the activities.
-// It names the stores by their clients (ent, the S3 API), not by internal/db and
-// internal/objectstore: package workflows references these methods, and must not depend on the
-// store packages (internal/arch); the worker wires the clients in.
+// Workflows know the activities only by contract (workflows/contract), so this package is free
+// to use the stores; the worker wires the clients in.
 type Activities struct {
 	Ent     *ent.Client
-	Objects ObjectAPI
+	Objects objectstore.API
 	Bucket  string
 	// AssetBase prefixes an object key to make its public URL (config.Config.AssetBase); clones
 	// rewrite the URLs of their source to their copies with it.
@@ -64,4 +46,9 @@ type Activities struct {
 func Register(w worker.Registry, a *Activities) int {
 	w.RegisterActivity(a)
 	return 1
+}
+
+// bucket is the store operations on the activities' bucket.
+func (a *Activities) bucket() objectstore.Bucket {
+	return objectstore.Bucket{API: a.Objects, Name: a.Bucket}
 }

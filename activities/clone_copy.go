@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 
@@ -14,32 +13,10 @@ import (
 	"github.com/aws/smithy-go"
 	"go.temporal.io/sdk/activity"
 
-	"github.com/splathost/splathost/ent/schema"
+	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/internal/objectstore"
+	"github.com/splathost/splathost/workflows/contract"
 )
-
-// CopyCloneInput is one job's copy: the plan PrepareClone made, the job's folder (Prefix) and
-// how many copies run at once.
-type CopyCloneInput struct {
-	JobID        string
-	Prefix       string
-	Plan         schema.ClonePlan
-	TotalObjects int
-	Concurrency  int
-}
-
-// CloneProgress is CopyCloneObjects' heartbeat, which the clone API reads to answer polls and
-// the Temporal UI shows on the pending activity.
-type CloneProgress struct {
-	Copied int `json:"copied"`
-	Total  int `json:"total"`
-}
-
-// CopyCloneResult counts what the copy did: Copied objects it copied in this attempt, Skipped
-// objects an earlier attempt had copied already.
-type CopyCloneResult struct {
-	Copied  int
-	Skipped int
-}
 
 // copyItem is one object to copy. verify asks for a HEAD of the copy: the single objects of a
 // plan were measured (and charged) by PrepareClone, possibly long before the copy.
@@ -56,19 +33,19 @@ type copyItem struct {
 // is copied again, including what was copied after the last heartbeat reached the server. A
 // source object that vanished fails the job with 409 SOURCE_FILES_MISSING; a cancellation (the
 // job was abandoned) stops the copies and returns.
-func (a *Activities) CopyCloneObjects(ctx context.Context, in CopyCloneInput) (CopyCloneResult, error) {
-	if in.JobID == "" || in.Concurrency <= 0 || !safePrefix(in.Prefix) {
-		return CopyCloneResult{}, badInput("CopyCloneObjects: job, a positive concurrency and the job's folder are required")
+func (a *Activities) CopyCloneObjects(ctx context.Context, in contract.CopyCloneInput) (contract.CopyCloneResult, error) {
+	if in.JobID == "" || in.Concurrency <= 0 || !objectkeys.SafePrefix(in.Prefix) {
+		return contract.CopyCloneResult{}, badInput("CopyCloneObjects: job, a positive concurrency and the job's folder are required")
 	}
 	for _, o := range in.Plan.Objects {
 		if !strings.HasPrefix(o.Dst, in.Prefix) {
-			return CopyCloneResult{}, badInput("CopyCloneObjects: %q is outside the job's folder", o.Dst)
+			return contract.CopyCloneResult{}, badInput("CopyCloneObjects: %q is outside the job's folder", o.Dst)
 		}
 	}
-	if in.Plan.FolderSrc != "" && (!strings.HasPrefix(in.Plan.FolderDst, in.Prefix) || !safePrefix(in.Plan.FolderSrc)) {
-		return CopyCloneResult{}, badInput("CopyCloneObjects: bad folder %q → %q", in.Plan.FolderSrc, in.Plan.FolderDst)
+	if in.Plan.FolderSrc != "" && (!strings.HasPrefix(in.Plan.FolderDst, in.Prefix) || !objectkeys.SafePrefix(in.Plan.FolderSrc)) {
+		return contract.CopyCloneResult{}, badInput("CopyCloneObjects: bad folder %q → %q", in.Plan.FolderSrc, in.Plan.FolderDst)
 	}
-	var res CopyCloneResult
+	var res contract.CopyCloneResult
 	done := map[string]int64{}
 	// floor is the progress an earlier attempt already showed (its last heartbeat, which the
 	// clone API answered polls with) or more: what is already in the job's folder. A resumed
@@ -76,18 +53,18 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in CopyCloneInput) (C
 	// count catches up as it skips what is done, then passes it.
 	floor := 0
 	if activity.HasHeartbeatDetails(ctx) {
-		var last CloneProgress
+		var last contract.CloneProgress
 		if err := activity.GetHeartbeatDetails(ctx, &last); err == nil {
 			floor = last.Copied
 		}
 	}
 	if activity.HasHeartbeatDetails(ctx) || activity.GetInfo(ctx).Attempt > 1 {
-		err := a.listFolder(ctx, in.Prefix, func(page []s3types.Object) error {
+		err := a.bucket().ListFolder(ctx, in.Prefix, func(page []s3types.Object) error {
 			for _, o := range page {
 				done[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
 			}
 			// A long listing keeps the attempt alive, at the progress already shown.
-			activity.RecordHeartbeat(ctx, CloneProgress{Copied: min(max(floor, len(done)), in.TotalObjects), Total: in.TotalObjects})
+			activity.RecordHeartbeat(ctx, contract.CloneProgress{Copied: min(max(floor, len(done)), in.TotalObjects), Total: in.TotalObjects})
 			return nil
 		})
 		if err != nil {
@@ -101,7 +78,7 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in CopyCloneInput) (C
 	// listed while this one is copied: with a queue as short as the pool, every page's listing
 	// (0.2-0.6 s for 1 000 keys on versitygw) left the copies idle, about a tenth of a 5 000-tile
 	// clone.
-	items := make(chan copyItem, in.Concurrency+deleteBatch)
+	items := make(chan copyItem, in.Concurrency+objectstore.Batch)
 	var mu sync.Mutex
 	var firstErr error
 	fail := func(err error) {
@@ -112,7 +89,7 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in CopyCloneInput) (C
 		mu.Unlock()
 		cancel()
 	}
-	progress := CloneProgress{Copied: floor, Total: in.TotalObjects}
+	progress := contract.CloneProgress{Copied: floor, Total: in.TotalObjects}
 	step := func(copied bool) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -173,7 +150,7 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in CopyCloneInput) (C
 		}
 		var files int
 		var bytes int64
-		err := a.listFolder(ctx, in.Plan.FolderSrc, func(page []s3types.Object) error {
+		err := a.bucket().ListFolder(ctx, in.Plan.FolderSrc, func(page []s3types.Object) error {
 			for _, o := range page {
 				k := aws.ToString(o.Key)
 				files, bytes = files+1, bytes+aws.ToInt64(o.Size)
@@ -235,7 +212,7 @@ func folderMismatch(files int, bytes int64, wantFiles int, wantBytes int64) erro
 // maximum; LOD files are at most 50 MiB), well under CopyObject's 5 GiB limit.
 func (a *Activities) copyObject(ctx context.Context, src, dst string) error {
 	_, err := a.Objects.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(a.Bucket), Key: aws.String(dst),
-		CopySource: aws.String(CopySource(a.Bucket, src)), MetadataDirective: s3types.MetadataDirectiveCopy})
+		CopySource: aws.String(objectkeys.CopySource(a.Bucket, src)), MetadataDirective: s3types.MetadataDirectiveCopy})
 	var api smithy.APIError
 	if errors.As(err, &api) && (api.ErrorCode() == "NoSuchKey" || api.ErrorCode() == "NotFound") {
 		return sourceFilesMissing(src[strings.LastIndex(src, "/")+1:] + " was removed during the copy")
@@ -244,14 +221,4 @@ func (a *Activities) copyObject(ctx context.Context, src, dst string) error {
 		return fmt.Errorf("copying %s: %w", src, err)
 	}
 	return nil
-}
-
-// CopySource is the x-amz-copy-source value of a CopyObject: bucket/key, URL-encoded segment
-// by segment (S3 decodes it; a literal '+' must be encoded, or some stores read it as a space).
-func CopySource(bucket, key string) string {
-	segs := strings.Split(bucket+"/"+key, "/")
-	for i, s := range segs {
-		segs[i] = strings.ReplaceAll(url.PathEscape(s), "+", "%2B")
-	}
-	return strings.Join(segs, "/")
 }

@@ -11,65 +11,53 @@ import (
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/metrics"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/quota"
 	"github.com/splathost/splathost/internal/scenerow"
+	"github.com/splathost/splathost/workflows/contract"
 )
-
-// FinalizeCloneInput names the job whose copy is complete.
-type FinalizeCloneInput struct {
-	JobID         string
-	OwnerRecordID string
-	AccountID     string
-}
-
-// FinalizeCloneResult is the new scene and the account storage meter after the clone.
-type FinalizeCloneResult struct {
-	SplatID string
-	Usage   quota.Snapshot
-	// RenditionPending says the clone was created with a rendition to build.
-	RenditionPending bool
-}
 
 // FinalizeClone turns the job into its scene in one transaction: the scene row from the draft
 // (private, unpublished, allowClone false, holding no scene slot until its first publish), the
 // job row deleted — its reserved bytes stay charged, now to the scene. A retry after a lost
 // answer finds the scene and answers the same. A job whose row is gone (its customer was
 // deleted) fails with 404, and the workflow removes the copies.
-func (a *Activities) FinalizeClone(ctx context.Context, in FinalizeCloneInput) (FinalizeCloneResult, error) {
+func (a *Activities) FinalizeClone(ctx context.Context, in contract.FinalizeCloneInput) (contract.FinalizeCloneResult, error) {
 	if in.JobID == "" || in.OwnerRecordID == "" || in.AccountID == "" {
-		return FinalizeCloneResult{}, badInput("FinalizeClone: job, owner and account are required")
+		return contract.FinalizeCloneResult{}, badInput("FinalizeClone: job, owner and account are required")
 	}
 	tx, err := a.Ent.Tx(ctx)
 	if err != nil {
-		return FinalizeCloneResult{}, err
+		return contract.FinalizeCloneResult{}, err
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
 	// Lock order: customer, then the job row (as the customer deletion and RollbackClone).
 	if _, err := tx.ExternalUser.Query().Where(externaluser.ID(in.OwnerRecordID)).ForUpdate().Only(ctx); err != nil {
-		return FinalizeCloneResult{}, fmt.Errorf("locking customer %s: %w", in.OwnerRecordID, err)
+		return contract.FinalizeCloneResult{}, fmt.Errorf("locking customer %s: %w", in.OwnerRecordID, err)
 	}
 	job, err := tx.CloneJob.Query().Where(clonejob.ID(in.JobID)).ForUpdate().Only(ctx)
 	if ent.IsNotFound(err) {
 		if n, err := tx.Scene.Query().Where(scene.ID(in.JobID)).Count(ctx); err != nil || n == 0 {
 			if err != nil {
-				return FinalizeCloneResult{}, err
+				return contract.FinalizeCloneResult{}, err
 			}
-			return FinalizeCloneResult{}, ClientError(apperr.NotFound("external user not found"))
+			return contract.FinalizeCloneResult{}, contract.ClientError(apperr.NotFound("external user not found"))
 		}
 		acct, err := tx.Account.Get(ctx, in.AccountID)
 		if err != nil {
-			return FinalizeCloneResult{}, err
+			return contract.FinalizeCloneResult{}, err
 		}
-		return FinalizeCloneResult{SplatID: in.JobID, Usage: quota.AccountSnapshot(acct)}, nil
+		return contract.FinalizeCloneResult{SplatID: in.JobID, Usage: contract.Usage(quota.AccountSnapshot(acct))}, nil
 	}
 	if err != nil {
-		return FinalizeCloneResult{}, fmt.Errorf("locking clone job %s: %w", in.JobID, err)
+		return contract.FinalizeCloneResult{}, fmt.Errorf("locking clone job %s: %w", in.JobID, err)
 	}
 	acct, err := recheckClone(ctx, tx, job)
 	if err != nil {
-		return FinalizeCloneResult{}, err
+		return contract.FinalizeCloneResult{}, err
 	}
 	d := job.Draft
 	rendition := d.Rendition
@@ -79,34 +67,34 @@ func (a *Activities) FinalizeClone(ctx context.Context, in FinalizeCloneInput) (
 		InitialCameraPosition: d.InitialCameraPosition, InitialCameraRotation: d.InitialCameraRotation,
 		LevelData: d.LevelData, RemixedFrom: d.RemixedFrom, FileSizeBytes: job.Bytes, AssetKeys: d.AssetKeys}
 	if rendition {
-		row.RenditionPrefix = RenditionFolder(job.IntegrationID, job.OwnerID, job.ID)
+		row.RenditionPrefix = objectkeys.RenditionFolder(job.IntegrationID, job.OwnerID, job.ID)
 	}
 	create := scenerow.Create(tx.Scene, row).SetAllowEmbed(d.AllowEmbed).SetAllowComments(d.AllowComments).
 		SetAllowReactions(d.AllowReactions).SetAllowClone(false).SetClonedFromID(job.SourceSceneID).SetHoldsSplatSlot(false)
 	sc, err := create.Save(ctx)
 	if err != nil {
-		return FinalizeCloneResult{}, fmt.Errorf("creating the clone %s: %w", job.ID, err)
+		return contract.FinalizeCloneResult{}, fmt.Errorf("creating the clone %s: %w", job.ID, err)
 	}
 	if err := tx.CloneJob.DeleteOneID(job.ID).Exec(ctx); err != nil {
-		return FinalizeCloneResult{}, fmt.Errorf("closing clone job %s: %w", job.ID, err)
+		return contract.FinalizeCloneResult{}, fmt.Errorf("closing clone job %s: %w", job.ID, err)
 	}
-	if err := announceScene(ctx, tx, job.IntegrationID, job.ID); err != nil {
-		return FinalizeCloneResult{}, err
+	if err := db.NotifyScenesChanged(ctx, tx, job.IntegrationID, job.ID); err != nil {
+		return contract.FinalizeCloneResult{}, err
 	}
 	var hooks events.Batch
 	if err := a.Events.EmitSplat(ctx, tx, &hooks, events.SplatCreated, sc, ""); err != nil {
-		return FinalizeCloneResult{}, err
+		return contract.FinalizeCloneResult{}, err
 	}
 	if err := a.Events.Emit(ctx, tx, &hooks, job.IntegrationID, events.CloneSucceeded, events.Value(events.CloneSucceededData{
 		JobID: cloneJobID(ctx), SplatID: job.ID, SourceSplatID: job.SourceSceneID})); err != nil {
-		return FinalizeCloneResult{}, err
+		return contract.FinalizeCloneResult{}, err
 	}
 	if err := tx.Commit(); err != nil {
-		return FinalizeCloneResult{}, fmt.Errorf("committing the clone %s: %w", job.ID, err)
+		return contract.FinalizeCloneResult{}, fmt.Errorf("committing the clone %s: %w", job.ID, err)
 	}
 	a.Events.Flush(ctx, &hooks)
 	metrics.CloneJobs.WithLabelValues("succeeded").Inc()
-	return FinalizeCloneResult{SplatID: job.ID, Usage: quota.AccountSnapshot(acct), RenditionPending: rendition}, nil
+	return contract.FinalizeCloneResult{SplatID: job.ID, Usage: contract.Usage(quota.AccountSnapshot(acct)), RenditionPending: rendition}, nil
 }
 
 // recheckClone applies the commit's rules once more, under the row locks, before a job becomes
@@ -124,7 +112,7 @@ func recheckClone(ctx context.Context, tx *ent.Tx, job *ent.CloneJob) (*ent.Acco
 		return nil, fmt.Errorf("reading customer %s: %w", job.OwnerID, err)
 	}
 	if u.BillingState != externaluser.BillingStateActive {
-		return nil, ClientError(apperr.Unauthorized("external user is inactive or suspended"))
+		return nil, contract.ClientError(apperr.Unauthorized("external user is inactive or suspended"))
 	}
 	if err := quota.Release(ctx, tx, job.OwnerID, job.AccountID, quota.Charge{Bytes: job.Bytes}); err != nil {
 		return nil, fmt.Errorf("re-checking clone job %s: %w", job.ID, err)
@@ -136,18 +124,6 @@ func recheckClone(ctx context.Context, tx *ent.Tx, job *ent.CloneJob) (*ent.Acco
 	return acct, nil
 }
 
-// RollbackCloneInput names the job to undo; Message is why it failed, for clone.failed.
-type RollbackCloneInput struct {
-	JobID         string
-	IntegrationID string
-	OwnerRecordID string
-	SourceSplatID string
-	Message       string
-}
-
-// CloneFailedMessage is clone.failed's message when the failure is not the client's to read.
-const CloneFailedMessage = "the clone failed and was rolled back"
-
 // cloneJobID is the clone job's public id (the API's jobId): its workflow run's id.
 func cloneJobID(ctx context.Context) string {
 	if !activity.IsActivity(ctx) {
@@ -156,29 +132,23 @@ func cloneJobID(ctx context.Context) string {
 	return activity.GetInfo(ctx).WorkflowExecution.RunID
 }
 
-// RollbackCloneResult says what the rollback undid.
-type RollbackCloneResult struct {
-	Deleted  int
-	Released int64
-}
-
 // RollbackClone undoes a failed or abandoned job: every object in the job's folder goes (what
 // the copy made, including anything copied after its last heartbeat), then the job row and its
 // reservation, in one transaction. Deleting objects already gone is success and a missing row
 // means the bytes were released already (or went with a deleted customer), so a retry is
 // harmless. A job that became a scene is never undone.
-func (a *Activities) RollbackClone(ctx context.Context, in RollbackCloneInput) (RollbackCloneResult, error) {
+func (a *Activities) RollbackClone(ctx context.Context, in contract.RollbackCloneInput) (contract.RollbackCloneResult, error) {
 	if in.JobID == "" || in.IntegrationID == "" || in.OwnerRecordID == "" {
-		return RollbackCloneResult{}, badInput("RollbackClone: job, integration and owner are required")
+		return contract.RollbackCloneResult{}, badInput("RollbackClone: job, integration and owner are required")
 	}
 	if n, err := a.Ent.Scene.Query().Where(scene.ID(in.JobID)).Count(ctx); err != nil || n > 0 {
-		return RollbackCloneResult{}, err
+		return contract.RollbackCloneResult{}, err
 	}
-	del, err := a.DeleteObjects(ctx, DeleteObjectsInput{Prefixes: []string{ClonePrefix(in.IntegrationID, in.OwnerRecordID, in.JobID)}})
+	del, err := a.DeleteObjects(ctx, contract.DeleteObjectsInput{Prefixes: []string{objectkeys.CloneFolder(in.IntegrationID, in.OwnerRecordID, in.JobID)}})
 	if err != nil {
-		return RollbackCloneResult{}, err
+		return contract.RollbackCloneResult{}, err
 	}
-	out := RollbackCloneResult{Deleted: del.Deleted}
+	out := contract.RollbackCloneResult{Deleted: del.Deleted}
 	tx, err := a.Ent.Tx(ctx)
 	if err != nil {
 		return out, err
@@ -193,7 +163,7 @@ func (a *Activities) RollbackClone(ctx context.Context, in RollbackCloneInput) (
 	failed := func(sourceSceneID string) error {
 		msg := in.Message
 		if msg == "" {
-			msg = CloneFailedMessage
+			msg = contract.CloneFailedMessage
 		}
 		jobID := cloneJobID(ctx)
 		return a.Events.EmitOnce(ctx, tx, &hooks, "clone.failed/"+in.JobID+"/"+jobID, in.IntegrationID, events.CloneFailed,

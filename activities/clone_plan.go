@@ -19,12 +19,13 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // planClone builds the new scene's draft and the copy plan from the source row.
-func (a *Activities) planClone(src *ent.Scene, remix bool, in PrepareCloneInput) (*schema.CloneDraft, schema.ClonePlan, error) {
-	dst := ClonePrefix(in.IntegrationID, in.OwnerRecordID, in.JobID)
-	var plan schema.ClonePlan
+func (a *Activities) planClone(src *ent.Scene, remix bool, in contract.PrepareCloneInput) (*schema.CloneDraft, contract.ClonePlan, error) {
+	dst := objectkeys.CloneFolder(in.IntegrationID, in.OwnerRecordID, in.JobID)
+	var plan contract.ClonePlan
 	mapped := map[string]string{} // source key → copy key, for URL rewriting
 	add := func(key string) (string, error) {
 		if d, ok := mapped[key]; ok {
@@ -35,7 +36,7 @@ func (a *Activities) planClone(src *ent.Scene, remix bool, in PrepareCloneInput)
 			return "", fmt.Errorf("scene %s: asset key %q is outside the scene key space", src.ID, key)
 		}
 		mapped[key] = d
-		plan.Objects = append(plan.Objects, schema.ObjectCopy{Src: key, Dst: d})
+		plan.Objects = append(plan.Objects, contract.ObjectCopy{Src: key, Dst: d})
 		return d, nil
 	}
 	draft := &schema.CloneDraft{
@@ -116,7 +117,7 @@ func (a *Activities) planClone(src *ent.Scene, remix bool, in PrepareCloneInput)
 				return s
 			}
 			if _, planned := mapped[key]; !planned && !(plan.FolderSrc != "" && strings.HasPrefix(key, plan.FolderSrc)) {
-				if _, ok := cloneKey(key, in.IntegrationID, dst); !ok || !safeKey(key) || !strings.HasPrefix(key, ownPrefix) {
+				if _, ok := cloneKey(key, in.IntegrationID, dst); !ok || !objectkeys.SafeKey(key) || !strings.HasPrefix(key, ownPrefix) {
 					return s // not an object of the source's owner: left as it is
 				}
 				if refs++; refs > maxLevelDataAssets {
@@ -174,7 +175,7 @@ func copyTitle(title string) string {
 // the folder's manifest gets a HEAD and the plan carries the count and bytes for the copy's
 // own listing to check (one listing in all, not one here and one in the copy); an older scene's
 // folder is listed here, where fewer bytes mean tiles (or the manifest) are gone.
-func (a *Activities) measure(ctx context.Context, src *ent.Scene, plan *schema.ClonePlan) (bytes int64, total int, err error) {
+func (a *Activities) measure(ctx context.Context, src *ent.Scene, plan *contract.ClonePlan) (bytes int64, total int, err error) {
 	var singles int64
 	for i := range plan.Objects {
 		o := &plan.Objects[i]
@@ -215,7 +216,7 @@ func (a *Activities) measure(ctx context.Context, src *ent.Scene, plan *schema.C
 	}
 	var folderBytes int64
 	var n int
-	err = a.listFolder(ctx, plan.FolderSrc, func(page []s3types.Object) error {
+	err = a.bucket().ListFolder(ctx, plan.FolderSrc, func(page []s3types.Object) error {
 		for _, o := range page {
 			folderBytes += aws.ToInt64(o.Size)
 		}

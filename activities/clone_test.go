@@ -17,6 +17,8 @@ import (
 	"github.com/splathost/splathost/activities/activitiestest"
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/schema"
+	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 const (
@@ -26,7 +28,7 @@ const (
 )
 
 func TestCloneKey(t *testing.T) {
-	dst := ClonePrefix(cloneInt, cloneOwner, cloneJob)
+	dst := objectkeys.CloneFolder(cloneInt, cloneOwner, cloneJob)
 	tests := []struct {
 		src, want string
 	}{
@@ -57,10 +59,6 @@ func TestCopyTitle(t *testing.T) {
 	require.True(t, strings.HasSuffix(got, " (Copy)"))
 }
 
-func TestCopySource(t *testing.T) {
-	require.Equal(t, "b/i/x/a%20b%2Bc.ply", CopySource("b", "i/x/a b+c.ply"))
-}
-
 func TestPlanCloneRewritesEveryURL(t *testing.T) {
 	a := &Activities{AssetBase: "http://s3/bucket"}
 	src := "i/" + cloneInt + "/u/o/"
@@ -72,8 +70,8 @@ func TestPlanCloneRewritesEveryURL(t *testing.T) {
 		AllowEmbed: true, AllowComments: false, AllowReactions: true, AllowClone: true,
 		LevelData: map[string]any{"audio": []any{"http://s3/bucket/" + src + "audio/t3/wind.mp3", "https://cdn.example/x.mp3"},
 			"camera": map[string]any{"fov": 60.0}, "tile": "http://s3/bucket/" + lod + "/0/1.webp"}}
-	in := PrepareCloneInput{JobID: cloneJob, IntegrationID: cloneInt, OwnerRecordID: cloneOwner, ClonedAt: time.Date(2026, 11, 2, 3, 4, 5, 0, time.UTC)}
-	dst := "http://s3/bucket/" + ClonePrefix(cloneInt, cloneOwner, cloneJob)
+	in := contract.PrepareCloneInput{JobID: cloneJob, IntegrationID: cloneInt, OwnerRecordID: cloneOwner, ClonedAt: time.Date(2026, 11, 2, 3, 4, 5, 0, time.UTC)}
+	dst := "http://s3/bucket/" + objectkeys.CloneFolder(cloneInt, cloneOwner, cloneJob)
 
 	d, plan, err := a.planClone(sc, false, in)
 	require.NoError(t, err)
@@ -116,9 +114,9 @@ func TestPlanCloneRewritesEveryURL(t *testing.T) {
 }
 
 // folderPlan is a plan of n objects in a LOD folder plus one single object.
-func folderPlan(b *activitiestest.Bucket, n int) (CopyCloneInput, []string) {
+func folderPlan(b *activitiestest.Bucket, n int) (contract.CopyCloneInput, []string) {
 	srcFolder := "i/" + cloneInt + "/u/o/lod-folder/t/"
-	prefix := ClonePrefix(cloneInt, cloneOwner, cloneJob)
+	prefix := objectkeys.CloneFolder(cloneInt, cloneOwner, cloneJob)
 	want := []string{prefix + "splat-images/t2/thumbnail.jpg"}
 	b.PutSized("i/"+cloneInt+"/u/o/splat-images/t2/thumbnail.jpg", 7)
 	for i := range n {
@@ -126,8 +124,8 @@ func folderPlan(b *activitiestest.Bucket, n int) (CopyCloneInput, []string) {
 		b.PutSized(k, int64(i))
 		want = append(want, prefix+"lod-folder/t/"+k[len(srcFolder):])
 	}
-	return CopyCloneInput{JobID: cloneJob, Prefix: prefix, TotalObjects: n + 1, Concurrency: 4, Plan: schema.ClonePlan{
-		Objects:   []schema.ObjectCopy{{Src: "i/" + cloneInt + "/u/o/splat-images/t2/thumbnail.jpg", Dst: want[0], Size: 7}},
+	return contract.CopyCloneInput{JobID: cloneJob, Prefix: prefix, TotalObjects: n + 1, Concurrency: 4, Plan: contract.ClonePlan{
+		Objects:   []contract.ObjectCopy{{Src: "i/" + cloneInt + "/u/o/splat-images/t2/thumbnail.jpg", Dst: want[0], Size: 7}},
 		FolderSrc: srcFolder, FolderDst: prefix + "lod-folder/t/"}}, want
 }
 
@@ -147,7 +145,7 @@ func TestCopyCloneObjectsResumesWithoutRecopying(t *testing.T) {
 	env := s.NewTestActivityEnvironment()
 	a := &Activities{Objects: b, Bucket: "bucket"}
 	env.RegisterActivity(a)
-	var last CloneProgress
+	var last contract.CloneProgress
 	// Every heartbeat of both attempts, in order: what polls would have seen.
 	var mu sync.Mutex
 	var seen []int
@@ -168,12 +166,12 @@ func TestCopyCloneObjectsResumesWithoutRecopying(t *testing.T) {
 	env.RegisterActivity(a)
 	// The server keeps an earlier heartbeat than the last one recorded (the SDK throttles):
 	// the retry starts from what is in the folder, which is more.
-	reached := CloneProgress{Copied: last.Copied / 2, Total: last.Total}
+	reached := contract.CloneProgress{Copied: last.Copied / 2, Total: last.Total}
 	env.SetHeartbeatDetails(reached)
 	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, d converter.EncodedValues) {
 		mu.Lock()
 		defer mu.Unlock()
-		var p CloneProgress
+		var p contract.CloneProgress
 		require.NoError(t, d.Get(&p))
 		seen = append(seen, p.Copied)
 	})
@@ -186,9 +184,9 @@ func TestCopyCloneObjectsResumesWithoutRecopying(t *testing.T) {
 	// The SDK sends the first heartbeat of an attempt at once and throttles the rest: that first
 	// one is what a poll sees right after the retry starts (it was 0 before, issue 12 point 13).
 	require.True(t, slices.IsSorted(seen[crashedAt:]), "progress never goes back within the retry")
-	var res CopyCloneResult
+	var res contract.CopyCloneResult
 	require.NoError(t, v.Get(&res))
-	require.Equal(t, CopyCloneResult{Copied: 1301, Skipped: 1200}, res)
+	require.Equal(t, contract.CopyCloneResult{Copied: 1301, Skipped: 1200}, res)
 	copies := b.Copies()
 	require.Len(t, copies, 2501, "each object copied once in all")
 	once := map[string]bool{}
@@ -200,7 +198,7 @@ func TestCopyCloneObjectsResumesWithoutRecopying(t *testing.T) {
 }
 
 // runCopy runs one CopyCloneObjects attempt against b.
-func runCopy(b *activitiestest.Bucket, in CopyCloneInput) error {
+func runCopy(b *activitiestest.Bucket, in contract.CopyCloneInput) error {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	a := &Activities{Objects: b, Bucket: "bucket"}
@@ -216,7 +214,7 @@ func TestCopyCloneObjectsSourceMissing(t *testing.T) {
 	in, _ := folderPlan(b, 3)
 	in.Plan.Objects[0].Src = "i/" + cloneInt + "/u/o/splat-images/t2/gone.jpg"
 	err := runCopy(b, in)
-	e := ClientErrorOf(err)
+	e := contract.ClientErrorOf(err)
 	require.NotNil(t, e, "%v", err)
 	require.Equal(t, 409, e.Status)
 	require.Equal(t, "SOURCE_FILES_MISSING", e.Extra["code"])
@@ -251,7 +249,7 @@ func TestCopyCloneObjectsChecksTheRecordedFolder(t *testing.T) {
 				require.ElementsMatch(t, want, b.Keys(in.Prefix))
 				return
 			}
-			e := ClientErrorOf(err)
+			e := contract.ClientErrorOf(err)
 			require.NotNil(t, e, "%v", err)
 			require.Equal(t, 409, e.Status)
 			require.Equal(t, "SOURCE_FILES_MISSING", e.Extra["code"])
@@ -275,7 +273,7 @@ func TestCopyCloneObjectsRefusesASingleObjectThatChangedSize(t *testing.T) {
 	b := &activitiestest.Bucket{}
 	in, _ := folderPlan(b, 3)
 	b.PutSized(in.Plan.Objects[0].Src, 9)
-	e := ClientErrorOf(runCopy(b, in))
+	e := contract.ClientErrorOf(runCopy(b, in))
 	require.NotNil(t, e)
 	require.Equal(t, 409, e.Status)
 	require.Equal(t, "SOURCE_FILES_MISSING", e.Extra["code"])
@@ -314,8 +312,8 @@ func TestPlanCloneCopiesLevelDataAudioInEveryURLForm(t *testing.T) {
 	a := &Activities{AssetBase: "http://s3/bucket", PublicBase: "https://gw.example"}
 	src := "i/" + cloneInt + "/u/o/"
 	audioKey := src + "a/t4/audio.mp3"
-	in := PrepareCloneInput{JobID: cloneJob, IntegrationID: cloneInt, OwnerRecordID: cloneOwner}
-	dst := ClonePrefix(cloneInt, cloneOwner, cloneJob)
+	in := contract.PrepareCloneInput{JobID: cloneJob, IntegrationID: cloneInt, OwnerRecordID: cloneOwner}
+	dst := objectkeys.CloneFolder(cloneInt, cloneOwner, cloneJob)
 	for _, c := range []struct{ form, url, want string }{
 		{"stored", "http://s3/bucket/" + audioKey, "http://s3/bucket/" + dst + "a/t4/audio.mp3"},
 		{"asset route", "https://gw.example/assets/" + audioKey, "https://gw.example/assets/" + dst + "a/t4/audio.mp3"},
@@ -336,7 +334,7 @@ func TestPlanCloneCopiesLevelDataAudioInEveryURLForm(t *testing.T) {
 				require.Contains(t, d.AssetKeys, dst+"a/t4/audio.mp3")
 				require.Len(t, d.AssetKeys, 2, "the file and the audio, once each")
 				require.Len(t, plan.Objects, 2)
-				require.Contains(t, plan.Objects, schema.ObjectCopy{Src: audioKey, Dst: dst + "a/t4/audio.mp3"})
+				require.Contains(t, plan.Objects, contract.ObjectCopy{Src: audioKey, Dst: dst + "a/t4/audio.mp3"})
 				require.Equal(t, c.url, sc.LevelData["audio"].(map[string]any)["url"], "the source is not modified")
 			})
 		}

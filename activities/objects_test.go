@@ -13,6 +13,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/splathost/splathost/activities/activitiestest"
+	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 const owner = "i/aaaaaaaaaaaaaaaaaaaaaaaa/u/bbbbbbbbbbbbbbbbbbbbbbbb/"
@@ -45,9 +47,9 @@ func TestDeleteObjectsKeysAndPrefixesInBatches(t *testing.T) {
 	b.Put(tiles...)
 	b.Put(other)
 	env, a := newEnv(t, b)
-	v, err := env.ExecuteActivity(a.DeleteObjects, DeleteObjectsInput{Keys: keys, Prefixes: []string{folder}})
+	v, err := env.ExecuteActivity(a.DeleteObjects, contract.DeleteObjectsInput{Keys: keys, Prefixes: []string{folder}})
 	require.NoError(t, err)
-	var res DeleteObjectsResult
+	var res contract.DeleteObjectsResult
 	require.NoError(t, v.Get(&res))
 	require.Equal(t, 4000, res.Deleted)
 	require.Equal(t, 1, b.Len())
@@ -62,10 +64,10 @@ func TestDeleteObjectsMissingKeysAreSuccess(t *testing.T) {
 	for _, report := range []bool{false, true} {
 		b := &activitiestest.Bucket{ReportMissing: report}
 		env, a := newEnv(t, b)
-		v, err := env.ExecuteActivity(a.DeleteObjects, DeleteObjectsInput{Keys: keysUnder(owner+"splat_file/t/", 3),
+		v, err := env.ExecuteActivity(a.DeleteObjects, contract.DeleteObjectsInput{Keys: keysUnder(owner+"splat_file/t/", 3),
 			Prefixes: []string{owner + "lod_folder/gone/"}})
 		require.NoError(t, err, "reportMissing=%v", report)
-		var res DeleteObjectsResult
+		var res contract.DeleteObjectsResult
 		require.NoError(t, v.Get(&res))
 		require.Equal(t, 3, res.Deleted)
 	}
@@ -79,10 +81,10 @@ func TestDeleteObjectsResumesFromHeartbeat(t *testing.T) {
 	b.Put(keys[1000:]...) // the first batch went in the attempt that heartbeated
 	b.Put(keysUnder(todo, 10)...)
 	env, a := newEnv(t, b)
-	env.SetHeartbeatDetails(DeleteProgress{KeysDone: 1000, Deleted: 1000})
-	v, err := env.ExecuteActivity(a.DeleteObjects, DeleteObjectsInput{Keys: keys, Prefixes: []string{done, todo}})
+	env.SetHeartbeatDetails(contract.DeleteProgress{KeysDone: 1000, Deleted: 1000})
+	v, err := env.ExecuteActivity(a.DeleteObjects, contract.DeleteObjectsInput{Keys: keys, Prefixes: []string{done, todo}})
 	require.NoError(t, err)
-	var res DeleteObjectsResult
+	var res contract.DeleteObjectsResult
 	require.NoError(t, v.Get(&res))
 	require.Equal(t, 2500+10, res.Deleted)
 	require.Equal(t, 0, b.Len())
@@ -92,8 +94,8 @@ func TestDeleteObjectsResumesFromHeartbeat(t *testing.T) {
 	b2 := &activitiestest.Bucket{}
 	b2.Put(keysUnder(todo, 10)...)
 	env, a = newEnv(t, b2)
-	env.SetHeartbeatDetails(DeleteProgress{KeysDone: len(keys), PrefixesDone: 1, Deleted: 2600})
-	v, err = env.ExecuteActivity(a.DeleteObjects, DeleteObjectsInput{Keys: keys, Prefixes: []string{done, todo}})
+	env.SetHeartbeatDetails(contract.DeleteProgress{KeysDone: len(keys), PrefixesDone: 1, Deleted: 2600})
+	v, err = env.ExecuteActivity(a.DeleteObjects, contract.DeleteObjectsInput{Keys: keys, Prefixes: []string{done, todo}})
 	require.NoError(t, err)
 	require.NoError(t, v.Get(&res))
 	require.Equal(t, 2610, res.Deleted)
@@ -104,8 +106,8 @@ func TestDeleteObjectsResumesFromHeartbeat(t *testing.T) {
 	// Details that do not fit the input are ignored: the activity starts over.
 	b3 := &activitiestest.Bucket{}
 	env, a = newEnv(t, b3)
-	env.SetHeartbeatDetails(DeleteProgress{KeysDone: 99})
-	v, err = env.ExecuteActivity(a.DeleteObjects, DeleteObjectsInput{Keys: keys[:2]})
+	env.SetHeartbeatDetails(contract.DeleteProgress{KeysDone: 99})
+	v, err = env.ExecuteActivity(a.DeleteObjects, contract.DeleteObjectsInput{Keys: keys[:2]})
 	require.NoError(t, err)
 	require.NoError(t, v.Get(&res))
 	require.Equal(t, 2, res.Deleted)
@@ -114,7 +116,7 @@ func TestDeleteObjectsResumesFromHeartbeat(t *testing.T) {
 func TestDeleteObjectsFailureIsRetryable(t *testing.T) {
 	b := &activitiestest.Bucket{FailDelete: func(int, []string) error { return errors.New("store unavailable") }}
 	env, a := newEnv(t, b)
-	_, err := env.ExecuteActivity(a.DeleteObjects, DeleteObjectsInput{Keys: keysUnder(owner+"splat_file/t/", 1)})
+	_, err := env.ExecuteActivity(a.DeleteObjects, contract.DeleteObjectsInput{Keys: keysUnder(owner+"splat_file/t/", 1)})
 	require.Error(t, err)
 	var app *temporal.ApplicationError
 	require.True(t, errors.As(err, &app))
@@ -122,7 +124,7 @@ func TestDeleteObjectsFailureIsRetryable(t *testing.T) {
 }
 
 func TestDeleteObjectsRefusesBroadInput(t *testing.T) {
-	bad := []DeleteObjectsInput{
+	bad := []contract.DeleteObjectsInput{
 		{Prefixes: []string{""}},
 		{Prefixes: []string{"i/"}},
 		{Prefixes: []string{"i/aaaaaaaaaaaaaaaaaaaaaaaa/"}},
@@ -141,30 +143,30 @@ func TestDeleteObjectsRefusesBroadInput(t *testing.T) {
 		_, err := env.ExecuteActivity(a.DeleteObjects, in)
 		var app *temporal.ApplicationError
 		require.True(t, errors.As(err, &app), "case %d: %v", i, err)
-		require.Equal(t, ErrBadInput, app.Type(), "case %d", i)
+		require.Equal(t, contract.ErrBadInput, app.Type(), "case %d", i)
 		require.True(t, app.NonRetryable(), "case %d", i)
 		require.Empty(t, b.Deletes(), "case %d", i)
 		require.Empty(t, b.Lists(), "case %d", i)
 	}
-	require.True(t, safePrefix(owner))
-	require.True(t, safePrefix(owner+"lod_folder/t/"))
+	require.True(t, objectkeys.SafePrefix(owner))
+	require.True(t, objectkeys.SafePrefix(owner+"lod_folder/t/"))
 }
 
 func TestSlicePurge(t *testing.T) {
 	keys, prefixes := []string{"k0", "k1", "k2"}, []string{"p0", "p1"}
 	cases := []struct {
 		offset, limit int
-		want          LoadPurgeResult
+		want          contract.LoadPurgeResult
 	}{
-		{0, 2, LoadPurgeResult{Keys: []string{"k0", "k1"}, Next: 2}},
-		{2, 2, LoadPurgeResult{Keys: []string{"k2"}, Prefixes: []string{"p0"}, Next: 4}},
-		{4, 2, LoadPurgeResult{Prefixes: []string{"p1"}, Next: 5, Last: true}},
-		{0, 10, LoadPurgeResult{Keys: keys, Prefixes: prefixes, Next: 5, Last: true}},
-		{5, 10, LoadPurgeResult{Next: 5, Last: true}},
-		{9, 10, LoadPurgeResult{Next: 5, Last: true}},
+		{0, 2, contract.LoadPurgeResult{Keys: []string{"k0", "k1"}, Next: 2}},
+		{2, 2, contract.LoadPurgeResult{Keys: []string{"k2"}, Prefixes: []string{"p0"}, Next: 4}},
+		{4, 2, contract.LoadPurgeResult{Prefixes: []string{"p1"}, Next: 5, Last: true}},
+		{0, 10, contract.LoadPurgeResult{Keys: keys, Prefixes: prefixes, Next: 5, Last: true}},
+		{5, 10, contract.LoadPurgeResult{Next: 5, Last: true}},
+		{9, 10, contract.LoadPurgeResult{Next: 5, Last: true}},
 	}
 	for _, c := range cases {
 		require.Equal(t, c.want, slicePurge(keys, prefixes, c.offset, c.limit), "offset %d limit %d", c.offset, c.limit)
 	}
-	require.Equal(t, LoadPurgeResult{Next: 0, Last: true}, slicePurge(nil, nil, 0, 1000))
+	require.Equal(t, contract.LoadPurgeResult{Next: 0, Last: true}, slicePurge(nil, nil, 0, 1000))
 }

@@ -11,53 +11,35 @@ import (
 	"github.com/splathost/splathost/ent/assetpurge"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/ent/uploadticket"
+	"github.com/splathost/splathost/workflows/contract"
 )
-
-// LoadPurgeInput asks for the objects of an outbox row (asset_purges) from Offset on: its keys
-// first, then its prefixes, counted as one list.
-type LoadPurgeInput struct {
-	PurgeID string
-	Offset  int
-	Limit   int
-}
-
-// LoadPurgeResult is one slice of a purge. Next is the offset of the following slice; Last says
-// there is none. Closed says the row is already done (another run finished it), and nothing
-// else is set then.
-type LoadPurgeResult struct {
-	Keys     []string
-	Prefixes []string
-	Next     int
-	Last     bool
-	Closed   bool
-}
 
 // LoadPurge reads a slice of a purge. The workflow fetches its work a slice at a time rather
 // than taking it as input, so a customer with thousands of scenes never makes a workflow
 // history or payload larger than Temporal accepts.
-func (a *Activities) LoadPurge(ctx context.Context, in LoadPurgeInput) (LoadPurgeResult, error) {
+func (a *Activities) LoadPurge(ctx context.Context, in contract.LoadPurgeInput) (contract.LoadPurgeResult, error) {
 	if in.PurgeID == "" || in.Offset < 0 || in.Limit <= 0 {
-		return LoadPurgeResult{}, badInput("LoadPurge: purge id, offset >= 0 and limit > 0 are required")
+		return contract.LoadPurgeResult{}, badInput("LoadPurge: purge id, offset >= 0 and limit > 0 are required")
 	}
 	p, err := a.Ent.AssetPurge.Get(ctx, in.PurgeID)
 	if ent.IsNotFound(err) {
-		return LoadPurgeResult{}, badInput("LoadPurge: no asset purge %s", in.PurgeID)
+		return contract.LoadPurgeResult{}, badInput("LoadPurge: no asset purge %s", in.PurgeID)
 	}
 	if err != nil {
-		return LoadPurgeResult{}, err
+		return contract.LoadPurgeResult{}, err
 	}
 	if p.DoneAt != nil {
-		return LoadPurgeResult{Closed: true}, nil
+		return contract.LoadPurgeResult{Closed: true}, nil
 	}
 	return slicePurge(p.Keys, p.Prefixes, in.Offset, in.Limit), nil
 }
 
 // slicePurge cuts [offset, offset+limit) out of keys followed by prefixes.
-func slicePurge(keys, prefixes []string, offset, limit int) LoadPurgeResult {
+func slicePurge(keys, prefixes []string, offset, limit int) contract.LoadPurgeResult {
 	total := len(keys) + len(prefixes)
 	start := min(offset, total)
 	end := min(start+limit, total)
-	out := LoadPurgeResult{Next: end, Last: end == total}
+	out := contract.LoadPurgeResult{Next: end, Last: end == total}
 	if start < len(keys) {
 		out.Keys = keys[start:min(end, len(keys))]
 	}
@@ -67,24 +49,11 @@ func slicePurge(keys, prefixes []string, offset, limit int) LoadPurgeResult {
 	return out
 }
 
-// ClosePurgeInput closes an outbox row: Deleted objects removed, or Failure when the purge
-// gave up on input it can never process.
-type ClosePurgeInput struct {
-	PurgeID string
-	Deleted int
-	Failure string
-}
-
-// ClosePurgeResult says whether this call closed the row (false: it was already closed).
-type ClosePurgeResult struct {
-	Closed bool
-}
-
 // ClosePurge marks a purge done. Only the first close counts, so a re-run cannot rewrite the
 // record of what the purge removed.
-func (a *Activities) ClosePurge(ctx context.Context, in ClosePurgeInput) (ClosePurgeResult, error) {
+func (a *Activities) ClosePurge(ctx context.Context, in contract.ClosePurgeInput) (contract.ClosePurgeResult, error) {
 	if in.PurgeID == "" {
-		return ClosePurgeResult{}, badInput("ClosePurge: purge id is required")
+		return contract.ClosePurgeResult{}, badInput("ClosePurge: purge id is required")
 	}
 	up := a.Ent.AssetPurge.Update().Where(assetpurge.ID(in.PurgeID), assetpurge.DoneAtIsNil()).
 		SetDoneAt(time.Now()).SetDeletedObjects(in.Deleted)
@@ -93,41 +62,15 @@ func (a *Activities) ClosePurge(ctx context.Context, in ClosePurgeInput) (CloseP
 	}
 	n, err := up.Save(ctx)
 	if err != nil {
-		return ClosePurgeResult{}, fmt.Errorf("closing asset purge %s: %w", in.PurgeID, err)
+		return contract.ClosePurgeResult{}, fmt.Errorf("closing asset purge %s: %w", in.PurgeID, err)
 	}
-	return ClosePurgeResult{Closed: n == 1}, nil
-}
-
-// PendingPurgesInput asks for open outbox rows created more than MinAge ago (younger rows are
-// still being started by the service that wrote them), oldest first, at most Limit.
-type PendingPurgesInput struct {
-	MinAge time.Duration
-	Limit  int
-}
-
-// PendingPurge names one open outbox row, its kind (customer, scene or upload; "" in histories
-// of before the kinds: customer), the customer it purges or whose scene or uploads it removes,
-// and a scene purge's scene.
-type PendingPurge struct {
-	PurgeID       string
-	IntegrationID string
-	// OwnerRecordID is the customer's record id (scenes.owner_id); its JSON key is its old
-	// name, so recorded histories replay.
-	OwnerRecordID  string `json:"ExternalUserRecordID"`
-	ExternalUserID string
-	Kind           string
-	SceneID        string
-}
-
-// PendingPurgesResult lists open rows.
-type PendingPurgesResult struct {
-	Purges []PendingPurge
+	return contract.ClosePurgeResult{Closed: n == 1}, nil
 }
 
 // PendingPurges lists the outbox rows the re-drive must (re)start.
-func (a *Activities) PendingPurges(ctx context.Context, in PendingPurgesInput) (PendingPurgesResult, error) {
+func (a *Activities) PendingPurges(ctx context.Context, in contract.PendingPurgesInput) (contract.PendingPurgesResult, error) {
 	if in.Limit <= 0 || in.MinAge < 0 {
-		return PendingPurgesResult{}, badInput("PendingPurges: limit > 0 and min age >= 0 are required")
+		return contract.PendingPurgesResult{}, badInput("PendingPurges: limit > 0 and min age >= 0 are required")
 	}
 	rows, err := a.Ent.AssetPurge.Query().
 		Where(assetpurge.DoneAtIsNil(), assetpurge.CreatedAtLT(time.Now().Add(-in.MinAge))).
@@ -136,30 +79,17 @@ func (a *Activities) PendingPurges(ctx context.Context, in PendingPurgesInput) (
 			assetpurge.FieldKind, assetpurge.FieldSceneID).
 		All(ctx)
 	if err != nil {
-		return PendingPurgesResult{}, err
+		return contract.PendingPurgesResult{}, err
 	}
-	out := PendingPurgesResult{Purges: make([]PendingPurge, len(rows))}
+	out := contract.PendingPurgesResult{Purges: make([]contract.PendingPurge, len(rows))}
 	for i, r := range rows {
-		out.Purges[i] = PendingPurge{PurgeID: r.ID, IntegrationID: r.IntegrationID,
+		out.Purges[i] = contract.PendingPurge{PurgeID: r.ID, IntegrationID: r.IntegrationID,
 			OwnerRecordID: r.OwnerRecordID, ExternalUserID: r.ExternalUserID, Kind: string(r.Kind)}
 		if r.SceneID != nil {
 			out.Purges[i].SceneID = *r.SceneID
 		}
 	}
 	return out, nil
-}
-
-// ClaimUploadsInput names the outbox row of a commit refused for quota.
-type ClaimUploadsInput struct {
-	PurgeID string
-}
-
-// ClaimUploadsResult counts the uploads claimed (their objects will go) and kept (another
-// commit took them, or a scene names their objects). Closed says the row is already done.
-type ClaimUploadsResult struct {
-	Claimed int
-	Kept    int
-	Closed  bool
 }
 
 // ClaimUploads decides, at run time, which uploads of a refused commit may go. In one
@@ -169,31 +99,31 @@ type ClaimUploadsResult struct {
 // scene on objects about to go — and their objects become the row's keys and prefixes, minus any
 // a scene of the owner names (the re-check does not trust the tickets alone). A re-run after the
 // row was prepared changes nothing.
-func (a *Activities) ClaimUploads(ctx context.Context, in ClaimUploadsInput) (ClaimUploadsResult, error) {
+func (a *Activities) ClaimUploads(ctx context.Context, in contract.ClaimUploadsInput) (contract.ClaimUploadsResult, error) {
 	if in.PurgeID == "" {
-		return ClaimUploadsResult{}, badInput("ClaimUploads: purge id is required")
+		return contract.ClaimUploadsResult{}, badInput("ClaimUploads: purge id is required")
 	}
 	tx, err := a.Ent.Tx(ctx)
 	if err != nil {
-		return ClaimUploadsResult{}, err
+		return contract.ClaimUploadsResult{}, err
 	}
 	defer func() { _ = tx.Rollback() }()
 	p, err := tx.AssetPurge.Query().Where(assetpurge.ID(in.PurgeID)).ForUpdate().Only(ctx)
 	if ent.IsNotFound(err) {
-		return ClaimUploadsResult{}, badInput("ClaimUploads: no asset purge %s", in.PurgeID)
+		return contract.ClaimUploadsResult{}, badInput("ClaimUploads: no asset purge %s", in.PurgeID)
 	}
 	if err != nil {
-		return ClaimUploadsResult{}, err
+		return contract.ClaimUploadsResult{}, err
 	}
 	switch {
 	case p.DoneAt != nil:
-		return ClaimUploadsResult{Closed: true}, nil
+		return contract.ClaimUploadsResult{Closed: true}, nil
 	case p.PreparedAt != nil:
-		return ClaimUploadsResult{}, nil
+		return contract.ClaimUploadsResult{}, nil
 	case p.Kind != assetpurge.KindUpload:
-		return ClaimUploadsResult{}, badInput("ClaimUploads: asset purge %s is a %s purge", in.PurgeID, p.Kind)
+		return contract.ClaimUploadsResult{}, badInput("ClaimUploads: asset purge %s is a %s purge", in.PurgeID, p.Kind)
 	}
-	var out ClaimUploadsResult
+	var out contract.ClaimUploadsResult
 	keys, prefixes := slices.Clone(p.Keys), slices.Clone(p.Prefixes)
 	var claimed []string
 	if len(p.TicketIds) > 0 {

@@ -4,16 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/media"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // Renditions (contract item 15): the media worker turns a committed .ply, .splat or .ksplat
@@ -21,41 +22,6 @@ import (
 // and, when the scene has no image, renders a poster. Everything lands in the scene's own
 // rendition folder (RenditionFolder), which the scene's delete and purges remove whole; the
 // bytes are never charged (fileSizeBytes is the upload's).
-
-// ErrRenditionInput is the application error type of a scene the converter cannot or may not
-// convert (corrupt, hostile, or beyond the deployment's bounds): never retried, the rendition
-// fails with its message and the scene keeps serving its upload.
-const ErrRenditionInput = "RenditionInput"
-
-// RenditionFormats are the upload formats that get a rendition; .sog uploads and LOD folders
-// are already what a rendition would be, and are skipped.
-var RenditionFormats = []string{".ply", ".splat", ".ksplat"}
-
-// RenditionFolder is where a scene's renditions live: under its owner's key space (so the
-// customer's deletion finds them like every other object of the scene), in a folder named by
-// the scene, which the asset route maps back to the scene for its access rules.
-func RenditionFolder(integrationID, ownerRecordID, sceneID string) string {
-	return objectkeys.Folder(integrationID, ownerRecordID, objectkeys.KindRendition, sceneID)
-}
-
-// RenditionFormat is the converter input format of a scene's upload, and whether the scene
-// gets a rendition at all.
-func RenditionFormat(splatType, splatURL string) (string, bool) {
-	if splatType != string(scene.SplatTypeFile) {
-		return "", false
-	}
-	u := splatURL
-	if i := strings.IndexAny(u, "?#"); i >= 0 {
-		u = u[:i]
-	}
-	ext := strings.ToLower(path.Ext(u))
-	for _, f := range RenditionFormats {
-		if ext == f {
-			return ext, true
-		}
-	}
-	return "", false
-}
 
 // RenditionSettings are the media worker's conversion settings.
 type RenditionSettings struct {
@@ -88,56 +54,27 @@ func (s *RenditionSettings) acquire(ctx context.Context) (func(), error) {
 	}
 }
 
-// PrepareRenditionInput names the scene.
-type PrepareRenditionInput struct {
-	SceneID string
-}
-
-// PrepareRenditionResult is what the conversion needs, or why there is none.
-type PrepareRenditionResult struct {
-	// Skip is set when there is nothing to do: the scene is gone, not pending (another run
-	// finished it), or of a format without a rendition. Reason says which.
-	Skip   bool
-	Reason string
-	RenditionSource
-}
-
-// RenditionSource is what a conversion reads and where it writes.
-type RenditionSource struct {
-	// SourceKey is the upload's object key and Format its extension; Folder the scene's
-	// rendition folder.
-	SourceKey string
-	Format    string
-	Folder    string
-	// Poster asks for a poster: the scene has no image.
-	Poster bool
-	// The levelData view the poster is rendered with (nil: the viewer's defaults).
-	Orientation *[3]float64
-	Camera      *media.Camera
-	Background  *[3]uint8
-}
-
 // PrepareRendition reads the scene a rendition is for.
-func (a *Activities) PrepareRendition(ctx context.Context, in PrepareRenditionInput) (PrepareRenditionResult, error) {
+func (a *Activities) PrepareRendition(ctx context.Context, in contract.PrepareRenditionInput) (contract.PrepareRenditionResult, error) {
 	if in.SceneID == "" {
-		return PrepareRenditionResult{}, badInput("rendition input without a scene")
+		return contract.PrepareRenditionResult{}, badInput("rendition input without a scene")
 	}
 	sc, err := a.Ent.Scene.Get(ctx, in.SceneID)
 	if ent.IsNotFound(err) {
-		return PrepareRenditionResult{Skip: true, Reason: "the scene was deleted"}, nil
+		return contract.PrepareRenditionResult{Skip: true, Reason: "the scene was deleted"}, nil
 	}
 	if err != nil {
-		return PrepareRenditionResult{}, err
+		return contract.PrepareRenditionResult{}, err
 	}
 	if sc.ProcessingState != scene.ProcessingStatePending {
-		return PrepareRenditionResult{Skip: true, Reason: "the scene's rendition is " + string(sc.ProcessingState)}, nil
+		return contract.PrepareRenditionResult{Skip: true, Reason: "the scene's rendition is " + string(sc.ProcessingState)}, nil
 	}
-	format, ok := RenditionFormat(string(sc.SplatType), sc.SplatURL)
+	format, ok := contract.RenditionFormat(string(sc.SplatType), sc.SplatURL)
 	key, inStore := strings.CutPrefix(sc.SplatURL, a.AssetBase+"/")
-	if !ok || !inStore || !safeKey(key) || sc.RenditionPrefix == nil || !safePrefix(*sc.RenditionPrefix) {
-		return PrepareRenditionResult{Skip: true, Reason: "the scene's upload has no rendition"}, nil
+	if !ok || !inStore || !objectkeys.SafeKey(key) || sc.RenditionPrefix == nil || !objectkeys.SafePrefix(*sc.RenditionPrefix) {
+		return contract.PrepareRenditionResult{Skip: true, Reason: "the scene's upload has no rendition"}, nil
 	}
-	out := PrepareRenditionResult{RenditionSource: RenditionSource{SourceKey: key, Format: format, Folder: *sc.RenditionPrefix,
+	out := contract.PrepareRenditionResult{RenditionSource: contract.RenditionSource{SourceKey: key, Format: format, Folder: *sc.RenditionPrefix,
 		Poster: sc.ImageURL == ""}}
 	out.Orientation, out.Camera, out.Background = levelView(sc.LevelData)
 	return out, nil
@@ -186,47 +123,30 @@ func levelView(ld map[string]any) (orient *[3]float64, cam *media.Camera, bg *[3
 	return orient, cam, bg
 }
 
-// FinishRenditionInput records the outcome of a rendition: State ready with the conversion's
-// Result, or failed with Message.
-type FinishRenditionInput struct {
-	SceneID string
-	Folder  string
-	State   string
-	Message string
-	Result  *ConvertRenditionResult
-}
-
-// FinishRenditionResult says whether the scene took the outcome, or was gone (its rendition
-// folder then removed here, since no purge will name it any more).
-type FinishRenditionResult struct {
-	Recorded bool
-	Removed  int
-}
-
 // FinishRendition records the outcome on the scene, under its row lock: a concurrent DELETE
 // either comes first (the scene is gone and the objects just written are removed here) or
 // after (its purge names the folder). The poster becomes the image only while the scene still
 // has none, so an image the editor saved in the meantime wins. updated_at is kept: a rendition
 // is not an edit, and lists sorted by it must not reorder when one lands.
-func (a *Activities) FinishRendition(ctx context.Context, in FinishRenditionInput) (FinishRenditionResult, error) {
-	if in.SceneID == "" || !safePrefix(in.Folder) || (in.State != "ready" && in.State != "failed") ||
+func (a *Activities) FinishRendition(ctx context.Context, in contract.FinishRenditionInput) (contract.FinishRenditionResult, error) {
+	if in.SceneID == "" || !objectkeys.SafePrefix(in.Folder) || (in.State != "ready" && in.State != "failed") ||
 		(in.State == "ready" && in.Result == nil) {
-		return FinishRenditionResult{}, badInput("incomplete rendition outcome for scene %q", in.SceneID)
+		return contract.FinishRenditionResult{}, badInput("incomplete rendition outcome for scene %q", in.SceneID)
 	}
 	tx, err := a.Ent.Tx(ctx)
 	if err != nil {
-		return FinishRenditionResult{}, err
+		return contract.FinishRenditionResult{}, err
 	}
 	defer func() { _ = tx.Rollback() }()
 	sc, err := tx.Scene.Query().Where(scene.ID(in.SceneID)).ForUpdate().Only(ctx)
 	if ent.IsNotFound(err) || (err == nil && (sc.RenditionPrefix == nil || *sc.RenditionPrefix != in.Folder)) {
 		_ = tx.Rollback()
 		n := 0
-		err := a.emptyPrefix(ctx, in.Folder, func(k int) { n += k })
-		return FinishRenditionResult{Removed: n}, err
+		err := a.bucket().EmptyPrefix(ctx, in.Folder, func(k int) { n += k })
+		return contract.FinishRenditionResult{Removed: n}, err
 	}
 	if err != nil {
-		return FinishRenditionResult{}, err
+		return contract.FinishRenditionResult{}, err
 	}
 	up := tx.Scene.UpdateOne(sc).SetUpdatedAt(sc.UpdatedAt)
 	if in.State == "failed" {
@@ -242,22 +162,22 @@ func (a *Activities) FinishRendition(ctx context.Context, in FinishRenditionInpu
 		}
 	}
 	if sc, err = up.Save(ctx); err != nil {
-		return FinishRenditionResult{}, err
+		return contract.FinishRenditionResult{}, err
 	}
-	if err := announceScene(ctx, tx, sc.IntegrationID, sc.ID); err != nil {
-		return FinishRenditionResult{}, err
+	if err := db.NotifyScenesChanged(ctx, tx, sc.IntegrationID, sc.ID); err != nil {
+		return contract.FinishRenditionResult{}, err
 	}
 	// splat.ready says processing has finished (contract item 15); the item's processing.state
 	// tells a ready rendition from a failed one, whose scene keeps serving its upload.
 	var hooks events.Batch
 	if err := a.Events.EmitSplat(ctx, tx, &hooks, events.SplatReady, sc, ""); err != nil {
-		return FinishRenditionResult{}, err
+		return contract.FinishRenditionResult{}, err
 	}
 	if err := tx.Commit(); err != nil {
-		return FinishRenditionResult{}, err
+		return contract.FinishRenditionResult{}, err
 	}
 	a.Events.Flush(ctx, &hooks)
-	return FinishRenditionResult{Recorded: true}, nil
+	return contract.FinishRenditionResult{Recorded: true}, nil
 }
 
 // maxMessage is the processing_message column's bound: ent's MaxLen counts bytes.
@@ -280,40 +200,21 @@ func trimMessage(s string) string {
 	return s[:cut] + ellipsis
 }
 
-// PendingRenditionsInput asks for scenes still pending after MinAge (fresher ones are being
-// started by the service that committed them), at most Limit.
-type PendingRenditionsInput struct {
-	MinAge time.Duration
-	Limit  int
-}
-
-// PendingRendition is one scene whose rendition workflow must exist.
-type PendingRendition struct {
-	SceneID        string
-	IntegrationID  string
-	ExternalUserID string
-}
-
-// PendingRenditionsResult lists them, oldest first.
-type PendingRenditionsResult struct {
-	Scenes []PendingRendition
-}
-
 // PendingRenditions lists the scenes whose rendition is still pending: the outbox the
 // rendition re-drive works from.
-func (a *Activities) PendingRenditions(ctx context.Context, in PendingRenditionsInput) (PendingRenditionsResult, error) {
+func (a *Activities) PendingRenditions(ctx context.Context, in contract.PendingRenditionsInput) (contract.PendingRenditionsResult, error) {
 	if in.Limit <= 0 {
-		return PendingRenditionsResult{}, badInput("PendingRenditions needs a limit")
+		return contract.PendingRenditionsResult{}, badInput("PendingRenditions needs a limit")
 	}
 	rows, err := a.Ent.Scene.Query().
 		Where(scene.ProcessingStateEQ(scene.ProcessingStatePending), scene.UpdatedAtLT(time.Now().Add(-in.MinAge))).
 		Order(ent.Asc(scene.FieldUpdatedAt)).Limit(in.Limit).WithOwner().All(ctx)
 	if err != nil {
-		return PendingRenditionsResult{}, err
+		return contract.PendingRenditionsResult{}, err
 	}
-	var out PendingRenditionsResult
+	var out contract.PendingRenditionsResult
 	for _, sc := range rows {
-		p := PendingRendition{SceneID: sc.ID, IntegrationID: sc.IntegrationID}
+		p := contract.PendingRendition{SceneID: sc.ID, IntegrationID: sc.IntegrationID}
 		if sc.Edges.Owner != nil {
 			p.ExternalUserID = sc.Edges.Owner.ExternalUserID
 		}

@@ -16,36 +16,10 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/media"
+	"github.com/splathost/splathost/workflows/contract"
 )
-
-// ConvertRenditionInput is one conversion: the upload, the folder to write into, and the
-// poster's view when a poster is wanted.
-type ConvertRenditionInput struct {
-	SceneID string
-	RenditionSource
-}
-
-// ConvertRenditionResult is what was written: Type sog (Key is the .sog) or lod (Key is the
-// lod-meta.json of a folder of Files objects), their Bytes, the scene's Gaussians, and the
-// poster's key when one was rendered.
-type ConvertRenditionResult struct {
-	Type      string
-	Key       string
-	Bytes     int64
-	Files     int
-	Gaussians int64
-	PosterKey string
-	// PeakRSS is the converter's largest resident size, in bytes (for capacity planning).
-	PeakRSS int64
-}
-
-// RenditionProgress is the conversion's heartbeat: its phase and the converter's last line,
-// which the Temporal UI shows as the pending activity's details.
-type RenditionProgress struct {
-	Phase string
-	Line  string
-}
 
 // ConvertRendition downloads the upload, converts it with splat-transform (normalising other
 // formats to a PLY first), decimates levels of detail for large scenes, renders the poster and
@@ -53,12 +27,12 @@ type RenditionProgress struct {
 // gives the same objects under the same keys, so a retry after a crash overwrites what the
 // first attempt wrote. A heartbeat every few seconds carries the phase; a worker that dies
 // stops heartbeating and another attempt takes over.
-func (a *Activities) ConvertRendition(ctx context.Context, in ConvertRenditionInput) (ConvertRenditionResult, error) {
+func (a *Activities) ConvertRendition(ctx context.Context, in contract.ConvertRenditionInput) (contract.ConvertRenditionResult, error) {
 	if a.Renditions == nil {
-		return ConvertRenditionResult{}, errors.New("this worker converts no renditions (not a media worker)")
+		return contract.ConvertRenditionResult{}, errors.New("this worker converts no renditions (not a media worker)")
 	}
-	if in.SceneID == "" || !safeKey(in.SourceKey) || !safePrefix(in.Folder) {
-		return ConvertRenditionResult{}, badInput("incomplete rendition input for scene %q", in.SceneID)
+	if in.SceneID == "" || !objectkeys.SafeKey(in.SourceKey) || !objectkeys.SafePrefix(in.Folder) {
+		return contract.ConvertRenditionResult{}, badInput("incomplete rendition input for scene %q", in.SceneID)
 	}
 	// The heartbeat starts before the wait for a slot: a conversion queued behind another is
 	// alive, not lost.
@@ -67,30 +41,30 @@ func (a *Activities) ConvertRendition(ctx context.Context, in ConvertRenditionIn
 	beat.set("queued", "")
 	release, err := a.Renditions.acquire(ctx)
 	if err != nil {
-		return ConvertRenditionResult{}, err
+		return contract.ConvertRenditionResult{}, err
 	}
 	defer release()
 	work, err := os.MkdirTemp(a.Renditions.WorkDir, "rendition-"+in.SceneID+"-")
 	if err != nil {
-		return ConvertRenditionResult{}, err
+		return contract.ConvertRenditionResult{}, err
 	}
 	defer os.RemoveAll(work)
 	res, err := a.convert(ctx, in, work, beat)
 	if err != nil {
 		if msg, input := renditionFailure(err); input {
-			return ConvertRenditionResult{}, temporal.NewNonRetryableApplicationError(msg, ErrRenditionInput, nil)
+			return contract.ConvertRenditionResult{}, temporal.NewNonRetryableApplicationError(msg, contract.ErrRenditionInput, nil)
 		}
-		return ConvertRenditionResult{}, err
+		return contract.ConvertRenditionResult{}, err
 	}
 	return res, nil
 }
 
-func (a *Activities) convert(ctx context.Context, in ConvertRenditionInput, work string, beat *heartbeat) (ConvertRenditionResult, error) {
+func (a *Activities) convert(ctx context.Context, in contract.ConvertRenditionInput, work string, beat *heartbeat) (contract.ConvertRenditionResult, error) {
 	st := a.Renditions
 	beat.set("downloading", in.SourceKey)
 	src := filepath.Join(work, "source"+in.Format)
 	if err := a.download(ctx, in.SourceKey, src); err != nil {
-		return ConvertRenditionResult{}, err
+		return contract.ConvertRenditionResult{}, err
 	}
 	var poster *media.PosterOptions
 	if in.Poster {
@@ -100,9 +74,9 @@ func (a *Activities) convert(ctx context.Context, in ConvertRenditionInput, work
 	}
 	r, err := media.Pipeline{Transform: st.Transform, LODMin: st.LODMin}.Run(ctx, src, in.Format, work, poster, beat.set)
 	if err != nil {
-		return ConvertRenditionResult{}, err
+		return contract.ConvertRenditionResult{}, err
 	}
-	res := ConvertRenditionResult{Type: r.Type, Key: in.Folder + r.Main, Bytes: r.Bytes, Files: len(r.Files),
+	res := contract.ConvertRenditionResult{Type: r.Type, Key: in.Folder + r.Main, Bytes: r.Bytes, Files: len(r.Files),
 		Gaussians: r.Gaussians, PeakRSS: r.PeakRSS}
 	upload := make(map[string]string, len(r.Files)+1)
 	for rel, f := range r.Files {
@@ -120,7 +94,7 @@ func (a *Activities) convert(ctx context.Context, in ConvertRenditionInput, work
 		n++
 		beat.set("uploading", fmt.Sprintf("%d of %d", n, len(upload)))
 		if err := a.upload(ctx, key, f); err != nil {
-			return ConvertRenditionResult{}, err
+			return contract.ConvertRenditionResult{}, err
 		}
 	}
 	return res, nil
@@ -180,7 +154,7 @@ func contentTypeOf(key string) string {
 // long converter run with no output still proves the worker alive.
 type heartbeat struct {
 	mu   sync.Mutex
-	p    RenditionProgress
+	p    contract.RenditionProgress
 	done chan struct{}
 	wg   sync.WaitGroup
 }
@@ -214,7 +188,7 @@ func newHeartbeat(ctx context.Context) *heartbeat {
 
 func (h *heartbeat) set(phase, line string) {
 	h.mu.Lock()
-	h.p = RenditionProgress{Phase: phase, Line: line}
+	h.p = contract.RenditionProgress{Phase: phase, Line: line}
 	h.mu.Unlock()
 }
 

@@ -13,26 +13,14 @@ import (
 	"github.com/splathost/splathost/ent/assetpurge"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // WorkflowLister lists workflow executions from Temporal's visibility store (client.Client is
 // one).
 type WorkflowLister interface {
 	ListWorkflow(ctx context.Context, req *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error)
-}
-
-// DeleteOrphanRenditionsInput looks back Within for rendition workflows that closed without
-// completing.
-type DeleteOrphanRenditionsInput struct {
-	Within time.Duration
-}
-
-// DeleteOrphanRenditionsResult counts the closed workflows looked at, the rendition folders of
-// deleted scenes emptied and the objects removed from them.
-type DeleteOrphanRenditionsResult struct {
-	Checked int
-	Folders int
-	Objects int
 }
 
 // renditionWorkflowPrefix is workflows.RenditionWorkflowID's ("renditions/<scene id>"):
@@ -49,8 +37,8 @@ const renditionWorkflowPrefix = "renditions/"
 // A scene that still exists owns its folder, and the re-drive converts it again while pending.
 // Emptying a folder is idempotent, so the overlapping lookbacks of successive runs cost only a
 // list call.
-func (a *Activities) DeleteOrphanRenditions(ctx context.Context, in DeleteOrphanRenditionsInput) (DeleteOrphanRenditionsResult, error) {
-	var out DeleteOrphanRenditionsResult
+func (a *Activities) DeleteOrphanRenditions(ctx context.Context, in contract.DeleteOrphanRenditionsInput) (contract.DeleteOrphanRenditionsResult, error) {
+	var out contract.DeleteOrphanRenditionsResult
 	if in.Within <= 0 {
 		return out, badInput("DeleteOrphanRenditions: the lookback must be positive")
 	}
@@ -123,11 +111,11 @@ func (a *Activities) emptyOrphanRendition(ctx context.Context, integrationID, ex
 	}
 	n := 0
 	for owner := range owners {
-		folder := RenditionFolder(integrationID, owner, sceneID)
-		if !safePrefix(folder) {
+		folder := objectkeys.RenditionFolder(integrationID, owner, sceneID)
+		if !objectkeys.SafePrefix(folder) {
 			continue
 		}
-		if err := a.emptyPrefix(ctx, folder, func(k int) { n += k }); err != nil {
+		if err := a.bucket().EmptyPrefix(ctx, folder, func(k int) { n += k }); err != nil {
 			return n, err
 		}
 	}

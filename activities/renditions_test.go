@@ -25,20 +25,6 @@ func TestTrimMessageFitsTheColumn(t *testing.T) {
 	}
 }
 
-// TestRenditionFormat: single files of the converter's formats get a rendition, whatever the
-// case or a query string; .sog files and LOD folders do not.
-func TestRenditionFormat(t *testing.T) {
-	for u, want := range map[string]string{"https://s/b/k/scene.PLY": ".ply", "https://s/b/k/a.splat?x=1": ".splat", "k/a.ksplat#f": ".ksplat"} {
-		got, ok := RenditionFormat("file", u)
-		require.True(t, ok, u)
-		require.Equal(t, want, got)
-	}
-	for _, c := range [][2]string{{"file", "k/a.sog"}, {"file", "k/a"}, {"lod", "k/lod-meta.json"}, {"lod", "k/a.ply"}} {
-		_, ok := RenditionFormat(c[0], c[1])
-		require.False(t, ok, c)
-	}
-}
-
 // TestLevelView reads the poster's view from a validated levelData, and ignores what it
 // cannot read rather than guessing.
 func TestLevelView(t *testing.T) {

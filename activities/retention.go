@@ -3,52 +3,16 @@ package activities
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/predicate"
 	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/objectkeys"
-)
-
-// scenesChannel is internal/db.ScenesChannel. Package activities cannot import internal/db
-// (workflows imports activities, and workflows must stay clear of the stores: internal/arch),
-// so the announcement is spelled out here; keep the two in step.
-const scenesChannel = "splathost_scenes"
-
-// announceScene tells every process's scene cache that a scene changed, as
-// db.NotifyScenesChanged does: delivered on commit, so no cache reloads the row early.
-func announceScene(ctx context.Context, tx *ent.Tx, integrationID, sceneID string) error {
-	if _, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, scenesChannel, integrationID+":"+sceneID); err != nil {
-		return fmt.Errorf("announcing scene %s: %w", sceneID, err)
-	}
-	return nil
-}
-
-// PurgeArchivedSceneInput names one archiving of one scene: the removal happens only if the
-// scene is still archived at exactly this time (to the microsecond, Postgres' precision).
-type PurgeArchivedSceneInput struct {
-	SceneID       string
-	IntegrationID string
-	ArchivedAt    time.Time
-}
-
-// PurgeArchivedSceneResult says whether the scene was removed, and if not, why.
-type PurgeArchivedSceneResult struct {
-	Removed bool
-	Reason  string
-}
-
-// Reasons a retention timer left its scene alone.
-const (
-	RetentionKeptGone      = "scene no longer exists"
-	RetentionKeptRestored  = "scene is not archived (restored)"
-	RetentionKeptRearchive = "scene was archived again at another time"
-	RetentionKeptProtected = "scene is protected"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // PurgeArchivedScene permanently removes an archived scene whose retention ran out: its row,
@@ -60,117 +24,64 @@ const (
 // finds it no longer eligible. Archived scenes hold no storage or scene counters, so there is
 // nothing to release, and only the scene row is locked (the first lock of the scene →
 // customer → account order).
-func (a *Activities) PurgeArchivedScene(ctx context.Context, in PurgeArchivedSceneInput) (PurgeArchivedSceneResult, error) {
+func (a *Activities) PurgeArchivedScene(ctx context.Context, in contract.PurgeArchivedSceneInput) (contract.PurgeArchivedSceneResult, error) {
 	if in.SceneID == "" || in.IntegrationID == "" || in.ArchivedAt.IsZero() {
-		return PurgeArchivedSceneResult{}, badInput("PurgeArchivedScene: scene id, integration id and archived at are required")
+		return contract.PurgeArchivedSceneResult{}, badInput("PurgeArchivedScene: scene id, integration id and archived at are required")
 	}
 	tx, err := a.Ent.Tx(ctx)
 	if err != nil {
-		return PurgeArchivedSceneResult{}, err
+		return contract.PurgeArchivedSceneResult{}, err
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
 	sc, err := tx.Scene.Query().Where(scene.ID(in.SceneID), scene.IntegrationID(in.IntegrationID)).ForUpdate().Only(ctx)
 	if ent.IsNotFound(err) {
-		return PurgeArchivedSceneResult{Reason: RetentionKeptGone}, nil
+		return contract.PurgeArchivedSceneResult{Reason: contract.RetentionKeptGone}, nil
 	}
 	if err != nil {
-		return PurgeArchivedSceneResult{}, fmt.Errorf("locking scene %s: %w", in.SceneID, err)
+		return contract.PurgeArchivedSceneResult{}, fmt.Errorf("locking scene %s: %w", in.SceneID, err)
 	}
 	switch {
 	case sc.ArchivedAt == nil:
-		return PurgeArchivedSceneResult{Reason: RetentionKeptRestored}, nil
+		return contract.PurgeArchivedSceneResult{Reason: contract.RetentionKeptRestored}, nil
 	case sc.ArchivedAt.UnixMicro() != in.ArchivedAt.UnixMicro():
-		return PurgeArchivedSceneResult{Reason: RetentionKeptRearchive}, nil
+		return contract.PurgeArchivedSceneResult{Reason: contract.RetentionKeptRearchive}, nil
 	case sc.ArchiveProtected:
-		return PurgeArchivedSceneResult{Reason: RetentionKeptProtected}, nil
+		return contract.PurgeArchivedSceneResult{Reason: contract.RetentionKeptProtected}, nil
 	}
-	keys, prefixes := SceneObjects(sc)
+	keys, prefixes := objectkeys.SceneObjects(sc.IntegrationID, sc.AssetKeys, sc.LodFolderKey, sc.RenditionPrefix)
 	if len(keys)+len(prefixes) > 0 {
-		if _, err := a.DeleteObjects(ctx, DeleteObjectsInput{Keys: keys, Prefixes: prefixes}); err != nil {
-			return PurgeArchivedSceneResult{}, err
+		if _, err := a.DeleteObjects(ctx, contract.DeleteObjectsInput{Keys: keys, Prefixes: prefixes}); err != nil {
+			return contract.PurgeArchivedSceneResult{}, err
 		}
 	}
 	if err := a.deleteViews(ctx, []string{sc.ID}); err != nil {
-		return PurgeArchivedSceneResult{}, err
+		return contract.PurgeArchivedSceneResult{}, err
 	}
 	var hooks events.Batch
 	if err := a.Events.Emit(ctx, tx, &hooks, sc.IntegrationID, events.RetentionPurged, func() (any, error) {
 		eu, err := tx.Scene.QueryOwner(sc).Select(externaluser.FieldExternalUserID).String(ctx)
 		return events.SceneRef{SplatID: sc.ID, ExternalUserID: eu}, err
 	}); err != nil {
-		return PurgeArchivedSceneResult{}, err
+		return contract.PurgeArchivedSceneResult{}, err
 	}
 	if err := tx.Scene.DeleteOneID(sc.ID).Exec(ctx); err != nil {
-		return PurgeArchivedSceneResult{}, fmt.Errorf("deleting scene %s: %w", sc.ID, err)
+		return contract.PurgeArchivedSceneResult{}, fmt.Errorf("deleting scene %s: %w", sc.ID, err)
 	}
-	if err := announceScene(ctx, tx, sc.IntegrationID, sc.ID); err != nil {
-		return PurgeArchivedSceneResult{}, err
+	if err := db.NotifyScenesChanged(ctx, tx, sc.IntegrationID, sc.ID); err != nil {
+		return contract.PurgeArchivedSceneResult{}, err
 	}
 	if err := tx.Commit(); err != nil {
-		return PurgeArchivedSceneResult{}, fmt.Errorf("committing the removal of scene %s: %w", sc.ID, err)
+		return contract.PurgeArchivedSceneResult{}, fmt.Errorf("committing the removal of scene %s: %w", sc.ID, err)
 	}
 	a.Events.Flush(ctx, &hooks)
-	return PurgeArchivedSceneResult{Removed: true}, nil
-}
-
-// SceneObjects lists a scene's stored objects, as its DELETE, the customer purge and the
-// retention purge remove them: every asset key, the LOD folder of a LOD scene and the scene's
-// rendition folder; nothing outside the scene's integration, whatever the row says, and never a
-// folder that would widen into a listing of more than the scene's own objects (DeleteObjects
-// refuses those too).
-func SceneObjects(sc *ent.Scene) (keys, prefixes []string) {
-	scope := objectkeys.Integration(sc.IntegrationID)
-	for _, k := range sc.AssetKeys {
-		if strings.HasPrefix(k, scope) && safeKey(k) && !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-	}
-	folder := func(f string) {
-		if strings.HasPrefix(f, scope) && safePrefix(f) && !slices.Contains(prefixes, f) {
-			prefixes = append(prefixes, f)
-		}
-	}
-	if sc.LodFolderKey != nil {
-		folder(strings.TrimSuffix(*sc.LodFolderKey, "/") + "/")
-	}
-	if sc.RenditionPrefix != nil {
-		folder(*sc.RenditionPrefix)
-	}
-	return keys, prefixes
-}
-
-// ArchivedScenesInput asks for a page of unprotected archived scenes archived more than MinAge
-// ago (fresher ones are still being started by the service that archived them), in
-// (archived_at, id) order after the cursor (AfterArchivedAt, AfterID; zero for the first page).
-type ArchivedScenesInput struct {
-	MinAge          time.Duration
-	AfterArchivedAt time.Time
-	AfterID         string
-	Limit           int
-}
-
-// ArchivedScene is one archiving a retention timer must exist for.
-type ArchivedScene struct {
-	SceneID       string
-	IntegrationID string
-	// OwnerRecordID is the customer's record id (scenes.owner_id); its JSON key is its old
-	// name, so recorded histories replay.
-	OwnerRecordID  string `json:"ExternalUserRecordID"`
-	ExternalUserID string
-	ArchivedAt     time.Time
-}
-
-// ArchivedScenesResult is one page; Last says there is no next one.
-type ArchivedScenesResult struct {
-	Scenes []ArchivedScene
-	Last   bool
+	return contract.PurgeArchivedSceneResult{Removed: true}, nil
 }
 
 // ArchivedScenes lists unprotected archived scenes for the retention re-drive, a bounded page
 // at a time.
-func (a *Activities) ArchivedScenes(ctx context.Context, in ArchivedScenesInput) (ArchivedScenesResult, error) {
+func (a *Activities) ArchivedScenes(ctx context.Context, in contract.ArchivedScenesInput) (contract.ArchivedScenesResult, error) {
 	if in.Limit <= 0 || in.MinAge < 0 {
-		return ArchivedScenesResult{}, badInput("ArchivedScenes: limit > 0 and min age >= 0 are required")
+		return contract.ArchivedScenesResult{}, badInput("ArchivedScenes: limit > 0 and min age >= 0 are required")
 	}
 	where := []predicate.Scene{scene.ArchivedAtNotNil(), scene.ArchiveProtected(false),
 		scene.ArchivedAtLT(time.Now().Add(-in.MinAge))}
@@ -184,11 +95,11 @@ func (a *Activities) ArchivedScenes(ctx context.Context, in ArchivedScenesInput)
 		WithOwner(func(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldID, externaluser.FieldExternalUserID) }).
 		All(ctx)
 	if err != nil {
-		return ArchivedScenesResult{}, err
+		return contract.ArchivedScenesResult{}, err
 	}
-	out := ArchivedScenesResult{Scenes: make([]ArchivedScene, 0, len(rows)), Last: len(rows) < in.Limit}
+	out := contract.ArchivedScenesResult{Scenes: make([]contract.ArchivedScene, 0, len(rows)), Last: len(rows) < in.Limit}
 	for _, r := range rows {
-		s := ArchivedScene{SceneID: r.ID, IntegrationID: r.IntegrationID, OwnerRecordID: r.OwnerID, ArchivedAt: *r.ArchivedAt}
+		s := contract.ArchivedScene{SceneID: r.ID, IntegrationID: r.IntegrationID, OwnerRecordID: r.OwnerID, ArchivedAt: *r.ArchivedAt}
 		if r.Edges.Owner != nil {
 			s.ExternalUserID = r.Edges.Owner.ExternalUserID
 		}

@@ -16,23 +16,8 @@ import (
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/workflows/contract"
 )
-
-// DeleteOrphanUploadsInput bounds one sweep: tickets never committed whose upload window closed
-// more than MinAge ago, BatchSize at a time, at most MaxTickets in this call.
-type DeleteOrphanUploadsInput struct {
-	MinAge     time.Duration
-	BatchSize  int
-	MaxTickets int
-}
-
-// DeleteOrphanUploadsResult counts what the sweep removed; More says it stopped at MaxTickets
-// with tickets left.
-type DeleteOrphanUploadsResult struct {
-	Tickets int
-	Objects int
-	More    bool
-}
 
 // DeleteOrphanUploads removes uploads that never became a scene: the store's multipart upload
 // of a resumable ticket, the objects of each ticket, then the ticket row, a batch at a time with a heartbeat after each. A ticket row goes only
@@ -43,11 +28,11 @@ type DeleteOrphanUploadsResult struct {
 // MinAge must exceed the commit path's grace after expires_at (commitGrace in
 // services/scene/commit.go), so no commit can still claim a ticket swept here; the final
 // delete re-checks committed_at anyway.
-func (a *Activities) DeleteOrphanUploads(ctx context.Context, in DeleteOrphanUploadsInput) (DeleteOrphanUploadsResult, error) {
+func (a *Activities) DeleteOrphanUploads(ctx context.Context, in contract.DeleteOrphanUploadsInput) (contract.DeleteOrphanUploadsResult, error) {
 	if in.MinAge <= 0 || in.BatchSize <= 0 || in.MaxTickets <= 0 {
-		return DeleteOrphanUploadsResult{}, badInput("DeleteOrphanUploads: min age, batch size and max tickets must be positive")
+		return contract.DeleteOrphanUploadsResult{}, badInput("DeleteOrphanUploads: min age, batch size and max tickets must be positive")
 	}
-	var out DeleteOrphanUploadsResult
+	var out contract.DeleteOrphanUploadsResult
 	if activity.HasHeartbeatDetails(ctx) {
 		_ = activity.GetHeartbeatDetails(ctx, &out) // only the running totals; a bad value restarts them
 		out.More = false
@@ -75,15 +60,12 @@ func (a *Activities) DeleteOrphanUploads(ctx context.Context, in DeleteOrphanUpl
 			}
 			keys, prefixes, ids = append(keys, k...), append(prefixes, p...), append(ids, t.ID)
 		}
-		for i := 0; i < len(keys); i += deleteBatch {
-			if err := a.deleteKeys(ctx, keys[i:min(i+deleteBatch, len(keys))]); err != nil {
-				return out, err
-			}
-			activity.RecordHeartbeat(ctx, out)
+		if err := a.bucket().DeleteKeys(ctx, keys, func(int) { activity.RecordHeartbeat(ctx, out) }); err != nil {
+			return out, err
 		}
 		objects := len(keys)
 		for _, p := range prefixes {
-			if err := a.emptyPrefix(ctx, p, func(n int) {
+			if err := a.bucket().EmptyPrefix(ctx, p, func(n int) {
 				objects += n
 				activity.RecordHeartbeat(ctx, out)
 			}); err != nil {
@@ -127,11 +109,11 @@ func (a *Activities) abortMultipart(ctx context.Context, t *ent.UploadTicket) er
 // folder itself, since the client may have uploaded only part of what it declared. Only keys
 // under the ticket's own prefix count, and only a prefix of the scene key space.
 func ticketObjects(t *ent.UploadTicket) (keys, prefixes []string, ok bool) {
-	if !strings.HasPrefix(t.Prefix, objectkeys.Integration(t.IntegrationID)) || !safePrefix(t.Prefix) {
+	if !strings.HasPrefix(t.Prefix, objectkeys.Integration(t.IntegrationID)) || !objectkeys.SafePrefix(t.Prefix) {
 		return nil, nil, false
 	}
 	for _, o := range t.Objects {
-		if strings.HasPrefix(o.Key, t.Prefix) && safeKey(o.Key) {
+		if strings.HasPrefix(o.Key, t.Prefix) && objectkeys.SafeKey(o.Key) {
 			keys = append(keys, o.Key)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/ent/scenelike"
 	"github.com/splathost/splathost/ent/viewoutbox"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // ViewStore is the part of the ClickHouse view store (analytics.Views) the activities use. The
@@ -21,29 +22,17 @@ type ViewStore interface {
 	SceneIDs(ctx context.Context) ([]string, error)
 }
 
-// MaxViewDeletion bounds the scene ids of one DeleteViews call: one ALTER … DELETE statement
-// of about 27 bytes an id stays well under ClickHouse's default max_query_size (256 KiB).
-const MaxViewDeletion = 5000
-
-// DeleteViewsInput names the scenes whose view records go.
-type DeleteViewsInput struct {
-	SceneIDs []string
-}
-
-// DeleteViewsResult is empty: the deletion either happened or the activity is retried.
-type DeleteViewsResult struct{}
-
 // DeleteViews removes every view record of deleted scenes (spec: DELETE of a scene or a
 // customer removes its view records): the views still waiting in the Postgres outbox, the likes,
 // and the ClickHouse events and daily rollup (ALTER TABLE … DELETE). Each step is idempotent, so
 // a retry after any failure is safe. A view accepted while this runs may survive it; trending
 // and viewCount never show a scene that no longer exists, and the retention job's partition
 // drops remove it in time.
-func (a *Activities) DeleteViews(ctx context.Context, in DeleteViewsInput) (DeleteViewsResult, error) {
-	if len(in.SceneIDs) == 0 || len(in.SceneIDs) > MaxViewDeletion {
-		return DeleteViewsResult{}, badInput("DeleteViews: 1-%d scene ids are required", MaxViewDeletion)
+func (a *Activities) DeleteViews(ctx context.Context, in contract.DeleteViewsInput) (contract.DeleteViewsResult, error) {
+	if len(in.SceneIDs) == 0 || len(in.SceneIDs) > contract.MaxViewDeletion {
+		return contract.DeleteViewsResult{}, badInput("DeleteViews: 1-%d scene ids are required", contract.MaxViewDeletion)
 	}
-	return DeleteViewsResult{}, a.deleteViews(ctx, in.SceneIDs)
+	return contract.DeleteViewsResult{}, a.deleteViews(ctx, in.SceneIDs)
 }
 
 func (a *Activities) deleteViews(ctx context.Context, sceneIDs []string) error {
@@ -59,58 +48,40 @@ func (a *Activities) deleteViews(ctx context.Context, sceneIDs []string) error {
 	return a.Views.DeleteScenes(ctx, sceneIDs)
 }
 
-// DropExpiredViewsInput is the retention cutoff: every monthly partition wholly before it goes.
-type DropExpiredViewsInput struct {
-	Before time.Time
-}
-
-// DropExpiredViewsResult lists the dropped partitions ("table:YYYYMM").
-type DropExpiredViewsResult struct {
-	Dropped []string
-}
-
 // DropExpiredViews drops the view partitions older than the retention (idempotent: a partition
 // already gone is not listed again).
-func (a *Activities) DropExpiredViews(ctx context.Context, in DropExpiredViewsInput) (DropExpiredViewsResult, error) {
+func (a *Activities) DropExpiredViews(ctx context.Context, in contract.DropExpiredViewsInput) (contract.DropExpiredViewsResult, error) {
 	if in.Before.IsZero() {
-		return DropExpiredViewsResult{}, badInput("DropExpiredViews: a cutoff is required")
+		return contract.DropExpiredViewsResult{}, badInput("DropExpiredViews: a cutoff is required")
 	}
 	if a.Views == nil {
-		return DropExpiredViewsResult{}, fmt.Errorf("dropping view partitions: no view store configured")
+		return contract.DropExpiredViewsResult{}, fmt.Errorf("dropping view partitions: no view store configured")
 	}
 	dropped, err := a.Views.DropPartitionsBefore(ctx, in.Before)
-	return DropExpiredViewsResult{Dropped: dropped}, err
+	return contract.DropExpiredViewsResult{Dropped: dropped}, err
 }
 
 // orphanCheckChunk is how many scene ids one Postgres existence check takes.
 const orphanCheckChunk = 1000
 
-// DeleteOrphanViewsInput is empty: the sweep finds its own work.
-type DeleteOrphanViewsInput struct{}
-
-// DeleteOrphanViewsResult counts the scenes whose records it removed.
-type DeleteOrphanViewsResult struct {
-	Scenes int
-}
-
 // DeleteOrphanViews removes the view records of scenes that no longer exist in Postgres: the
 // backstop for a deletion whose DeleteSceneViews workflow could not be started (Temporal
 // unreachable at that moment), and for a view that reached ClickHouse after its scene's records
 // were deleted. A scene never comes back once deleted, so the sweep cannot remove live data.
-func (a *Activities) DeleteOrphanViews(ctx context.Context, _ DeleteOrphanViewsInput) (DeleteOrphanViewsResult, error) {
+func (a *Activities) DeleteOrphanViews(ctx context.Context, _ contract.DeleteOrphanViewsInput) (contract.DeleteOrphanViewsResult, error) {
 	if a.Views == nil {
-		return DeleteOrphanViewsResult{}, fmt.Errorf("sweeping views: no view store configured")
+		return contract.DeleteOrphanViewsResult{}, fmt.Errorf("sweeping views: no view store configured")
 	}
 	ids, err := a.Views.SceneIDs(ctx)
 	if err != nil {
-		return DeleteOrphanViewsResult{}, err
+		return contract.DeleteOrphanViewsResult{}, err
 	}
 	var orphans []string
 	for start := 0; start < len(ids); start += orphanCheckChunk {
 		chunk := ids[start:min(start+orphanCheckChunk, len(ids))]
 		live, err := a.Ent.Scene.Query().Where(scene.IDIn(chunk...)).IDs(ctx)
 		if err != nil {
-			return DeleteOrphanViewsResult{}, err
+			return contract.DeleteOrphanViewsResult{}, err
 		}
 		exists := make(map[string]bool, len(live))
 		for _, id := range live {
@@ -123,11 +94,11 @@ func (a *Activities) DeleteOrphanViews(ctx context.Context, _ DeleteOrphanViewsI
 		}
 		activity.RecordHeartbeat(ctx, start)
 	}
-	for start := 0; start < len(orphans); start += MaxViewDeletion {
-		if err := a.deleteViews(ctx, orphans[start:min(start+MaxViewDeletion, len(orphans))]); err != nil {
-			return DeleteOrphanViewsResult{}, err
+	for start := 0; start < len(orphans); start += contract.MaxViewDeletion {
+		if err := a.deleteViews(ctx, orphans[start:min(start+contract.MaxViewDeletion, len(orphans))]); err != nil {
+			return contract.DeleteOrphanViewsResult{}, err
 		}
 		activity.RecordHeartbeat(ctx, start)
 	}
-	return DeleteOrphanViewsResult{Scenes: len(orphans)}, nil
+	return contract.DeleteOrphanViewsResult{Scenes: len(orphans)}, nil
 }

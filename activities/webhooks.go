@@ -17,6 +17,7 @@ import (
 	"github.com/splathost/splathost/ent/webhookdelivery"
 	"github.com/splathost/splathost/ent/webhookendpoint"
 	"github.com/splathost/splathost/internal/events"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // WebhookSettings are what deliveries need: the sealer of the endpoints' secrets, the HTTP
@@ -34,44 +35,6 @@ type WebhookSettings struct {
 // webhookWaiting is the delivery log's lastError of a delivery waiting for one of its
 // endpoint's slots; it also marks the rows a freed slot wakes.
 const webhookWaiting = "waiting for a free delivery slot of the endpoint"
-
-// Outcomes of a delivery attempt.
-const (
-	// WebhookDelivered: the receiver answered 2xx (or an earlier attempt already had).
-	WebhookDelivered = "delivered"
-	// WebhookRetry: the attempt failed; the row says when the next one is due.
-	WebhookRetry = "retry"
-	// WebhookFailed: the last attempt failed; the row is closed as failed.
-	WebhookFailed = "failed"
-	// WebhookGone: the delivery or its endpoint no longer exists; nothing more to do.
-	WebhookGone = "gone"
-	// WebhookBusy: every delivery slot of the endpoint is taken; no attempt was made.
-	WebhookBusy = "busy"
-	// WebhookInFlight: another attempt at the same delivery is running; a direct attempt
-	// leaves the delivery to it.
-	WebhookInFlight = "in-flight"
-)
-
-// AttemptWebhookInput is one attempt at a delivery. RetryIn is when the workflow will try again
-// if this attempt fails (recorded as nextAttemptAt); Final says there will be no next attempt.
-//
-// Direct marks the first attempt made by the process that wrote the event, right after its
-// commit and outside any workflow (events.Dispatcher): it leaves the row undispatched, so that
-// the re-drive still starts a workflow if the process dies before handing a failed delivery on,
-// and a busy endpoint marks nothing (no workflow waits to be woken).
-type AttemptWebhookInput struct {
-	DeliveryID string
-	RetryIn    time.Duration
-	Final      bool
-	Direct     bool
-}
-
-// AttemptWebhookResult is the attempt's outcome and the receiver's status (0 when none came).
-type AttemptWebhookResult struct {
-	Outcome    string
-	StatusCode int
-	Attempts   int
-}
 
 // webhookLockSpace keeps the delivery slots' advisory locks apart from the view streamer's.
 const webhookLockSpace = "splathost-webhook-slot:"
@@ -95,16 +58,16 @@ func slotKey(endpointID string) int32 {
 //
 // Idempotent: a delivery already closed is answered from its row; a retried attempt may POST
 // again, which the receiver deduplicates by webhook-id (at-least-once delivery).
-func (a *Activities) AttemptWebhookDelivery(ctx context.Context, in AttemptWebhookInput) (AttemptWebhookResult, error) {
+func (a *Activities) AttemptWebhookDelivery(ctx context.Context, in contract.AttemptWebhookInput) (contract.AttemptWebhookResult, error) {
 	if in.DeliveryID == "" {
-		return AttemptWebhookResult{}, badInput("AttemptWebhookDelivery: delivery id is required")
+		return contract.AttemptWebhookResult{}, badInput("AttemptWebhookDelivery: delivery id is required")
 	}
 	if a.Webhooks == nil {
-		return AttemptWebhookResult{}, errors.New("webhook deliveries are not configured on this worker")
+		return contract.AttemptWebhookResult{}, errors.New("webhook deliveries are not configured on this worker")
 	}
 	tx, err := a.Ent.Tx(ctx)
 	if err != nil {
-		return AttemptWebhookResult{}, err
+		return contract.AttemptWebhookResult{}, err
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
 	// One attempt per delivery at a time: the direct attempt of the writer and a workflow's (the
@@ -116,17 +79,17 @@ func (a *Activities) AttemptWebhookDelivery(ctx context.Context, in AttemptWebho
 		_ = tx.Rollback()
 		switch exists, err := a.Ent.WebhookDelivery.Query().Where(webhookdelivery.ID(in.DeliveryID)).Exist(ctx); {
 		case err != nil:
-			return AttemptWebhookResult{}, err
+			return contract.AttemptWebhookResult{}, err
 		case !exists:
-			return AttemptWebhookResult{Outcome: WebhookGone}, nil
+			return contract.AttemptWebhookResult{Outcome: contract.WebhookGone}, nil
 		}
 		return a.standBack(ctx, in)
 	}
 	if err != nil {
-		return AttemptWebhookResult{}, err
+		return contract.AttemptWebhookResult{}, err
 	}
 	if d.State != webhookdelivery.StatePending {
-		return AttemptWebhookResult{Outcome: closedOutcome(d.State), StatusCode: deref(d.LastStatusCode), Attempts: d.Attempts}, nil
+		return contract.AttemptWebhookResult{Outcome: closedOutcome(d.State), StatusCode: deref(d.LastStatusCode), Attempts: d.Attempts}, nil
 	}
 	ep, err := tx.WebhookEndpoint.Query().Where(webhookendpoint.ID(d.EndpointID)).Only(ctx)
 	if ent.IsNotFound(err) || (err == nil && ep.DeletedAt != nil) {
@@ -135,25 +98,25 @@ func (a *Activities) AttemptWebhookDelivery(ctx context.Context, in AttemptWebho
 		if err == nil {
 			err = tx.Commit()
 		}
-		return AttemptWebhookResult{Outcome: WebhookGone, Attempts: d.Attempts}, err
+		return contract.AttemptWebhookResult{Outcome: contract.WebhookGone, Attempts: d.Attempts}, err
 	}
 	if err != nil {
-		return AttemptWebhookResult{}, err
+		return contract.AttemptWebhookResult{}, err
 	}
 	secrets, err := a.webhookSecrets(ep, time.Now())
 	if err != nil {
-		return AttemptWebhookResult{}, err
+		return contract.AttemptWebhookResult{}, err
 	}
 	held, err := takeSlot(ctx, tx, ep.ID, max(a.Webhooks.Concurrency, 1))
 	if err != nil {
-		return AttemptWebhookResult{}, err
+		return contract.AttemptWebhookResult{}, err
 	}
 	if !held {
 		_ = tx.Rollback()
 		if in.Direct {
-			return AttemptWebhookResult{Outcome: WebhookBusy, Attempts: d.Attempts}, nil
+			return contract.AttemptWebhookResult{Outcome: contract.WebhookBusy, Attempts: d.Attempts}, nil
 		}
-		return AttemptWebhookResult{Outcome: WebhookBusy, Attempts: d.Attempts}, a.markWaiting(ctx, d.ID)
+		return contract.AttemptWebhookResult{Outcome: contract.WebhookBusy, Attempts: d.Attempts}, a.markWaiting(ctx, d.ID)
 	}
 	status, postErr := a.postWebhook(ctx, ep.URL, d, secrets)
 	now := time.Now()
@@ -171,11 +134,11 @@ func (a *Activities) AttemptWebhookDelivery(ctx context.Context, in AttemptWebho
 	} else {
 		up.ClearLastStatusCode()
 	}
-	out := AttemptWebhookResult{StatusCode: status, Attempts: d.Attempts + 1}
+	out := contract.AttemptWebhookResult{StatusCode: status, Attempts: d.Attempts + 1}
 	switch {
 	case postErr == nil && status >= 200 && status < 300:
 		up.SetState(webhookdelivery.StateSucceeded).SetDeliveredAt(now).ClearNextAttemptAt().ClearLastError()
-		out.Outcome = WebhookDelivered
+		out.Outcome = contract.WebhookDelivered
 	default:
 		msg := "receiver answered " + strconv.Itoa(status)
 		if postErr != nil {
@@ -184,17 +147,17 @@ func (a *Activities) AttemptWebhookDelivery(ctx context.Context, in AttemptWebho
 		up.SetLastError(trimMessage(msg))
 		if in.Final {
 			up.SetState(webhookdelivery.StateFailed).ClearNextAttemptAt()
-			out.Outcome = WebhookFailed
+			out.Outcome = contract.WebhookFailed
 		} else {
 			up.SetNextAttemptAt(now.Add(in.RetryIn))
-			out.Outcome = WebhookRetry
+			out.Outcome = contract.WebhookRetry
 		}
 	}
 	if err := up.Exec(ctx); err != nil {
-		return AttemptWebhookResult{}, err
+		return contract.AttemptWebhookResult{}, err
 	}
 	if err := tx.Commit(); err != nil {
-		return AttemptWebhookResult{}, err
+		return contract.AttemptWebhookResult{}, err
 	}
 	// The slot is free again: wake the endpoint's longest-waiting delivery rather than let it
 	// find out at its next poll. A failure here costs only that wait.
@@ -205,20 +168,20 @@ func (a *Activities) AttemptWebhookDelivery(ctx context.Context, in AttemptWebho
 // closedOutcome is the outcome of an attempt at a delivery already closed in state.
 func closedOutcome(state webhookdelivery.State) string {
 	if state == webhookdelivery.StateSucceeded {
-		return WebhookDelivered
+		return contract.WebhookDelivered
 	}
-	return WebhookFailed
+	return contract.WebhookFailed
 }
 
 // standBack answers an attempt that found another attempt at the same delivery in flight. A
 // direct attempt leaves the delivery to it (WebhookInFlight); a workflow's waits as for a busy
 // slot, marked so that the other attempt's end wakes it, and then finds the row closed or
 // tries again.
-func (a *Activities) standBack(ctx context.Context, in AttemptWebhookInput) (AttemptWebhookResult, error) {
+func (a *Activities) standBack(ctx context.Context, in contract.AttemptWebhookInput) (contract.AttemptWebhookResult, error) {
 	if in.Direct {
-		return AttemptWebhookResult{Outcome: WebhookInFlight}, nil
+		return contract.AttemptWebhookResult{Outcome: contract.WebhookInFlight}, nil
 	}
-	return AttemptWebhookResult{Outcome: WebhookBusy}, a.markWaiting(ctx, in.DeliveryID)
+	return contract.AttemptWebhookResult{Outcome: contract.WebhookBusy}, a.markWaiting(ctx, in.DeliveryID)
 }
 
 // markWaiting marks a pending delivery as waiting for its endpoint, so that the attempt that
@@ -285,7 +248,7 @@ func (a *Activities) postWebhook(ctx context.Context, url string, d *ent.Webhook
 	if err != nil {
 		return 0, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, events.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, contract.WebhookTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -302,7 +265,7 @@ func (a *Activities) postWebhook(ctx context.Context, url string, d *ent.Webhook
 			return 0, events.ErrPrivateTarget
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			return 0, fmt.Errorf("no answer within %s", events.Timeout)
+			return 0, fmt.Errorf("no answer within %s", contract.WebhookTimeout)
 		}
 		// The transport's message names the URL, never a header: no secret leaves here.
 		return 0, fmt.Errorf("request failed: %w", err)
@@ -319,28 +282,9 @@ func deref(p *int) int {
 	return *p
 }
 
-// PendingWebhooksInput bounds the re-drive's scan: rows older than MinAge, at most Limit.
-type PendingWebhooksInput struct {
-	MinAge time.Duration
-	Limit  int
-}
-
-// PendingWebhook is one delivery whose workflow is not known to have started.
-type PendingWebhook struct {
-	DeliveryID    string
-	IntegrationID string
-	WebhookID     string
-	Type          string
-}
-
-// PendingWebhooksResult lists the deliveries to re-drive.
-type PendingWebhooksResult struct {
-	Deliveries []PendingWebhook
-}
-
 // PendingWebhookDeliveries lists pending deliveries without a started workflow, older than
 // MinAge (a fresh row is its writer's to start, right after its commit).
-func (a *Activities) PendingWebhookDeliveries(ctx context.Context, in PendingWebhooksInput) (PendingWebhooksResult, error) {
+func (a *Activities) PendingWebhookDeliveries(ctx context.Context, in contract.PendingWebhooksInput) (contract.PendingWebhooksResult, error) {
 	rows, err := a.Ent.WebhookDelivery.Query().
 		Where(webhookdelivery.StateEQ(webhookdelivery.StatePending), webhookdelivery.DispatchedAtIsNil(),
 			webhookdelivery.UpdatedAtLT(time.Now().Add(-in.MinAge))).
@@ -348,11 +292,11 @@ func (a *Activities) PendingWebhookDeliveries(ctx context.Context, in PendingWeb
 		Select(webhookdelivery.FieldID, webhookdelivery.FieldIntegrationID, webhookdelivery.FieldEndpointID, webhookdelivery.FieldType).
 		All(ctx)
 	if err != nil {
-		return PendingWebhooksResult{}, err
+		return contract.PendingWebhooksResult{}, err
 	}
-	out := PendingWebhooksResult{Deliveries: make([]PendingWebhook, len(rows))}
+	out := contract.PendingWebhooksResult{Deliveries: make([]contract.PendingWebhook, len(rows))}
 	for i, r := range rows {
-		out.Deliveries[i] = PendingWebhook{DeliveryID: r.ID, IntegrationID: r.IntegrationID, WebhookID: r.EndpointID, Type: r.Type}
+		out.Deliveries[i] = contract.PendingWebhook{DeliveryID: r.ID, IntegrationID: r.IntegrationID, WebhookID: r.EndpointID, Type: r.Type}
 	}
 	return out, nil
 }

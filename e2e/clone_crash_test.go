@@ -16,15 +16,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/clonejob"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/spawn"
 	"github.com/splathost/splathost/internal/testenv"
 	"github.com/splathost/splathost/workflows"
+	wfcontract "github.com/splathost/splathost/workflows/contract"
 )
 
 // workerProcess runs the real worker binary (bin/worker) against the test stack, serving
@@ -78,7 +79,7 @@ func TestCloneSurvivesWorkerKill(t *testing.T) {
 	runID, err := workflows.StartClone(ctx, env.Process.Temporal, queue, in)
 	require.NoError(t, err)
 	wfID := workflows.CloneWorkflowID(a.IntegrationID, owner.ID)
-	prefix := activities.ClonePrefix(a.IntegrationID, owner.ID, in.JobID)
+	prefix := objectkeys.CloneFolder(a.IntegrationID, owner.ID, in.JobID)
 	// What a client polling the job sees, all along (issue 12 point 13: it went 9 490 → 0 →
 	// success after a crash; it must never go back).
 	progress := watchCloneProgress(t, wfID, runID)
@@ -197,7 +198,7 @@ func TestCloneOfADeletedCustomerRollsBack(t *testing.T) {
 	st, err := workflows.DescribeClone(ctx, env.Process.Temporal, wfID, jobID)
 	require.NoError(t, err)
 	require.False(t, st.Running)
-	e := activities.ClientErrorOf(st.Err)
+	e := wfcontract.ClientErrorOf(st.Err)
 	require.NotNil(t, e, "%v", st.Err)
 	// Where the deletion lands decides the answer: before the reservation, the reservation
 	// refuses a deleted customer (401, as for any inactive one); after it, the job finds its
@@ -246,7 +247,7 @@ func TestCloneFinalizeRechecksTheCustomer(t *testing.T) {
 			runID, err := workflows.StartClone(ctx, env.Process.Temporal, queue, in)
 			require.NoError(t, err)
 			wfID := workflows.CloneWorkflowID(a.IntegrationID, owner.ID)
-			prefix := activities.ClonePrefix(a.IntegrationID, owner.ID, in.JobID)
+			prefix := objectkeys.CloneFolder(a.IntegrationID, owner.ID, in.JobID)
 			require.Eventually(t, func() bool { return len(listKeys(t, prefix)) >= 20 }, time.Minute, 10*time.Millisecond,
 				"the copy starts")
 			r := do(t, "PUT", "/api/v1/external-user", a.keys(eu), tc.change(src))
@@ -259,7 +260,7 @@ func TestCloneFinalizeRechecksTheCustomer(t *testing.T) {
 			st, err := workflows.DescribeClone(ctx, env.Process.Temporal, wfID, runID)
 			require.NoError(t, err)
 			require.False(t, st.Running)
-			e := activities.ClientErrorOf(st.Err)
+			e := wfcontract.ClientErrorOf(st.Err)
 			require.NotNil(t, e, "the job failed with a client answer: %v", st.Err)
 			require.Equal(t, tc.status, e.Status, "%v", st.Err)
 			if tc.status == 413 {

@@ -22,6 +22,7 @@ import (
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/testenv"
 	"github.com/splathost/splathost/workflows"
+	wfcontract "github.com/splathost/splathost/workflows/contract"
 )
 
 const retentionDay = 24 * time.Hour
@@ -93,8 +94,8 @@ func TestRetentionRemovesOnlyEligibleScenes(t *testing.T) {
 	require.Equal(t, workflows.PhaseRemoved, memoString(t, workflows.RetentionWorkflowID(id("removed"), due), "phase"))
 	require.Equal(t, 404, do(t, "GET", splatPath(id("removed")), a.keys(""), nil).Status)
 
-	for name, reason := range map[string]string{"protected": activities.RetentionKeptProtected,
-		"restored": activities.RetentionKeptRestored, "rearchived": activities.RetentionKeptRearchive} {
+	for name, reason := range map[string]string{"protected": wfcontract.RetentionKeptProtected,
+		"restored": wfcontract.RetentionKeptRestored, "rearchived": wfcontract.RetentionKeptRearchive} {
 		res := runRetention(t, a, eu, id(name), due)
 		require.Equal(t, workflows.RetentionResult{Reason: reason}, res, name)
 		require.True(t, sceneRowExists(t, id(name)), name)

@@ -15,10 +15,9 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/splathost/splathost/activities"
-
 	"github.com/splathost/splathost/internal/fixtures"
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/workflows"
 )
 
@@ -129,7 +128,7 @@ func TestOrphanSweepEmptiesRenditionsOfInterruptedConversions(t *testing.T) {
 		}, 30*time.Second, 50*time.Millisecond)
 		var owner string
 		require.NoError(t, env.Process.DB.Pool.QueryRow(ctx, `SELECT owner_id FROM scenes WHERE id = $1`, id).Scan(&owner))
-		sceneIDs, folders = append(sceneIDs, id), append(folders, activities.RenditionFolder(a.IntegrationID, owner, id))
+		sceneIDs, folders = append(sceneIDs, id), append(folders, objectkeys.RenditionFolder(a.IntegrationID, owner, id))
 	}
 	// The first scene is deleted (its purge empties the folder), then the interrupted
 	// conversion's upload lands: that object is what nothing else would remove.

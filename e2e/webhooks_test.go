@@ -25,6 +25,7 @@ import (
 	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/testenv"
+	"github.com/splathost/splathost/internal/worker"
 	"github.com/splathost/splathost/sdk/go/webhook"
 	"github.com/splathost/splathost/workflows"
 )
@@ -502,7 +503,7 @@ func TestWebhookSurvivesWorkerKill(t *testing.T) {
 	}
 	require.NoError(t, tx.Commit())
 	require.Len(t, batch.Deliveries(), n)
-	(&workflows.WebhookStarter{Client: env.Process.Temporal, TaskQueue: queue, Ent: env.Process.DB.Ent,
+	(&worker.WebhookHandOff{Client: env.Process.Temporal, TaskQueue: queue, Ent: env.Process.DB.Ent,
 		Log: slog.New(slog.DiscardHandler)}).StartDeliveries(ctx, batch.Deliveries())
 
 	require.Eventually(t, func() bool { return len(rcv.ids()) >= 3 }, time.Minute, 50*time.Millisecond)

@@ -28,6 +28,7 @@ import (
 	"github.com/splathost/splathost/ent/viewoutbox"
 	"github.com/splathost/splathost/ent/webhookdelivery"
 	"github.com/splathost/splathost/ent/webhookendpoint"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 const (
@@ -2432,7 +2433,7 @@ type CloneJobMutation struct {
 	total_objects    *int
 	addtotal_objects *int
 	draft            **schema.CloneDraft
-	plan             **schema.ClonePlan
+	plan             **contract.ClonePlan
 	clearedFields    map[string]struct{}
 	done             bool
 	oldValue         func(context.Context) (*CloneJob, error)
@@ -2908,12 +2909,12 @@ func (m *CloneJobMutation) ResetDraft() {
 }
 
 // SetPlan sets the "plan" field.
-func (m *CloneJobMutation) SetPlan(sp *schema.ClonePlan) {
-	m.plan = &sp
+func (m *CloneJobMutation) SetPlan(cp *contract.ClonePlan) {
+	m.plan = &cp
 }
 
 // Plan returns the value of the "plan" field in the mutation.
-func (m *CloneJobMutation) Plan() (r *schema.ClonePlan, exists bool) {
+func (m *CloneJobMutation) Plan() (r *contract.ClonePlan, exists bool) {
 	v := m.plan
 	if v == nil {
 		return
@@ -2924,7 +2925,7 @@ func (m *CloneJobMutation) Plan() (r *schema.ClonePlan, exists bool) {
 // OldPlan returns the old "plan" field's value of the CloneJob entity.
 // If the CloneJob object wasn't provided to the builder, the object is fetched from the database.
 // An error is returned if the mutation operation is not UpdateOne, or the database query fails.
-func (m *CloneJobMutation) OldPlan(ctx context.Context) (v *schema.ClonePlan, err error) {
+func (m *CloneJobMutation) OldPlan(ctx context.Context) (v *contract.ClonePlan, err error) {
 	if !m.op.Is(OpUpdateOne) {
 		return v, errors.New("OldPlan is only allowed on UpdateOne operations")
 	}
@@ -3138,7 +3139,7 @@ func (m *CloneJobMutation) SetField(name string, value ent.Value) error {
 		m.SetDraft(v)
 		return nil
 	case clonejob.FieldPlan:
-		v, ok := value.(*schema.ClonePlan)
+		v, ok := value.(*contract.ClonePlan)
 		if !ok {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}

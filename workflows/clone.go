@@ -8,8 +8,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
-	"github.com/splathost/splathost/internal/quota"
+	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // CloneSceneWorkflow is the registered name of the clone job workflow.
@@ -58,14 +58,14 @@ type CloneInput struct {
 type CloneResult struct {
 	SplatID       string
 	SourceSplatID string
-	Usage         quota.Snapshot
+	Usage         contract.Usage
 }
 
 // Activity options of a clone job. Client errors (404, 403, 409, 413) are never retried; other
 // failures are, a bounded number of times, after which the job fails and rolls back.
 var (
 	cloneRetry = &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
-		MaximumAttempts: 8, NonRetryableErrorTypes: []string{activities.ErrBadInput, activities.ErrClient}}
+		MaximumAttempts: 8, NonRetryableErrorTypes: []string{contract.ErrBadInput, contract.ErrClient}}
 	prepareOptions = workflow.ActivityOptions{StartToCloseTimeout: 5 * time.Minute, HeartbeatTimeout: time.Minute, RetryPolicy: cloneRetry}
 	// The copy heartbeats after every object; a short heartbeat timeout lets polls see progress
 	// every few seconds (the SDK sends at most one heartbeat per 0.8 × timeout) and lets a retry
@@ -87,9 +87,8 @@ var (
 func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 	if in.JobID == "" || in.SourceSceneID == "" || in.IntegrationID == "" || in.AccountID == "" ||
 		in.OwnerRecordID == "" || in.AbandonAfter <= 0 || in.Concurrency <= 0 {
-		return CloneResult{}, temporal.NewNonRetryableApplicationError("clone input incomplete", activities.ErrBadInput, nil)
+		return CloneResult{}, temporal.NewNonRetryableApplicationError("clone input incomplete", contract.ErrBadInput, nil)
 	}
-	var a *activities.Activities
 	lastPoll := workflow.Now(ctx)
 	polls := workflow.GetSignalChannel(ctx, ClonePollSignal)
 	workflow.Go(ctx, func(ctx workflow.Context) {
@@ -109,8 +108,8 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 		dctx, cancel := workflow.NewDisconnectedContext(ctx)
 		defer cancel()
 		phase(dctx, ClonePhaseRollingBack)
-		err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, rollbackOptions), a.RollbackClone,
-			activities.RollbackCloneInput{JobID: in.JobID, IntegrationID: in.IntegrationID, OwnerRecordID: in.OwnerRecordID,
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, rollbackOptions), contract.RollbackClone,
+			contract.RollbackCloneInput{JobID: in.JobID, IntegrationID: in.IntegrationID, OwnerRecordID: in.OwnerRecordID,
 				SourceSplatID: in.SourceSceneID, Message: cloneFailureMessage(cause)}).Get(dctx, nil)
 		if err != nil {
 			return CloneResult{}, err
@@ -120,8 +119,8 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 	}
 
 	phase(ctx, ClonePhasePreparing)
-	var prep activities.PrepareCloneResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, prepareOptions), a.PrepareClone, activities.PrepareCloneInput{
+	var prep contract.PrepareCloneResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, prepareOptions), contract.PrepareClone, contract.PrepareCloneInput{
 		JobID: in.JobID, SourceSceneID: in.SourceSceneID, IntegrationID: in.IntegrationID, AccountID: in.AccountID,
 		OwnerRecordID: in.OwnerRecordID, ClonedAt: in.ClonedAt,
 	}).Get(ctx, &prep)
@@ -133,8 +132,8 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 	phase(ctx, ClonePhaseCopying)
 	copyCtx, cancelCopy := workflow.WithCancel(workflow.WithActivityOptions(ctx, copyOptions))
 	defer cancelCopy()
-	copied := workflow.ExecuteActivity(copyCtx, a.CopyCloneObjects, activities.CopyCloneInput{
-		JobID: in.JobID, Prefix: activities.ClonePrefix(in.IntegrationID, in.OwnerRecordID, in.JobID),
+	copied := workflow.ExecuteActivity(copyCtx, contract.CopyCloneObjects, contract.CopyCloneInput{
+		JobID: in.JobID, Prefix: objectkeys.CloneFolder(in.IntegrationID, in.OwnerRecordID, in.JobID),
 		Plan: prep.Plan, TotalObjects: prep.TotalObjects, Concurrency: in.Concurrency,
 	})
 	abandoned := false
@@ -159,8 +158,8 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 	err = copied.Get(ctx, nil)
 	if abandoned {
 		err = temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("the clone job was abandoned: no poll for %s", in.AbandonAfter), activities.ErrClient, nil,
-			activities.ClientErrorDetails{Status: http.StatusConflict, Message: "clone job abandoned (not polled) and rolled back",
+			fmt.Sprintf("the clone job was abandoned: no poll for %s", in.AbandonAfter), contract.ErrClient, nil,
+			contract.ClientErrorDetails{Status: http.StatusConflict, Message: "clone job abandoned (not polled) and rolled back",
 				Extra: map[string]any{"code": ErrCloneAbandoned}})
 	}
 	if err != nil {
@@ -168,8 +167,8 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 	}
 
 	phase(ctx, ClonePhaseFinalizing)
-	var fin activities.FinalizeCloneResult
-	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, finalizeOptions), a.FinalizeClone, activities.FinalizeCloneInput{
+	var fin contract.FinalizeCloneResult
+	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, finalizeOptions), contract.FinalizeClone, contract.FinalizeCloneInput{
 		JobID: in.JobID, OwnerRecordID: in.OwnerRecordID, AccountID: in.AccountID,
 	}).Get(ctx, &fin)
 	if err != nil {
@@ -193,8 +192,8 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 // failure is one (quota, source gone, abandoned), otherwise a neutral one (infrastructure
 // details are for operators, in the workflow's history).
 func cloneFailureMessage(cause error) string {
-	if e := activities.ClientErrorOf(cause); e != nil {
+	if e := contract.ClientErrorOf(cause); e != nil {
 		return e.Message
 	}
-	return activities.CloneFailedMessage
+	return contract.CloneFailedMessage
 }

@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/splathost/splathost/activities"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // SASourceSplatID is the scene a clone job copies.
@@ -81,7 +81,7 @@ type CloneState struct {
 	Copied        int
 	Total         int
 	Result        *CloneResult
-	// Err is the failure: activities.ClientErrorOf gives the client's envelope when it is one.
+	// Err is the failure: contract.ClientErrorOf gives the client's envelope when it is one.
 	Err error
 }
 
@@ -128,7 +128,7 @@ func DescribeClone(ctx context.Context, c client.Client, workflowID, runID strin
 			copying = true
 			// The details survive a worker crash (a retry's first heartbeat starts from them),
 			// so the count only grows across attempts.
-			var p activities.CloneProgress
+			var p contract.CloneProgress
 			if pa.GetHeartbeatDetails() != nil && dc.FromPayloads(pa.GetHeartbeatDetails(), &p) == nil {
 				st.Copied, st.Total = p.Copied, max(st.Total, p.Total)
 			}

@@ -14,9 +14,10 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/splathost/splathost/activities"
-	"github.com/splathost/splathost/ent/schema"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/quota"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 var testClone = CloneInput{JobID: "cccccccccccccccccccccccc", SourceSceneID: "ssssssssssssssssssssssss"[:24],
@@ -24,7 +25,7 @@ var testClone = CloneInput{JobID: "cccccccccccccccccccccccc", SourceSceneID: "ss
 	ExternalUserID: "customer-1", ClonedAt: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC),
 	AbandonAfter: 3 * time.Minute, Concurrency: 8}
 
-var testPlan = schema.ClonePlan{Objects: []schema.ObjectCopy{{Src: "i/x/u/y/splat-file/t/a.ply", Dst: "i/x/u/z/clone/c/splat-file/t/a.ply", Size: 10}}}
+var testPlan = contract.ClonePlan{Objects: []contract.ObjectCopy{{Src: "i/x/u/y/splat-file/t/a.ply", Dst: "i/x/u/z/clone/c/splat-file/t/a.ply", Size: 10}}}
 
 // cloneEnv is a clone job on the test clock with its four activities mocked; each records its
 // calls, and a test replaces the behaviour it is about.
@@ -45,54 +46,54 @@ func newCloneEnv(t *testing.T, copyTakes ...time.Duration) *cloneEnv {
 	e.RegisterActivity(e.a)
 	Register(e)
 	e.OnActivity(e.a.PrepareClone, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.PrepareCloneInput) (activities.PrepareCloneResult, error) {
+		func(_ context.Context, in contract.PrepareCloneInput) (contract.PrepareCloneResult, error) {
 			e.prepares++
 			require.Equal(t, testClone.JobID, in.JobID)
 			if e.prepareErr != nil {
-				return activities.PrepareCloneResult{}, e.prepareErr
+				return contract.PrepareCloneResult{}, e.prepareErr
 			}
-			return activities.PrepareCloneResult{Bytes: 10, TotalObjects: 1, Plan: testPlan}, nil
+			return contract.PrepareCloneResult{Bytes: 10, TotalObjects: 1, Plan: testPlan}, nil
 		})
 	copyMock := e.OnActivity(e.a.CopyCloneObjects, mock.Anything, mock.Anything)
 	if len(copyTakes) > 0 {
 		copyMock = copyMock.After(copyTakes[0])
 	}
 	copyMock.Return(
-		func(ctx context.Context, in activities.CopyCloneInput) (activities.CopyCloneResult, error) {
+		func(ctx context.Context, in contract.CopyCloneInput) (contract.CopyCloneResult, error) {
 			e.copies++
 			require.Equal(t, testPlan, in.Plan)
-			require.Equal(t, activities.ClonePrefix(testIntegration, testRecord, testClone.JobID), in.Prefix)
+			require.Equal(t, objectkeys.CloneFolder(testIntegration, testRecord, testClone.JobID), in.Prefix)
 			if e.copyErr != nil {
 				err := e.copyErr
 				if e.copies > 1 {
 					err = nil // a retry after a crash succeeds
 				}
-				return activities.CopyCloneResult{}, err
+				return contract.CopyCloneResult{}, err
 			}
-			return activities.CopyCloneResult{Copied: 1}, ctx.Err()
+			return contract.CopyCloneResult{Copied: 1}, ctx.Err()
 		})
 	e.OnActivity(e.a.FinalizeClone, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinalizeCloneInput) (activities.FinalizeCloneResult, error) {
+		func(_ context.Context, in contract.FinalizeCloneInput) (contract.FinalizeCloneResult, error) {
 			e.finals++
 			if e.finalErr != nil {
-				return activities.FinalizeCloneResult{}, e.finalErr
+				return contract.FinalizeCloneResult{}, e.finalErr
 			}
-			return activities.FinalizeCloneResult{SplatID: in.JobID, Usage: quota.SnapshotOf(10, 100)}, nil
+			return contract.FinalizeCloneResult{SplatID: in.JobID, Usage: contract.Usage(quota.SnapshotOf(10, 100))}, nil
 		})
 	e.OnActivity(e.a.RollbackClone, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.RollbackCloneInput) (activities.RollbackCloneResult, error) {
+		func(_ context.Context, in contract.RollbackCloneInput) (contract.RollbackCloneResult, error) {
 			e.rollbacks++
 			// Message is why the job failed (clone.failed's), which each test's failure sets.
 			require.NotEmpty(t, in.Message)
 			in.Message = ""
-			require.Equal(t, activities.RollbackCloneInput{JobID: testClone.JobID, IntegrationID: testIntegration, OwnerRecordID: testRecord,
+			require.Equal(t, contract.RollbackCloneInput{JobID: testClone.JobID, IntegrationID: testIntegration, OwnerRecordID: testRecord,
 				SourceSplatID: testClone.SourceSceneID}, in)
-			return activities.RollbackCloneResult{Released: 10}, nil
+			return contract.RollbackCloneResult{Released: 10}, nil
 		})
 	return e
 }
 
-func clientErr(e *apperr.Error) error { return activities.ClientError(e) }
+func clientErr(e *apperr.Error) error { return contract.ClientError(e) }
 
 func TestCloneSucceeds(t *testing.T) {
 	e := newCloneEnv(t)
@@ -101,7 +102,7 @@ func TestCloneSucceeds(t *testing.T) {
 	require.NoError(t, e.GetWorkflowError())
 	var res CloneResult
 	require.NoError(t, e.GetWorkflowResult(&res))
-	require.Equal(t, CloneResult{SplatID: testClone.JobID, SourceSplatID: testClone.SourceSceneID, Usage: quota.SnapshotOf(10, 100)}, res)
+	require.Equal(t, CloneResult{SplatID: testClone.JobID, SourceSplatID: testClone.SourceSceneID, Usage: contract.Usage(quota.SnapshotOf(10, 100))}, res)
 	require.Equal(t, [4]int{1, 1, 1, 0}, [4]int{e.prepares, e.copies, e.finals, e.rollbacks})
 }
 
@@ -130,7 +131,7 @@ func TestCloneFailureRollsBack(t *testing.T) {
 			require.True(t, e.IsWorkflowCompleted())
 			err := e.GetWorkflowError()
 			require.Error(t, err)
-			got := activities.ClientErrorOf(err)
+			got := contract.ClientErrorOf(err)
 			if tt.want == nil {
 				require.Nil(t, got, "an infrastructure failure is not a client error")
 				require.ErrorContains(t, err, "database down")
@@ -162,7 +163,7 @@ func TestCloneAbandonedWithoutPolls(t *testing.T) {
 	e.ExecuteWorkflow(CloneSceneWorkflow, testClone)
 	require.Less(t, time.Since(began), 10*time.Second, "minutes pass on the test clock")
 	require.True(t, e.IsWorkflowCompleted())
-	got := activities.ClientErrorOf(e.GetWorkflowError())
+	got := contract.ClientErrorOf(e.GetWorkflowError())
 	require.NotNil(t, got, "%v", e.GetWorkflowError())
 	require.Equal(t, http.StatusConflict, got.Status)
 	require.Equal(t, ErrCloneAbandoned, got.Extra["code"])
@@ -189,7 +190,7 @@ func TestCloneRejectsIncompleteInput(t *testing.T) {
 	e.ExecuteWorkflow(CloneSceneWorkflow, in)
 	var ae *temporal.ApplicationError
 	require.True(t, errors.As(e.GetWorkflowError(), &ae))
-	require.Equal(t, activities.ErrBadInput, ae.Type())
+	require.Equal(t, contract.ErrBadInput, ae.Type())
 	require.Equal(t, 0, e.prepares)
 }
 

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // Search attributes the workflows set, so operators can find a customer's workflows in the UI.
@@ -76,7 +76,7 @@ var retryForever = &temporal.RetryPolicy{
 	BackoffCoefficient:     2,
 	MaximumInterval:        5 * time.Minute,
 	MaximumAttempts:        0,
-	NonRetryableErrorTypes: []string{activities.ErrBadInput},
+	NonRetryableErrorTypes: []string{contract.ErrBadInput},
 }
 
 // deleteOptions run DeleteObjects: it heartbeats after every batch, so a lost worker is noticed
@@ -100,7 +100,7 @@ var dbOptions = workflow.ActivityOptions{
 // the workflow, so an operator sees it.
 func PurgeCustomerAssets(ctx workflow.Context, in PurgeInput) (PurgeResult, error) {
 	if in.PurgeID == "" || in.IntegrationID == "" || in.OwnerRecordID == "" {
-		return PurgeResult{}, temporal.NewNonRetryableApplicationError("purge id, integration id and external user record id are required", activities.ErrBadInput, nil)
+		return PurgeResult{}, temporal.NewNonRetryableApplicationError("purge id, integration id and external user record id are required", contract.ErrBadInput, nil)
 	}
 	dbCtx := workflow.WithActivityOptions(ctx, dbOptions)
 	closed, more, err := deleteSlices(ctx, in.PurgeID, &in.Offset, &in.Deleted)
@@ -120,12 +120,11 @@ func PurgeCustomerAssets(ctx workflow.Context, in PurgeInput) (PurgeResult, erro
 // history grew long and the caller must continue as new (with *offset and *deleted). The
 // commands it issues are those PurgeCustomerAssets always issued, so running purges replay.
 func deleteSlices(ctx workflow.Context, purgeID string, offset, deleted *int) (closed, more bool, err error) {
-	var a *activities.Activities
 	dbCtx := workflow.WithActivityOptions(ctx, dbOptions)
 	delCtx := workflow.WithActivityOptions(ctx, deleteOptions)
 	for {
-		var slice activities.LoadPurgeResult
-		err := workflow.ExecuteActivity(dbCtx, a.LoadPurge, activities.LoadPurgeInput{PurgeID: purgeID, Offset: *offset, Limit: purgeSlice}).Get(ctx, &slice)
+		var slice contract.LoadPurgeResult
+		err := workflow.ExecuteActivity(dbCtx, contract.LoadPurge, contract.LoadPurgeInput{PurgeID: purgeID, Offset: *offset, Limit: purgeSlice}).Get(ctx, &slice)
 		if err != nil {
 			return false, false, err
 		}
@@ -133,8 +132,8 @@ func deleteSlices(ctx workflow.Context, purgeID string, offset, deleted *int) (c
 			return true, false, nil
 		}
 		if len(slice.Keys)+len(slice.Prefixes) > 0 {
-			var res activities.DeleteObjectsResult
-			err := workflow.ExecuteActivity(delCtx, a.DeleteObjects, activities.DeleteObjectsInput{Keys: slice.Keys, Prefixes: slice.Prefixes}).Get(ctx, &res)
+			var res contract.DeleteObjectsResult
+			err := workflow.ExecuteActivity(delCtx, contract.DeleteObjects, contract.DeleteObjectsInput{Keys: slice.Keys, Prefixes: slice.Prefixes}).Get(ctx, &res)
 			if err != nil {
 				return false, false, err
 			}
@@ -152,8 +151,8 @@ func deleteSlices(ctx workflow.Context, purgeID string, offset, deleted *int) (c
 
 // closePurge closes the row once every object is gone.
 func closePurge(ctx workflow.Context, purgeID string, deleted int) (PurgeResult, error) {
-	err := workflow.ExecuteActivity(ctx, (*activities.Activities)(nil).ClosePurge,
-		activities.ClosePurgeInput{PurgeID: purgeID, Deleted: deleted}).Get(ctx, nil)
+	err := workflow.ExecuteActivity(ctx, contract.ClosePurge,
+		contract.ClosePurgeInput{PurgeID: purgeID, Deleted: deleted}).Get(ctx, nil)
 	if err != nil {
 		return PurgeResult{}, err
 	}
@@ -164,12 +163,12 @@ func closePurge(ctx workflow.Context, purgeID string, deleted int) (PurgeResult,
 // the workflow is bad input (or a cancellation): bad input closes the row with the failure.
 func closeFailed(ctx workflow.Context, purgeID string, deleted int, err error) (PurgeResult, error) {
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != activities.ErrBadInput {
+	if !errors.As(err, &app) || app.Type() != contract.ErrBadInput {
 		return PurgeResult{}, err
 	}
 	msg := app.Error()
-	if cerr := workflow.ExecuteActivity(ctx, (*activities.Activities)(nil).ClosePurge,
-		activities.ClosePurgeInput{PurgeID: purgeID, Deleted: deleted, Failure: msg}).Get(ctx, nil); cerr != nil {
+	if cerr := workflow.ExecuteActivity(ctx, contract.ClosePurge,
+		contract.ClosePurgeInput{PurgeID: purgeID, Deleted: deleted, Failure: msg}).Get(ctx, nil); cerr != nil {
 		return PurgeResult{}, cerr
 	}
 	return PurgeResult{Deleted: deleted, Failure: msg}, err

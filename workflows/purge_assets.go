@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // Kinds of outbox rows (asset_purges.kind): which workflow runs a row and what it does first.
@@ -68,13 +68,12 @@ func StartAssetPurge(ctx context.Context, c client.Client, taskQueue string, in 
 // the failure, as in PurgeCustomerAssets.
 func PurgeAssets(ctx workflow.Context, in AssetPurgeInput) (PurgeResult, error) {
 	if in.PurgeID == "" || in.IntegrationID == "" || (in.Kind != PurgeKindScene && in.Kind != PurgeKindUpload) {
-		return PurgeResult{}, temporal.NewNonRetryableApplicationError("purge id, integration id and a scene or upload kind are required", activities.ErrBadInput, nil)
+		return PurgeResult{}, temporal.NewNonRetryableApplicationError("purge id, integration id and a scene or upload kind are required", contract.ErrBadInput, nil)
 	}
-	var a *activities.Activities
 	dbCtx := workflow.WithActivityOptions(ctx, dbOptions)
 	if !in.Prepared && in.Kind == PurgeKindUpload {
-		var claim activities.ClaimUploadsResult
-		if err := workflow.ExecuteActivity(dbCtx, a.ClaimUploads, activities.ClaimUploadsInput{PurgeID: in.PurgeID}).Get(ctx, &claim); err != nil {
+		var claim contract.ClaimUploadsResult
+		if err := workflow.ExecuteActivity(dbCtx, contract.ClaimUploads, contract.ClaimUploadsInput{PurgeID: in.PurgeID}).Get(ctx, &claim); err != nil {
 			return closeFailed(dbCtx, in.PurgeID, in.Deleted, err)
 		}
 		if claim.Closed {
@@ -92,8 +91,8 @@ func PurgeAssets(ctx workflow.Context, in AssetPurgeInput) (PurgeResult, error) 
 		return PurgeResult{}, workflow.NewContinueAsNewError(ctx, PurgeAssets, in)
 	}
 	if in.Kind == PurgeKindScene && in.SceneID != "" {
-		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, viewOptions), a.DeleteViews,
-			activities.DeleteViewsInput{SceneIDs: []string{in.SceneID}}).Get(ctx, nil)
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, viewOptions), contract.DeleteViews,
+			contract.DeleteViewsInput{SceneIDs: []string{in.SceneID}}).Get(ctx, nil)
 		if err != nil {
 			return closeFailed(dbCtx, in.PurgeID, in.Deleted, err)
 		}

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/activities/activitiestest"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // TestPurgeAssetsClaimsUploadsBeforeDeleting: an upload purge asks ClaimUploads first (which
@@ -21,23 +21,23 @@ func TestPurgeAssetsClaimsUploadsBeforeDeleting(t *testing.T) {
 	env, a := newEnv(t, b)
 	var order []string
 	env.OnActivity(a.ClaimUploads, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.ClaimUploadsInput) (activities.ClaimUploadsResult, error) {
+		func(_ context.Context, in contract.ClaimUploadsInput) (contract.ClaimUploadsResult, error) {
 			order = append(order, "claim")
-			return activities.ClaimUploadsResult{Claimed: 1}, nil
+			return contract.ClaimUploadsResult{Claimed: 1}, nil
 		})
 	closes := mockOutbox(env, a, []string{key}, nil)
 	env.ExecuteWorkflow(PurgeAssets, AssetPurgeInput{PurgeID: testPurge.PurgeID, Kind: PurgeKindUpload, IntegrationID: testIntegration})
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []string{"claim"}, order)
 	require.Zero(t, b.Len())
-	require.Equal(t, []activities.ClosePurgeInput{{PurgeID: testPurge.PurgeID, Deleted: 1}}, *closes)
+	require.Equal(t, []contract.ClosePurgeInput{{PurgeID: testPurge.PurgeID, Deleted: 1}}, *closes)
 }
 
 // TestPurgeAssetsOfAClosedUploadRowDoesNothing: a row another run closed is left alone.
 func TestPurgeAssetsOfAClosedUploadRowDoesNothing(t *testing.T) {
 	b := &activitiestest.Bucket{}
 	env, a := newEnv(t, b)
-	env.OnActivity(a.ClaimUploads, mock.Anything, mock.Anything).Return(activities.ClaimUploadsResult{Closed: true}, nil)
+	env.OnActivity(a.ClaimUploads, mock.Anything, mock.Anything).Return(contract.ClaimUploadsResult{Closed: true}, nil)
 	env.ExecuteWorkflow(PurgeAssets, AssetPurgeInput{PurgeID: testPurge.PurgeID, Kind: PurgeKindUpload, IntegrationID: testIntegration})
 	var res PurgeResult
 	require.NoError(t, env.GetWorkflowResult(&res))
@@ -55,21 +55,21 @@ func TestPurgeAssetsDeletesObjectsBeforeViews(t *testing.T) {
 	closes := mockOutbox(env, a, nil, []string{folder})
 	attempts := 0
 	env.OnActivity(a.DeleteViews, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.DeleteViewsInput) (activities.DeleteViewsResult, error) {
+		func(_ context.Context, in contract.DeleteViewsInput) (contract.DeleteViewsResult, error) {
 			attempts++
 			require.Equal(t, []string{"dddddddddddddddddddddddd"}, in.SceneIDs)
 			require.Zero(t, b.Len(), "the objects went first")
 			require.Empty(t, *closes, "the row is still open")
 			if attempts < 3 {
-				return activities.DeleteViewsResult{}, errors.New("clickhouse down")
+				return contract.DeleteViewsResult{}, errors.New("clickhouse down")
 			}
-			return activities.DeleteViewsResult{}, nil
+			return contract.DeleteViewsResult{}, nil
 		})
 	env.ExecuteWorkflow(PurgeAssets, AssetPurgeInput{PurgeID: testPurge.PurgeID, Kind: PurgeKindScene, IntegrationID: testIntegration,
 		SceneID: "dddddddddddddddddddddddd"})
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, 3, attempts)
-	require.Equal(t, []activities.ClosePurgeInput{{PurgeID: testPurge.PurgeID, Deleted: 1200}}, *closes)
+	require.Equal(t, []contract.ClosePurgeInput{{PurgeID: testPurge.PurgeID, Deleted: 1200}}, *closes)
 }
 
 func TestPurgeAssetsRejectsUnknownKinds(t *testing.T) {

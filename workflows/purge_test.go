@@ -19,6 +19,7 @@ import (
 
 	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/activities/activitiestest"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 const (
@@ -55,12 +56,12 @@ func objectKeys(prefix string, n int) []string {
 
 // mockOutbox serves keys then prefixes from LoadPurge as the real activity would, and records
 // ClosePurge calls.
-func mockOutbox(env *testsuite.TestWorkflowEnvironment, a *activities.Activities, keys, prefixes []string) *[]activities.ClosePurgeInput {
+func mockOutbox(env *testsuite.TestWorkflowEnvironment, a *activities.Activities, keys, prefixes []string) *[]contract.ClosePurgeInput {
 	all := append(append([]string{}, keys...), prefixes...)
 	env.OnActivity(a.LoadPurge, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.LoadPurgeInput) (activities.LoadPurgeResult, error) {
+		func(_ context.Context, in contract.LoadPurgeInput) (contract.LoadPurgeResult, error) {
 			end := min(in.Offset+in.Limit, len(all))
-			out := activities.LoadPurgeResult{Next: end, Last: end == len(all)}
+			out := contract.LoadPurgeResult{Next: end, Last: end == len(all)}
 			for _, x := range all[in.Offset:end] {
 				if len(out.Keys)+len(out.Prefixes) < len(keys)-in.Offset {
 					out.Keys = append(out.Keys, x)
@@ -70,11 +71,11 @@ func mockOutbox(env *testsuite.TestWorkflowEnvironment, a *activities.Activities
 			}
 			return out, nil
 		})
-	var closes []activities.ClosePurgeInput
+	var closes []contract.ClosePurgeInput
 	env.OnActivity(a.ClosePurge, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.ClosePurgeInput) (activities.ClosePurgeResult, error) {
+		func(_ context.Context, in contract.ClosePurgeInput) (contract.ClosePurgeResult, error) {
 			closes = append(closes, in)
-			return activities.ClosePurgeResult{Closed: len(closes) == 1}, nil
+			return contract.ClosePurgeResult{Closed: len(closes) == 1}, nil
 		})
 	return &closes
 }
@@ -96,7 +97,7 @@ func TestPurgeDeletesEverythingAndClosesTheRow(t *testing.T) {
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, PurgeResult{Deleted: 1500 + 2100}, res)
 	require.Equal(t, 1, b.Len(), "only the object the purge did not name is left")
-	require.Equal(t, []activities.ClosePurgeInput{{PurgeID: testPurge.PurgeID, Deleted: 3600}}, *closes)
+	require.Equal(t, []contract.ClosePurgeInput{{PurgeID: testPurge.PurgeID, Deleted: 3600}}, *closes)
 }
 
 func TestPurgeRetriesAFailedDeleteUntilItSucceeds(t *testing.T) {
@@ -121,7 +122,7 @@ func TestPurgeRetriesAFailedDeleteUntilItSucceeds(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []int32{1, 2, 3}, attempts)
 	require.Equal(t, 0, b.Len())
-	require.Equal(t, []activities.ClosePurgeInput{{PurgeID: testPurge.PurgeID, Deleted: 3}}, *closes)
+	require.Equal(t, []contract.ClosePurgeInput{{PurgeID: testPurge.PurgeID, Deleted: 3}}, *closes)
 }
 
 // TestPurgeResumesFromHeartbeat: the attempt that fails has deleted and heartbeated its first
@@ -139,16 +140,16 @@ func TestPurgeResumesFromHeartbeat(t *testing.T) {
 	b.Put(objectKeys(folder, 1500)...)
 	env, a := newEnv(t, b)
 	closes := mockOutbox(env, a, keys, []string{folder})
-	var beats []activities.DeleteProgress
+	var beats []contract.DeleteProgress
 	env.SetOnActivityHeartbeatListener(func(info *activity.Info, details converter.EncodedValues) {
-		var p activities.DeleteProgress
+		var p contract.DeleteProgress
 		require.NoError(t, details.Get(&p))
 		beats = append(beats, p)
 	})
 
 	env.ExecuteWorkflow(PurgeCustomerAssets, testPurge)
 	require.NoError(t, env.GetWorkflowError())
-	require.Equal(t, activities.DeleteProgress{KeysDone: 1000, Deleted: 1000}, beats[0], "the failed attempt's progress")
+	require.Equal(t, contract.DeleteProgress{KeysDone: 1000, Deleted: 1000}, beats[0], "the failed attempt's progress")
 	deletes := b.Deletes()
 	require.Len(t, deletes, 4, "keys, failed folder page, then the folder's two pages")
 	require.Equal(t, keys[0], deletes[0][0])
@@ -156,7 +157,7 @@ func TestPurgeResumesFromHeartbeat(t *testing.T) {
 		require.NotEqual(t, keys[0], call[0], "the keys' batch is not sent again")
 	}
 	require.Equal(t, 0, b.Len())
-	require.Equal(t, []activities.ClosePurgeInput{{PurgeID: testPurge.PurgeID, Deleted: 2500}}, *closes)
+	require.Equal(t, []contract.ClosePurgeInput{{PurgeID: testPurge.PurgeID, Deleted: 2500}}, *closes)
 }
 
 // TestPurgeActivityReceivesRecordedDetails checks the plumbing on its own: whatever an attempt
@@ -164,21 +165,21 @@ func TestPurgeResumesFromHeartbeat(t *testing.T) {
 func TestPurgeActivityReceivesRecordedDetails(t *testing.T) {
 	env, a := newEnv(t, &activitiestest.Bucket{})
 	closes := mockOutbox(env, a, []string{testOwner + "k"}, nil)
-	recorded := activities.DeleteProgress{KeysDone: 1, Deleted: 1}
+	recorded := contract.DeleteProgress{KeysDone: 1, Deleted: 1}
 	var got []any
 	env.OnActivity(a.DeleteObjects, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, in activities.DeleteObjectsInput) (activities.DeleteObjectsResult, error) {
+		func(ctx context.Context, in contract.DeleteObjectsInput) (contract.DeleteObjectsResult, error) {
 			if !activity.HasHeartbeatDetails(ctx) {
 				got = append(got, nil)
 				activity.RecordHeartbeat(ctx, recorded)
-				return activities.DeleteObjectsResult{}, errors.New("worker lost")
+				return contract.DeleteObjectsResult{}, errors.New("worker lost")
 			}
-			var p activities.DeleteProgress
+			var p contract.DeleteProgress
 			if err := activity.GetHeartbeatDetails(ctx, &p); err != nil {
-				return activities.DeleteObjectsResult{}, err
+				return contract.DeleteObjectsResult{}, err
 			}
 			got = append(got, p)
-			return activities.DeleteObjectsResult{Deleted: p.Deleted}, nil
+			return contract.DeleteObjectsResult{Deleted: p.Deleted}, nil
 		})
 	env.ExecuteWorkflow(PurgeCustomerAssets, testPurge)
 	require.NoError(t, env.GetWorkflowError())
@@ -189,7 +190,7 @@ func TestPurgeActivityReceivesRecordedDetails(t *testing.T) {
 func TestPurgeOfAClosedRowDoesNothing(t *testing.T) {
 	b := &activitiestest.Bucket{}
 	env, a := newEnv(t, b)
-	env.OnActivity(a.LoadPurge, mock.Anything, mock.Anything).Return(activities.LoadPurgeResult{Closed: true}, nil)
+	env.OnActivity(a.LoadPurge, mock.Anything, mock.Anything).Return(contract.LoadPurgeResult{Closed: true}, nil)
 	env.ExecuteWorkflow(PurgeCustomerAssets, testPurge)
 	require.NoError(t, env.GetWorkflowError())
 	var res PurgeResult
@@ -210,7 +211,7 @@ func TestPurgeBadInputClosesTheRowWithTheFailure(t *testing.T) {
 	require.Error(t, err)
 	var app *temporal.ApplicationError
 	require.True(t, errors.As(err, &app))
-	require.Equal(t, activities.ErrBadInput, app.Type())
+	require.Equal(t, contract.ErrBadInput, app.Type())
 	require.Len(t, *closes, 1)
 	require.Contains(t, (*closes)[0].Failure, "refusing to empty prefix")
 	require.Equal(t, 1, b.Len())

@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // Schedules the worker keeps (created or updated idempotently on start).
@@ -48,10 +48,9 @@ type RedriveResult struct {
 // id the service uses, so a purge that is already running is found, not duplicated: customer
 // rows run PurgeCustomerAssets, scene DELETE and refused-commit rows PurgeAssets.
 func RedrivePurges(ctx workflow.Context, _ RedriveInput) (RedriveResult, error) {
-	var a *activities.Activities
-	var pending activities.PendingPurgesResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, dbOptions), a.PendingPurges,
-		activities.PendingPurgesInput{MinAge: redriveMinAge, Limit: redriveLimit}).Get(ctx, &pending)
+	var pending contract.PendingPurgesResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, dbOptions), contract.PendingPurges,
+		contract.PendingPurgesInput{MinAge: redriveMinAge, Limit: redriveLimit}).Get(ctx, &pending)
 	if err != nil {
 		return RedriveResult{}, err
 	}

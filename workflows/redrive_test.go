@@ -9,17 +9,17 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/activities/activitiestest"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 func TestRedriveStartsEveryOpenPurgeUnderItsBusinessID(t *testing.T) {
 	env, a := newEnv(t, &activitiestest.Bucket{})
-	other := activities.PendingPurge{PurgeID: "p2", IntegrationID: testIntegration, OwnerRecordID: "dddddddddddddddddddddddd", ExternalUserID: "customer-2"}
+	other := contract.PendingPurge{PurgeID: "p2", IntegrationID: testIntegration, OwnerRecordID: "dddddddddddddddddddddddd", ExternalUserID: "customer-2"}
 	// p3 is a second deletion of the first customer: its purge waits until p1's has closed.
-	again := activities.PendingPurge{PurgeID: "p3", IntegrationID: testIntegration, OwnerRecordID: testRecord, ExternalUserID: "customer-1"}
-	env.OnActivity(a.PendingPurges, mock.Anything, activities.PendingPurgesInput{MinAge: redriveMinAge, Limit: redriveLimit}).Return(
-		activities.PendingPurgesResult{Purges: []activities.PendingPurge{
+	again := contract.PendingPurge{PurgeID: "p3", IntegrationID: testIntegration, OwnerRecordID: testRecord, ExternalUserID: "customer-1"}
+	env.OnActivity(a.PendingPurges, mock.Anything, contract.PendingPurgesInput{MinAge: redriveMinAge, Limit: redriveLimit}).Return(
+		contract.PendingPurgesResult{Purges: []contract.PendingPurge{
 			{PurgeID: testPurge.PurgeID, IntegrationID: testIntegration, OwnerRecordID: testRecord, ExternalUserID: "customer-1"},
 			other, again,
 		}}, nil)
@@ -60,14 +60,14 @@ func saValues(t *testing.T, ctx workflow.Context, name string) []string {
 func TestSweepRunsBatchesUntilNothingIsLeft(t *testing.T) {
 	env, a := newEnv(t, &activitiestest.Bucket{})
 	calls := 0
-	env.OnActivity(a.DeleteOrphanUploads, mock.Anything, activities.DeleteOrphanUploadsInput{
+	env.OnActivity(a.DeleteOrphanUploads, mock.Anything, contract.DeleteOrphanUploadsInput{
 		MinAge: orphanMinAge, BatchSize: sweepBatch, MaxTickets: sweepPerCall}).Return(
-		func(context.Context, activities.DeleteOrphanUploadsInput) (activities.DeleteOrphanUploadsResult, error) {
+		func(context.Context, contract.DeleteOrphanUploadsInput) (contract.DeleteOrphanUploadsResult, error) {
 			calls++
-			return activities.DeleteOrphanUploadsResult{Tickets: 10, Objects: 20, More: calls < 3}, nil
+			return contract.DeleteOrphanUploadsResult{Tickets: 10, Objects: 20, More: calls < 3}, nil
 		})
-	env.OnActivity(a.DeleteOrphanRenditions, mock.Anything, activities.DeleteOrphanRenditionsInput{
-		Within: orphanRenditionLookback}).Return(activities.DeleteOrphanRenditionsResult{Checked: 3, Folders: 2, Objects: 5}, nil).Once()
+	env.OnActivity(a.DeleteOrphanRenditions, mock.Anything, contract.DeleteOrphanRenditionsInput{
+		Within: orphanRenditionLookback}).Return(contract.DeleteOrphanRenditionsResult{Checked: 3, Folders: 2, Objects: 5}, nil).Once()
 	env.ExecuteWorkflow(SweepOrphanUploads, SweepInput{})
 	require.NoError(t, env.GetWorkflowError())
 	var res SweepResult
@@ -80,11 +80,11 @@ func TestSweepRunIsBounded(t *testing.T) {
 	env, a := newEnv(t, &activitiestest.Bucket{})
 	calls := 0
 	env.OnActivity(a.DeleteOrphanUploads, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.DeleteOrphanUploadsInput) (activities.DeleteOrphanUploadsResult, error) {
+		func(context.Context, contract.DeleteOrphanUploadsInput) (contract.DeleteOrphanUploadsResult, error) {
 			calls++
-			return activities.DeleteOrphanUploadsResult{Tickets: 1, More: true}, nil
+			return contract.DeleteOrphanUploadsResult{Tickets: 1, More: true}, nil
 		})
-	env.OnActivity(a.DeleteOrphanRenditions, mock.Anything, mock.Anything).Return(activities.DeleteOrphanRenditionsResult{}, nil)
+	env.OnActivity(a.DeleteOrphanRenditions, mock.Anything, mock.Anything).Return(contract.DeleteOrphanRenditionsResult{}, nil)
 	env.ExecuteWorkflow(SweepOrphanUploads, SweepInput{})
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, sweepMaxCalls, calls, "the next scheduled run takes the rest")

@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // SceneRenditionsWorkflow is the registered name of SceneRenditions.
@@ -54,7 +54,7 @@ type RenditionResult struct {
 // retried; anything else a few times.
 var (
 	convertRetry = &temporal.RetryPolicy{InitialInterval: 5 * time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
-		MaximumAttempts: 4, NonRetryableErrorTypes: []string{activities.ErrBadInput, activities.ErrRenditionInput}}
+		MaximumAttempts: 4, NonRetryableErrorTypes: []string{contract.ErrBadInput, contract.ErrRenditionInput}}
 	convertOptions = workflow.ActivityOptions{StartToCloseTimeout: 3 * time.Hour, HeartbeatTimeout: 30 * time.Second,
 		RetryPolicy: convertRetry}
 )
@@ -66,9 +66,8 @@ var (
 // fails the workflow, so operators see it red in the UI; the scene keeps serving its upload.
 func SceneRenditions(ctx workflow.Context, in RenditionInput) (RenditionResult, error) {
 	if in.SceneID == "" {
-		return RenditionResult{}, temporal.NewNonRetryableApplicationError("rendition input without a scene", activities.ErrBadInput, nil)
+		return RenditionResult{}, temporal.NewNonRetryableApplicationError("rendition input without a scene", contract.ErrBadInput, nil)
 	}
-	var a *activities.Activities
 	phase := func(ctx workflow.Context, p, detail string) {
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s**: rendition of scene %s%s", p, in.SceneID, detail))
 		// Display only: failing to write them must not fail the rendition.
@@ -78,8 +77,8 @@ func SceneRenditions(ctx workflow.Context, in RenditionInput) (RenditionResult, 
 	dbCtx := workflow.WithActivityOptions(ctx, dbOptions)
 
 	phase(ctx, RenditionPhasePreparing, "")
-	var prep activities.PrepareRenditionResult
-	if err := workflow.ExecuteActivity(dbCtx, a.PrepareRendition, activities.PrepareRenditionInput{SceneID: in.SceneID}).Get(ctx, &prep); err != nil {
+	var prep contract.PrepareRenditionResult
+	if err := workflow.ExecuteActivity(dbCtx, contract.PrepareRendition, contract.PrepareRenditionInput{SceneID: in.SceneID}).Get(ctx, &prep); err != nil {
 		return RenditionResult{}, err
 	}
 	if prep.Skip {
@@ -88,24 +87,24 @@ func SceneRenditions(ctx workflow.Context, in RenditionInput) (RenditionResult, 
 	}
 
 	phase(ctx, RenditionPhaseConverting, " from "+prep.Format)
-	var conv activities.ConvertRenditionResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, convertOptions), a.ConvertRendition,
-		activities.ConvertRenditionInput{SceneID: in.SceneID, RenditionSource: prep.RenditionSource}).Get(ctx, &conv)
+	var conv contract.ConvertRenditionResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, convertOptions), contract.ConvertRendition,
+		contract.ConvertRenditionInput{SceneID: in.SceneID, RenditionSource: prep.RenditionSource}).Get(ctx, &conv)
 	if err != nil {
 		msg := renditionMessage(err)
 		phase(ctx, RenditionPhaseRecording, "")
-		rec := workflow.ExecuteActivity(dbCtx, a.FinishRendition, activities.FinishRenditionInput{
+		rec := workflow.ExecuteActivity(dbCtx, contract.FinishRendition, contract.FinishRenditionInput{
 			SceneID: in.SceneID, Folder: prep.Folder, State: RenditionPhaseFailed, Message: msg}).Get(ctx, nil)
 		if rec != nil {
 			return RenditionResult{}, rec
 		}
 		phase(ctx, RenditionPhaseFailed, ": "+msg)
-		return RenditionResult{}, temporal.NewNonRetryableApplicationError(msg, activities.ErrRenditionInput, err)
+		return RenditionResult{}, temporal.NewNonRetryableApplicationError(msg, contract.ErrRenditionInput, err)
 	}
 
 	phase(ctx, RenditionPhaseRecording, "")
-	var fin activities.FinishRenditionResult
-	if err := workflow.ExecuteActivity(dbCtx, a.FinishRendition, activities.FinishRenditionInput{
+	var fin contract.FinishRenditionResult
+	if err := workflow.ExecuteActivity(dbCtx, contract.FinishRendition, contract.FinishRenditionInput{
 		SceneID: in.SceneID, Folder: prep.Folder, State: RenditionPhaseReady, Result: &conv}).Get(ctx, &fin); err != nil {
 		return RenditionResult{}, err
 	}
@@ -123,7 +122,7 @@ func SceneRenditions(ctx workflow.Context, in RenditionInput) (RenditionResult, 
 // details stay in the workflow history for operators).
 func renditionMessage(err error) string {
 	var ae *temporal.ApplicationError
-	if errors.As(err, &ae) && ae.Type() == activities.ErrRenditionInput {
+	if errors.As(err, &ae) && ae.Type() == contract.ErrRenditionInput {
 		return ae.Message()
 	}
 	var te *temporal.TimeoutError

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // RenditionWorkflowID is the business key of a scene's rendition: one at a time per scene; a
@@ -83,10 +83,9 @@ type RenditionRedriveResult struct {
 // child under the scene's business id, on this workflow's (the media) task queue, so one
 // already running is found, not duplicated.
 func RedriveRenditions(ctx workflow.Context, _ RenditionRedriveInput) (RenditionRedriveResult, error) {
-	var a *activities.Activities
-	var pending activities.PendingRenditionsResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, dbOptions), a.PendingRenditions,
-		activities.PendingRenditionsInput{MinAge: redriveMinAge, Limit: redriveLimit}).Get(ctx, &pending)
+	var pending contract.PendingRenditionsResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, dbOptions), contract.PendingRenditions,
+		contract.PendingRenditionsInput{MinAge: redriveMinAge, Limit: redriveLimit}).Get(ctx, &pending)
 	if err != nil {
 		return RenditionRedriveResult{}, err
 	}

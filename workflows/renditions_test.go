@@ -16,29 +16,31 @@ import (
 
 	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/activities/activitiestest"
+	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 const renditionScene = "eeeeeeeeeeeeeeeeeeeeeeee"
 
-var renditionFolder = activities.RenditionFolder(testIntegration, "dddddddddddddddddddddddd", renditionScene)
+var renditionFolder = objectkeys.RenditionFolder(testIntegration, "dddddddddddddddddddddddd", renditionScene)
 
 func newRenditionEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *activities.Activities) {
 	t.Helper()
 	env, a := newEnv(t, &activitiestest.Bucket{})
 	RegisterMedia(env)
-	env.OnActivity(a.PrepareRendition, mock.Anything, mock.Anything).Return(activities.PrepareRenditionResult{
-		RenditionSource: activities.RenditionSource{SourceKey: testOwner + "splat_file/t1/scene.ply", Format: ".ply",
+	env.OnActivity(a.PrepareRendition, mock.Anything, mock.Anything).Return(contract.PrepareRenditionResult{
+		RenditionSource: contract.RenditionSource{SourceKey: testOwner + "splat_file/t1/scene.ply", Format: ".ply",
 			Folder: renditionFolder, Poster: true}}, nil)
 	return env, a
 }
 
 // recordFinishes records FinishRendition's inputs and answers that the scene took them.
-func recordFinishes(env *testsuite.TestWorkflowEnvironment, a *activities.Activities) *[]activities.FinishRenditionInput {
-	var got []activities.FinishRenditionInput
+func recordFinishes(env *testsuite.TestWorkflowEnvironment, a *activities.Activities) *[]contract.FinishRenditionInput {
+	var got []contract.FinishRenditionInput
 	env.OnActivity(a.FinishRendition, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinishRenditionInput) (activities.FinishRenditionResult, error) {
+		func(_ context.Context, in contract.FinishRenditionInput) (contract.FinishRenditionResult, error) {
 			got = append(got, in)
-			return activities.FinishRenditionResult{Recorded: true}, nil
+			return contract.FinishRenditionResult{Recorded: true}, nil
 		})
 	return &got
 }
@@ -49,14 +51,14 @@ func TestSceneRenditionsRetriesTheConversion(t *testing.T) {
 	env, a := newRenditionEnv(t)
 	attempts := 0
 	env.OnActivity(a.ConvertRendition, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.ConvertRenditionInput) (activities.ConvertRenditionResult, error) {
+		func(_ context.Context, in contract.ConvertRenditionInput) (contract.ConvertRenditionResult, error) {
 			attempts++
 			require.Equal(t, renditionFolder, in.Folder)
 			require.True(t, in.Poster)
 			if attempts == 1 {
-				return activities.ConvertRenditionResult{}, errors.New("storing: connection reset")
+				return contract.ConvertRenditionResult{}, errors.New("storing: connection reset")
 			}
-			return activities.ConvertRenditionResult{Type: "sog", Key: renditionFolder + "scene.sog", Bytes: 1000, Files: 1,
+			return contract.ConvertRenditionResult{Type: "sog", Key: renditionFolder + "scene.sog", Bytes: 1000, Files: 1,
 				Gaussians: 5000, PosterKey: renditionFolder + "poster.jpg"}, nil
 		})
 	finishes := recordFinishes(env, a)
@@ -77,10 +79,10 @@ func TestSceneRenditionsRecordsAnInputFailure(t *testing.T) {
 	env, a := newRenditionEnv(t)
 	attempts := 0
 	env.OnActivity(a.ConvertRendition, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.ConvertRenditionInput) (activities.ConvertRenditionResult, error) {
+		func(context.Context, contract.ConvertRenditionInput) (contract.ConvertRenditionResult, error) {
 			attempts++
-			return activities.ConvertRenditionResult{}, temporal.NewNonRetryableApplicationError(
-				"the file is shorter than its header says", activities.ErrRenditionInput, nil)
+			return contract.ConvertRenditionResult{}, temporal.NewNonRetryableApplicationError(
+				"the file is shorter than its header says", contract.ErrRenditionInput, nil)
 		})
 	finishes := recordFinishes(env, a)
 	env.ExecuteWorkflow(SceneRenditions, RenditionInput{SceneID: renditionScene, IntegrationID: testIntegration})
@@ -88,7 +90,7 @@ func TestSceneRenditionsRecordsAnInputFailure(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "shorter than its header")
 	require.Equal(t, 1, attempts)
-	require.Equal(t, []activities.FinishRenditionInput{{SceneID: renditionScene, Folder: renditionFolder, State: "failed",
+	require.Equal(t, []contract.FinishRenditionInput{{SceneID: renditionScene, Folder: renditionFolder, State: "failed",
 		Message: "the file is shorter than its header says"}}, *finishes)
 }
 
@@ -98,9 +100,9 @@ func TestSceneRenditionsGivesUpAfterRetries(t *testing.T) {
 	env, a := newRenditionEnv(t)
 	attempts := 0
 	env.OnActivity(a.ConvertRendition, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.ConvertRenditionInput) (activities.ConvertRenditionResult, error) {
+		func(context.Context, contract.ConvertRenditionInput) (contract.ConvertRenditionResult, error) {
 			attempts++
-			return activities.ConvertRenditionResult{}, errors.New("object store unavailable")
+			return contract.ConvertRenditionResult{}, errors.New("object store unavailable")
 		})
 	finishes := recordFinishes(env, a)
 	env.ExecuteWorkflow(SceneRenditions, RenditionInput{SceneID: renditionScene, IntegrationID: testIntegration})
@@ -117,7 +119,7 @@ func TestSceneRenditionsSkips(t *testing.T) {
 	env, a := newEnv(t, &activitiestest.Bucket{})
 	RegisterMedia(env)
 	env.OnActivity(a.PrepareRendition, mock.Anything, mock.Anything).Return(
-		activities.PrepareRenditionResult{Skip: true, Reason: "the scene was deleted"}, nil)
+		contract.PrepareRenditionResult{Skip: true, Reason: "the scene was deleted"}, nil)
 	env.ExecuteWorkflow(SceneRenditions, RenditionInput{SceneID: renditionScene})
 	var res RenditionResult
 	require.NoError(t, env.GetWorkflowResult(&res))
@@ -129,8 +131,8 @@ func TestSceneRenditionsSkips(t *testing.T) {
 func TestSceneRenditionsOfADeletedScene(t *testing.T) {
 	env, a := newRenditionEnv(t)
 	env.OnActivity(a.ConvertRendition, mock.Anything, mock.Anything).Return(
-		activities.ConvertRenditionResult{Type: "sog", Key: renditionFolder + "scene.sog", Bytes: 10, Files: 1, Gaussians: 1}, nil)
-	env.OnActivity(a.FinishRendition, mock.Anything, mock.Anything).Return(activities.FinishRenditionResult{Removed: 1}, nil)
+		contract.ConvertRenditionResult{Type: "sog", Key: renditionFolder + "scene.sog", Bytes: 10, Files: 1, Gaussians: 1}, nil)
+	env.OnActivity(a.FinishRendition, mock.Anything, mock.Anything).Return(contract.FinishRenditionResult{Removed: 1}, nil)
 	env.ExecuteWorkflow(SceneRenditions, RenditionInput{SceneID: renditionScene})
 	var res RenditionResult
 	require.NoError(t, env.GetWorkflowResult(&res))
@@ -142,7 +144,7 @@ func TestSceneRenditionsOfADeletedScene(t *testing.T) {
 func TestRedriveRenditionsStartsPendingScenes(t *testing.T) {
 	env, a := newEnv(t, &activitiestest.Bucket{})
 	RegisterMedia(env)
-	env.OnActivity(a.PendingRenditions, mock.Anything, mock.Anything).Return(activities.PendingRenditionsResult{Scenes: []activities.PendingRendition{
+	env.OnActivity(a.PendingRenditions, mock.Anything, mock.Anything).Return(contract.PendingRenditionsResult{Scenes: []contract.PendingRendition{
 		{SceneID: "aaaaaaaaaaaaaaaaaaaaaaa1", IntegrationID: testIntegration},
 		{SceneID: "aaaaaaaaaaaaaaaaaaaaaaa2", IntegrationID: testIntegration},
 	}}, nil)

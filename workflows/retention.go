@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // Phases of a retention timer, as the "phase" query and the workflow's memo show them.
@@ -57,7 +57,7 @@ var removeOptions = workflow.ActivityOptions{
 // it.
 func SceneRetention(ctx workflow.Context, in RetentionInput) (RetentionResult, error) {
 	if in.SceneID == "" || in.IntegrationID == "" || in.ArchivedAt.IsZero() {
-		return RetentionResult{}, temporal.NewNonRetryableApplicationError("scene id, integration id and archived at are required", activities.ErrBadInput, nil)
+		return RetentionResult{}, temporal.NewNonRetryableApplicationError("scene id, integration id and archived at are required", contract.ErrBadInput, nil)
 	}
 	graceEnd := in.ArchivedAt.Add(RetentionGrace)
 	removeAt := graceEnd.Add(RetentionDormancy)
@@ -86,9 +86,9 @@ func SceneRetention(ctx workflow.Context, in RetentionInput) (RetentionResult, e
 	if err := enter(PhaseRemoving); err != nil {
 		return RetentionResult{}, err
 	}
-	var res activities.PurgeArchivedSceneResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, removeOptions), (*activities.Activities)(nil).PurgeArchivedScene,
-		activities.PurgeArchivedSceneInput{SceneID: in.SceneID, IntegrationID: in.IntegrationID, ArchivedAt: in.ArchivedAt}).Get(ctx, &res)
+	var res contract.PurgeArchivedSceneResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, removeOptions), contract.PurgeArchivedScene,
+		contract.PurgeArchivedSceneInput{SceneID: in.SceneID, IntegrationID: in.IntegrationID, ArchivedAt: in.ArchivedAt}).Get(ctx, &res)
 	if err != nil {
 		return RetentionResult{}, err
 	}
@@ -148,11 +148,10 @@ func retentionSearchAttributes(in RetentionInput) temporal.SearchAttributes {
 // again, under the same archiving, needs a timer again, and the new one still counts from
 // ArchivedAt.
 func RedriveRetention(ctx workflow.Context, in RetentionRedriveInput) (RetentionRedriveResult, error) {
-	var a *activities.Activities
 	dbCtx := workflow.WithActivityOptions(ctx, sweepOptions)
 	for page := 0; page < retentionPagesPerRun; page++ {
-		var res activities.ArchivedScenesResult
-		err := workflow.ExecuteActivity(dbCtx, a.ArchivedScenes, activities.ArchivedScenesInput{MinAge: retentionRedriveMinAge,
+		var res contract.ArchivedScenesResult
+		err := workflow.ExecuteActivity(dbCtx, contract.ArchivedScenes, contract.ArchivedScenesInput{MinAge: retentionRedriveMinAge,
 			AfterArchivedAt: in.AfterArchivedAt, AfterID: in.AfterID, Limit: retentionPage}).Get(ctx, &res)
 		if err != nil {
 			return RetentionRedriveResult{Started: in.Started, Running: in.Running}, err

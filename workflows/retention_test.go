@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/splathost/splathost/activities"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 const day = 24 * time.Hour
@@ -26,7 +27,7 @@ var testRetention = RetentionInput{SceneID: "dddddddddddddddddddddddd", Integrat
 
 // newRetentionEnv starts the test clock at the archiving and mocks PurgeArchivedScene with
 // result; it returns the inputs the activity was called with.
-func newRetentionEnv(t *testing.T, result activities.PurgeArchivedSceneResult) (*testsuite.TestWorkflowEnvironment, *[]activities.PurgeArchivedSceneInput) {
+func newRetentionEnv(t *testing.T, result contract.PurgeArchivedSceneResult) (*testsuite.TestWorkflowEnvironment, *[]contract.PurgeArchivedSceneInput) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(tlog.NewStructuredLogger(quiet()))
@@ -35,9 +36,9 @@ func newRetentionEnv(t *testing.T, result activities.PurgeArchivedSceneResult) (
 	env.RegisterActivity(a)
 	Register(env)
 	env.SetStartTime(testArchivedAt)
-	var calls []activities.PurgeArchivedSceneInput
+	var calls []contract.PurgeArchivedSceneInput
 	env.OnActivity(a.PurgeArchivedScene, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.PurgeArchivedSceneInput) (activities.PurgeArchivedSceneResult, error) {
+		func(_ context.Context, in contract.PurgeArchivedSceneInput) (contract.PurgeArchivedSceneResult, error) {
 			calls = append(calls, in)
 			return result, nil
 		})
@@ -54,7 +55,7 @@ func queryPhase(t *testing.T, env *testsuite.TestWorkflowEnvironment) RetentionP
 }
 
 func TestRetentionRemovesAfter44Days(t *testing.T) {
-	env, calls := newRetentionEnv(t, activities.PurgeArchivedSceneResult{Removed: true})
+	env, calls := newRetentionEnv(t, contract.PurgeArchivedSceneResult{Removed: true})
 	var at13, at20 RetentionPhase
 	env.RegisterDelayedCallback(func() { at13 = queryPhase(t, env) }, 13*day)
 	env.RegisterDelayedCallback(func() { at20 = queryPhase(t, env) }, 20*day)
@@ -74,7 +75,7 @@ func TestRetentionRemovesAfter44Days(t *testing.T) {
 	require.Equal(t, RetentionPhase{Phase: PhaseGrace, RemoveAt: removeAt}, at13)
 	require.Equal(t, RetentionPhase{Phase: PhaseDormancy, RemoveAt: removeAt}, at20)
 	require.Equal(t, PhaseRemoved, queryPhase(t, env).Phase)
-	require.Equal(t, []activities.PurgeArchivedSceneInput{{SceneID: testRetention.SceneID,
+	require.Equal(t, []contract.PurgeArchivedSceneInput{{SceneID: testRetention.SceneID,
 		IntegrationID: testIntegration, ArchivedAt: testArchivedAt}}, *calls)
 	require.False(t, activityAt.Before(removeAt), "removal ran at %s, due %s", activityAt, removeAt)
 	require.Less(t, activityAt.Sub(removeAt), time.Minute)
@@ -83,7 +84,7 @@ func TestRetentionRemovesAfter44Days(t *testing.T) {
 func TestRetentionCancelEndsWithoutRemoving(t *testing.T) {
 	for _, at := range []time.Duration{13 * day, 40 * day} {
 		t.Run(at.String(), func(t *testing.T) {
-			env, calls := newRetentionEnv(t, activities.PurgeArchivedSceneResult{Removed: true})
+			env, calls := newRetentionEnv(t, contract.PurgeArchivedSceneResult{Removed: true})
 			env.RegisterDelayedCallback(env.CancelWorkflow, at)
 			env.ExecuteWorkflow(SceneRetentionWorkflow, testRetention)
 			require.True(t, env.IsWorkflowCompleted())
@@ -98,12 +99,12 @@ func TestRetentionCancelEndsWithoutRemoving(t *testing.T) {
 // TestRetentionKeepsARestoredScene: the activity finds the scene no longer eligible (restored or
 // protected, and the cancellation was lost); the workflow reports it and removes nothing.
 func TestRetentionKeepsARestoredScene(t *testing.T) {
-	env, calls := newRetentionEnv(t, activities.PurgeArchivedSceneResult{Reason: activities.RetentionKeptProtected})
+	env, calls := newRetentionEnv(t, contract.PurgeArchivedSceneResult{Reason: contract.RetentionKeptProtected})
 	env.ExecuteWorkflow(SceneRetentionWorkflow, testRetention)
 	require.NoError(t, env.GetWorkflowError())
 	var res RetentionResult
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, RetentionResult{Reason: activities.RetentionKeptProtected}, res)
+	require.Equal(t, RetentionResult{Reason: contract.RetentionKeptProtected}, res)
 	require.Len(t, *calls, 1)
 	require.Equal(t, PhaseKept, queryPhase(t, env).Phase)
 }
@@ -111,14 +112,14 @@ func TestRetentionKeepsARestoredScene(t *testing.T) {
 // TestRetentionStartedLateCountsFromTheArchiving: a timer the re-drive starts 45 days after
 // the archiving removes at once; one started at day 20 skips the grace.
 func TestRetentionStartedLateCountsFromTheArchiving(t *testing.T) {
-	env, calls := newRetentionEnv(t, activities.PurgeArchivedSceneResult{Removed: true})
+	env, calls := newRetentionEnv(t, contract.PurgeArchivedSceneResult{Removed: true})
 	env.SetStartTime(testArchivedAt.Add(45 * day))
 	env.ExecuteWorkflow(SceneRetentionWorkflow, testRetention)
 	require.NoError(t, env.GetWorkflowError())
 	require.Len(t, *calls, 1)
 	require.Less(t, env.Now().Sub(testArchivedAt.Add(45*day)), time.Minute)
 
-	env, calls = newRetentionEnv(t, activities.PurgeArchivedSceneResult{Removed: true})
+	env, calls = newRetentionEnv(t, contract.PurgeArchivedSceneResult{Removed: true})
 	env.SetStartTime(testArchivedAt.Add(20 * day))
 	var first RetentionPhase
 	env.RegisterDelayedCallback(func() { first = queryPhase(t, env) }, time.Hour)
@@ -130,11 +131,11 @@ func TestRetentionStartedLateCountsFromTheArchiving(t *testing.T) {
 }
 
 func TestRetentionRefusesBadInput(t *testing.T) {
-	env, calls := newRetentionEnv(t, activities.PurgeArchivedSceneResult{Removed: true})
+	env, calls := newRetentionEnv(t, contract.PurgeArchivedSceneResult{Removed: true})
 	env.ExecuteWorkflow(SceneRetentionWorkflow, RetentionInput{SceneID: "x"})
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, env.GetWorkflowError(), &app)
-	require.Equal(t, activities.ErrBadInput, app.Type())
+	require.Equal(t, contract.ErrBadInput, app.Type())
 	require.Empty(t, *calls)
 }
 
@@ -147,22 +148,22 @@ func TestRedriveRetentionStartsEveryArchivedScene(t *testing.T) {
 	a := &activities.Activities{Log: quiet()}
 	env.RegisterActivity(a)
 	Register(env)
-	var all []activities.ArchivedScene
+	var all []contract.ArchivedScene
 	for i := range retentionPage + 5 {
-		all = append(all, activities.ArchivedScene{SceneID: testRetention.SceneID[:20] + string(rune('a'+i/26%26)) + string(rune('a'+i%26)) + "zz",
+		all = append(all, contract.ArchivedScene{SceneID: testRetention.SceneID[:20] + string(rune('a'+i/26%26)) + string(rune('a'+i%26)) + "zz",
 			IntegrationID: testIntegration, OwnerRecordID: testRecord, ExternalUserID: "customer-1",
 			ArchivedAt: testArchivedAt.Add(time.Duration(i) * time.Second)})
 	}
-	var pages []activities.ArchivedScenesInput
+	var pages []contract.ArchivedScenesInput
 	env.OnActivity(a.ArchivedScenes, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.ArchivedScenesInput) (activities.ArchivedScenesResult, error) {
+		func(_ context.Context, in contract.ArchivedScenesInput) (contract.ArchivedScenesResult, error) {
 			pages = append(pages, in)
 			start := 0
 			for start < len(all) && !in.AfterArchivedAt.IsZero() && !all[start].ArchivedAt.After(in.AfterArchivedAt) {
 				start++
 			}
 			end := min(start+in.Limit, len(all))
-			return activities.ArchivedScenesResult{Scenes: all[start:end], Last: end-start < in.Limit}, nil
+			return contract.ArchivedScenesResult{Scenes: all[start:end], Last: end-start < in.Limit}, nil
 		})
 	started := map[string]RetentionInput{}
 	env.OnWorkflow(SceneRetentionWorkflow, mock.Anything, mock.Anything).Return(

@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // orphanMinAge is how long after expires_at an uncommitted upload is swept. The commit path
@@ -32,7 +32,7 @@ var sweepOptions = workflow.ActivityOptions{
 		BackoffCoefficient:     2,
 		MaximumInterval:        time.Minute,
 		MaximumAttempts:        5,
-		NonRetryableErrorTypes: []string{activities.ErrBadInput},
+		NonRetryableErrorTypes: []string{contract.ErrBadInput},
 	},
 }
 
@@ -55,12 +55,11 @@ const orphanRenditionLookback = 24 * time.Hour
 // committed whose window closed more than two hours ago, and the tickets themselves; then what
 // interrupted conversions left in the rendition folders of deleted scenes.
 func SweepOrphanUploads(ctx workflow.Context, _ SweepInput) (SweepResult, error) {
-	var a *activities.Activities
 	ctx = workflow.WithActivityOptions(ctx, sweepOptions)
 	var out SweepResult
 	for i := 0; i < sweepMaxCalls; i++ {
-		var res activities.DeleteOrphanUploadsResult
-		err := workflow.ExecuteActivity(ctx, a.DeleteOrphanUploads, activities.DeleteOrphanUploadsInput{
+		var res contract.DeleteOrphanUploadsResult
+		err := workflow.ExecuteActivity(ctx, contract.DeleteOrphanUploads, contract.DeleteOrphanUploadsInput{
 			MinAge: orphanMinAge, BatchSize: sweepBatch, MaxTickets: sweepPerCall}).Get(ctx, &res)
 		if err != nil {
 			return out, err
@@ -72,8 +71,8 @@ func SweepOrphanUploads(ctx workflow.Context, _ SweepInput) (SweepResult, error)
 		}
 	}
 	if workflow.GetVersion(ctx, "orphan-renditions", workflow.DefaultVersion, 1) == 1 {
-		var res activities.DeleteOrphanRenditionsResult
-		err := workflow.ExecuteActivity(ctx, a.DeleteOrphanRenditions, activities.DeleteOrphanRenditionsInput{
+		var res contract.DeleteOrphanRenditionsResult
+		err := workflow.ExecuteActivity(ctx, contract.DeleteOrphanRenditions, contract.DeleteOrphanRenditionsInput{
 			Within: orphanRenditionLookback}).Get(ctx, &res)
 		if err != nil {
 			return out, err

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // ViewRetentionDays is how long view data is kept (spec, Limits: usage rollups are kept 400
@@ -45,9 +45,8 @@ type DeleteViewsResult struct{}
 // DeleteSceneViews removes the view records of deleted scenes (a customer DELETE; a scene
 // DELETE does it inside its PurgeAssets workflow), retrying until ClickHouse has accepted the deletion.
 func DeleteSceneViews(ctx workflow.Context, in DeleteViewsInput) (DeleteViewsResult, error) {
-	var a *activities.Activities
 	ctx = workflow.WithActivityOptions(ctx, viewOptions)
-	err := workflow.ExecuteActivity(ctx, a.DeleteViews, activities.DeleteViewsInput{SceneIDs: in.SceneIDs}).Get(ctx, nil)
+	err := workflow.ExecuteActivity(ctx, contract.DeleteViews, contract.DeleteViewsInput{SceneIDs: in.SceneIDs}).Get(ctx, nil)
 	return DeleteViewsResult{}, err
 }
 
@@ -91,14 +90,13 @@ type ViewRetentionResult struct {
 // of the view tables whose whole month is older than ViewRetentionDays, then removes the records
 // of scenes that no longer exist (the backstop of DeleteSceneViews).
 func DropExpiredViews(ctx workflow.Context, _ ViewRetentionInput) (ViewRetentionResult, error) {
-	var a *activities.Activities
 	ctx = workflow.WithActivityOptions(ctx, sweepOptions)
 	cutoff := workflow.Now(ctx).UTC().AddDate(0, 0, -ViewRetentionDays)
-	var dropped activities.DropExpiredViewsResult
-	if err := workflow.ExecuteActivity(ctx, a.DropExpiredViews, activities.DropExpiredViewsInput{Before: cutoff}).Get(ctx, &dropped); err != nil {
+	var dropped contract.DropExpiredViewsResult
+	if err := workflow.ExecuteActivity(ctx, contract.DropExpiredViews, contract.DropExpiredViewsInput{Before: cutoff}).Get(ctx, &dropped); err != nil {
 		return ViewRetentionResult{}, err
 	}
-	var orphans activities.DeleteOrphanViewsResult
-	err := workflow.ExecuteActivity(ctx, a.DeleteOrphanViews, activities.DeleteOrphanViewsInput{}).Get(ctx, &orphans)
+	var orphans contract.DeleteOrphanViewsResult
+	err := workflow.ExecuteActivity(ctx, contract.DeleteOrphanViews, contract.DeleteOrphanViewsInput{}).Get(ctx, &orphans)
 	return ViewRetentionResult{Dropped: dropped.Dropped, OrphanScenes: orphans.Scenes}, err
 }

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"log/slog"
 	"strconv"
-	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -16,9 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
-	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/internal/events"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // Search attributes of webhook deliveries, beside integrationId: an operator lists an
@@ -54,7 +50,7 @@ const (
 	webhookMaxDelay   = 2 * time.Hour
 )
 
-// Waits while every delivery slot of the endpoint is taken (activities.WebhookBusy): short,
+// Waits while every delivery slot of the endpoint is taken (contract.WebhookBusy): short,
 // growing, never counted as attempts.
 const (
 	webhookBusyFirst = 250 * time.Millisecond
@@ -93,9 +89,9 @@ type WebhookDeliveryResult struct {
 // updates. An infrastructure failure (database down, a worker lost mid-request) is retried by
 // Temporal; the receiver's failures are the workflow's to back off from.
 var webhookAttemptOptions = workflow.ActivityOptions{
-	StartToCloseTimeout: events.Timeout + 20*time.Second,
+	StartToCloseTimeout: contract.WebhookTimeout + 20*time.Second,
 	RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
-		MaximumInterval: time.Minute, NonRetryableErrorTypes: []string{activities.ErrBadInput}},
+		MaximumInterval: time.Minute, NonRetryableErrorTypes: []string{contract.ErrBadInput}},
 }
 
 // WebhookBackoff is the wait after failed attempt n (1-based) of a delivery: exponential from
@@ -114,7 +110,7 @@ func WebhookBackoff(deliveryID string, n int) time.Duration {
 	return time.Duration(float64(d) * f)
 }
 
-// WebhookDelivery delivers one event to one endpoint: an attempt (activities.
+// WebhookDelivery delivers one event to one endpoint: an attempt (contract.
 // AttemptWebhookDelivery), and after a failure a durable timer of WebhookBackoff, until the
 // receiver answers 2xx or WebhookRetryWindow has passed since the first attempt; the attempt
 // that starts after the window is the last. A redeliver signal cuts the wait short. A delivery
@@ -128,7 +124,6 @@ func WebhookDelivery(ctx workflow.Context, in WebhookDeliveryInput) (WebhookDeli
 	for redeliver.ReceiveAsync(nil) {
 	}
 	actx := workflow.WithActivityOptions(ctx, webhookAttemptOptions)
-	var a *activities.Activities
 	busy := time.Duration(0)
 	slotFree := workflow.GetSignalChannel(ctx, WebhookSlotSignal)
 	// Only runs started after a failed direct attempt carry a Delay, so older histories replay
@@ -144,23 +139,23 @@ func WebhookDelivery(ctx workflow.Context, in WebhookDeliveryInput) (WebhookDeli
 		waitSlot := false
 		final := workflow.Now(ctx).Sub(in.StartedAt) >= WebhookRetryWindow
 		delay := WebhookBackoff(in.DeliveryID, in.Attempt+1)
-		var out activities.AttemptWebhookResult
-		err := workflow.ExecuteActivity(actx, a.AttemptWebhookDelivery,
-			activities.AttemptWebhookInput{DeliveryID: in.DeliveryID, RetryIn: delay, Final: final}).Get(ctx, &out)
+		var out contract.AttemptWebhookResult
+		err := workflow.ExecuteActivity(actx, contract.AttemptWebhookDelivery,
+			contract.AttemptWebhookInput{DeliveryID: in.DeliveryID, RetryIn: delay, Final: final}).Get(ctx, &out)
 		if err != nil {
 			var app *temporal.ApplicationError
-			if errors.As(err, &app) && app.Type() == activities.ErrBadInput {
-				return WebhookDeliveryResult{Outcome: activities.WebhookFailed}, err
+			if errors.As(err, &app) && app.Type() == contract.ErrBadInput {
+				return WebhookDeliveryResult{Outcome: contract.WebhookFailed}, err
 			}
 			// Retries of the activity itself ran out: count it as a failed attempt.
 			workflow.GetLogger(ctx).Warn("webhook attempt failed", "delivery", in.DeliveryID, "error", err)
-			out.Outcome = activities.WebhookRetry
+			out.Outcome = contract.WebhookRetry
 			if final {
-				return WebhookDeliveryResult{Outcome: activities.WebhookFailed, Attempts: in.Attempt}, err
+				return WebhookDeliveryResult{Outcome: contract.WebhookFailed, Attempts: in.Attempt}, err
 			}
 		}
 		switch out.Outcome {
-		case activities.WebhookDelivered, activities.WebhookFailed, activities.WebhookGone:
+		case contract.WebhookDelivered, contract.WebhookFailed, contract.WebhookGone:
 			// A redelivery asked for while this attempt ran made the row pending again: honour it
 			// rather than end with the signal unread.
 			if redeliver.ReceiveAsync(nil) {
@@ -168,7 +163,7 @@ func WebhookDelivery(ctx workflow.Context, in WebhookDeliveryInput) (WebhookDeli
 				continue
 			}
 			return WebhookDeliveryResult{Outcome: out.Outcome, Attempts: out.Attempts, StatusCode: out.StatusCode}, nil
-		case activities.WebhookBusy:
+		case contract.WebhookBusy:
 			if workflow.GetVersion(ctx, "webhook-slot-signal", workflow.DefaultVersion, 1) == 1 {
 				// Wait for the attempt that frees a slot to say so, instead of polling: a burst to
 				// one endpoint polling every few seconds floods Temporal with timers and attempts.
@@ -240,59 +235,6 @@ func RedeliverWebhook(ctx context.Context, c client.Client, taskQueue string, in
 	return err
 }
 
-// webhookStarts bounds the delivery starts one process has in flight, across every batch: a
-// burst of events (a customer deletion, a bulk of commits) must not flood the Temporal frontend
-// with thousands of concurrent starts, which then all time out (measured on the dev stack's
-// SQLite-backed server: 2 000 at once took 17 s each). Waiting starts queue in memory.
-var webhookStarts = make(chan struct{}, 8)
-
-// WebhookStarter starts the delivery workflows of committed outbox rows (events.Starter) and
-// records the starts, so the re-drive leaves them alone.
-type WebhookStarter struct {
-	Client    client.Client
-	TaskQueue string
-	Ent       *ent.Client
-	Log       *slog.Logger
-}
-
-// StartDeliveries starts each delivery's workflow, a few at a time. Failures are logged; their
-// rows stay undispatched for the re-drive.
-func (s *WebhookStarter) StartDeliveries(ctx context.Context, ds []events.Delivery) {
-	var mu sync.Mutex
-	var started []string
-	var wg sync.WaitGroup
-	for _, d := range ds {
-		select {
-		case webhookStarts <- struct{}{}:
-		case <-ctx.Done():
-			s.Log.Warn("webhook starts waited too long; the re-drive will start the rest", "error", ctx.Err())
-			wg.Wait()
-			_ = events.MarkDispatched(context.WithoutCancel(ctx), s.Ent, started)
-			return
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-webhookStarts; wg.Done() }()
-			in := WebhookDeliveryInput{DeliveryID: d.ID, IntegrationID: d.IntegrationID, WebhookID: d.WebhookID, Type: d.Type,
-				Attempt: d.Attempted}
-			if d.Attempted > 0 {
-				in.Delay = WebhookBackoff(d.ID, d.Attempted)
-			}
-			if err := StartWebhookDelivery(ctx, s.Client, s.TaskQueue, in); err != nil {
-				s.Log.Warn("starting a webhook delivery; the re-drive will retry", "delivery", d.ID, "error", err)
-				return
-			}
-			mu.Lock()
-			started = append(started, d.ID)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	if err := events.MarkDispatched(ctx, s.Ent, started); err != nil {
-		s.Log.Warn("recording webhook starts", "error", err)
-	}
-}
-
 // Schedule of the webhook re-drive.
 const (
 	// WebhookRedriveScheduleID runs RedriveWebhooks.
@@ -319,10 +261,9 @@ type WebhookRedriveResult struct {
 // starts as an abandoned child under the delivery's business id, so one already running is
 // found, not duplicated (its first attempt records the start).
 func RedriveWebhooks(ctx workflow.Context, _ WebhookRedriveInput) (WebhookRedriveResult, error) {
-	var a *activities.Activities
-	var pending activities.PendingWebhooksResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, dbOptions), a.PendingWebhookDeliveries,
-		activities.PendingWebhooksInput{MinAge: webhookRedriveMinAge, Limit: webhookRedriveLimit}).Get(ctx, &pending)
+	var pending contract.PendingWebhooksResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, dbOptions), contract.PendingWebhookDeliveries,
+		contract.PendingWebhooksInput{MinAge: webhookRedriveMinAge, Limit: webhookRedriveLimit}).Get(ctx, &pending)
 	if err != nil {
 		return WebhookRedriveResult{}, err
 	}

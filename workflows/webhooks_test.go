@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/splathost/splathost/activities"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 func TestWebhookBackoff(t *testing.T) {
@@ -43,21 +44,21 @@ func TestWebhookDeliveryRetriesForADay(t *testing.T) {
 	var times []time.Time
 	var finals []bool
 	env.OnActivity(a.AttemptWebhookDelivery, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.AttemptWebhookInput) (activities.AttemptWebhookResult, error) {
+		func(_ context.Context, in contract.AttemptWebhookInput) (contract.AttemptWebhookResult, error) {
 			times = append(times, env.Now())
 			finals = append(finals, in.Final)
 			if in.Final {
-				return activities.AttemptWebhookResult{Outcome: activities.WebhookFailed, StatusCode: 500, Attempts: len(times)}, nil
+				return contract.AttemptWebhookResult{Outcome: contract.WebhookFailed, StatusCode: 500, Attempts: len(times)}, nil
 			}
 			require.Greater(t, in.RetryIn, time.Duration(0))
-			return activities.AttemptWebhookResult{Outcome: activities.WebhookRetry, StatusCode: 500, Attempts: len(times)}, nil
+			return contract.AttemptWebhookResult{Outcome: contract.WebhookRetry, StatusCode: 500, Attempts: len(times)}, nil
 		})
 	env.ExecuteWorkflow(WebhookDelivery, WebhookDeliveryInput{DeliveryID: "0123456789abcdef01234567", IntegrationID: "i", WebhookID: "w", Type: "splat.created"})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
 	var res WebhookDeliveryResult
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, activities.WebhookFailed, res.Outcome)
+	require.Equal(t, contract.WebhookFailed, res.Outcome)
 	total := times[len(times)-1].Sub(times[0])
 	require.GreaterOrEqual(t, total, WebhookRetryWindow, "retried for at least 24 h")
 	require.Less(t, total, WebhookRetryWindow+3*time.Hour, "and not much longer")
@@ -82,23 +83,23 @@ func TestWebhookDeliveryWaitsForASlotAndStopsOnSuccess(t *testing.T) {
 	calls := 0
 	var retryIns []time.Duration
 	env.OnActivity(a.AttemptWebhookDelivery, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.AttemptWebhookInput) (activities.AttemptWebhookResult, error) {
+		func(_ context.Context, in contract.AttemptWebhookInput) (contract.AttemptWebhookResult, error) {
 			calls++
 			retryIns = append(retryIns, in.RetryIn)
 			switch {
 			case calls <= 5:
-				return activities.AttemptWebhookResult{Outcome: activities.WebhookBusy}, nil
+				return contract.AttemptWebhookResult{Outcome: contract.WebhookBusy}, nil
 			case calls == 6:
-				return activities.AttemptWebhookResult{Outcome: activities.WebhookRetry, StatusCode: 503, Attempts: 1}, nil
+				return contract.AttemptWebhookResult{Outcome: contract.WebhookRetry, StatusCode: 503, Attempts: 1}, nil
 			default:
-				return activities.AttemptWebhookResult{Outcome: activities.WebhookDelivered, StatusCode: 200, Attempts: 2}, nil
+				return contract.AttemptWebhookResult{Outcome: contract.WebhookDelivered, StatusCode: 200, Attempts: 2}, nil
 			}
 		})
 	env.ExecuteWorkflow(WebhookDelivery, WebhookDeliveryInput{DeliveryID: "d", IntegrationID: "i", WebhookID: "w", Type: "splat.created"})
 	require.NoError(t, env.GetWorkflowError())
 	var res WebhookDeliveryResult
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, activities.WebhookDelivered, res.Outcome)
+	require.Equal(t, contract.WebhookDelivered, res.Outcome)
 	require.Equal(t, 7, calls)
 	// Busy waits did not count: the 6th call is still the first attempt's backoff.
 	require.Equal(t, WebhookBackoff("d", 1), retryIns[5])
@@ -115,12 +116,12 @@ func TestWebhookDeliveryWakesWhenASlotIsFreed(t *testing.T) {
 	var a *activities.Activities
 	var at []time.Time
 	env.OnActivity(a.AttemptWebhookDelivery, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.AttemptWebhookInput) (activities.AttemptWebhookResult, error) {
+		func(context.Context, contract.AttemptWebhookInput) (contract.AttemptWebhookResult, error) {
 			at = append(at, env.Now())
 			if len(at) <= 2 {
-				return activities.AttemptWebhookResult{Outcome: activities.WebhookBusy}, nil
+				return contract.AttemptWebhookResult{Outcome: contract.WebhookBusy}, nil
 			}
-			return activities.AttemptWebhookResult{Outcome: activities.WebhookDelivered, StatusCode: 204, Attempts: 1}, nil
+			return contract.AttemptWebhookResult{Outcome: contract.WebhookDelivered, StatusCode: 204, Attempts: 1}, nil
 		})
 	// The first wait ends by its timer (no one signals); the second by a signal 3 s in.
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(WebhookSlotSignal, nil) }, webhookSlotWait+3*time.Second)
@@ -140,12 +141,12 @@ func TestWebhookDeliveryRedeliverSignalCutsTheWait(t *testing.T) {
 	var a *activities.Activities
 	var times []time.Time
 	env.OnActivity(a.AttemptWebhookDelivery, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.AttemptWebhookInput) (activities.AttemptWebhookResult, error) {
+		func(_ context.Context, in contract.AttemptWebhookInput) (contract.AttemptWebhookResult, error) {
 			times = append(times, env.Now())
 			if len(times) < 4 {
-				return activities.AttemptWebhookResult{Outcome: activities.WebhookRetry, StatusCode: 500}, nil
+				return contract.AttemptWebhookResult{Outcome: contract.WebhookRetry, StatusCode: 500}, nil
 			}
-			return activities.AttemptWebhookResult{Outcome: activities.WebhookDelivered, StatusCode: 200}, nil
+			return contract.AttemptWebhookResult{Outcome: contract.WebhookDelivered, StatusCode: 200}, nil
 		})
 	start := env.Now()
 	// The fourth attempt is due ~35 s after the first; the signal at 20 s brings it forward.
@@ -169,14 +170,14 @@ func TestWebhookDeliveryAfterADirectAttempt(t *testing.T) {
 		var at []time.Time
 		var retryIns []time.Duration
 		env.OnActivity(a.AttemptWebhookDelivery, mock.Anything, mock.Anything).Return(
-			func(_ context.Context, in activities.AttemptWebhookInput) (activities.AttemptWebhookResult, error) {
+			func(_ context.Context, in contract.AttemptWebhookInput) (contract.AttemptWebhookResult, error) {
 				at = append(at, env.Now())
 				retryIns = append(retryIns, in.RetryIn)
 				require.False(t, in.Direct, "a workflow's attempts are not direct")
 				if len(at) == 1 {
-					return activities.AttemptWebhookResult{Outcome: activities.WebhookRetry, StatusCode: 503, Attempts: 2}, nil
+					return contract.AttemptWebhookResult{Outcome: contract.WebhookRetry, StatusCode: 503, Attempts: 2}, nil
 				}
-				return activities.AttemptWebhookResult{Outcome: activities.WebhookDelivered, StatusCode: 200, Attempts: 3}, nil
+				return contract.AttemptWebhookResult{Outcome: contract.WebhookDelivered, StatusCode: 200, Attempts: 3}, nil
 			})
 		start := env.Now()
 		first := WebhookBackoff("d", 1)

@@ -1,5 +1,7 @@
 // Package workflows holds splathost's Temporal workflows: deterministic code only, every side
-// effect lives in package activities. Workflow ids come from business keys.
+// effect lives in package activities. Workflows know the activities only by contract (package
+// workflows/contract: names, inputs, results), so this package depends on no store and no HTTP
+// framework (internal/arch). Workflow ids come from business keys.
 package workflows
 
 import (

@@ -1,5 +1,5 @@
 // Package activitiestest holds an in-memory bucket for the unit and workflow tests of the
-// object activities: it implements activities.ObjectAPI, records every call and fails the calls
+// object activities: it implements objectstore.API, records every call and fails the calls
 // a test asks it to, which a real store cannot be made to do on cue. Integration tests use the
 // real store (versitygw).
 package activitiestest

@@ -4,6 +4,8 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
+
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // CloneDraft is the scene a clone job will create, fixed when the job reserves its storage: the
@@ -32,27 +34,6 @@ type CloneDraft struct {
 	Rendition bool `json:"rendition,omitempty"`
 }
 
-// ObjectCopy is one object a clone copies, with the source's size.
-type ObjectCopy struct {
-	Src  string `json:"src"`
-	Dst  string `json:"dst"`
-	Size int64  `json:"size"`
-}
-
-// ClonePlan is what a clone copies: single objects (the scene file, images, levelData assets)
-// and, for a LOD scene, a whole folder (listed when copied, never stored: it may hold 20 000
-// objects).
-type ClonePlan struct {
-	Objects   []ObjectCopy `json:"objects,omitempty"`
-	FolderSrc string       `json:"folderSrc,omitempty"`
-	FolderDst string       `json:"folderDst,omitempty"`
-	// FolderFiles and FolderBytes are what the folder must hold, when the source recorded its
-	// file count at commit: the copy's own listing then checks the folder is whole, and the
-	// plan needs no listing of its own. Zero: the plan listed the folder itself.
-	FolderFiles int   `json:"folderFiles,omitempty"`
-	FolderBytes int64 `json:"folderBytes,omitempty"`
-}
-
 // CloneJob is a clone in progress: it holds the storage the clone reserved from its customer
 // and account (spec: storage is charged at clone time) and the draft of the scene it will
 // create. Its id is the id the new scene will get. The row exists exactly while the
@@ -76,7 +57,7 @@ func (CloneJob) Fields() []ent.Field {
 		field.Int64("bytes").NonNegative().Immutable(),
 		field.Int("total_objects").NonNegative().Immutable(),
 		field.JSON("draft", &CloneDraft{}).Immutable(),
-		field.JSON("plan", &ClonePlan{}).Immutable(),
+		field.JSON("plan", &contract.ClonePlan{}).Immutable(),
 	}
 }
 

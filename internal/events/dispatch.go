@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // AttemptOutcome is what a direct attempt (Dispatcher.Attempt) came to.
@@ -163,7 +165,7 @@ func (x *Dispatcher) pumpLocked(now time.Time) []Delivery {
 
 // attempt runs one direct attempt and settles what follows from its outcome.
 func (x *Dispatcher) attempt(it queuedDelivery) {
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout+20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), contract.WebhookTimeout+20*time.Second)
 	out, err := x.Attempt(ctx, it.d)
 	cancel()
 	var hand []Delivery

@@ -61,7 +61,7 @@ type Batch struct{ deliveries []Delivery }
 func (b *Batch) Deliveries() []Delivery { return b.deliveries }
 
 // Starter takes committed deliveries: the Dispatcher of a process (a direct first attempt),
-// or workflows.WebhookStarter (a workflow per delivery). A failure is the starter's to log:
+// or worker.WebhookHandOff (a workflow per delivery). A failure is the starter's to log:
 // the rows stay pending and the webhook re-drive starts them.
 type Starter interface {
 	StartDeliveries(ctx context.Context, ds []Delivery)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // MaxURL bounds an endpoint URL.
@@ -99,16 +101,12 @@ func URLProblem(raw string, allowPrivate bool) string {
 // ErrPrivateTarget is the error of a connection refused because its address is not public.
 var ErrPrivateTarget = errors.New("webhook target resolves to a loopback or private address")
 
-// Timeout bounds one delivery attempt: connect, send and the receiver's answer (contract: a 2xx
-// within 10 s delivers).
-const Timeout = 10 * time.Second
-
 // Client is the HTTP client of deliveries. Without allowPrivate its dialer checks the address
 // it is about to connect to, after DNS resolution, so a name that resolves to a private address
 // (or is rebound to one after the endpoint was registered) is refused at connect time. Redirects
 // are not followed (a 3xx is a failed attempt), and no proxy from the environment is used.
 func Client(allowPrivate bool) *http.Client {
-	d := &net.Dialer{Timeout: Timeout}
+	d := &net.Dialer{Timeout: contract.WebhookTimeout}
 	if !allowPrivate {
 		d.Control = func(network, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
@@ -121,15 +119,15 @@ func Client(allowPrivate bool) *http.Client {
 	tr := &http.Transport{
 		Proxy:                 nil,
 		DialContext:           d.DialContext,
-		TLSHandshakeTimeout:   Timeout,
-		ResponseHeaderTimeout: Timeout,
+		TLSHandshakeTimeout:   contract.WebhookTimeout,
+		ResponseHeaderTimeout: contract.WebhookTimeout,
 		MaxIdleConnsPerHost:   8,
 		IdleConnTimeout:       90 * time.Second,
 		ForceAttemptHTTP2:     true,
 	}
 	return &http.Client{
 		Transport:     tr,
-		Timeout:       Timeout,
+		Timeout:       contract.WebhookTimeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }

@@ -28,3 +28,17 @@ func Customer(integrationID, customerRecordID string) string {
 func Folder(integrationID, customerRecordID, kind, id string) string {
 	return Customer(integrationID, customerRecordID) + kind + "/" + id + "/"
 }
+
+// CloneFolder is where every object of one clone lives: under the cloning customer's key space
+// (so the customer deletion purges it too), in a folder of its own named by the job — the id
+// the new scene gets — so a rollback removes exactly what the job copied by emptying it.
+func CloneFolder(integrationID, customerRecordID, jobID string) string {
+	return Folder(integrationID, customerRecordID, KindClone, jobID)
+}
+
+// RenditionFolder is where a scene's renditions live: under its owner's key space (so the
+// customer's deletion finds them like every other object of the scene), in a folder named by
+// the scene, which the asset route maps back to the scene for its access rules.
+func RenditionFolder(integrationID, ownerRecordID, sceneID string) string {
+	return Folder(integrationID, ownerRecordID, KindRendition, sceneID)
+}

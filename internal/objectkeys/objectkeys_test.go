@@ -17,3 +17,7 @@ func TestLayout(t *testing.T) {
 	require.False(t, strings.HasPrefix(Folder("int1", "rec10", KindClone, "j"), Customer("int1", "rec1")),
 		"one customer's prefix never covers another's")
 }
+
+func TestCopySource(t *testing.T) {
+	require.Equal(t, "b/i/x/a%20b%2Bc.ply", CopySource("b", "i/x/a b+c.ply"))
+}

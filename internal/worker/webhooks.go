@@ -14,6 +14,7 @@ import (
 	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/user"
 	"github.com/splathost/splathost/workflows"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // Bounds of a process's direct webhook attempts (events.Dispatcher).
@@ -46,21 +47,21 @@ func webhookDispatcher(c client.Client, cfg config.Config, e *ent.Client, log *s
 	// attempt, whoever makes it.
 	acts := &activities.Activities{Ent: e, Webhooks: settings, Log: log}
 	attempt := func(ctx context.Context, d events.Delivery) (events.AttemptOutcome, error) {
-		out, err := acts.AttemptWebhookDelivery(ctx, activities.AttemptWebhookInput{
+		out, err := acts.AttemptWebhookDelivery(ctx, contract.AttemptWebhookInput{
 			DeliveryID: d.ID, RetryIn: workflows.WebhookBackoff(d.ID, 1), Direct: true})
 		switch {
 		case err != nil:
 			return 0, err
-		case out.Outcome == activities.WebhookBusy:
+		case out.Outcome == contract.WebhookBusy:
 			return events.AttemptBusy, nil
-		case out.Outcome == activities.WebhookRetry:
+		case out.Outcome == contract.WebhookRetry:
 			return events.AttemptRetry, nil
 		}
 		return events.AttemptClosed, nil
 	}
 	return &events.Dispatcher{
 		Attempt:     attempt,
-		HandOff:     &workflows.WebhookStarter{Client: c, TaskQueue: cfg.TaskQueue, Ent: e, Log: log},
+		HandOff:     &WebhookHandOff{Client: c, TaskQueue: cfg.TaskQueue, Ent: e, Log: log},
 		PerEndpoint: max(cfg.WebhookConcurrency, 1),
 		Workers:     webhookDirectWorkers,
 		MaxWait:     webhookDirectMaxWait,

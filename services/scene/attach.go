@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
@@ -62,7 +61,7 @@ func (s *Service) assetKey(u string) (string, bool) {
 	if s.urls != nil {
 		public = s.urls.public
 	}
-	key, _, ok := activities.AssetRef(s.assetBase, public, u)
+	key, _, ok := objectkeys.AssetRef(s.assetBase, public, u)
 	if !ok {
 		return "", false
 	}

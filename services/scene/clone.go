@@ -12,15 +12,16 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"go.temporal.io/sdk/client"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/account"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/quota"
 	"github.com/splathost/splathost/workflows"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // Clones is how the scene service runs clone jobs: on Temporal, on the worker's task queue.
@@ -88,7 +89,7 @@ func (s *Service) clone(c *fiber.Ctx) error {
 		return apperr.Unauthorized("external user is inactive")
 	}
 	// The job checks again when it reserves; checking here answers 404 and 403 without a job.
-	if _, _, err := activities.CloneSourceOf(ctx, s.db.Ent, caller.IntegrationID, owner.ID, id); err != nil {
+	if _, _, err := db.CloneSourceOf(ctx, s.db.Ent, caller.IntegrationID, owner.ID, id); err != nil {
 		return err
 	}
 	wfID := workflows.CloneWorkflowID(caller.IntegrationID, owner.ID)
@@ -181,7 +182,7 @@ func (s *Service) pollClone(c *fiber.Ctx) error {
 // back).
 func (s *Service) cloneDone(c *fiber.Ctx, caller *httpx.Caller, eu string, st *workflows.CloneState, status int) error {
 	if st.Err != nil {
-		if e := activities.ClientErrorOf(st.Err); e != nil {
+		if e := contract.ClientErrorOf(st.Err); e != nil {
 			return e
 		}
 		return apperr.Internal(st.Err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/assetpurge"
 	"github.com/splathost/splathost/ent/scene"
@@ -13,8 +12,10 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/quota"
 	"github.com/splathost/splathost/internal/scenerow"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // createScene makes the committed scene of owner from its checked plan, in one transaction:
@@ -60,10 +61,10 @@ func (s *Service) createScene(ctx context.Context, accountID string, owner *ent.
 		}
 		// A rendition is planned in the same transaction (processing_state is its outbox);
 		// the scene's id names its folder, so it is chosen here rather than by the insert.
-		if _, ok := activities.RenditionFormat(req.splatType, req.splatURL); ok {
+		if _, ok := contract.RenditionFormat(req.splatType, req.splatURL); ok {
 			if p.size >= s.clones.RenditionMinBytes {
 				row.ID = ids.New()
-				row.RenditionPrefix = activities.RenditionFolder(owner.IntegrationID, owner.ID, row.ID)
+				row.RenditionPrefix = objectkeys.RenditionFolder(owner.IntegrationID, owner.ID, row.ID)
 			} else {
 				row.ProcessingMessage = "smaller than this deployment's rendition threshold"
 			}

@@ -7,14 +7,15 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/externaluser"
 	entscene "github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/workflows"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // startRendition starts the SceneRenditions workflow of a scene committed pending, detached from
@@ -136,10 +137,10 @@ func (s *Service) retryRendition(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		if _, ok := activities.RenditionFormat(string(cur.SplatType), cur.SplatURL); !ok {
+		if _, ok := contract.RenditionFormat(string(cur.SplatType), cur.SplatURL); !ok {
 			return apperr.Conflict("this scene's upload has no rendition (only .ply, .splat and .ksplat files get one)")
 		}
-		folder := activities.RenditionFolder(cur.IntegrationID, cur.OwnerID, cur.ID)
+		folder := objectkeys.RenditionFolder(cur.IntegrationID, cur.OwnerID, cur.ID)
 		if cur.RenditionPrefix != nil {
 			folder = *cur.RenditionPrefix
 		}

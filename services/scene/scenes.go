@@ -7,7 +7,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/assetpurge"
 	"github.com/splathost/splathost/ent/scene"
@@ -15,6 +14,7 @@ import (
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/quota"
 	"github.com/splathost/splathost/workflows"
 )
@@ -160,7 +160,7 @@ func (s *Service) deleteScene(c *fiber.Ctx) error {
 		if err := quota.Release(ctx, tx, sc.OwnerID, caller.AccountID, quota.Charge{Bytes: sc.FileSizeBytes, Slot: sc.HoldsSplatSlot}); err != nil {
 			return err
 		}
-		keys, prefixes := activities.SceneObjects(sc)
+		keys, prefixes := objectkeys.SceneObjects(sc.IntegrationID, sc.AssetKeys, sc.LodFolderKey, sc.RenditionPrefix)
 		purge, err = tx.AssetPurge.Create().SetKind(assetpurge.KindScene).SetIntegrationID(sc.IntegrationID).
 			SetOwnerRecordID(owner.ID).SetExternalUserID(owner.ExternalUserID).SetSceneID(sc.ID).
 			SetKeys(keys).SetPrefixes(prefixes).SetSceneCount(1).Save(ctx)

@@ -9,7 +9,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/account"
 	"github.com/splathost/splathost/ent/clonejob"
@@ -19,7 +18,9 @@ import (
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/workflows"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // purgeStartTimeout bounds the start of a purge workflow after the commit. It runs detached
@@ -207,11 +208,11 @@ func deleteCustomer(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, eu st
 	return del, nil
 }
 
-// sceneObjects lists what the purge removes: each scene's objects as activities.SceneObjects
+// sceneObjects lists what the purge removes: each scene's objects as objectkeys.SceneObjects
 // names them (asset keys, LOD and rendition folders), once each.
 func sceneObjects(scenes []*ent.Scene) (keys, prefixes []string) {
 	for _, sc := range scenes {
-		k, p := activities.SceneObjects(sc)
+		k, p := objectkeys.SceneObjects(sc.IntegrationID, sc.AssetKeys, sc.LodFolderKey, sc.RenditionPrefix)
 		keys, prefixes = append(keys, k...), append(prefixes, p...)
 	}
 	slices.Sort(keys)
@@ -247,8 +248,8 @@ func (s *Service) deleteCustomerViews(ctx context.Context, integrationID string,
 		return errors.New("no Temporal client: the view records stay until their partitions expire")
 	}
 	views := workflows.ViewDeletions{Client: s.temporal.Client, TaskQueue: s.temporal.TaskQueue}
-	for start := 0; start < len(sceneIDs); start += activities.MaxViewDeletion {
-		if err := views.Delete(ctx, integrationID, sceneIDs[start:min(start+activities.MaxViewDeletion, len(sceneIDs))]); err != nil {
+	for start := 0; start < len(sceneIDs); start += contract.MaxViewDeletion {
+		if err := views.Delete(ctx, integrationID, sceneIDs[start:min(start+contract.MaxViewDeletion, len(sceneIDs))]); err != nil {
 			return err
 		}
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/internal/fixtures"
+	"github.com/splathost/splathost/internal/objectkeys"
 )
 
 // cloneFileBody is a valid .splat of cloneFileBytes: fixture records repeated.
@@ -101,7 +101,7 @@ func (c *cloneBench) checkFileClone(ctx context.Context, id string) error {
 	u, _ := sp["splatUrl"].(string)
 	// The answer may name the file through the gateway's asset route (signed for a private
 	// scene).
-	key, _, ok := activities.AssetRef(c.cfgAB, c.gw, u)
+	key, _, ok := objectkeys.AssetRef(c.cfgAB, c.gw, u)
 	if !ok {
 		return fmt.Errorf("clone %s: splatUrl %q names no stored object", id, u)
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/internal/fixtures"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/uploadrules"
 )
 
@@ -144,7 +144,7 @@ func (c *cloneBench) list(ctx context.Context, prefix string) ([]string, error) 
 // copyRaw is one plain CopyObject inside the bucket, as the clone job does it.
 func (c *cloneBench) copyRaw(ctx context.Context, src, dst string) error {
 	_, err := c.store.Client.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(c.store.Bucket), Key: aws.String(dst),
-		CopySource: aws.String(activities.CopySource(c.store.Bucket, src)), MetadataDirective: s3types.MetadataDirectiveCopy})
+		CopySource: aws.String(objectkeys.CopySource(c.store.Bucket, src)), MetadataDirective: s3types.MetadataDirectiveCopy})
 	if err != nil {
 		return fmt.Errorf("copying %s: %w", src, err)
 	}

@@ -1,0 +1,112 @@
+package objectstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// API is the part of the S3 API the workers use. *s3.Client implements it; tests substitute an
+// in-memory bucket (activities/activitiestest) to drive failures and resumption.
+type API interface {
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, opts ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, opts ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, opts ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	CopyObject(ctx context.Context, in *s3.CopyObjectInput, opts ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
+	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipartUploadInput, opts ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
+}
+
+// Batch is the S3 DeleteObjects maximum, and the ListObjectsV2 page size.
+const Batch = 1000
+
+// Bucket is one bucket through API: the store operations every worker shares (list a folder
+// a page at a time, delete keys in batches, empty a folder), written once.
+type Bucket struct {
+	API  API
+	Name string
+}
+
+// ListFolder lists prefix a page at a time (1000 keys, the S3 maximum), in key order. It lists
+// after the last key seen rather than with a continuation token, which stays valid however the
+// store treats deletions under a running listing (EmptyPrefix deletes each page it is given).
+func (b Bucket) ListFolder(ctx context.Context, prefix string, page func([]s3types.Object) error) error {
+	var after *string
+	for {
+		out, err := b.API.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(b.Name),
+			Prefix: aws.String(prefix), StartAfter: after, MaxKeys: aws.Int32(Batch)})
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", prefix, err)
+		}
+		if len(out.Contents) == 0 {
+			return nil
+		}
+		if err := page(out.Contents); err != nil {
+			return err
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			return nil
+		}
+		after = out.Contents[len(out.Contents)-1].Key
+	}
+}
+
+// EmptyPrefix lists prefix a page at a time and deletes each page before reading the next, so
+// a 20 000-tile LOD folder never sits in memory. done reports each deleted page.
+func (b Bucket) EmptyPrefix(ctx context.Context, prefix string, done func(n int)) error {
+	return b.ListFolder(ctx, prefix, func(page []s3types.Object) error {
+		keys := make([]string, 0, len(page))
+		for _, o := range page {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+		return b.DeleteKeys(ctx, keys, done)
+	})
+}
+
+// DeleteKeys removes keys in requests of up to 1000 objects, reporting each deleted batch to
+// done (nil: no reports). An object that is already gone is success; any other per-key error
+// fails the batch, naming the first.
+func (b Bucket) DeleteKeys(ctx context.Context, keys []string, done func(n int)) error {
+	for i := 0; i < len(keys); i += Batch {
+		batch := keys[i:min(i+Batch, len(keys))]
+		if err := b.deleteBatch(ctx, batch); err != nil {
+			return err
+		}
+		if done != nil {
+			done(len(batch))
+		}
+	}
+	return nil
+}
+
+// deleteBatch removes up to 1000 objects in one request.
+func (b Bucket) deleteBatch(ctx context.Context, keys []string) error {
+	ids := make([]s3types.ObjectIdentifier, len(keys))
+	for i, k := range keys {
+		ids[i] = s3types.ObjectIdentifier{Key: aws.String(k)}
+	}
+	out, err := b.API.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String(b.Name),
+		Delete: &s3types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
+	if err != nil {
+		return fmt.Errorf("deleting %d objects: %w", len(keys), err)
+	}
+	failed := 0
+	var first string
+	for _, e := range out.Errors {
+		if aws.ToString(e.Code) == "NoSuchKey" {
+			continue
+		}
+		if failed == 0 {
+			first = aws.ToString(e.Key) + ": " + aws.ToString(e.Code) + " " + aws.ToString(e.Message)
+		}
+		failed++
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d objects not deleted, first %s", failed, len(keys), first)
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+package contract
+
+import (
+	"path"
+	"strings"
+	"time"
+
+	"github.com/splathost/splathost/media"
+)
+
+// ErrRenditionInput is the application error type of a scene the converter cannot or may not
+// convert (corrupt, hostile, or beyond the deployment's bounds): never retried, the rendition
+// fails with its message and the scene keeps serving its upload.
+const ErrRenditionInput = "RenditionInput"
+
+// PrepareRenditionInput names the scene.
+type PrepareRenditionInput struct {
+	SceneID string
+}
+
+// PrepareRenditionResult is what the conversion needs, or why there is none.
+type PrepareRenditionResult struct {
+	// Skip is set when there is nothing to do: the scene is gone, not pending (another run
+	// finished it), or of a format without a rendition. Reason says which.
+	Skip   bool
+	Reason string
+	RenditionSource
+}
+
+// RenditionSource is what a conversion reads and where it writes.
+type RenditionSource struct {
+	// SourceKey is the upload's object key and Format its extension; Folder the scene's
+	// rendition folder.
+	SourceKey string
+	Format    string
+	Folder    string
+	// Poster asks for a poster: the scene has no image.
+	Poster bool
+	// The levelData view the poster is rendered with (nil: the viewer's defaults).
+	Orientation *[3]float64
+	Camera      *media.Camera
+	Background  *[3]uint8
+}
+
+// FinishRenditionInput records the outcome of a rendition: State ready with the conversion's
+// Result, or failed with Message.
+type FinishRenditionInput struct {
+	SceneID string
+	Folder  string
+	State   string
+	Message string
+	Result  *ConvertRenditionResult
+}
+
+// FinishRenditionResult says whether the scene took the outcome, or was gone (its rendition
+// folder then removed here, since no purge will name it any more).
+type FinishRenditionResult struct {
+	Recorded bool
+	Removed  int
+}
+
+// PendingRenditionsInput asks for scenes still pending after MinAge (fresher ones are being
+// started by the service that committed them), at most Limit.
+type PendingRenditionsInput struct {
+	MinAge time.Duration
+	Limit  int
+}
+
+// PendingRendition is one scene whose rendition workflow must exist.
+type PendingRendition struct {
+	SceneID        string
+	IntegrationID  string
+	ExternalUserID string
+}
+
+// PendingRenditionsResult lists them, oldest first.
+type PendingRenditionsResult struct {
+	Scenes []PendingRendition
+}
+
+// ConvertRenditionInput is one conversion: the upload, the folder to write into, and the
+// poster's view when a poster is wanted.
+type ConvertRenditionInput struct {
+	SceneID string
+	RenditionSource
+}
+
+// ConvertRenditionResult is what was written: Type sog (Key is the .sog) or lod (Key is the
+// lod-meta.json of a folder of Files objects), their Bytes, the scene's Gaussians, and the
+// poster's key when one was rendered.
+type ConvertRenditionResult struct {
+	Type      string
+	Key       string
+	Bytes     int64
+	Files     int
+	Gaussians int64
+	PosterKey string
+	// PeakRSS is the converter's largest resident size, in bytes (for capacity planning).
+	PeakRSS int64
+}
+
+// RenditionProgress is the conversion's heartbeat: its phase and the converter's last line,
+// which the Temporal UI shows as the pending activity's details.
+type RenditionProgress struct {
+	Phase string
+	Line  string
+}
+
+// DeleteOrphanRenditionsInput looks back Within for rendition workflows that closed without
+// completing.
+type DeleteOrphanRenditionsInput struct {
+	Within time.Duration
+}
+
+// DeleteOrphanRenditionsResult counts the closed workflows looked at, the rendition folders of
+// deleted scenes emptied and the objects removed from them.
+type DeleteOrphanRenditionsResult struct {
+	Checked int
+	Folders int
+	Objects int
+}
+
+// RenditionFormats are the upload formats that get a rendition; .sog uploads and LOD folders
+// are already what a rendition would be, and are skipped.
+var RenditionFormats = []string{".ply", ".splat", ".ksplat"}
+
+// RenditionFormat is the converter input format of a scene's upload, and whether the scene
+// gets a rendition at all.
+func RenditionFormat(splatType, splatURL string) (string, bool) {
+	// "file" is ent's scene.SplatTypeFile, spelled out: ent imports this package for its JSON
+	// columns, so this package cannot import ent (TestRenditionFormat holds the two together).
+	if splatType != "file" {
+		return "", false
+	}
+	u := splatURL
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i]
+	}
+	ext := strings.ToLower(path.Ext(u))
+	for _, f := range RenditionFormats {
+		if ext == f {
+			return ext, true
+		}
+	}
+	return "", false
+}
