@@ -9,10 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
-
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/testenv"
 )
@@ -237,22 +233,8 @@ func (c *cloneBench) detail(id string) (map[string]any, error) {
 func (c *cloneBench) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	keys, err := c.list(ctx, c.scratch())
-	for len(keys) > 0 && err == nil {
-		batch := keys[:min(1000, len(keys))]
-		keys = keys[len(batch):]
-		ids := make([]s3types.ObjectIdentifier, len(batch))
-		for i, k := range batch {
-			ids[i] = s3types.ObjectIdentifier{Key: aws.String(k)}
-		}
-		var out *s3.DeleteObjectsOutput
-		out, err = c.store.Client.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String(c.store.Bucket),
-			Delete: &s3types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
-		if err == nil && len(out.Errors) > 0 {
-			err = fmt.Errorf("%d keys not deleted, first %s: %s", len(out.Errors), aws.ToString(out.Errors[0].Key), aws.ToString(out.Errors[0].Code))
-		}
-	}
-	if err != nil {
+	b := objectstore.Bucket{API: c.store.Client, Name: c.store.Bucket}
+	if err := b.EmptyPrefix(ctx, c.scratch(), nil); err != nil {
 		c.r.o.Log.Warn("bare clone copies not deleted", "prefix", c.scratch(), "err", err)
 	}
 }

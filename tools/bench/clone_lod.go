@@ -18,6 +18,7 @@ import (
 
 	"github.com/splathost/splathost/internal/fixtures"
 	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/uploadrules"
 )
 
@@ -128,17 +129,14 @@ func (c *cloneBench) lodSource(ctx context.Context) (id, prefix string, keys []s
 // list returns every key under prefix.
 func (c *cloneBench) list(ctx context.Context, prefix string) ([]string, error) {
 	var keys []string
-	p := s3.NewListObjectsV2Paginator(c.store.Client, &s3.ListObjectsV2Input{Bucket: aws.String(c.store.Bucket), Prefix: aws.String(prefix)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", prefix, err)
-		}
-		for _, o := range page.Contents {
+	b := objectstore.Bucket{API: c.store.Client, Name: c.store.Bucket}
+	err := b.ListFolder(ctx, prefix, func(page []s3types.Object) error {
+		for _, o := range page {
 			keys = append(keys, aws.ToString(o.Key))
 		}
-	}
-	return keys, nil
+		return nil
+	})
+	return keys, err
 }
 
 // copyRaw is one plain CopyObject inside the bucket, as the clone job does it.
