@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -20,22 +21,40 @@ import (
 // again; trimming at each of these points leaves an idle process at what it touches while idle.
 var trimAfter = []time.Duration{0, 2 * time.Second, 5 * time.Second, 10 * time.Second, time.Minute}
 
-// AfterStart trims now and at each of trimAfter's delays; stop cancels the trims still to come.
+// scheduled says whether trims are scheduled: they are per process, and the all-in-one process
+// starts the HTTP server, the worker and the media worker, each of which calls AfterStart.
+var (
+	mu        sync.Mutex
+	scheduled bool
+)
+
+// AfterStart trims now and at each of trimAfter's delays, unless another part of the process has
+// already scheduled them (then it does nothing and its stop is a no-op); stop cancels the trims
+// still to come.
 func AfterStart() (stop func()) {
+	mu.Lock()
+	defer mu.Unlock()
+	if scheduled {
+		return func() {}
+	}
+	scheduled = true
 	timers := make([]*time.Timer, 0, len(trimAfter))
 	for _, d := range trimAfter {
 		timers = append(timers, time.AfterFunc(d, Trim))
 	}
 	return func() {
+		mu.Lock()
+		defer mu.Unlock()
 		for _, t := range timers {
 			t.Stop()
 		}
+		scheduled = false
 	}
 }
 
 // Trim gives back what the process's boot left resident but an idle process does not use.
-// Measured on the split dev stack (issue 16), an idle worker's 52 MiB of RSS held 13 MiB of its own memory (9 MiB of live heap, 3.6 MiB of GC metadata, stacks) and
-// 38 MiB of its own binary's read-only pages: the kernel maps every page of the file that a
+// Measured on the split dev stack (issue 16), an idle worker's 52 MiB of RSS held 13 MiB of its
+// own memory (9 MiB of live heap, 3.6 MiB of GC metadata, stacks) and 38 MiB of its own binary's read-only pages: the kernel maps every page of the file that a
 // fault is near (fault-around), so init and boot, which touch code and tables all over the
 // 52 MB of loadable segments, leave three quarters of them mapped. Dropping those mappings
 // (MADV_DONTNEED on the executable's read-only segments: clean file pages, re-read from the

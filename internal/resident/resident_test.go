@@ -32,3 +32,19 @@ func TestHasRelro(t *testing.T) {
 	require.True(t, hasRelro("/nonexistent/binary"))
 	require.True(t, hasRelro("/bin/ls"), "Debian's coreutils are linked with RELRO")
 }
+
+// TestAfterStartSchedulesOncePerProcess: the all-in-one process's server, worker and media worker
+// each call AfterStart; only the first schedules the trims, and its stop lets a later start
+// schedule them again.
+func TestAfterStartSchedulesOncePerProcess(t *testing.T) {
+	stop := AfterStart()
+	require.True(t, scheduled)
+	second := AfterStart()
+	second()
+	require.True(t, scheduled, "a second caller's stop leaves the first caller's trims")
+	stop()
+	require.False(t, scheduled)
+	again := AfterStart()
+	require.True(t, scheduled)
+	again()
+}
