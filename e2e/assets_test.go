@@ -254,7 +254,7 @@ func TestAssetLODTilesLoadThroughTheSignedManifest(t *testing.T) {
 	folder := fixtures.LODFolder(300)
 	ensureCustomer(t, a, "streamer", nil)
 	up := requestLOD(t, a, "streamer", folder)
-	putLOD(t, up, folder, lodFiles(folder))
+	putLOD(t, up, folder, fixtures.LODPaths(folder))
 	r := do(t, "POST", "/api/v1/splats", a.keys("streamer"), map[string]any{
 		"title": "streamed", "splatType": "lod", "splatUrl": up.manifestURL, "lodFolderKey": up.folderKey})
 	require.Equal(t, 201, r.Status, string(r.Raw))
@@ -267,7 +267,7 @@ func TestAssetLODTilesLoadThroughTheSignedManifest(t *testing.T) {
 	require.Equal(t, "application/json", m.header.Get("Content-Type"))
 	base, err := url.Parse(manifest)
 	require.NoError(t, err)
-	for _, p := range lodFiles(folder) {
+	for _, p := range fixtures.LODPaths(folder) {
 		ref, err := url.Parse(p)
 		require.NoError(t, err)
 		got := fetchAsset(t, "GET", base.ResolveReference(ref).String(), nil)

@@ -154,7 +154,7 @@ func formatScenes(t *testing.T, d *demoHost, g fixtures.Gen) map[string]string {
 	}
 	folder := g.LODFolder(formatSplats)
 	up := requestLOD(t, tn, eu, folder)
-	putLOD(t, up, folder, lodFiles(folder))
+	putLOD(t, up, folder, fixtures.LODPaths(folder))
 	r := do(t, "POST", "/api/v1/splats", tn.keys(eu), map[string]any{
 		"title": "Format lod " + name, "splatType": "lod", "splatUrl": up.manifestURL, "lodFolderKey": up.folderKey})
 	require.Equal(t, 201, r.Status, string(r.Raw))

@@ -274,7 +274,7 @@ func lodScene(t *testing.T, tn tenant, eu string, n int) map[string]any {
 	folder := lodFolderOf(n)
 	ensureCustomer(t, tn, eu, nil)
 	up := requestLOD(t, tn, eu, folder)
-	paths := lodFiles(folder)
+	paths := fixtures.LODPaths(folder)
 	var wg sync.WaitGroup
 	work := make(chan string)
 	for range 16 {
@@ -282,7 +282,7 @@ func lodScene(t *testing.T, tn tenant, eu string, n int) map[string]any {
 		go func() {
 			defer wg.Done()
 			for p := range work {
-				if s := putUpload(t, up.urls[p], folder[p], signedPut(lodContentType(p))); s != 200 {
+				if s := putUpload(t, up.urls[p], folder[p], signedPut(fixtures.LODContentType(p))); s != 200 {
 					t.Errorf("PUT %s: %d", p, s)
 				}
 			}

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -92,29 +91,12 @@ type lodUpload struct {
 	keys                   map[string]string // relativePath → key
 }
 
-// lodFiles is a fixture folder's files in a stable order.
-func lodFiles(folder map[string][]byte) []string {
-	paths := make([]string, 0, len(folder))
-	for p := range folder {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	return paths
-}
-
-func lodContentType(p string) string {
-	if strings.HasSuffix(p, ".json") {
-		return "application/json"
-	}
-	return "image/webp"
-}
-
 // requestLOD asks for signed URLs for every file of folder.
 func requestLOD(t *testing.T, tn tenant, eu string, folder map[string][]byte) lodUpload {
 	t.Helper()
 	var files []any
-	for _, p := range lodFiles(folder) {
-		files = append(files, map[string]any{"relativePath": p, "contentType": lodContentType(p), "fileSize": len(folder[p])})
+	for _, p := range fixtures.LODPaths(folder) {
+		files = append(files, map[string]any{"relativePath": p, "contentType": fixtures.LODContentType(p), "fileSize": len(folder[p])})
 	}
 	r := do(t, "POST", "/api/v1/uploads/lod-folder", tn.keys(eu), map[string]any{"files": files})
 	require.Equal(t, 200, r.Status, string(r.Raw))
@@ -138,7 +120,7 @@ func requestLOD(t *testing.T, tn tenant, eu string, folder map[string][]byte) lo
 func putLOD(t *testing.T, up lodUpload, folder map[string][]byte, paths []string) {
 	t.Helper()
 	for _, p := range paths {
-		require.Equal(t, 200, putUpload(t, up.urls[p], folder[p], signedPut(lodContentType(p))), p)
+		require.Equal(t, 200, putUpload(t, up.urls[p], folder[p], signedPut(fixtures.LODContentType(p))), p)
 	}
 }
 
@@ -156,7 +138,7 @@ func TestLODFolderUploadAndCommit(t *testing.T) {
 	folder := fixtures.LODFolder(300)
 	require.GreaterOrEqual(t, len(folder), 3)
 	up := requestLOD(t, a, "lodder", folder)
-	putLOD(t, up, folder, lodFiles(folder))
+	putLOD(t, up, folder, fixtures.LODPaths(folder))
 
 	r := do(t, "POST", "/api/v1/splats", a.keys("lodder"), map[string]any{
 		"title": "streamed", "splatType": "lod", "splatUrl": up.manifestURL, "lodFolderKey": up.folderKey})
@@ -176,7 +158,7 @@ func TestLODFolderUploadAndCommit(t *testing.T) {
 	for _, p := range []string{fixtures.LODManifest, "0_0/means_l.webp"} {
 		got, ctype, cache := getObject(t, up.keys[p])
 		require.True(t, bytes.Equal(folder[p], got), p)
-		require.Equal(t, lodContentType(p), ctype)
+		require.Equal(t, fixtures.LODContentType(p), ctype)
 		require.Equal(t, cacheControl, cache)
 	}
 }
@@ -185,7 +167,7 @@ func TestLODCommitIncompleteFolder(t *testing.T) {
 	a := newTenant(t)
 	ensureCustomer(t, a, "partial", nil)
 	folder := fixtures.LODFolder(50)
-	paths := lodFiles(folder)
+	paths := fixtures.LODPaths(folder)
 	up := requestLOD(t, a, "partial", folder)
 	// Everything but two cells: the manifest is there, the folder is not.
 	var skipped []string
@@ -217,8 +199,8 @@ func TestLODCommitRejectsMismatchedFolderKey(t *testing.T) {
 	ensureCustomer(t, a, "mixer", nil)
 	folder := fixtures.LODFolder(20)
 	first, second := requestLOD(t, a, "mixer", folder), requestLOD(t, a, "mixer", folder)
-	putLOD(t, first, folder, lodFiles(folder))
-	putLOD(t, second, folder, lodFiles(folder))
+	putLOD(t, first, folder, fixtures.LODPaths(folder))
+	putLOD(t, second, folder, fixtures.LODPaths(folder))
 	require.NotEqual(t, first.folderKey, second.folderKey)
 
 	issues := requireEnvelope(t, do(t, "POST", "/api/v1/splats", a.keys("mixer"), map[string]any{
@@ -385,8 +367,8 @@ func TestLODUppercaseCellExtension(t *testing.T) {
 	lod := fixtures.LODFolder(4)
 	folder := map[string][]byte{fixtures.LODManifest: lod[fixtures.LODManifest], "0_0/means_l.WEBP": lod["0_0/means_l.webp"]}
 	var files []any
-	for _, p := range lodFiles(folder) {
-		files = append(files, map[string]any{"relativePath": p, "contentType": lodContentType(p), "fileSize": len(folder[p])})
+	for _, p := range fixtures.LODPaths(folder) {
+		files = append(files, map[string]any{"relativePath": p, "contentType": fixtures.LODContentType(p), "fileSize": len(folder[p])})
 	}
 	r := do(t, "POST", "/api/v1/uploads/lod-folder", a.keys("upper"), map[string]any{"files": files})
 	if r.Status == 400 {
@@ -394,7 +376,7 @@ func TestLODUppercaseCellExtension(t *testing.T) {
 		return
 	}
 	up := requestLOD(t, a, "upper", folder)
-	putLOD(t, up, folder, lodFiles(folder))
+	putLOD(t, up, folder, fixtures.LODPaths(folder))
 	r = do(t, "POST", "/api/v1/splats", a.keys("upper"), map[string]any{
 		"title": "upper", "splatType": "lod", "splatUrl": up.manifestURL, "lodFolderKey": up.folderKey})
 	require.Equal(t, 201, r.Status, string(r.Raw))

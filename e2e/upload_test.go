@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/stretchr/testify/require"
 
+	"github.com/splathost/splathost/internal/fixtures"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/testenv"
 )
@@ -483,15 +484,15 @@ func TestUploadURLsSignTheirDeclaredLength(t *testing.T) {
 	// Each file of a LOD folder is signed with its own declared length.
 	folder := lodFolderOf(3)
 	lod := requestLOD(t, a, "sizer", folder)
-	for _, p := range lodFiles(folder) {
-		require.Equal(t, 403, putUpload(t, lod.urls[p], append(append([]byte(nil), folder[p]...), 0), signedPut(lodContentType(p))), p)
-		require.Equal(t, 200, putUpload(t, lod.urls[p], folder[p], signedPut(lodContentType(p))), p)
+	for _, p := range fixtures.LODPaths(folder) {
+		require.Equal(t, 403, putUpload(t, lod.urls[p], append(append([]byte(nil), folder[p]...), 0), signedPut(fixtures.LODContentType(p))), p)
+		require.Equal(t, 200, putUpload(t, lod.urls[p], folder[p], signedPut(fixtures.LODContentType(p))), p)
 	}
 	c = do(t, "POST", "/api/v1/splats", a.keys("sizer"), map[string]any{
 		"title": "lod", "splatType": "lod", "splatUrl": lod.manifestURL, "lodFolderKey": lod.folderKey})
 	require.Equal(t, 201, c.Status, string(c.Raw))
-	for _, p := range lodFiles(folder) {
-		requirePutRefused(t, lod.urls[p], bytes.Repeat([]byte{1}, len(folder[p])+1<<20), signedPut(lodContentType(p)), p)
+	for _, p := range fixtures.LODPaths(folder) {
+		requirePutRefused(t, lod.urls[p], bytes.Repeat([]byte{1}, len(folder[p])+1<<20), signedPut(fixtures.LODContentType(p)), p)
 	}
 	used, live = liveBytesOf(t, a, "sizer")
 	require.Equal(t, used, live, "usage equals the sum of live scenes")

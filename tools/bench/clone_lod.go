@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -27,7 +26,7 @@ import (
 func lodCloneFolder(n int) (map[string][]byte, []string) {
 	folder := fixtures.LODFolder(100)
 	var cell []byte
-	for _, p := range sortedKeys(folder) {
+	for _, p := range fixtures.LODPaths(folder) {
 		if strings.HasSuffix(p, ".webp") {
 			cell = folder[p]
 			break
@@ -36,23 +35,7 @@ func lodCloneFolder(n int) (map[string][]byte, []string) {
 	for i := 0; len(folder) < n; i++ {
 		folder[fmt.Sprintf("extra/%05d.webp", i)] = cell
 	}
-	return folder, sortedKeys(folder)
-}
-
-func sortedKeys(m map[string][]byte) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func lodFileType(p string) string {
-	if strings.HasSuffix(p, ".json") {
-		return "application/json"
-	}
-	return "image/webp"
+	return folder, fixtures.LODPaths(folder)
 }
 
 // putSigned PUTs body to a signed upload URL with the signed headers.
@@ -81,7 +64,7 @@ func (c *cloneBench) lodSource(ctx context.Context) (id, prefix string, keys []s
 	folder, paths := lodCloneFolder(cloneLODObjects)
 	files := make([]map[string]any, len(paths))
 	for i, p := range paths {
-		files[i] = map[string]any{"relativePath": p, "contentType": lodFileType(p), "fileSize": len(folder[p])}
+		files[i] = map[string]any{"relativePath": p, "contentType": fixtures.LODContentType(p), "fileSize": len(folder[p])}
 	}
 	up, err := call(c.gw, http.MethodPost, "/api/v1/uploads/lod-folder", c.h, map[string]any{"files": files}, http.StatusOK)
 	if err != nil {
@@ -104,7 +87,7 @@ func (c *cloneBench) lodSource(ctx context.Context) (id, prefix string, keys []s
 	}
 	if err := forEach(len(uploads), uploadWorkers, func(i int) error {
 		p := uploads[i].(map[string]any)["relativePath"].(string)
-		return putSigned(ctx, urls[i], lodFileType(p), folder[p])
+		return putSigned(ctx, urls[i], fixtures.LODContentType(p), folder[p])
 	}); err != nil {
 		return "", "", nil, fmt.Errorf("lod uploads: %w", err)
 	}
