@@ -42,6 +42,9 @@ type StackOptions struct {
 	ReadyTimeout time.Duration
 	// StopTimeout is how long Stop waits for the runner before it kills it; 30 s when zero.
 	StopTimeout time.Duration
+	// Env is added to the runner's environment (KEY=value, later entries winning), which the
+	// product processes inherit: a SPLATHOST_* tuning knob for this stack only.
+	Env []string
 }
 
 // Stack is a running stack runner.
@@ -109,7 +112,11 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 		args = append(args, "--sessions", strconv.Itoa(o.Sessions))
 	}
 	// The log is appended to, so a warm restart on the same directory keeps the earlier run's.
-	proc, err := spawn.Run(exec.Command(runner, args...),
+	cmd := exec.Command(runner, args...)
+	if len(o.Env) > 0 {
+		cmd.Env = append(os.Environ(), o.Env...)
+	}
+	proc, err := spawn.Run(cmd,
 		spawn.Options{Name: "stack runner", LogPath: logPath, Group: true, DeathSignal: syscall.SIGTERM})
 	if err != nil {
 		return nil, err

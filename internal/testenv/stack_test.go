@@ -112,6 +112,27 @@ writeState '{"gatewayUrl":"http://g","adminToken":"tok","services":"none","ready
 	}
 }
 
+// TestStartStackEnv: Env reaches the runner (and so the processes it starts), on top of the
+// caller's environment, a later entry of a key winning.
+func TestStartStackEnv(t *testing.T) {
+	t.Setenv("SPLATHOST_TEST_INHERITED", "kept")
+	runner := fakeRunner(t, `echo "knob=$SPLATHOST_TEST_KNOB inherited=$SPLATHOST_TEST_INHERITED"
+writeState '{"gatewayUrl":"http://g","adminToken":"tok","processes":[{"name":"stack","pid":'$$'}]}'
+`+serveUntilTerm)
+	o := fakeOptions(t, runner)
+	o.Env = []string{"SPLATHOST_TEST_KNOB=first", "SPLATHOST_TEST_KNOB=second"}
+	s, err := StartStack(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := LogTail(s.LogPath, 1); got != "  | knob=second inherited=kept" {
+		t.Fatalf("runner saw %q", got)
+	}
+}
+
 func TestStartStackRunnerExitsEarly(t *testing.T) {
 	_, err := StartStack(t.Context(), fakeOptions(t, fakeRunner(t, `echo "no postgres"; exit 3`)))
 	if err == nil || !strings.Contains(err.Error(), "exited before it was ready") || !strings.Contains(err.Error(), "no postgres") {

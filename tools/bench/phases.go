@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,16 +21,35 @@ func (r *runner) phase(ctx context.Context, mode string, ready *Row, measure fun
 	return r.phaseOf(ctx, testenv.StackOptions{Services: mode}, ready, measure)
 }
 
-// phaseOf is phase with more of the stack's options (its gateway and session replicas).
+// renditionsOff is the environment of a stack whose measures are not the rendition pipeline's:
+// no committed scene gets a rendition. On two cores a conversion takes a core from whatever is
+// measured beside it and after it (a 200 MB .splat converts for minutes), and in the shape we
+// ship the media workers are their own binary on their own machines; the pipeline's cost is
+// measured alone (renditionRows, the first-frame phase).
+var renditionsOff = []string{"SPLATHOST_RENDITION_MIN_BYTES=" + strconv.Itoa(math.MaxInt)}
+
+// phaseOf is phase with more of the stack's options (its gateway and session replicas). With
+// so.Dir empty the stack runs on the run's main directory (the cold and warm restarts and the
+// all-in-one phase share it); a phase that names its own directory (r.freshDir) starts cold, so
+// nothing a previous phase left running in the background (conversions, retention workflows,
+// ClickHouse merging 10 M events) runs beside its measures, and the directory is removed after
+// it unless the logs are kept. Stacks run with renditionsOff unless so.Env says otherwise.
 func (r *runner) phaseOf(ctx context.Context, so testenv.StackOptions, ready *Row, measure func(*testenv.Stack)) bool {
 	mode := so.Services
 	if err := ctx.Err(); err != nil {
 		ready.Err = err
 		return false
 	}
+	if so.Dir == "" {
+		so.Dir = r.dir
+	}
+	so.Env = append(slices.Clone(renditionsOff), so.Env...)
 	log := r.o.Log.With("services", mode)
-	log.Info("starting stack", "dir", r.dir)
-	so.Runner, so.BinDir, so.Dir, so.ReadyTimeout, so.StopTimeout = r.o.Runner, r.o.BinDir, r.dir, r.o.ReadyTimeout, r.o.StopTimeout
+	log.Info("starting stack", "dir", so.Dir)
+	so.Runner, so.BinDir, so.ReadyTimeout, so.StopTimeout = r.o.Runner, r.o.BinDir, r.o.ReadyTimeout, r.o.StopTimeout
+	if so.Dir != r.dir {
+		defer r.removeFresh(so.Dir)
+	}
 	st, err := testenv.StartStack(ctx, so)
 	if err != nil {
 		ready.Err = fmt.Errorf("start stack (%s): %w", mode, err)
@@ -248,4 +269,28 @@ func (r *runner) cleanup() {
 		time.Sleep(200 * time.Millisecond)
 	}
 	r.problems = append(r.problems, fmt.Errorf("remove %s: %w", r.dir, err))
+}
+
+// freshDir is the data directory of a phase that starts cold, under the run's directory (so the
+// run's cleanup and -keep cover it). The postgres user must reach it.
+func (r *runner) freshDir(name string) (string, error) {
+	dir := filepath.Join(r.dir, name)
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// removeFresh removes a cold phase's directory once its stack has stopped, so a run's disk use is
+// its largest phase, not their sum; kept when the run keeps its data or a measure failed.
+func (r *runner) removeFresh(dir string) {
+	if r.o.Keep || r.keepLogs {
+		return
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		r.problems = append(r.problems, fmt.Errorf("remove %s: %w", dir, err))
+	}
 }

@@ -267,11 +267,11 @@ func Run(ctx context.Context, o Options) Report {
 				row.Err = readyAll.Err
 			}
 		}
-		// Phase 4, split with two gateways on two session processes: the multiplayer room.
+		// Phase 4, split with two gateways on two session processes, cold: the multiplayer room.
 		r.roomPhase(ctx, &readyRooms, rooms)
 		// Phase 5, no stack: the media worker's conversion pipeline on generated scenes.
 		renditions = r.renditionRows(ctx, sizes)
-		// Phase 6, split: the viewer's first frame in Chromium, upload against rendition.
+		// Phase 6, split, cold, renditions on: the viewer's first frame in Chromium, upload against rendition.
 		var readyTTFF Row
 		r.ttffPhase(ctx, &readyTTFF, ttff)
 		// Phase 7, all-in-one on a fresh directory: webhook deliveries end to end.
