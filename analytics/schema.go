@@ -21,6 +21,10 @@ const (
 	// DemandTable records which trending windows were asked for recently, so the leader knows
 	// which ones to keep fresh.
 	DemandTable = "trending_demand"
+	// TopsTable holds each precomputed window's best TopKept scores as one row of arrays,
+	// rewritten by every refresh: what a trending request reads, one row instead of every
+	// active scene of ScoresTable.
+	TopsTable = "trending_tops"
 	// migrationsTable records the applied schema versions.
 	migrationsTable = "schema_migrations"
 	// LocalSuffix names the per-shard replicated table under a Distributed table (cluster variant).
@@ -171,5 +175,16 @@ GROUP BY day, integration_id, scene_id`},
 		{name: DemandTable, columns: []string{"integration_id String", "window_days UInt8", "requested_at DateTime('UTC')"},
 			engine: "ReplacingMergeTree", params: "requested_at", partitionBy: "toYYYYMM(requested_at)",
 			orderBy: "(integration_id, window_days)", shardBy: "cityHash64(integration_id)"},
+	}},
+	{version: 3, name: "trending top lists", tables: []table{
+		// One row per refresh of a window: its best TopKept scenes, best first, as parallel
+		// arrays, whether that is every active scene (complete), and the refresh's snapshot
+		// time. A reader takes the newest row of the window (ORDER BY computed_at DESC LIMIT
+		// 1), which is a handful of rows however many scenes the window holds; merges keep
+		// only the newest. Sharded by integration like ScoresTable.
+		{name: TopsTable, columns: []string{"integration_id String", "since Date", "computed_at DateTime('UTC')", "complete UInt8",
+			"scene_ids Array(String)", "unique_views Array(UInt64)", "impressions Array(UInt64)"},
+			engine: "ReplacingMergeTree", params: "computed_at", partitionBy: "toYYYYMM(since)",
+			orderBy: "(integration_id, since)", shardBy: "cityHash64(integration_id)"},
 	}},
 }

@@ -39,7 +39,7 @@ func TestClusterVariant(t *testing.T) {
 			require.NotContains(t, v.query, "sh.", "views name their source only through {from}")
 		}
 	}
-	for _, name := range []string{EventsTable, DailyTable, ScoresTable, DemandTable} {
+	for _, name := range []string{EventsTable, DailyTable, ScoresTable, DemandTable, TopsTable} {
 		require.True(t, seen[name], "%s is in the schema", name)
 	}
 	for _, s := range stmts {

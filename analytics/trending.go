@@ -3,6 +3,8 @@ package analytics
 import (
 	"cmp"
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -33,6 +35,9 @@ import (
 
 // Trending window refresh defaults.
 const (
+	// TopKept is how many of a window's best scores each refresh writes to TopsTable: a request
+	// asking for at most this many reads that one row.
+	TopKept = 400
 	// DefaultRefresh is how often the streamer's leader refreshes the windows asked for.
 	DefaultRefresh = 2 * time.Second
 	// DemandFor is how long a window stays precomputed after it was last asked for.
@@ -51,8 +56,49 @@ func (v *Views) Want(ctx context.Context, integrationID string, days int) error 
 // Precomputed returns the best top scores of the window as last refreshed, best first (as
 // WindowScores; every score when top is 0), whether that is every active scene of the window,
 // and the window's age by ClickHouse's clock; ok is false when the window has no refresh at
-// all. The caller decides how old is too old.
+// all. The caller decides how old is too old. Up to TopKept scores come from the window's top
+// list (one row); more, or a window refreshed before top lists existed, from ScoresTable.
 func (v *Views) Precomputed(ctx context.Context, integrationID string, since time.Time, top int) (scores []Score, complete bool, age time.Duration, ok bool, err error) {
+	if top > 0 && top <= TopKept {
+		scores, complete, age, ok, err = v.precomputedTop(ctx, integrationID, since, top)
+		if err != nil || ok {
+			return scores, complete, age, ok, err
+		}
+	}
+	return v.precomputedScores(ctx, integrationID, since, top)
+}
+
+// precomputedTop reads the newest top list of the window and returns its best top scores; ok
+// is false when the window has none.
+func (v *Views) precomputedTop(ctx context.Context, integrationID string, since time.Time, top int) (scores []Score, complete bool, age time.Duration, ok bool, err error) {
+	var secs int64
+	var all uint8
+	var ids []string
+	var unique, impressions []uint64
+	err = v.conn.QueryRow(ctx, `SELECT toInt64(now()) - toInt64(computed_at), complete, scene_ids, unique_views, impressions
+		FROM `+v.db+"."+TopsTable+` WHERE integration_id = ? AND since = toDate(?)
+		ORDER BY computed_at DESC LIMIT 1`, integrationID, day(since)).Scan(&secs, &all, &ids, &unique, &impressions)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, 0, false, nil
+	}
+	if err != nil {
+		return nil, false, 0, false, err
+	}
+	if len(unique) != len(ids) || len(impressions) != len(ids) {
+		return nil, false, 0, false, fmt.Errorf("trending top list of %s since %s: %d ids, %d unique, %d impressions",
+			integrationID, day(since), len(ids), len(unique), len(impressions))
+	}
+	n := min(top, len(ids))
+	scores = make([]Score, n)
+	for i := range n {
+		scores[i] = Score{SceneID: ids[i], UniqueViews: int64(unique[i]), Impressions: int64(impressions[i])}
+	}
+	return scores, all == 1 && len(ids) <= top, time.Duration(secs) * time.Second, true, nil
+}
+
+// precomputedScores is Precomputed from ScoresTable: the window's rows folded by FINAL and
+// ranked, which reads every active scene of the window.
+func (v *Views) precomputedScores(ctx context.Context, integrationID string, since time.Time, top int) (scores []Score, complete bool, age time.Duration, ok bool, err error) {
 	limit := ""
 	if top > 0 {
 		limit = " LIMIT " + strconv.Itoa(top+1) // and the heartbeat
@@ -91,6 +137,8 @@ func day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 type refreshedWindow struct {
 	parts  uint64
 	scores map[string]Score
+	// top is the window's best TopKept scores, best first, as TopsTable holds them.
+	top []Score
 }
 
 // windowRefresher keeps the windows asked for precomputed. Only the streamer's leader runs one;
@@ -155,7 +203,7 @@ func (r *windowRefresher) window(ctx context.Context, l layout, integrationID st
 		if err != nil {
 			return prev, err
 		}
-		cur = refreshedWindow{parts: parts, scores: make(map[string]Score, len(scores))}
+		cur = refreshedWindow{parts: parts, scores: make(map[string]Score, len(scores)), top: scores[:min(len(scores), TopKept)]}
 		for _, s := range scores {
 			cur.scores[s.SceneID] = s
 			if prev.scores[s.SceneID] != s {
@@ -183,7 +231,36 @@ func (r *windowRefresher) window(ctx context.Context, l layout, integrationID st
 	if err := batch.Send(); err != nil {
 		return prev, err
 	}
+	// Then the top list, rewritten every round: its computed_at is the window's freshness for
+	// the readers of TopsTable, as the heartbeat row is for ScoresTable's. Written after the
+	// scores, so a reader sent to ScoresTable by an incomplete list finds them at least as new.
+	if err := v.writeTop(ctx, l, integrationID, since, now, cur.top, len(cur.scores) <= TopKept); err != nil {
+		return prev, err
+	}
 	return cur, nil
+}
+
+// writeTop writes one TopsTable row: the window's best scores (best first) as of now.
+func (v *Views) writeTop(ctx context.Context, l layout, integrationID string, since, now time.Time, top []Score, complete bool) error {
+	ids := make([]string, len(top))
+	unique, impressions := make([]uint64, len(top)), make([]uint64, len(top))
+	for i, s := range top {
+		ids[i], unique[i], impressions[i] = s.SceneID, uint64(s.UniqueViews), uint64(s.Impressions)
+	}
+	batch, err := v.conn.PrepareBatch(insertContext(ctx, l), "INSERT INTO "+v.db+"."+TopsTable+
+		" (integration_id, since, computed_at, complete, scene_ids, unique_views, impressions)")
+	if err != nil {
+		return err
+	}
+	var all uint8
+	if complete {
+		all = 1
+	}
+	if err := batch.Append(integrationID, since, now, all, ids, unique, impressions); err != nil {
+		_ = batch.Abort()
+		return err
+	}
+	return batch.Send()
 }
 
 // partsSnapshot returns a hash of the names of the daily rollup's active parts (any insert,

@@ -179,11 +179,13 @@ func (v *Views) DeleteScenes(ctx context.Context, sceneIDs []string) error {
 		return nil
 	}
 	quoted := make([]string, len(sceneIDs))
+	listed := make([]string, len(sceneIDs))
 	for i, id := range sceneIDs {
 		if !validSceneID(id) {
 			return fmt.Errorf("invalid scene id %q", id)
 		}
 		quoted[i] = "'" + id + "'"
+		listed[i] = "has(scene_ids, '" + id + "')"
 	}
 	l, err := v.layout(ctx)
 	if err != nil {
@@ -194,6 +196,11 @@ func (v *Views) DeleteScenes(ctx context.Context, sceneIDs []string) error {
 		if err := v.conn.Exec(ctx, "ALTER TABLE "+l.local(table)+l.onCluster()+" DELETE WHERE scene_id IN ("+in+")"); err != nil {
 			return fmt.Errorf("delete views from %s: %w", table, err)
 		}
+	}
+	// A top list naming one of them goes whole: the window's next refresh writes it anew, and
+	// meanwhile a reader ranks from ScoresTable or afresh.
+	if err := v.conn.Exec(ctx, "ALTER TABLE "+l.local(TopsTable)+l.onCluster()+" DELETE WHERE "+strings.Join(listed, " OR ")); err != nil {
+		return fmt.Errorf("delete views from %s: %w", TopsTable, err)
 	}
 	return nil
 }
@@ -237,13 +244,13 @@ func (v *Views) DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]s
 		return nil, err
 	}
 	type part struct{ table, partition string }
-	tables := []string{EventsTable, DailyTable, ScoresTable, DemandTable}
+	tables := []string{EventsTable, DailyTable, ScoresTable, DemandTable, TopsTable}
 	local := make([]string, len(tables))
 	for i, t := range tables {
 		local[i] = strings.TrimPrefix(l.local(t), v.db+".")
 	}
 	rows, err := v.conn.Query(ctx, `SELECT DISTINCT table, partition FROM system.parts
-		WHERE database = ? AND table IN (?, ?, ?, ?) AND active ORDER BY table, partition`, v.db, local[0], local[1], local[2], local[3])
+		WHERE database = ? AND table IN (?, ?, ?, ?, ?) AND active ORDER BY table, partition`, v.db, local[0], local[1], local[2], local[3], local[4])
 	parts, err := collect(rows, err, func(r driver.Rows) (p part, err error) { return p, r.Scan(&p.table, &p.partition) })
 	if err != nil {
 		return nil, err
@@ -260,7 +267,7 @@ func (v *Views) DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]s
 		}
 		name := strings.TrimSuffix(p.table, LocalSuffix)
 		before := cutoff
-		if name == ScoresTable || name == DemandTable {
+		if name == ScoresTable || name == DemandTable || name == TopsTable {
 			before = derivedCutoff
 		}
 		if month.AddDate(0, 1, 0).After(before.UTC()) {

@@ -4,9 +4,11 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/analytics"
@@ -44,41 +46,58 @@ func TestTrendingReadsThePrecomputedWindowAndKeepsItFresh(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, fresh, pre, "precomputed = ranked afresh")
 	require.Equal(t, []analytics.Score{{SceneID: a, UniqueViews: 3, Impressions: 5}, {SceneID: b, UniqueViews: 1, Impressions: 1}}, pre)
+	// The top list (what a request reads) holds the same, best first, and knows it is all.
+	require.Eventually(t, func() bool {
+		top, complete, age, ok, err := env.Process.Views.Precomputed(ctx, tn.IntegrationID, since, 12)
+		require.NoError(t, err)
+		return ok && complete && age <= 5*time.Second && assert.ObjectsAreEqual(fresh, top)
+	}, visibleWithin, 100*time.Millisecond, "the leader writes the window's top list")
 
-	// Trending answers from the precomputed window: a row written there (as a refresh would,
-	// with a later computed_at) is what the next request ranks. The refresher rewrites only
-	// scenes whose numbers changed, so it stays until removed below.
-	forge := func(scene string, unique, impressions uint64, later time.Duration) {
-		require.NoError(t, env.Process.CH.Exec(ctx, "INSERT INTO "+env.Config.ClickHouseDB+"."+analytics.ScoresTable+
-			" (integration_id, since, scene_id, unique_views, impressions, computed_at) SELECT ?, toDate(?), ?, toUInt64(?), toUInt64(?), now() + ?",
-			tn.IntegrationID, since.Format(time.DateOnly), scene, unique, impressions, int64(later/time.Second)))
+	// Trending answers from the top list: a list written there (as a refresh would, but an hour
+	// ahead, so the refreshes do not replace it) is what the next request ranks; removed below.
+	db := env.Config.ClickHouseDB
+	forgeTop := func(ids []string, unique, impressions []uint64, complete uint8) {
+		require.NoError(t, env.Process.CH.Exec(ctx, "INSERT INTO "+db+"."+analytics.TopsTable+
+			" (integration_id, since, computed_at, complete, scene_ids, unique_views, impressions) SELECT ?, toDate(?), now() + 3600, toUInt8(?), ?, ?, ?",
+			tn.IntegrationID, since.Format(time.DateOnly), complete, ids, unique, impressions))
 	}
-	forge(quiet, 10, 10, time.Hour)
+	unforge := func() {
+		require.NoError(t, env.Process.CH.Exec(ctx, "ALTER TABLE "+db+"."+analytics.TopsTable+" DELETE WHERE integration_id = ? AND computed_at > now() + 60",
+			tn.IntegrationID))
+		require.Eventually(t, func() bool {
+			var n uint64
+			require.NoError(t, env.Process.CH.QueryRow(ctx, "SELECT count() FROM "+db+"."+analytics.TopsTable+
+				" WHERE integration_id = ? AND computed_at > now() + 60", tn.IntegrationID).Scan(&n))
+			return n == 0
+		}, visibleWithin, 100*time.Millisecond, "the forged top lists are deleted")
+	}
+	forgeTop([]string{quiet, a, b}, []uint64{10, 3, 1}, []uint64{10, 5, 1}, 1)
 	require.Eventually(t, func() bool {
 		ids, sources, scores := trendingIDs(trendingOf(t, tn, "?window=7"))
 		return ids[0] == quiet && sources[0] == "window" && scores[0] == 40
-	}, visibleWithin, 100*time.Millisecond, "the request reads the precomputed window")
-	forge(quiet, 0, 0, 2*time.Hour) // newer still, and zero: no activity in the window again
+	}, visibleWithin, 100*time.Millisecond, "the request reads the top list")
+	unforge()
 
 	// A request reads only the best few hundred scenes of the window; when those do not settle
-	// the ranking (here 450 scenes that do not exist, so none eligible, outrank every real one)
-	// it reads the whole window.
-	forgeMany := func(score uint64, later time.Duration) {
-		require.NoError(t, env.Process.CH.Exec(ctx, "INSERT INTO "+env.Config.ClickHouseDB+"."+analytics.ScoresTable+
-			" (integration_id, since, scene_id, unique_views, impressions, computed_at) SELECT ?, toDate(?), concat('fffffffffffffffff', toString(1000000 + number)), "+
-			"toUInt64(0), toUInt64(?), now() + ? FROM numbers(450)", tn.IntegrationID, since.Format(time.DateOnly), score, int64(later/time.Second)))
+	// the ranking (here 400 scenes that do not exist, so none eligible, outrank every real one,
+	// and the list says the window holds more) it reads the whole window from ScoresTable.
+	fakes := make([]string, analytics.TopKept)
+	fakeUnique, fakeImpressions := make([]uint64, len(fakes)), make([]uint64, len(fakes))
+	for i := range fakes {
+		fakes[i], fakeImpressions[i] = fmt.Sprintf("fffffffffffffffff%07d", 1000000+i), 1000
 	}
-	forgeMany(1000, 3*time.Hour)
-	top, _, _, _, err := env.Process.Views.Precomputed(ctx, tn.IntegrationID, since, 400)
+	forgeTop(fakes, fakeUnique, fakeImpressions, 0)
+	top, complete, _, _, err := env.Process.Views.Precomputed(ctx, tn.IntegrationID, since, analytics.TopKept)
 	require.NoError(t, err)
-	require.Len(t, top, 400)
-	require.NotContains(t, []string{top[0].SceneID, top[399].SceneID}, a)
+	require.Len(t, top, analytics.TopKept)
+	require.False(t, complete)
+	require.NotContains(t, []string{top[0].SceneID, top[analytics.TopKept-1].SceneID}, a)
 	time.Sleep(2 * time.Second) // the process's cached window expires
 	ids, sources, scores = trendingIDs(trendingOf(t, tn, "?window=7"))
 	require.Equal(t, []string{a, b, quiet}, ids)
 	require.Equal(t, []string{"window", "window", "alltime"}, sources)
 	require.Equal(t, []int64{14, 4, 0}, scores)
-	forgeMany(0, 4*time.Hour)
+	unforge()
 
 	// A view accepted now reaches trending through the refresh within the contract's bound.
 	tok := mintToken(t, tn, "", map[string]any{"type": "viewer", "splatId": b})

@@ -39,10 +39,10 @@ const (
 	// clock, a view shows in trending within about 7 s (contract: 10 s). Refreshes every 2 s
 	// that each take up to 2-3 s on a loaded machine stay within it.
 	precomputedMaxAge = 5 * time.Second
-	// precomputedTop is how many of a precomputed window's best scenes a request reads: enough
-	// to fill the largest limit when most of them are eligible. When they do not settle the
-	// ranking, the request reads the whole window.
-	precomputedTop = 2 * trendingChunk
+	// precomputedTop is how many of a precomputed window's best scenes a request reads (the
+	// window's top list, one ClickHouse row): enough to fill the largest limit when most of
+	// them are eligible. When they do not settle the ranking, the request reads the whole window.
+	precomputedTop = analytics.TopKept
 	// wantEvery is how often a process tells the streamer's leader that a window is still asked
 	// for (analytics.Views.Want); well within analytics.DemandFor.
 	wantEvery = time.Minute
@@ -361,11 +361,14 @@ func (s *Service) rankWindow(ctx context.Context, integrationID string, window i
 func (s *Service) eligibleTop(ctx context.Context, integrationID string, scores []analytics.Score, limit int) (got []ranked, settled bool, err error) {
 	// cut: limit are in hand and a candidate scoring v cannot tie the last of them.
 	cut := func(v int64) bool { return len(got) >= limit && v < got[limit-1].score.Value() }
-	for start := 0; start < len(scores); start += trendingChunk {
+	// The first query asks for a few more than limit (nearly always enough: most scenes with
+	// views are eligible); the later ones for trendingChunk each.
+	size := min(trendingChunk, max(2*limit, 32))
+	for start := 0; start < len(scores); start, size = start+size, trendingChunk {
 		if cut(scores[start].Value()) {
 			break
 		}
-		chunk := scores[start:min(start+trendingChunk, len(scores))]
+		chunk := scores[start:min(start+size, len(scores))]
 		byID := make(map[string]analytics.Score, len(chunk))
 		ids := make([]string, len(chunk))
 		for i, sc := range chunk {
