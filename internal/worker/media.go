@@ -32,10 +32,11 @@ func ConverterReady(t media.Transform) httpx.Check {
 // up by a long conversion.
 func RunMedia(ctx context.Context, c client.Client, cfg config.Config, deps Deps, conv media.Transform) error {
 	log := deps.Log
-	work := filepath.Join(os.TempDir(), "splathost-media")
-	if err := os.MkdirAll(work, 0o700); err != nil {
+	work, release, err := claimWorkDir(filepath.Join(os.TempDir(), "splathost-media"), cfg.RenditionTimeout, log)
+	if err != nil {
 		return err
 	}
+	defer release()
 	w := worker.New(c, cfg.MediaTaskQueue, worker.Options{WorkerStopTimeout: cfg.ShutdownTimeout,
 		MaxConcurrentActivityExecutionSize: cfg.RenditionConcurrency + 4})
 	hooks, err := webhookSettings(c, cfg)
