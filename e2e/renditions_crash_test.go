@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -67,12 +68,19 @@ func TestRenditionSurvivesAMediaWorkerKill(t *testing.T) {
 	require.Eventually(t, func() bool { conv = converterOf(worker); return conv != 0 },
 		2*time.Minute, 50*time.Millisecond, "the media worker starts its converter")
 	time.Sleep(time.Second) // mid-conversion, not at its first instruction
+	// Its scratch directory, holding the download and the converter's output.
+	scratch, err := filepath.Glob(filepath.Join(os.TempDir(), "splathost-media", fmt.Sprintf("worker-%d-*", worker)))
+	require.NoError(t, err)
+	require.Len(t, scratch, 1, "the media worker converts in its own directory")
 	require.NoError(t, sp.Kill("media-worker"))
 	require.Eventually(t, func() bool { return !testenv.PIDRunning(conv) }, 10*time.Second, 50*time.Millisecond,
 		"the converter (pid %d) dies with its media worker", conv)
 	require.Equal(t, "pending", processingOf(splatOf(do(t, "GET", splatPath(id), a.keys("crash"), nil)))["state"])
 
+	require.DirExists(t, scratch[0], "a killed worker cannot remove its own scratch files")
 	require.NoError(t, sp.Start("media-worker"))
+	require.Eventually(t, func() bool { _, err := os.Stat(scratch[0]); return os.IsNotExist(err) }, 30*time.Second, 50*time.Millisecond,
+		"the restarted media worker removes what the killed one left")
 	got := waitProcessing(t, a, "crash", id, 4*time.Minute)
 	p := processingOf(got)
 	require.Equal(t, "ready", p["state"], "%v", p)
