@@ -30,7 +30,7 @@ var renditionsOff = []string{"SPLATHOST_RENDITION_MIN_BYTES=" + strconv.Itoa(mat
 
 // phaseOf is phase with more of the stack's options (its gateway and session replicas). With
 // so.Dir empty the stack runs on the run's main directory (the cold and warm restarts and the
-// all-in-one phase share it); a phase that names its own directory (r.freshDir) starts cold, so
+// all-in-one phase share it); a phase that names its own directory (coldPhase) starts cold, so
 // nothing a previous phase left running in the background (conversions, retention workflows,
 // ClickHouse merging 10 M events) runs beside its measures, and the directory is removed after
 // it unless the logs are kept. Stacks run with renditionsOff unless so.Env says otherwise.
@@ -269,6 +269,18 @@ func (r *runner) cleanup() {
 		time.Sleep(200 * time.Millisecond)
 	}
 	r.problems = append(r.problems, fmt.Errorf("remove %s: %w", r.dir, err))
+}
+
+// coldPhase is phaseOf on a directory of its own named name (freshDir): the stack starts cold
+// and inherits nothing another phase left running.
+func (r *runner) coldPhase(ctx context.Context, name string, so testenv.StackOptions, ready *Row, measure func(*testenv.Stack)) bool {
+	dir, err := r.freshDir(name)
+	if err != nil {
+		ready.Err = err
+		return false
+	}
+	so.Dir = dir
+	return r.phaseOf(ctx, so, ready, measure)
 }
 
 // freshDir is the data directory of a phase that starts cold, under the run's directory (so the

@@ -62,11 +62,7 @@ func (rr *roomRows) all() []*Row {
 // roomPhase starts the stack of the room measures (split, two gateways on two session
 // processes, on a cold directory of its own) and runs them.
 func (r *runner) roomPhase(ctx context.Context, ready *Row, rr *roomRows) {
-	dir, err := r.freshDir("rooms")
-	if err != nil {
-		ready.Err = err
-	}
-	if err != nil || !r.phaseOf(ctx, testenv.StackOptions{Dir: dir, Services: "split", Gateways: 2, Sessions: 2}, ready, func(st *testenv.Stack) {
+	if !r.coldPhase(ctx, "rooms", testenv.StackOptions{Services: "split", Gateways: 2, Sessions: 2}, ready, func(st *testenv.Stack) {
 		r.withTenant(st, "rooms", func(t Tenant) { r.rooms(ctx, st, t, rr) }, rr.all()...)
 	}) {
 		for _, row := range rr.all() {

@@ -97,12 +97,8 @@ func (t *ttffRows) fail(err error) {
 // The stack starts cold on a directory of its own with renditions on: the scene's conversion is
 // the only one, as it would be on a media worker no other phase's scenes queue on.
 func (r *runner) ttffPhase(ctx context.Context, ready *Row, rows *ttffRows) {
-	dir, err := r.freshDir("ttff")
-	if err != nil {
-		ready.Err = err
-	}
-	so := testenv.StackOptions{Dir: dir, Services: "split", Env: []string{"SPLATHOST_RENDITION_MIN_BYTES=0"}}
-	if err != nil || !r.phaseOf(ctx, so, ready, func(st *testenv.Stack) {
+	so := testenv.StackOptions{Services: "split", Env: []string{"SPLATHOST_RENDITION_MIN_BYTES=0"}}
+	if !r.coldPhase(ctx, "ttff", so, ready, func(st *testenv.Stack) {
 		r.withTenant(st, "ttff", func(t Tenant) {
 			if err := r.ttff(ctx, st, t, rows); err != nil {
 				r.keepLogs = true

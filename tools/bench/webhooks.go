@@ -45,11 +45,7 @@ func (wr *webhookRows) all() []*Row { return []*Row{&wr.rate, &wr.p50, &wr.p99, 
 // webhookPhase starts an all-in-one stack on a cold directory of its own and runs the webhook
 // measures on it.
 func (r *runner) webhookPhase(ctx context.Context, ready *Row, wr *webhookRows) {
-	dir, err := r.freshDir("webhooks")
-	if err != nil {
-		ready.Err = err
-	}
-	if err != nil || !r.phaseOf(ctx, testenv.StackOptions{Dir: dir, Services: "allinone"}, ready, func(st *testenv.Stack) {
+	if !r.coldPhase(ctx, "webhooks", testenv.StackOptions{Services: "allinone"}, ready, func(st *testenv.Stack) {
 		r.withTenant(st, "webhooks", func(t Tenant) {
 			if err := r.webhooks(ctx, st, t, wr); err != nil {
 				for _, row := range wr.all() {
