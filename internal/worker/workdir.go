@@ -1,15 +1,15 @@
 package worker
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/splathost/splathost/internal/filelock"
 )
 
 // workLock is the file a media worker holds an exclusive flock on for as long as it runs: the
@@ -58,18 +58,7 @@ func claimWorkDir(root string, staleAfter time.Duration, log *slog.Logger) (dir 
 // lockDir takes dir's work lock without waiting: the open lock file (keep it open to hold the
 // lock), or nil when another process holds it.
 func lockDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, workLock), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		_ = f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	return f, nil
+	return filelock.TryLock(filepath.Join(dir, workLock), 0o600)
 }
 
 // sweepWorkDirs removes the worker directories under root whose lock no process holds, and

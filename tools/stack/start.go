@@ -6,15 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/splathost/splathost/internal/config"
+	"github.com/splathost/splathost/internal/filelock"
 	"github.com/splathost/splathost/internal/migrate"
 	"github.com/splathost/splathost/internal/topology"
 )
@@ -195,13 +194,12 @@ func (s *Stack) portsInUse() []PortField {
 // data files; it also makes it safe to treat any server found running on the data as an orphan.
 func (s *Stack) lockDir() error {
 	path := filepath.Join(s.opts.Dir, "stack.lock")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := filelock.TryLock(path, 0o644)
 	if err != nil {
 		return err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		b, _ := io.ReadAll(f)
-		f.Close()
+	if f == nil {
+		b, _ := os.ReadFile(path)
 		holder := strings.TrimSpace(string(b))
 		if holder == "" {
 			holder = "unknown"
