@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -141,8 +140,8 @@ func (r *runner) scaleoutRows(ctx context.Context) []Row {
 // startScaleStack starts a split stack with replicas of each binary in a directory of its own
 // (both stacks run at once) and provisions its tenant.
 func (r *runner) startScaleStack(ctx context.Context, replicas int) (*scaleStack, error) {
-	dir := filepath.Join(r.dir, "scale-"+strconv.Itoa(replicas))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := r.freshDir("scale-" + strconv.Itoa(replicas))
+	if err != nil {
 		return nil, err
 	}
 	r.o.Log.Info("starting stack", "services", "split", "replicas", replicas, "dir", dir)
