@@ -245,12 +245,13 @@ func (v *Views) DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]s
 	}
 	type part struct{ table, partition string }
 	tables := []string{EventsTable, DailyTable, ScoresTable, DemandTable, TopsTable}
-	local := make([]string, len(tables))
-	for i, t := range tables {
-		local[i] = strings.TrimPrefix(l.local(t), v.db+".")
+	args := []any{v.db}
+	for _, t := range tables {
+		args = append(args, strings.TrimPrefix(l.local(t), v.db+"."))
 	}
+	in := strings.TrimSuffix(strings.Repeat("?, ", len(tables)), ", ")
 	rows, err := v.conn.Query(ctx, `SELECT DISTINCT table, partition FROM system.parts
-		WHERE database = ? AND table IN (?, ?, ?, ?, ?) AND active ORDER BY table, partition`, v.db, local[0], local[1], local[2], local[3], local[4])
+		WHERE database = ? AND table IN (`+in+`) AND active ORDER BY table, partition`, args...)
 	parts, err := collect(rows, err, func(r driver.Rows) (p part, err error) { return p, r.Scan(&p.table, &p.partition) })
 	if err != nil {
 		return nil, err
