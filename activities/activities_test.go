@@ -18,7 +18,7 @@ func TestContractNames(t *testing.T) {
 		contract.PendingPurges, contract.ClaimUploads, contract.PrepareRendition,
 		contract.ConvertRendition, contract.FinishRendition, contract.PendingRenditions,
 		contract.DeleteOrphanRenditions, contract.PurgeArchivedScene, contract.ArchivedScenes,
-		contract.DeleteOrphanUploads, contract.DeleteViews, contract.DropExpiredViews,
+		contract.DeleteOrphanUploads, contract.DeleteStrayObjects, contract.DeleteViews, contract.DropExpiredViews,
 		contract.DeleteOrphanViews, contract.AttemptWebhookDelivery, contract.PendingWebhookDeliveries}
 	var methods []string
 	typ := reflect.TypeFor[*Activities]()

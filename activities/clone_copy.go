@@ -141,7 +141,7 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in contract.CopyClone
 	func() {
 		defer close(items)
 		for _, o := range in.Plan.Objects {
-			if !produce(copyItem{src: o.Src, dst: o.Dst, size: o.Size, verify: true}) {
+			if !produce(copyItem{src: objectkeys.Sealed(o.Src), dst: o.Dst, size: o.Size, verify: true}) {
 				return
 			}
 		}
@@ -150,11 +150,13 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in contract.CopyClone
 		}
 		var files int
 		var bytes int64
-		err := a.bucket().ListFolder(ctx, in.Plan.FolderSrc, func(page []s3types.Object) error {
+		// The folder's committed copy (objectkeys.Sealed): what the source scene serves.
+		folder := objectkeys.Sealed(in.Plan.FolderSrc)
+		err := a.bucket().ListFolder(ctx, folder, func(page []s3types.Object) error {
 			for _, o := range page {
 				k := aws.ToString(o.Key)
 				files, bytes = files+1, bytes+aws.ToInt64(o.Size)
-				if !produce(copyItem{src: k, dst: in.Plan.FolderDst + strings.TrimPrefix(k, in.Plan.FolderSrc), size: aws.ToInt64(o.Size)}) {
+				if !produce(copyItem{src: k, dst: in.Plan.FolderDst + strings.TrimPrefix(k, folder), size: aws.ToInt64(o.Size)}) {
 					return ctx.Err()
 				}
 			}

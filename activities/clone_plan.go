@@ -179,7 +179,8 @@ func (a *Activities) measure(ctx context.Context, src *ent.Scene, plan *contract
 	var singles int64
 	for i := range plan.Objects {
 		o := &plan.Objects[i]
-		head, err := a.Objects.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(a.Bucket), Key: aws.String(o.Src)})
+		// The committed copy (objectkeys.Sealed) is what the source serves and the clone copies.
+		head, err := a.Objects.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(a.Bucket), Key: aws.String(objectkeys.Sealed(o.Src))})
 		var nf *s3types.NotFound
 		if errors.As(err, &nf) {
 			return 0, 0, sourceFilesMissing(o.Src[strings.LastIndex(o.Src, "/")+1:])
@@ -203,7 +204,7 @@ func (a *Activities) measure(ctx context.Context, src *ent.Scene, plan *contract
 		if !ok || !strings.HasPrefix(manifest, plan.FolderSrc) {
 			return 0, 0, fmt.Errorf("scene %s: splatUrl %q is not in its LOD folder", src.ID, src.SplatURL)
 		}
-		_, err := a.Objects.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(a.Bucket), Key: aws.String(manifest)})
+		_, err := a.Objects.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(a.Bucket), Key: aws.String(objectkeys.Sealed(manifest))})
 		var nf *s3types.NotFound
 		if errors.As(err, &nf) {
 			return 0, 0, sourceFilesMissing(manifest[strings.LastIndex(manifest, "/")+1:])
@@ -216,7 +217,7 @@ func (a *Activities) measure(ctx context.Context, src *ent.Scene, plan *contract
 	}
 	var folderBytes int64
 	var n int
-	err = a.bucket().ListFolder(ctx, plan.FolderSrc, func(page []s3types.Object) error {
+	err = a.bucket().ListFolder(ctx, objectkeys.Sealed(plan.FolderSrc), func(page []s3types.Object) error {
 		for _, o := range page {
 			folderBytes += aws.ToInt64(o.Size)
 		}

@@ -118,10 +118,11 @@ func folderPlan(b *activitiestest.Bucket, n int) (contract.CopyCloneInput, []str
 	srcFolder := "i/" + cloneInt + "/u/o/lod-folder/t/"
 	prefix := objectkeys.CloneFolder(cloneInt, cloneOwner, cloneJob)
 	want := []string{prefix + "splat-images/t2/thumbnail.jpg"}
-	b.PutSized("i/"+cloneInt+"/u/o/splat-images/t2/thumbnail.jpg", 7)
+	// A committed scene's objects are its sealed copies (objectkeys.Sealed): what clones copy.
+	b.PutSized(objectkeys.Sealed("i/"+cloneInt+"/u/o/splat-images/t2/thumbnail.jpg"), 7)
 	for i := range n {
 		k := fmt.Sprintf("%s%04d.webp", srcFolder, i)
-		b.PutSized(k, int64(i))
+		b.PutSized(objectkeys.Sealed(k), int64(i))
 		want = append(want, prefix+"lod-folder/t/"+k[len(srcFolder):])
 	}
 	return contract.CopyCloneInput{JobID: cloneJob, Prefix: prefix, TotalObjects: n + 1, Concurrency: 4, Plan: contract.ClonePlan{
@@ -272,7 +273,7 @@ func TestCopyCloneObjectsRefusesForeignDestinations(t *testing.T) {
 func TestCopyCloneObjectsRefusesASingleObjectThatChangedSize(t *testing.T) {
 	b := &activitiestest.Bucket{}
 	in, _ := folderPlan(b, 3)
-	b.PutSized(in.Plan.Objects[0].Src, 9)
+	b.PutSized(objectkeys.Sealed(in.Plan.Objects[0].Src), 9)
 	e := contract.ClientErrorOf(runCopy(b, in))
 	require.NotNil(t, e)
 	require.Equal(t, 409, e.Status)

@@ -11,6 +11,7 @@ import (
 	"github.com/splathost/splathost/ent/assetpurge"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/ent/uploadticket"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -125,6 +126,12 @@ func (a *Activities) ClaimUploads(ctx context.Context, in contract.ClaimUploadsI
 	}
 	var out contract.ClaimUploadsResult
 	keys, prefixes := slices.Clone(p.Keys), slices.Clone(p.Prefixes)
+	for _, k := range p.Keys {
+		// A released or unused upload goes with its sealed copy (objectkeys.Sealed).
+		if sk := objectkeys.Sealed(k); sk != k {
+			keys = append(keys, sk)
+		}
+	}
 	var claimed []string
 	if len(p.TicketIds) > 0 {
 		tickets, err := tx.UploadTicket.Query().Where(uploadticket.IDIn(p.TicketIds...)).ForUpdate().All(ctx)
@@ -182,10 +189,11 @@ func unreferenced(ctx context.Context, tx *ent.Tx, ownerID string, keys, prefixe
 	var folders []string
 	for _, sc := range scenes {
 		for _, k := range sc.AssetKeys {
-			named[k] = true
+			named[k], named[objectkeys.Sealed(k)] = true, true
 		}
 		if sc.LodFolderKey != nil {
-			folders = append(folders, strings.TrimSuffix(*sc.LodFolderKey, "/")+"/")
+			f := strings.TrimSuffix(*sc.LodFolderKey, "/") + "/"
+			folders = append(folders, f, objectkeys.Sealed(f))
 		}
 	}
 	inFolder := func(k string) bool {

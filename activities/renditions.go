@@ -74,7 +74,9 @@ func (a *Activities) PrepareRendition(ctx context.Context, in contract.PrepareRe
 	if !ok || !inStore || !objectkeys.SafeKey(key) || sc.RenditionPrefix == nil || !objectkeys.SafePrefix(*sc.RenditionPrefix) {
 		return contract.PrepareRenditionResult{Skip: true, Reason: "the scene's upload has no rendition"}, nil
 	}
-	out := contract.PrepareRenditionResult{RenditionSource: contract.RenditionSource{SourceKey: key, Format: format, Folder: *sc.RenditionPrefix,
+	// The committed copy (objectkeys.Sealed), not the upload: a PUT after the commit must not
+	// reach the rendition either.
+	out := contract.PrepareRenditionResult{RenditionSource: contract.RenditionSource{SourceKey: objectkeys.Sealed(key), Format: format, Folder: *sc.RenditionPrefix,
 		Poster: sc.ImageURL == ""}}
 	out.Orientation, out.Camera, out.Background = levelView(sc.LevelData)
 	return out, nil

@@ -96,7 +96,7 @@ func (a *Activities) abortMultipart(ctx context.Context, t *ent.UploadTicket) er
 		return nil
 	}
 	_, err := a.Objects.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(a.Bucket),
-		Key: aws.String(t.Objects[0].Key), UploadId: t.MultipartUploadID})
+		Key: aws.String(objectkeys.Sealed(t.Objects[0].Key)), UploadId: t.MultipartUploadID})
 	var nsu *s3types.NoSuchUpload
 	var api smithy.APIError
 	if err == nil || errors.As(err, &nsu) || errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload" {
@@ -105,7 +105,7 @@ func (a *Activities) abortMultipart(ctx context.Context, t *ent.UploadTicket) er
 	return fmt.Errorf("aborting the multipart upload of ticket %s: %w", t.ID, err)
 }
 
-// ticketObjects returns what to delete for a ticket: its declared keys, and for a LOD folder the
+// ticketObjects returns what to delete for a ticket: its declared keys and their sealed copies, and for a LOD folder the
 // folder itself, since the client may have uploaded only part of what it declared. Only keys
 // under the ticket's own prefix count, and only a prefix of the scene key space.
 func ticketObjects(t *ent.UploadTicket) (keys, prefixes []string, ok bool) {
@@ -114,11 +114,12 @@ func ticketObjects(t *ent.UploadTicket) (keys, prefixes []string, ok bool) {
 	}
 	for _, o := range t.Objects {
 		if strings.HasPrefix(o.Key, t.Prefix) && objectkeys.SafeKey(o.Key) {
-			keys = append(keys, o.Key)
+			// The upload and its sealed copy (a commit that sealed and then failed leaves one).
+			keys = append(keys, o.Key, objectkeys.Sealed(o.Key))
 		}
 	}
 	if t.Kind == uploadticket.KindLodFolder {
-		prefixes = append(prefixes, t.Prefix)
+		prefixes = append(prefixes, t.Prefix, objectkeys.Sealed(t.Prefix))
 	}
 	return keys, prefixes, true
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/splathost/splathost/internal/objectkeys"
 )
 
 // abuseCase is one hostile request. want is the exact 4xx it must get (0: any 4xx); store marks
@@ -98,15 +100,14 @@ func newAbuseFixture(t *testing.T) *abuseFixture {
 	return f
 }
 
-// sceneFileKey is the object key of a scene's splat file: the object under the committed upload
-// that made the scene (the API's URL may not name the store's key once private assets are
-// served through the service).
+// sceneFileKey is the object key of a scene's splat file: the sealed copy (objectkeys.Sealed) of
+// the committed upload that made the scene, which the scene serves.
 func sceneFileKey(t *testing.T, id string) *string {
 	t.Helper()
 	var prefix string
 	require.NoError(t, env.Process.DB.Pool.QueryRow(context.Background(),
 		`SELECT prefix FROM upload_tickets WHERE scene_id = $1 AND kind = 'splat_file'`, id).Scan(&prefix))
-	keys := objectsUnder(t, store(t), prefix)
+	keys := objectsUnder(t, store(t), objectkeys.Sealed(prefix))
 	require.Len(t, keys, 1, "the upload of scene %s holds one file", id)
 	return &keys[0]
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/restclient"
 	"github.com/splathost/splathost/internal/testenv"
@@ -204,9 +206,6 @@ type sceneRow struct {
 	splatURL, image, depth string
 	lodFolder              string
 	assets                 []string
-	// tickets are the prefixes of the committed uploads that made the scene: they still own
-	// its objects if asset URLs stop naming the store's keys.
-	tickets []string
 }
 
 // liveScenes reads every scene row of an integration.
@@ -224,61 +223,66 @@ func liveScenes(t *testing.T, integrationID string) []sceneRow {
 		out = append(out, s)
 	}
 	require.NoError(t, rows.Err())
-	tickets := map[string][]string{}
-	trows, err := env.Process.DB.Pool.Query(context.Background(),
-		`SELECT prefix, scene_id FROM upload_tickets WHERE integration_id = $1 AND scene_id IS NOT NULL`, integrationID)
-	require.NoError(t, err)
-	defer trows.Close()
-	for trows.Next() {
-		var prefix, id string
-		require.NoError(t, trows.Scan(&prefix, &id))
-		tickets[id] = append(tickets[id], prefix)
-	}
-	require.NoError(t, trows.Err())
-	for i := range out {
-		out[i].tickets = tickets[out[i].id]
-	}
 	return out
 }
 
-// owns reports whether key is one of the scene's objects.
+// owns reports whether key is one of the scene's stored objects: the sealed copies of its
+// uploads (objectkeys.Sealed; the upload objects themselves belong to nothing once committed),
+// its LOD folder's, its clone copies and its rendition folder.
 func (s sceneRow) owns(key string) bool {
-	if s.lodFolder != "" && strings.HasPrefix(key, s.lodFolder+"/") {
+	if s.lodFolder != "" && strings.HasPrefix(key, objectkeys.Sealed(s.lodFolder+"/")) {
 		return true
 	}
 	for _, u := range []string{s.splatURL, s.image, s.depth} {
-		if u != "" && strings.HasSuffix(u, "/"+key) {
+		if k, ok := strings.CutPrefix(u, env.Config.AssetBase()+"/"); ok && objectkeys.Sealed(k) == key {
 			return true
 		}
 	}
 	for _, a := range s.assets {
-		if a == key {
+		if objectkeys.Sealed(a) == key {
 			return true
 		}
 	}
-	for _, p := range s.tickets {
-		if strings.HasPrefix(key, p) {
-			return true
-		}
-	}
-	// A clone's copies live under its job's prefix, named by the clone's id.
-	return strings.Contains(key, "/clone/"+s.id+"/")
+	// A clone's copies live under its job's prefix, named by the clone's id; renditions under
+	// the scene's id.
+	return strings.Contains(key, "/clone/"+s.id+"/") || strings.Contains(key, "/rendition/"+s.id+"/")
 }
 
-// objectAudit compares the bucket under an integration's prefix with its scene rows: orphans
-// are objects no scene owns, missing are scenes whose splat file is gone.
+// openTickets are the prefixes of an integration's uncommitted upload tickets, with their
+// sealed folders (a commit in flight seals before it commits).
+func openTickets(t *testing.T, integrationID string) []string {
+	t.Helper()
+	rows, err := env.Process.DB.Pool.Query(context.Background(),
+		`SELECT prefix FROM upload_tickets WHERE integration_id = $1 AND committed_at IS NULL`, integrationID)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var p string
+		require.NoError(t, rows.Scan(&p))
+		out = append(out, p, objectkeys.Sealed(p))
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// objectAudit compares the bucket under an integration's prefix with its scene rows and open
+// upload tickets: orphans are objects that belong to neither (stored outside every cap),
+// missing are scenes whose splat file is gone.
 func objectAudit(t *testing.T, st *objectstore.Store, integrationID string) (orphans, missing []string, objects int) {
 	t.Helper()
 	scenes := liveScenes(t, integrationID)
+	open := openTickets(t, integrationID)
 	keys := objectsUnder(t, st, "i/"+integrationID+"/")
 	present := map[string]bool{}
 	for _, k := range keys {
-		owned := false
+		owned := slices.ContainsFunc(open, func(p string) bool { return strings.HasPrefix(k, p) })
 		for _, s := range scenes {
 			if s.owns(k) {
 				owned = true
 				// The splat file itself when the URL names a store key; else any object.
-				if strings.HasSuffix(s.splatURL, "/"+k) || !strings.HasPrefix(s.splatURL, env.Config.AssetBase()+"/") {
+				stored, inStore := strings.CutPrefix(s.splatURL, env.Config.AssetBase()+"/")
+				if !inStore || objectkeys.Sealed(stored) == k {
 					present[s.id] = true
 				}
 			}
@@ -313,7 +317,8 @@ func runSweeps(t *testing.T, integrationID string) {
 		fn   any
 		in   any
 	}{
-		{"sweep", workflows.SweepOrphanUploads, workflows.SweepInput{}},
+		// The bucket sweep without its age guard: the audit wants every stray gone now.
+		{"sweep", workflows.SweepOrphanUploads, workflows.SweepInput{StrayMinAge: time.Nanosecond}},
 		{"redrive", workflows.RedrivePurges, workflows.RedriveInput{}},
 	} {
 		run, err := env.Process.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{

@@ -18,6 +18,7 @@ import (
 
 	"github.com/splathost/splathost/ent/clonejob"
 	"github.com/splathost/splathost/internal/fixtures"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/testenv"
 	"github.com/splathost/splathost/workflows"
 )
@@ -107,7 +108,7 @@ func TestCloneDuplicateAndRemixOfAFileScene(t *testing.T) {
 	audio := []byte("ID3 audio")
 	audioKey := strings.Replace(keyOf(t, th.fileURL), "thumbnail.jpg", "wind.mp3", 1)
 	_, err := store(t).Client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(store(t).Bucket),
-		Key: aws.String(audioKey), Body: bytes.NewReader(audio), ContentType: aws.String("audio/mpeg")})
+		Key: aws.String(objectkeys.Sealed(audioKey)), Body: bytes.NewReader(audio), ContentType: aws.String("audio/mpeg")})
 	require.NoError(t, err)
 	updateScene(t, src["id"].(string), `level_data = $2`, fmt.Sprintf(`{"audio":{"url":%q},"camera":{"position":[0,1,4],"target":[0,0,0],"fov":50}}`, env.Config.AssetBase()+"/"+audioKey))
 	used0, _ := usageOf(t, a, "maker")
@@ -205,7 +206,7 @@ func TestCloneErrors(t *testing.T) {
 	// Source files gone from the store: 409, and nothing is charged or created.
 	used, _ := usageOf(t, a, "owner")
 	st := store(t)
-	_, err := st.Client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(keyOf(t, src["splatUrl"].(string)))})
+	_, err := st.Client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(objectkeys.Sealed(keyOf(t, src["splatUrl"].(string))))})
 	require.NoError(t, err)
 	r = do(t, "POST", clonePath(id), a.keys("owner"), nil)
 	requireEnvelope(t, r, 409)
@@ -340,9 +341,11 @@ func TestCloneLODFolderPolledToSuccess(t *testing.T) {
 	requireSameFolder(t, srcFolder, dstFolder, 2000)
 }
 
-// requireSameFolder checks dst holds exactly src's n objects, by relative path.
+// requireSameFolder checks dst holds exactly src's n objects, by relative path; a committed
+// upload folder is read in its sealed copy (objectkeys.Sealed), which the scene serves.
 func requireSameFolder(t *testing.T, src, dst string, n int) {
 	t.Helper()
+	src = objectkeys.Sealed(src)
 	rel := func(prefix string) []string {
 		var out []string
 		for k := range listKeys(t, prefix) {
@@ -375,7 +378,7 @@ func TestCloneOfALODFolderWithATileGone(t *testing.T) {
 
 	used, _ := usageOf(t, a, "tiles")
 	owner := customerRecord(t, a, "tiles")
-	keys := listKeys(t, *sc.LodFolderKey+"/")
+	keys := listKeys(t, objectkeys.Sealed(*sc.LodFolderKey+"/"))
 	for k := range keys {
 		if strings.HasSuffix(k, ".webp") {
 			st := store(t)
@@ -408,7 +411,7 @@ func TestCloneRefusesAGrownLODTile(t *testing.T) {
 	sc := mustScene(t, id)
 	owner := customerRecord(t, a, "grower")
 	st := store(t)
-	for k := range listKeys(t, *sc.LodFolderKey+"/") {
+	for k := range listKeys(t, objectkeys.Sealed(*sc.LodFolderKey+"/")) {
 		if strings.HasSuffix(k, ".webp") {
 			_, err := st.Client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(k),
 				Body: bytes.NewReader(bytes.Repeat([]byte{7}, 1<<20)), ContentType: aws.String("image/webp")})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/splathost/splathost/internal/fixtures"
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/objectkeys"
 )
 
 // signedPut is what every signed upload must carry besides its body.
@@ -24,10 +25,13 @@ func signedPut(contentType string) map[string]string {
 	return map[string]string{"Content-Type": contentType, "Cache-Control": cacheControl}
 }
 
-// getObject reads an object back from the store, with the headers it was stored with.
+// getObject reads the stored bytes of a committed object back from the store, with the headers
+// it was stored with: for an upload key its sealed copy (objectkeys.Sealed), which the scene
+// serves; keys the service writes itself are their own stored form.
 func getObject(t *testing.T, key string) (body []byte, contentType, cache string) {
 	t.Helper()
 	st := store(t)
+	key = objectkeys.Sealed(key)
 	out, err := st.Client.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(key)})
 	require.NoError(t, err, key)
 	defer out.Body.Close()

@@ -27,6 +27,7 @@ import (
 
 	"github.com/splathost/splathost/internal/fixtures"
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/objectstore"
 	splathost "github.com/splathost/splathost/sdk/go"
 	"github.com/splathost/splathost/workflows"
@@ -111,11 +112,12 @@ func partMD5(t *testing.T, path string, off, n int64) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// storeUploads lists the store's open multipart uploads under prefix.
+// storeUploads lists the store's open multipart uploads of an upload folder: they are created
+// at its sealed copy (objectkeys.Sealed).
 func storeUploads(t *testing.T, st *objectstore.Store, prefix string) []string {
 	t.Helper()
 	out, err := st.Client.ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{
-		Bucket: aws.String(st.Bucket), Prefix: aws.String(prefix)})
+		Bucket: aws.String(st.Bucket), Prefix: aws.String(objectkeys.Sealed(prefix))})
 	require.NoError(t, err)
 	var ids []string
 	for _, u := range out.Uploads {
@@ -388,7 +390,9 @@ func TestMultipartUploadRefusesAbuse(t *testing.T) {
 	res = complete(a, "alice", id, []any{part(2, `"`+etag2+`"`), part(1, etag1)})
 	require.Equal(t, "success", res["status"], "%v", res)
 	require.Equal(t, fileURL, res["fileUrl"])
-	head, err := st.Client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(keyOf(t, fileURL))})
+	// A multipart upload is created at its sealed key (objectkeys.Sealed): nothing writes there
+	// once it is completed.
+	head, err := st.Client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(objectkeys.Sealed(keyOf(t, fileURL)))})
 	require.NoError(t, err)
 	require.EqualValues(t, size, aws.ToInt64(head.ContentLength))
 	require.Equal(t, "application/splat", aws.ToString(head.ContentType))
@@ -491,6 +495,7 @@ func TestOrphanSweepAbortsMultipartUploads(t *testing.T) {
 		map[string]any{"partNumber": 1, "etag": e1}, map[string]any{"partNumber": 2, "etag": e2}}})
 	require.Equal(t, 200, r.Status, string(r.Raw))
 	doneKey := keyOf(t, done["fileUrl"].(string))
+	require.False(t, objectGone(t, st, objectkeys.Sealed(doneKey)), "the completed upload is stored at its sealed key")
 
 	fresh := startMultipart(t, a, "dave", size)
 	freshPrefix := ticketPrefix(keyOf(t, fresh["fileUrl"].(string)))
@@ -505,7 +510,7 @@ func TestOrphanSweepAbortsMultipartUploads(t *testing.T) {
 
 	require.Empty(t, storeUploads(t, st, openPrefix), "the store's multipart state is aborted")
 	require.False(t, ticketExists(t, openPrefix))
-	require.True(t, objectGone(t, st, doneKey))
+	require.True(t, objectGone(t, st, objectkeys.Sealed(doneKey)))
 	require.False(t, ticketExists(t, ticketPrefix(doneKey)))
 	// The fresh upload is untouched.
 	require.True(t, ticketExists(t, freshPrefix))

@@ -29,7 +29,7 @@ func SafePrefix(p string) bool {
 }
 
 // SceneObjects lists a scene's stored objects, as its DELETE, the customer purge and the
-// retention purge remove them: every asset key, the LOD folder of a LOD scene and the scene's
+// retention purge remove them: every asset key and its sealed copy, the LOD folder of a LOD scene and the scene's
 // rendition folder; nothing outside the scene's integration, whatever the row says, and never a
 // folder that would widen into a listing of more than the scene's own objects (DeleteObjects
 // refuses those too). It takes the scene row's fields (integration, assetKeys, lodFolderKey,
@@ -37,8 +37,12 @@ func SafePrefix(p string) bool {
 func SceneObjects(integrationID string, assetKeys []string, lodFolder, renditionFolder *string) (keys, prefixes []string) {
 	scope := Integration(integrationID)
 	for _, k := range assetKeys {
-		if strings.HasPrefix(k, scope) && SafeKey(k) && !slices.Contains(keys, k) {
-			keys = append(keys, k)
+		// Both the upload key (a PUT after the commit may have recreated it) and the sealed
+		// copy every reader uses.
+		for _, k := range []string{k, Sealed(k)} {
+			if strings.HasPrefix(k, scope) && SafeKey(k) && !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
 		}
 	}
 	folder := func(f string) {
@@ -47,7 +51,9 @@ func SceneObjects(integrationID string, assetKeys []string, lodFolder, rendition
 		}
 	}
 	if lodFolder != nil {
-		folder(strings.TrimSuffix(*lodFolder, "/") + "/")
+		f := strings.TrimSuffix(*lodFolder, "/") + "/"
+		folder(f)
+		folder(Sealed(f))
 	}
 	if renditionFolder != nil {
 		folder(*renditionFolder)

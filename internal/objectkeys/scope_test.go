@@ -14,8 +14,8 @@ type scene struct {
 	RenditionPrefix *string
 }
 
-// TestSceneObjectsStayInsideTheScenesIntegration: a scene's objects are its asset keys, LOD
-// folder and rendition folder, never anything outside its integration or broader than a folder.
+// TestSceneObjectsStayInsideTheScenesIntegration: a scene's objects are its asset keys and LOD
+// folder with their sealed copies, and its rendition folder, never anything outside its integration or broader than a folder.
 func TestSceneObjectsStayInsideTheScenesIntegration(t *testing.T) {
 	integ := "aaaaaaaaaaaaaaaaaaaaaaaa"
 	owner := "i/aaaaaaaaaaaaaaaaaaaaaaaa/u/bbbbbbbbbbbbbbbbbbbbbbbb/"
@@ -28,14 +28,14 @@ func TestSceneObjectsStayInsideTheScenesIntegration(t *testing.T) {
 		keys, prefixes []string
 	}{
 		{"file", scene{IntegrationID: integ, AssetKeys: []string{owner + "splat_file/t1/a.splat", owner + "images/t2/thumb.webp"}},
-			[]string{owner + "splat_file/t1/a.splat", owner + "images/t2/thumb.webp"}, nil},
+			[]string{owner + "splat_file/t1/a.splat", owner + "sealed-splat_file/t1/a.splat", owner + "images/t2/thumb.webp", owner + "sealed-images/t2/thumb.webp"}, nil},
 		{"lod folder with or without its slash", scene{IntegrationID: integ, AssetKeys: []string{folder + "/lod-meta.json"}, LodFolderKey: &folder},
-			[]string{folder + "/lod-meta.json"}, []string{folder + "/"}},
+			[]string{folder + "/lod-meta.json", owner + "sealed-lod_folder/t1/lod-meta.json"}, []string{folder + "/", owner + "sealed-lod_folder/t1/"}},
 		{"foreign and malformed keys are dropped", scene{IntegrationID: integ,
 			AssetKeys: []string{"i/cccccccccccccccccccccccc/u/x/splat_file/t/a.splat", owner + "../x", "i/" + integ + "/"}}, nil, nil},
 		{"a folder that would list a whole integration is dropped", scene{IntegrationID: integ, LodFolderKey: &integ}, nil, nil},
 		{"the rendition folder goes too", scene{IntegrationID: integ, AssetKeys: []string{owner + "splat_file/t1/a.ply"}, RenditionPrefix: &rendition},
-			[]string{owner + "splat_file/t1/a.ply"}, []string{rendition}},
+			[]string{owner + "splat_file/t1/a.ply", owner + "sealed-splat_file/t1/a.ply"}, []string{rendition}},
 		{"a rendition folder of another integration is dropped", scene{IntegrationID: integ, RenditionPrefix: &foreign}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/objectkeys"
 )
 
 // The asset route. The bucket is private (contract item 9): every scene asset a client reads
@@ -93,20 +94,53 @@ type revocation struct {
 	at      time.Time
 }
 
+// assetMisses remembers, for AssetMissTTL, folders that belong to no scene for good: no upload
+// ticket has the folder's id, or its scene is gone (scene ids are never reused). Misses are what
+// a stranger hammers: without this each one cost a Postgres round trip or two. A folder whose
+// ticket is merely not committed yet is never remembered, so a scene committed a moment later
+// loads at once.
+type assetMisses struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+// AssetMissTTL is how long a folder that belongs to no scene answers 404 from memory.
+const AssetMissTTL = 10 * time.Second
+
+// assetMissBound bounds the miss cache; past it the map starts over.
+const assetMissBound = 100_000
+
+func (m *assetMisses) has(scope string, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at, ok := m.m[scope]
+	return ok && now.Sub(at) < AssetMissTTL
+}
+
+func (m *assetMisses) put(scope string, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil || len(m.m) >= assetMissBound {
+		m.m = map[string]time.Time{}
+	}
+	m.m[strings.Clone(scope)] = now
+}
+
 // assetState holds the asset route's caches.
 type assetState struct {
 	owners  assetOwners
+	misses  assetMisses
 	revoked revocations
 }
 
-// assetOwner returns the id of the scene whose folder scope is, or "" when none is.
-func (s *Service) assetOwner(ctx context.Context, scope string) (string, error) {
+// assetOwner returns the id of the scene whose folder scope is, or "" when none is; settled
+// says a "" is for good (no ticket has the folder's id), not an upload still uncommitted.
+func (s *Service) assetOwner(ctx context.Context, scope string) (id string, settled bool, err error) {
 	if id, ok := s.assets.owners.get(scope); ok {
-		return id, nil
+		return id, true, nil
 	}
 	parts := strings.Split(scope, "/")
-	var id string
-	if parts[4] == "clone" || parts[4] == "rendition" {
+	if parts[4] == objectkeys.KindClone || parts[4] == objectkeys.KindRendition {
 		// A clone's folder is named by the job, whose id the new scene gets; a rendition
 		// folder by its scene.
 		id = parts[5]
@@ -114,18 +148,18 @@ func (s *Service) assetOwner(ctx context.Context, scope string) (string, error) 
 		t, err := s.db.Ent.UploadTicket.Query().Where(uploadticket.Prefix(scope)).
 			Select(uploadticket.FieldSceneID).Only(ctx)
 		if ent.IsNotFound(err) {
-			return "", nil
+			return "", true, nil
 		}
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		if t.SceneID == nil {
-			return "", nil
+			return "", false, nil
 		}
 		id = *t.SceneID
 	}
 	s.assets.owners.put(scope, id)
-	return id, nil
+	return id, true, nil
 }
 
 // integrationRevoked reports whether the integration is revoked, from a cache of at most
@@ -162,16 +196,27 @@ func errAssetNotFound() error { return apperr.NotFound("asset not found") }
 // (and which reads through while its LISTEN connection is down), so an archive or delete takes
 // effect at once; only the revocation is cached, for AssetDecisionTTL.
 func (s *Service) mayServe(ctx context.Context, r assetRequest) (public bool, err error) {
-	id, err := s.assetOwner(ctx, r.scope)
+	if s.assets.misses.has(r.scope, s.now()) {
+		return false, errAssetNotFound()
+	}
+	id, settled, err := s.assetOwner(ctx, r.scope)
 	if err != nil {
 		return false, apperr.Internal(err)
 	}
 	if id == "" {
+		if settled {
+			s.assets.misses.put(r.scope, s.now())
+		}
 		return false, errAssetNotFound()
 	}
 	sc, err := s.sceneByID(ctx, id)
 	if err != nil {
 		return false, apperr.Internal(err)
+	}
+	if sc == nil && strings.Split(r.scope, "/")[4] != objectkeys.KindClone {
+		// Deleted for good. A clone's folder is named before its scene exists, and its URLs
+		// are handed out only once it does; still, a clone finishing must load at once.
+		s.assets.misses.put(r.scope, s.now())
 	}
 	if sc == nil || sc.ArchivedAt != nil || sc.IntegrationID != strings.Split(r.key, "/")[1] {
 		return false, errAssetNotFound()
@@ -216,10 +261,13 @@ func (s *Service) serveAsset(c *fiber.Ctx) error {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set(fiber.HeaderContentSecurityPolicy, assetCSP)
 	h.Set(fiber.HeaderAcceptRanges, "bytes")
+	// A committed upload is read from its sealed copy (seal.go): what a later PUT to its
+	// upload URL writes is never served.
+	key := objectkeys.Sealed(r.key)
 	if c.Method() == fiber.MethodHead {
-		return s.headAsset(c, r.key)
+		return s.headAsset(c, key)
 	}
-	return s.getAsset(c, r.key)
+	return s.getAsset(c, key)
 }
 
 func (s *Service) headAsset(c *fiber.Ctx, key string) error {

@@ -133,7 +133,7 @@ func (s *Service) audioAttachment(ctx context.Context, owner *ent.ExternalUser, 
 	if !ok {
 		return nil, notOurs
 	}
-	if err := s.verifyObject(ctx, field, o); err != nil {
+	if err := s.verifyObject(ctx, field, a, o); err != nil {
 		return nil, err
 	}
 	return &attachment{field: field, key: key, ticket: a, size: o.Size}, nil
@@ -160,7 +160,7 @@ func (s *Service) imageAttachment(ctx context.Context, owner *ent.ExternalUser, 
 	if !ok || !strings.HasPrefix(path.Base(o.Key), "thumbnail.") {
 		return nil, apperr.Invalid("validation failed", field+": must be the thumbnail fileUrl of a splat-images upload")
 	}
-	if err := s.verifyObject(ctx, field, o); err != nil {
+	if err := s.verifyObject(ctx, field, a, o); err != nil {
 		return nil, err
 	}
 	return &attachment{field: field, key: key, ticket: a, size: o.Size}, nil
@@ -233,7 +233,7 @@ func (s *Service) released(plan *savePlan, sc *ent.Scene) []string {
 // storedSize is an object's size in the store; a missing object releases nothing (its bytes
 // were never there to free, or a purge already took them).
 func (s *Service) storedSize(ctx context.Context, key string) (int64, error) {
-	head, err := s.store.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(key)})
+	head, err := s.store.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(objectkeys.Sealed(key))})
 	var nf *s3types.NotFound
 	if errors.As(err, &nf) {
 		s.log.Warn("a released scene object is already gone; nothing to release for it", "key", key)

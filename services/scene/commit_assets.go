@@ -2,7 +2,6 @@ package scene
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -11,12 +10,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/schema"
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/uploadrules"
 )
 
@@ -52,7 +51,7 @@ func (s *Service) planCommit(ctx context.Context, req *commitRequest, owner *ent
 			return nil, apperr.Invalid("upload incomplete", "splatUrl: this multipart upload is not completed; "+
 				"POST /api/v1/uploads/splat-file/"+a.ticket.ID+"/complete first")
 		}
-		if err := s.verifyObject(ctx, "splatUrl", o); err != nil {
+		if err := s.verifyObject(ctx, "splatUrl", a, o); err != nil {
 			return nil, err
 		}
 		p.assets, p.size, p.keys = append(p.assets, a), p.size+o.Size, append(p.keys, o.Key)
@@ -94,7 +93,7 @@ func (s *Service) planCommit(ctx context.Context, req *commitRequest, owner *ent
 		if !strings.HasPrefix(path.Base(o.Key), img.role+".") {
 			return nil, apperr.Invalid("validation failed", fmt.Sprintf("%s: must be the %s fileUrl of a splat-images upload", img.field, img.role))
 		}
-		if err := s.verifyObject(ctx, img.field, o); err != nil {
+		if err := s.verifyObject(ctx, img.field, a, o); err != nil {
 			return nil, err
 		}
 		p.size, p.keys = p.size+o.Size, append(p.keys, o.Key)
@@ -172,24 +171,13 @@ func (a *asset) object() (schema.UploadObject, bool) {
 	return schema.UploadObject{}, false
 }
 
-// verifyObject checks an uploaded object exists with its declared size and type and starts like
-// its format; it returns the stored size.
-func (s *Service) verifyObject(ctx context.Context, field string, o schema.UploadObject) error {
-	head, err := s.store.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(o.Key)})
-	var nf *s3types.NotFound
-	if errors.As(err, &nf) {
-		return apperr.Invalid("upload not found", field+": nothing was uploaded to this URL")
+// verifyObject seals an uploaded object of a's ticket (seal.go) and checks the sealed copy has
+// its declared size and type and starts like its format.
+func (s *Service) verifyObject(ctx context.Context, field string, a *asset, o schema.UploadObject) error {
+	if err := s.seal(ctx, field, a.ticket, o); err != nil {
+		return err
 	}
-	if err != nil {
-		return apperr.Internal(err)
-	}
-	if aws.ToInt64(head.ContentLength) != o.Size {
-		return apperr.Invalid("upload does not match", fmt.Sprintf("%s: uploaded %d bytes, declared %d", field, aws.ToInt64(head.ContentLength), o.Size))
-	}
-	if aws.ToString(head.ContentType) != o.ContentType {
-		return apperr.Invalid("upload does not match", field+": uploaded with another content type than declared")
-	}
-	return s.sniffObject(ctx, field, o.Key, o.Size)
+	return s.verifySealed(ctx, field, o)
 }
 
 // sniffObject reads the first bytes of an object and checks they look like its format.
@@ -210,11 +198,20 @@ func (s *Service) sniffObject(ctx context.Context, field, key string, size int64
 	return nil
 }
 
-// verifyFolder checks every object of a LOD ticket is in the store with its declared size, with
-// one listing instead of 20 000 HEADs, and sniffs the manifest and one cell.
+// verifyFolder seals every object of a LOD ticket (seal.go), then checks each sealed copy has
+// its declared size, with one listing instead of 20 000 HEADs, and sniffs the manifest and one
+// cell.
 func (s *Service) verifyFolder(ctx context.Context, t *ent.UploadTicket) error {
+	missing, err := s.sealFolder(ctx, t)
+	if err != nil {
+		return err
+	}
+	if missing > 0 {
+		return apperr.Invalid("upload incomplete", fmt.Sprintf("lodFolderKey: %d of %d files were not uploaded", missing, len(t.Objects)))
+	}
+	sealed := objectkeys.Sealed(t.Prefix)
 	sizes := make(map[string]int64, len(t.Objects))
-	p := s3.NewListObjectsV2Paginator(s.store.Client, &s3.ListObjectsV2Input{Bucket: aws.String(s.store.Bucket), Prefix: aws.String(t.Prefix)})
+	p := s3.NewListObjectsV2Paginator(s.store.Client, &s3.ListObjectsV2Input{Bucket: aws.String(s.store.Bucket), Prefix: aws.String(sealed)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
@@ -224,13 +221,12 @@ func (s *Service) verifyFolder(ctx context.Context, t *ent.UploadTicket) error {
 			sizes[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
 		}
 	}
-	var missing int
 	var cell schema.UploadObject
 	for _, o := range t.Objects {
-		got, ok := sizes[o.Key]
+		got, ok := sizes[sealedKey(o)]
 		switch {
 		case !ok:
-			missing++
+			return apperr.Invalid("upload incomplete", fmt.Sprintf("lodFolderKey: %s was not uploaded", o.RelativePath))
 		case got != o.Size:
 			return apperr.Invalid("upload does not match", fmt.Sprintf("lodFolderKey: %s has %d bytes, declared %d", o.RelativePath, got, o.Size))
 		}
@@ -239,13 +235,11 @@ func (s *Service) verifyFolder(ctx context.Context, t *ent.UploadTicket) error {
 			cell = o
 		}
 	}
-	if missing > 0 {
-		return apperr.Invalid("upload incomplete", fmt.Sprintf("lodFolderKey: %d of %d files were not uploaded", missing, len(t.Objects)))
-	}
-	if err := s.sniffObject(ctx, "splatUrl", t.Prefix+uploadrules.LODManifest, sizes[t.Prefix+uploadrules.LODManifest]); err != nil {
+	manifest := sealed + uploadrules.LODManifest
+	if err := s.sniffObject(ctx, "splatUrl", manifest, sizes[manifest]); err != nil {
 		return err
 	}
-	return s.sniffObject(ctx, "lodFolderKey", cell.Key, cell.Size)
+	return s.sniffObject(ctx, "lodFolderKey", sealedKey(cell), cell.Size)
 }
 
 // ticketIDs are the upload tickets a commit names.

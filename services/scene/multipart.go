@@ -19,6 +19,7 @@ import (
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/uploadrules"
 )
 
@@ -68,10 +69,13 @@ func (s *Service) startMultipart(c *fiber.Ctx, caller *httpx.Caller, eu, name, c
 	}
 	prefix := ticketPrefix(caller.IntegrationID, owner.ID, kindFile)
 	key := prefix + name
+	// The store's upload is created at the sealed key (seal.go): the commit then copies
+	// nothing, and once completed no part URL writes anything.
+	stored := objectkeys.Sealed(key)
 	// Content-Type and Cache-Control are fixed here, once for the whole object: the parts carry
 	// only bytes.
 	created, err := s.store.Client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(s.store.Bucket),
-		Key: aws.String(key), ContentType: aws.String(ctype), CacheControl: aws.String(uploadrules.CacheControl)})
+		Key: aws.String(stored), ContentType: aws.String(ctype), CacheControl: aws.String(uploadrules.CacheControl)})
 	if err != nil {
 		return signingFailed(err)
 	}
@@ -82,7 +86,7 @@ func (s *Service) startMultipart(c *fiber.Ctx, caller *httpx.Caller, eu, name, c
 		[]schema.UploadObject{{Key: key, ContentType: ctype, Size: size}}, expires).
 		SetMultipartUploadID(uploadID).SetPartSize(partSize).Save(ctx)
 	if err != nil {
-		s.abortQuietly(key, uploadID)
+		s.abortQuietly(stored, uploadID)
 		return apperr.Internal(err)
 	}
 	numbers := make([]int, partCount(size, partSize))
@@ -295,7 +299,7 @@ func (s *Service) completeMultipart(c *fiber.Ctx) error {
 		return apperr.Invalid("upload incomplete", issues...)
 	}
 	_, err = s.store.Client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(s.store.Bucket),
-		Key: aws.String(o.Key), UploadId: t.MultipartUploadID, MultipartUpload: &s3types.CompletedMultipartUpload{Parts: parts}})
+		Key: aws.String(sealedKey(o)), UploadId: t.MultipartUploadID, MultipartUpload: &s3types.CompletedMultipartUpload{Parts: parts}})
 	if noSuchUpload(err) {
 		return s.completedElsewhere(c, t, done)
 	}
@@ -314,7 +318,7 @@ func (s *Service) completeMultipart(c *fiber.Ctx) error {
 // the object (success), or the upload was aborted (409).
 func (s *Service) completedElsewhere(c *fiber.Ctx, t *ent.UploadTicket, done fiber.Map) error {
 	o := t.Objects[0]
-	head, err := s.store.Client.HeadObject(c.UserContext(), &s3.HeadObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(o.Key)})
+	head, err := s.store.Client.HeadObject(c.UserContext(), &s3.HeadObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(sealedKey(o))})
 	if err == nil && aws.ToInt64(head.ContentLength) == o.Size {
 		return s.markCompleted(c, t, done)
 	}
@@ -326,7 +330,7 @@ func (s *Service) completedElsewhere(c *fiber.Ctx, t *ent.UploadTicket, done fib
 func (s *Service) markCompleted(c *fiber.Ctx, t *ent.UploadTicket, done fiber.Map) error {
 	ctx := c.UserContext()
 	o := t.Objects[0]
-	head, err := s.store.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(o.Key)})
+	head, err := s.store.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(sealedKey(o))})
 	if err != nil {
 		return apperr.Internal(err)
 	}
@@ -364,7 +368,7 @@ func (s *Service) abortMultipart(c *fiber.Ctx) error {
 	if locked.CommittedAt != nil {
 		return apperr.Conflict("this upload is already part of a scene; delete the scene instead")
 	}
-	key := locked.Objects[0].Key
+	key := sealedKey(locked.Objects[0])
 	if err := s.abortStoreUpload(ctx, key, *locked.MultipartUploadID); err != nil {
 		return apperr.Internal(err)
 	}

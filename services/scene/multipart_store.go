@@ -49,7 +49,7 @@ func (s *Service) signParts(ctx context.Context, t *ent.UploadTicket, numbers []
 	ttl := t.ExpiresAt.Sub(s.now())
 	out := make([]signedPart, 0, len(numbers))
 	for _, n := range numbers {
-		u, err := s.presignPart(ctx, o.Key, *t.MultipartUploadID, n, partLength(o.Size, t.PartSize, n), ttl)
+		u, err := s.presignPart(ctx, sealedKey(o), *t.MultipartUploadID, n, partLength(o.Size, t.PartSize, n), ttl)
 		if err != nil {
 			return nil, err
 		}
@@ -89,7 +89,7 @@ func noSuchUpload(err error) bool {
 // listStoredParts lists every part the store holds for the ticket's upload, by part number.
 func (s *Service) listStoredParts(ctx context.Context, t *ent.UploadTicket) (map[int]storedPart, error) {
 	out := map[int]storedPart{}
-	in := &s3.ListPartsInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(t.Objects[0].Key), UploadId: t.MultipartUploadID}
+	in := &s3.ListPartsInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(sealedKey(t.Objects[0])), UploadId: t.MultipartUploadID}
 	for {
 		page, err := s.store.Client.ListParts(ctx, in)
 		if err != nil {

@@ -34,6 +34,8 @@ func (c *cloneBench) fileClone(ctx context.Context, row *Row) error {
 		return fmt.Errorf("clone source upload: %w", err)
 	}
 	srcKey, ok := strings.CutPrefix(fileURL, c.cfgAB+"/")
+	// The committed bytes are the sealed copy (objectkeys.Sealed), which the clone job copies.
+	srcKey = objectkeys.Sealed(srcKey)
 	if !ok {
 		return fmt.Errorf("file URL %s is not under the asset base %s", fileURL, c.cfgAB)
 	}

@@ -99,14 +99,17 @@ func (c *cloneBench) lodSource(ctx context.Context) (id, prefix string, keys []s
 	if id, _ = body["splatId"].(string); id == "" {
 		return "", "", nil, errors.New("lod commit: no splatId")
 	}
-	keys, err = c.list(ctx, folderKey+"/")
+	// The scene's objects are the sealed copy of its upload folder (objectkeys.Sealed): what
+	// the clone job copies, so the bare copies copy it too.
+	sealed := objectkeys.Sealed(folderKey + "/")
+	keys, err = c.list(ctx, sealed)
 	if err != nil {
 		return "", "", nil, err
 	}
 	if len(keys) != cloneLODObjects {
 		return "", "", nil, fmt.Errorf("the source folder holds %d objects, want %d", len(keys), cloneLODObjects)
 	}
-	return id, folderKey + "/", keys, nil
+	return id, sealed, keys, nil
 }
 
 // list returns every key under prefix.

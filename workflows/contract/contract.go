@@ -26,6 +26,7 @@ const (
 	PurgeArchivedScene       = "PurgeArchivedScene"
 	ArchivedScenes           = "ArchivedScenes"
 	DeleteOrphanUploads      = "DeleteOrphanUploads"
+	DeleteStrayObjects       = "DeleteStrayObjects"
 	DeleteViews              = "DeleteViews"
 	DropExpiredViews         = "DropExpiredViews"
 	DeleteOrphanViews        = "DeleteOrphanViews"

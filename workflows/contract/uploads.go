@@ -19,3 +19,20 @@ type DeleteOrphanUploadsResult struct {
 	Objects int
 	More    bool
 }
+
+// DeleteStrayObjectsInput bounds one call of the bucket sweep: it lists the scene key space from
+// after After (empty: from the start), at most Pages listing pages, and removes the objects that
+// belong to no scene and no open upload ticket once they are older than MinAge.
+type DeleteStrayObjectsInput struct {
+	After  string
+	Pages  int
+	MinAge time.Duration
+}
+
+// DeleteStrayObjectsResult counts the objects the call listed and removed; Next is where the
+// next call starts, empty when the listing reached the end of the bucket.
+type DeleteStrayObjectsResult struct {
+	Listed  int
+	Deleted int
+	Next    string
+}

@@ -1,0 +1,163 @@
+package activities
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"go.temporal.io/sdk/activity"
+
+	"github.com/splathost/splathost/ent/clonejob"
+	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/ent/uploadticket"
+	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/internal/objectstore"
+	"github.com/splathost/splathost/workflows/contract"
+)
+
+// DeleteStrayObjects is the bucket sweep: every object of the scene key space must belong to a
+// scene (any state but deleted: an archived scene can be restored) or to an open upload ticket;
+// anything else is stored outside every cap and goes. Upload URLs stay valid for their window
+// after a commit and after a delete, so a PUT can recreate an upload object nothing reads (the
+// scene reads its sealed copy, objectkeys.Sealed); interrupted work leaves others. The rules, by
+// the folder kind of the key:
+//
+//   - an upload folder (file, LOD folder, images, audio): its ticket (found by the folder, the
+//     ticket's prefix) exists and is not committed (a committed ticket's scene reads the
+//     sealed copy);
+//   - a sealed folder (sealed-<upload kind>): its ticket is uncommitted (a commit in flight)
+//     or its scene exists;
+//   - clone: its scene (the job's id) or its clone job exists;
+//   - rendition: its scene exists;
+//   - anything else under i/: nothing writes it, so it goes.
+//
+// The database is read after each listing page, so a ticket, job or scene created while the
+// page was read counts; MinAge keeps young objects out of reach anyway. Heartbeats carry the
+// position, so a retried call resumes.
+func (a *Activities) DeleteStrayObjects(ctx context.Context, in contract.DeleteStrayObjectsInput) (contract.DeleteStrayObjectsResult, error) {
+	if in.Pages <= 0 || in.MinAge < 0 {
+		return contract.DeleteStrayObjectsResult{}, badInput("DeleteStrayObjects: pages must be positive and min age not negative")
+	}
+	out := contract.DeleteStrayObjectsResult{Next: in.After}
+	if activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &out) // a bad value restarts from in.After
+	}
+	cutoff := time.Now().Add(-in.MinAge)
+	for page := 0; page < in.Pages; page++ {
+		list, err := a.Objects.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(a.Bucket), Prefix: aws.String("i/"),
+			StartAfter: nonEmpty(out.Next), MaxKeys: aws.Int32(objectstore.Batch)})
+		if err != nil {
+			return out, err
+		}
+		var candidates []string
+		for _, o := range list.Contents {
+			if o.LastModified == nil || o.LastModified.Before(cutoff) {
+				candidates = append(candidates, aws.ToString(o.Key))
+			}
+		}
+		strays, err := a.strays(ctx, candidates)
+		if err != nil {
+			return out, err
+		}
+		if err := a.bucket().DeleteKeys(ctx, strays, nil); err != nil {
+			return out, err
+		}
+		out.Listed += len(list.Contents)
+		out.Deleted += len(strays)
+		if len(list.Contents) == 0 || !aws.ToBool(list.IsTruncated) {
+			out.Next = ""
+			return out, nil
+		}
+		out.Next = aws.ToString(list.Contents[len(list.Contents)-1].Key)
+		activity.RecordHeartbeat(ctx, out)
+	}
+	return out, nil
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return aws.String(s)
+}
+
+// strays returns the keys among keys that belong to no scene and no open upload ticket, with
+// three queries for the whole page.
+func (a *Activities) strays(ctx context.Context, keys []string) ([]string, error) {
+	var prefixes, scenes, jobs []string
+	for _, k := range keys {
+		if p, ok := objectkeys.UploadPrefix(k); ok {
+			prefixes = append(prefixes, p)
+			continue
+		}
+		switch kind, id, _ := objectkeys.KindAndID(k); kind {
+		case objectkeys.KindClone:
+			scenes, jobs = append(scenes, id), append(jobs, id)
+		case objectkeys.KindRendition:
+			scenes = append(scenes, id)
+		}
+	}
+	open := map[string]bool{}        // upload prefix -> its ticket is not committed
+	committed := map[string]string{} // upload prefix -> the scene its ticket made
+	if len(prefixes) > 0 {
+		rows, err := a.Ent.UploadTicket.Query().Where(uploadticket.PrefixIn(prefixes...)).
+			Select(uploadticket.FieldPrefix, uploadticket.FieldCommittedAt, uploadticket.FieldSceneID).All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range rows {
+			if t.CommittedAt == nil {
+				open[t.Prefix] = true
+			} else if t.SceneID != nil {
+				committed[t.Prefix] = *t.SceneID
+				scenes = append(scenes, *t.SceneID)
+			}
+		}
+	}
+	live, err := existing(scenes, func(ids []string) ([]string, error) { return a.Ent.Scene.Query().Where(scene.IDIn(ids...)).IDs(ctx) })
+	if err != nil {
+		return nil, err
+	}
+	running, err := existing(jobs, func(ids []string) ([]string, error) {
+		return a.Ent.CloneJob.Query().Where(clonejob.IDIn(ids...)).IDs(ctx)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, k := range keys {
+		var keep bool
+		if p, ok := objectkeys.UploadPrefix(k); ok {
+			kind, _, _ := objectkeys.KindAndID(k)
+			// An upload object is needed until its ticket is committed; its sealed copy
+			// while the commit runs and then as long as the scene exists.
+			keep = open[p] || strings.HasPrefix(kind, objectkeys.SealedKindPrefix) && live[committed[p]]
+		} else {
+			switch kind, id, _ := objectkeys.KindAndID(k); kind {
+			case objectkeys.KindClone:
+				keep = live[id] || running[id]
+			case objectkeys.KindRendition:
+				keep = live[id]
+			}
+		}
+		if !keep {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// existing returns which of ids query finds, as a set; no ids, no query.
+func existing(ids []string, query func([]string) ([]string, error)) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	found, err := query(ids)
+	for _, id := range found {
+		out[id] = true
+	}
+	return out, err
+}

@@ -1,0 +1,143 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/splathost/splathost/internal/fixtures"
+	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/workflows"
+)
+
+// Write-once bytes (issue 26, item 1). An upload URL stays valid for its whole window: a PUT to
+// it after the commit, after a delete or after the ticket expired must neither change what a
+// scene serves nor leave anything stored outside every cap once the bucket sweep ran.
+
+// vandal is size bytes an attacker would rather serve: a page, not a splat.
+func vandal(size int) []byte {
+	b := bytes.Repeat([]byte(" "), size)
+	copy(b, "<html><script>alert(1)</script>")
+	return b
+}
+
+// sweepBucket runs the orphan sweep, bucket sweep included, without the bucket sweep's age guard.
+func sweepBucket(t *testing.T) workflows.SweepResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run, err := env.Process.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: "write-once-sweep-" + ids.New(), TaskQueue: env.Config.TaskQueue},
+		workflows.SweepOrphanUploads, workflows.SweepInput{StrayMinAge: time.Nanosecond})
+	require.NoError(t, err)
+	var res workflows.SweepResult
+	require.NoError(t, run.Get(ctx, &res))
+	return res
+}
+
+// requireNoStrays audits the integration's objects: every one belongs to a scene or an open
+// upload ticket, and every scene's file is there.
+func requireNoStrays(t *testing.T, tn tenant) int {
+	t.Helper()
+	orphans, missing, objects := objectAudit(t, store(t), tn.IntegrationID)
+	require.Empty(t, orphans, "objects stored outside every scene and open ticket")
+	require.Empty(t, missing, "scenes whose file is gone")
+	return objects
+}
+
+func TestWriteOnceAfterCommitAndDelete(t *testing.T) {
+	a := newTenant(t)
+	ensureCustomer(t, a, "keeper", nil)
+	data := fixtures.PLY(300)
+	up := do(t, "POST", "/api/v1/uploads/splat-file", a.keys("keeper"),
+		map[string]any{"fileName": "scene.ply", "contentType": "application/ply", "fileSize": len(data)})
+	require.Equal(t, 200, up.Status, string(up.Raw))
+	uploadURL, fileURL := up.Body["uploadUrl"].(string), up.Body["fileUrl"].(string)
+	require.Equal(t, 200, putUpload(t, uploadURL, data, signedPut("application/ply")))
+	r := do(t, "POST", "/api/v1/splats", a.keys("keeper"), map[string]any{"title": "kept", "splatUrl": fileURL, "visibility": "public"})
+	require.Equal(t, 201, r.Status, string(r.Raw))
+	id, served := r.Body["splatId"].(string), splatOf(r)["splatUrl"].(string)
+
+	// After the commit: the same URL, the same size, other bytes (the format check bypassed).
+	status := putUpload(t, uploadURL, vandal(len(data)), signedPut("application/ply"))
+	got := fetchAsset(t, "GET", served, nil)
+	require.Equal(t, 200, got.status)
+	require.True(t, bytes.Equal(data, got.body), "the scene serves the bytes its commit checked (re-PUT answered %d)", status)
+	sweepBucket(t)
+	require.True(t, bytes.Equal(data, fetchAsset(t, "GET", served, nil).body))
+	requireNoStrays(t, a)
+
+	// After the delete and its purge: the PUT recreates an object nothing charges; the sweep
+	// takes it, and nothing serves it meanwhile.
+	require.Equal(t, 200, do(t, "DELETE", splatPath(id), a.keys("keeper"), nil).Status)
+	require.Eventually(t, func() bool {
+		return len(objectsUnder(t, store(t), "i/"+a.IntegrationID+"/")) == 0
+	}, time.Minute, 200*time.Millisecond, "the delete's purge empties the customer's objects")
+	status = putUpload(t, uploadURL, vandal(len(data)), signedPut("application/ply"))
+	requireAssetNotFound(t, fetchAsset(t, "GET", served, nil))
+	res := sweepBucket(t)
+	if status == 200 {
+		require.GreaterOrEqual(t, res.Strays, 1, "the recreated object was swept")
+	}
+	require.Zero(t, requireNoStrays(t, a), "nothing of the deleted scene is stored")
+}
+
+func TestWriteOnceLODFolder(t *testing.T) {
+	a := newTenant(t)
+	ensureCustomer(t, a, "tiles", nil)
+	folder := fixtures.LODFolder(40)
+	up := requestLOD(t, a, "tiles", folder)
+	putLOD(t, up, folder, fixtures.LODPaths(folder))
+	r := do(t, "POST", "/api/v1/splats", a.keys("tiles"), map[string]any{"title": "tiles", "splatType": "lod",
+		"splatUrl": up.manifestURL, "lodFolderKey": up.folderKey, "visibility": "public"})
+	require.Equal(t, 201, r.Status, string(r.Raw))
+	g := do(t, "GET", splatPath(r.Body["splatId"].(string)), a.keys("tiles"), nil)
+	require.Equal(t, up.folderKey, splatOf(g)["lodFolderKey"], "the scene names the folder its commit named")
+	manifest := splatOf(r)["splatUrl"].(string)
+
+	var tile string
+	for _, p := range fixtures.LODPaths(folder) {
+		if strings.HasSuffix(p, ".webp") {
+			tile = p
+			break
+		}
+	}
+	require.NotEmpty(t, tile)
+	tileURL := strings.TrimSuffix(manifest, fixtures.LODManifest) + tile
+	require.True(t, bytes.Equal(folder[tile], fetchAsset(t, "GET", tileURL, nil).body))
+	for _, p := range []string{tile, fixtures.LODManifest} {
+		putUpload(t, up.urls[p], vandal(len(folder[p])), signedPut(fixtures.LODContentType(p)))
+	}
+	require.True(t, bytes.Equal(folder[tile], fetchAsset(t, "GET", tileURL, nil).body), "a tile never changes after the commit")
+	require.True(t, bytes.Equal(folder[fixtures.LODManifest], fetchAsset(t, "GET", manifest, nil).body), "nor does the manifest")
+	sweepBucket(t)
+	require.Equal(t, len(folder), requireNoStrays(t, a), "the scene holds its sealed folder and nothing else")
+}
+
+func TestWriteOnceAfterExpiry(t *testing.T) {
+	a := newTenant(t)
+	ensureCustomer(t, a, "late", nil)
+	data := splatBytes(64)
+	up := do(t, "POST", "/api/v1/uploads/splat-file", a.keys("late"),
+		map[string]any{"fileName": "scene.splat", "contentType": "application/splat", "fileSize": len(data)})
+	require.Equal(t, 200, up.Status, string(up.Raw))
+	uploadURL, fileURL := up.Body["uploadUrl"].(string), up.Body["fileUrl"].(string)
+	require.Equal(t, 200, putUpload(t, uploadURL, data, signedPut("application/splat")))
+	// The ticket's window closed long ago (the URL itself stays signed for its hour): the
+	// sweep takes the ticket and its object, and a PUT after that recreates nothing lasting.
+	backdate(t, ticketPrefix(keyOf(t, fileURL)), "3 hours")
+	sweepBucket(t)
+	require.Zero(t, requireNoStrays(t, a))
+	putUpload(t, uploadURL, data, signedPut("application/splat"))
+	r := do(t, "POST", "/api/v1/splats", a.keys("late"), map[string]any{"title": "late", "splatUrl": fileURL})
+	require.Equal(t, 400, r.Status, "an expired, swept upload commits nothing: %s", r.Raw)
+	sweepBucket(t)
+	require.Zero(t, requireNoStrays(t, a))
+}

@@ -1,0 +1,59 @@
+package objectkeys
+
+import "strings"
+
+// SealedKindPrefix marks the folders of the committed copies of uploads. An upload URL names a
+// key in an upload folder (i/<integration>/u/<customer>/<upload kind>/<folder id>/<file>) and
+// stays valid for its whole window, after the commit and after a delete too. So the commit
+// copies the verified bytes to the upload's sealed folder
+// (i/<integration>/u/<customer>/sealed-<upload kind>/<folder id>/<file>), which no upload URL
+// ever names, and every reader of a committed scene reads from there: a later PUT to an upload
+// URL can neither change what a scene serves nor recreate anything a scene reads, and the
+// bucket sweep removes what such a PUT leaves.
+const SealedKindPrefix = "sealed-"
+
+// Sealed returns where the committed copy of an upload key lives: the key with its upload kind
+// k replaced by sealed-k (reversible, so the sweep finds the upload's ticket). Keys the service
+// writes itself (clone copies, renditions, sealed copies) and keys outside the scene key space
+// are their own stored form. The mapping keeps everything after the folder id, so a LOD
+// manifest's relative tile paths resolve the same way in both folders.
+func Sealed(key string) string {
+	// A key with empty or dot segments is no key of the layout: it must never be turned into
+	// one (i/I/u/O/../x would become i/I/u/O/sealed/x).
+	if !SafeKey(strings.TrimSuffix(key, "/")) {
+		return key
+	}
+	parts := strings.SplitN(key, "/", 6) // i, INT, u, OWNER, kind, TICKET/rest
+	if len(parts) < 6 || parts[2] != "u" || IsServiceKind(parts[4]) {
+		return key
+	}
+	parts[4] = SealedKindPrefix + parts[4]
+	return strings.Join(parts, "/")
+}
+
+// IsServiceKind reports whether kind is a folder kind only the service writes.
+func IsServiceKind(kind string) bool {
+	return kind == KindClone || kind == KindRendition || strings.HasPrefix(kind, SealedKindPrefix)
+}
+
+// UploadPrefix is the upload folder (an upload ticket's prefix) a key of an upload folder or of
+// its sealed copy belongs to; ok is false for the other kinds.
+func UploadPrefix(key string) (prefix string, ok bool) {
+	parts := strings.SplitN(key, "/", 7)
+	if len(parts) < 7 || parts[0] != "i" || parts[2] != "u" || parts[4] == "" || parts[5] == "" ||
+		parts[4] == KindClone || parts[4] == KindRendition {
+		return "", false
+	}
+	parts[4] = strings.TrimPrefix(parts[4], SealedKindPrefix)
+	return strings.Join(parts[:6], "/") + "/", parts[4] != ""
+}
+
+// KindAndID reads the folder kind of a key of the scene key space and the id after it
+// (ticket, clone job or scene id); the bucket sweep classifies objects by them.
+func KindAndID(key string) (kind, id string, ok bool) {
+	parts := strings.SplitN(key, "/", 7)
+	if len(parts) < 7 || parts[0] != "i" || parts[2] != "u" || parts[4] == "" || parts[5] == "" {
+		return "", "", false
+	}
+	return parts[4], parts[5], true
+}
