@@ -2,11 +2,14 @@ package activities
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"go.temporal.io/sdk/activity"
 
 	"github.com/splathost/splathost/ent/clonejob"
@@ -34,8 +37,9 @@ import (
 //   - anything else under i/: nothing writes it, so it goes.
 //
 // The database is read after each listing page, so a ticket, job or scene created while the
-// page was read counts; MinAge keeps young objects out of reach anyway. Heartbeats carry the
-// position, so a retried call resumes.
+// page was read counts; MinAge keeps young objects out of reach anyway. A live scene's upload
+// object whose sealed copy is missing (a scene committed before commits sealed) is sealed before
+// it goes. Heartbeats carry the position, so a retried call resumes.
 func (a *Activities) DeleteStrayObjects(ctx context.Context, in contract.DeleteStrayObjectsInput) (contract.DeleteStrayObjectsResult, error) {
 	if in.Pages <= 0 || in.MinAge < 0 {
 		return contract.DeleteStrayObjectsResult{}, badInput("DeleteStrayObjects: pages must be positive and min age not negative")
@@ -57,8 +61,11 @@ func (a *Activities) DeleteStrayObjects(ctx context.Context, in contract.DeleteS
 				candidates = append(candidates, aws.ToString(o.Key))
 			}
 		}
-		strays, err := a.strays(ctx, candidates)
+		strays, unsealed, err := a.strays(ctx, candidates)
 		if err != nil {
+			return out, err
+		}
+		if err := a.sealMissing(ctx, unsealed); err != nil {
 			return out, err
 		}
 		if err := a.bucket().DeleteKeys(ctx, strays, nil); err != nil {
@@ -84,8 +91,9 @@ func nonEmpty(s string) *string {
 }
 
 // strays returns the keys among keys that belong to no scene and no open upload ticket, with
-// three queries for the whole page.
-func (a *Activities) strays(ctx context.Context, keys []string) ([]string, error) {
+// three queries for the whole page; unsealed are those of them that are a live scene's committed
+// uploads, whose sealed copy may be missing (a scene committed before commits sealed).
+func (a *Activities) strays(ctx context.Context, keys []string) (out, unsealed []string, err error) {
 	var prefixes, scenes, jobs []string
 	for _, k := range keys {
 		if p, ok := objectkeys.UploadPrefix(k); ok {
@@ -105,7 +113,7 @@ func (a *Activities) strays(ctx context.Context, keys []string) ([]string, error
 		rows, err := a.Ent.UploadTicket.Query().Where(uploadticket.PrefixIn(prefixes...)).
 			Select(uploadticket.FieldPrefix, uploadticket.FieldCommittedAt, uploadticket.FieldSceneID).All(ctx)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, t := range rows {
 			if t.CommittedAt == nil {
@@ -118,22 +126,25 @@ func (a *Activities) strays(ctx context.Context, keys []string) ([]string, error
 	}
 	live, err := existing(scenes, func(ids []string) ([]string, error) { return a.Ent.Scene.Query().Where(scene.IDIn(ids...)).IDs(ctx) })
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	running, err := existing(jobs, func(ids []string) ([]string, error) {
 		return a.Ent.CloneJob.Query().Where(clonejob.IDIn(ids...)).IDs(ctx)
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []string
 	for _, k := range keys {
 		var keep bool
 		if p, ok := objectkeys.UploadPrefix(k); ok {
 			kind, _, _ := objectkeys.KindAndID(k)
+			sealed := strings.HasPrefix(kind, objectkeys.SealedKindPrefix)
 			// An upload object is needed until its ticket is committed; its sealed copy
 			// while the commit runs and then as long as the scene exists.
-			keep = open[p] || strings.HasPrefix(kind, objectkeys.SealedKindPrefix) && live[committed[p]]
+			keep = open[p] || sealed && live[committed[p]]
+			if !sealed && live[committed[p]] {
+				unsealed = append(unsealed, k)
+			}
 		} else {
 			switch kind, id, _ := objectkeys.KindAndID(k); kind {
 			case objectkeys.KindClone:
@@ -146,7 +157,30 @@ func (a *Activities) strays(ctx context.Context, keys []string) ([]string, error
 			out = append(out, k)
 		}
 	}
-	return out, nil
+	return out, unsealed, nil
+}
+
+// sealMissing copies each of keys (committed uploads of live scenes) to its sealed key where no
+// sealed copy exists: a scene committed before commits sealed (objectkeys.Sealed) keeps its
+// bytes. An existing sealed copy is never overwritten: it holds what the commit checked, and
+// the upload object may be what a later PUT wrote.
+func (a *Activities) sealMissing(ctx context.Context, keys []string) error {
+	for _, k := range keys {
+		sealed := objectkeys.Sealed(k)
+		_, err := a.Objects.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(a.Bucket), Key: aws.String(sealed)})
+		var nf *s3types.NotFound
+		if err == nil {
+			continue
+		}
+		if !errors.As(err, &nf) {
+			return fmt.Errorf("checking %s: %w", sealed, err)
+		}
+		if err := objectstore.Copy(ctx, a.Objects, a.Bucket, k, sealed); err != nil {
+			return err
+		}
+		a.Log.Info("bucket sweep: sealed a scene's upload committed before commits sealed", "key", k)
+	}
+	return nil
 }
 
 // existing returns which of ids query finds, as a set; no ids, no query.

@@ -9,11 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
 	"github.com/splathost/splathost/internal/fixtures"
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/workflows"
 )
 
@@ -140,4 +144,32 @@ func TestWriteOnceAfterExpiry(t *testing.T) {
 	require.Equal(t, 400, r.Status, "an expired, swept upload commits nothing: %s", r.Raw)
 	sweepBucket(t)
 	require.Zero(t, requireNoStrays(t, a))
+}
+
+// TestBucketSweepSealsScenesCommittedBeforeSealing: a scene committed before commits sealed has
+// its bytes only under its upload key; the bucket sweep copies them to the sealed key (what every
+// reader reads) before it removes the upload object, so such a scene loses nothing.
+func TestBucketSweepSealsScenesCommittedBeforeSealing(t *testing.T) {
+	a := newTenant(t)
+	ensureCustomer(t, a, "elder", nil)
+	data := fixtures.PLY(120)
+	fileURL := uploadFile(t, a, "elder", "scene.ply", "application/ply", data)
+	r := do(t, "POST", "/api/v1/splats", a.keys("elder"), map[string]any{"title": "elder", "splatUrl": fileURL, "visibility": "public"})
+	require.Equal(t, 201, r.Status, string(r.Raw))
+	served := splatOf(r)["splatUrl"].(string)
+	key := keyOf(t, fileURL)
+	// Put the store in the old layout: the bytes at the upload key, no sealed copy.
+	st := store(t)
+	ctx := context.Background()
+	require.NoError(t, objectstore.Copy(ctx, st.Client, st.Bucket, objectkeys.Sealed(key), key))
+	_, err := st.Client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(objectkeys.Sealed(key))})
+	require.NoError(t, err)
+	requireAssetNotFound(t, fetchAsset(t, "GET", served, nil))
+
+	sweepBucket(t)
+	got := fetchAsset(t, "GET", served, nil)
+	require.Equal(t, 200, got.status, string(got.body))
+	require.True(t, bytes.Equal(data, got.body))
+	require.True(t, objectGone(t, st, key), "the upload object goes once sealed")
+	requireNoStrays(t, a)
 }
