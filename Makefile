@@ -146,6 +146,7 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzLevelDataIssues -fuzztime 30s ./services/scene/
 	go test -run '^$$' -fuzz FuzzParseMint -fuzztime 30s ./services/session/
 	go test -run '^$$' -fuzz FuzzParseBeacon -fuzztime 30s ./services/session/
+	go test -run '^$$' -fuzz FuzzCanonicalPath -fuzztime 30s ./gateway/
 
 clean:
 	rm -rf bin $(WEB_BUILT)

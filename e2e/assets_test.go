@@ -141,9 +141,10 @@ func TestAssetPublicSceneServedThroughTheService(t *testing.T) {
 	require.Equal(t, "*", pre.header.Get("Access-Control-Allow-Origin"))
 	require.Contains(t, strings.ToLower(pre.header.Get("Access-Control-Allow-Headers")), "range")
 
-	// Not an object of any scene, a path outside the key space, a missing object: 404.
+	// Not an object of any scene, a missing object: 404. A path out of the key space is not
+	// canonical and refused before any route (TestCanonicalPaths): 400.
 	requireAssetNotFound(t, fetchAsset(t, "GET", u+"x", nil))
-	requireAssetNotFound(t, fetchAsset(t, "GET", env.URL+"/assets/../../etc/passwd", nil))
+	require.Equal(t, 400, fetchAsset(t, "GET", env.URL+"/assets/../../etc/passwd", nil).status)
 	requireAssetNotFound(t, fetchAsset(t, "GET", env.URL+"/assets/i/x/u/y/f/z/scene.splat", nil))
 	// The asset route takes no writes.
 	require.GreaterOrEqual(t, fetchAsset(t, "DELETE", u, nil).status, 400)

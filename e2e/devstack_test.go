@@ -202,12 +202,12 @@ func TestDevStackRunsSplitBinaries(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode)
 	require.Contains(t, string(page), `"gatewayUrl":"`+st.GatewayURL+`"`)
 
-	// Every binary serves its Prometheus metrics: the services' and worker's private ports
-	// openly, the public gateway only to the admin token.
+	// Every binary serves its Prometheus metrics, to the admin token only: the public gateway
+	// and the services' and worker's private ports alike (TestCanonicalPaths).
 	for _, p := range st.Processes {
 		switch p.Name {
 		case "user", "scene", "session", "worker":
-			series := scrape(t, p.URL+"/metrics", nil)
+			series := scrape(t, p.URL+"/metrics", h)
 			require.Contains(t, series, "go_goroutines", p.Name)
 		}
 	}

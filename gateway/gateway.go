@@ -97,6 +97,8 @@ var corsAPI = cors.New(cors.Config{
 // New builds the gateway app.
 func New(o Options) (*fiber.App, error) {
 	app := httpx.NewApp("gateway", o.Log, o.BodyLimit)
+	// Before any route: a path every reader does not read the same way is refused (canonical.go).
+	app.Use(canonicalPaths)
 	a := &auth{opts: o, adminHash: sha256.Sum256([]byte(o.AdminToken)), upgrades: map[string]bool{}}
 	for _, up := range o.Upstreams {
 		for _, p := range up.Upgrade {

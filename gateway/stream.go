@@ -44,7 +44,10 @@ func newStreamer(base string) (*streamer, error) {
 			MaxConns:                      1024,
 			MaxIdleConnDuration:           90 * time.Second,
 			DisableHeaderNamesNormalizing: true,
-			StreamResponseBody:            true,
+			// The path goes on as the client wrote it and canonicalPaths checked it: a normalised
+			// one turned /assets/%2e%2e/metrics into the service's /metrics.
+			DisablePathNormalizing: true,
+			StreamResponseBody:     true,
 			// fasthttp streams only a body longer than this (and a chunked one); anything up to it
 			// is read whole, which bounds what one answer holds here.
 			MaxResponseBodySize: streamBuffered,
@@ -72,7 +75,7 @@ func (s *streamer) handle(c *fiber.Ctx) error {
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	req.Header.SetMethod(c.Method())
-	req.SetRequestURIBytes(c.Request().URI().RequestURI())
+	req.SetRequestURIBytes(rawRequestURI(c))
 	for _, h := range streamHeaders {
 		if v := c.Request().Header.Peek(h); len(v) > 0 {
 			req.Header.SetBytesV(h, v)
@@ -129,4 +132,15 @@ func (b *upstreamBody) Close() error {
 	err := b.resp.CloseBodyStream()
 	fasthttp.ReleaseResponse(b.resp)
 	return err
+}
+
+// rawRequestURI is the request's path as the client sent it, with its query string: what
+// canonicalPaths checked (URI().RequestURI() would be the normalised path).
+func rawRequestURI(c *fiber.Ctx) []byte {
+	uri := c.Request().URI()
+	out := append([]byte(nil), uri.PathOriginal()...)
+	if q := uri.QueryString(); len(q) > 0 {
+		out = append(append(out, '?'), q...)
+	}
+	return out
 }

@@ -74,6 +74,8 @@ func (t *tunnel) handle(c *fiber.Ctx) error {
 	uri := fasthttp.AcquireURI()
 	defer fasthttp.ReleaseURI(uri)
 	c.Request().URI().CopyTo(uri)
+	// The path canonicalPaths checked, not a normalised one.
+	uri.DisablePathNormalizing = true
 	for _, q := range tunnelQueryDrop {
 		uri.QueryArgs().Del(q)
 	}

@@ -88,13 +88,14 @@ func ServeListener(ctx context.Context, app *fiber.App, ln net.Listener, timeout
 	return nil
 }
 
-// ServiceApp is the app of a service running in its own process: health endpoints, then only
-// requests whose caller a gateway signed, then the service's routes.
+// ServiceApp is the app of a service running in its own process: health endpoints, metrics
+// behind the admin token (httpx.MetricsGuard), then only requests whose caller a gateway
+// signed, then the service's routes.
 func ServiceApp(name string, cfg config.Config, log *slog.Logger, prefixes []string,
 	register func(fiber.Router), checks map[string]httpx.Check) *fiber.App {
 	app := httpx.NewApp(name, log, cfg.BodyLimit)
 	httpx.MountHealth(app, log, checks)
-	httpx.MountMetrics(app, nil, cfg.Pprof)
+	httpx.MountMetrics(app, httpx.MetricsGuard(cfg.AdminToken, []byte(cfg.InternalSecret)), cfg.Pprof)
 	trust := httpx.TrustSignedCaller([]byte(cfg.InternalSecret))
 	for _, p := range prefixes {
 		app.Use(strings.TrimSuffix(p, "/"), trust)

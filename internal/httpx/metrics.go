@@ -1,6 +1,8 @@
 package httpx
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,25 +90,58 @@ func countQuotaRejection(e *apperr.Error) {
 	}
 }
 
-// MountMetrics serves the process's Prometheus metrics at /metrics, behind guard when one is
-// given (the gateway's port is public; the services' and worker's ports are private), and Go's
-// profiles at /debug/pprof/ behind the same guard when withPprof (config.Config.Pprof).
+// MountMetrics serves the process's Prometheus metrics at /metrics, and Go's profiles at
+// /debug/pprof/ when withPprof (config.Config.Pprof), both behind guard in every process: the
+// gateway's admin check on its public port, MetricsGuard on a service's or worker's private
+// one. A nil guard refuses every request (fail closed), so no caller can mount them open.
 func MountMetrics(r fiber.Router, guard fiber.Handler, withPprof bool) {
+	if guard == nil {
+		guard = func(*fiber.Ctx) error { return errMetricsUnauthorized }
+	}
 	h := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
-	serve := func(c *fiber.Ctx) error {
+	r.Get("/metrics", guard, func(c *fiber.Ctx) error {
 		h(c.Context())
 		return nil
-	}
-	guarded := []fiber.Handler{serve}
-	if guard != nil {
-		guarded = []fiber.Handler{guard, serve}
-	}
-	r.Get("/metrics", guarded...)
+	})
 	if withPprof {
-		use := []any{"/debug/pprof"}
-		if guard != nil {
-			use = append(use, guard)
-		}
-		r.Use(append(use, pprof.New())...)
+		r.Use("/debug/pprof", guard, pprof.New())
 	}
+}
+
+// errMetricsUnauthorized is the answer to a scrape without a valid credential.
+var errMetricsUnauthorized = apperr.Unauthorized("missing or invalid credentials: /metrics and /debug/pprof need the admin token")
+
+// MetricsGuard is the guard of /metrics and /debug/pprof on a service's or worker's private port
+// (MountMetrics). It admits the operator's admin token (Authorization: Bearer <token>), which
+// Prometheus and the benchmark send, or a caller header signed with the internal secret for the
+// operator (what a gateway sends on for an admin request). A private port is guarded too, even
+// on loopback: it was one path confusion away from the public (a gateway that forwarded
+// /assets/%2e%2e/metrics as /metrics), and is one SSRF away from anything on the host. An empty
+// token or secret admits nobody by it.
+func MetricsGuard(adminToken string, internalSecret []byte) fiber.Handler {
+	want := sha256.Sum256([]byte(adminToken))
+	return func(c *fiber.Ctx) error {
+		if tok, ok := bearerToken(c); ok && adminToken != "" {
+			got := sha256.Sum256([]byte(tok))
+			if subtle.ConstantTimeCompare(got[:], want[:]) == 1 {
+				return c.Next()
+			}
+		}
+		if h := c.Get(CallerHeader); h != "" && len(internalSecret) > 0 {
+			if caller, err := VerifyCaller(internalSecret, h, time.Now()); err == nil && caller.Scheme == SchemeAdmin {
+				return c.Next()
+			}
+		}
+		return errMetricsUnauthorized
+	}
+}
+
+// bearerToken returns the token of an "Authorization: Bearer <token>" header.
+func bearerToken(c *fiber.Ctx) (string, bool) {
+	h := c.Get(fiber.HeaderAuthorization)
+	if len(h) < 8 || !strings.EqualFold(h[:7], "bearer ") {
+		return "", false
+	}
+	tok := strings.TrimSpace(h[7:])
+	return tok, tok != ""
 }

@@ -215,5 +215,11 @@ func asAPIError(err error) (*APIError, bool) {
 }
 
 // pathEscape escapes one path segment (ids are hex, but a caller's typo must not change the
-// route).
-func pathEscape(s string) string { return url.PathEscape(s) }
+// route). An external user id of "." or ".." is escaped whole (%2E): written as it is, it is a
+// dot segment, which the gateway refuses as a non-canonical path.
+func pathEscape(s string) string {
+	if s == "." || s == ".." {
+		return strings.Repeat("%2E", len(s))
+	}
+	return url.PathEscape(s)
+}

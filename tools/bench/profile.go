@@ -58,7 +58,7 @@ func fetchProfile(ctx context.Context, base, adminToken, kind string, secs int, 
 	if err != nil {
 		return err
 	}
-	// The gateway's profiles sit behind the admin token, as its metrics do.
+	// Every process's profiles sit behind the admin token, as its metrics do.
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
