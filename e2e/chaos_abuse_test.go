@@ -228,6 +228,20 @@ func (f *abuseFixture) cases(t *testing.T) []abuseCase {
 			map[string]any{"publicKey": a.PublicKey, "type": "viewer", "splatId": other})},
 		{name: "operator API with integration keys", want: 401, send: hostile("GET", "/admin/v1/accounts/"+b.AccountID, a.keys(""), nil)},
 		{name: "another tenant's scene through the embed API", want: 404, send: hostile("GET", "/api/embed/splats/"+other, sess(f.viewer), nil)},
+
+		// Issue 26: non-canonical paths never reach a service's own routes (point 2).
+		{name: "asset path %2e%2e to metrics", want: 400, point: "26.2", send: raw("/assets/%2e%2e/metrics")},
+		{name: "asset path ../ to readyz", want: 400, point: "26.2", send: raw("/assets/../readyz")},
+		{name: "asset path double-encoded dots", want: 400, point: "26.2", send: raw("/assets/%252e%252e/metrics")},
+		{name: "asset path backslashes", want: 400, point: "26.2", send: raw(`/assets\..\metrics`)},
+	}
+}
+
+// raw sends target byte for byte (rawGet), so no client normalises it first.
+func raw(target string) func(t *testing.T) (int, []byte) {
+	return func(t *testing.T) (int, []byte) {
+		a := rawGet(t, env.URL, target, "")
+		return a.status, a.body
 	}
 }
 
