@@ -316,7 +316,7 @@ func TestRoomRefusals(t *testing.T) {
 
 	// A message over 64 KiB: an error frame, then 1009.
 	c, _ := join(t, env.URL, scene, guest)
-	c.send(t, map[string]any{"type": "edit", "fields": map[string]any{"description": strings.Repeat("y", 70_000)}})
+	c.sendOversize(t, map[string]any{"type": "edit", "fields": map[string]any{"description": strings.Repeat("y", 70_000)}})
 	require.Equal(t, "MESSAGE_TOO_LARGE", c.next(t, "error", 2*time.Second)["code"])
 	require.Equal(t, 1009, c.closeCode(t, 5*time.Second))
 	// Malformed: 4400 after an error frame naming the problem.
