@@ -67,13 +67,15 @@ func (s *server) page(w http.ResponseWriter, _ *http.Request) {
 }
 
 // sessionRequest is POST /session: which embed, which scene, whether the session is the
-// signed-in demo customer's (scoped) or a guest's, and the name the room shows for it (the
-// side-by-side editors are two people; a guest without a name joins as 'Guest N').
+// signed-in demo customer's (scoped) or a guest's, the name the room shows for it (the
+// side-by-side editors are two people; a guest without a name joins as 'Guest N'), and whether
+// an editor may co-edit the rooms it joins without owning their scenes (coEdit).
 type sessionRequest struct {
 	Type    string `json:"type"`
 	SplatID string `json:"splatId"`
 	Scoped  bool   `json:"scoped"`
 	Name    string `json:"name"`
+	CoEdit  bool   `json:"coEdit"`
 }
 
 // maxNameRunes is the session user.name bound of the interface (1-64 characters).
@@ -87,7 +89,7 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"status": "error", "message": "body must be {type, splatId?, scoped?, name?}"})
+		writeJSON(w, http.StatusBadRequest, map[string]any{"status": "error", "message": "body must be {type, splatId?, scoped?, name?, coEdit?}"})
 		return
 	}
 	if req.Type != "viewer" && req.Type != "editor" {
@@ -105,6 +107,9 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 	body := map[string]any{"publicKey": s.st.PublicKey, "type": req.Type}
 	if req.SplatID != "" {
 		body["splatId"] = req.SplatID
+	}
+	if req.CoEdit {
+		body["coEdit"] = true
 	}
 	headers := map[string]string{"Authorization": "Bearer " + s.st.SecretKey}
 	name := req.Name

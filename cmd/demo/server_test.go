@@ -50,6 +50,8 @@ func TestSessionMintsServerSide(t *testing.T) {
 			map[string]any{"publicKey": "mpk_pub", "type": "editor", "user": map[string]any{"name": "Grace"}}},
 		{"second signed-in user", `{"type":"editor","scoped":true,"name":"Ada Lovelace"}`, 201, "demo-customer",
 			map[string]any{"publicKey": "mpk_pub", "type": "editor", "user": map[string]any{"name": "Ada Lovelace"}}},
+		{"guest invited to co-edit", `{"type":"editor","coEdit":true}`, 201, "",
+			map[string]any{"publicKey": "mpk_pub", "type": "editor", "coEdit": true}},
 		{"name too long", `{"type":"editor","name":"` + strings.Repeat("é", 65) + `"}`, 400, "", nil},
 		{"name with spaces around", `{"type":"editor","name":" x "}`, 400, "", nil},
 		{"unknown type", `{"type":"admin"}`, 400, "", nil},

@@ -4,6 +4,7 @@ package main
 
 import (
 	"github.com/splathost/splathost/internal/boot"
+	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/sessiontoken"
 	"github.com/splathost/splathost/services/scene"
@@ -23,6 +24,12 @@ func main() {
 	// The multiplayer rooms run until the shutdown signal, then close their WebSockets (1012)
 	// and delete this process's presence rows: the database must outlive them (rt.Close).
 	rooms := svc.Rooms()
+	// The rooms check their participants' integration and customer again while their sockets
+	// are open, from this process's own credential cache, which hears every revocation and
+	// customer status change on credentials.Channel.
+	ints := credentials.NewCache(d.Pool, rt.Log)
+	go ints.Listen(rt.Ctx)
+	rooms.UseIntegrations(ints)
 	roomsDone := make(chan struct{})
 	go func() { defer close(roomsDone); rooms.Run(rt.Ctx) }()
 	app := boot.ServiceApp("session", rt.Config, rt.Log, session.Prefixes, svc.Register,

@@ -105,6 +105,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	}
 	sessions := session.New(d, log, keys)
 	sessions.UseAssetURLs(urls)
+	// The rooms check rights again from the gateway's own cache, which the user service in
+	// this process flushes before it answers a revocation or a customer's status change.
+	sessions.Rooms().UseIntegrations(ints)
 	app, err := gateway.New(gateway.Options{
 		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken, Pprof: cfg.Pprof,
 		InternalSecret: []byte(cfg.InternalSecret), Integrations: ints,

@@ -34,7 +34,7 @@ const (
 
 // Claims are the session token's claims: the spec's table (typ, sub, identityUserId,
 // integrationId, publicKey, capabilities, iat, exp), the splatId of contract item 5, the
-// customer scope and the optional end-user profile.
+// customer scope, the room's co-edit grant and the optional end-user profile.
 type Claims struct {
 	Typ string `json:"typ"`
 	// RegisteredClaims carries iat, exp and sub. sub is the owner the session acts for: the
@@ -51,6 +51,10 @@ type Claims struct {
 	SplatID string `json:"splatId,omitempty"`
 	// ExternalUserID is the customer (EU) the session is scoped to; empty for guests.
 	ExternalUserID string `json:"externalUserId,omitempty"`
+	// CoEdit is the integrator's grant to change the drafts of the multiplayer rooms the session
+	// joins without owning their scenes (mint option coEdit, editor sessions only). Without it
+	// only a session scoped to the scene's owner edits; the others are shown the room read-only.
+	CoEdit bool `json:"coEdit,omitempty"`
 	// Name and AvatarURL are the optional end-user profile (display identity only).
 	Name      string  `json:"name,omitempty"`
 	AvatarURL *string `json:"avatarUrl,omitempty"`

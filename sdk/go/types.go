@@ -336,6 +336,10 @@ type SessionRequest struct {
 	Type      SessionType  `json:"type,omitempty"`
 	SplatID   string       `json:"splatId,omitempty"`
 	User      *SessionUser `json:"user,omitempty"`
+	// CoEdit (editor sessions only) lets the session change the unsaved drafts of the
+	// multiplayer rooms it joins without owning their scenes; without it such a session is
+	// shown the room read-only (docs/security.md, "Room").
+	CoEdit bool `json:"coEdit,omitempty"`
 	// ExternalUserID scopes the session to a customer (sent as a header, not in the body).
 	ExternalUserID string `json:"-"`
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/quota"
+	"github.com/splathost/splathost/internal/roomproto"
 )
 
 // scenePatch is a validated PATCH body; nil fields are omitted (untouched).
@@ -189,6 +190,14 @@ func (s *Service) updateScene(ctx context.Context, accountID string, owner *ent.
 				return err
 			}
 		}
+		// The scene's multiplayer room learns of the save from here, never from a client: its
+		// draft is cleared and its participants get the stored scene, once this commits.
+		if p.changesRoom() {
+			q, args := roomproto.SceneSaved(owner.IntegrationID, id)
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+				return err
+			}
+		}
 		return sceneChanged(ctx, tx, owner.IntegrationID, id)
 	})
 	if err != nil {
@@ -198,6 +207,13 @@ func (s *Service) updateScene(ctx context.Context, accountID string, owner *ent.
 	s.startAssetPurge(ctx, purge)
 	s.invalidateScene(ctx, owner.IntegrationID, id)
 	return sc, nil
+}
+
+// changesRoom reports whether the PATCH writes a field the multiplayer room edits (a save or a
+// publish); a thumbnail alone (imageUrl) or allowEmbed/allowClone leave the room's draft as it is.
+func (p *scenePatch) changesRoom() bool {
+	return p.title != nil || p.description != nil || p.visibility != nil || p.allowComments != nil ||
+		p.allowReactions != nil || p.hasLevelData
 }
 
 // apply sets the PATCH's plain fields on up, and takes a featured scene off the curated set

@@ -25,6 +25,13 @@ const (
 	maxDescription = 2000
 )
 
+// MaxTitle and MaxDescription are a scene's title and description limits in characters: the
+// multiplayer room bounds a draft's fields by them, since a longer one could never be saved.
+const (
+	MaxTitle       = maxTitle
+	MaxDescription = maxDescription
+)
+
 // registerScenes mounts the scene read, update and delete routes.
 func (s *Service) registerScenes(r fiber.Router) {
 	r.Get("/api/v1/splats", s.listScenes)

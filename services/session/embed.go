@@ -59,7 +59,7 @@ func (s *Service) getScene(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	sc, err := s.loadScene(c.UserContext(), id)
+	sc, err := loadScene(c.UserContext(), s.db.Ent, id)
 	if err != nil {
 		return err
 	}
@@ -70,8 +70,8 @@ func (s *Service) getScene(c *fiber.Ctx) error {
 }
 
 // loadScene reads a scene with its owner's external user id; nil when there is none.
-func (s *Service) loadScene(ctx context.Context, id string) (*ent.Scene, error) {
-	sc, err := s.db.Ent.Scene.Query().Where(scene.ID(id)).
+func loadScene(ctx context.Context, client *ent.Client, id string) (*ent.Scene, error) {
+	sc, err := client.Scene.Query().Where(scene.ID(id)).
 		WithOwner(func(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldExternalUserID) }).Only(ctx)
 	if ent.IsNotFound(err) {
 		return nil, nil

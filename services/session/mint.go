@@ -34,6 +34,8 @@ type mintRequest struct {
 	publicKey string
 	typ       string
 	splatID   string
+	// coEdit grants the right to change the drafts of the rooms the session joins (editor only).
+	coEdit bool
 	// hasUser says a profile was given; name and avatarURL are then signed into the token.
 	hasUser   bool
 	name      string
@@ -42,16 +44,18 @@ type mintRequest struct {
 
 // parseMint applies the body rules: publicKey required (mpk_ prefix), type 'viewer' or
 // 'editor' (default 'editor'), splatId null or a 24-hex id, user null or {name: 1-64
-// characters, avatarUrl: null or an absolute http(s) URL up to 2048 characters}. Unknown fields
+// characters, avatarUrl: null or an absolute http(s) URL up to 2048 characters}, coEdit a
+// boolean (true only for an editor: the right to change room drafts). Unknown fields
 // are refused, as everywhere in the API, so a typo never passes silently.
 func parseMint(body []byte) (*mintRequest, error) {
 	f, err := httpx.DecodeObject(body, false)
 	if err != nil {
 		return nil, err
 	}
-	f.Only("publicKey", "type", "splatId", "user")
+	f.Only("publicKey", "type", "splatId", "user", "coEdit")
 	f.Require("publicKey")
 	f.NotNull("type")
+	f.NotNull("coEdit")
 	r := &mintRequest{typ: sessiontoken.TypeEditor}
 	if pk, ok := f.String("publicKey", 1, maxPublicKey); ok {
 		if !strings.HasPrefix(pk, credentials.PublicKeyPrefix) {
@@ -61,6 +65,12 @@ func parseMint(body []byte) (*mintRequest, error) {
 	}
 	if t, ok := f.Enum("type", sessiontoken.TypeViewer, sessiontoken.TypeEditor); ok {
 		r.typ = t
+	}
+	if co, ok := f.Bool("coEdit"); ok {
+		if co && r.typ != sessiontoken.TypeEditor {
+			f.Issuef("coEdit: only an editor session joins a room; a viewer session cannot co-edit")
+		}
+		r.coEdit = co
 	}
 	if f.Has("splatId") && !f.IsNull("splatId") {
 		if id, ok := f.String("splatId", 0, 1024); ok && ids.Valid(id) {
@@ -133,7 +143,7 @@ func (s *Service) mint(c *fiber.Ctx) error {
 		},
 		IdentityUserID: anonymousID(),
 		IntegrationID:  caller.IntegrationID, PublicKey: caller.PublicKey,
-		Capabilities: []string{req.typ}, SplatID: req.splatID,
+		Capabilities: []string{req.typ}, SplatID: req.splatID, CoEdit: req.coEdit,
 	}
 	if customer != nil {
 		claims.Subject, claims.IdentityUserID, claims.ExternalUserID = customer.ID, customer.ExternalUserID, customer.ExternalUserID

@@ -26,8 +26,13 @@ func TestParseMint(t *testing.T) {
 			want: &mintRequest{publicKey: "mpk_x", typ: sessiontoken.TypeEditor, hasUser: true, name: "Ada"}},
 		{name: "64-character name", body: `{"publicKey":"mpk_x","user":{"name":"` + strings.Repeat("é", 64) + `"}}`,
 			want: &mintRequest{publicKey: "mpk_x", typ: sessiontoken.TypeEditor, hasUser: true, name: strings.Repeat("é", 64)}},
+		{name: "co-edit editor", body: `{"publicKey":"mpk_x","coEdit":true}`, want: &mintRequest{publicKey: "mpk_x", typ: sessiontoken.TypeEditor, coEdit: true}},
+		{name: "no co-edit viewer", body: `{"publicKey":"mpk_x","type":"viewer","coEdit":false}`, want: &mintRequest{publicKey: "mpk_x", typ: sessiontoken.TypeViewer}},
 
 		{name: "empty body", body: ``, issues: []string{"body: must be a JSON object"}},
+		{name: "co-edit viewer", body: `{"publicKey":"mpk_x","type":"viewer","coEdit":true}`, issues: []string{"coEdit: only an editor session joins a room"}},
+		{name: "co-edit not a boolean", body: `{"publicKey":"mpk_x","coEdit":"yes"}`, issues: []string{"coEdit: must be a boolean"}},
+		{name: "null co-edit", body: `{"publicKey":"mpk_x","coEdit":null}`, issues: []string{"coEdit: must not be null"}},
 		{name: "not JSON", body: `{"publicKey":`, issues: []string{"body: malformed JSON"}},
 		{name: "array", body: `[]`, issues: []string{"body: must be a JSON object"}},
 		{name: "no public key", body: `{}`, issues: []string{"publicKey: required"}},

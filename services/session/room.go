@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,12 +13,12 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/roomproto"
+	sceneapi "github.com/splathost/splathost/services/scene"
 )
 
 // Connection timing. The server pings every roomPingEvery; a connection that sends nothing, not
@@ -65,6 +64,12 @@ func sessionExpiry(session map[string]any) time.Time {
 type Rooms struct {
 	store *roomStore
 	log   *slog.Logger
+	// ent reads scenes (rights, saved scenes); urls renders a saved scene's asset URLs.
+	ent  *ent.Client
+	urls *sceneapi.AssetURLs
+	// creds answers whether a participant's integration and customer still hold their rights
+	// (UseIntegrations); without it the rooms admit nobody.
+	creds IntegrationLookup
 	// live is true while the LISTEN connection is up: without it this process would miss
 	// other processes' events, so it admits nobody.
 	live atomic.Bool
@@ -87,11 +92,17 @@ func NewRooms(d *db.DB, log *slog.Logger) *Rooms {
 	return &Rooms{
 		store:   &roomStore{pool: d.Pool, process: ids.New()},
 		log:     log,
+		ent:     d.Ent,
 		events:  make(chan string, 4096),
 		stopped: make(chan struct{}),
 		rooms:   map[string]map[*roomConn]struct{}{},
 	}
 }
+
+// UseIntegrations wires the credential cache the rooms check their participants' integration
+// and customer against (the process's credentials.Cache, listening for changes): a revoked
+// integration or a customer made inactive closes their sockets within rightsEvery.
+func (r *Rooms) UseIntegrations(l IntegrationLookup) { r.creds = l }
 
 // Ready is the rooms' readiness check: the LISTEN connection that carries other processes'
 // events is up.
@@ -102,8 +113,8 @@ func (r *Rooms) Ready(context.Context) error {
 	return nil
 }
 
-// Run listens for room events, refreshes this process's presence rows and sweeps dead
-// processes' rows until ctx ends; then it closes every connection with 1012 (clients
+// Run listens for room events, refreshes this process's presence rows, sweeps dead processes'
+// rows and checks its participants' rights (recheck) until ctx ends; then it closes every connection with 1012 (clients
 // reconnect, to another process or to this one restarted), deletes this process's rows and
 // returns. The database must stay open until Run has returned.
 func (r *Rooms) Run(ctx context.Context) {
@@ -118,6 +129,8 @@ func (r *Rooms) Run(ctx context.Context) {
 	defer tick.Stop()
 	ping := time.NewTicker(roomPingEvery)
 	defer ping.Stop()
+	check := time.NewTicker(rightsEvery)
+	defer check.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -127,6 +140,8 @@ func (r *Rooms) Run(ctx context.Context) {
 			return
 		case <-tick.C:
 			r.heartbeat(ctx)
+		case <-check.C:
+			r.recheck(ctx)
 		case <-ping.C:
 			r.ping()
 		}
@@ -162,12 +177,9 @@ func (r *Rooms) all() []*roomConn {
 
 // heartbeat refreshes this process's presence rows and sweeps the rows of dead processes. A
 // local participant whose row is gone (swept while this process could not reach Postgres) is
-// invisible to the others: it is closed with 1012 and rejoins. A participant whose session
-// token has ended is closed with 4401 (within one heartbeat): a room is no longer than its
-// session, and the editor rejoins with the token the host renews through updateSession.
+// invisible to the others: it is closed with 1012 and rejoins.
 func (r *Rooms) heartbeat(ctx context.Context) {
 	start := time.Now()
-	r.closeExpired(start)
 	ctx, cancel := context.WithTimeout(ctx, roomStoreWait)
 	defer cancel()
 	have, err := r.store.heartbeat(ctx)
@@ -185,18 +197,6 @@ func (r *Rooms) heartbeat(ctx context.Context) {
 	}
 	if err := r.store.sweep(ctx); err != nil {
 		r.log.Warn("room sweep failed", "error", err)
-	}
-}
-
-// closeExpired closes, with 4401, every local participant whose session token ended before now.
-func (r *Rooms) closeExpired(now time.Time) {
-	r.mu.Lock()
-	conns := r.all()
-	r.mu.Unlock()
-	for _, c := range conns {
-		if !c.expires.IsZero() && now.After(c.expires) {
-			c.closeWith(4000+fiber.StatusUnauthorized, "SESSION_EXPIRED", "the session has expired: renew it (updateSession) to rejoin")
-		}
 	}
 }
 
@@ -226,6 +226,9 @@ func (r *Rooms) dispatch(ctx context.Context) {
 				r.log.Warn("room event row unreadable", "ref", ev.Ref, "error", err)
 				continue
 			}
+		}
+		if ev.Saved != "" && !r.saved(ctx, &ev) {
+			continue
 		}
 		r.mu.Lock()
 		for c := range r.rooms[ev.Room] {
@@ -259,75 +262,6 @@ func (r *Rooms) shutdown() {
 	}
 }
 
-// admission is who may join which room, decided before the upgrade.
-type admission struct {
-	room   string
-	name   string
-	avatar *string
-	// expires is when the session token ends: the participant is closed then with 4401, and
-	// rejoins with the token the host passes to updateSession.
-	expires time.Time
-}
-
-// room answers GET /api/embed/room: the admission rules of the contract (item 10), then the
-// upgrade. A refused request is upgraded and closed with the refusal's code (httpx.CloseCode),
-// the only refusal a browser's WebSocket can see.
-func (s *Service) room(c *fiber.Ctx) error {
-	if err := httpx.RequireUpgrade(c); err != nil {
-		return err
-	}
-	adm, err := s.admitRoom(c)
-	if err != nil {
-		if apperr.From(err).Status >= 500 {
-			s.log.ErrorContext(c.UserContext(), "room admission failed", "error", err, "requestId", httpx.RequestID(c))
-		}
-		return httpx.RefuseUpgrade(c, err)
-	}
-	return s.rooms.upgrade(c, adm)
-}
-
-// admitRoom applies the admission rules: a session (4401), with the editor capability and an
-// active customer when scoped (4403), opening a scene of its integration it may open in the
-// editor: the customer's own, or a public embeddable one (4404, which never says whether the
-// scene exists).
-func (s *Service) admitRoom(c *fiber.Ctx) (*admission, error) {
-	caller := httpx.CallerOf(c)
-	ss, err := sessionCaller(caller)
-	if err != nil {
-		return nil, err
-	}
-	if ss.viewerOnly {
-		return nil, apperr.Forbidden("viewer sessions join no room: the room is for editor sessions")
-	}
-	if caller.CustomerInactive() {
-		return nil, apperr.Forbidden("this customer is inactive: the session may view, not edit")
-	}
-	id := c.Query("splatId")
-	if id == "" {
-		return nil, apperr.Invalid("missing splatId", "splatId: required")
-	}
-	if !ids.Valid(id) {
-		return nil, errNotFound()
-	}
-	sc, err := s.db.Ent.Scene.Query().Where(scene.ID(strings.ToLower(id))).
-		Select(scene.FieldIntegrationID, scene.FieldOwnerID, scene.FieldVisibility, scene.FieldAllowEmbed, scene.FieldArchivedAt).
-		Only(c.UserContext())
-	if err != nil && !ent.IsNotFound(err) {
-		return nil, apperr.Internal(err)
-	}
-	if sc == nil || !ss.sees(sc) {
-		return nil, errNotFound()
-	}
-	adm := &admission{room: ss.integrationID + ":" + sc.ID, expires: sessionExpiry(caller.Session)}
-	if name, _ := caller.Session[claimName].(string); name != "" {
-		adm.name = shownName(name)
-	}
-	if a, _ := caller.Session[claimAvatar].(string); a != "" {
-		adm.avatar = &a
-	}
-	return adm, nil
-}
-
 // upgrade switches the request to a WebSocket and serves the participant on it.
 func (r *Rooms) upgrade(c *fiber.Ctx, adm *admission) error {
 	err := httpx.Upgrader.Upgrade(c.Context(), func(ws *websocket.Conn) { r.serve(ws, adm) })
@@ -351,7 +285,7 @@ func (r *Rooms) serve(ws *websocket.Conn, adm *admission) {
 			httpx.CloseServiceRestart, "the room is reconnecting: retry")
 		return
 	}
-	c := &roomConn{rooms: r, ws: ws, room: adm.room, id: ids.New(), expires: adm.expires, tokens: roomproto.Burst, last: time.Now()}
+	c := &roomConn{rooms: r, ws: ws, room: adm.room, id: ids.New(), rights: adm.rights, tokens: roomproto.Burst, last: time.Now()}
 	if !r.register(c) {
 		httpx.CloseWebSocket(ws, httpx.ErrorFrame("SHUTTING_DOWN", "the server is restarting: reconnect"),
 			httpx.CloseServiceRestart, "the server is restarting")

@@ -25,8 +25,8 @@ type roomConn struct {
 	ws    *websocket.Conn
 	room  string
 	id    string
-	// expires is when the participant's session token ends (zero: never checked).
-	expires time.Time
+	// rights are what the participant may do, as admitted; checked again as it goes (room_rights.go).
+	rights rights
 
 	mu sync.Mutex
 	// ready says the welcome went out; until then events wait in pending.
@@ -59,7 +59,7 @@ type closeItem struct {
 // welcome sends the welcome, then the events that arrived while joining and are not already in
 // it: edits and saves after the draft's seq, joins of participants the roster did not list.
 func (c *roomConn) welcome(j *joined) {
-	msg, _ := json.Marshal(welcomeMsg{Type: "welcome", Self: j.self, Peers: j.peers, Draft: j.draft, Seq: j.seq})
+	msg, _ := json.Marshal(welcomeMsg{Type: "welcome", Self: j.self, Peers: j.peers, Draft: j.draft, Seq: j.seq, CanEdit: c.rights.canEdit})
 	listed := make(map[string]bool, len(j.peers))
 	for _, p := range j.peers {
 		listed[p.ID] = true
@@ -124,17 +124,26 @@ func (c *roomConn) sendLocked(frame []byte) {
 
 // closeWith queues an error frame and a close with code, once; frames already queued go first.
 func (c *roomConn) closeWith(code int, errCode, message string) {
+	c.closeFrame(code, httpx.ErrorFrame(errCode, message), message)
+}
+
+// closeFrame queues frame and a close with code and reason, once.
+func (c *roomConn) closeFrame(code int, frame []byte, reason string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.closeLocked(code, errCode, message)
+	c.closeAtLocked(code, frame, reason)
 }
 
 func (c *roomConn) closeLocked(code int, errCode, message string) {
+	c.closeAtLocked(code, httpx.ErrorFrame(errCode, message), message)
+}
+
+func (c *roomConn) closeAtLocked(code int, frame []byte, reason string) {
 	if c.closing || c.done {
 		return
 	}
 	c.closing = true
-	c.closeAt = &closeItem{frame: httpx.ErrorFrame(errCode, message), code: code, reason: message}
+	c.closeAt = &closeItem{frame: frame, code: code, reason: reason}
 	c.startWriter()
 }
 
@@ -204,17 +213,18 @@ func (c *roomConn) finish() {
 	_ = c.ws.Close()
 }
 
-// closeFailed closes c for a failed message: err's code and frame (httpx.CloseCode).
+// closeFailed closes c for a failed message or ended rights: err's error frame (its issues
+// included) and code (httpx.CloseCode; 1009 for what is too large).
 func (c *roomConn) closeFailed(err error) {
 	e := apperr.From(err)
 	if e.Status >= 500 {
 		c.rooms.log.Error("room message failed", "error", err)
 	}
 	code := httpx.CloseCode(e)
-	if errors.Is(err, errDraftTooLarge) {
+	if errors.Is(err, errDraftTooLarge) || errors.Is(err, errMessageTooLarge) {
 		code = httpx.CloseTooBig
 	}
-	c.closeWith(code, httpx.ErrorCode(e), e.Message)
+	c.closeFrame(code, errorFrame(e), e.Message)
 }
 
 // isClosing reports whether the close is queued or the connection is over.
@@ -225,13 +235,19 @@ func (c *roomConn) isClosing() bool {
 }
 
 // read handles the client's messages until the connection ends. It reports whether the client
-// itself closed it (a voluntary leave).
+// itself closed it (a voluntary leave). A message is read up to roomproto.MaxMessage and one byte
+// more: a larger one gets an error frame and 1009, and what is left of it is discarded while the
+// close goes out (the writer bounds that drain with its deadline), so no message is ever held
+// whole beyond the bound.
 func (c *roomConn) read() bool {
-	c.ws.SetReadLimit(roomproto.MaxMessage)
 	_ = c.ws.SetReadDeadline(time.Now().Add(roomReadIdle))
 	c.ws.SetPongHandler(func(string) error { return c.ws.SetReadDeadline(time.Now().Add(roomReadIdle)) })
 	for {
-		kind, frame, err := c.ws.ReadMessage()
+		kind, r, err := c.ws.NextReader()
+		if err != nil {
+			return c.ended(err)
+		}
+		frame, err := io.ReadAll(io.LimitReader(r, roomproto.MaxMessage+1))
 		if err != nil {
 			return c.ended(err)
 		}
@@ -239,6 +255,10 @@ func (c *roomConn) read() bool {
 			continue // draining until the client's close
 		}
 		_ = c.ws.SetReadDeadline(time.Now().Add(roomReadIdle))
+		if len(frame) > roomproto.MaxMessage {
+			c.closeFailed(errMessageTooLarge)
+			continue
+		}
 		if err := c.handle(kind, frame); err != nil {
 			c.closeFailed(err)
 		}
@@ -247,16 +267,6 @@ func (c *roomConn) read() bool {
 
 // ended sorts out how the connection ended.
 func (c *roomConn) ended(err error) bool {
-	if errors.Is(err, websocket.ErrReadLimit) {
-		// The library has sent 1009 already; drain what the client still sends (see write).
-		c.mu.Lock()
-		c.closing, c.queue = true, nil
-		c.mu.Unlock()
-		conn := c.ws.UnderlyingConn()
-		_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
-		_, _ = io.Copy(io.Discard, conn)
-		return false
-	}
 	if c.isClosing() {
 		return false
 	}
@@ -282,12 +292,22 @@ func (c *roomConn) handle(kind int, frame []byte) error {
 	case kindPing:
 		c.send(pongFrame)
 		return nil
+	case kindServerOnly:
+		// A client never says what the server decides (a save, a welcome): refused, not relayed.
+		c.send(errorFrame(withIssues(errServerOnly, "type: '"+in.typ+"' is sent only by the server")))
+		return nil
 	case kindEdit:
-		err = c.rooms.store.edit(ctx, c.room, c.id, in.fields)
+		if !c.rights.canEdit {
+			c.send(errorFrame(errReadOnly))
+			return nil
+		}
+		if err = c.rooms.check(ctx, &c.rights, time.Now(), nil); err == nil {
+			err = c.rooms.store.edit(ctx, c.room, c.id, in.fields, &c.rights)
+		}
 	case kindCamera:
-		err = c.rooms.store.camera(ctx, c.room, c.id, in.camera)
-	case kindSaved:
-		err = c.rooms.store.saved(ctx, c.room, c.id, in.splat)
+		if err = c.rooms.check(ctx, &c.rights, time.Now(), nil); err == nil {
+			err = c.rooms.store.camera(ctx, c.room, c.id, in.camera)
+		}
 	}
 	var e *apperr.Error
 	if err != nil && !errors.As(err, &e) {

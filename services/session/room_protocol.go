@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -13,6 +14,7 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/roomproto"
+	sceneapi "github.com/splathost/splathost/services/scene"
 )
 
 // The multiplayer room's wire protocol (docs/embeds.md, "Multiplayer room"): JSON text frames.
@@ -47,6 +49,9 @@ type (
 		Peers []Peer          `json:"peers"`
 		Draft json.RawMessage `json:"draft"`
 		Seq   int64           `json:"seq"`
+		// CanEdit says whether this participant's edits are taken (the scene's owner, or a
+		// session minted with coEdit); the others share presence and camera only.
+		CanEdit bool `json:"canEdit"`
 	}
 	joinMsg struct {
 		Type string `json:"type"`
@@ -67,15 +72,41 @@ type (
 		From   string  `json:"from"`
 		Camera *Camera `json:"camera"`
 	}
+	// savedMsg is sent by the server alone, once a save of the scene is stored: the scene as
+	// stored (the single-scene fetch's shape) and the draft's seq after it was cleared.
 	savedMsg struct {
-		Type  string          `json:"type"`
-		From  string          `json:"from"`
-		Splat json.RawMessage `json:"splat"`
+		Type  string `json:"type"`
+		Splat any    `json:"splat"`
+		Seq   int64  `json:"seq"`
+	}
+	errorMsg struct {
+		Type    string   `json:"type"`
+		Code    string   `json:"code"`
+		Message string   `json:"message"`
+		Issues  []string `json:"issues,omitempty"`
 	}
 )
 
 // pongFrame answers a client's {type:'ping'}.
 var pongFrame = []byte(`{"type":"pong"}`)
+
+// errorFrame is the {type:'error', code, message, issues?} frame of e: the REST envelope's
+// message and issues (each naming its field), and its code (httpx.ErrorCode).
+func errorFrame(e *apperr.Error) []byte {
+	b, _ := json.Marshal(errorMsg{Type: "error", Code: httpx.ErrorCode(e), Message: e.Message, Issues: e.Issues})
+	return b
+}
+
+// withIssues is e with issues.
+func withIssues(e *apperr.Error, issues ...string) *apperr.Error {
+	c := *e
+	c.Issues = issues
+	return &c
+}
+
+// errMessageTooLarge refuses a frame over roomproto.MaxMessage (closed with 1009).
+var errMessageTooLarge = withIssues(apperr.New(413, "a message may be at most 64 KiB").With("code", "MESSAGE_TOO_LARGE"),
+	"message: must be at most "+strconv.Itoa(roomproto.MaxMessage)+" bytes")
 
 // Camera is a participant's camera (a presence marker): levelData v1's camera shape.
 type Camera struct {
@@ -84,28 +115,35 @@ type Camera struct {
 	Fov      *float64  `json:"fov,omitempty"`
 }
 
-// Client message kinds.
+// Client message kinds; kindServerOnly is any type only the server sends.
 const (
-	kindEdit   = "edit"
-	kindCamera = "camera"
-	kindSaved  = "saved"
-	kindPing   = "ping"
+	kindEdit       = "edit"
+	kindCamera     = "camera"
+	kindPing       = "ping"
+	kindServerOnly = "server-only"
 )
+
+// serverTypes are the messages only the server sends: a client's is refused, never relayed.
+// 'published' is a save too (of visibility), announced as 'saved'.
+var serverTypes = []string{"welcome", "join", "leave", "saved", "published", "pong", "error"}
 
 // inbound is a validated client message.
 type inbound struct {
 	kind string
+	// typ is the message's type as sent (a server-only one, for the refusal).
+	typ string
 	// fields is an edit's fields (compact JSON object).
 	fields json.RawMessage
 	camera *Camera
-	// splat is a saved message's scene (compact JSON object), passed on as the saver got it.
-	splat json.RawMessage
 }
 
 // editFields are the fields an edit may carry: what the editor's PATCH saves.
 var editFields = []string{"title", "description", "visibility", "allowComments", "allowReactions", "levelData"}
 
-// parseInbound validates one client frame; any problem is a 400 (closed with 4400).
+// parseInbound validates one client frame as a REST body is validated: the shared decoder
+// (httpx.DecodeObject), unknown types and fields refused, each field of its type and within its
+// bounds, every number finite; any problem is a 400 whose issues name the field (closed with
+// 4400). A server-only type is returned as kindServerOnly, for the caller to refuse.
 func parseInbound(frame []byte) (*inbound, error) {
 	if depth := jsonDepth(frame); depth > roomMaxDepth {
 		return nil, apperr.Invalid("malformed message", "message: must not nest deeper than "+strconv.Itoa(roomMaxDepth)+" levels")
@@ -114,36 +152,30 @@ func parseInbound(frame []byte) (*inbound, error) {
 	if err != nil {
 		return nil, err
 	}
+	if issues := numberIssues(frame); len(issues) > 0 {
+		return nil, apperr.Invalid("validation failed", issues...)
+	}
 	f.Require("type")
-	kind, _ := f.Enum("type", kindEdit, kindCamera, kindSaved, kindPing)
-	in := &inbound{kind: kind}
-	switch kind {
-	case kindEdit:
+	typ, _ := f.String("type", 1, 64)
+	in := &inbound{kind: typ, typ: typ}
+	switch {
+	case typ == kindEdit:
 		f.Only("type", "fields")
 		f.Require("fields")
 		f.Object("fields", parseEditFields)
 		if raw, ok := f.Raw("fields"); ok {
 			in.fields = compact(raw)
 		}
-	case kindCamera:
+	case typ == kindCamera:
 		f.Only("type", "camera")
 		f.Require("camera")
-		if raw, ok := f.Raw("camera"); ok && !f.IsNull("camera") {
-			cam, problem := parseCamera(raw)
-			if problem != "" {
-				f.Issuef("camera: %s", problem)
-			}
-			in.camera = cam
-		}
-	case kindSaved:
-		f.Only("type", "splat")
-		f.Require("splat")
-		if f.Object("splat", func(*httpx.Fields) {}) {
-			raw, _ := f.Raw("splat")
-			in.splat = compact(raw)
-		}
-	case kindPing:
+		f.Object("camera", func(g *httpx.Fields) { in.camera = parseCamera(g) })
+	case typ == kindPing:
 		f.Only("type")
+	case slices.Contains(serverTypes, typ):
+		return &inbound{kind: kindServerOnly, typ: typ}, nil
+	case typ != "":
+		f.Issuef("type: must be one of 'edit', 'camera', 'ping'")
 	}
 	if err := f.Err(); err != nil {
 		return nil, err
@@ -152,8 +184,8 @@ func parseInbound(frame []byte) (*inbound, error) {
 }
 
 // parseEditFields checks an edit's fields: at least one, each of the type the editor's PATCH
-// takes. The values' own rules (title length, levelData v1) are the save's: a draft may hold
-// an empty title while someone types.
+// takes, title and description within the scene's bounds. The values' other rules (a title
+// not blank, levelData v1) are the save's: a draft may hold an empty title while someone types.
 func parseEditFields(g *httpx.Fields) {
 	if g.Len() == 0 {
 		g.Issuef("at least one of %s is required", strings.Join(editFields, ", "))
@@ -162,8 +194,8 @@ func parseEditFields(g *httpx.Fields) {
 	for _, name := range editFields {
 		g.NotNull(name)
 	}
-	g.String("title", 0, roomproto.MaxMessage)
-	g.String("description", 0, roomproto.MaxMessage)
+	g.String("title", 0, sceneapi.MaxTitle)
+	g.String("description", 0, sceneapi.MaxDescription)
 	g.Enum("visibility", "private", "public")
 	g.Bool("allowComments")
 	g.Bool("allowReactions")
@@ -171,27 +203,29 @@ func parseEditFields(g *httpx.Fields) {
 	g.Object("levelData", func(*httpx.Fields) {})
 }
 
-// parseCamera checks a camera: position and target of three finite numbers, fov 1-179.
-func parseCamera(raw json.RawMessage) (*Camera, string) {
-	f, err := httpx.DecodeObject(raw, false)
-	if err != nil {
-		return nil, "must be a JSON object"
-	}
-	f.Only("position", "target", "fov")
-	if f.Err() != nil {
-		return nil, "only position, target and fov are allowed"
-	}
+// parseCamera checks a camera: position and target of three finite numbers, fov 1-179 degrees.
+func parseCamera(g *httpx.Fields) *Camera {
+	g.Only("position", "target", "fov")
+	g.Require("position", "target")
 	var cam Camera
-	if err := json.Unmarshal(raw, &cam); err != nil {
-		return nil, "position and target must be [x, y, z] numbers, fov a number"
+	for _, v := range []struct {
+		name string
+		dst  *[]float64
+	}{{"position", &cam.Position}, {"target", &cam.Target}} {
+		if raw, ok := g.Raw(v.name); ok && !g.IsNull(v.name) {
+			if json.Unmarshal(raw, v.dst) != nil || !vec3(*v.dst) {
+				g.Issuef("%s: must be [x, y, z] of finite numbers", v.name)
+			}
+		}
 	}
-	if !vec3(cam.Position) || !vec3(cam.Target) {
-		return nil, "position and target must be [x, y, z] of finite numbers"
+	if raw, ok := g.Raw("fov"); ok && !g.IsNull("fov") {
+		var fov float64
+		if json.Unmarshal(raw, &fov) != nil || fov < 1 || fov > 179 {
+			g.Issuef("fov: must be a number of degrees, 1-179")
+		}
+		cam.Fov = &fov
 	}
-	if cam.Fov != nil && (*cam.Fov < 1 || *cam.Fov > 179) {
-		return nil, "fov must be 1-179 degrees"
-	}
-	return &cam, ""
+	return &cam
 }
 
 func vec3(v []float64) bool {
@@ -241,6 +275,79 @@ func jsonDepth(b []byte) int {
 		}
 	}
 	return deepest
+}
+
+// maxNumberIssues bounds the issues of one frame, so the error frame stays small.
+const maxNumberIssues = 10
+
+// numberIssues names, by path (fields.levelData.camera.position[1]), every number of the JSON
+// value body that is not a finite double: JSON cannot spell NaN or Infinity, but 1e400 is JSON
+// and no viewer, and no save, can use it. Frames without an exponent or a very long digit run
+// (nearly all) cost one byte scan.
+func numberIssues(body []byte) []string {
+	if !mayOverflow(body) {
+		return nil
+	}
+	var issues []string
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	_ = walkNumbers(dec, "", &issues) // body was decoded before: it is valid JSON
+	return issues
+}
+
+// mayOverflow reports whether b holds an exponent after a digit, or a run of more digits than
+// a finite double has: the only ways a JSON number leaves the double range.
+func mayOverflow(b []byte) bool {
+	run := 0
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			if run++; run > 308 {
+				return true
+			}
+		case (c == 'e' || c == 'E') && run > 0:
+			return true
+		case c != '.':
+			run = 0
+		}
+	}
+	return false
+}
+
+// walkNumbers reads one JSON value from dec and records each number outside the double range
+// under path.
+func walkNumbers(dec *json.Decoder, path string, issues *[]string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		for i := 0; dec.More(); i++ {
+			at := path + "[" + strconv.Itoa(i) + "]"
+			if t == '{' {
+				key, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				k, _ := key.(string)
+				at = httpx.Printable(k)
+				if path != "" {
+					at = path + "." + at
+				}
+			}
+			if err := walkNumbers(dec, at, issues); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token() // the closing delimiter
+		return err
+	case json.Number:
+		if f, err := t.Float64(); (err != nil || math.IsInf(f, 0)) && len(*issues) < maxNumberIssues {
+			*issues = append(*issues, path+": must be a finite number")
+		}
+	}
+	return nil
 }
 
 // shownName is a session's user.name as the room shows it: control and bidirectional-override

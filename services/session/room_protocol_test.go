@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/splathost/splathost/internal/apperr"
 )
 
 func TestShownName(t *testing.T) {
@@ -50,7 +52,7 @@ func TestParseInbound(t *testing.T) {
 		`{"type":"edit","fields":{"title":"T","description":"d","visibility":"public","allowComments":false,"allowReactions":true,"levelData":{"camera":null,"x":[1,2]}}}`,
 		`{"type":"camera","camera":{"position":[0,1,2],"target":[0,0,0]}}`,
 		`{"type":"camera","camera":{"position":[0,1,2],"target":[0,0,0],"fov":60}}`,
-		`{"type":"saved","splat":{"id":"0123456789abcdef01234567"}}`,
+		`{"type":"edit","fields":{"title":"` + strings.Repeat("é", 200) + `","levelData":{"camera":{"position":[1e300,-2.5E-3,0]}}}}`,
 	}
 	for _, m := range ok {
 		_, err := parseInbound([]byte(m))
@@ -66,13 +68,57 @@ func TestParseInbound(t *testing.T) {
 		`{"type":"camera","camera":{"position":[0,1,2],"target":[0,0,0],"fov":180}}`,
 		`{"type":"camera","camera":{"position":[0,1,2],"target":[0,0,"x"]}}`,
 		`{"type":"camera","camera":{"position":[0,1,2],"target":[0,0,0],"zoom":1}}`,
-		`{"type":"saved","splat":"x"}`, `{"type":"saved"}`,
+		`{"type":"edit","fields":{"title":"` + strings.Repeat("t", 201) + `"}}`,
+		`{"type":"edit","fields":{"description":"` + strings.Repeat("d", 2001) + `"}}`,
+		`{"type":"edit","fields":{"levelData":{"post":{"exposure":1e400}}}}`,
+		`{"type":"camera","camera":{"position":[0,1,2e999],"target":[0,0,0]}}`,
+		`{"type":"camera","camera":null}`, `{"type":5}`,
 		`{"type":"edit","fields":{"levelData":{"deep":` + strings.Repeat("[", 80) + strings.Repeat("]", 80) + `}}}`,
 	}
 	for _, m := range bad {
 		_, err := parseInbound([]byte(m))
 		require.Error(t, err, m)
 	}
+}
+
+// Every message only the server sends is refused as such, whatever it carries; it is never
+// parsed as something to relay.
+func TestParseInboundServerOnly(t *testing.T) {
+	for _, m := range []string{
+		`{"type":"saved","splat":{"id":"0123456789abcdef01234567","title":"Taken over"}}`,
+		`{"type":"saved"}`, `{"type":"welcome","draft":{}}`, `{"type":"published"}`, `{"type":"error"}`,
+		`{"type":"join"}`, `{"type":"leave","id":"x"}`, `{"type":"pong"}`,
+	} {
+		in, err := parseInbound([]byte(m))
+		require.NoError(t, err, m)
+		require.Equal(t, kindServerOnly, in.kind, m)
+	}
+}
+
+// Issues name the field, as a REST body's do.
+func TestParseInboundIssuesNameTheField(t *testing.T) {
+	for frame, issue := range map[string]string{
+		`{"type":"edit","fields":{"levelData":{"camera":{"position":[0,1e400,0]}}}}`: "fields.levelData.camera.position[1]: must be a finite number",
+		`{"type":"camera","camera":{"position":[0,0,0],"target":[0,0,0],"zoom":1}}`:  "camera.zoom: unknown field",
+		`{"type":"camera","camera":{"position":[0,0],"target":[0,0,0]}}`:             "camera.position: must be [x, y, z] of finite numbers",
+		`{"type":"camera","camera":{"position":[0,0,0],"target":[0,0,0],"fov":0}}`:   "camera.fov: must be a number of degrees, 1-179",
+		`{"type":"edit","fields":{"title":"` + strings.Repeat("t", 201) + `"}}`:      "fields.title: must be at most 200 characters",
+		`{"type":"edit","fields":{"allowComments":"yes"}}`:                           "fields.allowComments: must be a boolean",
+		`{"type":"edit","fields":{"title":"x"},"extra":1}`:                           "extra: unknown field",
+		`{"type":"takeover"}`: "type: must be one of 'edit', 'camera', 'ping'",
+	} {
+		_, err := parseInbound([]byte(frame))
+		require.Error(t, err, frame)
+		require.Contains(t, apperr.From(err).Issues, issue, frame)
+		require.Contains(t, string(errorFrame(apperr.From(err))), `"issues":[`, frame)
+	}
+}
+
+func TestMayOverflow(t *testing.T) {
+	require.False(t, mayOverflow([]byte(`{"a":[1.5,-2,300],"e":"note"}`)))
+	require.True(t, mayOverflow([]byte(`{"a":1e3}`)))
+	require.True(t, mayOverflow([]byte(`{"a":1.5E-3}`)))
+	require.True(t, mayOverflow([]byte(`{"a":`+strings.Repeat("9", 309)+`}`)))
 }
 
 func TestJSONDepthSkipsStrings(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 
 // RoomChannel is the Postgres NOTIFY channel every room event travels on, between every
 // session service process (docs/embeds.md, "Multiplayer room": why LISTEN/NOTIFY).
-const RoomChannel = "splathost_room"
+const RoomChannel = roomproto.Channel
 
 // Presence timing: each process refreshes its participants' rows every presenceEvery; a row not
 // refreshed for presenceStale belongs to a process that died, and is ignored and swept.
@@ -36,15 +36,17 @@ const (
 
 // roomEvent is a NOTIFY payload: the frame msg for the local participants of room. Echo is
 // the participant who caused it, who does not get it back; Seq is the draft's seq after an edit
-// or a save; Join is the participant a join announces. Ref replaces everything else when the
-// event is in a room_messages row.
+// or a save; Join is the participant a join announces. Saved is the scene whose save the scene
+// service announced (roomproto.SceneSaved): each process reads the stored scene and makes msg
+// itself. Ref replaces everything else when the event is in a room_messages row.
 type roomEvent struct {
-	Room string          `json:"room,omitempty"`
-	Echo string          `json:"echo,omitempty"`
-	Seq  int64           `json:"seq,omitempty"`
-	Join string          `json:"join,omitempty"`
-	Msg  json.RawMessage `json:"msg,omitempty"`
-	Ref  int64           `json:"ref,omitempty"`
+	Room  string          `json:"room,omitempty"`
+	Echo  string          `json:"echo,omitempty"`
+	Seq   int64           `json:"seq,omitempty"`
+	Join  string          `json:"join,omitempty"`
+	Saved string          `json:"saved,omitempty"`
+	Msg   json.RawMessage `json:"msg,omitempty"`
+	Ref   int64           `json:"ref,omitempty"`
 }
 
 // errDraftTooLarge refuses an edit that would grow the draft past roomMaxDraft.
@@ -188,17 +190,26 @@ func (s *roomStore) join(ctx context.Context, room, id, name string, avatar *str
 
 // edit merges fields into the room's draft (last writer wins per top-level field, levelData
 // per top-level levelData key, all inside Postgres so concurrent edits from other processes
-// never overwrite each other's fields) and announces the edit with the draft's new seq.
-func (s *roomStore) edit(ctx context.Context, room, from string, fields json.RawMessage) error {
+// never overwrite each other's fields) and announces the edit with the draft's new seq. The
+// merge happens only while the scene is still one rt opens (live, of the integration, public and
+// embeddable or the session's customer's own), checked in the same statement: otherwise nothing
+// changes and the edit is refused (errSceneGone).
+func (s *roomStore) edit(ctx context.Context, room, from string, fields json.RawMessage, rt *rights) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		var seq, size int64
-		if err := tx.QueryRow(ctx, `INSERT INTO room_drafts AS d (id, fields, seq, updated_at) VALUES ($1, $2::jsonb, 1, now())
+		err := tx.QueryRow(ctx, `INSERT INTO room_drafts AS d (id, fields, seq, updated_at)
+			SELECT $1::text, $2::jsonb, 1, now() WHERE EXISTS (SELECT 1 FROM scenes s WHERE s.id = $3::text AND s.integration_id = $4::text
+				AND s.archived_at IS NULL AND (s.owner_id = $5::text OR (s.visibility = 'public' AND s.allow_embed)))
 			ON CONFLICT (id) DO UPDATE SET
 				fields = d.fields || (EXCLUDED.fields - 'levelData') || CASE WHEN EXCLUDED.fields ? 'levelData'
 					THEN jsonb_build_object('levelData', COALESCE(d.fields->'levelData', '{}'::jsonb) || (EXCLUDED.fields->'levelData'))
 					ELSE '{}'::jsonb END,
 				seq = d.seq + 1, updated_at = now()
-			RETURNING seq, octet_length(fields::text)`, room, string(fields)).Scan(&seq, &size); err != nil {
+			RETURNING seq, octet_length(fields::text)`, room, string(fields), rt.sceneID, rt.integrationID, rt.sub).Scan(&seq, &size)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errSceneGone
+		}
+		if err != nil {
 			return err
 		}
 		if size > roomMaxDraft {
@@ -206,21 +217,6 @@ func (s *roomStore) edit(ctx context.Context, room, from string, fields json.Raw
 		}
 		msg, _ := json.Marshal(editMsg{Type: "edit", From: from, Fields: fields, Seq: seq})
 		return notify(ctx, tx, roomEvent{Room: room, Echo: from, Seq: seq, Msg: msg})
-	})
-}
-
-// saved clears the room's draft (a participant saved it) and announces the save to everyone,
-// the saver included, with the scene as the saver got it.
-func (s *roomStore) saved(ctx context.Context, room, from string, splat json.RawMessage) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
-		var seq int64
-		if err := tx.QueryRow(ctx, `INSERT INTO room_drafts AS d (id, fields, seq, updated_at) VALUES ($1, '{}', 1, now())
-			ON CONFLICT (id) DO UPDATE SET fields = '{}', seq = d.seq + 1, updated_at = now() RETURNING seq`,
-			room).Scan(&seq); err != nil {
-			return err
-		}
-		msg, _ := json.Marshal(savedMsg{Type: "saved", From: from, Splat: splat})
-		return notify(ctx, tx, roomEvent{Room: room, Seq: seq, Msg: msg})
 	})
 }
 

@@ -34,9 +34,9 @@ type Service struct {
 // their readiness check.
 func (s *Service) Rooms() *Rooms { return s.rooms }
 
-// UseAssetURLs wires the asset URL signer the embed answers render scenes with: a scene the
-// session may see but not everyone may gets signed asset URLs.
-func (s *Service) UseAssetURLs(u *sceneapi.AssetURLs) { s.urls = u }
+// UseAssetURLs wires the asset URL signer the embed answers (and the room's saved scenes) render
+// scenes with: a scene the session may see but not everyone may gets signed asset URLs.
+func (s *Service) UseAssetURLs(u *sceneapi.AssetURLs) { s.urls, s.rooms.urls = u, u }
 
 // New returns the session service; keys signs the session tokens it mints.
 func New(d *db.DB, log *slog.Logger, keys *sessiontoken.Keys) *Service {

@@ -69,6 +69,10 @@ func (v *Verifier) VerifySession(ctx context.Context, token string) (*httpx.Call
 	if claims.AvatarURL != nil {
 		caller.Session[claimAvatar] = *claims.AvatarURL
 	}
+	// The co-edit grant travels too: the room lets only such a session, or the scene's owner, edit.
+	if claims.CoEdit {
+		caller.Session[claimCoEdit] = true
+	}
 	// The expiry travels too: the room closes a participant whose token has ended.
 	if claims.ExpiresAt != nil {
 		caller.Session[claimExp] = claims.ExpiresAt.Unix()
@@ -89,6 +93,7 @@ func (v *Verifier) VerifySession(ctx context.Context, token string) (*httpx.Call
 const (
 	claimSub     = "sub"
 	claimSplatID = "splatId"
+	claimCoEdit  = "coEdit"
 )
 
 // session is what a handler needs of a verified session.
@@ -102,6 +107,8 @@ type session struct {
 	// splatID pins a viewer session to one scene; viewerOnly says the pin applies.
 	splatID    string
 	viewerOnly bool
+	// coEdit is the integrator's grant to change the drafts of the rooms the session joins.
+	coEdit bool
 }
 
 // sessionCaller returns the request's session, or a 401 for any other scheme.
@@ -114,5 +121,6 @@ func sessionCaller(caller *httpx.Caller) (*session, error) {
 		viewerOnly: !slices.Contains(caller.Capabilities, sessiontoken.TypeEditor)}
 	s.sub, _ = caller.Session[claimSub].(string)
 	s.splatID, _ = caller.Session[claimSplatID].(string)
+	s.coEdit, _ = caller.Session[claimCoEdit].(bool)
 	return s, nil
 }

@@ -221,3 +221,67 @@ func TestMintedTokensFitTheBound(t *testing.T) {
 	_, err = k.Parse(tok)
 	require.NoError(t, err)
 }
+
+// The coEdit grant reaches the room through the verifier and the signed caller header of a
+// split session service; a token without it grants nothing.
+func TestCoEditTravelsToTheRoom(t *testing.T) {
+	k := testKeys(t)
+	v := NewVerifier(k, fakeIntegrations{"mpk_a": {ID: "int-a", PublicKey: "mpk_a", Capabilities: bothCapabilities}})
+	c := validClaims(time.Now())
+	c.Capabilities = []string{sessiontoken.TypeEditor}
+	plain, err := k.Sign(c)
+	require.NoError(t, err)
+	c.CoEdit = true
+	co, err := k.Sign(c)
+	require.NoError(t, err)
+	secret := []byte("internal-secret-internal-secret!")
+	for tok, want := range map[string]bool{plain: false, co: true} {
+		caller, err := v.VerifySession(context.Background(), tok)
+		require.NoError(t, err)
+		header, err := httpx.SignCaller(secret, caller, time.Now())
+		require.NoError(t, err)
+		relayed, err := httpx.VerifyCaller(secret, header, time.Now())
+		require.NoError(t, err)
+		for _, cl := range []*httpx.Caller{caller, relayed} {
+			ss, err := sessionCaller(cl)
+			require.NoError(t, err)
+			require.Equal(t, want, ss.coEdit)
+		}
+	}
+}
+
+// A joined participant's rights are those of now: each ended right has its own refusal.
+func TestRoomRightsCheck(t *testing.T) {
+	ints := fakeIntegrations{
+		"mpk_a":       {ID: "int-a", PublicKey: "mpk_a", Capabilities: bothCapabilities},
+		"mpk_revoked": {ID: "int-r", PublicKey: "mpk_revoked", Capabilities: bothCapabilities, Revoked: true},
+		"mpk_viewer":  {ID: "int-v", PublicKey: "mpk_viewer", Capabilities: []string{sessiontoken.TypeViewer}},
+	}
+	r := &Rooms{creds: ints}
+	now := time.Now()
+	for _, tt := range []struct {
+		name string
+		rt   rights
+		want error
+	}{
+		{"live guest", rights{integrationID: "int-a", publicKey: "mpk_a"}, nil},
+		{"live customer", rights{integrationID: "int-a", publicKey: "mpk_a", eu: "ada", expires: now.Add(time.Minute)}, nil},
+		{"expired", rights{integrationID: "int-a", publicKey: "mpk_a", expires: now.Add(-time.Second)}, errSessionExpired},
+		{"revoked", rights{integrationID: "int-r", publicKey: "mpk_revoked"}, errRevoked},
+		{"key of another integration", rights{integrationID: "int-b", publicKey: "mpk_a"}, errKeyGone},
+		{"key gone", rights{integrationID: "int-a", publicKey: "mpk_gone"}, errKeyGone},
+		{"editor capability removed", rights{integrationID: "int-v", publicKey: "mpk_viewer"}, errEditorDisabled},
+		{"customer inactive", rights{integrationID: "int-a", publicKey: "mpk_a", eu: "inactive-ada"}, errCustomerInactive},
+	} {
+		memo := &rightsMemo{integrations: map[string]*credentials.Integration{}, customers: map[string]bool{}}
+		for _, m := range []*rightsMemo{nil, memo, memo} {
+			require.Equal(t, tt.want, r.check(context.Background(), &tt.rt, now, m), tt.name)
+		}
+	}
+	// The codes a browser sees.
+	require.Equal(t, 4410, httpx.CloseCode(errRevoked))
+	require.Equal(t, 4403, httpx.CloseCode(errCustomerInactive))
+	require.Equal(t, "CUSTOMER_INACTIVE", httpx.ErrorCode(errCustomerInactive))
+	require.Equal(t, 4401, httpx.CloseCode(errSessionExpired))
+	require.Equal(t, 4404, httpx.CloseCode(errSceneGone))
+}

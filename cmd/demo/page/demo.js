@@ -72,10 +72,14 @@ async function main() {
   async function openPair() {
     for (const e of pair.splice(0)) e.destroy();
     const splatId = splatInput.value.trim();
-    const guestRight = document.getElementById('pair-right').value === 'guest';
+    const right = document.getElementById('pair-right').value;
+    const second = {
+      guest: { type: 'editor' },
+      coedit: { type: 'editor', coEdit: true },
+    }[right] ?? { type: 'editor', scoped: true, name: 'Second demo user' };
     const people = [
       { slot: 'pair-a-slot', source: 'editor-a', session: { type: 'editor', scoped: true, name: 'Demo customer' } },
-      { slot: 'pair-b-slot', source: 'editor-b', session: guestRight ? { type: 'editor' } : { type: 'editor', scoped: true, name: 'Second demo user' } },
+      { slot: 'pair-b-slot', source: 'editor-b', session: second },
     ];
     for (const p of people) {
       const token = await mint(p.session);

@@ -8,6 +8,7 @@ import {
   EDITOR_SOURCE, HOST_SOURCE, type EditorEventMap, type EditorEventName, type HostMessage, type Visibility,
 } from '../../sdk/src/index.ts';
 import { Api, ApiError, type Splat, readBoot } from './api.ts';
+import { isNewerSave, isReadOnly, rightsChanged, setReadOnly } from './authority.ts';
 import { hostOrigin as hostOriginOf } from './host.ts';
 import { Hotspots } from './hotspots.ts';
 import { type Annotation, type LevelV1, MAX_ANNOTATIONS, TONE_MAPPINGS, type ToneMapping, readLevel, rotationOf } from './level.ts';
@@ -90,8 +91,9 @@ function updateSession(token: unknown): void {
   }
   api.token = token as string;
   scoped = !!next.externalUserId;
-  // A room that refused the old token (expired, 4401) is tried again with the new one.
-  if (room?.state === 'refused') room.reconnect();
+  // A room that refused the old token (expired, 4401) is tried again with the new one, as is one
+  // whose rights the new token may change (another customer, coEdit): its welcome says.
+  if (room && (room.state === 'refused' || rightsChanged(current, next))) room.reconnect();
   armExpiry(new Date(next.exp * 1000).toISOString());
 }
 
@@ -235,8 +237,8 @@ function setBusy(next: boolean): void {
   for (const b of [ui.save, ui.publish, ui.duplicate]) b.disabled = next;
 }
 
-/** Whether there is a scene to edit (an open one or a picked file). */
-const editing = () => !!(current || pendingFile);
+/** Whether there is a scene to edit (an open one or a picked file) that this session may change. */
+const editing = () => !!(current || pendingFile) && !isReadOnly();
 
 function fill(splat: Splat | null): void {
   ui.title.value = splat?.title ?? '';
@@ -276,14 +278,16 @@ function joinRoom(splatId: string | null): void {
   room?.close();
   room = null;
   presence.clear();
+  setReadOnly(false);
   ui.presence.dataset.roomState = 'none';
   if (!splatId) return;
   room = new Room({
     splatId,
     token: () => api.token,
     handlers: {
-      welcome(self, peers, draft) {
+      welcome(self, peers, draft, _seq, canEdit) {
         presence.reset(self, peers);
+        setReadOnly(!canEdit);
         // The room's unsaved changes (someone edited before we came, or while we were away).
         if (Object.keys(draft).length > 0) applyRemote(draft);
       },
@@ -295,10 +299,7 @@ function joinRoom(splatId: string | null): void {
       leave: (id) => presence.leave(id),
       edit: (_from, fields) => applyRemote(fields),
       camera: (from, cam) => presence.camera(from, cam),
-      saved(from, splat) {
-        if (from === room?.self?.id) return;
-        adoptSaved(splat as Splat);
-      },
+      saved: (splat) => adoptSaved(splat as Splat),
       state(state, code) {
         ui.presence.dataset.roomState = state;
         if (state === 'refused') {
@@ -340,9 +341,9 @@ function applyRemote(fields: RoomFields): void {
   setDirty(true);
 }
 
-/** Someone saved or published: their answer is the scene now, and nothing is unsaved. */
+/** The server stored someone's save or publish: that scene is the one now, nothing is unsaved. */
 function adoptSaved(splat: Splat): void {
-  if (!current || splat.id !== current.id) return;
+  if (!current || splat.id !== current.id || !isNewerSave(splat, current)) return;
   if ((splat as { levelData?: unknown }).levelData === undefined) {
     // Too large for the room's frame: the saver sent the scene without it; read it back.
     void api.splat(splat.id).then(adoptSaved, (err) => console.warn('splathost editor: could not read the saved scene', err));
@@ -878,19 +879,20 @@ async function patchOnce(path: string, body: Record<string, unknown>): Promise<{
   }
 }
 
-/** PATCHes scene with body; on the scene's first save without an image, a thumbnail of the
- * canvas is attached by a second PATCH (imageUrl). A failed thumbnail is logged and the save
- * still counts: the next save tries again. */
+/** PATCHes scene with body; the answer is the scene now (savedAs). A first save without an image
+ * attaches a canvas thumbnail by a second PATCH that changes nothing else (others' edits stay unsaved). */
 async function patchScene(scene: Splat, body: Record<string, unknown>): Promise<Splat> {
   const path = `/api/embed/editor/splats/${scene.id}`;
   const { body: res } = await patchOnce(path, body);
   let splat: Splat = { ...scene, ...res.splat };
+  savedAs(splat);
   if (!splat.imageUrl) {
     try {
       const imageUrl = await uploadThumbnail();
       if (imageUrl) {
-        const { body: withImage } = await patchOnce(path, { imageUrl });
-        splat = { ...splat, ...withImage.splat };
+        const { body: { splat: img } } = await patchOnce(path, { imageUrl });
+        splat = { ...splat, imageUrl: img.imageUrl, updatedAt: img.updatedAt };
+        if (current?.id === scene.id) current = { ...current, imageUrl: img.imageUrl, updatedAt: img.updatedAt };
       }
     } catch (err) {
       console.warn('splathost editor: the thumbnail could not be saved', err);
@@ -899,20 +901,19 @@ async function patchScene(scene: Splat, body: Record<string, unknown>): Promise<
   return splat;
 }
 
-/** The scene as saved: ours, and the room's (everyone adopts it and is clean again). */
+/** The scene as saved is ours now; the server announces it to the room once stored ('saved'). */
 function savedAs(splat: Splat): void {
   current = splat;
   level = readLevel(splat.levelData);
   applyLevel();
   setDirty(false);
-  room?.saved(splat);
 }
 
 ui.save.addEventListener('click', () => action('save', async () => {
   const title = ui.title.value.trim();
   if (!title) throw new Error('the title must not be empty');
   if (current) {
-    savedAs(await patchScene(current, { ...settings(title), levelData: levelData() }));
+    await patchScene(current, { ...settings(title), levelData: levelData() });
     say('Saved.');
     post('saved', {});
     return;
@@ -920,7 +921,6 @@ ui.save.addEventListener('click', () => action('save', async () => {
   if (!pendingFile) throw new Error('pick a scene file first');
   const splat = await commitNew(pendingFile, title);
   pendingFile = null;
-  current = splat;
   document.documentElement.dataset.splatId = splat.id;
   savedAs(splat);
   joinRoom(splat.id);
@@ -937,7 +937,7 @@ ui.publish.addEventListener('click', () => action('publish', async () => {
   const picked = ui.visibility.value as Visibility;
   const visibility: Visibility = picked !== current.visibility ? picked : 'public';
   const splatId = current.id;
-  savedAs(await patchScene(current, { ...settings(title), levelData: levelData(), visibility }));
+  await patchScene(current, { ...settings(title), levelData: levelData(), visibility });
   ui.visibility.value = visibility;
   say(visibility === 'public' ? 'Published.' : 'Made private.');
   post('published', { splatId, visibility });

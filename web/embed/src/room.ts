@@ -2,7 +2,9 @@
 // WebSocket per open scene of an editor session, to GET /api/embed/room on the page's own
 // origin. It keeps the connection up (reconnecting with backoff and resyncing from 'welcome'),
 // coalesces the editor's edits and camera moves so a busy pointer never trips the server's rate
-// bound, and hands every server message to typed handlers. Viewer pages never load it.
+// bound, and hands every server message to typed handlers. The server is the authority: it says
+// in the welcome whether this session may edit (a read-only participant's edits are never sent),
+// and it alone announces a save ('saved', once the save is stored). Viewer pages never load it.
 import type { CameraState } from './orbit.ts';
 
 /** One participant, as the server describes it (self included). */
@@ -30,13 +32,13 @@ export interface RoomFields {
 
 /** Every message the server sends. */
 export type ServerMessage =
-  | { type: 'welcome'; self: Peer; peers: Peer[]; draft: RoomFields; seq: number }
+  | { type: 'welcome'; self: Peer; peers: Peer[]; draft: RoomFields; seq: number; canEdit?: boolean }
   | { type: 'join'; peer: Peer }
   | { type: 'leave'; id: string }
   | { type: 'edit'; from: string; fields: RoomFields; seq: number }
   | { type: 'camera'; from: string; camera: CameraState }
-  | { type: 'saved'; from: string; splat: Record<string, unknown> }
-  | { type: 'error'; code: string | number; message: string }
+  | { type: 'saved'; splat: Record<string, unknown>; seq: number }
+  | { type: 'error'; code: string | number; message: string; issues?: string[] }
   | { type: 'pong' };
 
 /** Where the connection stands; 'refused' is final for this token (a new one reconnects). */
@@ -45,13 +47,19 @@ export type RoomState = 'connecting' | 'open' | 'closed' | 'refused';
 /** What the room tells its owner. Every handler is optional. */
 export interface RoomHandlers {
   /** A (re)connection was admitted: the full roster and the room's unsaved draft. The draft
-   * leaves out what this client changed while it was away (that is sent right after). */
-  welcome?(self: Peer, peers: Peer[], draft: RoomFields, seq: number): void;
+   * leaves out what this client changed while it was away (that is sent right after). canEdit
+   * says whether this session may change the scene (its owner's, or minted with coEdit); when
+   * false the room shares presence and camera only, and drops edits. */
+  welcome?(self: Peer, peers: Peer[], draft: RoomFields, seq: number, canEdit: boolean): void;
   join?(peer: Peer): void;
   leave?(id: string): void;
   edit?(from: string, fields: RoomFields, seq: number): void;
   camera?(from: string, camera: CameraState): void;
-  saved?(from: string, splat: Record<string, unknown>): void;
+  /** The server stored a save of the scene (anyone's, this editor's too): the scene as stored. */
+  saved?(splat: Record<string, unknown>): void;
+  /** The server refused one message, or is about to close (code, message, issues naming the
+   * fields). */
+  error?(code: string | number, message: string, issues: string[]): void;
   /** The connection changed state; code and reason of the close that caused it, if any. */
   state?(state: RoomState, code?: number, reason?: string): void;
 }
@@ -162,6 +170,8 @@ export class Room {
   private admitted = false;
   /** The participant this connection is, once welcomed. */
   self: Peer | null = null;
+  /** Whether the server takes this session's edits (null until the first welcome). */
+  canEdit: boolean | null = null;
   state: RoomState = 'closed';
 
   constructor(private readonly opts: RoomOptions) {
@@ -173,9 +183,10 @@ export class Room {
     return this.opts.splatId;
   }
 
-  /** Sends an edit (coalesced with others made within the flush interval). */
+  /** Sends an edit (coalesced with others made within the flush interval); nothing for a
+   * session the server said may not edit. */
   edit(fields: RoomFields): void {
-    if (this.closed) return;
+    if (this.closed || this.canEdit === false) return;
     this.pending = this.pending ? mergeFields(this.pending, fields) : { ...fields };
     this.schedule('edit');
   }
@@ -185,24 +196,6 @@ export class Room {
     if (this.closed) return;
     this.pendingCamera = camera;
     this.schedule('camera');
-  }
-
-  /** Announces a successful Save/Publish: the room's draft is cleared and every participant
-   * adopts the saved scene. A scene too large for one frame goes without its levelData (the
-   * others then read the scene back). */
-  saved(splat: Record<string, unknown>): void {
-    if (this.closed) return;
-    // What was saved includes every local change: nothing pending is newer than the save.
-    this.pending = null;
-    clearTimeout(this.editTimer);
-    this.editTimer = 0;
-    let msg = JSON.stringify({ type: 'saved', splat });
-    if (new TextEncoder().encode(msg).length > MAX_MESSAGE_BYTES) {
-      // A large levelData would trip the server's frame bound: the others read it back instead.
-      const { levelData: _dropped, ...rest } = splat;
-      msg = JSON.stringify({ type: 'saved', splat: rest });
-    }
-    this.send(msg);
   }
 
   /** Reconnects now (e.g. with a replaced token after a refusal). */
@@ -278,9 +271,12 @@ export class Room {
         this.attempt = 0;
         this.admitted = true;
         this.self = msg.self;
+        this.canEdit = msg.canEdit !== false;
+        // A read-only session's edits would be refused: they are not kept for the server.
+        if (!this.canEdit) this.pending = null;
         this.setState('open');
         const draft = this.pending ? withoutFields(msg.draft ?? {}, this.pending) : msg.draft ?? {};
-        h.welcome?.(msg.self, msg.peers ?? [], draft, msg.seq);
+        h.welcome?.(msg.self, msg.peers ?? [], draft, msg.seq, this.canEdit);
         // What changed here while away goes out now, then the camera.
         if (this.pending) this.flushEdit();
         if (this.pendingCamera) this.flushCamera();
@@ -299,10 +295,11 @@ export class Room {
         h.camera?.(msg.from, msg.camera);
         break;
       case 'saved':
-        h.saved?.(msg.from, msg.splat);
+        h.saved?.(msg.splat ?? {});
         break;
       case 'error':
-        console.warn(`splathost room: ${msg.code}: ${msg.message}`);
+        console.warn(`splathost room: ${msg.code}: ${msg.message}`, ...(msg.issues ?? []));
+        h.error?.(msg.code, msg.message, msg.issues ?? []);
         break;
       case 'pong':
         break;

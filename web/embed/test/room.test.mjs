@@ -86,7 +86,7 @@ function newRoom(extra = {}) {
   const r = new room.Room({
     splatId: 'a'.repeat(24), token: () => 'tok.en', origin: 'ws://gw.test',
     handlers: { welcome: rec('welcome'), join: rec('join'), leave: rec('leave'), edit: rec('edit'),
-      camera: rec('camera'), saved: rec('saved'), state: rec('state') },
+      camera: rec('camera'), saved: rec('saved'), error: rec('error'), state: rec('state') },
     ...extra,
   });
   return { r, calls };
@@ -235,7 +235,7 @@ test('a silent connection is dropped and replaced; pings keep a live one', () =>
   r.close();
 });
 
-test('handlers get every server message; saved drops what is pending', () => {
+test('handlers get every server message; the client never announces a save', () => {
   const { r, calls } = newRoom();
   const ws = last();
   ws.open();
@@ -243,17 +243,49 @@ test('handlers get every server message; saved drops what is pending', () => {
   ws.say({ type: 'join', peer: peer('p2', 'Ada') });
   ws.say({ type: 'edit', from: 'p2', fields: { title: 't' }, seq: 4 });
   ws.say({ type: 'camera', from: 'p2', camera: { position: [1, 1, 1], target: [0, 0, 0] } });
-  ws.say({ type: 'saved', from: 'p2', splat: { id: 'x' } });
+  ws.say({ type: 'saved', splat: { id: 'x', title: 'stored' }, seq: 5 });
+  ws.say({ type: 'error', code: 'READ_ONLY', message: 'no', issues: ['fields.title: x'] });
   ws.say({ type: 'leave', id: 'p2' });
-  assert.deepEqual(calls.filter((c) => c[0] !== 'state' && c[0] !== 'welcome').map((c) => c[0]), ['join', 'edit', 'camera', 'saved', 'leave']);
+  assert.deepEqual(calls.filter((c) => c[0] !== 'state' && c[0] !== 'welcome').map((c) => c[0]), ['join', 'edit', 'camera', 'saved', 'error', 'leave']);
+  assert.deepEqual(calls.find((c) => c[0] === 'saved').slice(1), [{ id: 'x', title: 'stored' }]);
+  assert.deepEqual(calls.find((c) => c[0] === 'error').slice(1), ['READ_ONLY', 'no', ['fields.title: x']]);
+  assert.equal(typeof r.saved, 'undefined', 'a save is the server\'s to announce');
   r.edit({ title: 'now' });
-  r.edit({ title: 'pending' });
-  r.saved({ id: 'x', title: 'pending' });
   advance(500);
-  assert.deepEqual(ws.sent.map((m) => m.type), ['edit', 'saved'], 'the coalesced edit was covered by the save');
+  assert.deepEqual(ws.sent.map((m) => m.type), ['edit']);
   r.close();
   advance(60_000);
   assert.equal(FakeSocket.all.length, 1, 'closed for good');
+});
+
+test('a session the server says may not edit sends no edit, but its camera', () => {
+  const { r, calls } = newRoom();
+  const ws = last();
+  ws.open();
+  r.edit({ title: 'typed before the welcome' });
+  ws.say({ ...welcome({ title: 'the owner\'s' }, 2), canEdit: false });
+  assert.equal(r.canEdit, false);
+  const w = calls.find((c) => c[0] === 'welcome');
+  assert.deepEqual(w[3], { title: 'the owner\'s' }, 'the draft is shown whole');
+  assert.equal(w[5], false);
+  r.edit({ title: 'mine' });
+  r.camera({ position: [1, 2, 3], target: [0, 0, 0] });
+  advance(1000);
+  assert.deepEqual(ws.sent.map((m) => m.type), ['camera']);
+  r.close();
+});
+
+test('a welcome without canEdit (an older server) lets the session edit', () => {
+  const { r, calls } = newRoom();
+  const ws = last();
+  ws.open();
+  ws.say(welcome());
+  assert.equal(r.canEdit, true);
+  assert.equal(calls.find((c) => c[0] === 'welcome')[5], true);
+  r.edit({ title: 'x' });
+  advance(500);
+  assert.deepEqual(ws.sent.map((m) => m.type), ['edit']);
+  r.close();
 });
 
 test('an edit too large for one frame is split per key; a key over the bound stays local', () => {
@@ -263,18 +295,4 @@ test('an edit too large for one frame is split per key; a key over the bound sta
   assert.deepEqual(messages.map((m) => JSON.parse(m).fields), [{ title: 't' }, { levelData: { a: big } }, { levelData: { b: big } }]);
   for (const m of messages) assert.ok(Buffer.byteLength(m) <= room.MAX_MESSAGE_BYTES);
   assert.equal(room.splitEdit({ title: 'small' }).messages.length, 1);
-});
-
-test('a saved scene too large for one frame goes without its levelData', () => {
-  const { r } = newRoom();
-  const ws = last();
-  ws.open();
-  ws.say(welcome());
-  r.saved({ id: 'x', title: 'small', levelData: { version: 1 } });
-  r.saved({ id: 'x', title: 'big', levelData: { version: 1, annotations: [{ text: 'x'.repeat(70_000) }] } });
-  assert.deepEqual(ws.sent.map((m) => m.splat), [
-    { id: 'x', title: 'small', levelData: { version: 1 } },
-    { id: 'x', title: 'big' },
-  ]);
-  r.close();
 });
