@@ -24,28 +24,43 @@ import (
 
 	"github.com/splathost/splathost/internal/fixtures"
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/testenv"
 	"github.com/splathost/splathost/workflows"
 )
 
-// objectGone reports whether key is absent from the store (HEAD answers 404).
+// objectGone reports whether neither key nor its sealed copy (objectkeys.Sealed) is in the
+// store (HEAD answers 404).
 func objectGone(t *testing.T, st *objectstore.Store, key string) bool {
+	t.Helper()
+	return keyGone(t, st, key) && keyGone(t, st, objectkeys.Sealed(key))
+}
+
+// keyGone reports whether the store holds no object at exactly key.
+func keyGone(t *testing.T, st *objectstore.Store, key string) bool {
 	t.Helper()
 	_, err := st.Client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(key)})
 	return err != nil && strings.Contains(err.Error(), "404")
 }
 
-// objectsUnder lists the keys under prefix.
+// objectsUnder lists the keys under prefix and, for an upload folder, under its sealed copy
+// (objectkeys.Sealed), where a committed upload's bytes are kept.
 func objectsUnder(t *testing.T, st *objectstore.Store, prefix string) []string {
 	t.Helper()
 	var keys []string
-	p := s3.NewListObjectsV2Paginator(st.Client, &s3.ListObjectsV2Input{Bucket: aws.String(st.Bucket), Prefix: aws.String(prefix)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(context.Background())
-		require.NoError(t, err)
-		for _, o := range page.Contents {
-			keys = append(keys, aws.ToString(o.Key))
+	prefixes := []string{prefix}
+	if sealed := objectkeys.Sealed(prefix); sealed != prefix {
+		prefixes = append(prefixes, sealed)
+	}
+	for _, prefix := range prefixes {
+		p := s3.NewListObjectsV2Paginator(st.Client, &s3.ListObjectsV2Input{Bucket: aws.String(st.Bucket), Prefix: aws.String(prefix)})
+		for p.HasMorePages() {
+			page, err := p.NextPage(context.Background())
+			require.NoError(t, err)
+			for _, o := range page.Contents {
+				keys = append(keys, aws.ToString(o.Key))
+			}
 		}
 	}
 	return keys
@@ -139,7 +154,7 @@ func TestDeleteCustomerCascadesAndPurgesAssets(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { done, _ := purgeClosed(t, recordID); return done }, 30*time.Second, 50*time.Millisecond)
 	_, deleted := purgeClosed(t, recordID)
-	require.Equal(t, 3, deleted)
+	require.Equal(t, 6, deleted, "three files, each its upload key and its sealed copy")
 
 	// It is visible in Temporal under its business id, with the search attributes.
 	wid := workflows.PurgeWorkflowID(a.IntegrationID, recordID)
@@ -208,7 +223,7 @@ func TestDeleteCustomerPurgesLODFolderAndImages(t *testing.T) {
 	c := do(t, "POST", "/api/v1/splats", a.keys("lod-leaver"), map[string]any{
 		"title": "lod", "splatType": "lod", "splatUrl": r.Body["manifestUrl"], "lodFolderKey": folderKey})
 	require.Equal(t, 201, c.Status, string(c.Raw))
-	require.Len(t, objectsUnder(t, st, folderKey+"/"), len(folder))
+	require.Len(t, objectsUnder(t, st, objectkeys.Sealed(folderKey+"/")), len(folder))
 
 	jpeg := fixtures.JPEG(8, 8)
 	im := do(t, "POST", "/api/v1/uploads/splat-images", a.keys("lod-leaver"),
@@ -271,7 +286,7 @@ func TestPurgeRedriveStartsForgottenPurges(t *testing.T) {
 	}, 30*time.Second, 50*time.Millisecond)
 	require.Eventually(t, func() bool { done, _ := purgeClosed(t, recordID); return done }, 30*time.Second, 50*time.Millisecond)
 	_, deleted := purgeClosed(t, recordID)
-	require.Equal(t, 3, deleted)
+	require.Equal(t, 6, deleted, "three files, each its upload key and its sealed copy")
 }
 
 // recordHistory writes a workflow's history to workflows/testdata/<file> for the replay tests

@@ -5,7 +5,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -14,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/internal/objectstore"
@@ -607,15 +603,11 @@ func accountOf(t *testing.T, tn tenant) (used, scenes int64) {
 	return int64(acct["usedBytes"].(float64)), int64(acct["splatCount"].(float64))
 }
 
+// objectExists reports whether the store holds key or its sealed copy (objectkeys.Sealed),
+// where a committed upload's bytes are kept.
 func objectExists(t *testing.T, st *objectstore.Store, key string) bool {
 	t.Helper()
-	_, err := st.Client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(key)})
-	var nf *s3types.NotFound
-	if errors.As(err, &nf) {
-		return false
-	}
-	require.NoError(t, err)
-	return true
+	return !objectGone(t, st, key)
 }
 
 func TestDeleteSplatReleasesStorageAndObjects(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/internal/fixtures"
+	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/testenv"
 )
@@ -474,9 +475,16 @@ func TestUploadURLsSignTheirDeclaredLength(t *testing.T) {
 
 	// The URL outlives the commit: a reused one still writes only the declared size.
 	requirePutRefused(t, up, splatBytes(4096), put, "a reused URL cannot grow the committed object")
-	head, err := store(t).Client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(store(t).Bucket), Key: aws.String(keyOf(t, fileURL))})
-	require.NoError(t, err)
-	require.EqualValues(t, len(body), aws.ToInt64(head.ContentLength))
+	// What the scene serves is the sealed copy (objectkeys.Sealed); neither it nor the upload
+	// object grew.
+	for _, k := range []string{objectkeys.Sealed(keyOf(t, fileURL)), keyOf(t, fileURL)} {
+		head, err := store(t).Client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(store(t).Bucket), Key: aws.String(k)})
+		if err != nil && k == keyOf(t, fileURL) {
+			continue // the upload object goes after the commit
+		}
+		require.NoError(t, err)
+		require.EqualValues(t, len(body), aws.ToInt64(head.ContentLength))
+	}
 	used, live := liveBytesOf(t, a, "sizer")
 	require.EqualValues(t, len(body), used)
 	require.Equal(t, used, live, "usage equals the sum of live scenes")

@@ -170,6 +170,6 @@ func TestBucketSweepSealsScenesCommittedBeforeSealing(t *testing.T) {
 	got := fetchAsset(t, "GET", served, nil)
 	require.Equal(t, 200, got.status, string(got.body))
 	require.True(t, bytes.Equal(data, got.body))
-	require.True(t, objectGone(t, st, key), "the upload object goes once sealed")
+	require.True(t, keyGone(t, st, key), "the upload object goes once sealed")
 	requireNoStrays(t, a)
 }
