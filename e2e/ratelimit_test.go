@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/testenv"
 )
@@ -27,6 +28,32 @@ import (
 // spread them over several gateways, each with its own buckets). The address-scoped tests send
 // from loopback addresses of their own (127.0.0.0/8 is all this machine's), so the rest of the
 // suite, which sends from 127.0.0.1, never shares their buckets.
+
+// withRateLimits changes the in-process gateway's limits for one test and restores them at its
+// end: for tests whose load stands in for many callers (thousands of strangers' garbage keys),
+// which the defaults would refuse. Split stacks a test starts get theirs from their
+// configuration (config.Config.RateLimit) or StackOptions.Env instead.
+func withRateLimits(t *testing.T, change func(*config.RateLimits)) {
+	t.Helper()
+	rl := env.Process.RateLimits
+	before := rl.Config()
+	cfg := before
+	change(&cfg)
+	rl.Set(cfg)
+	t.Cleanup(func() { rl.Set(before) })
+}
+
+// viewerSessions mints one viewer session pinned to scene id for each of n visitors: real
+// traffic's shape (every browser has its own session), which keeps a test that stands in for
+// many browsers within each session's bounds on new visitors and views.
+func viewerSessions(t *testing.T, tn tenant, id string, n int) []string {
+	t.Helper()
+	toks := make([]string, n)
+	for i := range toks {
+		toks[i] = mintToken(t, tn, "", map[string]any{"type": "viewer", "splatId": id})
+	}
+	return toks
+}
 
 // clientFrom is an HTTP client whose connections leave from the loopback address ip.
 func clientFrom(ip string) *http.Client {
