@@ -59,7 +59,8 @@ const (
 // limitsConfig is a configuration with the policy fields of its limits written once.
 type limitsConfig struct {
 	config.RateLimits
-	apiPolicy     map[string]string // by plan
+	// apiPolicy is the integration policy field of each plan: free, pro, enterprise.
+	apiPolicy     [3]string
 	sessionPolicy string
 	addressPolicy string // miss and read together: both apply to every address-scoped request
 }
@@ -77,9 +78,9 @@ func NewRateLimits(cfg config.RateLimits) *RateLimits {
 // Set replaces the limits; the buckets are kept. The e2e tests raise a limit for one test this
 // way (the in-process gateway reads its configuration once per test binary).
 func (r *RateLimits) Set(cfg config.RateLimits) {
-	lc := &limitsConfig{RateLimits: cfg, apiPolicy: map[string]string{}}
-	for _, plan := range []string{"free", "pro", "enterprise"} {
-		lc.apiPolicy[plan] = policyField(policyIntegration, cfg.API(plan))
+	lc := &limitsConfig{RateLimits: cfg}
+	for i, plan := range []string{"free", "pro", "enterprise"} {
+		lc.apiPolicy[i] = policyField(policyIntegration, cfg.API(plan))
 	}
 	lc.sessionPolicy = policyField(policySession, cfg.Session)
 	lc.addressPolicy = strings.Trim(policyField(policyMiss, cfg.Miss)+","+policyField(policyRead, cfg.Read), ",")
@@ -181,9 +182,13 @@ func (r *RateLimits) Scoped(c *fiber.Ctx) error {
 		if lim.Off() {
 			return c.Next()
 		}
-		policy = cfg.apiPolicy[caller.Plan]
-		if policy == "" {
-			policy = cfg.apiPolicy["free"]
+		switch caller.Plan {
+		case "enterprise":
+			policy = cfg.apiPolicy[2]
+		case "pro":
+			policy = cfg.apiPolicy[1]
+		default:
+			policy = cfg.apiPolicy[0]
 		}
 		d, name = r.api.Take(caller.IntegrationID, lim), policyIntegration
 	}

@@ -2,12 +2,14 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
-	"os"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/stretchr/testify/require"
+	"github.com/valyala/fasthttp"
 
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/config"
@@ -253,4 +256,38 @@ func TestClientAddress(t *testing.T) {
 	require.Equal(t, "2001:db8:1:2::", addr([]string{"0.0.0.0/32"}, "2001:db8:1:2:aaaa:bbbb:cccc:dddd"), "an IPv6 client is its /64")
 	require.Equal(t, "203.0.113.9", addr([]string{"0.0.0.0/32"}, "::ffff:203.0.113.9"))
 	require.Equal(t, "0.0.0.0", addr([]string{"0.0.0.0/32"}, "not-an-address"), "a malformed hop leaves the proxy as the client")
+}
+
+// BenchmarkRateLimits is what the limiter adds to one request of each scope, against the same
+// app without it: a public file (address scope, peeked before and charged after the answer) and
+// a keyed read (integration scope), with quotas never reached.
+func BenchmarkRateLimits(b *testing.B) {
+	never := ratelimit.Limit{Quota: 1 << 30, Window: time.Second}
+	for _, on := range []bool{false, true} {
+		var rl *RateLimits
+		if on {
+			rl = NewRateLimits(config.RateLimits{Enabled: true, APIFree: never, APIPro: never, APIEnterprise: never,
+				Session: never, Miss: never, Read: never})
+		}
+		app := fiber.New()
+		app.Use(rl.Handle)
+		app.Use("/api/v1", func(c *fiber.Ctx) error {
+			httpx.SetCaller(c, &httpx.Caller{Scheme: httpx.SchemeKey, IntegrationID: "0123456789abcdef01234567", Plan: "pro"})
+			return c.Next()
+		}, rl.Scoped)
+		app.Get("/*", func(c *fiber.Ctx) error { return c.SendStatus(200) })
+		h := app.Handler()
+		for _, path := range []string{"/assets/a/b.splat", "/api/v1/splats/x"} {
+			b.Run(fmt.Sprintf("%s/limiter=%v", path, on), func(b *testing.B) {
+				ctx := &fasthttp.RequestCtx{}
+				ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.IPv4(203, 0, 113, 7), Port: 40000}, nil)
+				ctx.Request.SetRequestURI(path)
+				b.ReportAllocs()
+				for b.Loop() {
+					ctx.Response.Reset()
+					h(ctx)
+				}
+			})
+		}
+	}
 }

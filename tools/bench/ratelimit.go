@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/splathost/splathost/internal/config"
+	"github.com/splathost/splathost/internal/ratelimit"
 	"github.com/splathost/splathost/internal/spawn"
 	"github.com/splathost/splathost/internal/testenv"
 )
@@ -52,8 +54,8 @@ func newRateLimitRows(mode string) *rateLimitRows {
 
 func (rl *rateLimitRows) all() []*Row { return append(append([]*Row(nil), rl.p50...), rl.p99...) }
 
-// rateLimit measures what the limiter costs: the stack's gateway (limiter on, quotas never
-// reached) against a second gateway process with the limiter off, in front of the same services,
+// rateLimit measures what the limiter costs: a gateway with the limiter on (quotas never
+// reached) against one with it off, both in front of the split stack's services,
 // in alternated rounds of r.o.Concurrency keep-alive connections, on the hot path of each scope:
 // a scene read with keys (per integration), the embed's scene read (per session), a public
 // scene's file (per client address, charged after the answer).
@@ -88,22 +90,24 @@ func (r *runner) rateLimit(ctx context.Context, st *testenv.Stack, mode string, 
 		fail(fmt.Errorf("rate limit setup: splatUrl %q is not the gateway's public asset route, or no session", splatURL))
 		return
 	}
+	// Both sides are gateways this measure starts the same way (their logs written the same way,
+	// not one through the stack runner's pipe), so the limiter is their only difference.
+	never := ratelimit.Limit{Quota: 1_000_000_000, Window: time.Second}
+	on, err := r.startGateway(ctx, st, "gateway-ratelimit-on", func(c *config.Config) {
+		c.RateLimit = config.RateLimits{Enabled: true, APIFree: never, APIPro: never, APIEnterprise: never,
+			Session: never, Miss: never, Read: never, Visitors: never, Views: never}
+	})
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer r.stopGateway(on)
 	off, err := r.startGateway(ctx, st, "gateway-ratelimit-off", func(c *config.Config) { c.RateLimit.Enabled = false })
 	if err != nil {
 		fail(err)
 		return
 	}
-	defer func() {
-		if err := off.proc.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
-			r.problems = append(r.problems, fmt.Errorf("stop gateway with the limiter off: %w", err))
-		}
-	}()
-	onPID := 0
-	for _, p := range st.State.Processes {
-		if p.Name == "gateway" || p.Name == "splathost" {
-			onPID = p.PID
-		}
-	}
+	defer r.stopGateway(off)
 	loads := []struct {
 		path string
 		req  Request
@@ -114,10 +118,10 @@ func (r *runner) rateLimit(ctx context.Context, st *testenv.Stack, mode string, 
 	}
 	for i, l := range loads {
 		h := l.req.headers(t)
-		on := Side{Name: "limiter on", Load: r.loadOptions(gw+l.path, h, l.req), PIDs: []int{onPID}}
+		onSide := Side{Name: "limiter on", Load: r.loadOptions(on.url+l.path, h, l.req), PIDs: []int{on.proc.Pid()}}
 		offSide := Side{Name: "limiter off", Load: r.loadOptions(off.url+l.path, h, l.req), PIDs: []int{off.proc.Pid()}}
 		r.o.Log.Info("loading the gateway with the rate limiter on and off in alternated rounds", "path", rateLimitPaths[i])
-		onRes, offRes, err := RunAB(ctx, r.o.rounds(), on, offSide)
+		onRes, offRes, err := RunAB(ctx, r.o.rounds(), onSide, offSide)
 		p50, p99 := rl.p50[i], rl.p99[i]
 		if err != nil {
 			p50.Err, p99.Err = err, err
@@ -130,12 +134,41 @@ func (r *runner) rateLimit(ctx context.Context, st *testenv.Stack, mode string, 
 		note := fmt.Sprintf("%d keep-alive connections; on: %.0f req/s, %s, %s; off: %.0f req/s, %s, %s", r.o.Concurrency,
 			onRes.RPS, onRes.Summary(), onRes.CPUNote(), offRes.RPS, offRes.Summary(), offRes.CPUNote())
 		p50.Notes, p99.Notes = note, note
+		if r.o.ProfileDir != "" {
+			label := "ratelimit-" + strings.NewReplacer("/", "_", "{", "", "}", "", " ", "_").Replace(rateLimitPaths[i])
+			if err := r.profileGateway(ctx, st, on, onSide, label); err != nil {
+				r.problems = append(r.problems, fmt.Errorf("profile %s: %w", label, err))
+			}
+		}
 		for _, res := range []SideResult{onRes, offRes} {
 			if total := res.OK + res.Failures(); res.OK == 0 || float64(res.Failures()) > maxFailureFraction*float64(total) {
 				p50.Err = fmt.Errorf("%d of %d requests failed: %s", res.Failures(), total, res.Summary())
 				p99.Err = p50.Err
 			}
 		}
+	}
+}
+
+// profileGateway runs one more load run of side, not counted, while it takes a CPU profile of g,
+// written to the profile directory as gateway-LABEL.cpu.pb.gz.
+func (r *runner) profileGateway(ctx context.Context, st *testenv.Stack, g *extraGateway, side Side, label string) error {
+	if err := os.MkdirAll(r.o.ProfileDir, 0o755); err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() {
+		time.Sleep(side.Load.Warmup)
+		secs := max(1, int(side.Load.Duration/time.Second))
+		errc <- fetchProfile(ctx, g.url, st.State.AdminToken, "profile", secs, filepath.Join(r.o.ProfileDir, "gateway-"+label+".cpu.pb.gz"))
+	}()
+	_, loadErr := RunLoad(ctx, side.Load)
+	return errors.Join(<-errc, loadErr)
+}
+
+// stopGateway stops a gateway the benchmark started; an unclean stop is a problem of the run.
+func (r *runner) stopGateway(g *extraGateway) {
+	if err := g.proc.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
+		r.problems = append(r.problems, fmt.Errorf("stop %s: %w", g.url, err))
 	}
 }
 
