@@ -108,8 +108,9 @@ func requireLimited(t *testing.T, r *testenv.Response, policy string) int {
 }
 
 // TestRateLimitPerIntegration: a free plan's integration (200 requests per 10 s) gets its burst,
-// then 429 with Retry-After and the RateLimit fields; after Retry-After it is served again; and
-// another integration was never slowed meanwhile.
+// then 429 with Retry-After and the RateLimit fields; after Retry-After it is served again;
+// another integration was never slowed meanwhile; and an upgrade of the account's plan raises
+// the limit.
 func TestRateLimitPerIntegration(t *testing.T) {
 	free := newIntegration(t, newAccount(t, "free", 1<<20), nil)
 	other := newTenant(t)
@@ -141,6 +142,14 @@ func TestRateLimitPerIntegration(t *testing.T) {
 	time.Sleep(time.Duration(secs) * time.Second)
 	r := doAt(t, env.ProcessURL, "GET", "/api/v1/splats?limit=1", free.keys(""), nil)
 	require.Equal(t, 200, r.Status, "served again after Retry-After: %s", r.Raw)
+
+	// The limit follows the account's plan: an upgrade applies to the next requests.
+	r = doAt(t, env.ProcessURL, "PATCH", "/admin/v1/accounts/"+free.AccountID, admin(), map[string]any{"plan": "enterprise"})
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	require.Eventually(t, func() bool {
+		r := doAt(t, env.ProcessURL, "GET", "/api/v1/splats?limit=1", free.keys(""), nil)
+		return r.Status == 200 && r.Header.Get("RateLimit-Policy") == `"integration";q=5000;w=10`
+	}, 5*time.Second, 50*time.Millisecond, "the enterprise plan's limit")
 }
 
 // TestRateLimitPerSession: one embed session gets the session burst (200 requests per 10 s) on

@@ -1,6 +1,8 @@
 package session
 
 import (
+	"crypto/sha256"
+
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/splathost/splathost/internal/config"
@@ -24,9 +26,9 @@ type beaconLimits struct {
 	visitors, views ratelimit.Limit
 	// visitorPolicy and viewPolicy are the RateLimit-Policy items of the two bounds.
 	visitorPolicy, viewPolicy string
-	// known holds, per session and visitorId, that the visitor was introduced: a limit of one
-	// per session lifetime, so a known visitor peeks as refused.
-	known *ratelimit.Limiter[string]
+	// known holds, per session and visitorId (visitorKey), that the visitor was introduced: a
+	// limit of one per session lifetime, so a known visitor peeks as refused.
+	known *ratelimit.Limiter[[16]byte]
 	// introduced and viewed are the two bounds' buckets, by session id.
 	introduced, viewed *ratelimit.Limiter[string]
 }
@@ -41,7 +43,8 @@ const (
 // after which its token is no longer accepted anyway.
 var knownFor = ratelimit.Limit{Quota: 1, Window: sessiontoken.Lifetime}
 
-// Key budgets: about 100 bytes a key, so at most about 30 MiB with every budget full.
+// Key budgets: about 40 bytes a known visitor and 70 a session, so at most about 15 MiB with
+// every budget full.
 const (
 	maxKnownVisitors = 200_000
 	maxBeaconSession = 50_000
@@ -57,7 +60,7 @@ func (s *Service) UseBeaconLimits(cfg config.RateLimits) {
 	s.beacons = &beaconLimits{
 		visitors: cfg.Visitors, views: cfg.Views,
 		visitorPolicy: policyItem(policyVisitors, cfg.Visitors), viewPolicy: policyItem(policyViews, cfg.Views),
-		known:      ratelimit.New[string](maxKnownVisitors),
+		known:      ratelimit.New[[16]byte](maxKnownVisitors),
 		introduced: ratelimit.New[string](maxBeaconSession), viewed: ratelimit.New[string](maxBeaconSession),
 	}
 }
@@ -80,7 +83,7 @@ func (b *beaconLimits) admit(c *fiber.Ctx, visitorID string, view bool) error {
 	if sid == "" {
 		return nil
 	}
-	key := sid + "\x00" + visitorID
+	key := visitorKey(sid, visitorID)
 	isNew := !b.visitors.Off() && b.known.Peek(key, knownFor).Allowed
 	if isNew {
 		if d := b.introduced.Peek(sid, b.visitors); !d.Allowed {
@@ -99,4 +102,17 @@ func (b *beaconLimits) admit(c *fiber.Ctx, visitorID string, view bool) error {
 		b.known.Charge(key, knownFor)
 	}
 	return nil
+}
+
+// visitorKey names a session's visitor in 16 bytes, whatever the length of the visitorId (up to
+// 128 characters): SHA-256 of the two, cut.
+func visitorKey(sid, visitorID string) [16]byte {
+	h := sha256.New()
+	h.Write([]byte(sid))
+	h.Write([]byte{0})
+	h.Write([]byte(visitorID))
+	var sum [sha256.Size]byte
+	var key [16]byte
+	copy(key[:], h.Sum(sum[:0]))
+	return key
 }
