@@ -41,7 +41,9 @@ func terminateStreamerLock(t *testing.T) int {
 func TestViewStreamerLockConnectionKilled(t *testing.T) {
 	tn := newTenant(t)
 	id := publicScene(t, tn, "ada")
-	tok := mintToken(t, tn, "", map[string]any{"type": "viewer", "splatId": id})
+	const n, visitors, workers = 1200, 60, 4
+	// One session per visitor, as 60 browsers would have (a session's new visitors are bounded).
+	toks := viewerSessions(t, tn, id, visitors)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	second := &analytics.Streamer{Pool: env.Process.DB.Pool, Views: env.Process.Views, Idle: 50 * time.Millisecond,
@@ -50,13 +52,12 @@ func TestViewStreamerLockConnectionKilled(t *testing.T) {
 	go func() { second.Run(ctx); close(stopped) }()
 	t.Cleanup(func() { cancel(); <-stopped })
 
-	const n, visitors, workers = 1200, 60, 4
 	var posted, failed atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Go(func() {
 			for i := w; i < n; i += workers {
-				r, err := testenv.Do(env.URL, "POST", "/api/embed/views", sessionHeaders(tok),
+				r, err := testenv.Do(env.URL, "POST", "/api/embed/views", sessionHeaders(toks[i%visitors]),
 					map[string]any{"splatId": id, "visitorId": fmt.Sprintf("visitor-%d", i%visitors)})
 				if err != nil || r.Status != 202 {
 					failed.Add(1)

@@ -365,8 +365,11 @@ func viewsThroughOutage(t *testing.T, down, up func(t *testing.T)) {
 	failures := env.Process.Streamer.Failures()
 	down(t)
 	const n, visitors = 200, 50
+	// One session per visitor, as 50 browsers would have: one session may introduce only a few
+	// new visitors a minute.
+	toks := viewerSessions(t, tn, id, visitors)
 	for i := 0; i < n; i++ {
-		view(t, tok, id, fmt.Sprintf("visitor-%d", i%visitors))
+		view(t, toks[i%visitors], id, fmt.Sprintf("visitor-%d", i%visitors))
 	}
 	// The streamer tries, fails and keeps the views in Postgres.
 	require.Eventually(t, func() bool { return env.Process.Streamer.Failures() > failures }, eventuallyWait, 100*time.Millisecond)

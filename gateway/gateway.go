@@ -70,6 +70,9 @@ type Options struct {
 	Idempotency *idempotency.Store
 	// Pprof serves Go's profiles behind the admin token (config.Config.Pprof).
 	Pprof bool
+	// RateLimits limits requests per integration, session and client address (ratelimit.go).
+	// Nil limits nothing.
+	RateLimits *RateLimits
 }
 
 // IdempotentRoutes are the routes that honour Idempotency-Key (contract item 13): those that
@@ -91,7 +94,7 @@ var corsAPI = cors.New(cors.Config{
 	AllowOrigins:  "*",
 	AllowMethods:  "GET,POST,PUT,PATCH,DELETE,OPTIONS",
 	AllowHeaders:  "Authorization,X-Service-Public-Key,X-Service-External-User-Id,Content-Type",
-	ExposeHeaders: httpx.RequestIDHeader,
+	ExposeHeaders: exposedLimitHeaders,
 })
 
 // New builds the gateway app.
@@ -129,13 +132,14 @@ func New(o Options) (*fiber.App, error) {
 		c.Request().Header.Del(httpx.CallerHeader)
 		return c.Next()
 	})
-	api := []any{"/api/v1", corsAPI, a.keys}
+	app.Use(o.RateLimits.Handle)
+	api := []any{"/api/v1", corsAPI, a.keys, o.RateLimits.Scoped}
 	if o.Idempotency != nil {
 		api = append(api, idempotency.New(o.Idempotency, o.Log, IdempotentRoutes).Handle)
 	}
 	app.Use(api...)
-	app.Use("/api/editor/embed-sessions", a.secretBearer)
-	app.Use("/api/embed", a.sessionBearer)
+	app.Use("/api/editor/embed-sessions", a.secretBearer, o.RateLimits.Scoped)
+	app.Use("/api/embed", a.sessionBearer, o.RateLimits.Scoped)
 	for _, page := range EmbedPages {
 		app.Use(page, httpx.Page, a.sessionPage)
 	}
@@ -405,6 +409,6 @@ func externalUserProblem(eu string) string {
 func callerOf(in *credentials.Integration, scheme httpx.Scheme) *httpx.Caller {
 	return &httpx.Caller{
 		Scheme: scheme, IntegrationID: in.ID, AccountID: in.AccountID, ProductSlug: in.ProductSlug,
-		PublicKey: in.PublicKey, Capabilities: in.Capabilities,
+		PublicKey: in.PublicKey, Capabilities: in.Capabilities, Plan: in.Plan,
 	}
 }

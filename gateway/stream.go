@@ -19,7 +19,7 @@ var corsPublic = cors.New(cors.Config{
 	AllowOrigins:  "*",
 	AllowMethods:  "GET,HEAD,OPTIONS",
 	AllowHeaders:  "Range,If-None-Match,If-Modified-Since,If-Range",
-	ExposeHeaders: "Content-Length,Content-Range,Accept-Ranges,ETag,Last-Modified," + httpx.RequestIDHeader,
+	ExposeHeaders: "Content-Length,Content-Range,Accept-Ranges,ETag,Last-Modified," + exposedLimitHeaders,
 	MaxAge:        3600,
 })
 

@@ -33,6 +33,7 @@ func main() {
 		Sessions:    session.NewVerifier(keys, ints),
 		Assets:      web.Dist,
 		Idempotency: idempotency.NewStore(d.Pool, rt.Log),
+		RateLimits:  gateway.NewRateLimits(cfg.RateLimit),
 		Upstreams: []gateway.Upstream{
 			{Name: "user", Prefixes: user.Prefixes, URL: cfg.UserURL},
 			{Name: "scene", Prefixes: scene.Prefixes, Public: scene.PublicPrefixes, URL: cfg.SceneURL},

@@ -21,6 +21,7 @@ func main() {
 	}
 	svc := session.New(d, rt.Log, keys)
 	svc.UseAssetURLs(scene.NewAssetURLs(rt.Config))
+	svc.UseBeaconLimits(rt.Config.RateLimit)
 	// The multiplayer rooms run until the shutdown signal, then close their WebSockets (1012)
 	// and delete this process's presence rows: the database must outlive them (rt.Close).
 	rooms := svc.Rooms()

@@ -37,9 +37,11 @@ type Process struct {
 	// Integrations is the gateway's credential cache.
 	Integrations *credentials.Cache
 	// Scenes is the scene service, for tests that watch its cache.
-	Scenes   *scene.Service
-	Temporal client.Client
-	CH       driver.Conn
+	Scenes *scene.Service
+	// RateLimits is the gateway's rate limiting, for tests that raise a limit for themselves.
+	RateLimits *gateway.RateLimits
+	Temporal   client.Client
+	CH         driver.Conn
 	// Views is the ClickHouse view store; Streamer moves accepted views into it.
 	Views    *analytics.Views
 	Streamer *analytics.Streamer
@@ -108,12 +110,15 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	// The rooms check rights again from the gateway's own cache, which the user service in
 	// this process flushes before it answers a revocation or a customer's status change.
 	sessions.Rooms().UseIntegrations(ints)
+	sessions.UseBeaconLimits(cfg.RateLimit)
+	limits := gateway.NewRateLimits(cfg.RateLimit)
 	app, err := gateway.New(gateway.Options{
 		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken, Pprof: cfg.Pprof,
 		InternalSecret: []byte(cfg.InternalSecret), Integrations: ints,
 		Sessions:    session.NewVerifier(keys, ints),
 		Assets:      web.Dist,
 		Idempotency: idempotency.NewStore(d.Pool, log),
+		RateLimits:  limits,
 		Upstreams: []gateway.Upstream{
 			{Name: "user", Prefixes: user.Prefixes, Register: users.Register},
 			{Name: "scene", Prefixes: scene.Prefixes, Public: scene.PublicPrefixes, Register: scenes.Register},
@@ -131,6 +136,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 		return nil, err
 	}
 	p.App = app
+	p.RateLimits = limits
 	p.Integrations = ints
 	p.Scenes = scenes
 	go func() { defer close(p.roomsDone); sessions.Rooms().Run(runCtx) }()

@@ -45,6 +45,8 @@ var forbidden = map[string][]string{
 	"internal/uploadrules":  {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker", "ent", "internal/db"},
 	"internal/embedsql":     {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker", "ent", "internal/db"},
 	"internal/roomproto":    {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker", "ent", "internal/db"},
+	// The rate limiter is a leaf under the gateway, the session service and the configuration.
+	"internal/ratelimit": {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker", "ent", "internal/db", "internal/config", "internal/httpx"},
 	// Services never reach up to the gateway or across to the wiring, and know the activities
 	// only by contract (workflows/contract) when they start or read a workflow.
 	"services/": {"gateway", "internal/boot", "internal/allinone", "internal/worker", "cmd/", "activities"},

@@ -131,6 +131,8 @@ type Config struct {
 	// how the benchmark finds where a request's time goes. Off by default: a profile costs the
 	// process CPU while it runs.
 	Pprof bool
+	// RateLimit are the gateway's rate limits and the embed beacons' bounds (ratelimit.go).
+	RateLimit RateLimits
 }
 
 // Load reads the environment. It returns an error naming every malformed variable rather than
@@ -184,6 +186,7 @@ func Load() (Config, error) {
 		WebhookAllowPrivate:  l.bool("SPLATHOST_WEBHOOK_ALLOW_PRIVATE", false),
 		WebhookConcurrency:   l.int("SPLATHOST_WEBHOOK_CONCURRENCY", 4),
 		Pprof:                l.bool(PprofEnv, false),
+		RateLimit:            l.rateLimits(),
 	}
 	if len(l.errs) > 0 {
 		return Config{}, fmt.Errorf("config: %s", strings.Join(l.errs, "; "))
@@ -299,6 +302,7 @@ func (cfg Config) Environ() []string {
 		{"SPLATHOST_WEBHOOK_CONCURRENCY", strconv.Itoa(cfg.WebhookConcurrency)},
 		{PprofEnv, strconv.FormatBool(cfg.Pprof)},
 	}
+	vars = append(vars, cfg.RateLimit.environ()...)
 	set := make(map[string]bool, len(vars))
 	for _, v := range vars {
 		set[v[0]] = true

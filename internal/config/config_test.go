@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/netip"
 	"os"
 	"reflect"
 	"strings"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/splathost/splathost/internal/ratelimit"
 )
 
 // clearEnv blanks every SPLATHOST_* variable for the test (an empty value means the default).
@@ -207,6 +210,12 @@ func TestEnvironRoundTrips(t *testing.T) {
 		MediaTaskQueue: "mq", MediaHealthAddr: "m:1", SplatTransform: "/opt/st/cli.mjs", RenditionTimeout: time.Minute,
 		RenditionMaxMemory: 1 << 30, RenditionLODMin: 5000, RenditionConcurrency: 2, RenditionMinBytes: 1 << 18,
 		WebhookKey: []byte("0123456789abcdef0123456789abcdef"), WebhookAllowPrivate: true, WebhookConcurrency: 9, Pprof: true,
+		RateLimit: RateLimits{Enabled: false, APIFree: ratelimit.Limit{Quota: 1, Window: time.Second},
+			APIPro: ratelimit.Limit{Quota: 2, Window: time.Minute}, APIEnterprise: ratelimit.Limit{Quota: 3, Window: time.Hour},
+			Session: ratelimit.Limit{Quota: 4, Window: 10 * time.Second}, Miss: ratelimit.Limit{},
+			Read: ratelimit.Limit{Quota: 6, Window: 90 * time.Second}, Visitors: ratelimit.Limit{Quota: 7, Window: time.Second},
+			Views: ratelimit.Limit{Quota: 8, Window: time.Second},
+			TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8::1/128")}},
 	}
 	v := reflect.ValueOf(want)
 	for i := 0; i < v.NumField(); i++ {
@@ -265,4 +274,37 @@ func TestWebhookKey(t *testing.T) {
 	require.Len(t, derived, 32)
 	require.Equal(t, derived, Config{InternalSecret: "internal-secret-0123"}.WebhookSealKey())
 	require.NotEqual(t, derived, Config{InternalSecret: "another-secret-0123"}.WebhookSealKey())
+}
+
+// TestRateLimits: the defaults of docs/security.md, every limit settable (or off), the plans'
+// limits picked by name, trusted proxies as addresses or prefixes, and a malformed value named.
+func TestRateLimits(t *testing.T) {
+	clearEnv(t)
+	c, err := Load()
+	require.NoError(t, err)
+	require.Equal(t, DefaultRateLimits, c.RateLimit)
+	require.True(t, c.RateLimit.Enabled)
+	require.Equal(t, ratelimit.Limit{Quota: 100, Window: time.Second}, c.RateLimit.Miss)
+	require.Equal(t, c.RateLimit.APIPro, c.RateLimit.API("pro"))
+	require.Equal(t, c.RateLimit.APIEnterprise, c.RateLimit.API("enterprise"))
+	require.Equal(t, c.RateLimit.APIFree, c.RateLimit.API(""), "an unknown plan gets the free plan's limit")
+	require.Empty(t, c.RateLimit.TrustedProxies, "X-Forwarded-For is ignored unless a proxy is trusted")
+
+	t.Setenv("SPLATHOST_RATELIMIT_MISS", "20/1s")
+	t.Setenv("SPLATHOST_RATELIMIT_READ", "off")
+	t.Setenv("SPLATHOST_RATELIMIT_API_PRO", "50/1m")
+	t.Setenv("SPLATHOST_TRUSTED_PROXIES", "10.1.2.3, 192.168.0.0/16,::ffff:10.9.9.9")
+	c, err = Load()
+	require.NoError(t, err)
+	require.Equal(t, ratelimit.Limit{Quota: 20, Window: time.Second}, c.RateLimit.Miss)
+	require.True(t, c.RateLimit.Read.Off())
+	require.Equal(t, ratelimit.Limit{Quota: 50, Window: time.Minute}, c.RateLimit.API("pro"))
+	require.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.1.2.3/32"), netip.MustParsePrefix("192.168.0.0/16"),
+		netip.MustParsePrefix("10.9.9.9/32")}, c.RateLimit.TrustedProxies)
+
+	t.Setenv("SPLATHOST_RATELIMIT_SESSION", "lots")
+	t.Setenv("SPLATHOST_TRUSTED_PROXIES", "proxy.example")
+	_, err = Load()
+	require.ErrorContains(t, err, "SPLATHOST_RATELIMIT_SESSION")
+	require.ErrorContains(t, err, "SPLATHOST_TRUSTED_PROXIES")
 }

@@ -49,11 +49,14 @@ type Integration struct {
 	Capabilities []string
 	RestAccess   bool
 	Revoked      bool
+	// Plan is the account's plan (free, pro, enterprise): the gateway's rate limit of the
+	// integration depends on it. The operator's plan change announces itself on Channel.
+	Plan string
 }
 
 // cost approximates the bytes in holds (the struct and what its fields point to).
 func (in *Integration) cost() int64 {
-	n := 128 + len(in.ID) + len(in.AccountID) + len(in.ProductSlug) + len(in.PublicKey) + len(in.SecretHash)
+	n := 128 + len(in.ID) + len(in.AccountID) + len(in.ProductSlug) + len(in.PublicKey) + len(in.SecretHash) + len(in.Plan)
 	for _, c := range in.Capabilities {
 		n += 16 + len(c)
 	}
@@ -207,9 +210,10 @@ func (s *Cache) store(gen uint64, key string, e cached, cost int64) {
 func (s *Cache) loadRow(ctx context.Context, where string, arg any) (*Integration, error) {
 	var in Integration
 	var revokedAt *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT id, account_id, product_slug, public_key, secret_hash,
-		capabilities, rest_access, revoked_at FROM integrations WHERE `+where, arg).
-		Scan(&in.ID, &in.AccountID, &in.ProductSlug, &in.PublicKey, &in.SecretHash, &in.Capabilities, &in.RestAccess, &revokedAt)
+	err := s.pool.QueryRow(ctx, `SELECT i.id, i.account_id, i.product_slug, i.public_key, i.secret_hash,
+		i.capabilities, i.rest_access, i.revoked_at, a.plan FROM integrations i JOIN accounts a ON a.id = i.account_id
+		WHERE i.`+where, arg).
+		Scan(&in.ID, &in.AccountID, &in.ProductSlug, &in.PublicKey, &in.SecretHash, &in.Capabilities, &in.RestAccess, &revokedAt, &in.Plan)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

@@ -58,6 +58,9 @@ type Caller struct {
 	HasExternalUser bool   `json:"h,omitempty"`
 	// Session holds the verified session-token claims for SchemeSession.
 	Session map[string]any `json:"t,omitempty"`
+	// Plan is the integration's account plan, which the gateway's rate limit depends on. It stays
+	// in the gateway: no service decides anything by it.
+	Plan string `json:"-"`
 }
 
 const callerKey = "splathost.caller"
@@ -272,6 +275,16 @@ const CapabilityEditor = "editor"
 // a session is scoped to is no longer active: such a session may still view, but not save,
 // upload or publish. It is decided at each use, from the gateway's caches, not at mint.
 const SessionCustomerInactive = "customerInactive"
+
+// SessionID is the Caller.Session key of the session's id (sessiontoken.SessionID): what the
+// rate limits of one session are kept under, in the gateway and in the session service.
+const SessionID = "sid"
+
+// SessionKey is the caller's session id, "" for a caller that is not a session.
+func (c *Caller) SessionKey() string {
+	v, _ := c.Session[SessionID].(string)
+	return v
+}
 
 // CustomerInactive reports whether the caller is a session whose customer is no longer active.
 func (c *Caller) CustomerInactive() bool {

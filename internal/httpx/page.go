@@ -19,9 +19,13 @@ const (
 // HTML error page instead of the JSON envelope, since a browser frame shows them to a person.
 // The gateway marks the page before authenticating it, so a bad token gets an HTML 401 too.
 func Page(c *fiber.Ctx) error {
-	c.Locals(pageKey, true)
+	MarkPage(c)
 	return c.Next()
 }
+
+// MarkPage is Page for middleware that answers before the page's route is reached (the
+// gateway's rate limit): an error it returns is then an HTML page too.
+func MarkPage(c *fiber.Ctx) { c.Locals(pageKey, true) }
 
 func isPage(c *fiber.Ctx) bool {
 	p, _ := c.Locals(pageKey).(bool)

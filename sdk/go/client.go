@@ -138,7 +138,9 @@ func (cl *Client) do(ctx context.Context, c call, out any) (int, error) {
 	var status int
 	var body []byte
 	var header http.Header
-	err := cl.retry.run(ctx, idempotent(c.method) || c.safe || c.keyed, cl.jitter, func() (bool, time.Duration, error) {
+	// A rate limit's refusal did nothing, so any method may be sent again after it.
+	retryable := idempotent(c.method) || c.safe || c.keyed
+	err := cl.retry.run(ctx, true, cl.jitter, func() (bool, time.Duration, error) {
 		var reader io.Reader
 		if payload != nil {
 			reader = bytes.NewReader(payload)
@@ -150,20 +152,25 @@ func (cl *Client) do(ctx context.Context, c call, out any) (int, error) {
 		cl.authorize(req, c)
 		resp, err := cl.http.Do(req)
 		if err != nil {
-			return true, 0, err
+			return retryable, 0, err
 		}
 		defer resp.Body.Close()
 		body, err = io.ReadAll(resp.Body)
 		if err != nil {
-			return true, 0, err
+			return retryable, 0, err
 		}
 		status, header = resp.StatusCode, resp.Header
+		if status == http.StatusTooManyRequests {
+			if e := decodeAPIError(status, header, body); e.Code == CodeRateLimited {
+				return true, retryAfter(resp.Header), e
+			}
+		}
 		if status >= 500 {
-			return true, retryAfter(resp.Header), decodeAPIError(status, header, body)
+			return retryable, retryAfter(resp.Header), decodeAPIError(status, header, body)
 		}
 		if c.keyed && status == http.StatusConflict {
 			if e := decodeAPIError(status, header, body); e.Code == CodeIdempotencyKeyInUse {
-				return true, retryAfter(resp.Header), e
+				return retryable, retryAfter(resp.Header), e
 			}
 		}
 		return false, 0, nil

@@ -17,6 +17,9 @@ const (
 	CodeCloneInProgress = "CLONE_IN_PROGRESS"
 	// CodeSourceFilesMissing is the 409 of a clone whose source lost its files.
 	CodeSourceFilesMissing = "SOURCE_FILES_MISSING"
+	// CodeRateLimited is the 429 of a rate limit: nothing was done, and the request may be sent
+	// again after the Retry-After seconds, which the client does on its own (any method).
+	CodeRateLimited = "RATE_LIMITED"
 )
 
 // APIError is a non-2xx answer of the service: the spec's error envelope plus the HTTP status.

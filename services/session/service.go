@@ -28,6 +28,8 @@ type Service struct {
 	urls *sceneapi.AssetURLs
 	// rooms are the multiplayer rooms of this process (room.go); the binary runs them.
 	rooms *Rooms
+	// beacons bound the likes and views one session can count (beacons.go); nil: unbounded.
+	beacons *beaconLimits
 }
 
 // Rooms returns the service's multiplayer rooms: the binary runs them (Rooms.Run) and adds

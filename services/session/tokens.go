@@ -60,7 +60,8 @@ func (v *Verifier) VerifySession(ctx context.Context, token string) (*httpx.Call
 		Scheme: httpx.SchemeSession, IntegrationID: in.ID, AccountID: in.AccountID, ProductSlug: in.ProductSlug,
 		PublicKey: in.PublicKey, Capabilities: caps,
 		ExternalUserID: claims.ExternalUserID, HasExternalUser: claims.ExternalUserID != "",
-		Session: map[string]any{claimSub: claims.Subject, claimSplatID: claims.SplatID},
+		Session: map[string]any{claimSub: claims.Subject, claimSplatID: claims.SplatID,
+			httpx.SessionID: sessiontoken.SessionID(token)},
 	}
 	// The end-user profile travels too: the multiplayer room shows it.
 	if claims.Name != "" {

@@ -88,7 +88,13 @@ func TestVerifySessionAcceptsCurrentAndPreviousKeys(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, &httpx.Caller{Scheme: httpx.SchemeSession, IntegrationID: "int-a", AccountID: "acc", ProductSlug: "shop",
 		PublicKey: "mpk_a", Capabilities: []string{sessiontoken.TypeViewer}, ExternalUserID: "cust-1", HasExternalUser: true,
-		Session: map[string]any{"sub": "rec-1", "splatId": "aaaaaaaaaaaaaaaaaaaaaaaa", "exp": c.ExpiresAt.Unix()}}, caller)
+		Session: map[string]any{"sub": "rec-1", "splatId": "aaaaaaaaaaaaaaaaaaaaaaaa", "exp": c.ExpiresAt.Unix(),
+			httpx.SessionID: sessiontoken.SessionID(tok)}}, caller)
+	// The session id names this token: another mint of the same claims is another session.
+	again, err := k.Sign(validClaims(time.Now().Add(time.Second)))
+	require.NoError(t, err)
+	require.NotEqual(t, caller.SessionKey(), sessiontoken.SessionID(again))
+	require.Len(t, caller.SessionKey(), 32)
 	// The expiry survives the signed caller header (a JSON number there), so a split session
 	// service's room closes the participant at the same instant.
 	require.Equal(t, c.ExpiresAt.Unix(), sessionExpiry(caller.Session).Unix())

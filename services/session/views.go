@@ -70,7 +70,8 @@ func (ss *session) ownerArg() string {
 // recordView answers POST /api/embed/views (contract item 4): 202 {status:'accepted'} once the
 // view is in the Postgres outbox, in one statement that also checks the session may see the
 // scene (404 otherwise, as for a read). The view reaches ClickHouse, viewCount and trending
-// through analytics.Streamer, durably: an accepted view survives ClickHouse being down.
+// through analytics.Streamer, durably: an accepted view survives ClickHouse being down. A view
+// beyond the session's bounds (beacons.go) answers 429 and counts nothing.
 func (s *Service) recordView(c *fiber.Ctx) error {
 	ss, err := sessionCaller(httpx.CallerOf(c))
 	if err != nil {
@@ -82,6 +83,9 @@ func (s *Service) recordView(c *fiber.Ctx) error {
 	}
 	if !ss.mayOpen(b.splatID) {
 		return errNotFound()
+	}
+	if err := s.beacons.admit(c, b.visitorID, true); err != nil {
+		return err
 	}
 	var id int64
 	err = s.db.Pool.QueryRow(c.UserContext(), embedsql.InsertView, b.splatID, ss.integrationID, ss.ownerArg(), b.visitorID).Scan(&id)
@@ -97,9 +101,10 @@ func (s *Service) recordView(c *fiber.Ctx) error {
 
 // like answers POST /api/embed/splats/{id}/like with {visitorId}: one like per visitor and
 // scene (a repeat changes nothing), only where the owner allows reactions (403 otherwise), on a
-// scene the session may see (404 otherwise). The answer carries the scene's likeCount.
+// scene the session may see (404 otherwise). The answer carries the scene's likeCount. A like
+// of a visitor new to the session, beyond its bound (beacons.go), answers 429.
 func (s *Service) like(c *fiber.Ctx) error {
-	return s.react(c, likeTx, func(created bool, likes int64) fiber.Map {
+	return s.react(c, likeTx, true, func(created bool, likes int64) fiber.Map {
 		return fiber.Map{"status": "success", "liked": true, "created": created, "likeCount": likes}
 	})
 }
@@ -109,15 +114,16 @@ func (s *Service) like(c *fiber.Ctx) error {
 // rules as like: a scene the session may see (404 otherwise) whose owner allows reactions (403
 // otherwise). The answer carries the scene's likeCount, which never goes below 0.
 func (s *Service) unlike(c *fiber.Ctx) error {
-	return s.react(c, unlikeTx, func(removed bool, likes int64) fiber.Map {
+	return s.react(c, unlikeTx, false, func(removed bool, likes int64) fiber.Map {
 		return fiber.Map{"status": "success", "liked": false, "removed": removed, "likeCount": likes}
 	})
 }
 
 // react runs a like or unlike: the session and scene of the path, the {visitorId} body, the
-// change in one transaction, and the answer built from whether it changed anything.
+// change in one transaction, and the answer built from whether it changed anything. A like
+// (counts) is held to the session's bound on new visitors; an unlike can only lower a count.
 func (s *Service) react(c *fiber.Ctx, change func(context.Context, *ent.Tx, *session, string, string) (bool, int64, error),
-	answer func(changed bool, likes int64) fiber.Map) error {
+	counts bool, answer func(changed bool, likes int64) fiber.Map) error {
 	ss, id, err := sessionScene(c)
 	if err != nil {
 		return err
@@ -125,6 +131,11 @@ func (s *Service) react(c *fiber.Ctx, change func(context.Context, *ent.Tx, *ses
 	b, err := parseBeacon(c.Body(), false)
 	if err != nil {
 		return err
+	}
+	if counts {
+		if err := s.beacons.admit(c, b.visitorID, false); err != nil {
+			return err
+		}
 	}
 	ctx := c.UserContext()
 	var likes int64

@@ -103,6 +103,7 @@ func (s *Service) patchAccount(c *fiber.Ctx) error {
 		return err
 	}
 	var out *ent.Account
+	var planChanged bool
 	err = s.db.InTx(c.UserContext(), func(tx *ent.Tx) error {
 		if !ids.Valid(id) {
 			return apperr.NotFound("account not found")
@@ -142,11 +143,21 @@ func (s *Service) patchAccount(c *fiber.Ctx) error {
 		if hasOverage {
 			u.SetOverage(overage)
 		}
-		out, err = u.Save(c.UserContext())
-		return err
+		if out, err = u.Save(c.UserContext()); err != nil {
+			return err
+		}
+		// The gateway's rate limit of the account's integrations follows the plan: their cached
+		// rows (which carry it) are dropped everywhere.
+		if planChanged = hasPlan && plan != string(a.Plan); planChanged {
+			return notifyIntegration(c.UserContext(), tx, id)
+		}
+		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if planChanged {
+		s.changed()
 	}
 	return c.JSON(fiber.Map{"status": "success", "account": accountJSON(out)})
 }

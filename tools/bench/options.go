@@ -35,6 +35,8 @@ type Options struct {
 	// TTFFOnly runs only the viewer's time-to-first-frame measure (phase 6), on a fresh
 	// directory.
 	TTFFOnly bool
+	// RateLimitOnly runs only the rate limiter's cost (on against off, split).
+	RateLimitOnly bool
 	// TrendingOnly runs only the trending measure (P3: 10 M events loaded first) on an
 	// all-in-one stack.
 	TrendingOnly   bool

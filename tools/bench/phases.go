@@ -33,7 +33,8 @@ var renditionsOff = []string{"SPLATHOST_RENDITION_MIN_BYTES=" + strconv.Itoa(mat
 // all-in-one phase share it); a phase that names its own directory (coldPhase) starts cold, so
 // nothing a previous phase left running in the background (conversions, retention workflows,
 // ClickHouse merging 10 M events) runs beside its measures, and the directory is removed after
-// it unless the logs are kept. Stacks run with renditionsOff unless so.Env says otherwise.
+// it unless the logs are kept. Stacks run with renditionsOff and limitsNeverRefuse unless so.Env
+// says otherwise.
 func (r *runner) phaseOf(ctx context.Context, so testenv.StackOptions, ready *Row, measure func(*testenv.Stack)) bool {
 	mode := so.Services
 	if err := ctx.Err(); err != nil {
@@ -43,7 +44,7 @@ func (r *runner) phaseOf(ctx context.Context, so testenv.StackOptions, ready *Ro
 	if so.Dir == "" {
 		so.Dir = r.dir
 	}
-	so.Env = append(slices.Clone(renditionsOff), so.Env...)
+	so.Env = append(append(slices.Clone(renditionsOff), limitsNeverRefuse...), so.Env...)
 	log := r.o.Log.With("services", mode)
 	log.Info("starting stack", "dir", so.Dir)
 	so.Runner, so.BinDir, so.ReadyTimeout, so.StopTimeout = r.o.Runner, r.o.BinDir, r.o.ReadyTimeout, r.o.StopTimeout

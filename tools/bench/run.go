@@ -99,6 +99,7 @@ func Run(ctx context.Context, o Options) Report {
 	readyAll := Row{Name: "stack ready, warm restart (allinone)", Unit: "ms"}
 	readyRooms := Row{Name: "stack ready, warm restart (split, 2 gateways, 2 sessions)", Unit: "ms"}
 	rooms := newRoomRows()
+	limiter := newRateLimitRows("split")
 	ttff := newTTFFRows()
 	mp := newMultipartRows()
 	hooks := newWebhookRows()
@@ -111,7 +112,7 @@ func Run(ctx context.Context, o Options) Report {
 		err = os.Chmod(dir, 0o755)
 	}
 	if err != nil {
-		for _, row := range append(append(append(append(append(measured, &readyCold, &readyWarm, &readyAll, &readyRooms), rooms.all()...), mp.all()...), ttff.all()...), hooks.all()...) {
+		for _, row := range append(append(append(append(append(append(measured, &readyCold, &readyWarm, &readyAll, &readyRooms), rooms.all()...), mp.all()...), ttff.all()...), hooks.all()...), limiter.all()...) {
 			row.Err = err
 		}
 	} else {
@@ -192,6 +193,17 @@ func Run(ctx context.Context, o Options) Report {
 			rep.Elapsed = time.Since(start)
 			return rep
 		}
+		if o.RateLimitOnly {
+			readyRL := Row{Name: "stack ready (split, rate limiter measure)", Unit: "ms"}
+			if !r.phase(ctx, "split", &readyRL, func(st *testenv.Stack) {
+				r.withTenant(st, "ratelimit", func(t Tenant) { r.rateLimit(ctx, st, "split", t, limiter) }, limiter.all()...)
+			}) {
+				for _, row := range limiter.all() {
+					row.Err = readyRL.Err
+				}
+			}
+			return only(limiter.all(), readyRL)
+		}
 		if o.TTFFOnly {
 			readyTTFF := Row{Name: "stack ready (split, time-to-first-frame measure)", Unit: "ms"}
 			r.ttffPhase(ctx, &readyTTFF, ttff)
@@ -229,10 +241,14 @@ func Run(ctx context.Context, o Options) Report {
 		coldOK := r.phase(ctx, "split", &readyCold, func(st *testenv.Stack) {
 			memSplit = r.memoryRows(ctx, st, "split")
 			gateway(st, "split", &tputSplit, &sceneSplit, &mintSplit)
+			r.withTenant(st, "ratelimit", func(t Tenant) { r.rateLimit(ctx, st, "split", t, limiter) }, limiter.all()...)
 		})
 		if !coldOK {
 			memSplit = []Row{{Name: "idle RSS (split)", Unit: "MiB", Goal: GoalStackRSS, Err: readyCold.Err}}
 			tputSplit.Err, sceneSplit.Err, mintSplit.Err = readyCold.Err, readyCold.Err, readyCold.Err
+			for _, row := range limiter.all() {
+				row.Err = readyCold.Err
+			}
 		}
 		// Phase 2, the same directory again: the warm restart a developer sees every day.
 		if coldOK {
@@ -284,6 +300,9 @@ func Run(ctx context.Context, o Options) Report {
 
 	rep.Rows = append(rep.Rows, tputAll, tputSplit, sceneAll, sceneSplit, mintAll, mintSplit, viewsAll, lostAll, trendP50, trendP99, trendCold,
 		trendFresh, lodAll, commitsAll, overshootAll, idemAll, archiveWall, archiveRate, cloneLODAll, cloneFileAll, mp.single, mp.parts)
+	for _, row := range limiter.all() {
+		rep.Rows = append(rep.Rows, *row)
+	}
 	for _, row := range rooms.all() {
 		rep.Rows = append(rep.Rows, *row)
 	}

@@ -146,7 +146,8 @@ func (r *runner) startScaleStack(ctx context.Context, replicas int) (*scaleStack
 	}
 	r.o.Log.Info("starting stack", "services", "split", "replicas", replicas, "dir", dir)
 	st, err := testenv.StartStack(ctx, testenv.StackOptions{Dir: dir, Services: "split", Replicas: replicas,
-		Runner: r.o.Runner, BinDir: r.o.BinDir, ReadyTimeout: r.o.ReadyTimeout, StopTimeout: r.o.StopTimeout, Env: renditionsOff})
+		Runner: r.o.Runner, BinDir: r.o.BinDir, ReadyTimeout: r.o.ReadyTimeout, StopTimeout: r.o.StopTimeout,
+		Env: append(slices.Clone(renditionsOff), limitsNeverRefuse...)})
 	if err != nil {
 		return nil, fmt.Errorf("start stack (split, %d of each): %w", replicas, err)
 	}

@@ -92,6 +92,7 @@ func run(args []string) (broken bool, err error) {
 	fs.BoolVar(&o.TrendingOnly, "trending-only", false, "run only the trending measure (10 M view events, allinone)")
 	fs.BoolVar(&o.ScaleoutOnly, "scaleout-only", false, "run only the scale-out measure (split, 1 against 2 of each binary, two stacks at once)")
 	fs.BoolVar(&o.TTFFOnly, "ttff-only", false, "run only the viewer's time to first frame, upload against rendition (split, Chromium)")
+	fs.BoolVar(&o.RateLimitOnly, "ratelimit-only", false, "run only the rate limiter's cost: hot paths with the limiter on against off (split)")
 	fs.BoolVar(&o.CloneOnly, "clone-only", false, "run only the clone job measures (allinone)")
 	fs.BoolVar(&o.MemoryOnly, "memory-only", false, "run only the idle memory measure (split)")
 	fs.Func("rendition-sizes", "comma-separated Gaussian counts of the rendition scenes (default 100000,1000000,3000000)", func(v string) error {

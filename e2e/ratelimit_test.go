@@ -1,0 +1,343 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/splathost/splathost/internal/config"
+	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/testenv"
+)
+
+// The rate limits (docs/security.md, "Rate limits") with the defaults every stack runs with:
+// these tests set nothing. Limits are kept by each gateway process, so the tests talk to the
+// in-process gateway itself (env.ProcessURL: with SPLATHOST_E2E_REPLICAS the balancer would
+// spread them over several gateways, each with its own buckets). The address-scoped tests send
+// from loopback addresses of their own (127.0.0.0/8 is all this machine's), so the rest of the
+// suite, which sends from 127.0.0.1, never shares their buckets.
+
+// withRateLimits changes the in-process gateway's limits for one test and restores them at its
+// end: for tests whose load stands in for many callers (thousands of strangers' garbage keys),
+// which the defaults would refuse. Split stacks a test starts get theirs from their
+// configuration (config.Config.RateLimit) or StackOptions.Env instead.
+func withRateLimits(t *testing.T, change func(*config.RateLimits)) {
+	t.Helper()
+	rl := env.Process.RateLimits
+	before := rl.Config()
+	cfg := before
+	change(&cfg)
+	rl.Set(cfg)
+	t.Cleanup(func() { rl.Set(before) })
+}
+
+// viewerSessions mints one viewer session pinned to scene id for each of n visitors: real
+// traffic's shape (every browser has its own session), which keeps a test that stands in for
+// many browsers within each session's bounds on new visitors and views.
+func viewerSessions(t *testing.T, tn tenant, id string, n int) []string {
+	t.Helper()
+	toks := make([]string, n)
+	for i := range toks {
+		toks[i] = mintToken(t, tn, "", map[string]any{"type": "viewer", "splatId": id})
+	}
+	return toks
+}
+
+// clientFrom is an HTTP client whose connections leave from the loopback address ip.
+func clientFrom(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
+}
+
+// getFrom sends a GET with c and holds the answer to the OpenAPI document like do does.
+func getFrom(c *http.Client, base, path string, headers map[string]string) (*testenv.Response, error) {
+	req, err := http.NewRequest("GET", base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	r := &testenv.Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		r.Body = map[string]any{}
+		_ = json.Unmarshal(raw, &r.Body)
+	}
+	// The JSON answers (errors, refusals) are held to the document; an asset's bytes are not.
+	if r.Body != nil && testenv.Observe != nil {
+		testenv.Observe(base, "GET", path, r)
+	}
+	return r, nil
+}
+
+// requireLimited checks a refusal: 429, the envelope with RATE_LIMITED and the policy, a
+// Retry-After of whole seconds equal to the envelope's retryAfter, and the draft's fields.
+func requireLimited(t *testing.T, r *testenv.Response, policy string) int {
+	t.Helper()
+	requireEnvelope(t, r, 429)
+	require.Equal(t, "RATE_LIMITED", r.Body["code"], string(r.Raw))
+	require.Equal(t, policy, r.Body["policy"], string(r.Raw))
+	secs, err := strconv.Atoi(r.Header.Get("Retry-After"))
+	require.NoError(t, err, "Retry-After: %q", r.Header.Get("Retry-After"))
+	require.Positive(t, secs)
+	require.Equal(t, float64(secs), r.Body["retryAfter"])
+	require.Regexp(t, `(^|,)"`+policy+`";q=\d+;w=\d+`, r.Header.Get("RateLimit-Policy"))
+	require.Equal(t, fmt.Sprintf(`"%s";r=0;t=%d`, policy, secs), r.Header.Get("RateLimit"))
+	return secs
+}
+
+// TestRateLimitPerIntegration: a free plan's integration (200 requests per 10 s) gets its burst,
+// then 429 with Retry-After and the RateLimit fields; after Retry-After it is served again;
+// another integration was never slowed meanwhile; and an upgrade of the account's plan raises
+// the limit.
+func TestRateLimitPerIntegration(t *testing.T) {
+	free := newIntegration(t, newAccount(t, "free", 1<<20), nil)
+	other := newTenant(t)
+	const burst = 200
+	start := time.Now()
+	var first *testenv.Response
+	served := 0
+	for i := 0; i < 3*burst && first == nil; i++ {
+		r := doAt(t, env.ProcessURL, "GET", "/api/v1/splats?limit=1", free.keys(""), nil)
+		switch r.Status {
+		case 200:
+			served++
+			require.Equal(t, `"integration";q=200;w=10`, r.Header.Get("RateLimit-Policy"))
+			require.Regexp(t, `^"integration";r=\d+;t=\d+$`, r.Header.Get("RateLimit"))
+		case 429:
+			first = r
+		default:
+			t.Fatalf("request %d: %d %s", i, r.Status, r.Raw)
+		}
+	}
+	require.NotNil(t, first, "a free integration is refused past its burst")
+	// One request refills every 50 ms: the burst plus what refilled while it was sent.
+	require.GreaterOrEqual(t, served, burst)
+	require.LessOrEqual(t, served, burst+int(time.Since(start)/(50*time.Millisecond))+1)
+	secs := requireLimited(t, first, "integration")
+	require.Equal(t, 200, doAt(t, env.ProcessURL, "GET", "/api/v1/splats?limit=1", other.keys(""), nil).Status,
+		"another integration has its own bucket")
+
+	time.Sleep(time.Duration(secs) * time.Second)
+	r := doAt(t, env.ProcessURL, "GET", "/api/v1/splats?limit=1", free.keys(""), nil)
+	require.Equal(t, 200, r.Status, "served again after Retry-After: %s", r.Raw)
+
+	// The limit follows the account's plan: an upgrade applies to the next requests.
+	r = doAt(t, env.ProcessURL, "PATCH", "/admin/v1/accounts/"+free.AccountID, admin(), map[string]any{"plan": "enterprise"})
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	require.Eventually(t, func() bool {
+		r := doAt(t, env.ProcessURL, "GET", "/api/v1/splats?limit=1", free.keys(""), nil)
+		return r.Status == 200 && r.Header.Get("RateLimit-Policy") == `"integration";q=5000;w=10`
+	}, 5*time.Second, 50*time.Millisecond, "the enterprise plan's limit")
+}
+
+// TestRateLimitPerSession: one embed session gets the session burst (200 requests per 10 s) on
+// /api/embed, then 429; another session of the same integration is served.
+func TestRateLimitPerSession(t *testing.T) {
+	tn := newTenant(t)
+	id := publicScene(t, tn, "ada")
+	tok, fresh := mintToken(t, tn, "", map[string]any{"type": "viewer"}), mintToken(t, tn, "", map[string]any{"type": "viewer"})
+	var refused *testenv.Response
+	served := 0
+	for i := 0; i < 600 && refused == nil; i++ {
+		r := doAt(t, env.ProcessURL, "GET", "/api/embed/splats/"+id, sessionHeaders(tok), nil)
+		switch r.Status {
+		case 200:
+			served++
+		case 429:
+			refused = r
+		default:
+			t.Fatalf("request %d: %d %s", i, r.Status, r.Raw)
+		}
+	}
+	require.NotNil(t, refused, "a session is refused past its burst")
+	require.GreaterOrEqual(t, served, 200)
+	requireLimited(t, refused, "session")
+	r := doAt(t, env.ProcessURL, "GET", "/api/embed/splats/"+id, sessionHeaders(fresh), nil)
+	require.Equal(t, 200, r.Status, "another session is not slowed: %s", r.Raw)
+}
+
+// TestRateLimitMissesPerAddress is the issue's hammer: one address asking for assets that do not
+// exist gets about 100 answers (404) before 429, and of 2 000 such requests at full speed only
+// the burst plus 100 a second reach the scene service (each a lookup in Postgres: 2 000 misses
+// cost about 1 590 transactions before the limit); meanwhile another address streams 2 000
+// tiles of a public scene, LOD-style on 16 connections, and is never refused.
+func TestRateLimitMissesPerAddress(t *testing.T) {
+	tn := newTenant(t)
+	id := publicScene(t, tn, "ada")
+	r := do(t, "GET", splatPath(id), tn.keys(""), nil)
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	asset := strings.TrimPrefix(splatOf(r)["splatUrl"].(string), env.URL)
+	require.True(t, strings.HasPrefix(asset, "/assets/"), asset)
+	missing := "/assets/" + tn.IntegrationID + "/" + ids.New() + "/nothing-here.splat"
+
+	hammer, viewer := clientFrom("127.0.0.41"), clientFrom("127.0.0.42")
+	var misses, refusedMisses, reads, refusedReads, other atomic.Int64
+	var firstRefusal atomic.Pointer[testenv.Response]
+	var wg sync.WaitGroup
+	run := func(n, workers int, c *http.Client, path string, ok int, passed, refused *atomic.Int64) {
+		jobs := make(chan int)
+		for range workers {
+			wg.Go(func() {
+				for range jobs {
+					r, err := getFrom(c, env.ProcessURL, path, nil)
+					switch {
+					case err != nil:
+						other.Add(1)
+					case r.Status == ok:
+						passed.Add(1)
+					case r.Status == 429:
+						refused.Add(1)
+						firstRefusal.CompareAndSwap(nil, r)
+					default:
+						other.Add(1)
+					}
+				}
+			})
+		}
+		wg.Go(func() {
+			for i := range n {
+				jobs <- i
+			}
+			close(jobs)
+		})
+	}
+
+	// First the 150: sent at once, about 100 get their 404.
+	start := time.Now()
+	run(150, 8, hammer, missing, 404, &misses, &refusedMisses)
+	wg.Wait()
+	require.Zero(t, other.Load())
+	require.GreaterOrEqual(t, misses.Load(), int64(100), "the burst of misses is answered")
+	require.LessOrEqual(t, misses.Load(), int64(100+int(time.Since(start)/(10*time.Millisecond))+8), "then 429")
+	require.Equal(t, int64(150), misses.Load()+refusedMisses.Load())
+	requireLimited(t, firstRefusal.Load(), "miss")
+
+	// Then 2 000 more misses from the same address and a viewer's 2 000 reads from another, at once.
+	misses.Store(0)
+	start = time.Now()
+	run(2000, 16, hammer, missing, 404, &misses, &refusedMisses)
+	run(2000, 16, viewer, asset, 200, &reads, &refusedReads)
+	wg.Wait()
+	elapsed := time.Since(start)
+	require.Zero(t, other.Load())
+	require.Zero(t, refusedReads.Load(), "a viewer loading thousands of tiles is never refused")
+	require.Equal(t, int64(2000), reads.Load())
+	// What was left of the bucket, 100 a second while the flood lasted, and the requests in
+	// flight when it emptied: far below the 2 000 lookups the flood would have cost.
+	require.LessOrEqual(t, misses.Load(), int64(100*elapsed.Seconds())+100+16, "misses that reached the scene service in %s", elapsed)
+	t.Logf("flood of 2000 misses in %s: %d answered 404, %d refused; 2000 reads served", elapsed.Round(time.Millisecond), misses.Load(), refusedMisses.Load())
+
+	// The address recovers: the bucket refills within a second.
+	time.Sleep(1100 * time.Millisecond)
+	r2, err := getFrom(hammer, env.ProcessURL, missing, nil)
+	require.NoError(t, err)
+	require.Equal(t, 404, r2.Status, string(r2.Raw))
+}
+
+// TestRateLimitNewVisitorsPerSession: a viewer session sending likes and views with random
+// visitorIds raises likeCount and uniqueViews by at most the bound (5 new visitors a minute,
+// 5 at once): the rest answer 429 and count nothing. A known visitor's like stays idempotent.
+func TestRateLimitNewVisitorsPerSession(t *testing.T) {
+	tn := newTenant(t)
+	id := publicScene(t, tn, "ada")
+	liker := mintToken(t, tn, "", map[string]any{"type": "viewer"})
+	start := time.Now()
+	liked, refused := 0, 0
+	for i := range 50 {
+		r := doAt(t, env.ProcessURL, "POST", "/api/embed/splats/"+id+"/like", sessionHeaders(liker),
+			map[string]any{"visitorId": fmt.Sprintf("random-%d-%s", i, ids.New())})
+		switch r.Status {
+		case 200:
+			liked++
+		case 429:
+			refused++
+			requireLimited(t, r, "visitors")
+		default:
+			t.Fatalf("like %d: %d %s", i, r.Status, r.Raw)
+		}
+	}
+	bound := 5 + int(time.Since(start)/(12*time.Second))
+	require.LessOrEqual(t, liked, bound, "likes by new visitors")
+	require.GreaterOrEqual(t, liked, 5, "the first visitors are welcome")
+	scene := splatOf(do(t, "GET", splatPath(id), tn.keys(""), nil))
+	require.Equal(t, float64(liked), scene["likeCount"], "likeCount rose by the accepted likes only")
+
+	viewer := mintToken(t, tn, "", map[string]any{"type": "viewer", "splatId": id})
+	start = time.Now()
+	viewed := 0
+	for i := range 50 {
+		r := doAt(t, env.ProcessURL, "POST", "/api/embed/views", sessionHeaders(viewer),
+			map[string]any{"splatId": id, "visitorId": fmt.Sprintf("drive-by-%d-%s", i, ids.New())})
+		switch r.Status {
+		case 202:
+			viewed++
+		case 429:
+			requireLimited(t, r, "visitors")
+		default:
+			t.Fatalf("view %d: %d %s", i, r.Status, r.Raw)
+		}
+	}
+	bound = 5 + int(time.Since(start)/(12*time.Second))
+	require.LessOrEqual(t, viewed, bound, "views by new visitors")
+	require.GreaterOrEqual(t, viewed, 5)
+	require.Eventually(t, func() bool {
+		totals := analyticsOf(t, tn, "", id, "?window=1")["totals"].(map[string]any)
+		return totals["impressions"] == float64(viewed)
+	}, visibleWithin, 100*time.Millisecond, "the accepted views reach the analytics")
+	totals := analyticsOf(t, tn, "", id, "?window=1")["totals"].(map[string]any)
+	require.Equal(t, float64(viewed), totals["uniqueViews"], "uniqueViews rose by the bound at most")
+	require.Eventually(t, func() bool { return viewCount(t, tn, id) == int64(viewed) }, visibleWithin, 100*time.Millisecond,
+		"viewCount rose by the accepted views only")
+	time.Sleep(time.Second) // nothing more arrives
+	require.Equal(t, int64(viewed), viewCount(t, tn, id))
+}
+
+// TestRateLimitViewsPerSession: one session records at most 30 views a minute, even of one
+// visitor; a like is not a view.
+func TestRateLimitViewsPerSession(t *testing.T) {
+	tn := newTenant(t)
+	id := publicScene(t, tn, "ada")
+	tok := mintToken(t, tn, "", map[string]any{"type": "viewer", "splatId": id})
+	start := time.Now()
+	accepted := 0
+	var refused *testenv.Response
+	for i := 0; i < 60 && refused == nil; i++ {
+		r := doAt(t, env.ProcessURL, "POST", "/api/embed/views", sessionHeaders(tok), map[string]any{"splatId": id, "visitorId": "one-browser"})
+		switch r.Status {
+		case 202:
+			accepted++
+		case 429:
+			refused = r
+		default:
+			t.Fatalf("view %d: %d %s", i, r.Status, r.Raw)
+		}
+	}
+	require.NotNil(t, refused)
+	require.GreaterOrEqual(t, accepted, 30)
+	require.LessOrEqual(t, accepted, 30+int(time.Since(start)/(2*time.Second)))
+	requireLimited(t, refused, "views")
+	r := doAt(t, env.ProcessURL, "POST", "/api/embed/splats/"+id+"/like", sessionHeaders(tok), map[string]any{"visitorId": "one-browser"})
+	require.Equal(t, 200, r.Status, string(r.Raw))
+}
