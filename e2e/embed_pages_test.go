@@ -52,12 +52,13 @@ func wantPagePolicy(kind string) string {
 		return u.Scheme + "://" + u.Host
 	}
 	own := "'self' " + origin(env.Config.PublicBase())
-	connect, media := own, own
+	img, connect, media := own, own, own
 	if kind == "editor" {
+		img += " https: http:"
 		connect += " " + origin(env.Config.S3Endpoint) + " blob:"
 		media += " blob:"
 	}
-	return "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src " + own +
+	return "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src " + img +
 		"; media-src " + media + "; connect-src " + connect + "; worker-src blob:; object-src 'none'; " +
 		"base-uri 'none'; form-action 'none'"
 }

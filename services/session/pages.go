@@ -89,22 +89,24 @@ func (s *Service) page(kind string) fiber.Handler {
 //   - scene files, audio and the API from the page's origin or the gateway's public one (the
 //     asset URLs' origin); the room's WebSocket is on the page's own origin, which 'self'
 //     matches for ws: and wss: too;
-//   - the editor only: its uploads PUT to the object store's origin, and a picked scene file and
-//     audio file are previewed from blob: URLs (fetched by PlayCanvas, played by <audio>).
+//   - the editor only: its uploads PUT to the object store's origin, a picked scene file and
+//     audio file are previewed from blob: URLs (fetched by PlayCanvas, played by <audio>), and
+//     the room shows participants' avatars, which are the integrator's http(s) URLs on any host.
 func pagePolicy(kind, public, upload string) string {
 	own := "'self'"
 	if public != "" {
 		own += " " + public
 	}
-	connect, media := own, own
+	img, connect, media := own, own, own
 	if kind == sessiontoken.TypeEditor {
+		img += " https: http:"
 		if upload != "" && upload != public {
 			connect += " " + upload
 		}
 		connect += " blob:"
 		media += " blob:"
 	}
-	return "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src " + own +
+	return "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src " + img +
 		"; media-src " + media + "; connect-src " + connect + "; worker-src blob:; " +
 		"object-src 'none'; base-uri 'none'; form-action 'none'"
 }

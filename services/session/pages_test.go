@@ -71,6 +71,8 @@ func TestPagePolicy(t *testing.T) {
 	require.Contains(t, viewer, "media-src 'self' "+public+";")
 	require.Contains(t, editor, "connect-src 'self' "+public+" "+store+" blob:;")
 	require.Contains(t, editor, "media-src 'self' "+public+" blob:;")
+	require.Contains(t, viewer, "img-src 'self' "+public+";")
+	require.Contains(t, editor, "img-src 'self' "+public+" https: http:;", "avatars are on the integrator's hosts")
 	// Without known origins (no signer wired) the pages fall back to their own origin.
 	require.Contains(t, pagePolicy(sessiontoken.TypeEditor, "", ""), "connect-src 'self' blob:;")
 

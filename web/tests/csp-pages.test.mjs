@@ -8,6 +8,9 @@ import { join } from 'node:path';
 import { canvasCoverage, commitScene, embedFrame, env, mintSession, settled, splatOf } from './helpers.mjs';
 import { assertStrict, launchRecording, noViolations, settledClean, watch } from './csp-common.mjs';
 
+const AVATAR = 'http://avatars.invalid/csp.png';
+const PNG_1PX = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==', 'base64');
+
 let browser;
 before(async () => { browser = await launchRecording(); });
 after(async () => { await browser?.close(); });
@@ -33,12 +36,17 @@ test('the demo page, its viewer and two editors in a room work with no CSP viola
   await page.close();
 });
 
-test('the editor saves a scene, thumbnail upload included, with no CSP violation', async () => {
+test('the editor shows an avatar and saves a scene, thumbnail upload included, with no CSP violation', async () => {
   const id = await commitScene('ball.ply', { title: 'CSP save' });
   const page = await browser.context.newPage();
   const w = watch(page);
-  await page.goto(`${env.gatewayUrl}/embed/editor?session=${encodeURIComponent(await mintSession('editor', id, { name: 'CSP' }))}`);
+  // The avatar is the integrator's URL, on a host of its own.
+  await page.route(AVATAR, (route) => route.fulfill({ status: 200, contentType: 'image/png', body: PNG_1PX }));
+  const token = await mintSession('editor', id, { name: 'CSP', avatarUrl: AVATAR });
+  await page.goto(`${env.gatewayUrl}/embed/editor?session=${encodeURIComponent(token)}`);
   await settledClean(page.mainFrame(), w, 'the editor');
+  await page.waitForFunction(() => document.querySelector('[data-presence-self] img')?.naturalWidth === 1, null, { timeout: 30_000 })
+    .catch((err) => { err.message += `\n${w.log.slice(-20).join('\n')}`; throw err; });
   const put = page.waitForRequest((r) => r.method() === 'PUT' && !r.url().startsWith(env.gatewayUrl), { timeout: 60_000 });
   await page.fill('textarea[name=description]', 'Saved under the policy');
   await page.click('button[data-action=save]');
