@@ -148,7 +148,7 @@ func TestEmbedEditorLevelData(t *testing.T) {
 		"array":             {`{"levelData":[1,2,3]}`, "levelData: must be a JSON object or null"},
 		"string":            {`{"levelData":"camera"}`, "levelData: must be a JSON object or null"},
 		"NUL":               {`{"levelData":{"a":"\u0000"}}`, "levelData.a: must not contain the NUL character"},
-		"huge number":       {`{"levelData":{"a":1e999}}`, "levelData: numbers must be finite doubles"},
+		"huge number":       {`{"levelData":{"a":1e999}}`, "levelData.a: number out of range"},
 		"deep":              {`{"levelData":` + strings.Repeat(`{"a":`, 200) + `1` + strings.Repeat(`}`, 200) + `}`, "levelData: must not nest"},
 		"unknown field":     {`{"levelData":{},"camera":1}`, "camera: unknown field"},
 		"malformed JSON":    {`{"levelData":{`, "body: malformed JSON"},

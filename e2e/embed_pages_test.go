@@ -40,6 +40,29 @@ func requirePageHeaders(t *testing.T, r *testenv.Response, frameAncestors string
 	require.Contains(t, html, `<meta name="viewport" content="width=device-width, initial-scale=1">`)
 }
 
+// wantPagePolicy is an embed page's Content-Security-Policy before its frame-ancestors, as
+// docs/security.md states it, for this stack's origins: the gateway's public one and, for the
+// editor's uploads, the object store's.
+func wantPagePolicy(kind string) string {
+	origin := func(raw string) string {
+		u, err := url.Parse(raw)
+		if err != nil {
+			panic(err)
+		}
+		return u.Scheme + "://" + u.Host
+	}
+	own := "'self' " + origin(env.Config.PublicBase())
+	img, connect, media := own, own, own
+	if kind == "editor" {
+		img += " https: http:"
+		connect += " " + origin(env.Config.S3Endpoint) + " blob:"
+		media += " blob:"
+	}
+	return "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src " + img +
+		"; media-src " + media + "; connect-src " + connect + "; worker-src blob:; object-src 'none'; " +
+		"base-uri 'none'; form-action 'none'"
+}
+
 // requireErrorPage checks an embed error page: status, an HTML page, and no script.
 func requireErrorPage(t *testing.T, r *testenv.Response, status int) {
 	t.Helper()
@@ -47,6 +70,7 @@ func requireErrorPage(t *testing.T, r *testenv.Response, status int) {
 	requirePageHeaders(t, r, "*")
 	require.NotContains(t, strings.ToLower(string(r.Raw)), "<script")
 	require.Contains(t, r.Header.Get("Content-Security-Policy"), "default-src 'none'")
+	require.NotContains(t, r.Header.Get("Content-Security-Policy"), "'unsafe-inline'")
 }
 
 // bootOf extracts and decodes a page's boot JSON.
@@ -78,7 +102,7 @@ func TestEmbedPages(t *testing.T) {
 	r := page(t, "viewer", viewer)
 	require.Equal(t, 200, r.Status, string(r.Raw))
 	requirePageHeaders(t, r, "*")
-	require.Equal(t, "frame-ancestors *", r.Header.Get("Content-Security-Policy"))
+	require.Equal(t, wantPagePolicy("viewer")+"; frame-ancestors *", r.Header.Get("Content-Security-Policy"))
 	html := string(r.Raw)
 	require.Contains(t, html, `<link rel="stylesheet" href="/embed/assets/embed.css">`)
 	require.Contains(t, html, `<script type="module" src="/embed/assets/viewer.js"></script>`)
@@ -173,7 +197,7 @@ func TestEmbedPagesFrameAncestorsAndRevoke(t *testing.T) {
 	for _, tt := range []struct{ kind, token string }{{"viewer", viewer}, {"editor", editor}} {
 		r := page(t, tt.kind, tt.token)
 		require.Equal(t, 200, r.Status, string(r.Raw))
-		require.Equal(t, want, r.Header.Get("Content-Security-Policy"), tt.kind)
+		require.Equal(t, wantPagePolicy(tt.kind)+"; "+want, r.Header.Get("Content-Security-Policy"), tt.kind)
 	}
 	// The editor page refused to a viewer is still framed only where the integration allows.
 	r := page(t, "editor", viewer)
@@ -181,7 +205,7 @@ func TestEmbedPagesFrameAncestorsAndRevoke(t *testing.T) {
 	require.True(t, strings.HasSuffix(r.Header.Get("Content-Security-Policy"), want), r.Header.Get("Content-Security-Policy"))
 
 	patch([]string{})
-	require.Equal(t, "frame-ancestors *", page(t, "viewer", viewer).Header.Get("Content-Security-Policy"))
+	require.Equal(t, wantPagePolicy("viewer")+"; frame-ancestors *", page(t, "viewer", viewer).Header.Get("Content-Security-Policy"))
 
 	require.Equal(t, 200, do(t, "POST", "/admin/v1/integrations/"+a.IntegrationID+"/revoke", admin(), nil).Status)
 	require.Eventually(t, func() bool { return page(t, "viewer", viewer).Status == 410 }, 10*time.Second, 50*time.Millisecond)

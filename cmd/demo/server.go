@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -58,8 +59,24 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
+// pagePolicy is the demo page's Content-Security-Policy, as strict as an integrator's page can
+// be around the embeds (docs/security.md, Content Security Policy): its own script and style
+// only (its config is a JSON data block, which runs nothing), the SDK module imported from the
+// gateway, the embeds framed from the gateway, requests to its own server only, and nobody may
+// frame it.
+func pagePolicy(gateway string) string {
+	g := gateway
+	if u, err := url.Parse(gateway); err == nil && u.Scheme != "" && u.Host != "" {
+		g = u.Scheme + "://" + u.Host
+	}
+	return "default-src 'self'; script-src 'self' " + g + "; style-src 'self'; img-src 'self'; " +
+		"connect-src 'self'; frame-src " + g + "; object-src 'none'; base-uri 'none'; form-action 'none'; " +
+		"frame-ancestors 'none'"
+}
+
 func (s *server) page(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", pagePolicy(s.gateway))
 	cfg := pageConfig{GatewayURL: s.gateway, SampleSplatID: s.st.SampleSplatID, Customer: s.st.Customer}
 	if err := s.index.Execute(w, cfg); err != nil {
 		http.Error(w, "page failed", http.StatusInternalServerError)

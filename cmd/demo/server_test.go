@@ -95,6 +95,11 @@ func TestPageCarriesNoKey(t *testing.T) {
 	w := httptest.NewRecorder()
 	srv.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
 	require.Contains(t, w.Body.String(), `{"gatewayUrl":"http://gateway.test","sampleSplatId":"`+st.SampleSplatID+`","customer":"demo-customer"}`)
+	// Its policy names the gateway's origin for the SDK and the frames, and nothing inline.
+	require.Equal(t, "default-src 'self'; script-src 'self' http://gateway.test; style-src 'self'; img-src 'self'; "+
+		"connect-src 'self'; frame-src http://gateway.test; object-src 'none'; base-uri 'none'; form-action 'none'; "+
+		"frame-ancestors 'none'", w.Header().Get("Content-Security-Policy"))
+	require.NotContains(t, w.Header().Get("Content-Security-Policy"), "unsafe")
 	w = httptest.NewRecorder()
 	srv.ServeHTTP(w, httptest.NewRequest("GET", "/state.json", nil))
 	require.Equal(t, 404, w.Code)

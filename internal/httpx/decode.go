@@ -55,10 +55,17 @@ func DecodeObject(body []byte, emptyOK bool) (*Fields, error) {
 		// Unmarshal refuses nothing the Decoder accepts (one object, then only white space),
 		// but were it to, the Decoder's reading stands.
 	}
-	if issues := NULIssues(trimmed); len(issues) > 0 {
-		return nil, apperr.Invalid("validation failed", issues...)
+	// What the store cannot hold, anywhere in the body: NUL characters and numbers out of
+	// bounds (numbers.go).
+	if err := CheckJSON(trimmed); err != nil {
+		return nil, err
 	}
 	return &Fields{raw: raw}, nil
+}
+
+// invalidBody is the 400 for issues found anywhere in a body.
+func invalidBody(issues []string) error {
+	return apperr.Invalid("validation failed", issues...)
 }
 
 // nulEscape is how JSON spells the NUL character inside a string; a raw NUL byte is not valid
@@ -84,64 +91,12 @@ func NULIssues(body []byte) []string {
 	dec.UseNumber()
 	var issues []string
 	// A malformed body is the decoder's to report; whatever was found before the error stands.
-	_ = walkNUL(dec, "", &issues)
+	_ = walkJSON(dec, "", func(path string, tok json.Token, _ bool) {
+		if s, ok := tok.(string); ok && strings.IndexByte(s, 0) >= 0 && len(issues) < maxNULIssues {
+			issues = append(issues, pathOrBody(path)+": "+NULProblem)
+		}
+	})
 	return issues
-}
-
-// walkNUL reads one JSON value from dec and records each NUL-holding string or key under path.
-// Nesting is bounded by encoding/json's own depth limit.
-func walkNUL(dec *json.Decoder, path string, issues *[]string) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	add := func(at string) {
-		if len(*issues) < maxNULIssues {
-			if at == "" {
-				at = "body"
-			}
-			*issues = append(*issues, at+": "+NULProblem)
-		}
-	}
-	switch t := tok.(type) {
-	case string:
-		if strings.IndexByte(t, 0) >= 0 {
-			add(path)
-		}
-	case json.Delim:
-		switch t {
-		case '{':
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				key, _ := kt.(string)
-				child := Printable(key)
-				if path != "" {
-					child = path + "." + child
-				}
-				if strings.IndexByte(key, 0) >= 0 {
-					add(child)
-				}
-				if err := walkNUL(dec, child, issues); err != nil {
-					return err
-				}
-			}
-		case '[':
-			for i := 0; dec.More(); i++ {
-				if err := walkNUL(dec, path+"["+strconv.Itoa(i)+"]", issues); err != nil {
-					return err
-				}
-			}
-		}
-		if t == '{' || t == '[' {
-			if _, err := dec.Token(); err != nil { // the closing delimiter
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 func jsonProblem(err error) string {

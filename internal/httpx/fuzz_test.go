@@ -9,8 +9,9 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 )
 
-// FuzzDecodeObject asserts that DecodeObject and every field getter never panic, and that each
-// failure is a 400 *apperr.Error naming at least one issue.
+// FuzzDecodeObject asserts that DecodeObject and every field getter never panic, that each
+// failure is a 400 *apperr.Error naming at least one issue, and that no accepted body holds a
+// number Postgres' jsonb would refuse or a double cannot hold (ruleAccepts, numbers_test.go).
 func FuzzDecodeObject(f *testing.F) {
 	for _, seed := range []string{
 		``,
@@ -27,6 +28,8 @@ func FuzzDecodeObject(f *testing.F) {
 		`{"n":1.5,"l":"abc","s":["x"],"n":2}`,
 		"{\"s\":\"\xff\xfe\"}",
 		`{"l":["a","a","0123456789abcdef01234567","0123456789abcdef01234567"]}`,
+		`{"n":1e200000,"x":{"y":[1e-20000,5e-324,0e99999,0e-99999,-0]}}`,
+		`{"n":123456789012345678901234567890,"l":[1.7976931348623157e308,2.2250738585072014e-308]}`,
 	} {
 		f.Add([]byte(seed), true)
 		f.Add([]byte(seed), false)
@@ -42,6 +45,11 @@ func FuzzDecodeObject(f *testing.F) {
 		}
 		if fields == nil {
 			t.Fatalf("nil fields without an error")
+		}
+		for _, lit := range numberLiterals(body) {
+			if !ruleAccepts(lit) {
+				t.Fatalf("accepted %q, which Postgres or a double cannot hold", lit)
+			}
 		}
 		fields.Only("n", "s", "e", "b", "l")
 		for _, name := range []string{"n", "s", "e", "b", "l", "missing"} {

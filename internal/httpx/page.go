@@ -1,6 +1,8 @@
 package httpx
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"html"
 	"strconv"
 	"strings"
@@ -32,13 +34,14 @@ func isPage(c *fiber.Ctx) bool {
 	return p
 }
 
-// SetPageHeaders sets the headers every embed page carries, success or error: who may frame it
-// (the integration's frame ancestors, any origin when it has none), no referrer (the URL holds
-// the session token), never cached, and no content sniffing. An error page answered later in
-// the same request keeps the frame ancestors set here.
-func SetPageHeaders(c *fiber.Ctx, frameAncestors []string) {
+// SetPageHeaders sets the headers every embed page carries, success or error: its
+// Content-Security-Policy (policy, then who may frame it: the integration's frame ancestors, any
+// origin when it has none), no referrer (the URL holds the session token), never cached, and no
+// content sniffing. An error page answered later in the same request keeps the frame ancestors
+// set here (and its own, stricter policy).
+func SetPageHeaders(c *fiber.Ctx, policy string, frameAncestors []string) {
 	c.Locals(frameAncestorsKey, frameAncestors)
-	c.Set(fiber.HeaderContentSecurityPolicy, "frame-ancestors "+frameAncestorsList(frameAncestors))
+	c.Set(fiber.HeaderContentSecurityPolicy, policy+"; frame-ancestors "+frameAncestorsList(frameAncestors))
 	setPageCommonHeaders(c)
 }
 
@@ -56,13 +59,24 @@ func frameAncestorsList(origins []string) string {
 	return strings.Join(origins, " ")
 }
 
+// errorPageStyle is the error page's only style, allowed by its hash so that the page's policy
+// needs no 'unsafe-inline'.
+const errorPageStyle = `body{font:15px/1.5 system-ui,sans-serif;margin:0;display:grid;place-items:center;min-height:100vh;background:#111;color:#ddd}main{max-width:28em;padding:1em;text-align:center}`
+
+// errorPagePolicy lets the error page load nothing and run nothing: its one inline style is
+// allowed by hash.
+var errorPagePolicy = func() string {
+	sum := sha256.Sum256([]byte(errorPageStyle))
+	return "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) +
+		"'; base-uri 'none'; form-action 'none'"
+}()
+
 // sendErrorPage answers e as an HTML page. It carries no script, and its CSP forbids any (it
 // loads nothing but its inline style).
 func sendErrorPage(c *fiber.Ctx, e *apperr.Error) error {
 	origins, _ := c.Locals(frameAncestorsKey).([]string)
 	setPageCommonHeaders(c)
-	c.Set(fiber.HeaderContentSecurityPolicy, "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors "+
-		frameAncestorsList(origins))
+	c.Set(fiber.HeaderContentSecurityPolicy, errorPagePolicy+"; frame-ancestors "+frameAncestorsList(origins))
 	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
 	title := "Embed unavailable"
 	return c.Status(e.Status).SendString(`<!doctype html>
@@ -71,7 +85,7 @@ func sendErrorPage(c *fiber.Ctx, e *apperr.Error) error {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>` + title + `</title>
-<style>body{font:15px/1.5 system-ui,sans-serif;margin:0;display:grid;place-items:center;min-height:100vh;background:#111;color:#ddd}main{max-width:28em;padding:1em;text-align:center}</style>
+<style>` + errorPageStyle + `</style>
 </head>
 <body>
 <main>

@@ -1,6 +1,8 @@
 package httpx
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -21,7 +23,7 @@ func TestPageErrorsAreHTML(t *testing.T) {
 		return apperr.Unauthorized(`bad <script>alert(1)</script> token`)
 	})
 	app.Get("/framed", Page, func(c *fiber.Ctx) error {
-		SetPageHeaders(c, []string{"https://shop.example.com", "'self'"})
+		SetPageHeaders(c, "default-src 'self'", []string{"https://shop.example.com", "'self'"})
 		return apperr.Forbidden("no editor")
 	})
 	app.Get("/api", func(c *fiber.Ctx) error { return apperr.Unauthorized("x") })
@@ -34,7 +36,11 @@ func TestPageErrorsAreHTML(t *testing.T) {
 	require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
 	require.Equal(t, "no-referrer", resp.Header.Get("Referrer-Policy"))
 	require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
-	require.Equal(t, "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors *", resp.Header.Get("Content-Security-Policy"))
+	// Its one inline style is allowed by its hash, nothing else loads or runs.
+	sum := sha256.Sum256([]byte(errorPageStyle))
+	require.Equal(t, "default-src 'none'; style-src 'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+
+		"'; base-uri 'none'; form-action 'none'; frame-ancestors *", resp.Header.Get("Content-Security-Policy"))
+	require.Contains(t, string(body), "<style>"+errorPageStyle+"</style>")
 	require.True(t, strings.HasPrefix(string(body), "<!doctype html>"), string(body))
 	require.NotContains(t, strings.ToLower(string(body)), "<script")
 	require.Contains(t, string(body), "bad &lt;script&gt;alert(1)&lt;/script&gt; token")
@@ -44,8 +50,8 @@ func TestPageErrorsAreHTML(t *testing.T) {
 	resp, err = app.Test(httptest.NewRequest("GET", "/framed", nil), -1)
 	require.NoError(t, err)
 	require.Equal(t, 403, resp.StatusCode)
-	require.Equal(t, "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors https://shop.example.com 'self'",
-		resp.Header.Get("Content-Security-Policy"))
+	require.Equal(t, errorPagePolicy+"; frame-ancestors https://shop.example.com 'self'",
+		resp.Header.Get("Content-Security-Policy"), "the error page keeps the frame ancestors, not the page's policy")
 
 	resp, err = app.Test(httptest.NewRequest("GET", "/api", nil), -1)
 	require.NoError(t, err)

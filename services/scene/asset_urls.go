@@ -20,8 +20,10 @@ import (
 type AssetURLs struct {
 	storage string // config.AssetBase(): the prefix of stored URLs
 	public  string // config.PublicBase(): the gateway origin
-	key     []byte
-	now     func() time.Time
+	// upload is the origin of config.S3Endpoint, where browsers PUT presigned uploads.
+	upload string
+	key    []byte
+	now    func() time.Time
 }
 
 // NewAssetURLs returns the asset URL signer of cfg. Its key is derived from the internal
@@ -30,7 +32,28 @@ type AssetURLs struct {
 func NewAssetURLs(cfg config.Config) *AssetURLs {
 	m := hmac.New(sha256.New, []byte(cfg.InternalSecret))
 	m.Write([]byte("splathost asset urls v1"))
-	return &AssetURLs{storage: cfg.AssetBase(), public: cfg.PublicBase(), key: m.Sum(nil), now: time.Now}
+	return &AssetURLs{storage: cfg.AssetBase(), public: cfg.PublicBase(), upload: originOf(cfg.S3Endpoint),
+		key: m.Sum(nil), now: time.Now}
+}
+
+// Origins are the origins an embed page's browser reaches besides its own, for the pages'
+// Content-Security-Policy: public serves the asset URLs this signer renders (the gateway's
+// public origin, which is the page's own when the page is reached at it) and upload takes the
+// presigned upload PUTs (the object store's endpoint). Either is "" when unknown.
+func (u *AssetURLs) Origins() (public, upload string) {
+	if u == nil {
+		return "", ""
+	}
+	return originOf(u.public), u.upload
+}
+
+// originOf is scheme://host[:port] of an absolute http(s) URL, or "".
+func originOf(raw string) string {
+	p, err := url.Parse(raw)
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		return ""
+	}
+	return p.Scheme + "://" + p.Host
 }
 
 // openToAll reports whether a scene's assets are served to anyone: public, embeddable, live.

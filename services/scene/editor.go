@@ -90,7 +90,8 @@ func parseLevelData(f *httpx.Fields) (value map[string]any, set bool) {
 		return nil, false
 	}
 	if err := json.Unmarshal(compact.Bytes(), &value); err != nil {
-		// A number out of float64 range: stored, it could never be read back.
+		// A number out of float64 range: stored, it could never be read back. The decoder
+		// refuses those first, naming the place (httpx.NumberIssues); this stays as the guard.
 		f.Issuef("levelData: numbers must be finite doubles")
 		return nil, false
 	}

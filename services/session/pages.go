@@ -54,7 +54,8 @@ func (s *Service) page(kind string) fiber.Handler {
 		if err != nil {
 			return apperr.Internal(err)
 		}
-		httpx.SetPageHeaders(c, frames.FrameAncestors)
+		public, upload := s.urls.Origins()
+		httpx.SetPageHeaders(c, pagePolicy(kind, public, upload), frames.FrameAncestors)
 		// The caller's capabilities are the claims' still granted by the integration (checked by
 		// the gateway at this request).
 		if kind == sessiontoken.TypeEditor && !slices.Contains(caller.Capabilities, sessiontoken.TypeEditor) {
@@ -75,6 +76,39 @@ func (s *Service) page(kind string) fiber.Handler {
 		c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
 		return c.Send(html)
 	}
+}
+
+// pagePolicy is an embed page's Content-Security-Policy before its frame-ancestors
+// (docs/security.md, Content Security Policy). Scripts and styles come from the gateway's own
+// /embed/assets only: no inline script or style, no eval, no plugin, no <base>. Besides, only
+// what the pages were measured to need (e2e TestBrowserCSP; without each, that test fails):
+//   - 'wasm-unsafe-eval': Spark compiles its WebAssembly on the page (.splat and .ksplat scenes
+//     never render without it: WebAssembly.compile throws);
+//   - worker-src blob:: PlayCanvas' splat sorter (and Spark's) is a worker made from a blob: URL
+//     (.ply, .sog and streamed scenes draw nothing without it);
+//   - scene files, audio and the API from the page's origin or the gateway's public one (the
+//     asset URLs' origin); the room's WebSocket is on the page's own origin, which 'self'
+//     matches for ws: and wss: too;
+//   - the editor only: its uploads PUT to the object store's origin, a picked scene file and
+//     audio file are previewed from blob: URLs (fetched by PlayCanvas, played by <audio>), and
+//     the room shows participants' avatars, which are the integrator's http(s) URLs on any host.
+func pagePolicy(kind, public, upload string) string {
+	own := "'self'"
+	if public != "" {
+		own += " " + public
+	}
+	img, connect, media := own, own, own
+	if kind == sessiontoken.TypeEditor {
+		img += " https: http:"
+		if upload != "" && upload != public {
+			connect += " " + upload
+		}
+		connect += " blob:"
+		media += " blob:"
+	}
+	return "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src " + img +
+		"; media-src " + media + "; connect-src " + connect + "; worker-src blob:; " +
+		"object-src 'none'; base-uri 'none'; form-action 'none'"
 }
 
 // renderPage is the embed's HTML around its boot data. encoding/json escapes <, >, & and

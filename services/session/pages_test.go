@@ -50,3 +50,37 @@ func TestRenderPageNulls(t *testing.T) {
 	require.Contains(t, string(page), `"splatId":null,"scoped":false,"capabilities":["viewer"],"user":null}`)
 	require.Contains(t, string(page), `src="/embed/assets/viewer.js"`)
 }
+
+// TestPagePolicy: the embed pages run only the gateway's scripts and styles; the editor alone
+// reaches the object store (uploads) and blob: URLs (picked files); the page references no
+// inline script or style, so nothing inline needs allowing.
+func TestPagePolicy(t *testing.T) {
+	const public, store = "https://splats.example.com", "https://s3.example.com"
+	viewer := pagePolicy(sessiontoken.TypeViewer, public, store)
+	editor := pagePolicy(sessiontoken.TypeEditor, public, store)
+	for _, p := range []string{viewer, editor} {
+		require.Contains(t, p, "script-src 'self' 'wasm-unsafe-eval';")
+		require.Contains(t, p, "style-src 'self';")
+		require.Contains(t, p, "object-src 'none'; base-uri 'none'")
+		require.NotContains(t, p, "'unsafe-inline'")
+		require.NotContains(t, p, "'unsafe-eval'")
+		require.NotContains(t, p, "frame-ancestors", "added per integration by httpx.SetPageHeaders")
+	}
+	require.Contains(t, viewer, "connect-src 'self' "+public+";")
+	require.NotContains(t, viewer, store)
+	require.Contains(t, viewer, "media-src 'self' "+public+";")
+	require.Contains(t, editor, "connect-src 'self' "+public+" "+store+" blob:;")
+	require.Contains(t, editor, "media-src 'self' "+public+" blob:;")
+	require.Contains(t, viewer, "img-src 'self' "+public+";")
+	require.Contains(t, editor, "img-src 'self' "+public+" https: http:;", "avatars are on the integrator's hosts")
+	// Without known origins (no signer wired) the pages fall back to their own origin.
+	require.Contains(t, pagePolicy(sessiontoken.TypeEditor, "", ""), "connect-src 'self' blob:;")
+
+	page, err := renderPage(bootData{Kind: sessiontoken.TypeViewer})
+	require.NoError(t, err)
+	html := string(page)
+	require.NotContains(t, html, "<style")
+	require.NotContains(t, html, " style=")
+	require.Equal(t, 2, strings.Count(html, "<script"), "the boot data block and the module")
+	require.Contains(t, html, `<script type="module" src="/embed/assets/viewer.js"></script>`)
+}

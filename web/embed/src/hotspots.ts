@@ -7,43 +7,6 @@ import type { Stage } from './stage.ts';
 
 export type { Annotation };
 
-const CSS = `
-.splathost-hotspots { position: fixed; inset: 0; pointer-events: none; z-index: 2; overflow: hidden; }
-.splathost-hotspot {
-  position: absolute; left: 0; top: 0; width: 26px; height: 26px; margin: -13px 0 0 -13px; padding: 0;
-  border-radius: 50%; border: 2px solid #fff; background: rgba(24, 24, 28, 0.85); color: #fff;
-  font: 600 12px/22px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif; text-align: center;
-  cursor: pointer; pointer-events: auto; box-shadow: 0 1px 4px rgba(0, 0, 0, 0.5);
-}
-.splathost-hotspot[hidden] { display: none; }
-.splathost-hotspot[aria-pressed='true'] { background: #5b8def; border-color: #5b8def; }
-.splathost-card {
-  position: fixed; left: 12px; bottom: 12px; max-width: min(360px, calc(100% - 24px)); max-height: 45%;
-  overflow-y: auto; box-sizing: border-box; padding: 12px 14px; z-index: 3; border-radius: 10px;
-  background: rgba(24, 24, 28, 0.92); border: 1px solid rgba(255, 255, 255, 0.12); color: #e8e8ec;
-  font: 13px/1.4 system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif;
-}
-.splathost-card[hidden] { display: none; }
-.splathost-card h2 { margin: 0 24px 6px 0; font-size: 14px; font-weight: 600; }
-.splathost-card p { margin: 0; white-space: pre-wrap; color: #c8c8d0; }
-.splathost-card button {
-  position: absolute; top: 6px; right: 6px; width: 24px; height: 24px; padding: 0; border: 0;
-  background: none; color: inherit; font-size: 16px; cursor: pointer;
-}
-`;
-
-let styled = false;
-
-/** Adds the hotspots' styles to the page once (they travel with the module, so any page that
- * uses Hotspots gets them). */
-function addStyles(): void {
-  if (styled) return;
-  styled = true;
-  const style = document.createElement('style');
-  style.textContent = CSS;
-  document.head.append(style);
-}
-
 /** Numbered markers for a scene's annotations, and the card of the selected one. */
 export class Hotspots {
   /** Called when the selection changes: the opened annotation, or null when closed. */
@@ -63,7 +26,6 @@ export class Hotspots {
     private readonly stage: Stage,
     host: HTMLElement,
   ) {
-    addStyles();
     this.layer = document.createElement('div');
     this.layer.className = 'splathost-hotspots';
     this.card = document.createElement('div');

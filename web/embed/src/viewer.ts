@@ -11,18 +11,6 @@ import { Hotspots } from './hotspots.ts';
 import { type LevelV1, readCamera, readLevel } from './level.ts';
 import { Stage, setStatus, showError, sourceOfSplat } from './stage.ts';
 
-const CSS = `
-.splathost-controls { position: fixed; right: 12px; bottom: 12px; z-index: 3; display: flex; gap: 6px; }
-.splathost-controls button {
-  display: flex; align-items: center; gap: 6px; height: 32px; padding: 0 12px; border-radius: 16px;
-  border: 1px solid rgba(255, 255, 255, 0.12); background: rgba(24, 24, 28, 0.85); color: #e8e8ec;
-  font: 13px/1 system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif; cursor: pointer;
-}
-.splathost-controls button[aria-pressed='true'] { border-color: #5b8def; color: #fff; }
-.splathost-controls button[data-action='like'][aria-pressed='true'] .splathost-heart { color: #ff5a79; }
-.splathost-controls button:disabled { opacity: 0.6; cursor: default; }
-`;
-
 const params = new URLSearchParams(location.search);
 
 // ---- messages to and from the host -------------------------------------------------------
@@ -49,11 +37,9 @@ function button(action: string, label: string): HTMLButtonElement {
 
 let controls: HTMLDivElement | null = null;
 
+/** The control bar (styled by embed.css: the page's policy allows no inline style). */
 function controlBar(): HTMLDivElement {
   if (!controls) {
-    const style = document.createElement('style');
-    style.textContent = CSS;
-    document.head.append(style);
     controls = document.createElement('div');
     controls.className = 'splathost-controls';
     document.body.append(controls);
