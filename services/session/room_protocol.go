@@ -152,9 +152,6 @@ func parseInbound(frame []byte) (*inbound, error) {
 	if err != nil {
 		return nil, err
 	}
-	if issues := numberIssues(frame); len(issues) > 0 {
-		return nil, apperr.Invalid("validation failed", issues...)
-	}
 	f.Require("type")
 	typ, _ := f.String("type", 1, 64)
 	in := &inbound{kind: typ, typ: typ}
@@ -277,78 +274,6 @@ func jsonDepth(b []byte) int {
 	return deepest
 }
 
-// maxNumberIssues bounds the issues of one frame, so the error frame stays small.
-const maxNumberIssues = 10
-
-// numberIssues names, by path (fields.levelData.camera.position[1]), every number of the JSON
-// value body that is not a finite double: JSON cannot spell NaN or Infinity, but 1e400 is JSON
-// and no viewer, and no save, can use it. Frames without an exponent or a very long digit run
-// (nearly all) cost one byte scan.
-func numberIssues(body []byte) []string {
-	if !mayOverflow(body) {
-		return nil
-	}
-	var issues []string
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	_ = walkNumbers(dec, "", &issues) // body was decoded before: it is valid JSON
-	return issues
-}
-
-// mayOverflow reports whether b holds an exponent after a digit, or a run of more digits than
-// a finite double has: the only ways a JSON number leaves the double range.
-func mayOverflow(b []byte) bool {
-	run := 0
-	for _, c := range b {
-		switch {
-		case c >= '0' && c <= '9':
-			if run++; run > 308 {
-				return true
-			}
-		case (c == 'e' || c == 'E') && run > 0:
-			return true
-		case c != '.':
-			run = 0
-		}
-	}
-	return false
-}
-
-// walkNumbers reads one JSON value from dec and records each number outside the double range
-// under path.
-func walkNumbers(dec *json.Decoder, path string, issues *[]string) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		for i := 0; dec.More(); i++ {
-			at := path + "[" + strconv.Itoa(i) + "]"
-			if t == '{' {
-				key, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				k, _ := key.(string)
-				at = httpx.Printable(k)
-				if path != "" {
-					at = path + "." + at
-				}
-			}
-			if err := walkNumbers(dec, at, issues); err != nil {
-				return err
-			}
-		}
-		_, err = dec.Token() // the closing delimiter
-		return err
-	case json.Number:
-		if f, err := t.Float64(); (err != nil || math.IsInf(f, 0)) && len(*issues) < maxNumberIssues {
-			*issues = append(*issues, path+": must be a finite number")
-		}
-	}
-	return nil
-}
 
 // shownName is a session's user.name as the room shows it: control and bidirectional-override
 // characters removed (they could hide or reorder what others read), trimmed, cut to 32
