@@ -19,6 +19,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/ratelimit"
 	"github.com/splathost/splathost/internal/testenv"
@@ -236,6 +237,41 @@ func (f *abuseFixture) cases(t *testing.T) []abuseCase {
 		{name: "asset path ../ to readyz", want: 400, point: "26.2", send: raw("/assets/../readyz")},
 		{name: "asset path double-encoded dots", want: 400, point: "26.2", send: raw("/assets/%252e%252e/metrics")},
 		{name: "asset path backslashes", want: 400, point: "26.2", send: raw(`/assets\..\metrics`)},
+
+		// Issue 26: numbers the store cannot hold are a 400 naming the place (point 5).
+		{name: "metadata number 1e200000", want: 400, point: "26.5", send: hostileRaw("PUT", "/api/v1/external-user", a.keys("ada"), `{"metadata":{"n":1e200000}}`)},
+		{name: "metadata number 1e-20000", want: 400, point: "26.5", send: hostileRaw("PUT", "/api/v1/external-user", a.keys("ada"), `{"metadata":{"n":1e-20000}}`)},
+		{name: "camera number 1e400 (commit)", want: 400, point: "26.5", send: hostileRaw("POST", "/api/v1/splats", a.keys("ada"),
+			`{"title":"x","splatUrl":"x","initialCameraPosition":[0,1e400,0]}`)},
+
+		// Issue 26: one session cannot invent visitors (point 4): the sixth new visitorId of a
+		// viewer session within a minute is refused.
+		{name: "like under a sixth random visitorId", want: 429, point: "26.4", send: func(t *testing.T) (int, []byte) {
+			liker := mintToken(t, a, "", map[string]any{"type": "viewer"})
+			var r *testenv.Response
+			for i := range 6 {
+				r = doAt(t, env.ProcessURL, "POST", "/api/embed/splats/"+f.public["id"].(string)+"/like", sessionHeaders(liker),
+					map[string]any{"visitorId": fmt.Sprintf("invented-%d-%s", i, ids.New())})
+			}
+			return r.Status, r.Raw
+		}},
+	}
+}
+
+// hostileRaw sends body as it is written: JSON a client could send that Go cannot marshal.
+func hostileRaw(method, path string, h map[string]string, body string) func(t *testing.T) (int, []byte) {
+	return func(t *testing.T) (int, []byte) {
+		req, err := http.NewRequest(method, env.URL+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
 	}
 }
 
