@@ -244,8 +244,10 @@ func (s streamedScene) ready(t *testing.T, d *demoHost) string {
 // honours levelData v1 (start camera, hotspots, background, exposure, likes, host commands),
 // the demo host receives every editor event with the right payloads, foreign-origin messages
 // are ignored, a view beacon lands, the secret key never reaches the browser, and editors of
-// one scene share a room, also across two gateway processes. Node's own output is the failure
-// message.
+// one scene share a room, also across two gateway processes, and every page (viewer on every
+// format and both engines, editor, error page, demo page, API reference) runs under its
+// Content-Security-Policy with no violation reported by any document or worker
+// (csp-*.test.mjs). Node's own output is the failure message.
 func TestBrowser(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
