@@ -5,10 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,38 +32,12 @@ func TestChaosStrangersTraffic(t *testing.T) {
 	n := chaosScale("SPLATHOST_CHAOS_MISSES", 1000, 10000)
 
 	hammer, viewer := clientFrom("127.0.0.61"), clientFrom("127.0.0.62")
-	var answered, limited, reads, readsRefused, other atomic.Int64
-	send := func(c *http.Client, path string, ok int, pass, refuse *atomic.Int64, count int, wg *sync.WaitGroup) {
-		jobs := make(chan struct{})
-		for range 16 {
-			wg.Go(func() {
-				for range jobs {
-					r, err := getFrom(c, env.ProcessURL, path, nil)
-					switch {
-					case err != nil:
-						other.Add(1)
-					case r.Status == ok:
-						pass.Add(1)
-					case r.Status == 429:
-						refuse.Add(1)
-					default:
-						other.Add(1)
-					}
-				}
-			})
-		}
-		wg.Go(func() {
-			for range count {
-				jobs <- struct{}{}
-			}
-			close(jobs)
-		})
-	}
+	var misses, reads floodCounts
 	txBefore := pgTransactions(t)
 	start := time.Now()
 	var wg sync.WaitGroup
-	send(hammer, missing, 404, &answered, &limited, n, &wg)
-	send(viewer, asset, 200, &reads, &readsRefused, n, &wg)
+	flood(&wg, hammer, missing, n, 16, 404, &misses)
+	flood(&wg, viewer, asset, n, 16, 200, &reads)
 	wg.Wait()
 	elapsed := time.Since(start)
 	time.Sleep(time.Second) // Postgres publishes its counters within a second
@@ -90,12 +62,12 @@ func TestChaosStrangersTraffic(t *testing.T) {
 	allowance := 100 + 100*elapsed.Seconds() + 16
 	rep.info("misses sent", float64(n))
 	rep.info("seconds", elapsed.Seconds())
-	rep.atMost("misses answered 404 (burst + 100/s)", float64(answered.Load()), float64(int(allowance)))
-	rep.info("misses answered 429", float64(limited.Load()))
+	rep.atMost("misses answered 404 (burst + 100/s)", float64(misses.passed.Load()), float64(int(allowance)))
+	rep.info("misses answered 429", float64(misses.refused.Load()))
 	rep.info("Postgres transactions during the flood (all processes)", float64(tx))
-	rep.equal("viewer reads served", float64(reads.Load()), float64(n))
-	rep.zero("viewer reads refused", float64(readsRefused.Load()))
-	rep.zero("transport errors and other answers", float64(other.Load()))
+	rep.equal("viewer reads served", float64(reads.passed.Load()), float64(n))
+	rep.zero("viewer reads refused", float64(reads.refused.Load()))
+	rep.zero("transport errors and other answers", float64(misses.other.Load()+reads.other.Load()))
 	rep.info("likes sent under new visitorIds", 50)
 	rep.atMost("likes counted", likes, 5+float64(int(time.Since(start)/(12*time.Second))))
 	rep.equal("likes refused 429", float64(likesRefused), 50-float64(liked))

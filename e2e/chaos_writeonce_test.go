@@ -38,14 +38,11 @@ func TestChaosWriteOnceUploads(t *testing.T) {
 			defer wg.Done()
 			for i := range work {
 				data := fixtures.PLY(50 + i)
-				up := do(t, "POST", "/api/v1/uploads/splat-file", a.keys(eu),
-					map[string]any{"fileName": "scene.ply", "contentType": "application/ply", "fileSize": len(data)})
-				require.Equal(t, 200, up.Status, string(up.Raw))
-				require.Equal(t, 200, putUpload(t, up.Body["uploadUrl"].(string), data, signedPut("application/ply")))
+				uploadURL, fileURL := putFile(t, a, eu, "scene.ply", "application/ply", data)
 				r := do(t, "POST", "/api/v1/splats", a.keys(eu), map[string]any{"title": "victim",
-					"splatUrl": up.Body["fileUrl"].(string), "visibility": "public"})
+					"splatUrl": fileURL, "visibility": "public"})
 				require.Equal(t, 201, r.Status, string(r.Raw))
-				victims[i] = victim{id: r.Body["splatId"].(string), uploadURL: up.Body["uploadUrl"].(string),
+				victims[i] = victim{id: r.Body["splatId"].(string), uploadURL: uploadURL,
 					served: splatOf(r)["splatUrl"].(string), data: data}
 			}
 		}()

@@ -107,6 +107,43 @@ func requireLimited(t *testing.T, r *testenv.Response, policy string) int {
 	return secs
 }
 
+// floodCounts tallies a flood's answers: the expected status, 429s (the first kept), and
+// anything else (transport errors included).
+type floodCounts struct {
+	passed, refused, other atomic.Int64
+	first                  atomic.Pointer[testenv.Response]
+}
+
+// flood sends n GETs of path with c on workers connections, counting each answer into counts;
+// wg waits for it (several floods may run at once).
+func flood(wg *sync.WaitGroup, c *http.Client, path string, n, workers, ok int, counts *floodCounts) {
+	jobs := make(chan struct{})
+	for range workers {
+		wg.Go(func() {
+			for range jobs {
+				r, err := getFrom(c, env.ProcessURL, path, nil)
+				switch {
+				case err != nil:
+					counts.other.Add(1)
+				case r.Status == ok:
+					counts.passed.Add(1)
+				case r.Status == 429:
+					counts.refused.Add(1)
+					counts.first.CompareAndSwap(nil, r)
+				default:
+					counts.other.Add(1)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range n {
+			jobs <- struct{}{}
+		}
+		close(jobs)
+	})
+}
+
 // TestRateLimitPerIntegration: a free plan's integration (200 requests per 10 s) gets its burst,
 // then 429 with Retry-After and the RateLimit fields; after Retry-After it is served again;
 // another integration was never slowed meanwhile; and an upgrade of the account's plan raises
@@ -193,61 +230,33 @@ func TestRateLimitMissesPerAddress(t *testing.T) {
 	missing := "/assets/" + tn.IntegrationID + "/" + ids.New() + "/nothing-here.splat"
 
 	hammer, viewer := clientFrom("127.0.0.41"), clientFrom("127.0.0.42")
-	var misses, refusedMisses, reads, refusedReads, other atomic.Int64
-	var firstRefusal atomic.Pointer[testenv.Response]
+	var misses, reads floodCounts
 	var wg sync.WaitGroup
-	run := func(n, workers int, c *http.Client, path string, ok int, passed, refused *atomic.Int64) {
-		jobs := make(chan int)
-		for range workers {
-			wg.Go(func() {
-				for range jobs {
-					r, err := getFrom(c, env.ProcessURL, path, nil)
-					switch {
-					case err != nil:
-						other.Add(1)
-					case r.Status == ok:
-						passed.Add(1)
-					case r.Status == 429:
-						refused.Add(1)
-						firstRefusal.CompareAndSwap(nil, r)
-					default:
-						other.Add(1)
-					}
-				}
-			})
-		}
-		wg.Go(func() {
-			for i := range n {
-				jobs <- i
-			}
-			close(jobs)
-		})
-	}
 
 	// First the 150: sent at once, about 100 get their 404.
 	start := time.Now()
-	run(150, 8, hammer, missing, 404, &misses, &refusedMisses)
+	flood(&wg, hammer, missing, 150, 8, 404, &misses)
 	wg.Wait()
-	require.Zero(t, other.Load())
-	require.GreaterOrEqual(t, misses.Load(), int64(100), "the burst of misses is answered")
-	require.LessOrEqual(t, misses.Load(), int64(100+int(time.Since(start)/(10*time.Millisecond))+8), "then 429")
-	require.Equal(t, int64(150), misses.Load()+refusedMisses.Load())
-	requireLimited(t, firstRefusal.Load(), "miss")
+	require.Zero(t, misses.other.Load()+reads.other.Load())
+	require.GreaterOrEqual(t, misses.passed.Load(), int64(100), "the burst of misses is answered")
+	require.LessOrEqual(t, misses.passed.Load(), int64(100+int(time.Since(start)/(10*time.Millisecond))+8), "then 429")
+	require.Equal(t, int64(150), misses.passed.Load()+misses.refused.Load())
+	requireLimited(t, misses.first.Load(), "miss")
 
 	// Then 2 000 more misses from the same address and a viewer's 2 000 reads from another, at once.
-	misses.Store(0)
+	misses.passed.Store(0)
 	start = time.Now()
-	run(2000, 16, hammer, missing, 404, &misses, &refusedMisses)
-	run(2000, 16, viewer, asset, 200, &reads, &refusedReads)
+	flood(&wg, hammer, missing, 2000, 16, 404, &misses)
+	flood(&wg, viewer, asset, 2000, 16, 200, &reads)
 	wg.Wait()
 	elapsed := time.Since(start)
-	require.Zero(t, other.Load())
-	require.Zero(t, refusedReads.Load(), "a viewer loading thousands of tiles is never refused")
-	require.Equal(t, int64(2000), reads.Load())
+	require.Zero(t, misses.other.Load()+reads.other.Load())
+	require.Zero(t, reads.refused.Load(), "a viewer loading thousands of tiles is never refused")
+	require.Equal(t, int64(2000), reads.passed.Load())
 	// What was left of the bucket, 100 a second while the flood lasted, and the requests in
 	// flight when it emptied: far below the 2 000 lookups the flood would have cost.
-	require.LessOrEqual(t, misses.Load(), int64(100*elapsed.Seconds())+100+16, "misses that reached the scene service in %s", elapsed)
-	t.Logf("flood of 2000 misses in %s: %d answered 404, %d refused; 2000 reads served", elapsed.Round(time.Millisecond), misses.Load(), refusedMisses.Load())
+	require.LessOrEqual(t, misses.passed.Load(), int64(100*elapsed.Seconds())+100+16, "misses that reached the scene service in %s", elapsed)
+	t.Logf("flood of 2000 misses in %s: %d answered 404, %d refused; 2000 reads served", elapsed.Round(time.Millisecond), misses.passed.Load(), misses.refused.Load())
 
 	// The address recovers: the bucket refills within a second.
 	time.Sleep(1100 * time.Millisecond)

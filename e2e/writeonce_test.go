@@ -32,6 +32,18 @@ func vandal(size int) []byte {
 	return b
 }
 
+// putFile uploads data as a single file for eu and returns the upload URL (kept by the attacker)
+// and the fileUrl.
+func putFile(t *testing.T, tn tenant, eu, name, contentType string, data []byte) (uploadURL, fileURL string) {
+	t.Helper()
+	up := do(t, "POST", "/api/v1/uploads/splat-file", tn.keys(eu),
+		map[string]any{"fileName": name, "contentType": contentType, "fileSize": len(data)})
+	require.Equal(t, 200, up.Status, string(up.Raw))
+	uploadURL, fileURL = up.Body["uploadUrl"].(string), up.Body["fileUrl"].(string)
+	require.Equal(t, 200, putUpload(t, uploadURL, data, signedPut(contentType)))
+	return uploadURL, fileURL
+}
+
 // sweepBucket runs the orphan sweep, bucket sweep included, without the bucket sweep's age guard.
 func sweepBucket(t *testing.T) workflows.SweepResult {
 	t.Helper()
@@ -60,11 +72,7 @@ func TestWriteOnceAfterCommitAndDelete(t *testing.T) {
 	a := newTenant(t)
 	ensureCustomer(t, a, "keeper", nil)
 	data := fixtures.PLY(300)
-	up := do(t, "POST", "/api/v1/uploads/splat-file", a.keys("keeper"),
-		map[string]any{"fileName": "scene.ply", "contentType": "application/ply", "fileSize": len(data)})
-	require.Equal(t, 200, up.Status, string(up.Raw))
-	uploadURL, fileURL := up.Body["uploadUrl"].(string), up.Body["fileUrl"].(string)
-	require.Equal(t, 200, putUpload(t, uploadURL, data, signedPut("application/ply")))
+	uploadURL, fileURL := putFile(t, a, "keeper", "scene.ply", "application/ply", data)
 	r := do(t, "POST", "/api/v1/splats", a.keys("keeper"), map[string]any{"title": "kept", "splatUrl": fileURL, "visibility": "public"})
 	require.Equal(t, 201, r.Status, string(r.Raw))
 	id, served := r.Body["splatId"].(string), splatOf(r)["splatUrl"].(string)
@@ -129,11 +137,7 @@ func TestWriteOnceAfterExpiry(t *testing.T) {
 	a := newTenant(t)
 	ensureCustomer(t, a, "late", nil)
 	data := splatBytes(64)
-	up := do(t, "POST", "/api/v1/uploads/splat-file", a.keys("late"),
-		map[string]any{"fileName": "scene.splat", "contentType": "application/splat", "fileSize": len(data)})
-	require.Equal(t, 200, up.Status, string(up.Raw))
-	uploadURL, fileURL := up.Body["uploadUrl"].(string), up.Body["fileUrl"].(string)
-	require.Equal(t, 200, putUpload(t, uploadURL, data, signedPut("application/splat")))
+	uploadURL, fileURL := putFile(t, a, "late", "scene.splat", "application/splat", data)
 	// The ticket's window closed long ago (the URL itself stays signed for its hour): the
 	// sweep takes the ticket and its object, and a PUT after that recreates nothing lasting.
 	backdate(t, ticketPrefix(keyOf(t, fileURL)), "3 hours")

@@ -274,7 +274,6 @@ func jsonDepth(b []byte) int {
 	return deepest
 }
 
-
 // shownName is a session's user.name as the room shows it: control and bidirectional-override
 // characters removed (they could hide or reorder what others read), trimmed, cut to 32
 // characters. "" means the participant is a guest.
