@@ -36,6 +36,9 @@ type attachment struct {
 	// holds the object already (a save that sends back the URL it was given).
 	ticket *asset
 	size   int64
+	// check seals and checks the upload (verifyObject): run with its ticket locked, in the
+	// transaction that commits it (lockUploads).
+	check func(context.Context) error
 }
 
 // savePlan is what one editor PATCH changes in a scene's stored objects, worked out before its
@@ -133,10 +136,8 @@ func (s *Service) audioAttachment(ctx context.Context, owner *ent.ExternalUser, 
 	if !ok {
 		return nil, notOurs
 	}
-	if err := s.verifyObject(ctx, field, a, o); err != nil {
-		return nil, err
-	}
-	return &attachment{field: field, key: key, ticket: a, size: o.Size}, nil
+	check := func(ctx context.Context) error { return s.verifyObject(ctx, field, a, o) }
+	return &attachment{field: field, key: key, ticket: a, size: o.Size, check: check}, nil
 }
 
 // imageAttachment resolves the editor PATCH's imageUrl: the thumbnail of one of the customer's
@@ -160,10 +161,8 @@ func (s *Service) imageAttachment(ctx context.Context, owner *ent.ExternalUser, 
 	if !ok || !strings.HasPrefix(path.Base(o.Key), "thumbnail.") {
 		return nil, apperr.Invalid("validation failed", field+": must be the thumbnail fileUrl of a splat-images upload")
 	}
-	if err := s.verifyObject(ctx, field, a, o); err != nil {
-		return nil, err
-	}
-	return &attachment{field: field, key: key, ticket: a, size: o.Size}, nil
+	check := func(ctx context.Context) error { return s.verifyObject(ctx, field, a, o) }
+	return &attachment{field: field, key: key, ticket: a, size: o.Size, check: check}, nil
 }
 
 // planSave works out, before the PATCH's transaction, the uploads an editor save attaches and
@@ -288,6 +287,12 @@ func (s *Service) applySave(ctx context.Context, tx *ent.Tx, cur *ent.Scene, up 
 	for _, a := range plan.attach {
 		if a.ticket == nil || slices.Contains(keys, a.key) {
 			continue
+		}
+		if err := lockUploads(ctx, tx, []string{a.ticket.ticket.ID}); err != nil {
+			return nil, apperr.Conflict(a.field + ": this upload is already part of a scene")
+		}
+		if err := a.check(ctx); err != nil {
+			return nil, err
 		}
 		n, err := tx.UploadTicket.Update().Where(uploadticket.ID(a.ticket.ticket.ID), uploadticket.CommittedAtIsNil()).
 			SetCommittedAt(s.now()).SetSceneID(cur.ID).Save(ctx)

@@ -23,7 +23,10 @@ import (
 // the tickets it spends, the bytes it charges, the keys the scene owns, and the objects of a
 // spent image ticket the scene does not use (to purge).
 type commitPlan struct {
-	assets   []*asset
+	assets []*asset
+	// checks seal and check each upload (verifyObject, verifyFolder); they run inside the
+	// commit's transaction, with the tickets locked (lockUploads).
+	checks   []func(context.Context) error
 	size     int64
 	keys     []string
 	lodKey   *string
@@ -32,7 +35,8 @@ type commitPlan struct {
 }
 
 // planCommit resolves every upload the commit names (splat file or LOD folder, images, the
-// editor's audio) for owner and checks each is in the store as declared.
+// editor's audio) for owner; the checks that each is in the store as declared (and its sealing)
+// run later, in the commit's transaction (createScene).
 func (s *Service) planCommit(ctx context.Context, req *commitRequest, owner *ent.ExternalUser) (*commitPlan, error) {
 	p := &commitPlan{}
 	switch req.splatType {
@@ -51,9 +55,7 @@ func (s *Service) planCommit(ctx context.Context, req *commitRequest, owner *ent
 			return nil, apperr.Invalid("upload incomplete", "splatUrl: this multipart upload is not completed; "+
 				"POST /api/v1/uploads/splat-file/"+a.ticket.ID+"/complete first")
 		}
-		if err := s.verifyObject(ctx, "splatUrl", a, o); err != nil {
-			return nil, err
-		}
+		p.checks = append(p.checks, func(ctx context.Context) error { return s.verifyObject(ctx, "splatUrl", a, o) })
 		p.assets, p.size, p.keys = append(p.assets, a), p.size+o.Size, append(p.keys, o.Key)
 	case "lod":
 		a, err := s.resolve(ctx, "splatUrl", req.splatURL, owner, uploadticket.KindLodFolder)
@@ -66,9 +68,7 @@ func (s *Service) planCommit(ctx context.Context, req *commitRequest, owner *ent
 		if req.lodFolderKey != strings.TrimSuffix(a.ticket.Prefix, "/") {
 			return nil, apperr.Invalid("validation failed", "lodFolderKey: must be the folderKey of the same lod-folder upload as splatUrl")
 		}
-		if err := s.verifyFolder(ctx, a.ticket); err != nil {
-			return nil, err
-		}
+		p.checks = append(p.checks, func(ctx context.Context) error { return s.verifyFolder(ctx, a.ticket) })
 		p.lodKey = &req.lodFolderKey
 		n := len(a.ticket.Objects)
 		p.lodFiles = &n
@@ -93,9 +93,8 @@ func (s *Service) planCommit(ctx context.Context, req *commitRequest, owner *ent
 		if !strings.HasPrefix(path.Base(o.Key), img.role+".") {
 			return nil, apperr.Invalid("validation failed", fmt.Sprintf("%s: must be the %s fileUrl of a splat-images upload", img.field, img.role))
 		}
-		if err := s.verifyObject(ctx, img.field, a, o); err != nil {
-			return nil, err
-		}
+		field := img.field
+		p.checks = append(p.checks, func(ctx context.Context) error { return s.verifyObject(ctx, field, a, o) })
 		p.size, p.keys = p.size+o.Size, append(p.keys, o.Key)
 		if imageTicket == nil || imageTicket.ticket.ID != a.ticket.ID {
 			p.assets = append(p.assets, a)
@@ -109,6 +108,7 @@ func (s *Service) planCommit(ctx context.Context, req *commitRequest, owner *ent
 	}
 	if audio != nil {
 		p.assets, p.size, p.keys = append(p.assets, audio.ticket), p.size+audio.size, append(p.keys, audio.key)
+		p.checks = append(p.checks, audio.check)
 	}
 	if imageTicket != nil {
 		for _, o := range imageTicket.ticket.Objects {

@@ -35,6 +35,21 @@ func (s *Service) createScene(ctx context.Context, accountID string, owner *ent.
 	// scene committed public), written with the scene and started after the commit.
 	var hooks events.Batch
 	err := s.db.InTx(ctx, func(tx *ent.Tx) error {
+		// The uploads are sealed and checked with their tickets locked: a second commit of the
+		// same upload waits here and then finds it committed, so it never copies over the sealed
+		// bytes this commit checked (seal.go).
+		if err := lockUploads(ctx, tx, ticketIDs(p.assets)); err != nil {
+			var t *errUploadTaken
+			if errors.As(err, &t) {
+				taken = t
+			}
+			return err
+		}
+		for _, check := range p.checks {
+			if err := check(ctx); err != nil {
+				return err
+			}
+		}
 		var err error
 		if _, acct, err = quota.Reserve(ctx, tx, owner.ID, accountID, quota.Charge{Bytes: p.size, Slot: true}); err != nil {
 			var e *apperr.Error
