@@ -41,10 +41,13 @@ func openPurges(t *testing.T, recordID, kind string) (open, all int) {
 	return open, all
 }
 
-// TestRefusedConcurrentCommitsKeepTheWinnersFiles: N commits of one upload all pass their
-// checks, then queue on the customer's row lock (the test holds it) with room for one scene
-// only. The first wins; the others are refused 403 for maxSplats, and the refusal's cleanup must
-// leave the winner's object alone (it used to delete every object of the upload).
+// TestRefusedConcurrentCommitsKeepTheWinnersFiles: N commits of one upload race while the test
+// holds the customer's row lock. A commit seals and checks its uploads with their tickets locked
+// (seal.go), so one holds the upload and waits for the customer's row, the others wait for the
+// upload. The first wins; the others then find the upload committed and answer 409 naming the
+// winner's splatId (a retry whose answer was lost), reaching neither the quota nor the store:
+// no refusal, no cleanup that could touch the winner's object (one used to delete every object
+// of the upload), no second copy over the sealed bytes the winner checked.
 func TestRefusedConcurrentCommitsKeepTheWinnersFiles(t *testing.T) {
 	a := newTenant(t)
 	const n = 6
@@ -73,12 +76,15 @@ func TestRefusedConcurrentCommitsKeepTheWinnersFiles(t *testing.T) {
 			}
 		}()
 	}
-	// Every commit has resolved the free upload and waits for the customer's row in reserve.
+	// One commit holds the upload and waits for the customer's row in reserve; the others have
+	// resolved the free upload and wait for its ticket.
 	require.Eventually(t, func() bool {
-		var waiting int
-		require.NoError(t, env.Process.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%external_users%FOR UPDATE%'`).Scan(&waiting))
-		return waiting >= n
+		var customer, ticket int
+		require.NoError(t, env.Process.DB.Pool.QueryRow(ctx, `SELECT
+			count(*) FILTER (WHERE query LIKE '%external_users%FOR UPDATE%'),
+			count(*) FILTER (WHERE query LIKE '%upload_tickets%FOR UPDATE%')
+			FROM pg_stat_activity WHERE wait_event_type = 'Lock'`).Scan(&customer, &ticket))
+		return customer == 1 && ticket == n-1
 	}, 30*time.Second, 20*time.Millisecond)
 	require.NoError(t, lock.Commit(ctx))
 	wg.Wait()
@@ -91,12 +97,14 @@ func TestRefusedConcurrentCommitsKeepTheWinnersFiles(t *testing.T) {
 			winner = bodies[i]["splatId"].(string)
 		}
 	}
-	require.Equal(t, map[int]int{201: 1, 403: n - 1}, counts, "one wins, the others are refused for maxSplats")
-	// Each refusal wrote an outbox row; each purge runs, finds the upload committed and keeps it.
-	require.Eventually(t, func() bool {
-		open, all := openPurges(t, recordID, "upload")
-		return all == n-1 && open == 0
-	}, eventuallyWait, 50*time.Millisecond)
+	require.Equal(t, map[int]int{201: 1, 409: n - 1}, counts, "one wins, the others find the upload committed")
+	for i, s := range statuses {
+		if s == 409 {
+			require.Equal(t, winner, bodies[i]["splatId"], "the 409 names the winner's scene")
+		}
+	}
+	_, purges := openPurges(t, recordID, "upload")
+	require.Zero(t, purges, "no commit was refused, so no cleanup runs")
 	st := store(t)
 	require.True(t, objectExists(t, st, key), "the winner's file is still in the store")
 	g := do(t, "GET", splatPath(winner), a.keys("racer"), nil)
