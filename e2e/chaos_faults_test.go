@@ -35,7 +35,7 @@ import (
 // never goes backwards, the job completes, and no object is left that no scene owns.
 func TestChaosCloneAcrossWorkerKill(t *testing.T) {
 	rep := newChaosReport(t, "clone across a worker kill")
-	n := chaosScale("SPLATHOST_CHAOS_CLONE_OBJECTS", 1000, 4000)
+	n := chaosScale("SPLATHOST_CHAOS_CLONE_OBJECTS", 1000, 12000)
 	// One copy at a time keeps the job running long enough to be killed in the middle, after
 	// its first progress report (heartbeats reach the server every few seconds).
 	sp := chaosSplit(t, func(o *testenv.SplitOptions) { o.Config.CloneConcurrency = 1 })
