@@ -49,45 +49,43 @@ func (a *Activities) DeleteStrayObjects(ctx context.Context, in contract.DeleteS
 		_ = activity.GetHeartbeatDetails(ctx, &out) // a bad value restarts from in.After
 	}
 	cutoff := time.Now().Add(-in.MinAge)
-	for page := 0; page < in.Pages; page++ {
-		list, err := a.Objects.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(a.Bucket), Prefix: aws.String("i/"),
-			StartAfter: nonEmpty(out.Next), MaxKeys: aws.Int32(objectstore.Batch)})
-		if err != nil {
-			return out, err
+	pages := 0
+	done := true // the listing reached the end of the bucket, unless a page bound stops it
+	err := a.bucket().ListFolderAfter(ctx, "i/", out.Next, func(list []s3types.Object) error {
+		if pages == in.Pages {
+			done = false
+			return objectstore.ErrStopListing
 		}
+		pages++
 		var candidates []string
-		for _, o := range list.Contents {
+		for _, o := range list {
 			if o.LastModified == nil || o.LastModified.Before(cutoff) {
 				candidates = append(candidates, aws.ToString(o.Key))
 			}
 		}
 		strays, unsealed, err := a.strays(ctx, candidates)
 		if err != nil {
-			return out, err
+			return err
 		}
 		if err := a.sealMissing(ctx, unsealed); err != nil {
-			return out, err
+			return err
 		}
 		if err := a.bucket().DeleteKeys(ctx, strays, nil); err != nil {
-			return out, err
+			return err
 		}
-		out.Listed += len(list.Contents)
+		out.Listed += len(list)
 		out.Deleted += len(strays)
-		if len(list.Contents) == 0 || !aws.ToBool(list.IsTruncated) {
-			out.Next = ""
-			return out, nil
-		}
-		out.Next = aws.ToString(list.Contents[len(list.Contents)-1].Key)
+		out.Next = aws.ToString(list[len(list)-1].Key)
 		activity.RecordHeartbeat(ctx, out)
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	if done {
+		out.Next = ""
 	}
 	return out, nil
-}
-
-func nonEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return aws.String(s)
 }
 
 // strays returns the keys among keys that belong to no scene and no open upload ticket, with

@@ -2,6 +2,7 @@ package objectstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,6 +22,9 @@ type API interface {
 	AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipartUploadInput, opts ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
 }
 
+// ErrStopListing, returned by a page callback, ends a listing without an error.
+var ErrStopListing = errors.New("stop listing")
+
 // Batch is the S3 DeleteObjects maximum, and the ListObjectsV2 page size.
 const Batch = 1000
 
@@ -35,7 +39,16 @@ type Bucket struct {
 // after the last key seen rather than with a continuation token, which stays valid however the
 // store treats deletions under a running listing (EmptyPrefix deletes each page it is given).
 func (b Bucket) ListFolder(ctx context.Context, prefix string, page func([]s3types.Object) error) error {
+	return b.ListFolderAfter(ctx, prefix, "", page)
+}
+
+// ListFolderAfter is ListFolder from the first key after start (all of prefix when empty): a
+// listing that stops (its page callback returns ErrStopListing) resumes from its last key.
+func (b Bucket) ListFolderAfter(ctx context.Context, prefix, start string, page func([]s3types.Object) error) error {
 	var after *string
+	if start != "" {
+		after = aws.String(start)
+	}
 	for {
 		out, err := b.API.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(b.Name),
 			Prefix: aws.String(prefix), StartAfter: after, MaxKeys: aws.Int32(Batch)})
@@ -45,7 +58,9 @@ func (b Bucket) ListFolder(ctx context.Context, prefix string, page func([]s3typ
 		if len(out.Contents) == 0 {
 			return nil
 		}
-		if err := page(out.Contents); err != nil {
+		if err := page(out.Contents); errors.Is(err, ErrStopListing) {
+			return nil
+		} else if err != nil {
 			return err
 		}
 		if !aws.ToBool(out.IsTruncated) {
