@@ -63,8 +63,9 @@ func workerProcess(t *testing.T, queue, logName string) *osexec.Cmd {
 func TestCloneSurvivesWorkerKill(t *testing.T) {
 	a := newTenant(t)
 	// Big enough that the copy outlasts the SDK's first heartbeat flush (4 s) at one copy at a
-	// time, so the kill lands after a poll showed progress.
-	const n = 6000
+	// time, so the kill lands after a poll showed progress: an idle machine copies 1 500-2 000
+	// objects a second that way (6 000 finished before the kill).
+	const n = 16000
 	src := lodScene(t, a, "crashy", n)
 	ctx := context.Background()
 	owner := customerRecord(t, a, "crashy")

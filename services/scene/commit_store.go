@@ -132,7 +132,6 @@ func (s *Service) createScene(ctx context.Context, accountID string, owner *ent.
 		return nil, nil, refused
 	}
 	s.invalidateScene(ctx, owner.IntegrationID, sc.ID)
-	s.dropUploads(ctx, p.assets)
 	s.events.Flush(ctx, &hooks)
 	s.startRendition(ctx, sc, owner.ExternalUserID)
 	return sc, acct, nil

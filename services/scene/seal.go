@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -27,16 +26,15 @@ import (
 // names, then checks the copy — size, type, first bytes — and every reader (the asset route,
 // renditions, clones) reads the copy. Checking the copy rather than the upload closes the gap
 // between the check and the copy too. A multipart upload needs no copy: it is created at its
-// sealed key, and once completed its part URLs write nothing. The upload objects themselves
-// are removed after the commit and, whatever a later PUT recreates, by the bucket sweep
-// (activities.DeleteStrayObjects).
+// sealed key, and once completed its part URLs write nothing. The upload objects themselves,
+// and whatever a later PUT recreates, are removed by the bucket sweep
+// (activities.DeleteStrayObjects), not by the commit: on a store over a file system (versitygw's
+// posix backend) a delete removes the emptied parent directories, which raced the customer's
+// next upload into a sibling folder (its PUT answered 409).
 
 // sealParallelism bounds the copies of one LOD folder in flight (the store's CopyObject is
 // the cost: about 600-750 objects/s with 16 workers on versitygw).
 const sealParallelism = 16
-
-// sealDropTimeout bounds the background removal of committed upload objects.
-const sealDropTimeout = 5 * time.Minute
 
 // sealedKey is where the committed bytes of an upload object live.
 func sealedKey(o schema.UploadObject) string { return objectkeys.Sealed(o.Key) }
@@ -77,42 +75,6 @@ func (s *Service) sealFolder(ctx context.Context, t *ent.UploadTicket) (missing 
 		return 0, apperr.Internal(err)
 	}
 	return len(counts), nil
-}
-
-// dropUploads removes the upload objects of committed tickets, whose sealed copies the scene
-// reads: in the background, after the answer, since the bucket sweep removes whatever this
-// leaves (a crash, a store error) and whatever a later PUT recreates.
-func (s *Service) dropUploads(ctx context.Context, assets []*asset) {
-	var keys, folders []string
-	for _, a := range assets {
-		if a.ticket.MultipartUploadID != nil {
-			continue
-		}
-		if a.ticket.Kind == uploadticket.KindLodFolder {
-			folders = append(folders, a.ticket.Prefix)
-			continue
-		}
-		for _, o := range a.ticket.Objects {
-			keys = append(keys, o.Key)
-		}
-	}
-	if len(keys)+len(folders) == 0 {
-		return
-	}
-	b := objectstore.Bucket{API: s.store.Client, Name: s.store.Bucket}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sealDropTimeout)
-		defer cancel()
-		err := b.DeleteKeys(ctx, keys, nil)
-		for _, f := range folders {
-			if err == nil && objectkeys.SafePrefix(f) {
-				err = b.EmptyPrefix(ctx, f, nil)
-			}
-		}
-		if err != nil {
-			s.log.Warn("removing committed upload objects; the bucket sweep will", "err", err)
-		}
-	}()
 }
 
 func isNoSuchKey(err error) bool {
