@@ -125,13 +125,8 @@ func (a *Activities) ClaimUploads(ctx context.Context, in contract.ClaimUploadsI
 		return contract.ClaimUploadsResult{}, badInput("ClaimUploads: asset purge %s is a %s purge", in.PurgeID, p.Kind)
 	}
 	var out contract.ClaimUploadsResult
-	keys, prefixes := slices.Clone(p.Keys), slices.Clone(p.Prefixes)
-	for _, k := range p.Keys {
-		// A released or unused upload goes with its sealed copy (objectkeys.Sealed).
-		if sk := objectkeys.Sealed(k); sk != k {
-			keys = append(keys, sk)
-		}
-	}
+	// A released or unused upload goes with its sealed copy (objectkeys.Sealed).
+	keys, prefixes := objectkeys.WithSealed(p.Keys...), slices.Clone(p.Prefixes)
 	var claimed []string
 	if len(p.TicketIds) > 0 {
 		tickets, err := tx.UploadTicket.Query().Where(uploadticket.IDIn(p.TicketIds...)).ForUpdate().All(ctx)
@@ -188,12 +183,11 @@ func unreferenced(ctx context.Context, tx *ent.Tx, ownerID string, keys, prefixe
 	named := map[string]bool{}
 	var folders []string
 	for _, sc := range scenes {
-		for _, k := range sc.AssetKeys {
-			named[k], named[objectkeys.Sealed(k)] = true, true
+		for _, k := range objectkeys.WithSealed(sc.AssetKeys...) {
+			named[k] = true
 		}
 		if sc.LodFolderKey != nil {
-			f := strings.TrimSuffix(*sc.LodFolderKey, "/") + "/"
-			folders = append(folders, f, objectkeys.Sealed(f))
+			folders = append(folders, objectkeys.WithSealed(strings.TrimSuffix(*sc.LodFolderKey, "/")+"/")...)
 		}
 	}
 	inFolder := func(k string) bool {

@@ -92,18 +92,25 @@ func (a *Activities) DeleteStrayObjects(ctx context.Context, in contract.DeleteS
 // three queries for the whole page; unsealed are those of them that are a live scene's committed
 // uploads, whose sealed copy may be missing (a scene committed before commits sealed).
 func (a *Activities) strays(ctx context.Context, keys []string) (out, unsealed []string, err error) {
+	// One parse per key: its upload folder (the ticket's prefix) or its kind and id.
+	type object struct {
+		key, upload, kind, id string
+		sealed                bool
+	}
+	objects := make([]object, len(keys))
 	var prefixes, scenes, jobs []string
-	for _, k := range keys {
+	for i, k := range keys {
+		o := object{key: k}
+		o.kind, o.id, _ = objectkeys.KindAndID(k)
 		if p, ok := objectkeys.UploadPrefix(k); ok {
+			o.upload, o.sealed = p, strings.HasPrefix(o.kind, objectkeys.SealedKindPrefix)
 			prefixes = append(prefixes, p)
-			continue
+		} else if o.kind == objectkeys.KindClone {
+			scenes, jobs = append(scenes, o.id), append(jobs, o.id)
+		} else if o.kind == objectkeys.KindRendition {
+			scenes = append(scenes, o.id)
 		}
-		switch kind, id, _ := objectkeys.KindAndID(k); kind {
-		case objectkeys.KindClone:
-			scenes, jobs = append(scenes, id), append(jobs, id)
-		case objectkeys.KindRendition:
-			scenes = append(scenes, id)
-		}
+		objects[i] = o
 	}
 	open := map[string]bool{}        // upload prefix -> its ticket is not committed
 	committed := map[string]string{} // upload prefix -> the scene its ticket made
@@ -132,27 +139,23 @@ func (a *Activities) strays(ctx context.Context, keys []string) (out, unsealed [
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, k := range keys {
+	for _, o := range objects {
 		var keep bool
-		if p, ok := objectkeys.UploadPrefix(k); ok {
-			kind, _, _ := objectkeys.KindAndID(k)
-			sealed := strings.HasPrefix(kind, objectkeys.SealedKindPrefix)
+		switch {
+		case o.upload != "":
 			// An upload object is needed until its ticket is committed; its sealed copy
 			// while the commit runs and then as long as the scene exists.
-			keep = open[p] || sealed && live[committed[p]]
-			if !sealed && live[committed[p]] {
-				unsealed = append(unsealed, k)
+			keep = open[o.upload] || o.sealed && live[committed[o.upload]]
+			if !o.sealed && live[committed[o.upload]] {
+				unsealed = append(unsealed, o.key)
 			}
-		} else {
-			switch kind, id, _ := objectkeys.KindAndID(k); kind {
-			case objectkeys.KindClone:
-				keep = live[id] || running[id]
-			case objectkeys.KindRendition:
-				keep = live[id]
-			}
+		case o.kind == objectkeys.KindClone:
+			keep = live[o.id] || running[o.id]
+		case o.kind == objectkeys.KindRendition:
+			keep = live[o.id]
 		}
 		if !keep {
-			out = append(out, k)
+			out = append(out, o.key)
 		}
 	}
 	return out, unsealed, nil

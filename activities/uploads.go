@@ -115,11 +115,11 @@ func ticketObjects(t *ent.UploadTicket) (keys, prefixes []string, ok bool) {
 	for _, o := range t.Objects {
 		if strings.HasPrefix(o.Key, t.Prefix) && objectkeys.SafeKey(o.Key) {
 			// The upload and its sealed copy (a commit that sealed and then failed leaves one).
-			keys = append(keys, o.Key, objectkeys.Sealed(o.Key))
+			keys = append(keys, objectkeys.WithSealed(o.Key)...)
 		}
 	}
 	if t.Kind == uploadticket.KindLodFolder {
-		prefixes = append(prefixes, t.Prefix, objectkeys.Sealed(t.Prefix))
+		prefixes = append(prefixes, objectkeys.WithSealed(t.Prefix)...)
 	}
 	return keys, prefixes, true
 }

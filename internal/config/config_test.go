@@ -214,7 +214,7 @@ func TestEnvironRoundTrips(t *testing.T) {
 			APIPro: ratelimit.Limit{Quota: 2, Window: time.Minute}, APIEnterprise: ratelimit.Limit{Quota: 3, Window: time.Hour},
 			Session: ratelimit.Limit{Quota: 4, Window: 10 * time.Second}, Miss: ratelimit.Limit{},
 			Read: ratelimit.Limit{Quota: 6, Window: 90 * time.Second}, Visitors: ratelimit.Limit{Quota: 7, Window: time.Second},
-			Views: ratelimit.Limit{Quota: 8, Window: time.Second},
+			Views:          ratelimit.Limit{Quota: 8, Window: time.Second},
 			TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8::1/128")}},
 	}
 	v := reflect.ValueOf(want)

@@ -40,6 +40,8 @@ func TestSealedNamesAKeyNoUploadURLNames(t *testing.T) {
 	} {
 		require.Equal(t, want, Sealed(in), in)
 	}
+	require.Equal(t, []string{"i/I/u/O/f/T/a.ply", "i/I/u/O/sealed-f/T/a.ply", "i/I/u/O/clone/J/f/T/a.ply", "i/I/u/O/l/T/", "i/I/u/O/sealed-l/T/"},
+		WithSealed("i/I/u/O/f/T/a.ply", "i/I/u/O/clone/J/f/T/a.ply", "i/I/u/O/l/T/"), "each form once, a service key alone")
 	kind, id, ok := KindAndID("i/I/u/O/l/T/lod0/0_0.webp")
 	require.True(t, ok)
 	require.Equal(t, []string{"l", "T"}, []string{kind, id})

@@ -36,13 +36,11 @@ func SafePrefix(p string) bool {
 // renditionPrefix; nil when unset) so that this package stays free of the store.
 func SceneObjects(integrationID string, assetKeys []string, lodFolder, renditionFolder *string) (keys, prefixes []string) {
 	scope := Integration(integrationID)
-	for _, k := range assetKeys {
-		// Both the upload key (a PUT after the commit may have recreated it) and the sealed
-		// copy every reader uses.
-		for _, k := range []string{k, Sealed(k)} {
-			if strings.HasPrefix(k, scope) && SafeKey(k) && !slices.Contains(keys, k) {
-				keys = append(keys, k)
-			}
+	// Both the upload keys (a PUT after the commit may have recreated them) and the sealed
+	// copies every reader uses.
+	for _, k := range WithSealed(assetKeys...) {
+		if strings.HasPrefix(k, scope) && SafeKey(k) && !slices.Contains(keys, k) {
+			keys = append(keys, k)
 		}
 	}
 	folder := func(f string) {
@@ -51,9 +49,9 @@ func SceneObjects(integrationID string, assetKeys []string, lodFolder, rendition
 		}
 	}
 	if lodFolder != nil {
-		f := strings.TrimSuffix(*lodFolder, "/") + "/"
-		folder(f)
-		folder(Sealed(f))
+		for _, f := range WithSealed(strings.TrimSuffix(*lodFolder, "/") + "/") {
+			folder(f)
+		}
 	}
 	if renditionFolder != nil {
 		folder(*renditionFolder)

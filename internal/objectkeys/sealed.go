@@ -31,6 +31,19 @@ func Sealed(key string) string {
 	return strings.Join(parts, "/")
 }
 
+// WithSealed is keys, each followed by its sealed copy where it has one: what removing an upload
+// (or a folder of uploads) must remove, whichever form a commit left.
+func WithSealed(keys ...string) []string {
+	out := make([]string, 0, 2*len(keys))
+	for _, k := range keys {
+		out = append(out, k)
+		if s := Sealed(k); s != k {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // IsServiceKind reports whether kind is a folder kind only the service writes.
 func IsServiceKind(kind string) bool {
 	return kind == KindClone || kind == KindRendition || strings.HasPrefix(kind, SealedKindPrefix)

@@ -213,7 +213,7 @@ func (s *Service) mayServe(ctx context.Context, r assetRequest) (public bool, er
 	if err != nil {
 		return false, apperr.Internal(err)
 	}
-	if sc == nil && strings.Split(r.scope, "/")[4] != objectkeys.KindClone {
+	if kind, _, _ := objectkeys.KindAndID(r.key); sc == nil && kind != objectkeys.KindClone {
 		// Deleted for good. A clone's folder is named before its scene exists, and its URLs
 		// are handed out only once it does; still, a clone finishing must load at once.
 		s.assets.misses.put(r.scope, s.now())

@@ -10,12 +10,14 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/schema"
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/uploadrules"
 )
 
@@ -211,15 +213,14 @@ func (s *Service) verifyFolder(ctx context.Context, t *ent.UploadTicket) error {
 	}
 	sealed := objectkeys.Sealed(t.Prefix)
 	sizes := make(map[string]int64, len(t.Objects))
-	p := s3.NewListObjectsV2Paginator(s.store.Client, &s3.ListObjectsV2Input{Bucket: aws.String(s.store.Bucket), Prefix: aws.String(sealed)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return apperr.Internal(err)
-		}
-		for _, o := range page.Contents {
+	err = objectstore.Bucket{API: s.store.Client, Name: s.store.Bucket}.ListFolder(ctx, sealed, func(page []s3types.Object) error {
+		for _, o := range page {
 			sizes[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
 		}
+		return nil
+	})
+	if err != nil {
+		return apperr.Internal(err)
 	}
 	var cell schema.UploadObject
 	for _, o := range t.Objects {
