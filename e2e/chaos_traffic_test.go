@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -46,9 +45,7 @@ func TestChaosStrangersTraffic(t *testing.T) {
 	// Likes under random visitorIds from one viewer session.
 	liker := mintToken(t, tn, "", map[string]any{"type": "viewer"})
 	var liked, likesRefused int
-	for i := range 50 {
-		r := doAt(t, env.ProcessURL, "POST", "/api/embed/splats/"+id+"/like", sessionHeaders(liker),
-			map[string]any{"visitorId": fmt.Sprintf("stranger-%d-%s", i, ids.New())})
+	for _, r := range likesOfNewVisitors(t, liker, id, 50) {
 		switch r.Status {
 		case 200:
 			liked++

@@ -144,6 +144,18 @@ func flood(wg *sync.WaitGroup, c *http.Client, path string, n, workers, ok int, 
 	})
 }
 
+// likesOfNewVisitors sends n likes of scene id with the session tok, each under a visitorId never
+// seen before (what one session inventing visitors sends), and returns the answers.
+func likesOfNewVisitors(t *testing.T, tok, id string, n int) []*testenv.Response {
+	t.Helper()
+	out := make([]*testenv.Response, n)
+	for i := range out {
+		out[i] = doAt(t, env.ProcessURL, "POST", "/api/embed/splats/"+id+"/like", sessionHeaders(tok),
+			map[string]any{"visitorId": fmt.Sprintf("invented-%d-%s", i, ids.New())})
+	}
+	return out
+}
+
 // TestRateLimitPerIntegration: a free plan's integration (200 requests per 10 s) gets its burst,
 // then 429 with Retry-After and the RateLimit fields; after Retry-After it is served again;
 // another integration was never slowed meanwhile; and an upgrade of the account's plan raises
@@ -274,9 +286,7 @@ func TestRateLimitNewVisitorsPerSession(t *testing.T) {
 	liker := mintToken(t, tn, "", map[string]any{"type": "viewer"})
 	start := time.Now()
 	liked, refused := 0, 0
-	for i := range 50 {
-		r := doAt(t, env.ProcessURL, "POST", "/api/embed/splats/"+id+"/like", sessionHeaders(liker),
-			map[string]any{"visitorId": fmt.Sprintf("random-%d-%s", i, ids.New())})
+	for i, r := range likesOfNewVisitors(t, liker, id, 50) {
 		switch r.Status {
 		case 200:
 			liked++
