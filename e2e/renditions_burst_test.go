@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,16 +35,30 @@ type burstFigures struct {
 }
 
 // renditionSplit is a split stack of its own whose every scene gets a rendition (no size
-// threshold), converted by one media worker: small commits are a real burst of conversions, and
-// no other test's scenes share its media task queue.
-func renditionSplit(t *testing.T) *testenv.Split {
+// threshold), converted by workers media workers: small commits are a real burst of
+// conversions, and no other test's scenes share its media task queue.
+func renditionSplit(t *testing.T, workers int) *testenv.Split {
 	// The stack runner migrates with the migrations it was built with; a runner older than
 	// this build lacks the dispatcher's columns (applying them again is a no-op).
 	_, err := migrate.Postgres(t.Context(), env.Config.PostgresURL)
 	require.NoError(t, err)
-	sp := chaosSplit(t, func(o *testenv.SplitOptions) { o.Config.RenditionMinBytes = 0 })
-	require.NoError(t, sp.AddMediaWorker("media-worker"))
+	// Without rate limits: the burst is the issue's, 50 and more commits a second from one
+	// integration, which a plan's limit would otherwise spread out.
+	sp := chaosSplit(t, func(o *testenv.SplitOptions) { o.Config.RenditionMinBytes, o.Config.RateLimit.Enabled = 0, false })
+	for i := range workers {
+		require.NoError(t, sp.AddMediaWorker(fmt.Sprintf("media-worker-%d", i+1)))
+	}
 	return sp
+}
+
+// uploadAt is uploadFile through the gateway at base, of a PLY.
+func uploadAt(t *testing.T, base string, tn tenant, eu, fileName string, data []byte) string {
+	t.Helper()
+	r := doAt(t, base, "POST", "/api/v1/uploads/splat-file", tn.keys(eu),
+		map[string]any{"fileName": fileName, "contentType": "application/ply", "fileSize": len(data)})
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	require.Equal(t, 200, putUpload(t, r.Body["uploadUrl"].(string), data, signedPut("application/ply")))
+	return r.Body["fileUrl"].(string)
 }
 
 // renditionBurst commits n small PLY scenes for one integration as fast as 16 clients can, then
@@ -78,7 +93,7 @@ func renditionBurst(t *testing.T, sp *testenv.Split, n int, within time.Duration
 	start := time.Now()
 	ids := make([]string, n)
 	var wg sync.WaitGroup
-	work := make(chan int)
+	work := make(chan int, n) // filled up front: clients that fail stop taking work, never block the feeder
 	for range 16 {
 		wg.Add(1)
 		go func() {
@@ -86,7 +101,7 @@ func renditionBurst(t *testing.T, sp *testenv.Split, n int, within time.Duration
 			for i := range work {
 				data := fixtures.PLY(20 + i%50)
 				r := doAt(t, sp.URL, "POST", "/api/v1/splats", a.keys("burst"), map[string]any{"title": "burst",
-					"splatUrl": uploadFile(t, a, "burst", "small.ply", "application/ply", data)})
+					"splatUrl": uploadAt(t, sp.URL, a, "burst", "small.ply", data)})
 				require.Equal(t, 201, r.Status, string(r.Raw))
 				ids[i] = splatOf(r)["id"].(string)
 			}
@@ -97,6 +112,9 @@ func renditionBurst(t *testing.T, sp *testenv.Split, n int, within time.Duration
 	}
 	close(work)
 	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
 	f.commits, f.commitSeconds = n, time.Since(start).Seconds()
 
 	pendingOf := func(integrationID string) int {
@@ -107,7 +125,7 @@ func renditionBurst(t *testing.T, sp *testenv.Split, n int, within time.Duration
 	}
 	otherAt := time.Now()
 	r := doAt(t, sp.URL, "POST", "/api/v1/splats", b.keys("other"), map[string]any{"title": "the other integration",
-		"splatUrl": uploadFile(t, b, "other", "other.ply", "application/ply", fixtures.PLY(40))})
+		"splatUrl": uploadAt(t, sp.URL, b, "other", "other.ply", fixtures.PLY(40))})
 	require.Equal(t, 201, r.Status, string(r.Raw))
 	other := splatOf(r)["id"].(string)
 	for {
@@ -168,7 +186,7 @@ func renditionBurst(t *testing.T, sp *testenv.Split, n int, within time.Duration
 // dispatcher's window), every scene of the burst ends ready, each with one splat.ready, and the
 // backlog showed on the metrics (count and oldest age).
 func TestRenditionBurstDoesNotHoldUpAnotherIntegration(t *testing.T) {
-	sp := renditionSplit(t)
+	sp := renditionSplit(t, 1)
 	const n = 24
 	f := renditionBurst(t, sp, n, 5*time.Minute)
 	require.Equal(t, "ready", f.otherState)
