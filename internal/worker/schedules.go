@@ -17,7 +17,7 @@ import (
 
 // schedules are the Temporal schedules the product relies on. Overlap SKIP: a run still going
 // when the next is due means the previous one has the work in hand.
-func schedules(taskQueue, mediaTaskQueue string) []client.ScheduleOptions {
+func schedules(taskQueue string) []client.ScheduleOptions {
 	every := func(d time.Duration) client.ScheduleSpec {
 		return client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: d}}}
 	}
@@ -64,10 +64,10 @@ func schedules(taskQueue, mediaTaskQueue string) []client.ScheduleOptions {
 // reachable (the client is lazy, and the worker must not fail its start for it), then triggers
 // one purge re-drive and one webhook re-drive so that outbox rows left open while no worker ran
 // are handled now rather than at the next interval.
-func keepSchedules(ctx context.Context, c client.Client, taskQueue, mediaTaskQueue string, log *slog.Logger) {
+func keepSchedules(ctx context.Context, c client.Client, taskQueue string, log *slog.Logger) {
 	delay := time.Second
 	for {
-		err := ensureSchedules(ctx, c, taskQueue, mediaTaskQueue)
+		err := ensureSchedules(ctx, c, taskQueue)
 		if err == nil {
 			log.Info("schedules in place", "schedules", []string{workflows.OrphanSweepScheduleID, workflows.PurgeRedriveScheduleID,
 				workflows.RetentionRedriveScheduleID, workflows.ViewRetentionScheduleID, workflows.WebhookRedriveScheduleID})
@@ -86,8 +86,8 @@ func keepSchedules(ctx context.Context, c client.Client, taskQueue, mediaTaskQue
 	}
 }
 
-func ensureSchedules(ctx context.Context, c client.Client, taskQueue, mediaTaskQueue string) error {
-	for _, s := range schedules(taskQueue, mediaTaskQueue) {
+func ensureSchedules(ctx context.Context, c client.Client, taskQueue string) error {
+	for _, s := range schedules(taskQueue) {
 		if err := ensureSchedule(ctx, c, s); err != nil {
 			return fmt.Errorf("schedule %s: %w", s.ID, err)
 		}
