@@ -69,6 +69,30 @@ func Internal(cause error) *Error {
 	return &Error{Status: http.StatusInternalServerError, Message: "internal server error", Cause: cause}
 }
 
+// Codes of the answers that say what became of a request the service could not finish.
+const (
+	// CodeTimeout: the request ran out of its time budget and what it started was rolled back;
+	// a retry is safe.
+	CodeTimeout = "TIMEOUT"
+	// CodeOutcomeUnknown: the request may or may not have taken effect (its commit was sent and
+	// the connection broke before the answer).
+	CodeOutcomeUnknown = "OUTCOME_UNKNOWN"
+)
+
+// Timeout is the 503 of a request that did not finish within its budget (a storage service
+// hung) and whose transaction was rolled back before the answer: nothing changed.
+func Timeout(cause error) *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Cause: cause, Extra: map[string]any{"code": CodeTimeout},
+		Message: "the request could not finish in time (a storage service is slow or unavailable) and changed nothing; retry with backoff"}
+}
+
+// OutcomeUnknown is the 504 of a request whose effect may have been committed or not: its
+// commit was sent and the answer lost. A retry with the same Idempotency-Key tells which.
+func OutcomeUnknown(cause error) *Error {
+	return &Error{Status: http.StatusGatewayTimeout, Cause: cause, Extra: map[string]any{"code": CodeOutcomeUnknown},
+		Message: "the outcome of this request is unknown: it may have taken effect; retry with the same Idempotency-Key to learn it, or read the resource before retrying without one"}
+}
+
 // From returns err as an *Error, wrapping anything unexpected as Internal.
 func From(err error) *Error {
 	var e *Error

@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -15,6 +16,9 @@ import (
 func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 	return func(c *fiber.Ctx, err error) error {
 		e := toAppErr(err)
+		if e.Status >= 502 && e.Status <= 504 && len(c.Response().Header.Peek(fiber.HeaderRetryAfter)) == 0 {
+			c.Set(fiber.HeaderRetryAfter, "2")
+		}
 		if e.Status >= 500 {
 			log.ErrorContext(c.UserContext(), "request failed",
 				"requestId", RequestID(c), "method", c.Method(), "path", c.Path(), "error", e.Cause)
@@ -30,7 +34,15 @@ func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 func toAppErr(err error) *apperr.Error {
 	var e *apperr.Error
 	if errors.As(err, &e) {
+		// A store call that ran out of the request's budget (Deadline) surfaces as an internal
+		// error; its transaction was rolled back, so the honest answer is a retryable 503.
+		if e.Status == http.StatusInternalServerError && errors.Is(err, context.DeadlineExceeded) {
+			return apperr.Timeout(e.Cause)
+		}
 		return e
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return apperr.Timeout(err)
 	}
 	var fe *fiber.Error
 	if errors.As(err, &fe) {

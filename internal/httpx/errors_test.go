@@ -93,7 +93,7 @@ func TestErrorHandler(t *testing.T) {
 // all answer the envelope.
 func TestNewAppEnvelopes(t *testing.T) {
 	var logs bytes.Buffer
-	app := NewApp("test", testLogger(&logs), 64)
+	app := NewApp("test", testLogger(&logs), 64, 0)
 	app.Post("/echo", func(c *fiber.Ctx) error { return c.Send(c.Body()) })
 	app.Get("/panic", func(c *fiber.Ctx) error { panic(secretCause) })
 	app.Use(Fallback(app))
