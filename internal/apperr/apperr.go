@@ -17,6 +17,8 @@ type Error struct {
 	Issues  []string
 	Extra   map[string]any
 	Cause   error
+	// RetryAfter, when positive, is the Retry-After header of the answer in seconds.
+	RetryAfter int
 }
 
 // Error implements error.
@@ -64,9 +66,25 @@ func Conflict(message string) *Error { return New(http.StatusConflict, message) 
 // Gone is a 410, the answer to every call made with a revoked integration's keys.
 func Gone(message string) *Error { return New(http.StatusGone, message) }
 
-// Internal wraps an unexpected failure: the client sees a generic 500, the cause is logged.
+// Internal wraps an unexpected failure: the client sees a generic 500, the cause is logged. A
+// cause that says a store was unreachable or too slow (Unreachable) is a 503 instead.
 func Internal(cause error) *Error {
+	if Unreachable(cause) {
+		return Unavailable(cause)
+	}
 	return &Error{Status: http.StatusInternalServerError, Message: "internal server error", Cause: cause}
+}
+
+// UnavailableRetryAfter is the Retry-After of an Unavailable answer, in seconds: a restarting
+// database or object store is back within seconds (the dev stack's come back in under one).
+const UnavailableRetryAfter = 1
+
+// Unavailable is a 503 with a Retry-After: a store the request needs (Postgres, the object
+// store) could not be reached or did not answer in time. Nothing in the answer says whether a
+// write took effect; a retry with the same Idempotency-Key gets its outcome.
+func Unavailable(cause error) *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Message: "temporarily unavailable; retry",
+		Cause: cause, RetryAfter: UnavailableRetryAfter}
 }
 
 // From returns err as an *Error, wrapping anything unexpected as Internal.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -23,6 +24,9 @@ func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 			return sendErrorPage(c, e)
 		}
 		c.Set(fiber.HeaderCacheControl, "no-store")
+		if e.RetryAfter > 0 {
+			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(e.RetryAfter))
+		}
 		return c.Status(e.Status).JSON(e.Body())
 	}
 }
