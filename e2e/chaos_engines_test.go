@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/ratelimit"
 	"github.com/splathost/splathost/internal/restclient"
 	"github.com/splathost/splathost/internal/testenv"
@@ -44,6 +45,9 @@ type engineLoad struct {
 	all, store statusCounts
 	down       atomic.Pointer[statusCounts]
 	ops        atomic.Int64
+	// keyRetries counts keyed commits sent again with their key; keysStuck the keyed commits
+	// that got no final answer within keyRetryFor.
+	keyRetries, keysStuck atomic.Int64
 }
 
 // record tallies one answer of the product (r nil: a transport error). api says the answer is
@@ -82,7 +86,12 @@ func (l *engineLoad) record(method, path string, api bool, r *testenv.Response, 
 // (see docs/operations.md), and this case judges those answers itself. A failed request is
 // followed by a short pause, as a client's backoff would.
 func (l *engineLoad) call(method, path, eu string, body any) *testenv.Response {
-	r, err := restclient.Do(l.base, method, path, l.tn.keys(eu), body)
+	return l.send(method, path, l.tn.keys(eu), body)
+}
+
+// send is call with the request's headers.
+func (l *engineLoad) send(method, path string, h map[string]string, body any) *testenv.Response {
+	r, err := restclient.Do(l.base, method, path, h, body)
 	l.record(method, path, true, r, err)
 	if err != nil || r.Status >= 500 {
 		time.Sleep(20 * time.Millisecond)
@@ -93,8 +102,9 @@ func (l *engineLoad) call(method, path, eu string, body any) *testenv.Response {
 	return r
 }
 
-// commit uploads a small .splat and commits it: the scene's id when the commit answered 201.
-func (l *engineLoad) commit(eu string) string {
+// upload asks for a signed URL and PUTs a small .splat to the object store: the fileUrl to
+// commit, or "" when a step failed.
+func (l *engineLoad) upload(eu string) string {
 	data := splatBytes(4 + rand.IntN(28))
 	up := l.call("POST", "/api/v1/uploads/splat-file", eu,
 		map[string]any{"fileName": "e.splat", "contentType": "application/splat", "fileSize": len(data)})
@@ -116,15 +126,67 @@ func (l *engineLoad) commit(eu string) string {
 	if resp.StatusCode != 200 {
 		return ""
 	}
-	c := l.call("POST", "/api/v1/splats", eu, map[string]any{"title": "engines", "splatUrl": up.Body["fileUrl"]})
-	if c == nil || c.Status != 201 {
+	return up.Body["fileUrl"].(string)
+}
+
+// keyRetryFor is how long a keyed commit is retried with its key while it answers 5xx or
+// IDEMPOTENCY_KEY_IN_USE: 30 s under `make chaos`, 5 s in the short form.
+var keyRetryFor = time.Duration(chaosScale("SPLATHOST_CHAOS_KEY_RETRY_SECONDS", 5, 30)) * time.Second
+
+// commit uploads and commits a scene: its id when the commit answered 201. A keyed commit (an
+// Idempotency-Key) is retried with the same key and body after a 5xx, a lost answer or
+// IDEMPOTENCY_KEY_IN_USE, as the contract tells clients to, for keyRetryFor at most.
+func (l *engineLoad) commit(eu string, keyed bool) string {
+	url := l.upload(eu)
+	if url == "" {
 		return ""
 	}
-	id := c.Body["splatId"].(string)
+	h := l.tn.keys(eu)
+	if keyed {
+		h["Idempotency-Key"] = ids.New()
+	}
+	body := map[string]any{"title": "engines", "splatUrl": url}
+	for deadline := time.Now().Add(keyRetryFor); ; {
+		c := l.send("POST", "/api/v1/splats", h, body)
+		if c != nil && c.Status == 201 {
+			id := c.Body["splatId"].(string)
+			l.mu.Lock()
+			l.acked[id] = eu
+			l.mu.Unlock()
+			return id
+		}
+		if !keyed || (c != nil && c.Status < 500 && c.Body["code"] != "IDEMPOTENCY_KEY_IN_USE") {
+			return ""
+		}
+		if time.Now().After(deadline) {
+			l.keysStuck.Add(1)
+			return ""
+		}
+		l.keyRetries.Add(1)
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// replays commits a scene with an Idempotency-Key and sends the same request again: true when
+// the second answer is the first one replayed (201, the same splatId, Idempotent-Replayed).
+func (l *engineLoad) replays(eu string) bool {
+	url := l.upload(eu)
+	if url == "" {
+		return false
+	}
+	h := l.tn.keys(eu)
+	h["Idempotency-Key"] = ids.New()
+	body := map[string]any{"title": "replayed", "splatUrl": url}
+	first := l.send("POST", "/api/v1/splats", h, body)
+	if first == nil || first.Status != 201 {
+		return false
+	}
+	id := first.Body["splatId"].(string)
 	l.mu.Lock()
 	l.acked[id] = eu
 	l.mu.Unlock()
-	return id
+	again := l.send("POST", "/api/v1/splats", h, body)
+	return again != nil && again.Status == 201 && again.Body["splatId"] == id && again.Header.Get("Idempotent-Replayed") == "true"
 }
 
 // readAsset reads a scene and then its splat file through the product's asset route (backed by
@@ -168,7 +230,7 @@ func (l *engineLoad) client(eu string, stop <-chan struct{}) {
 		}
 		switch op := n % 6; {
 		case op == 0 || len(mine) == 0:
-			if id := l.commit(eu); id != "" {
+			if id := l.commit(eu, n%12 == 0); id != "" {
 				mine = append(mine, id)
 			}
 		case op == 1 || op == 4:
@@ -205,7 +267,7 @@ func (l *engineLoad) recovered(t *testing.T, since time.Time) time.Duration {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		if id := l.commit("probe"); id != "" && l.readAsset("probe", id) {
+		if id := l.commit("probe", false); id != "" && l.readAsset("probe", id) {
 			return time.Since(since)
 		}
 		require.True(t, time.Now().Before(deadline), "the product did not recover within 2 minutes")
@@ -253,6 +315,7 @@ func TestChaosEngineKills(t *testing.T) {
 		defer l.mu.Unlock()
 		return len(l.acked) >= clients
 	}, time.Minute, 50*time.Millisecond, "the clients commit before the faults")
+	notReplayed := 0
 	for _, engine := range []string{testenv.EnginePostgres, testenv.EngineVersityGW} {
 		before := l.ops.Load()
 		down := &statusCounts{}
@@ -262,6 +325,9 @@ func TestChaosEngineKills(t *testing.T) {
 		require.NoError(t, err, engine)
 		recovered := l.recovered(t, t0)
 		l.down.Store(nil)
+		if !l.replays("probe") {
+			notReplayed++
+		}
 		rep.info(engine+": runner restart (ms)", float64(restart.Milliseconds()))
 		rep.info(engine+": until a commit and an asset read succeed (ms)", float64(recovered.Milliseconds()))
 		rep.info(engine+": failed answers until then", float64(down.count(func(s int) bool { return s >= 400 })+down.errs))
@@ -319,6 +385,16 @@ func TestChaosEngineKills(t *testing.T) {
 	rep.zero("acknowledged deletes undone", float64(resurrected))
 	rep.zero("acknowledged patches lost", float64(lostPatches))
 	rep.zero("usage − Σ scenes (bytes + counts)", float64(cb+cs+ab+as))
+	rep.zero("keyed commits not replayed after a recovery", float64(notReplayed))
+	rep.info("keyed commits sent again with their key", float64(l.keyRetries.Load()))
+	// Issue 27 item 2 (a key whose request died with its connection stays IN_USE) is not fixed
+	// on this branch: the full form holds it to 0, the short form reports it until it is.
+	stuck := fmt.Sprintf("keyed commits with no final answer within %s", keyRetryFor)
+	if chaosFull {
+		rep.zero(stuck, float64(l.keysStuck.Load()))
+	} else {
+		rep.info(stuck, float64(l.keysStuck.Load()))
+	}
 	rep.note("all answers: %s; the object store's own answers to signed PUTs: %s", statuses(&l.all), statuses(&l.store))
 	if len(l.bad5xx) > 0 {
 		rep.note("5xx other than 503: %s", strings.Join(l.bad5xx, " | "))
