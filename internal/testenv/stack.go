@@ -172,6 +172,8 @@ func (s *Stack) Stop() error {
 	if s == nil {
 		return nil
 	}
+	// The runner rewrites the state file when it restarts a process: check the current pids.
+	_ = s.reloadState()
 	err := s.stopRunner()
 	if err != nil {
 		err = fmt.Errorf("%w; log:\n%s", err, LogTail(s.LogPath, 20))
