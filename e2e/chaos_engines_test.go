@@ -22,7 +22,6 @@ import (
 
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/ratelimit"
-	"github.com/splathost/splathost/internal/restclient"
 	"github.com/splathost/splathost/internal/testenv"
 )
 
@@ -81,9 +80,8 @@ func (l *engineLoad) record(method, path string, api bool, r *testenv.Response, 
 	}
 }
 
-// call sends one request through the gateway and records its answer. It goes through
-// restclient, not the OpenAPI recorder: the document does not list 503 for every operation
-// (see docs/operations.md), and this case judges those answers itself. A failed request is
+// call sends one request through the gateway and records its answer; every answer, the 503s
+// of an outage included, is also held to the OpenAPI document (testenv.Do). A failed request is
 // followed by a short pause, as a client's backoff would.
 func (l *engineLoad) call(method, path, eu string, body any) *testenv.Response {
 	return l.send(method, path, l.tn.keys(eu), body)
@@ -91,7 +89,7 @@ func (l *engineLoad) call(method, path, eu string, body any) *testenv.Response {
 
 // send is call with the request's headers.
 func (l *engineLoad) send(method, path string, h map[string]string, body any) *testenv.Response {
-	r, err := restclient.Do(l.base, method, path, h, body)
+	r, err := testenv.Do(l.base, method, path, h, body)
 	l.record(method, path, true, r, err)
 	if err != nil || r.Status >= 500 {
 		time.Sleep(20 * time.Millisecond)
