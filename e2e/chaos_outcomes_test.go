@@ -194,7 +194,7 @@ func TestChaosHungStoreUnderCommits(t *testing.T) {
 	k.run(hang + 2*time.Minute)
 	resume()
 	rep.info("store hung (s)", hang.Seconds())
-	rep.info("503 TIMEOUT answers", float64(k.st.count(func(s int) bool { return s == 503 })))
+	rep.info("503 UNAVAILABLE answers", float64(k.st.count(func(s int) bool { return s == 503 })))
 	rep.atMost("longest answer (s)", k.slowest.Seconds(), max(budget, sp.Config.RequestBudget).Seconds()+5)
 	k.report(rep)
 	rep.check()

@@ -60,7 +60,7 @@ func sceneCount(t *testing.T, tn tenant, eu string) int {
 	return n
 }
 
-// TestCommitAgainstHungStoreIsFinal: a commit whose store hangs answers 503 TIMEOUT within its
+// TestCommitAgainstHungStoreIsFinal: a commit whose store hangs answers 503 UNAVAILABLE within its
 // budget and changes nothing, not even after the store resumes; the retry the answer asks for
 // creates the one scene, charged once. Before: 502 "retry with backoff" after 60 s, then the
 // commit completed anyway when the store came back, and the retry made a second scene.
@@ -78,7 +78,7 @@ func TestCommitAgainstHungStoreIsFinal(t *testing.T) {
 	took := time.Since(start)
 	require.NoError(t, err)
 	requireEnvelope(t, r, 503)
-	require.Equal(t, apperr.CodeTimeout, r.Body["code"], string(r.Raw))
+	require.Equal(t, apperr.CodeUnavailable, r.Body["code"], string(r.Raw))
 	require.NotEmpty(t, r.Header.Get("Retry-After"))
 	require.Less(t, took, 15*time.Second, "the answer comes at the budget, not at the gateway's 60 s")
 	// The store comes back: whatever the request started must not complete now.

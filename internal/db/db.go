@@ -91,7 +91,7 @@ func (d *DB) InTx(ctx context.Context, fn func(tx *ent.Tx) error) error {
 // from the answer its transaction recorded (package idempotency).
 func commitFailure(ctx context.Context, err error) error {
 	if ctx.Err() != nil && (errors.Is(err, sql.ErrTxDone) || errors.Is(err, ctx.Err())) {
-		return apperr.Timeout(err)
+		return apperr.Unavailable(err)
 	}
 	if IsConnError(err) {
 		return apperr.OutcomeUnknown(err)

@@ -44,11 +44,11 @@ func TestDeadlineBoundsWrites(t *testing.T) {
 		resp, body = doReq(t, app, httptest.NewRequest(method, "/write", nil))
 		require.Less(t, time.Since(start), 5*time.Second)
 		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, string(body))
-		require.Equal(t, "2", resp.Header.Get(fiber.HeaderRetryAfter))
+		require.Equal(t, "1", resp.Header.Get(fiber.HeaderRetryAfter))
 		var env map[string]any
 		require.NoError(t, json.Unmarshal(body, &env))
 		require.Equal(t, "error", env["status"])
-		require.Equal(t, apperr.CodeTimeout, env["code"])
+		require.Equal(t, apperr.CodeUnavailable, env["code"])
 		require.Contains(t, env["message"], "changed nothing")
 	}
 }

@@ -1,10 +1,10 @@
 package httpx
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -16,9 +16,6 @@ import (
 func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 	return func(c *fiber.Ctx, err error) error {
 		e := toAppErr(err)
-		if e.Status >= 502 && e.Status <= 504 && len(c.Response().Header.Peek(fiber.HeaderRetryAfter)) == 0 {
-			c.Set(fiber.HeaderRetryAfter, "2")
-		}
 		if e.Status >= 500 {
 			log.ErrorContext(c.UserContext(), "request failed",
 				"requestId", RequestID(c), "method", c.Method(), "path", c.Path(), "error", e.Cause)
@@ -27,6 +24,13 @@ func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 			return sendErrorPage(c, e)
 		}
 		c.Set(fiber.HeaderCacheControl, "no-store")
+		retry := e.RetryAfter
+		if retry == 0 && e.Status >= http.StatusBadGateway && e.Status <= http.StatusGatewayTimeout {
+			retry = apperr.UnavailableRetryAfter // a gateway's "service unavailable"
+		}
+		if retry > 0 {
+			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retry))
+		}
 		return c.Status(e.Status).JSON(e.Body())
 	}
 }
@@ -34,15 +38,7 @@ func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 func toAppErr(err error) *apperr.Error {
 	var e *apperr.Error
 	if errors.As(err, &e) {
-		// A store call that ran out of the request's budget (Deadline) surfaces as an internal
-		// error; its transaction was rolled back, so the honest answer is a retryable 503.
-		if e.Status == http.StatusInternalServerError && errors.Is(err, context.DeadlineExceeded) {
-			return apperr.Timeout(e.Cause)
-		}
 		return e
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return apperr.Timeout(err)
 	}
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
