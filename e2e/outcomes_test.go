@@ -9,7 +9,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,12 +31,12 @@ func budgetSplit(t *testing.T, budget time.Duration) *testenv.Split {
 // (also at the end of the test, whatever happens).
 func pauseStore(t *testing.T) (resume func()) {
 	t.Helper()
-	require.NoError(t, env.SignalEngine("versitygw", syscall.SIGSTOP))
+	require.NoError(t, env.PauseEngine("versitygw"))
 	done := false
 	resume = func() {
 		if !done {
 			done = true
-			require.NoError(t, env.SignalEngine("versitygw", syscall.SIGCONT))
+			require.NoError(t, env.ResumeEngine("versitygw"))
 		}
 	}
 	t.Cleanup(resume)

@@ -19,7 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -278,16 +277,4 @@ func Do(base, method, path string, headers map[string]string, body any) (*Respon
 		Observe(base, method, path, r)
 	}
 	return r, err
-}
-
-// SignalEngine sends sig to the stack's named engine process ("versitygw", "postgres",
-// "clickhouse"): SIGSTOP and SIGCONT hang and resume it as a stalled disk or a frozen VM
-// would. Tests of one binary share the stack, so a test that stops an engine must continue it
-// before it ends.
-func (e *Env) SignalEngine(name string, sig syscall.Signal) error {
-	pid := e.stack.processPID(name)
-	if pid == 0 {
-		return fmt.Errorf("the stack runs no %s", name)
-	}
-	return syscall.Kill(pid, sig)
 }
