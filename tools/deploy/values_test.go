@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,7 +15,7 @@ import (
 // no HPA is rendered, and the PDBs stay.
 func TestChartFixedReplicas(t *testing.T) {
 	r := render(t, values(t, `
-gateway: {replicas: 5, autoscaling: {enabled: false}}
+gateway: {replicas: 5, autoscaling: {enabled: false}, upstreams: {scene: "http://scene-0:8082,http://scene-1:8082"}}
 user: {replicas: 3, autoscaling: {enabled: false}}
 scene: {replicas: 4, autoscaling: {enabled: false}}
 session: {replicas: 2, autoscaling: {enabled: false}}
@@ -33,6 +34,11 @@ mediaWorker: {replicas: 1}
 	}
 	if pdbs := all[policyv1.PodDisruptionBudget](r); len(pdbs) != len(components) {
 		t.Errorf("%d PDBs, want %d", len(pdbs), len(components))
+	}
+	// Per-replica upstreams (the gateway's affinity) replace the Service URL of that tier only.
+	cm := byName[corev1.ConfigMap](r, "prod-splathost-config")
+	if cm.Data["SPLATHOST_SCENE_URL"] != "http://scene-0:8082,http://scene-1:8082" || cm.Data["SPLATHOST_USER_URL"] != "http://prod-splathost-user:8081" {
+		t.Errorf("upstreams: scene %q, user %q", cm.Data["SPLATHOST_SCENE_URL"], cm.Data["SPLATHOST_USER_URL"])
 	}
 }
 
@@ -147,10 +153,20 @@ func TestChartRefusesSecretAsValue(t *testing.T) {
 			}
 		})
 	}
-	// A harmless setting passes through to the ConfigMap.
-	r := render(t, values(t, `config: {SPLATHOST_BODY_LIMIT: 1048576}`))
+	// A harmless setting passes through, as the process parses it (Helm reads a values file's
+	// numbers as float64: 1048576 must not become 1.048576e+06).
+	r := render(t, values(t, `
+config: {SPLATHOST_BODY_LIMIT: 1048576}
+scene: {env: {SPLATHOST_CLONE_CONCURRENCY: 64}}
+`))
 	if cm := byName[corev1.ConfigMap](r, "prod-splathost-config"); cm == nil || cm.Data["SPLATHOST_BODY_LIMIT"] != "1048576" {
-		t.Errorf("config setting not in the ConfigMap: %v", cm)
+		t.Errorf("config setting not in the ConfigMap as 1048576: %v", cm.Data)
+	}
+	d := byName[appsv1.Deployment](r, "prod-splathost-scene")
+	if env := d.Spec.Template.Spec.Containers[0].Env; !slices.ContainsFunc(env, func(e corev1.EnvVar) bool {
+		return e.Name == "SPLATHOST_CLONE_CONCURRENCY" && e.Value == "64"
+	}) {
+		t.Errorf("scene env %v, want SPLATHOST_CLONE_CONCURRENCY=64", env)
 	}
 }
 

@@ -77,9 +77,10 @@ SPLATHOST_SCENE_ADDR: "0.0.0.0:8082"
 SPLATHOST_SESSION_ADDR: "0.0.0.0:8083"
 SPLATHOST_WORKER_HEALTH_ADDR: "0.0.0.0:8084"
 SPLATHOST_MEDIA_HEALTH_ADDR: "0.0.0.0:8085"
-SPLATHOST_USER_URL: {{ printf "http://%s-user:8081" $f | quote }}
-SPLATHOST_SCENE_URL: {{ printf "http://%s-scene:8082" $f | quote }}
-SPLATHOST_SESSION_URL: {{ printf "http://%s-session:8083" $f | quote }}
+{{- $up := .Values.gateway.upstreams | default (dict) }}
+SPLATHOST_USER_URL: {{ $up.user | default (printf "http://%s-user:8081" $f) | quote }}
+SPLATHOST_SCENE_URL: {{ $up.scene | default (printf "http://%s-scene:8082" $f) | quote }}
+SPLATHOST_SESSION_URL: {{ $up.session | default (printf "http://%s-session:8083" $f) | quote }}
 SPLATHOST_LOG_LEVEL: {{ .Values.logLevel | quote }}
 SPLATHOST_SHUTDOWN_TIMEOUT: {{ .Values.shutdownTimeout | quote }}
 {{- with .Values.otlpEndpoint }}
