@@ -178,3 +178,20 @@ func TestChartAutoscalingNeedsAMetric(t *testing.T) {
 		t.Fatalf("render error %v, want one about worker.autoscaling", err)
 	}
 }
+
+// TestChartLongNames: a long name prefix is cut so that every name, the longest component's
+// included, stays a valid DNS label (63 characters), and the upstream URLs still name the
+// Services.
+func TestChartLongNames(t *testing.T) {
+	long := strings.Repeat("x", 70)
+	r := render(t, map[string]any{"fullnameOverride": long})
+	for _, o := range r.objects {
+		if len(o.name) > 63 {
+			t.Errorf("%s %s: name of %d characters", o.kind, o.name, len(o.name))
+		}
+	}
+	cm := all[corev1.ConfigMap](r)[0]
+	if svc := strings.Repeat("x", 50) + "-session"; byName[corev1.Service](r, svc) == nil || cm.Data["SPLATHOST_SESSION_URL"] != "http://"+svc+":8083" {
+		t.Errorf("no Service %s behind SPLATHOST_SESSION_URL %q", svc, cm.Data["SPLATHOST_SESSION_URL"])
+	}
+}

@@ -6,13 +6,17 @@ Names, labels and the shared pieces of every splathost workload.
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/*
+The prefix of every resource name, cut to 50 characters so that "-media-worker" (13) still
+leaves a Service or label value within the 63 that DNS names allow.
+*/}}
 {{- define "splathost.fullname" -}}
 {{- if .Values.fullnameOverride -}}
-{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- .Values.fullnameOverride | trunc 50 | trimSuffix "-" -}}
 {{- else if contains (include "splathost.name" .) .Release.Name -}}
-{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name (include "splathost.name" .) | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name (include "splathost.name" .) | trunc 50 | trimSuffix "-" -}}
 {{- end -}}
 {{- end -}}
 
