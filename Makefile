@@ -101,13 +101,13 @@ migrate: bin/splathost
 	bin/splathost migrate
 
 ## test: vet the three modules (product, tools, Go SDK), then unit and integration tests (the
-## harness starts the real stack). The e2e package includes the browser tests (TestBrowser,
+## harness starts the real stack) and the Helm chart's render test (tools/deploy). The e2e package includes the browser tests (TestBrowser,
 ## about 2-3 minutes on two cores).
 test: deps build $(WORKFLOWCHECK)
 	go vet -tags e2e ./... ./tools/... ./sdk/go/...
 	cd web && npm test
 	$(WORKFLOWCHECK) ./workflows/...
-	go test -count=1 -timeout 30m -tags e2e ./... ./sdk/go/...
+	go test -count=1 -timeout 30m -tags e2e ./... ./sdk/go/... ./tools/deploy/
 
 bench: deps build bin/bench
 	bin/bench

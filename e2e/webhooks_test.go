@@ -236,6 +236,10 @@ func TestWebhookEveryEventType(t *testing.T) {
 		ts, err := strconv.ParseInt(g.Timestamp, 10, 64)
 		require.NoError(t, err)
 		require.InDelta(t, time.Now().Unix(), ts, 600)
+		require.Positive(t, sequenced(g).Sequence, "%s carries a sequence", g.Event.Type)
+	}
+	for _, evs := range bySplat(rcv.all()) { // every body, each once, held to the OpenAPI document
+		requireDocumentedBodies(t, evs)
 	}
 	created := rcv.ofType(events.SplatCreated)
 	require.Len(t, created, 4, "got %v; the first commit, the clone, the retention scene and the leaving customer's", typesOf(rcv.all()))

@@ -58,7 +58,7 @@ func newPathHarness(tb testing.TB) *pathHarness {
 	h := &pathHarness{hits: map[string]hit{}}
 	log := slog.New(slog.DiscardHandler)
 	upstream := func(name string) string {
-		app := httpx.NewApp(name, log, 1<<20)
+		app := httpx.NewApp(name, log, 1<<20, 0)
 		record := func(c *fiber.Ctx) error {
 			if id := c.Get(httpx.RequestIDHeader); strings.HasPrefix(id, "harness-") {
 				h.mu.Lock()

@@ -63,8 +63,8 @@ func newForwarder(name, base string, secret []byte, log *slog.Logger) (*forwarde
 			Addr:                          addr,
 			MaxConns:                      1024,
 			MaxIdleConnDuration:           upstreamIdleFor,
-			ReadTimeout:                   60 * time.Second,
-			WriteTimeout:                  60 * time.Second,
+			ReadTimeout:                   httpx.UpstreamTimeout,
+			WriteTimeout:                  httpx.UpstreamTimeout,
 			DisableHeaderNamesNormalizing: true,
 			// The path goes on as the client wrote it: normalizing would decode %2F in a path
 			// segment (a customer id with a slash) into a separator, another route.
@@ -149,8 +149,15 @@ func (f *forwarder) handle(c *fiber.Ctx) error {
 		// The route is the pattern (no ids, no query string); no header is logged.
 		f.log.WarnContext(c.UserContext(), "upstream request failed", "upstream", f.name, "addr", f.client.String(),
 			"method", c.Method(), "route", c.Route().Path, "attempts", attempts, "requestId", httpx.RequestID(c), "error", err)
+		cause := fmt.Errorf("upstream %s (%s) after %d attempts: %w", f.name, f.client, attempts, err)
+		if failureOf(err) != notReceived && !idempotent(req) {
+			// The service may have received the request and acted on it before it failed: the
+			// honest answer is that the outcome is unknown (the idempotency middleware turns it
+			// into the outcome for a keyed request).
+			return apperr.OutcomeUnknown(cause)
+		}
 		e := apperr.New(fiber.StatusBadGateway, "service unavailable, retry with backoff")
-		e.Cause = fmt.Errorf("upstream %s (%s) after %d attempts: %w", f.name, f.client, attempts, err)
+		e.Cause = cause
 		return e
 	}
 	if attempts > 1 {

@@ -16,6 +16,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/stretchr/testify/require"
 
+	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/httpx"
 )
 
@@ -24,7 +25,7 @@ func forwardApp(t *testing.T, base string, log *slog.Logger) (*fiber.App, *forwa
 	t.Helper()
 	fwd, err := newForwarder("test", base, []byte("internal-secret-for-tests"), log)
 	require.NoError(t, err)
-	app := httpx.NewApp("gateway", log, 1<<20)
+	app := httpx.NewApp("gateway", log, 1<<20, 0)
 	app.All("/*", fwd.handle)
 	return app, fwd
 }
@@ -123,7 +124,8 @@ func TestForwardSurvivesAnUpstreamRestart(t *testing.T) {
 
 // TestForwardResendsOnlyWhatIsSafe has an upstream that reads each request and drops the
 // connection without answering (a service killed mid-request): a POST is sent once and answered
-// 502 with the cause logged, a GET is resent until the retry bound and then answered 502.
+// 504 OUTCOME_UNKNOWN (the service may have acted) with the cause logged, a GET is resent until
+// the retry bound and then answered 502.
 func TestForwardResendsOnlyWhatIsSafe(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -154,7 +156,10 @@ func TestForwardResendsOnlyWhatIsSafe(t *testing.T) {
 
 	resp, err := app.Test(httptest.NewRequest("POST", "/api/embed/views", strings.NewReader("{}")), 5000)
 	require.NoError(t, err)
-	require.Equal(t, 502, resp.StatusCode)
+	require.Equal(t, 504, resp.StatusCode)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(body), `"code":"OUTCOME_UNKNOWN"`)
 	require.Equal(t, int64(1), received.Load(), "a POST the upstream may have applied is not resent")
 
 	resp, err = app.Test(httptest.NewRequest("GET", "/api/v1/splats", nil), 5000)
@@ -189,4 +194,10 @@ func TestForwardKeepsEscapedSlashes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 200, resp.StatusCode)
 	require.Equal(t, uri, <-got)
+}
+
+// TestBudgetBelowUpstreamWait: the longest request budget a deployment may configure ends before
+// the gateway stops waiting for the service, so the service's answer is the one a client gets.
+func TestBudgetBelowUpstreamWait(t *testing.T) {
+	require.Less(t, config.MaxRequestBudget+2*time.Second, httpx.UpstreamTimeout)
 }

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -68,6 +69,9 @@ type Options struct {
 	Ready map[string]httpx.Check
 	// Idempotency keeps the Idempotency-Key answers of IdempotentRoutes. Nil ignores the header.
 	Idempotency *idempotency.Store
+	// RequestBudget bounds the work of a request that changes something (httpx.Deadline); zero
+	// is httpx.RequestBudget. In one process it is the services' budget too.
+	RequestBudget time.Duration
 	// Pprof serves Go's profiles behind the admin token (config.Config.Pprof).
 	Pprof bool
 	// RateLimits limits requests per integration, session and client address (ratelimit.go).
@@ -99,7 +103,7 @@ var corsAPI = cors.New(cors.Config{
 
 // New builds the gateway app.
 func New(o Options) (*fiber.App, error) {
-	app := httpx.NewApp("gateway", o.Log, o.BodyLimit)
+	app := httpx.NewApp("gateway", o.Log, o.BodyLimit, o.RequestBudget)
 	// Before any route: a path every reader does not read the same way is refused (canonical.go).
 	app.Use(canonicalPaths)
 	a := &auth{opts: o, adminHash: sha256.Sum256([]byte(o.AdminToken)), upgrades: map[string]bool{}}

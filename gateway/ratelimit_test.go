@@ -30,7 +30,7 @@ import (
 // "plan" its plan; neither: 401) with the keyed scope after it, then routes that answer the
 // status in their path (/assets/200, /assets/404, /api/v1/x/404, …).
 func limitedApp(rl *RateLimits) *fiber.App {
-	app := httpx.NewApp("test", slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), 1<<20)
+	app := httpx.NewApp("test", slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), 1<<20, 0)
 	app.Use(rl.Handle)
 	auth := func(c *fiber.Ctx) error {
 		switch {

@@ -73,6 +73,29 @@ func StartClone(ctx context.Context, c client.Client, taskQueue string, in Clone
 	return run.GetRunID(), nil
 }
 
+// CloneRunOf returns the run id of the customer's latest clone job when that job makes the scene
+// splatID (CloneInput.JobID), or ErrCloneNotFound: a keyed retry finds the job its first request
+// started rather than starting a second.
+func CloneRunOf(ctx context.Context, c client.Client, workflowID, splatID string) (string, error) {
+	d, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return "", ErrCloneNotFound
+	}
+	if err != nil {
+		return "", err
+	}
+	info := d.GetWorkflowExecutionInfo()
+	var got string
+	if p := info.GetMemo().GetFields()["splatId"]; p != nil {
+		_ = converter.GetDefaultDataConverter().FromPayload(p, &got)
+	}
+	if info.GetType().GetName() != CloneSceneWorkflow || got != splatID {
+		return "", ErrCloneNotFound
+	}
+	return info.GetExecution().GetRunId(), nil
+}
+
 // CloneState is where a job stands.
 type CloneState struct {
 	// Running is true until the job closes; then Result (success) or Err is set.

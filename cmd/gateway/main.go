@@ -27,7 +27,7 @@ func main() {
 		boot.Fatal(rt.Log, "session keys", err)
 	}
 	app, err := gateway.New(gateway.Options{
-		Log: rt.Log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken, Pprof: cfg.Pprof,
+		Log: rt.Log, BodyLimit: cfg.BodyLimit, RequestBudget: cfg.RequestBudget, AdminToken: cfg.AdminToken, Pprof: cfg.Pprof,
 		InternalSecret: []byte(cfg.InternalSecret), Integrations: ints,
 		// Session bearers are verified here, with the integration cache, like every credential.
 		Sessions:    session.NewVerifier(keys, ints),

@@ -113,7 +113,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	sessions.UseBeaconLimits(cfg.RateLimit)
 	limits := gateway.NewRateLimits(cfg.RateLimit)
 	app, err := gateway.New(gateway.Options{
-		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken, Pprof: cfg.Pprof,
+		Log: log, BodyLimit: cfg.BodyLimit, RequestBudget: cfg.RequestBudget, AdminToken: cfg.AdminToken, Pprof: cfg.Pprof,
 		InternalSecret: []byte(cfg.InternalSecret), Integrations: ints,
 		Sessions:    session.NewVerifier(keys, ints),
 		Assets:      web.Dist,

@@ -17,6 +17,8 @@ type Error struct {
 	Issues  []string
 	Extra   map[string]any
 	Cause   error
+	// RetryAfter, when positive, is the Retry-After header of the answer in seconds.
+	RetryAfter int
 }
 
 // Error implements error.
@@ -64,9 +66,45 @@ func Conflict(message string) *Error { return New(http.StatusConflict, message) 
 // Gone is a 410, the answer to every call made with a revoked integration's keys.
 func Gone(message string) *Error { return New(http.StatusGone, message) }
 
-// Internal wraps an unexpected failure: the client sees a generic 500, the cause is logged.
+// Internal wraps an unexpected failure: the client sees a generic 500, the cause is logged. A
+// cause that says a store was unreachable or too slow (Unreachable) is a 503 instead.
 func Internal(cause error) *Error {
+	if Unreachable(cause) {
+		return Unavailable(cause)
+	}
 	return &Error{Status: http.StatusInternalServerError, Message: "internal server error", Cause: cause}
+}
+
+// Codes of the answers that say what became of a request the service could not finish.
+const (
+	// CodeUnavailable: a store the request needs was down or too slow; what the request
+	// started was rolled back, so a retry is safe.
+	CodeUnavailable = "UNAVAILABLE"
+	// CodeOutcomeUnknown: the request may or may not have taken effect (its commit was sent and
+	// the connection broke before the answer).
+	CodeOutcomeUnknown = "OUTCOME_UNKNOWN"
+)
+
+// UnavailableRetryAfter is the Retry-After of an Unavailable answer, in seconds: a restarting
+// database or object store is back within seconds (the dev stack's come back in under one).
+const UnavailableRetryAfter = 1
+
+// Unavailable is a 503 with a Retry-After: a store the request needs (Postgres, the object
+// store) could not be reached or did not answer within the request's budget. The request's
+// transaction was rolled back before the answer (a broken COMMIT is OutcomeUnknown instead), so
+// nothing changed.
+func Unavailable(cause error) *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Cause: cause, RetryAfter: UnavailableRetryAfter,
+		Extra:   map[string]any{"code": CodeUnavailable},
+		Message: "a store this request needs is unavailable or too slow; the request changed nothing, retry"}
+}
+
+// OutcomeUnknown is the 504 of a request whose effect may have been committed or not: its
+// commit was sent and the answer lost. A retry with the same Idempotency-Key tells which.
+func OutcomeUnknown(cause error) *Error {
+	return &Error{Status: http.StatusGatewayTimeout, Cause: cause, RetryAfter: UnavailableRetryAfter,
+		Extra:   map[string]any{"code": CodeOutcomeUnknown},
+		Message: "the outcome of this request is unknown: it may have taken effect; retry with the same Idempotency-Key to learn it, or read the resource before retrying without one"}
 }
 
 // From returns err as an *Error, wrapping anything unexpected as Internal.

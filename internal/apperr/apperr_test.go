@@ -1,9 +1,15 @@
 package apperr
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
+	"syscall"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stretchr/testify/require"
 )
@@ -34,4 +40,31 @@ func TestIssuesOnlyOnClientErrors(t *testing.T) {
 	e := &Error{Status: 500, Message: "x", Issues: []string{"leak"}}
 	_, ok := e.Body()["issues"]
 	require.False(t, ok)
+}
+
+// A store that cannot be reached or answers too late is a 503 with Retry-After (retry), not a
+// 500 (broken): what clients see while Postgres or the object store restarts.
+func TestUnreachableStoreIsUnavailable(t *testing.T) {
+	for name, cause := range map[string]error{
+		"connection refused":  fmt.Errorf("dial: %w", syscall.ECONNREFUSED),
+		"postgres shutdown":   &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"},
+		"postgres connection": &pgconn.PgError{Code: "08006"},
+		"deadline":            fmt.Errorf("put object: %w", context.DeadlineExceeded),
+		"network":             &net.OpError{Op: "read", Err: errors.New("reset")},
+		"pgx closed":          errors.New("conn closed"),
+	} {
+		e := From(cause)
+		require.Equal(t, http.StatusServiceUnavailable, e.Status, name)
+		require.Equal(t, UnavailableRetryAfter, e.RetryAfter, name)
+		require.Equal(t, "a store this request needs is unavailable or too slow; the request changed nothing, retry", e.Body()["message"], name)
+		require.ErrorIs(t, e, cause, name)
+	}
+	for name, cause := range map[string]error{
+		"unique violation": &pgconn.PgError{Code: "23505"},
+		"plain":            errors.New("nil pointer"),
+		"cancelled":        context.Canceled,
+	} {
+		require.Equal(t, http.StatusInternalServerError, From(cause).Status, name)
+		require.Zero(t, From(cause).RetryAfter, name)
+	}
 }

@@ -93,7 +93,7 @@ func ServeListener(ctx context.Context, app *fiber.App, ln net.Listener, timeout
 // signed, then the service's routes.
 func ServiceApp(name string, cfg config.Config, log *slog.Logger, prefixes []string,
 	register func(fiber.Router), checks map[string]httpx.Check) *fiber.App {
-	app := httpx.NewApp(name, log, cfg.BodyLimit)
+	app := httpx.NewApp(name, log, cfg.BodyLimit, cfg.RequestBudget)
 	httpx.MountHealth(app, log, checks)
 	httpx.MountMetrics(app, httpx.MetricsGuard(cfg.AdminToken, []byte(cfg.InternalSecret)), cfg.Pprof)
 	trust := httpx.TrustSignedCaller([]byte(cfg.InternalSecret))

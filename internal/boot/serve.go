@@ -25,7 +25,7 @@ func (r *Runtime) Serve(app *fiber.App, addr string) {
 // health server that cannot listen or serve ends the process: an orchestrator would otherwise
 // see a live worker as dead.
 func (r *Runtime) ServeHealth(addr string, checks map[string]httpx.Check) {
-	health := httpx.NewApp(r.component, r.Log, 4096)
+	health := httpx.NewApp(r.component, r.Log, 4096, 0)
 	httpx.MountHealth(health, r.Log, checks)
 	httpx.MountMetrics(health, httpx.MetricsGuard(r.Config.AdminToken, []byte(r.Config.InternalSecret)), r.Config.Pprof)
 	go func() {

@@ -83,6 +83,10 @@ type Config struct {
 	BodyLimit int
 	// ShutdownTimeout bounds graceful shutdown.
 	ShutdownTimeout time.Duration
+	// RequestBudget is how long a request that changes something may work before its store
+	// and database calls are cut off and its transaction rolled back (httpx.Deadline): shorter
+	// than the gateway's wait for a service (httpx.UpstreamTimeout), so every answer is final.
+	RequestBudget time.Duration
 	// CloneWait is how long POST /api/v1/splats/{id}/clone waits for the job before it answers
 	// 202 with a job to poll.
 	CloneWait time.Duration
@@ -174,6 +178,7 @@ func Load() (Config, error) {
 		LogLevel:             l.str("SPLATHOST_LOG_LEVEL", "info"),
 		BodyLimit:            l.int("SPLATHOST_BODY_LIMIT", 8<<20),
 		ShutdownTimeout:      l.dur("SPLATHOST_SHUTDOWN_TIMEOUT", 10*time.Second),
+		RequestBudget:        l.dur("SPLATHOST_REQUEST_BUDGET", 45*time.Second),
 		CloneWait:            l.dur("SPLATHOST_CLONE_WAIT", 5*time.Second),
 		CloneAbandonAfter:    l.dur("SPLATHOST_CLONE_ABANDON_AFTER", 3*time.Minute),
 		CloneConcurrency:     l.int("SPLATHOST_CLONE_CONCURRENCY", 32),
@@ -193,11 +198,21 @@ func Load() (Config, error) {
 		Pprof:                l.bool(PprofEnv, false),
 		RateLimit:            l.rateLimits(),
 	}
+	if c.RequestBudget > MaxRequestBudget {
+		l.errs = append(l.errs, fmt.Sprintf("SPLATHOST_REQUEST_BUDGET must be at most %s (the gateway waits 60s for a service)", MaxRequestBudget))
+	}
+	if c.CloneWait >= c.RequestBudget {
+		l.errs = append(l.errs, "SPLATHOST_CLONE_WAIT must be shorter than SPLATHOST_REQUEST_BUDGET (a clone request waits within its budget)")
+	}
 	if len(l.errs) > 0 {
 		return Config{}, fmt.Errorf("config: %s", strings.Join(l.errs, "; "))
 	}
 	return c, nil
 }
+
+// MaxRequestBudget bounds RequestBudget below the gateway's wait for a service's answer
+// (httpx.UpstreamTimeout, 60 s; a test ties the two), leaving the service time to answer.
+const MaxRequestBudget = 55 * time.Second
 
 // AssetBase is AssetBaseURL, or the object store's bucket URL when that is not set.
 func (c Config) AssetBase() string {
@@ -290,6 +305,7 @@ func (cfg Config) Environ() []string {
 		{"SPLATHOST_LOG_LEVEL", cfg.LogLevel},
 		{"SPLATHOST_BODY_LIMIT", strconv.Itoa(cfg.BodyLimit)},
 		{"SPLATHOST_SHUTDOWN_TIMEOUT", cfg.ShutdownTimeout.String()},
+		{"SPLATHOST_REQUEST_BUDGET", cfg.RequestBudget.String()},
 		{"SPLATHOST_CLONE_WAIT", cfg.CloneWait.String()},
 		{"SPLATHOST_CLONE_ABANDON_AFTER", cfg.CloneAbandonAfter.String()},
 		{"SPLATHOST_CLONE_CONCURRENCY", strconv.Itoa(cfg.CloneConcurrency)},

@@ -206,7 +206,7 @@ func TestEnvironRoundTrips(t *testing.T) {
 		GatewayAddr: "g:1", UserAddr: "u:1", SceneAddr: "s:1", SessionAddr: "se:1",
 		UserURL: "http://u:1,http://u:2", SceneURL: "http://s:1", SessionURL: "http://se:1", Replicas: 2, WorkerHealthAddr: "w:1",
 		OTLPEndpoint: "otel:4317", LogLevel: "debug", BodyLimit: 1234, ShutdownTimeout: 3 * time.Second,
-		CloneWait: 2 * time.Second, CloneAbandonAfter: time.Minute, CloneConcurrency: 7, WorkerSchedules: true,
+		RequestBudget: 30 * time.Second, CloneWait: 2 * time.Second, CloneAbandonAfter: time.Minute, CloneConcurrency: 7, WorkerSchedules: true,
 		MediaTaskQueue: "mq", MediaHealthAddr: "m:1", SplatTransform: "/opt/st/cli.mjs", RenditionTimeout: time.Minute,
 		RenditionMaxMemory: 1 << 30, RenditionLODMin: 5000, RenditionConcurrency: 2, RenditionMinBytes: 1 << 18,
 		RenditionWindow: 6, WebhookKey: []byte("0123456789abcdef0123456789abcdef"), WebhookAllowPrivate: true, WebhookConcurrency: 9, Pprof: true,
@@ -307,4 +307,32 @@ func TestRateLimits(t *testing.T) {
 	_, err = Load()
 	require.ErrorContains(t, err, "SPLATHOST_RATELIMIT_SESSION")
 	require.ErrorContains(t, err, "SPLATHOST_TRUSTED_PROXIES")
+}
+
+// TestRequestBudgetBounds: the budget must leave the gateway time to hear the service's answer,
+// and a clone's wait must fit inside it.
+func TestRequestBudgetBounds(t *testing.T) {
+	clearEnv(t)
+	c, err := Load()
+	require.NoError(t, err)
+	require.Equal(t, 45*time.Second, c.RequestBudget)
+	for _, tc := range []struct{ budget, wait, want string }{
+		{"56s", "", "SPLATHOST_REQUEST_BUDGET must be at most 55s"},
+		{"4s", "5s", "SPLATHOST_CLONE_WAIT must be shorter than SPLATHOST_REQUEST_BUDGET"},
+		{"0s", "", "SPLATHOST_REQUEST_BUDGET must be a positive duration"},
+	} {
+		clearEnv(t)
+		t.Setenv("SPLATHOST_REQUEST_BUDGET", tc.budget)
+		if tc.wait != "" {
+			t.Setenv("SPLATHOST_CLONE_WAIT", tc.wait)
+		}
+		_, err := Load()
+		require.ErrorContains(t, err, tc.want, tc.budget)
+	}
+	clearEnv(t)
+	t.Setenv("SPLATHOST_REQUEST_BUDGET", "3s")
+	t.Setenv("SPLATHOST_CLONE_WAIT", "1s")
+	c, err = Load()
+	require.NoError(t, err)
+	require.Equal(t, 3*time.Second, c.RequestBudget)
 }

@@ -4,6 +4,8 @@ package db
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 
 	"entgo.io/ent/dialect"
@@ -77,7 +79,22 @@ func (d *DB) InTx(ctx context.Context, fn func(tx *ent.Tx) error) error {
 		return apperr.From(err)
 	}
 	if err := tx.Commit(); err != nil {
-		return apperr.Internal(err)
+		return commitFailure(ctx, err)
 	}
 	return nil
+}
+
+// commitFailure is the answer to a failed COMMIT. When the request's context ended first,
+// database/sql rolled the transaction back without sending the commit: nothing changed (a 503
+// through the error mapper). When the connection broke with the commit sent, Postgres may have
+// applied it: the outcome is unknown and the answer says so; a keyed request's retry learns it
+// from the answer its transaction recorded (package idempotency).
+func commitFailure(ctx context.Context, err error) error {
+	if ctx.Err() != nil && (errors.Is(err, sql.ErrTxDone) || errors.Is(err, ctx.Err())) {
+		return apperr.Unavailable(err)
+	}
+	if IsConnError(err) {
+		return apperr.OutcomeUnknown(err)
+	}
+	return apperr.Internal(err)
 }

@@ -9,6 +9,7 @@ package events
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -20,7 +21,6 @@ import (
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/ent/webhookdelivery"
-	"github.com/splathost/splathost/ent/webhookendpoint"
 )
 
 // The event types of contract item 12.
@@ -80,10 +80,12 @@ type Outbox struct {
 	Now func() time.Time
 }
 
-// envelope is the body of every delivery: {type, timestamp, data}.
+// envelope is the body of every delivery: {type, timestamp, sequence, data}. sequence is
+// metadata beside data, where Standard Webhooks 1.0 allows it, so no type's data changes shape.
 type envelope struct {
 	Type      string `json:"type"`
 	Timestamp string `json:"timestamp"`
+	Sequence  int64  `json:"sequence"`
 	Data      any    `json:"data"`
 }
 
@@ -93,9 +95,59 @@ func Subscribed(filter []string, typ string) bool {
 	return len(filter) == 0 || slices.Contains(filter, typ)
 }
 
+// endpointsAndSequence lists the live endpoints of the integration subscribed to typ and draws
+// the event's number from webhook_event_seq, in one round trip: the one-row subquery is
+// evaluated once whether or not an endpoint exists (a number an event without endpoints takes
+// is simply never seen; the numbers need only rise).
+//
+// Why the number orders one resource's events: every writer emits while its transaction holds
+// the row lock of the resource it changed (the scene row it inserted, updated, locked FOR UPDATE
+// or deleted; the customer row for externalUser.deleted; a clone.failed is written once per
+// job). A second writer of the same resource therefore draws its number only after the first
+// has committed, so it draws a higher one (the sequence has CACHE 1: nextval rises in time
+// across sessions). Numbers rise in commit order per resource, never repeat, and are the same on
+// every retry and redelivery, being part of the stored body. Across resources they order
+// nothing. Deliveries stay parallel: serialising them per scene would hold every later event of
+// a scene behind one failing delivery's backoff (up to 2 h per wait).
+func endpointsAndSequence(ctx context.Context, tx *ent.Tx, integrationID, typ string) ([]string, int64, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT e.id, e.events, s.n
+		FROM (SELECT nextval('webhook_event_seq') AS n) s
+		LEFT JOIN webhook_endpoints e ON e.integration_id = $1 AND e.deleted_at IS NULL`, integrationID)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var ids []string
+	var seq int64
+	for rows.Next() {
+		var id sql.NullString
+		var filter []byte
+		if err := rows.Scan(&id, &filter, &seq); err != nil {
+			return nil, 0, err
+		}
+		if !id.Valid {
+			continue // no endpoint: the LEFT JOIN's one row
+		}
+		var events []string
+		if len(filter) > 0 {
+			if err := json.Unmarshal(filter, &events); err != nil {
+				return nil, 0, fmt.Errorf("events of endpoint %s: %w", id.String, err)
+			}
+		}
+		if Subscribed(events, typ) {
+			ids = append(ids, id.String)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	return ids, seq, rows.Close()
+}
+
 // Emit writes one delivery row per live endpoint of the integration subscribed to typ, in tx, and
 // adds them to b. data is called only when some endpoint wants the event, so a change of an
-// integration without webhooks costs one indexed query.
+// integration without webhooks costs one indexed query. tx must already hold the row lock of the
+// resource the event is about (see endpointsAndSequence): that is what orders its sequence.
 func (o *Outbox) Emit(ctx context.Context, tx *ent.Tx, b *Batch, integrationID, typ string, data func() (any, error)) error {
 	return o.emit(ctx, tx, b, "", integrationID, typ, data)
 }
@@ -114,13 +166,10 @@ func onceID(key, endpointID string) string {
 }
 
 func (o *Outbox) emit(ctx context.Context, tx *ent.Tx, b *Batch, key, integrationID, typ string, data func() (any, error)) error {
-	eps, err := tx.WebhookEndpoint.Query().
-		Where(webhookendpoint.IntegrationID(integrationID), webhookendpoint.DeletedAtIsNil()).
-		Select(webhookendpoint.FieldID, webhookendpoint.FieldEvents).All(ctx)
+	eps, seq, err := endpointsAndSequence(ctx, tx, integrationID, typ)
 	if err != nil {
 		return fmt.Errorf("webhook endpoints of %s: %w", integrationID, err)
 	}
-	eps = slices.DeleteFunc(eps, func(e *ent.WebhookEndpoint) bool { return !Subscribed(e.Events, typ) })
 	if len(eps) == 0 {
 		return nil
 	}
@@ -132,16 +181,16 @@ func (o *Outbox) emit(ctx context.Context, tx *ent.Tx, b *Batch, key, integratio
 	if o != nil && o.Now != nil {
 		now = o.Now
 	}
-	body, err := json.Marshal(envelope{Type: typ, Timestamp: now().UTC().Format("2006-01-02T15:04:05.000Z07:00"), Data: d})
+	body, err := json.Marshal(envelope{Type: typ, Timestamp: now().UTC().Format("2006-01-02T15:04:05.000Z07:00"), Sequence: seq, Data: d})
 	if err != nil {
 		return fmt.Errorf("webhook event %s: %w", typ, err)
 	}
 	creates := make([]*ent.WebhookDeliveryCreate, len(eps))
 	for i, e := range eps {
-		creates[i] = tx.WebhookDelivery.Create().SetIntegrationID(integrationID).SetEndpointID(e.ID).
+		creates[i] = tx.WebhookDelivery.Create().SetIntegrationID(integrationID).SetEndpointID(e).
 			SetType(typ).SetPayload(string(body))
 		if key != "" {
-			creates[i].SetID(onceID(key, e.ID))
+			creates[i].SetID(onceID(key, e))
 		}
 	}
 	bulk := tx.WebhookDelivery.CreateBulk(creates...)
@@ -155,7 +204,7 @@ func (o *Outbox) emit(ctx context.Context, tx *ent.Tx, b *Batch, key, integratio
 	}
 	for i, e := range eps {
 		id, _ := creates[i].Mutation().ID()
-		b.deliveries = append(b.deliveries, Delivery{ID: id, IntegrationID: integrationID, WebhookID: e.ID, Type: typ})
+		b.deliveries = append(b.deliveries, Delivery{ID: id, IntegrationID: integrationID, WebhookID: e, Type: typ})
 	}
 	return nil
 }

@@ -4,6 +4,7 @@
 package httpx
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -61,6 +62,36 @@ type Caller struct {
 	// Plan is the integration's account plan, which the gateway's rate limit depends on. It stays
 	// in the gateway: no service decides anything by it.
 	Plan string `json:"-"`
+	// Fence names the Idempotency-Key claim this request holds (package idempotency): the
+	// service records its answer under it in the transaction of its effect, so the outcome of a
+	// keyed request survives the death of the process that ran it. Signed with the rest of the
+	// caller, so no client can name another request's claim.
+	Fence string `json:"f,omitempty"`
+}
+
+type fenceKey struct{}
+
+// WithFence returns ctx carrying the request's idempotency fence (Caller.Fence), which
+// transaction code reads with FenceOf.
+func WithFence(ctx context.Context, fence string) context.Context {
+	return context.WithValue(ctx, fenceKey{}, fence)
+}
+
+// FenceOf returns the idempotency fence ctx carries, or "" for a request without a key.
+func FenceOf(ctx context.Context) string {
+	f, _ := ctx.Value(fenceKey{}).(string)
+	return f
+}
+
+// SetFence gives the request's caller the idempotency fence and puts it in the request's
+// context: in-process handlers read it there, and a forwarder signs it with the caller.
+func SetFence(c *fiber.Ctx, fence string) {
+	if caller := CallerOf(c); caller != nil {
+		cp := *caller
+		cp.Fence = fence
+		SetCaller(c, &cp)
+	}
+	c.SetUserContext(WithFence(c.UserContext(), fence))
 }
 
 const callerKey = "splathost.caller"
@@ -158,7 +189,8 @@ const callerCacheMax = 4096
 // CallerSigner signs callers for CallerHeader like SignCaller, but reuses the header it signed
 // for the same caller in the same second: under load one integration's requests carry the same
 // caller many times a second, and the JSON encoding and the HMAC were about a tenth of a split
-// gateway's CPU. Session callers (whose claims differ per token) are signed every time.
+// gateway's CPU. Session callers (whose claims differ per token) and fenced ones (one claim per
+// request) are signed every time.
 type CallerSigner struct {
 	secret []byte
 	mu     sync.Mutex
@@ -185,7 +217,7 @@ func NewCallerSigner(secret []byte) *CallerSigner {
 
 // Sign returns the CallerHeader value of caller at now.
 func (s *CallerSigner) Sign(caller *Caller, now time.Time) (string, error) {
-	if caller.Session != nil {
+	if caller.Session != nil || caller.Fence != "" {
 		return SignCaller(s.secret, caller, now)
 	}
 	// The key's strings are the caller's own (a gateway builds a caller from its cache and a
@@ -263,6 +295,9 @@ func trustSignedCaller(secret []byte, clock func() time.Time) fiber.Handler {
 		}
 		SetCaller(c, caller)
 		c.Locals(forwardedKey, true)
+		if caller.Fence != "" {
+			c.SetUserContext(WithFence(c.UserContext(), caller.Fence))
+		}
 		return c.Next()
 	}
 }

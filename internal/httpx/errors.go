@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -23,6 +24,13 @@ func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 			return sendErrorPage(c, e)
 		}
 		c.Set(fiber.HeaderCacheControl, "no-store")
+		retry := e.RetryAfter
+		if retry == 0 && e.Status >= http.StatusBadGateway && e.Status <= http.StatusGatewayTimeout {
+			retry = apperr.UnavailableRetryAfter // a gateway's "service unavailable"
+		}
+		if retry > 0 {
+			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retry))
+		}
 		return c.Status(e.Status).JSON(e.Body())
 	}
 }

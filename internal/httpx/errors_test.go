@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ func TestErrorHandler(t *testing.T) {
 		issues  []string
 		extra   map[string]any
 		logged  bool
+		retry   string // the Retry-After header
 	}{
 		{name: "validation", err: apperr.Invalid("validation failed", "a: bad", "b: bad"),
 			status: 400, message: "validation failed", issues: []string{"a: bad", "b: bad"}},
@@ -42,6 +44,12 @@ func TestErrorHandler(t *testing.T) {
 		{name: "internal apperr", err: apperr.Internal(errors.New(secretCause)), status: 500, message: "internal server error", logged: true},
 		{name: "plain error", err: errors.New(secretCause), status: 500, message: "internal server error", logged: true},
 		{name: "wrapped plain error", err: fmt.Errorf("query: %w", errors.New(secretCause)), status: 500, message: "internal server error", logged: true},
+		{name: "store unreachable is a 503 to retry", err: fmt.Errorf("query: %w", &net.OpError{Op: "dial", Err: errors.New(secretCause)}),
+			status: 503, message: "a store this request needs is unavailable or too slow; the request changed nothing, retry", logged: true, retry: "1",
+			extra: map[string]any{"code": apperr.CodeUnavailable}},
+		{name: "store deadline is a 503 to retry", err: apperr.Internal(fmt.Errorf("%s: %w", secretCause, context.DeadlineExceeded)),
+			status: 503, message: "a store this request needs is unavailable or too slow; the request changed nothing, retry", logged: true, retry: "1",
+			extra: map[string]any{"code": apperr.CodeUnavailable}},
 		{name: "fiber 404", err: fiber.ErrNotFound, status: 404, message: "route not found"},
 		{name: "fiber 405", err: fiber.ErrMethodNotAllowed, status: 405, message: "method not allowed"},
 		{name: "fiber 413", err: fiber.ErrRequestEntityTooLarge, status: 413, message: "request body too large"},
@@ -64,6 +72,7 @@ func TestErrorHandler(t *testing.T) {
 			resp, body := doReq(t, app, httptest.NewRequest(http.MethodGet, "/", nil))
 			require.Equal(t, tt.status, resp.StatusCode)
 			require.Equal(t, "no-store", resp.Header.Get(fiber.HeaderCacheControl))
+			require.Equal(t, tt.retry, resp.Header.Get(fiber.HeaderRetryAfter))
 			require.True(t, strings.HasPrefix(resp.Header.Get(fiber.HeaderContentType), fiber.MIMEApplicationJSON))
 			env, m := decodeEnvelope(t, body)
 			require.Equal(t, "error", env.Status)
@@ -93,7 +102,7 @@ func TestErrorHandler(t *testing.T) {
 // all answer the envelope.
 func TestNewAppEnvelopes(t *testing.T) {
 	var logs bytes.Buffer
-	app := NewApp("test", testLogger(&logs), 64)
+	app := NewApp("test", testLogger(&logs), 64, 0)
 	app.Post("/echo", func(c *fiber.Ctx) error { return c.Send(c.Body()) })
 	app.Get("/panic", func(c *fiber.Ctx) error { panic(secretCause) })
 	app.Use(Fallback(app))

@@ -19,7 +19,7 @@ import (
 // raw path; a path no route serves is "unmatched" whatever it is; quota refusals count by
 // dimension and scope.
 func TestMetricsLabelsByRouteTemplate(t *testing.T) {
-	app := NewApp("metrics-test", slog.New(slog.DiscardHandler), 1<<20)
+	app := NewApp("metrics-test", slog.New(slog.DiscardHandler), 1<<20, 0)
 	app.Get("/things/:id", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	app.Post("/full", func(c *fiber.Ctx) error { return quota.StorageExceeded("account", 5, 5, 1) })
 	app.Use(Fallback(app))
@@ -68,7 +68,7 @@ func TestMetricsGuard(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&body)
 		return resp.StatusCode, body
 	}
-	app := NewApp("guard-test", slog.New(slog.DiscardHandler), 1<<20)
+	app := NewApp("guard-test", slog.New(slog.DiscardHandler), 1<<20, 0)
 	MountMetrics(app, MetricsGuard(token, secret), true)
 	for _, path := range []string{"/metrics", "/debug/pprof/"} {
 		for name, h := range map[string]map[string]string{
@@ -94,12 +94,12 @@ func TestMetricsGuard(t *testing.T) {
 		}
 	}
 
-	empty := NewApp("guard-test", slog.New(slog.DiscardHandler), 1<<20)
+	empty := NewApp("guard-test", slog.New(slog.DiscardHandler), 1<<20, 0)
 	MountMetrics(empty, MetricsGuard("", nil), false)
 	status, _ := get(empty, "/metrics", map[string]string{"Authorization": "Bearer ", CallerHeader: signed(SchemeAdmin, time.Now())})
 	require.Equal(t, 401, status)
 
-	open := NewApp("guard-test", slog.New(slog.DiscardHandler), 1<<20)
+	open := NewApp("guard-test", slog.New(slog.DiscardHandler), 1<<20, 0)
 	MountMetrics(open, nil, true)
 	for _, path := range []string{"/metrics", "/debug/pprof/"} {
 		status, _ := get(open, path, map[string]string{"Authorization": "Bearer " + token})

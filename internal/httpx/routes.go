@@ -13,7 +13,7 @@ import (
 
 // NewApp returns a Fiber app with the house defaults: the envelope error handler, a body limit,
 // timeouts, panic recovery, request ids and the access log. component names the tracer.
-func NewApp(component string, log *slog.Logger, bodyLimit int) *fiber.App {
+func NewApp(component string, log *slog.Logger, bodyLimit int, budget time.Duration) *fiber.App {
 	app := fiber.New(fiber.Config{
 		AppName:               "splathost-" + component,
 		ErrorHandler:          ErrorHandler(log),
@@ -29,6 +29,10 @@ func NewApp(component string, log *slog.Logger, bodyLimit int) *fiber.App {
 	app.Use(AccessLog(log))
 	app.Use(Metrics(component))
 	app.Use(Tracing(component))
+	if budget <= 0 {
+		budget = RequestBudget
+	}
+	app.Use(Deadline(budget))
 	return app
 }
 

@@ -40,6 +40,10 @@ const MaxKeyLen = 255
 // resource. Per-request ones (X-Request-Id, tracing, Date) are the replay's own.
 var keptHeaders = []string{fiber.HeaderContentType, fiber.HeaderCacheControl, fiber.HeaderLocation, "Preference-Applied"}
 
+// errNotApplied replaces an "outcome unknown" answer once the key is settled without an effect.
+var errNotApplied = apperr.New(fiber.StatusBadGateway,
+	"the request failed before it took effect (nothing was changed); retry with the same "+KeyHeader)
+
 // finishTimeout bounds the write of the answer after the request ran: it must not hang the
 // client's answer, and a failure leaves the key to its lease.
 const finishTimeout = 5 * time.Second
@@ -106,21 +110,23 @@ func (m *Middleware) Handle(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderRetryAfter, "1")
 		return apperr.Conflict("the first request with this "+KeyHeader+" is still running; retry later").With("code", CodeInUse)
 	case Replay:
-		for k, v := range claim.Answer.Headers {
-			c.Set(k, v)
-		}
+		send(c, claim.Answer)
 		c.Set(ReplayedHeader, "true")
-		c.Status(claim.Answer.Status)
-		c.Response().SetBodyRaw(claim.Answer.Body)
 		return nil
 	}
 	return m.run(c, claim)
 }
 
-// run hands an owned request on, then keeps its answer, or forgets the key when the answer is
-// a 5xx so that a retry runs again.
+// run hands an owned request on with its fence, renewing the claim while it runs, then keeps
+// its answer. A 5xx (the service failed, or did not answer) settles the claim instead: the key
+// is forgotten so that a retry runs again, unless the service recorded an answer with its
+// effect, which is then the answer sent, since it is what happened.
 func (m *Middleware) run(c *fiber.Ctx, claim Claim) error {
-	if err := c.Next(); err != nil {
+	httpx.SetFence(c, fenceOf(claim))
+	stop := m.store.Hold(claim)
+	err := c.Next()
+	stop()
+	if err != nil {
 		// Write the error now: the answer to keep is the one the client gets.
 		if herr := c.App().ErrorHandler(c, err); herr != nil {
 			_ = c.SendStatus(fiber.StatusInternalServerError)
@@ -130,8 +136,23 @@ func (m *Middleware) run(c *fiber.Ctx, claim Claim) error {
 	defer cancel()
 	resp := c.Response()
 	if resp.StatusCode() >= 500 {
-		if err := m.store.Release(ctx, claim); err != nil {
-			m.log.WarnContext(ctx, "idempotency key kept after a 5xx until its lease ends", "error", err, "requestId", httpx.RequestID(c))
+		recorded, err := m.store.Settle(ctx, claim)
+		if err != nil {
+			m.log.WarnContext(ctx, "idempotency key held after a 5xx until its lease ends", "error", err, "requestId", httpx.RequestID(c))
+			return nil
+		}
+		if recorded != nil {
+			m.log.InfoContext(ctx, "the service recorded its answer but it was lost on the way; sending the recorded one",
+				"failedStatus", resp.StatusCode(), "requestId", httpx.RequestID(c))
+			resp.Header.Del(fiber.HeaderRetryAfter)
+			send(c, *recorded)
+			return nil
+		}
+		if resp.StatusCode() == fiber.StatusGatewayTimeout {
+			// Settled without an effect: whatever was unknown is known now.
+			if herr := c.App().ErrorHandler(c, errNotApplied); herr != nil {
+				_ = c.SendStatus(fiber.StatusBadGateway)
+			}
 		}
 		return nil
 	}
@@ -145,6 +166,15 @@ func (m *Middleware) run(c *fiber.Ctx, claim Claim) error {
 		m.log.WarnContext(ctx, "idempotency answer not kept; the key is held until its lease ends", "error", err, "requestId", httpx.RequestID(c))
 	}
 	return nil
+}
+
+// send writes a stored answer.
+func send(c *fiber.Ctx, a Answer) {
+	for k, v := range a.Headers {
+		c.Set(k, v)
+	}
+	c.Status(a.Status)
+	c.Response().SetBodyRaw(a.Body)
 }
 
 // covers reports whether method and path are one of the middleware's routes.

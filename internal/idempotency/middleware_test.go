@@ -1,10 +1,15 @@
 package idempotency
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/ids"
 )
 
 func TestKeyProblem(t *testing.T) {
@@ -59,4 +64,40 @@ func TestScopeDigestSeparatesFields(t *testing.T) {
 	c := a
 	c.ExternalUserID = ""
 	require.NotEqual(t, a.digest(), c.digest(), "no EU is another scope than an EU")
+}
+
+func TestFenceRoundTrip(t *testing.T) {
+	c := Claim{scope: Scope{IntegrationID: "i", Key: "k"}.digest(), lease: "0123456789abcdef01234567", created: time.Unix(1, 5)}
+	f, ok := parseFence(fenceOf(c))
+	require.True(t, ok)
+	require.Equal(t, c.scope, f.scope)
+	require.Equal(t, c.lease, f.lease)
+	require.Equal(t, c.created.UnixNano(), f.created)
+	for _, bad := range []string{"", "nodot", ".lease.1", "zz.lease.1", "ab..1", "ab.lease", "ab.lease.x", "ab.lease.1.2"} {
+		_, ok := parseFence(bad)
+		require.False(t, ok, bad)
+	}
+}
+
+// TestStableID: every retry of one keyed request (same scope and first claim, any lease) gets
+// the same id; the same key after its 24 h (a new first claim) and another key get others.
+func TestStableID(t *testing.T) {
+	id := func(c Claim) string {
+		s, ok := StableID(httpx.WithFence(context.Background(), fenceOf(c)))
+		require.True(t, ok)
+		require.True(t, ids.Valid(s), s)
+		return s
+	}
+	a := Claim{scope: Scope{IntegrationID: "i", Key: "k"}.digest(), lease: "l1", created: time.Unix(100, 0)}
+	retry := a
+	retry.lease = "l2"
+	later := a
+	later.created = a.created.Add(Retention)
+	other := a
+	other.scope = Scope{IntegrationID: "i", Key: "k2"}.digest()
+	require.Equal(t, id(a), id(retry))
+	require.NotEqual(t, id(a), id(later))
+	require.NotEqual(t, id(a), id(other))
+	_, ok := StableID(context.Background())
+	require.False(t, ok)
 }

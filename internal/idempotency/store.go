@@ -19,11 +19,13 @@ import (
 // Retention is how long a key is remembered (contract item 13: 24 h).
 const Retention = 24 * time.Hour
 
-// Lease bounds how long a first request may hold its key before a retry with the same body
-// may take it over: longer than any covered request runs (the forwarder's 60 s upstream
-// timeout, a clone's wait), short enough that a key whose request died with its process is
-// usable again within minutes rather than after 24 h.
-const Lease = 2 * time.Minute
+// Lease is how long a claim binds its key without being renewed: the process running the
+// request renews it every LeaseRenewal (Store.Hold), so a request may run as long as it needs,
+// and a key whose holder died (kill -9, a lost connection) is free again within Lease.
+const Lease = 6 * time.Second
+
+// LeaseRenewal is how often a running request renews its claim.
+const LeaseRenewal = 2 * time.Second
 
 // Purge bounds: each process deletes expired keys at most once per purgeEvery, in batches that
 // keep one statement short.
@@ -83,6 +85,8 @@ type Claim struct {
 	Answer Answer
 	scope  []byte
 	lease  string
+	// created is when the key was first claimed (kept across takeovers of a dead holder's lease).
+	created time.Time
 }
 
 // Store keeps the keys in Postgres, so that every gateway process sees every key. It uses pgx
@@ -111,10 +115,10 @@ INSERT INTO idempotency_keys AS k (id, integration_id, external_user_id, method,
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $1, now() + $9 * interval '1 millisecond', 0, now())
 ON CONFLICT (scope) DO UPDATE SET request_hash = EXCLUDED.request_hash, lease = EXCLUDED.lease,
 	locked_until = EXCLUDED.locked_until, status = 0, response_headers = NULL, response_body = NULL,
-	created_at = EXCLUDED.created_at
+	created_at = CASE WHEN k.created_at <= now() - $10 * interval '1 millisecond' THEN EXCLUDED.created_at ELSE k.created_at END
 WHERE k.created_at <= now() - $10 * interval '1 millisecond'
 	OR (k.status = 0 AND k.locked_until < now() AND k.request_hash = EXCLUDED.request_hash)
-RETURNING k.lease`
+RETURNING k.lease, k.created_at`
 
 // Claim records that a request with scope s and body hash bodyHash starts, or reports what an
 // earlier request with the same scope left.
@@ -125,10 +129,11 @@ func (st *Store) Claim(ctx context.Context, s Scope, bodyHash []byte) (Claim, er
 	for range 3 {
 		lease := ids.New()
 		var got string
+		var created time.Time
 		err := st.pool.QueryRow(ctx, claimSQL, lease, s.IntegrationID, s.ExternalUserID, s.Method, s.Path, s.Key,
-			scope, bodyHash, Lease.Milliseconds(), Retention.Milliseconds()).Scan(&got)
+			scope, bodyHash, Lease.Milliseconds(), Retention.Milliseconds()).Scan(&got, &created)
 		if err == nil {
-			return Claim{Outcome: Owned, scope: scope, lease: got}, nil
+			return Claim{Outcome: Owned, scope: scope, lease: got, created: created}, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return Claim{}, fmt.Errorf("claim idempotency key: %w", err)
@@ -158,22 +163,64 @@ func (st *Store) Claim(ctx context.Context, s Scope, bodyHash []byte) (Claim, er
 	return Claim{}, errors.New("claim idempotency key: the key kept changing hands")
 }
 
-// Finish stores the answer of an owned claim for replays.
+// Finish stores the answer of an owned claim for replays, unless the service already recorded
+// it with its effect (Record), which is then the answer kept.
 func (st *Store) Finish(ctx context.Context, c Claim, a Answer) error {
 	_, err := st.pool.Exec(ctx, `UPDATE idempotency_keys SET status = $3, response_headers = $4, response_body = $5,
-		locked_until = NULL WHERE scope = $1 AND lease = $2`, c.scope, c.lease, a.Status, a.Headers, a.Body)
+		locked_until = NULL WHERE scope = $1 AND lease = $2 AND status = 0`, c.scope, c.lease, a.Status, a.Headers, a.Body)
 	if err != nil {
 		return fmt.Errorf("finish idempotency key: %w", err)
 	}
 	return nil
 }
 
-// Release forgets an owned claim, so that a retry runs again (the answer was a 5xx).
-func (st *Store) Release(ctx context.Context, c Claim) error {
-	if _, err := st.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE scope = $1 AND lease = $2`, c.scope, c.lease); err != nil {
-		return fmt.Errorf("release idempotency key: %w", err)
+// Settle ends an owned claim whose request failed (a 5xx, or no answer from the service): it
+// forgets the key, so that a retry runs again, unless the service recorded an answer with its
+// effect, which it returns. Either way the outcome is final when Settle returns: a transaction
+// still running under the claim can no longer record (its fence is gone), so it cannot commit.
+func (st *Store) Settle(ctx context.Context, c Claim) (*Answer, error) {
+	tag, err := st.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE scope = $1 AND lease = $2 AND status = 0`, c.scope, c.lease)
+	if err != nil {
+		return nil, fmt.Errorf("settle idempotency key: %w", err)
 	}
-	return nil
+	if tag.RowsAffected() == 1 {
+		return nil, nil
+	}
+	var a Answer
+	err = st.pool.QueryRow(ctx, `SELECT status, response_headers, response_body FROM idempotency_keys
+		WHERE scope = $1 AND lease = $2 AND status <> 0`, c.scope, c.lease).Scan(&a.Status, &a.Headers, &a.Body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil // taken over after its lease ended: the key is another request's now
+	}
+	if err != nil {
+		return nil, fmt.Errorf("settle idempotency key: %w", err)
+	}
+	return &a, nil
+}
+
+// Hold renews an owned claim every LeaseRenewal until the returned stop is called, so the key
+// stays bound for as long as its request runs, and no longer than Lease after its process died.
+func (st *Store) Hold(c Claim) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(LeaseRenewal)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), LeaseRenewal)
+			_, err := st.pool.Exec(ctx, `UPDATE idempotency_keys SET locked_until = now() + $3 * interval '1 millisecond'
+				WHERE scope = $1 AND lease = $2 AND status = 0`, c.scope, c.lease, Lease.Milliseconds())
+			cancel()
+			if err != nil {
+				st.log.Warn("idempotency lease not renewed", "error", err)
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // Purge deletes keys older than the retention, a batch at a time, and returns how many.

@@ -56,6 +56,7 @@ type Stack struct {
 
 	proc        *spawn.Proc
 	stopTimeout time.Duration
+	stateFile   string
 }
 
 // StartStack runs `stack --dir DIR --random-ports --state-file DIR/stack.json [--services S]
@@ -82,7 +83,7 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	if o.StopTimeout <= 0 {
 		o.StopTimeout = 30 * time.Second
 	}
-	stateFile := filepath.Join(o.Dir, "stack.json")
+	stateFile := stateFileIn(o.Dir)
 	// A state file left by an earlier run of this directory would read as ready at once.
 	if err := os.Remove(stateFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
@@ -121,7 +122,7 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{LogPath: logPath, proc: proc, stopTimeout: o.StopTimeout}
+	s := &Stack{LogPath: logPath, proc: proc, stopTimeout: o.StopTimeout, stateFile: stateFile}
 
 	timeout := time.NewTimer(o.ReadyTimeout)
 	defer timeout.Stop()
@@ -155,8 +156,8 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 // Pid is the runner's process id.
 func (s *Stack) Pid() int { return s.proc.Pid() }
 
-// Failed reports whether the runner has exited on its own (it exits when one of its children
-// dies). Call it before Stop.
+// Failed reports whether the runner has exited on its own (it restarts children that die, so
+// this means the runner itself failed). Call it before Stop.
 func (s *Stack) Failed() error {
 	if s.proc.Exited() {
 		return fmt.Errorf("stack runner exited while in use (%v); log:\n%s", s.proc.Err(), LogTail(s.LogPath, 30))
@@ -171,6 +172,8 @@ func (s *Stack) Stop() error {
 	if s == nil {
 		return nil
 	}
+	// The runner rewrites the state file when it restarts a process: check the current pids.
+	_ = s.reloadState()
 	err := s.stopRunner()
 	if err != nil {
 		err = fmt.Errorf("%w; log:\n%s", err, LogTail(s.LogPath, 20))
@@ -257,7 +260,8 @@ func (s *Stack) processPID(name string) int {
 }
 
 // CrashClickHouse has the runner kill ClickHouse as a crash would (SIGKILL; the runner's
-// SIGUSR1) and waits until it is gone. The rest of the stack keeps running.
+// SIGUSR1) and waits until it is gone. The runner keeps it down (it restarts an engine that
+// dies by itself, KillEngine) until StartClickHouse; the rest of the stack keeps running.
 func (s *Stack) CrashClickHouse(timeout time.Duration) error {
 	pid := s.processPID("clickhouse")
 	if err := s.proc.Signal(syscall.SIGUSR1); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/quota"
 	"github.com/splathost/splathost/workflows"
@@ -93,7 +94,7 @@ func (s *Service) clone(c *fiber.Ctx) error {
 		return err
 	}
 	wfID := workflows.CloneWorkflowID(caller.IntegrationID, owner.ID)
-	jobID, err := workflows.StartClone(ctx, s.clones.Client, s.clones.TaskQueue, workflows.CloneInput{
+	jobID, err := s.startClone(ctx, wfID, workflows.CloneInput{
 		JobID: ids.New(), SourceSceneID: id, IntegrationID: caller.IntegrationID, AccountID: caller.AccountID,
 		OwnerRecordID: owner.ID, ExternalUserID: eu, ClonedAt: s.now(),
 		AbandonAfter: s.clones.AbandonAfter, Concurrency: s.clones.Concurrency, MediaTaskQueue: s.clones.MediaTaskQueue,
@@ -106,7 +107,12 @@ func (s *Service) clone(c *fiber.Ctx) error {
 	if err != nil {
 		return apperr.Internal(err)
 	}
-	if d := waitBudget(c.Get("Prefer"), s.clones.Wait); d > 0 {
+	d := waitBudget(c.Get("Prefer"), s.clones.Wait)
+	if deadline, ok := ctx.Deadline(); ok {
+		// The job's state is read after the wait, within the request's budget (httpx.Deadline).
+		d = min(d, time.Until(deadline)-cloneDescribeReserve)
+	}
+	if d > 0 {
 		wait, cancel := context.WithTimeout(ctx, d)
 		workflows.WaitClone(wait, s.clones.Client, wfID, jobID)
 		cancel()
@@ -116,11 +122,43 @@ func (s *Service) clone(c *fiber.Ctx) error {
 		return apperr.Internal(err)
 	}
 	if st.Running {
-		return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"status": "accepted", "jobId": jobID, "sourceSplatId": id,
+		return s.sendRecorded(c, fiber.StatusAccepted, fiber.Map{"status": "accepted", "jobId": jobID, "sourceSplatId": id,
 			"copiedObjects": st.Copied, "totalObjects": st.Total})
 	}
 	return s.cloneDone(c, caller, eu, st, fiber.StatusCreated)
 }
+
+// startClone starts the clone job of in, or, for a keyed request, finds the one its first
+// attempt started: the job's scene id is then the key's idempotency.StableID, so a retry after
+// the process that started it died answers for that job instead of cloning twice.
+func (s *Service) startClone(ctx context.Context, wfID string, in workflows.CloneInput) (string, error) {
+	if stable, ok := idempotency.StableID(ctx); ok {
+		in.JobID = stable
+		runID, err := workflows.CloneRunOf(ctx, s.clones.Client, wfID, stable)
+		if err == nil {
+			return runID, nil
+		}
+		if !errors.Is(err, workflows.ErrCloneNotFound) {
+			return "", err
+		}
+	}
+	return workflows.StartClone(ctx, s.clones.Client, s.clones.TaskQueue, in)
+}
+
+// sendRecorded answers v with status, recorded for a keyed request (the clone's effect is a
+// workflow, not a transaction: its answer is recorded once known, so a retry after the gateway
+// died replays it).
+func (s *Service) sendRecorded(c *fiber.Ctx, status int, v any) error {
+	out, err := idempotency.Record(c.UserContext(), s.db.Ent, status, v)
+	if err != nil {
+		return err
+	}
+	return out.Send(c)
+}
+
+// cloneDescribeReserve is the part of a clone request's budget kept for reading the job's
+// state after the wait.
+const cloneDescribeReserve = 2 * time.Second
 
 // waitBudget is how long a clone request waits: the configured budget, shortened by the
 // client's RFC 7240 preference — "Prefer: respond-async" answers 202 at once, "Prefer: wait=N"
@@ -195,6 +233,6 @@ func (s *Service) cloneDone(c *fiber.Ctx, caller *httpx.Caller, eu string, st *w
 	if sc == nil || sc.IntegrationID != caller.IntegrationID || sc.ArchivedAt != nil {
 		return errSceneNotFound()
 	}
-	return c.Status(status).JSON(fiber.Map{"status": "success", "splat": s.itemOf(sc, ownerEUOf(sc), caller.ProductSlug, eu),
+	return s.sendRecorded(c, status, fiber.Map{"status": "success", "splat": s.itemOf(sc, ownerEUOf(sc), caller.ProductSlug, eu),
 		"splatId": st.Result.SplatID, "sourceSplatId": st.Result.SourceSplatID, "usage": st.Result.Usage})
 }

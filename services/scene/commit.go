@@ -126,14 +126,15 @@ func (s *Service) commit(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	sc, acct, err := s.createScene(ctx, caller.AccountID, owner, req, plan)
+	answer := func(sc *ent.Scene, acct *ent.Account) any {
+		return fiber.Map{"status": "success", "splatId": sc.ID,
+			"splat": s.itemOf(sc, owner.ExternalUserID, caller.ProductSlug, eu), "usage": quota.AccountSnapshot(acct)}
+	}
+	out, err := s.createScene(ctx, caller.AccountID, owner, req, plan, answer)
 	if err != nil {
 		return err
 	}
-	return c.Status(fiber.StatusCreated).JSON(fiber.Map{
-		"status": "success", "splatId": sc.ID,
-		"splat": s.itemOf(sc, owner.ExternalUserID, caller.ProductSlug, eu), "usage": quota.AccountSnapshot(acct),
-	})
+	return out.Send(c)
 }
 
 // errUploadTaken aborts a commit's transaction when one of its uploads was committed (or

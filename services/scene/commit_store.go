@@ -11,6 +11,7 @@ import (
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/events"
+	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/quota"
@@ -21,11 +22,14 @@ import (
 // createScene makes the committed scene of owner from its checked plan, in one transaction:
 // the quota charge (a refusal writes the purge of the commit's uploads and answers 413 or
 // 403), the scene row with its planned rendition, the tickets spent (a ticket another commit
-// won answers 409), the webhook events and the scene's change notice. After the commit it
-// starts the purge, the events' deliveries and the rendition.
-func (s *Service) createScene(ctx context.Context, accountID string, owner *ent.ExternalUser, req *commitRequest, p *commitPlan) (*ent.Scene, *ent.Account, error) {
+// won answers 409), the webhook events, the scene's change notice and the 201 answer (rendered
+// by answer and recorded with the effect for a keyed request: idempotency.Record). After the
+// commit it starts the purge, the events' deliveries and the rendition.
+func (s *Service) createScene(ctx context.Context, accountID string, owner *ent.ExternalUser, req *commitRequest, p *commitPlan,
+	answer func(*ent.Scene, *ent.Account) any) (*idempotency.Recorded, error) {
 	var sc *ent.Scene
 	var acct *ent.Account
+	var out *idempotency.Recorded
 	// refused is the quota answer of a commit the transaction turned down, and purge the outbox
 	// row of objects to remove (the refused commit's uploads, or the unused image of a commit).
 	var refused error
@@ -61,7 +65,12 @@ func (s *Service) createScene(ctx context.Context, accountID string, owner *ent.
 			// outbox row names the tickets, committed with the refusal, and the purge workflow
 			// removes only those still uncommitted when it runs (activities.ClaimUploads).
 			refused = err
-			purge, err = s.uploadPurge(ctx, tx, owner, owner.IntegrationID, ticketIDs(p.assets), nil)
+			if purge, err = s.uploadPurge(ctx, tx, owner, owner.IntegrationID, ticketIDs(p.assets), nil); err != nil {
+				return err
+			}
+			// The refusal is this request's outcome, committed with its purge: a keyed retry
+			// reads it rather than finding its uploads gone.
+			_, err = idempotency.Record(ctx, tx, e.Status, e.Body())
 			return err
 		}
 		row := scenerow.New{IntegrationID: owner.IntegrationID, OwnerRecordID: owner.ID, Title: req.title,
@@ -120,23 +129,27 @@ func (s *Service) createScene(ctx context.Context, accountID string, owner *ent.
 				return err
 			}
 		}
-		return sceneChanged(ctx, tx, owner.IntegrationID, sc.ID)
+		if err := sceneChanged(ctx, tx, owner.IntegrationID, sc.ID); err != nil {
+			return err
+		}
+		out, err = idempotency.Record(ctx, tx, http.StatusCreated, answer(sc, acct))
+		return err
 	})
 	if taken != nil {
-		return nil, nil, s.alreadyCommitted(ctx, "splatUrl", taken.ticketID, owner)
+		return nil, s.alreadyCommitted(ctx, "splatUrl", taken.ticketID, owner)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	s.startAssetPurge(ctx, purge)
 	if refused != nil {
-		return nil, nil, refused
+		return nil, refused
 	}
 	s.invalidateScene(ctx, owner.IntegrationID, sc.ID)
 	s.events.Flush(ctx, &hooks)
 	// A pending scene's rendition is started by the media worker's dispatcher, paced and fair
 	// between integrations (internal/worker/renditions_dispatch.go): the row is the outbox.
-	return sc, acct, nil
+	return out, nil
 }
 
 // uploadPurge writes, in the caller's transaction, the outbox row (asset_purges, kind upload)

@@ -19,6 +19,7 @@ import (
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/uploadrules"
 )
@@ -82,24 +83,36 @@ func (s *Service) startMultipart(c *fiber.Ctx, caller *httpx.Caller, eu, name, c
 	uploadID := aws.ToString(created.UploadId)
 	expires := s.now().Add(multipartWindow)
 	partSize := partSizeFor(size)
-	t, err := s.newTicket(owner, uploadticket.KindSplatFile, prefix,
-		[]schema.UploadObject{{Key: key, ContentType: ctype, Size: size}}, expires).
-		SetMultipartUploadID(uploadID).SetPartSize(partSize).Save(ctx)
+	var out *idempotency.Recorded
+	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
+		t, err := newTicket(tx.UploadTicket, owner, uploadticket.KindSplatFile, prefix,
+			[]schema.UploadObject{{Key: key, ContentType: ctype, Size: size}}, expires).
+			SetMultipartUploadID(uploadID).SetPartSize(partSize).Save(ctx)
+		if err != nil {
+			return err
+		}
+		numbers := make([]int, partCount(size, partSize))
+		for i := range numbers {
+			numbers[i] = i + 1
+		}
+		// Signing is local (no store call): the answer is complete inside the transaction.
+		parts, err := s.signParts(ctx, t, numbers)
+		if err != nil {
+			return signingFailed(err)
+		}
+		out, err = idempotency.Record(ctx, tx, http.StatusOK, fiber.Map{"status": "success", "uploadId": t.ID,
+			"fileUrl": s.url(key), "partSize": partSize, "parts": parts, "expiresAt": httpx.ISOTime(expires)})
+		return err
+	})
 	if err != nil {
-		s.abortQuietly(stored, uploadID)
-		return apperr.Internal(err)
+		// Nothing refers to the store's upload unless the commit's outcome is unknown (then the
+		// ticket may exist, and the sweep aborts the upload with it once it expires).
+		if e := apperr.From(err); e.Status != http.StatusGatewayTimeout {
+			s.abortQuietly(stored, uploadID)
+		}
+		return err
 	}
-	numbers := make([]int, partCount(size, partSize))
-	for i := range numbers {
-		numbers[i] = i + 1
-	}
-	parts, err := s.signParts(ctx, t, numbers)
-	if err != nil {
-		// The ticket stays: the sweep aborts the store's upload with it once it expires.
-		return signingFailed(err)
-	}
-	return c.JSON(fiber.Map{"status": "success", "uploadId": t.ID, "fileUrl": s.url(key), "partSize": partSize,
-		"parts": parts, "expiresAt": httpx.ISOTime(expires)})
+	return out.Send(c)
 }
 
 // multipartTicket loads the caller's multipart ticket named by the :uploadId parameter. Any id

@@ -18,6 +18,7 @@ import (
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/uploadrules"
@@ -104,23 +105,31 @@ func signingFailed(err error) error {
 	return e
 }
 
+// saveTicket records an upload ticket of objects and, in the same transaction, the answer that
+// hands out their URLs (answer is its JSON; idempotency.Record keeps it for a keyed request).
 func (s *Service) saveTicket(ctx context.Context, owner *ent.ExternalUser, kind uploadticket.Kind, prefix string,
-	objects []schema.UploadObject, expires time.Time) error {
-	if err := s.newTicket(owner, kind, prefix, objects, expires).Exec(ctx); err != nil {
-		return apperr.Internal(err)
-	}
-	return nil
+	objects []schema.UploadObject, expires time.Time, answer any) (*idempotency.Recorded, error) {
+	var out *idempotency.Recorded
+	err := s.db.InTx(ctx, func(tx *ent.Tx) error {
+		if err := newTicket(tx.UploadTicket, owner, kind, prefix, objects, expires).Exec(ctx); err != nil {
+			return err
+		}
+		var err error
+		out, err = idempotency.Record(ctx, tx, http.StatusOK, answer)
+		return err
+	})
+	return out, err
 }
 
 // newTicket is the create builder of an upload ticket for objects, which a multipart upload
 // extends with its store state.
-func (s *Service) newTicket(owner *ent.ExternalUser, kind uploadticket.Kind, prefix string,
+func newTicket(tickets *ent.UploadTicketClient, owner *ent.ExternalUser, kind uploadticket.Kind, prefix string,
 	objects []schema.UploadObject, expires time.Time) *ent.UploadTicketCreate {
 	var total int64
 	for _, o := range objects {
 		total += o.Size
 	}
-	return s.db.Ent.UploadTicket.Create().SetIntegrationID(owner.IntegrationID).SetOwnerID(owner.ID).
+	return tickets.Create().SetIntegrationID(owner.IntegrationID).SetOwnerID(owner.ID).
 		SetKind(kind).SetPrefix(prefix).SetObjects(objects).SetTotalBytes(total).SetExpiresAt(expires)
 }
 
@@ -210,11 +219,12 @@ func (s *Service) signSingleUpload(c *fiber.Ctx, caller *httpx.Caller, eu string
 	if err != nil {
 		return signingFailed(err)
 	}
-	if err := s.saveTicket(c.UserContext(), owner, kind, prefix,
-		[]schema.UploadObject{{Key: key, ContentType: ctype, Size: size}}, expires); err != nil {
+	out, err := s.saveTicket(c.UserContext(), owner, kind, prefix, []schema.UploadObject{{Key: key, ContentType: ctype, Size: size}},
+		expires, fiber.Map{"status": "success", "uploadUrl": uploadURL, "fileUrl": s.url(key), "expiresAt": httpx.ISOTime(expires)})
+	if err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"status": "success", "uploadUrl": uploadURL, "fileUrl": s.url(key), "expiresAt": httpx.ISOTime(expires)})
+	return out.Send(c)
 }
 
 // uploadSplatImages answers POST /api/v1/uploads/splat-images: signed PUT URLs for a thumbnail
@@ -262,10 +272,11 @@ func (s *Service) uploadSplatImages(c *fiber.Ctx) error {
 		out[name] = fiber.Map{"uploadUrl": u, "fileUrl": s.url(img.Key), "expiresAt": httpx.ISOTime(expires)}
 		objects = append(objects, *img)
 	}
-	if err := s.saveTicket(c.UserContext(), owner, uploadticket.KindSplatImages, prefix, objects, expires); err != nil {
+	recorded, err := s.saveTicket(c.UserContext(), owner, uploadticket.KindSplatImages, prefix, objects, expires, out)
+	if err != nil {
 		return err
 	}
-	return c.JSON(out)
+	return recorded.Send(c)
 }
 
 // imageRequest validates one {contentType, fileSize} image object; nil when absent or invalid.

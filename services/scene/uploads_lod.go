@@ -150,12 +150,14 @@ func (s *Service) uploadLODFolder(c *fiber.Ctx) error {
 	if err := s.presignAll(c.UserContext(), uploads, objects); err != nil {
 		return signingFailed(err)
 	}
-	if err := s.saveTicket(c.UserContext(), owner, uploadticket.KindLodFolder, prefix, objects, expires); err != nil {
+	folderKey := strings.TrimSuffix(prefix, "/")
+	out, err := s.saveTicket(c.UserContext(), owner, uploadticket.KindLodFolder, prefix, objects, expires,
+		lodResponse{Status: "success", FolderKey: folderKey, ManifestURL: s.url(prefix + uploadrules.LODManifest),
+			Uploads: uploads, ExpiresAt: httpx.ISOTime(expires)})
+	if err != nil {
 		return err
 	}
-	folderKey := strings.TrimSuffix(prefix, "/")
-	return c.JSON(lodResponse{Status: "success", FolderKey: folderKey, ManifestURL: s.url(prefix + uploadrules.LODManifest),
-		Uploads: uploads, ExpiresAt: httpx.ISOTime(expires)})
+	return out.Send(c)
 }
 
 // lodSigned is one signed upload of a lod-folder answer.

@@ -19,7 +19,7 @@ import (
 func beaconApp(cfg config.RateLimits) *fiber.App {
 	s := &Service{}
 	s.UseBeaconLimits(cfg)
-	app := httpx.NewApp("test", slog.New(slog.NewTextHandler(io.Discard, nil)), 1<<20)
+	app := httpx.NewApp("test", slog.New(slog.NewTextHandler(io.Discard, nil)), 1<<20, 0)
 	app.Get("/:sid/:kind/:visitor", func(c *fiber.Ctx) error {
 		httpx.SetCaller(c, &httpx.Caller{Scheme: httpx.SchemeSession, Session: map[string]any{httpx.SessionID: c.Params("sid")}})
 		if err := s.beacons.admit(c, c.Params("visitor"), c.Params("kind") == "view"); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/quota"
 )
@@ -171,10 +172,17 @@ func (s *Service) putExternalUser(c *fiber.Ctx) error {
 	var fx *lifecycleEffects
 	// hooks are the retention events of the PUT, written with the lifecycle's changes.
 	var hooks events.Batch
+	var answer *idempotency.Recorded
 	for attempt := 1; ; attempt++ {
 		err = s.db.InTx(ctx, func(tx *ent.Tx) error {
 			hooks = events.Batch{}
-			return s.putTx(ctx, tx, caller, eu, p, &out, &fx, &hooks)
+			if err := s.putTx(ctx, tx, caller, eu, p, &out, &fx, &hooks); err != nil {
+				return err
+			}
+			v := viewOf(out, caller.ProductSlug)
+			var err error
+			answer, err = idempotency.Record(ctx, tx, fiber.StatusOK, externalUserResponse{Status: "success", ExternalUser: &v})
+			return err
 		})
 		if err == nil || attempt == txAttempts || !retryable(err) {
 			break
@@ -185,8 +193,7 @@ func (s *Service) putExternalUser(c *fiber.Ctx) error {
 	}
 	s.events.Flush(ctx, &hooks)
 	s.applyRetentionTimers(ctx, caller, out, fx)
-	v := viewOf(out, caller.ProductSlug)
-	return c.JSON(externalUserResponse{Status: "success", ExternalUser: &v})
+	return answer.Send(c)
 }
 
 // putTx is the PUT transaction: upsert, lock, patch, then the billing lifecycle (lifecycle.go).

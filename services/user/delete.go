@@ -18,6 +18,7 @@ import (
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/workflows"
 	"github.com/splathost/splathost/workflows/contract"
@@ -75,21 +76,31 @@ func (s *Service) deleteExternalUser(c *fiber.Ctx) error {
 	// hooks are the deletion's webhook events: splat.deleted for each scene it removed and
 	// externalUser.deleted, once (a repeated DELETE of a deleted customer changes nothing).
 	var hooks events.Batch
+	var answer *idempotency.Recorded
 	for attempt := 1; ; attempt++ {
 		err = s.db.InTx(ctx, func(tx *ent.Tx) error {
 			var err error
 			hooks = events.Batch{}
-			if del, err = deleteCustomer(ctx, tx, caller, eu, time.Now()); err != nil || !del.deletedNow {
+			if del, err = deleteCustomer(ctx, tx, caller, eu, time.Now()); err != nil {
 				return err
 			}
-			for _, id := range del.sceneIDs {
-				ref := events.SceneRef{SplatID: id, ExternalUserID: eu}
-				if err := s.events.Emit(ctx, tx, &hooks, caller.IntegrationID, events.SplatDeleted, events.Value(ref)); err != nil {
+			if del.deletedNow {
+				for _, id := range del.sceneIDs {
+					ref := events.SceneRef{SplatID: id, ExternalUserID: eu}
+					if err := s.events.Emit(ctx, tx, &hooks, caller.IntegrationID, events.SplatDeleted, events.Value(ref)); err != nil {
+						return err
+					}
+				}
+				if err := s.events.Emit(ctx, tx, &hooks, caller.IntegrationID, events.ExternalUserDeleted,
+					events.Value(events.ExternalUserData{ExternalUserID: eu})); err != nil {
 					return err
 				}
 			}
-			return s.events.Emit(ctx, tx, &hooks, caller.IntegrationID, events.ExternalUserDeleted,
-				events.Value(events.ExternalUserData{ExternalUserID: eu}))
+			u := del.customer
+			answer, err = idempotency.Record(ctx, tx, fiber.StatusOK, fiber.Map{"status": "success", "deletedSplatCount": len(del.sceneIDs),
+				"externalUser": deletedCustomerView{ID: u.ID, ExternalUserID: u.ExternalUserID, Status: string(u.Status),
+					BillingState: string(u.BillingState), UsedBytes: u.UsedBytes, DeletedAt: httpx.ISOTimePtr(u.DeletedAt)}})
+			return err
 		})
 		if err == nil || attempt == txAttempts || !retryable(err) {
 			break
@@ -108,11 +119,7 @@ func (s *Service) deleteExternalUser(c *fiber.Ctx) error {
 	if del.purge != nil {
 		s.startPurge(bg, del.purge)
 	}
-	u := del.customer
-	return c.JSON(fiber.Map{"status": "success", "deletedSplatCount": len(del.sceneIDs), "externalUser": deletedCustomerView{
-		ID: u.ID, ExternalUserID: u.ExternalUserID, Status: string(u.Status), BillingState: string(u.BillingState),
-		UsedBytes: u.UsedBytes, DeletedAt: httpx.ISOTimePtr(u.DeletedAt),
-	}})
+	return answer.Send(c)
 }
 
 // deleteCustomer is the deletion transaction. Lock order: the customer's scene rows, then the

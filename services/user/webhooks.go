@@ -16,6 +16,7 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/workflows"
 )
@@ -160,6 +161,7 @@ func (s *Service) createWebhook(c *fiber.Ctx) error {
 	}
 	ctx := c.UserContext()
 	var e *ent.WebhookEndpoint
+	var answer *idempotency.Recorded
 	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
 		// The integration row's lock serializes creates, so the bound holds under concurrency.
 		if _, err := tx.ExecContext(ctx, `SELECT 1 FROM integrations WHERE id = $1 FOR UPDATE`, caller.IntegrationID); err != nil {
@@ -175,12 +177,16 @@ func (s *Service) createWebhook(c *fiber.Ctx) error {
 		}
 		e, err = tx.WebhookEndpoint.Create().SetID(id).SetIntegrationID(caller.IntegrationID).SetURL(rawURL).
 			SetEvents(types).SetDescription(desc).SetSecretSealed(sealed).Save(ctx)
+		if err != nil {
+			return err
+		}
+		answer, err = idempotency.Record(ctx, tx, fiber.StatusCreated, fiber.Map{"status": "success", "webhook": renderWebhook(e, secret)})
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"status": "success", "webhook": renderWebhook(e, secret)})
+	return answer.Send(c)
 }
 
 func (s *Service) listWebhooks(c *fiber.Ctx) error {

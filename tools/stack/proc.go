@@ -88,6 +88,9 @@ func (p *process) stop(timeout time.Duration) error {
 	if sig == 0 {
 		sig = syscall.SIGTERM
 	}
+	// A child a test froze (testenv.PauseEngine: SIGSTOP to its group) would only act on the
+	// stop signal once continued.
+	_ = syscall.Kill(-p.Pid(), syscall.SIGCONT)
 	return p.Stop(sig, timeout)
 }
 

@@ -8,7 +8,6 @@ package stack
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -55,8 +54,9 @@ type Options struct {
 	// StopTimeout is how long a child gets to exit after its stop signal before it is killed.
 	StopTimeout time.Duration
 	// CrashClickHouse and StartClickHouse, when set, let the runner's owner take ClickHouse
-	// away like a crash (SIGKILL) and bring it back on the same data and ports, for failure
-	// tests of what depends on it (the view streamer). The runner's SIGUSR1 and SIGUSR2.
+	// away like a crash (SIGKILL) and keep it away (its supervisor does not restart it) until
+	// asked to bring it back on the same data and ports, for failure tests of what depends on
+	// it (the view streamer). The runner's SIGUSR1 and SIGUSR2.
 	CrashClickHouse, StartClickHouse <-chan struct{}
 }
 
@@ -85,8 +85,11 @@ type Stack struct {
 
 	state      State
 	stateSaved bool
-	stateMu    sync.Mutex // serialises state file writes (restarts, ClickHouse) with Stop
-	failed     chan error
+	stateMu    sync.Mutex // serialises state file writes (restarts) with Stop
+	// engineList are the supervised engines once Start has succeeded; engineWG waits for their
+	// supervisors.
+	engineList []*engine
+	engineWG   sync.WaitGroup
 	stopOnce   sync.Once
 	stopErr    error
 	// stopping is closed when Stop begins; supMu orders it with the supervisor's restarts, so
@@ -142,13 +145,13 @@ func New(opts Options, log *slog.Logger) (*Stack, error) {
 		opts:     opts,
 		log:      log,
 		logDir:   filepath.Join(dir, "logs"),
-		failed:   make(chan error, 1),
 		stopping: make(chan struct{}),
 	}, nil
 }
 
-// Run starts the stack, prints the summary and keeps it up until ctx ends (a signal) or a part of
-// the infrastructure dies (product binaries that exit are restarted), then stops everything. It returns nil after a requested shutdown.
+// Run starts the stack, prints the summary and keeps it up until ctx ends (a signal), then stops
+// everything. An engine or a product binary that exits meanwhile is restarted with backoff
+// (engines.go, supervise.go). It returns nil after a requested shutdown.
 func Run(ctx context.Context, opts Options, log *slog.Logger, out io.Writer) error {
 	s, err := New(opts, log)
 	if err != nil {
@@ -163,26 +166,19 @@ func Run(ctx context.Context, opts Options, log *slog.Logger, out io.Writer) err
 		return errors.Join(err, stopErr)
 	}
 	s.PrintSummary(out)
-	var runErr error
 loop:
 	for {
 		select {
 		case <-ctx.Done():
 			log.Info("shutting down")
 			break loop
-		case runErr = <-s.Failed():
-			log.Error("a process of the stack exited; shutting down")
-			break loop
 		case <-opts.CrashClickHouse:
 			s.crashClickHouse()
 		case <-opts.StartClickHouse:
-			if err := s.startClickHouse(ctx); err != nil {
-				runErr = fmt.Errorf("starting clickhouse again: %w", err)
-				break loop
-			}
+			s.startClickHouse()
 		}
 	}
-	err = errors.Join(runErr, s.Stop())
+	err = s.Stop()
 	if err == nil {
 		log.Info("stopped")
 	}

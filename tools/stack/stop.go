@@ -1,66 +1,58 @@
 package stack
 
 import (
-	"context"
 	"errors"
 	"os"
 	"sync"
 	"time"
 )
 
-// Failed reports the first infrastructure child (Postgres, ClickHouse, versitygw) that exits on
-// its own after start-up, with its log tail. Product binaries are restarted instead
-// (supervise.go).
-func (s *Stack) Failed() <-chan error { return s.failed }
-
-// watch turns an unexpected exit of the infrastructure into an error on Failed and supervises
-// the product binaries.
+// watch supervises the engines (engines.go) and the product binaries (supervise.go).
 func (s *Stack) watch() {
-	for _, p := range []*process{s.pg.proc, s.ch.proc, s.s3.proc} {
-		s.watchProc(p)
+	s.engineList = s.engines()
+	for _, e := range s.engineList {
+		s.superviseEngine(e)
 	}
 	for _, svc := range s.services {
 		s.supervise(svc)
 	}
 }
 
-// watchProc reports p's exit on Failed unless it was stopped on purpose.
-func (s *Stack) watchProc(p *process) {
-	go func() {
-		<-p.Done()
-		if !p.stopping.Load() {
-			select {
-			case s.failed <- p.exitError("unexpectedly"):
-			default:
-			}
+// engine is the supervised engine of that name; nil before the stack is up.
+func (s *Stack) engine(name string) *engine {
+	for _, e := range s.engineList {
+		if e.name == name {
+			return e
 		}
-	}()
-}
-
-// crashClickHouse kills ClickHouse with SIGKILL, as a crash would, and waits for it to exit.
-// The stack stays up; startClickHouse brings it back.
-func (s *Stack) crashClickHouse() {
-	p := s.ch.proc
-	p.stopping.Store(true)
-	p.Kill()
-	s.log.Warn("clickhouse killed on request", "pid", p.Pid())
-}
-
-// startClickHouse starts ClickHouse again on the same data and ports (if it is not running) and
-// rewrites the state file with its new pid once it answers.
-func (s *Stack) startClickHouse(ctx context.Context) error {
-	if !s.ch.proc.Exited() {
-		return nil
 	}
-	if err := s.ch.start(ctx, s.opts.StartTimeout); err != nil {
-		return err
-	}
-	s.watchProc(s.ch.proc)
-	s.log.Info("clickhouse started again on request", "pid", s.ch.proc.Pid())
-	return s.recordPID("clickhouse", s.ch.proc.Pid())
+	return nil
 }
 
-// Stop shuts everything down in reverse dependency order: the services first, so they stop
+// crashClickHouse has ClickHouse's supervisor kill it with SIGKILL, as a crash would, and keep
+// it down until startClickHouse: the tests of what depends on it (the view streamer, trending)
+// need it gone for a while, not restarted at once.
+func (s *Stack) crashClickHouse() { signalEngine(s.engine("clickhouse"), true) }
+
+// startClickHouse lets ClickHouse's supervisor start it again on the same data and ports; the
+// state file lists its new pid once it answers. It does nothing while ClickHouse runs.
+func (s *Stack) startClickHouse() { signalEngine(s.engine("clickhouse"), false) }
+
+// signalEngine posts a hold (or release) request to e's supervisor, one pending at most.
+func signalEngine(e *engine, hold bool) {
+	if e == nil {
+		return
+	}
+	ch := e.release
+	if hold {
+		ch = e.hold
+	}
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// Stop ends the supervision and shuts everything down in reverse dependency order: the services first, so they stop
 // using the stores cleanly, then Temporal, versitygw, ClickHouse and Postgres. It removes the
 // state file and is safe to call more than once.
 func (s *Stack) Stop() error {
@@ -86,6 +78,9 @@ func (s *Stack) Stop() error {
 		}
 		wg.Wait()
 		errs = append(errs, svcErrs...)
+		// The engines' supervisors return first (a restart in progress is cancelled), so the
+		// processes stopped below are the current ones and none starts after.
+		s.engineWG.Wait()
 		if s.temporal != nil {
 			errs = append(errs, s.temporal.stop())
 		}

@@ -1,8 +1,9 @@
 // Package webhook verifies and decodes splathost's webhook deliveries (Standard Webhooks 1.0):
-// a POST whose body is {type, timestamp, data}, with the headers webhook-id, webhook-timestamp
+// a POST whose body is {type, timestamp, sequence, data}, with the headers webhook-id, webhook-timestamp
 // and webhook-signature ("v1,<base64 HMAC-SHA256>", several space-separated during a secret
 // rotation). Verify the raw body before decoding it, and deduplicate by webhook-id: a delivery
-// may arrive more than once.
+// may arrive more than once, and after a receiver outage the events of one scene may arrive in
+// any order: order them by Sequence (see Latest).
 package webhook
 
 import (
@@ -108,9 +109,13 @@ const (
 )
 
 // Event is a delivery's body. Data is left raw: decode it with the method of its Type.
+// Sequence orders the events of one resource (Resource): a later change of it carries a higher
+// number. The numbers are not contiguous (one counter serves every resource) and mean nothing
+// across resources; 0 means none was sent (an event recorded before sequences existed).
 type Event struct {
 	Type      string          `json:"type"`
 	Timestamp time.Time       `json:"timestamp"`
+	Sequence  int64           `json:"sequence"`
 	Data      json.RawMessage `json:"data"`
 }
 
@@ -174,6 +179,8 @@ func (e *Event) ExternalUser() (ExternalUserData, error) { return decode[Externa
 
 func decode[T any](e *Event) (T, error) {
 	var v T
-	err := json.Unmarshal(e.Data, &v)
+	err := decodeInto(e, &v)
 	return v, err
 }
+
+func decodeInto(e *Event, v any) error { return json.Unmarshal(e.Data, v) }

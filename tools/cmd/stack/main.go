@@ -7,9 +7,10 @@
 //	                                           # integration tests: infrastructure only
 //
 // It stays up until SIGINT or SIGTERM (a second one exits at once; the children then get their
-// parent-death signal), or until its parent process goes away. A product binary that exits is
-// restarted with backoff; an exit of Postgres, ClickHouse or versitygw stops the stack. SIGUSR1 kills ClickHouse as a
-// crash would and SIGUSR2 starts it again (failure tests; the state file gets its new pid).
+// parent-death signal), or until its parent process goes away. A product binary, Postgres,
+// ClickHouse or versitygw that exits is restarted with backoff on the same data and ports (the
+// state file gets its new pid); the Temporal server runs inside the runner. SIGUSR1 kills
+// ClickHouse as a crash would and keeps it down, SIGUSR2 starts it again (failure tests).
 package main
 
 import (

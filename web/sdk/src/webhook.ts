@@ -36,10 +36,58 @@ export interface WebhookEventDataMap {
   'retention.purged': SceneRef;
 }
 
-/** A verified delivery's body. Deduplicate by the webhook-id header: it may arrive twice. */
+/**
+ * A verified delivery's body. Deduplicate by the webhook-id header: it may arrive twice. After a
+ * receiver outage one scene's events may arrive in any order: `sequence` orders the events of one
+ * resource (see webhookResource and WebhookOrder); it is not contiguous and orders nothing across
+ * resources. A body recorded before sequences existed has none: count it as 0.
+ */
 export type WebhookEvent = {
-  [T in WebhookEventType]: { type: T; timestamp: string; data: WebhookEventDataMap[T] }
+  [T in WebhookEventType]: { type: T; timestamp: string; sequence: number; data: WebhookEventDataMap[T] }
 }[WebhookEventType];
+
+/**
+ * The resource whose changes an event's `sequence` orders: `splat/<id>` for the splat.* and
+ * retention.* events and clone.succeeded (the copy), `cloneJob/<jobId>` for clone.failed,
+ * `externalUser/<id>` for externalUser.deleted.
+ */
+export function webhookResource(event: WebhookEvent): string {
+  const d = event.data as { splat?: { id?: unknown }; splatId?: unknown; jobId?: unknown; externalUserId?: unknown };
+  let kind = '';
+  let id: unknown;
+  switch (event.type) {
+    case 'splat.created': case 'splat.updated': case 'splat.published': case 'splat.ready':
+      kind = 'splat/'; id = d.splat?.id; break;
+    case 'splat.deleted': case 'retention.archived': case 'retention.restored': case 'retention.purged':
+    case 'clone.succeeded':
+      kind = 'splat/'; id = d.splatId; break;
+    case 'clone.failed': kind = 'cloneJob/'; id = d.jobId; break;
+    case 'externalUser.deleted': kind = 'externalUser/'; id = d.externalUserId; break;
+  }
+  if (typeof id !== 'string' || id === '') throw new Error(`webhook: ${String(event.type)} names no resource`);
+  return kind + id;
+}
+
+/**
+ * The ordering rule of a receiver: per resource keep the highest sequence seen, and ignore an
+ * event whose sequence is not higher (older, or the same event again). A deletion counts too, so
+ * a creation or update arriving after it does not bring the scene back. It keeps its numbers in
+ * memory; a receiver with a database stores the number with its record of the resource and
+ * applies an event in one conditional write (… WHERE id = $id AND sequence < $n).
+ */
+export class WebhookOrder {
+  private readonly seen = new Map<string, number>();
+
+  /** True when the event is newer than all applied before for its resource (and remembers it). */
+  apply(event: WebhookEvent): boolean {
+    const r = webhookResource(event);
+    const seq = typeof event.sequence === 'number' ? event.sequence : 0;
+    const last = this.seen.get(r);
+    if (last !== undefined && seq <= last) return false;
+    this.seen.set(r, seq);
+    return true;
+  }
+}
 
 /** Thrown when a delivery does not verify; `reason` says why (never the secret). */
 export class WebhookVerificationError extends Error {

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { verifyWebhook, WebhookVerificationError } from '../../dist/sdk/splathost-webhook.js';
+import { verifyWebhook, WebhookVerificationError, WebhookOrder, webhookResource } from '../../dist/sdk/splathost-webhook.js';
 
 const SECRET = 'whsec_' + Buffer.from('secret-key-of-32-bytes-long!!!!!').toString('base64');
 const OTHER = 'whsec_' + Buffer.from('another key of thirty-two bytes!').toString('base64');
@@ -51,4 +51,23 @@ test('forged, replayed and malformed deliveries are refused', () => {
     assert.throws(() => verifyWebhook(secret, h, body, NOW),
       (err) => err instanceof WebhookVerificationError && err.reason === reason, reason);
   }
+});
+
+test('WebhookOrder keeps the newest event of each resource, whatever the arrival order', () => {
+  const upd = (id, title, sequence) => ({ type: 'splat.updated', timestamp: '', sequence, data: { splat: { id, title } } });
+  const order = new WebhookOrder();
+  // The arrival order measured after a receiver outage: updates t1, t3, t2, then created after deleted.
+  const steps = [
+    [upd('a', 't1', 12), true],
+    [upd('a', 't3', 19), true],
+    [upd('b', 'b1', 11), true],
+    [upd('a', 't2', 15), false],
+    [upd('a', 't3', 19), false],
+    [{ type: 'splat.deleted', timestamp: '', sequence: 23, data: { splatId: 'a', externalUserId: 'c' } }, true],
+    [{ type: 'splat.created', timestamp: '', sequence: 10, data: { splat: { id: 'a' } } }, false],
+  ];
+  for (const [event, newer] of steps) assert.equal(order.apply(event), newer, JSON.stringify(event));
+  assert.equal(webhookResource({ type: 'clone.failed', timestamp: '', sequence: 1, data: { jobId: 'j', sourceSplatId: 's', message: 'm' } }), 'cloneJob/j');
+  assert.equal(webhookResource({ type: 'externalUser.deleted', timestamp: '', sequence: 1, data: { externalUserId: 'c' } }), 'externalUser/c');
+  assert.throws(() => webhookResource({ type: 'splat.deleted', timestamp: '', sequence: 1, data: {} }));
 });
