@@ -13,11 +13,12 @@ PG_BIN := /usr/lib/postgresql/15/bin
 BINARIES := splathost gateway user scene session worker media-worker demo splathostctl
 GO_SOURCES = $(shell find . -name '*.go' -not -path './.dev/*' -not -path './bin/*' -not -path './web/node_modules/*' -not -path './media/node_modules/*') go.mod go.sum go.work tools/go.mod tools/go.sum sdk/go/go.mod api/openapi.yaml $(wildcard ent/migrate/migrations/*)
 
-# The browser code (npm workspace web/) is built into web/dist, which the gateway embeds. Stamps
+# The browser code (npm workspace web/) is built into web/dist, which the gateway embeds, with the
+# docs site rendered from docs/*.md (so a changed guide rebuilds it). Stamps
 # live in node_modules, so a fresh `npm ci` always rebuilds.
 WEB_SOURCES = $(shell find web/sdk/src web/embed/src web/docs/src -type f) web/build.mjs web/package.json \
 	web/tsconfig.base.json web/sdk/tsconfig.json web/embed/tsconfig.json web/sdk/package.json web/embed/package.json \
-	web/docs/build.mjs web/docs/package.json
+	web/docs/build.mjs web/docs/site.mjs web/docs/package.json $(wildcard docs/*.md docs/guides/*.md)
 WEB_INSTALLED := web/node_modules/.splathost-installed
 # The media worker's converter (@playcanvas/splat-transform, pinned in media/package-lock.json).
 # Its webgpu dependency's install script is skipped: the media worker converts with -g cpu.

@@ -107,7 +107,7 @@ func NewStore(pool *pgxpool.Pool, log *slog.Logger) *Store {
 }
 
 // claimSQL inserts the key as running, or takes over a row that no longer binds: one older than
-// the retention, one released after a 5xx (lease ”), or one whose first request died holding
+// the retention, one released after a 5xx (an empty lease), or one whose first request died holding
 // it (lease over) when the body is the same. A takeover within the retention keeps the row's
 // first claim time, which StableID derives from. RETURNING yields a row only when this request
 // now holds the key.
@@ -178,7 +178,7 @@ func (st *Store) Finish(ctx context.Context, c Claim, a Answer) error {
 }
 
 // Settle ends an owned claim whose request failed (a 5xx, or no answer from the service): it
-// releases the key (lease ”, so that a retry runs again, with any body), unless the service
+// releases the key (an empty lease, so that a retry runs again, with any body), unless the service
 // recorded an answer with its effect, which it returns. Either way the outcome is final when
 // Settle returns: a transaction still running under the claim can no longer record (its fence
 // is gone), so it cannot commit. The row stays, with its first claim time, so a retry's
