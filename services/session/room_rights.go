@@ -289,6 +289,9 @@ func (rt *rights) opens(sc *ent.Scene) bool {
 	return sc.Visibility == scene.VisibilityPublic && sc.AllowEmbed || rt.sub != "" && sc.OwnerID == rt.sub
 }
 
+// savedReadAttempts bounds the reads of a saved scene before its notice is dropped.
+const savedReadAttempts = 3
+
 // saved turns the scene service's announcement of a save (roomproto.SceneSaved) into the
 // {type:'saved'} frame of the room's local participants: the stored scene as the single-scene
 // fetch shows it. A participant who may no longer open the scene (the save made it private, say)
@@ -303,11 +306,21 @@ func (r *Rooms) saved(ctx context.Context, ev *roomEvent) bool {
 	if len(conns) == 0 {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(ctx, roomStoreWait)
-	sc, err := loadScene(ctx, r.ent, ev.Saved)
-	cancel()
+	// A saved notice is sent once: dropping it on one slow read would leave the other editors
+	// showing unsaved changes for good, so the read is tried again before it is given up.
+	var sc *ent.Scene
+	var err error
+	for attempt := 1; attempt <= savedReadAttempts; attempt++ {
+		readCtx, cancel := context.WithTimeout(ctx, roomStoreWait)
+		sc, err = loadScene(readCtx, r.ent, ev.Saved)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		r.log.Warn("saved scene unreadable; reading it again", "scene", ev.Saved, "attempt", attempt, "error", err)
+	}
 	if err != nil {
-		r.log.Warn("saved scene unreadable", "scene", ev.Saved, "error", err)
+		r.log.Warn("saved scene unreadable; the saved notice is dropped", "scene", ev.Saved, "error", err)
 		return false
 	}
 	for _, c := range conns {
