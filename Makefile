@@ -57,7 +57,7 @@ deps: $(VERSITYGW)
 			echo "repairing half-installed packages, then retrying"; \
 			DEBIAN_FRONTEND=noninteractive apt-get --fix-broken install -y -qq >/dev/null && \
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || \
-			{ echo "could not install:$$missing"; exit 1; }; }; \
+			{ echo "could not install:$$missing (apt's error is above): run 'dpkg --configure -a && apt-get --fix-broken install' as root, then make again"; exit 1; }; }; \
 		for s in postgresql clickhouse-server; do service $$s stop >/dev/null 2>&1 || true; done; \
 	fi
 	@$(MAKE) --no-print-directory $(WEB_INSTALLED) $(MEDIA_INSTALLED)
