@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/splathost/splathost/internal/config"
 )
 
 // fakeNode writes an executable that prints version as `node --version` does.
@@ -46,4 +48,19 @@ func TestFindNodePrefersPinned(t *testing.T) {
 
 	_, err = FindNode(filepath.Join(t.TempDir(), "missing"))
 	require.ErrorContains(t, err, "SPLATHOST_NODE")
+}
+
+// TestConverterRunsOnItsNode: the media worker's converter starts on the node SPLATHOST_NODE
+// names, and a media worker given one older than the converter's engines refuses to start
+// with a line saying what to do, instead of converting on an unsupported Node.
+func TestConverterRunsOnItsNode(t *testing.T) {
+	ctx := context.Background()
+	_, err := Converter(ctx, config.Config{Node: fakeNode(t, "v20.20.2")})
+	require.ErrorContains(t, err, "older than splat-transform "+SplatTransformVersion+" needs (>= 22): run `make deps`")
+
+	node, err := FindNode("")
+	require.NoError(t, err)
+	tr, err := Converter(ctx, config.Config{Node: node})
+	require.NoError(t, err)
+	require.Equal(t, node, tr.Node)
 }
