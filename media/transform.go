@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,24 +35,8 @@ func FindSplatTransform(configured string) (string, error) {
 		}
 		return configured, nil
 	}
-	var dirs []string
-	if wd, err := os.Getwd(); err == nil {
-		dirs = append(dirs, wd)
-	}
-	if exe, err := os.Executable(); err == nil {
-		dirs = append(dirs, filepath.Dir(filepath.Dir(exe)))
-	}
-	for _, d := range dirs {
-		// Tests run in a package folder: look up the tree too.
-		for dir := d; ; dir = filepath.Dir(dir) {
-			p := filepath.Join(dir, splatTransformCLI)
-			if _, err := os.Stat(p); err == nil {
-				return p, nil
-			}
-			if filepath.Dir(dir) == dir {
-				break
-			}
-		}
+	if p := findPinned(splatTransformCLI); p != "" {
+		return p, nil
 	}
 	return "", errors.New("splat-transform is not installed: run `make deps` (or set SPLATHOST_SPLAT_TRANSFORM)")
 }
@@ -62,8 +45,10 @@ func FindSplatTransform(configured string) (string, error) {
 // ceiling on its resident memory and a lower CPU priority, so one hostile or huge scene fails
 // its own rendition and never the worker (the child is killed, the worker goes on).
 type Transform struct {
-	// CLI is the path of splat-transform's bin/cli.mjs, run with node from PATH.
-	CLI string
+	// CLI is the path of splat-transform's bin/cli.mjs; Node is the node binary that runs it
+	// (FindNode; empty: node from PATH).
+	CLI  string
+	Node string
 	// Timeout bounds one run; MaxRSS bounds the child's resident memory in bytes (0: none).
 	Timeout time.Duration
 	MaxRSS  int64
@@ -101,7 +86,7 @@ func (e *InputError) Unwrap() error { return e.Err }
 // Version runs the converter's --version and returns the version it prints.
 func (t Transform) Version(ctx context.Context) (string, error) {
 	// It prints its version on stderr.
-	out, err := exec.CommandContext(ctx, "node", t.CLI, "--version").CombinedOutput()
+	out, err := exec.CommandContext(ctx, t.node(), t.CLI, "--version").CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("splat-transform --version: %w", err)
 	}
@@ -135,7 +120,7 @@ func (t Transform) RunPeak(ctx context.Context, progress func(string), args ...s
 		full = append(full, "--max-workers", strconv.Itoa(t.Workers))
 	}
 	full = append(full, args...)
-	cmd := exec.Command("node", full...)
+	cmd := exec.Command(t.node(), full...)
 	// Its own process group, so a kill takes every thread and child; nice so the worker's own
 	// heartbeats and the other activities keep the CPU they need. Pdeathsig (through
 	// spawn.Start, which makes it follow the process, not the forking thread): a media worker

@@ -107,6 +107,9 @@ type Config struct {
 	// SplatTransform is the path of @playcanvas/splat-transform's CLI (bin/cli.mjs); empty finds
 	// the pinned copy that `make deps` installs under media/node_modules.
 	SplatTransform string
+	// Node is the node binary that runs it (Node >= 22, splat-transform's engines); empty finds
+	// the pinned Node 22 `make deps` installs under media/node-runtime, else node from PATH.
+	Node string
 	// RenditionTimeout bounds one conversion (the converter is killed at it and the rendition
 	// fails); RenditionMaxMemory bounds the converter's resident memory in bytes.
 	RenditionTimeout   time.Duration
@@ -186,6 +189,7 @@ func Load() (Config, error) {
 		MediaTaskQueue:       l.str("SPLATHOST_MEDIA_TASK_QUEUE", "splathost-media"),
 		MediaHealthAddr:      l.str("SPLATHOST_MEDIA_HEALTH_ADDR", "127.0.0.1:8085"),
 		SplatTransform:       l.str("SPLATHOST_SPLAT_TRANSFORM", ""),
+		Node:                 l.str("SPLATHOST_NODE", ""),
 		RenditionTimeout:     l.dur("SPLATHOST_RENDITION_TIMEOUT", 20*time.Minute),
 		RenditionMaxMemory:   l.int("SPLATHOST_RENDITION_MAX_MEMORY", 6<<30),
 		RenditionLODMin:      l.int("SPLATHOST_RENDITION_LOD_MIN", 1_000_000),
@@ -313,6 +317,7 @@ func (cfg Config) Environ() []string {
 		{"SPLATHOST_MEDIA_TASK_QUEUE", cfg.MediaTaskQueue},
 		{"SPLATHOST_MEDIA_HEALTH_ADDR", cfg.MediaHealthAddr},
 		{"SPLATHOST_SPLAT_TRANSFORM", cfg.SplatTransform},
+		{"SPLATHOST_NODE", cfg.Node},
 		{"SPLATHOST_RENDITION_TIMEOUT", cfg.RenditionTimeout.String()},
 		{"SPLATHOST_RENDITION_MAX_MEMORY", strconv.Itoa(cfg.RenditionMaxMemory)},
 		{"SPLATHOST_RENDITION_LOD_MIN", strconv.Itoa(cfg.RenditionLODMin)},

@@ -207,7 +207,7 @@ func TestEnvironRoundTrips(t *testing.T) {
 		UserURL: "http://u:1,http://u:2", SceneURL: "http://s:1", SessionURL: "http://se:1", Replicas: 2, WorkerHealthAddr: "w:1",
 		OTLPEndpoint: "otel:4317", LogLevel: "debug", BodyLimit: 1234, ShutdownTimeout: 3 * time.Second,
 		RequestBudget: 30 * time.Second, CloneWait: 2 * time.Second, CloneAbandonAfter: time.Minute, CloneConcurrency: 7, WorkerSchedules: true,
-		MediaTaskQueue: "mq", MediaHealthAddr: "m:1", SplatTransform: "/opt/st/cli.mjs", RenditionTimeout: time.Minute,
+		MediaTaskQueue: "mq", MediaHealthAddr: "m:1", SplatTransform: "/opt/st/cli.mjs", Node: "/opt/node/bin/node", RenditionTimeout: time.Minute,
 		RenditionMaxMemory: 1 << 30, RenditionLODMin: 5000, RenditionConcurrency: 2, RenditionMinBytes: 1 << 18,
 		RenditionWindow: 6, WebhookKey: []byte("0123456789abcdef0123456789abcdef"), WebhookAllowPrivate: true, WebhookConcurrency: 9, Pprof: true,
 		RateLimit: RateLimits{Enabled: false, APIFree: ratelimit.Limit{Quota: 1, Window: time.Second},

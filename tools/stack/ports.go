@@ -3,6 +3,7 @@ package stack
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 )
 
@@ -101,7 +102,7 @@ func RandomPorts() (Ports, error) {
 // checkFree fails, naming every busy port and its flag, when something already listens on one
 // of the given ports: a clear message beats a child dying with "address already in use".
 func checkFree(fields []PortField) error {
-	var busy []string
+	var busy, held []string
 	seen := map[int]string{}
 	for _, f := range fields {
 		if other, dup := seen[*f.Port]; dup {
@@ -112,12 +113,20 @@ func checkFree(fields []PortField) error {
 		l, err := net.Listen("tcp", hostPort(*f.Port))
 		if err != nil {
 			busy = append(busy, fmt.Sprintf("%d (%s, --%s) is in use", *f.Port, f.Label, f.Flag))
+			held = append(held, strconv.Itoa(*f.Port))
 			continue
 		}
 		l.Close()
 	}
 	if len(busy) > 0 {
-		return fmt.Errorf("ports: %s; stop whatever holds them, pick others with the flags, or use --random-ports", strings.Join(busy, "; "))
+		// One line that says what to do, with the command that names the holder (a newcomer's
+		// usual case is a system-wide service or a forgotten server on a default port).
+		find := ""
+		if len(held) > 0 {
+			find = fmt.Sprintf(" (`ss -ltnp | grep -E ':(%s) '` shows which process)", strings.Join(held, "|"))
+		}
+		return fmt.Errorf("ports: %s; stop whatever holds them%s, or pick other ports with the flags above or --random-ports (bin/stack --dir .dev --demo --random-ports)",
+			strings.Join(busy, "; "), find)
 	}
 	return nil
 }

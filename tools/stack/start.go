@@ -204,7 +204,9 @@ func (s *Stack) lockDir() error {
 		if holder == "" {
 			holder = "unknown"
 		}
-		return fmt.Errorf("another stack runner (pid %s) is using %s", holder, s.opts.Dir)
+		// The usual cause is a second `make dev`: say the stack is already up and how to stop it.
+		return fmt.Errorf("another stack runner (pid %s) is using %s: the stack is already up (its addresses are in %s); stop it with Ctrl-C in its terminal or `kill %s`, or run a second one with another --dir and --random-ports",
+			holder, s.opts.Dir, s.opts.StateFile, holder)
 	}
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
