@@ -48,6 +48,20 @@ type State struct {
 	// GatewayURLs are every gateway's base URL, gatewayUrl first, when the runner started more
 	// than one (--gateways): each forwards to its own session service process (--sessions).
 	GatewayURLs []string `json:"gatewayUrls,omitempty"`
+
+	// Cluster is set by the cluster shape (bin/stack --cluster): every engine runs as more than
+	// one node, each listed in Processes under its role's name. The fields above keep naming
+	// the nodes the product uses (the Postgres primary, the first ClickHouse node and gateway).
+	Cluster bool `json:"cluster,omitempty"`
+	// PostgresStandbyURL is the streaming hot standby of PostgresURL (read-only, lagging by
+	// the replication delay).
+	PostgresStandbyURL string `json:"postgresStandbyUrl,omitempty"`
+	// ClickHouseCluster is the remote_servers cluster the analytics schema was created on;
+	// ClickHouseAddrs are every node's native address, shard by shard.
+	ClickHouseCluster string   `json:"clickhouseCluster,omitempty"`
+	ClickHouseAddrs   []string `json:"clickhouseAddrs,omitempty"`
+	// ObjectStoreURLs are every S3 gateway over the one store, ObjectStoreURL first.
+	ObjectStoreURLs []string `json:"objectStoreUrls,omitempty"`
 }
 
 // Config turns the stack's state into the product's configuration.
@@ -55,6 +69,9 @@ func (s State) Config() config.Config {
 	cfg, _ := config.Load()
 	cfg.PostgresURL = s.PostgresURL
 	cfg.ClickHouseAddr = s.ClickHouseAddr
+	if s.ClickHouseCluster != "" {
+		cfg.ClickHouseCluster = s.ClickHouseCluster
+	}
 	cfg.TemporalAddr = s.TemporalAddr
 	if s.TemporalNamespace != "" {
 		cfg.TemporalNamespace = s.TemporalNamespace
