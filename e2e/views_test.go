@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/splathost/splathost/analytics"
+	"github.com/splathost/splathost/internal/testenv"
 	"github.com/splathost/splathost/workflows"
 )
 
@@ -391,13 +392,9 @@ func viewsThroughOutage(t *testing.T, down, up func(t *testing.T)) {
 // TestViewsSurviveAClickHouseOutage freezes ClickHouse (SIGSTOP: connections hang, inserts time
 // out, and a cut-off insert may still land when it resumes) while views arrive, then resumes it.
 func TestViewsSurviveAClickHouseOutage(t *testing.T) {
-	var pid int
-	for _, p := range env.State.Processes {
-		if p.Name == "clickhouse" {
-			pid = p.PID
-		}
-	}
-	require.NotZero(t, pid)
+	// The product's node in the cluster shape (clickhouse-1-1).
+	pid, err := env.EnginePID(testenv.EngineClickHouse)
+	require.NoError(t, err)
 	resumed := true
 	t.Cleanup(func() {
 		if !resumed {

@@ -1,0 +1,115 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/splathost/splathost/analytics"
+	"github.com/splathost/splathost/internal/objectstore"
+	"github.com/splathost/splathost/internal/testenv"
+)
+
+// TestClusterShape checks, against the cluster shape of the stack (SPLATHOST_E2E_CLUSTER=1),
+// that its nodes do what their names say: the state lists every node by role; a scene's views
+// sent through the API land on exactly one ClickHouse shard (sharded by scene) and on both of
+// its replicas, and every node reads them all through the Distributed table; the Postgres
+// standby streams what the primary commits and refuses writes; an object written through one
+// versitygw gateway is read through the other.
+func TestClusterShape(t *testing.T) {
+	if !env.State.Cluster {
+		t.Skipf("not the cluster shape: set %s=1", testenv.ClusterEnv)
+	}
+	names := map[string]bool{}
+	for _, p := range env.State.Processes {
+		names[p.Name] = true
+	}
+	for _, want := range []string{"postgres-primary", "postgres-standby", "zookeeper-1", "clickhouse-1-1",
+		"clickhouse-1-2", "clickhouse-2-1", "clickhouse-2-2", "versitygw-1", "versitygw-2"} {
+		require.True(t, names[want], "stack.json lists %s", want)
+	}
+	require.Len(t, env.State.ClickHouseAddrs, 4, "2 shards x 2 replicas")
+	require.Len(t, env.State.ObjectStoreURLs, 2)
+	ctx := context.Background()
+
+	tn := newTenant(t)
+	t.Run("standby", func(t *testing.T) {
+		conn, err := pgx.Connect(ctx, env.State.PostgresStandbyURL)
+		require.NoError(t, err)
+		defer conn.Close(ctx)
+		require.Eventually(t, func() bool {
+			var n int
+			err := conn.QueryRow(ctx, "SELECT count(*) FROM integrations WHERE id = $1", tn.IntegrationID).Scan(&n)
+			return err == nil && n == 1
+		}, 10*time.Second, 50*time.Millisecond, "the standby has the integration the primary just committed")
+		_, err = conn.Exec(ctx, "DELETE FROM integrations WHERE id = $1", tn.IntegrationID)
+		require.ErrorContains(t, err, "read-only transaction")
+	})
+
+	t.Run("clickhouse", func(t *testing.T) {
+		id := publicScene(t, tn, "ada")
+		tok := mintToken(t, tn, "", map[string]any{"type": "viewer", "splatId": id})
+		const n = 5
+		for i := range n {
+			view(t, tok, id, "cluster-visitor-"+string(rune('a'+i)))
+		}
+		require.Eventually(t, func() bool { return viewCount(t, tn, id) == n }, eventuallyWait, 200*time.Millisecond)
+		db := env.State.ClickHouseDB
+		count := func(addr, table string) uint64 {
+			conn, err := analytics.Open(ctx, addr, db)
+			require.NoError(t, err)
+			defer conn.Close()
+			var c uint64
+			require.NoError(t, conn.QueryRow(ctx, "SELECT count() FROM "+db+"."+table+" WHERE scene_id = ?", id).Scan(&c))
+			return c
+		}
+		addrs := env.State.ClickHouseAddrs
+		// Replicas fetch each other's parts asynchronously: wait for both of each shard.
+		var shards [2]uint64
+		require.Eventually(t, func() bool {
+			for s := range shards {
+				a, b := count(addrs[2*s], analytics.EventsTable+analytics.LocalSuffix), count(addrs[2*s+1], analytics.EventsTable+analytics.LocalSuffix)
+				if a != b {
+					return false
+				}
+				shards[s] = a
+			}
+			return true
+		}, 10*time.Second, 100*time.Millisecond, "both replicas of each shard hold the same events")
+		require.ElementsMatch(t, []uint64{0, n}, shards[:], "all the scene's events on one shard")
+		for _, addr := range addrs {
+			require.Equal(t, uint64(n), count(addr, analytics.EventsTable), "%s reads every shard through the Distributed table", addr)
+		}
+	})
+
+	t.Run("versitygw", func(t *testing.T) {
+		cfg1, cfg2 := env.Config, env.Config
+		cfg1.S3Endpoint, cfg2.S3Endpoint = env.State.ObjectStoreURLs[0], env.State.ObjectStoreURLs[1]
+		gw1, err := objectstore.New(cfg1)
+		require.NoError(t, err)
+		gw2, err := objectstore.New(cfg2)
+		require.NoError(t, err)
+		key := "cluster-test/" + tn.IntegrationID
+		_, err = gw1.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(gw1.Bucket), Key: aws.String(key),
+			Body: strings.NewReader("through versitygw-1")})
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			_, _ = gw2.Client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(gw2.Bucket), Key: aws.String(key)})
+		})
+		out, err := gw2.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(gw2.Bucket), Key: aws.String(key)})
+		require.NoError(t, err)
+		b, err := io.ReadAll(out.Body)
+		out.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, "through versitygw-1", string(b))
+	})
+}
