@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +90,21 @@ func TestClusterShape(t *testing.T) {
 		for _, addr := range addrs {
 			require.Equal(t, uint64(n), count(addr, analytics.EventsTable), "%s reads every shard through the Distributed table", addr)
 		}
+	})
+
+	t.Run("clickhouse address list", func(t *testing.T) {
+		// The product gets every node; a node that refuses connections is skipped for the next.
+		require.Equal(t, strings.Join(env.State.ClickHouseAddrs, ","), env.Config.ClickHouseAddr)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		closed := ln.Addr().String()
+		require.NoError(t, ln.Close())
+		conn, err := analytics.Open(ctx, closed+","+env.State.ClickHouseAddrs[3], env.State.ClickHouseDB)
+		require.NoError(t, err)
+		defer conn.Close()
+		var replica string
+		require.NoError(t, conn.QueryRow(ctx, "SELECT substitution FROM system.macros WHERE macro = 'replica'").Scan(&replica))
+		require.Equal(t, "clickhouse-2-2", replica, "the connection skipped the closed port for the next node")
 	})
 
 	t.Run("versitygw", func(t *testing.T) {

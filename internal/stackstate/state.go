@@ -5,6 +5,7 @@ package stackstate
 
 import (
 	"encoding/hex"
+	"strings"
 
 	"github.com/splathost/splathost/internal/config"
 )
@@ -57,7 +58,8 @@ type State struct {
 	// the replication delay).
 	PostgresStandbyURL string `json:"postgresStandbyUrl,omitempty"`
 	// ClickHouseCluster is the remote_servers cluster the analytics schema was created on;
-	// ClickHouseAddrs are every node's native address, shard by shard.
+	// ClickHouseAddrs are every node's native address, shard by shard (the product gets them
+	// all as SPLATHOST_CLICKHOUSE_ADDR; ClickHouseAddr stays the first, one address).
 	ClickHouseCluster string   `json:"clickhouseCluster,omitempty"`
 	ClickHouseAddrs   []string `json:"clickhouseAddrs,omitempty"`
 	// ObjectStoreURLs are every S3 gateway over the one store, ObjectStoreURL first.
@@ -71,6 +73,10 @@ func (s State) Config() config.Config {
 	cfg.ClickHouseAddr = s.ClickHouseAddr
 	if s.ClickHouseCluster != "" {
 		cfg.ClickHouseCluster = s.ClickHouseCluster
+	}
+	if len(s.ClickHouseAddrs) > 0 {
+		// Every node, as the runner gives its own product processes (analytics.Open).
+		cfg.ClickHouseAddr = strings.Join(s.ClickHouseAddrs, ",")
 	}
 	cfg.TemporalAddr = s.TemporalAddr
 	if s.TemporalNamespace != "" {

@@ -17,7 +17,7 @@ import (
 //   - ClickHouse: clusterShards shards of clusterReplicas replicas (clickhouse-<shard>-<replica>)
 //     coordinated by one ZooKeeper (zookeeper-1), with the analytics schema's cluster variant
 //     (SPLATHOST_CLICKHOUSE_CLUSTER=ClickHouseCluster: Replicated _local tables and Distributed
-//     tables over them); the product dials clickhouse-1-1;
+//     tables over them); the product gets every node, dialled in order (analytics.Open);
 //   - versitygw: two gateways over one store directory (versitygw-1, versitygw-2); the
 //     product's S3 endpoint is one URL, versitygw-1's;
 //   - Temporal: unchanged, in the runner on SQLite.
@@ -98,6 +98,15 @@ func (s *Stack) setupCluster() error {
 	}
 	s.cluster = c
 	return nil
+}
+
+// chAddrs are every ClickHouse node's native address, shard by shard.
+func (c *clusterNodes) chAddrs() []string {
+	out := make([]string, len(c.ch))
+	for i, n := range c.ch {
+		out[i] = n.addr()
+	}
+	return out
 }
 
 // clusterSteps are the start-up steps of the cluster shape's nodes, in dependency order; the

@@ -160,8 +160,10 @@ func (s *Stack) productConfig() (config.Config, error) {
 	cfg.ClickHouseAddr = s.ch.addr()
 	if s.cluster != nil {
 		// The migrator creates the schema's cluster variant; the services read the cluster
-		// name from view_events' engine, so this is all they need too.
+		// name from view_events' engine, so this is all they need too. They get every node,
+		// dialled in order (analytics.Open), so losing clickhouse-1-1 is not an outage.
 		cfg.ClickHouseCluster = ClickHouseCluster
+		cfg.ClickHouseAddr = strings.Join(s.cluster.chAddrs(), ",")
 	}
 	cfg.S3Endpoint = s.s3.url()
 	cfg.S3Region = s3Region

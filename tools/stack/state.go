@@ -43,9 +43,7 @@ func (s *Stack) buildState() State {
 		st.Cluster = true
 		st.PostgresStandbyURL = c.standby.url()
 		st.ClickHouseCluster = ClickHouseCluster
-		for _, n := range c.ch {
-			st.ClickHouseAddrs = append(st.ClickHouseAddrs, n.addr())
-		}
+		st.ClickHouseAddrs = c.chAddrs()
 		st.ObjectStoreURLs = []string{s.s3.url()}
 		for _, g := range c.gateways {
 			st.ObjectStoreURLs = append(st.ObjectStoreURLs, g.url())
