@@ -18,6 +18,7 @@ import (
 	"github.com/splathost/splathost/analytics"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/testenv"
+	"github.com/splathost/splathost/workflows"
 )
 
 // TestClusterShape checks, against the cluster shape of the stack (SPLATHOST_E2E_CLUSTER=1),
@@ -128,4 +129,56 @@ func TestClusterShape(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "through versitygw-1", string(b))
 	})
+}
+
+// TestClusterRetentionDropsEveryShardsMonths: on the cluster shape, the view-retention
+// workflow drops an expired month that only the second shard holds: the product's connection is
+// to a node of the first shard, whose system.parts lists its own shard's parts only. Scenes are
+// added, each in an earlier expired month, until one month lands on the second shard alone.
+func TestClusterRetentionDropsEveryShardsMonths(t *testing.T) {
+	if !env.State.Cluster {
+		t.Skipf("not the cluster shape: set %s=1", testenv.ClusterEnv)
+	}
+	ctx := context.Background()
+	tn := newTenant(t)
+	cutoff := time.Now().UTC().AddDate(0, 0, -workflows.ViewRetentionDays)
+	expired := time.Date(cutoff.Year(), cutoff.Month(), 1, 0, 0, 0, 0, time.UTC).AddDate(0, -1, 14)
+	db, addrs := env.State.ClickHouseDB, env.State.ClickHouseAddrs
+	// rows counts, on each node, the integration's events of a month the node holds itself.
+	rows := func(month string) (n [4]uint64) {
+		for i, addr := range addrs {
+			conn, err := analytics.Open(ctx, addr, db)
+			require.NoError(t, err)
+			require.NoError(t, conn.QueryRow(ctx, "SELECT count() FROM "+db+"."+analytics.EventsTable+analytics.LocalSuffix+
+				" WHERE integration_id = ? AND toYYYYMM(viewed_at) = toUInt32(?)", tn.IntegrationID, month).Scan(&n[i]))
+			conn.Close()
+		}
+		return n
+	}
+	var month string
+	for i := 0; month == ""; i++ {
+		require.Less(t, i, 40, "40 scenes all hashed to the first shard")
+		at := expired.AddDate(0, -i, 0)
+		insertEvents(t, tn.IntegrationID, publicScene(t, tn, "ada"), at, "old")
+		var n [4]uint64
+		require.Eventually(t, func() bool {
+			n = rows(at.Format("200601"))
+			return (n[0] > 0 && n[1] > 0) || (n[2] > 0 && n[3] > 0)
+		}, 10*time.Second, 100*time.Millisecond, "both replicas of the shard get the events")
+		if n[0] == 0 && n[1] == 0 {
+			month = at.Format("200601")
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, eventuallyWait)
+	defer cancel()
+	run, err := env.Process.Temporal.ExecuteWorkflow(ctx, startOptions("view-retention-cluster-"+tn.IntegrationID),
+		workflows.DropExpiredViews, workflows.ViewRetentionInput{})
+	require.NoError(t, err)
+	var res workflows.ViewRetentionResult
+	require.NoError(t, run.Get(ctx, &res))
+	require.Contains(t, res.Dropped, analytics.EventsTable+":"+month)
+	// The drop runs ON CLUSTER; replicas apply it from the replication log.
+	require.Eventually(t, func() bool { return rows(month) == [4]uint64{} }, 10*time.Second, 100*time.Millisecond,
+		"no node holds events of %s any more", month)
 }
