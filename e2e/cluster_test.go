@@ -96,11 +96,7 @@ func TestClusterShape(t *testing.T) {
 	t.Run("clickhouse address list", func(t *testing.T) {
 		// The product gets every node; a node that refuses connections is skipped for the next.
 		require.Equal(t, strings.Join(env.State.ClickHouseAddrs, ","), env.Config.ClickHouseAddr)
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		closed := ln.Addr().String()
-		require.NoError(t, ln.Close())
-		conn, err := analytics.Open(ctx, closed+","+env.State.ClickHouseAddrs[3], env.State.ClickHouseDB)
+		conn, err := analytics.Open(ctx, closedAddr(t)+","+env.State.ClickHouseAddrs[3], env.State.ClickHouseDB)
 		require.NoError(t, err)
 		defer conn.Close()
 		var replica string
@@ -125,6 +121,20 @@ func TestClusterShape(t *testing.T) {
 		out, err := gw2.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(gw2.Bucket), Key: aws.String(key)})
 		require.NoError(t, err)
 		b, err := io.ReadAll(out.Body)
+		out.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, "through versitygw-1", string(b))
+
+		// The product's client has versitygw-2 as its fallback; with an endpoint that refuses,
+		// its requests (signed for the endpoint's host) are served by versitygw-2.
+		require.Equal(t, strings.TrimPrefix(env.State.ObjectStoreURLs[1], "http://"), env.Config.S3Fallbacks)
+		refused := env.Config
+		refused.S3Endpoint = "http://" + closedAddr(t)
+		fb, err := objectstore.New(refused)
+		require.NoError(t, err)
+		out, err = fb.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(fb.Bucket), Key: aws.String(key)})
+		require.NoError(t, err, "versitygw-2 accepts a request signed for another gateway's host")
+		b, err = io.ReadAll(out.Body)
 		out.Body.Close()
 		require.NoError(t, err)
 		require.Equal(t, "through versitygw-1", string(b))
@@ -181,4 +191,13 @@ func TestClusterRetentionDropsEveryShardsMonths(t *testing.T) {
 	// The drop runs ON CLUSTER; replicas apply it from the replication log.
 	require.Eventually(t, func() bool { return rows(month) == [4]uint64{} }, 10*time.Second, 100*time.Millisecond,
 		"no node holds events of %s any more", month)
+}
+
+// closedAddr is a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
 }

@@ -86,6 +86,14 @@ func (s State) Config() config.Config {
 		cfg.TaskQueue = s.TaskQueue
 	}
 	cfg.S3Endpoint = s.ObjectStoreURL
+	if len(s.ObjectStoreURLs) > 1 {
+		// The other gateways, as the runner gives its own product processes.
+		var fallbacks []string
+		for _, u := range s.ObjectStoreURLs[1:] {
+			fallbacks = append(fallbacks, strings.TrimPrefix(strings.TrimPrefix(u, "http://"), "https://"))
+		}
+		cfg.S3Fallbacks = strings.Join(fallbacks, ",")
+	}
 	cfg.S3Bucket = s.S3Bucket
 	if s.S3Region != "" {
 		cfg.S3Region = s.S3Region

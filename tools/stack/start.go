@@ -164,6 +164,13 @@ func (s *Stack) productConfig() (config.Config, error) {
 		// dialled in order (analytics.Open), so losing clickhouse-1-1 is not an outage.
 		cfg.ClickHouseCluster = ClickHouseCluster
 		cfg.ClickHouseAddr = strings.Join(s.cluster.chAddrs(), ",")
+		// versitygw-1 is the endpoint (browsers' uploads, signatures); the services' own S3
+		// client dials versitygw-2 when it refuses.
+		var fallbacks []string
+		for _, g := range s.cluster.gateways {
+			fallbacks = append(fallbacks, hostPort(g.port))
+		}
+		cfg.S3Fallbacks = strings.Join(fallbacks, ",")
 	}
 	cfg.S3Endpoint = s.s3.url()
 	cfg.S3Region = s3Region
