@@ -79,6 +79,10 @@ func TestClusterLayout(t *testing.T) {
 		var cfg chConfig
 		require.NoError(t, xml.Unmarshal(b, &cfg), "%s: config.xml is well-formed", n.name)
 		claim(cfg.InterserverPort, n.name+" interserver")
+		users, err := os.ReadFile(filepath.Join(n.dir, "users.xml"))
+		require.NoError(t, err)
+		require.Contains(t, string(users), "<load_balancing>in_order</load_balancing>",
+			"Distributed reads and writes go to the same replica of each shard")
 		require.Equal(t, n.tcpPort, cfg.TCPPort)
 		require.Equal(t, filepath.Join(dir, n.name), n.dir, "a data directory of its own")
 		require.Equal(t, n.name, cfg.Replica)
