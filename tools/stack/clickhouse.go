@@ -246,9 +246,13 @@ var clickhouseUsers = template.Must(template.New("users").Parse(`<?xml version="
             <!-- In a cluster a Distributed table writes each shard's rows to one replica and
                  reads each shard from one replica: in_order makes both the first healthy one,
                  so a read sees an insert made the moment before (random missed 12 in 60 on the
-                 cluster shape). clickhouse-go 2.25 cannot send string settings to 18.16, so
-                 the profile sets it. One server ignores it. -->
+                 cluster shape), and prefer_localhost_replica 0 keeps a node from reading its own
+                 shard locally when another node wrote it to the first replica (24 in 60 missed,
+                 inserting through clickhouse-1-1 and reading through clickhouse-1-2).
+                 clickhouse-go 2.25 cannot send string settings to 18.16, so the profile sets
+                 them. One server ignores both. -->
             <load_balancing>in_order</load_balancing>
+            <prefer_localhost_replica>0</prefer_localhost_replica>
         </default>
     </profiles>
     <users>

@@ -83,6 +83,8 @@ func TestClusterLayout(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, string(users), "<load_balancing>in_order</load_balancing>",
 			"Distributed reads and writes go to the same replica of each shard")
+		require.Contains(t, string(users), "<prefer_localhost_replica>0</prefer_localhost_replica>",
+			"whichever node a client reached")
 		require.Equal(t, n.tcpPort, cfg.TCPPort)
 		require.Equal(t, filepath.Join(dir, n.name), n.dir, "a data directory of its own")
 		require.Equal(t, n.name, cfg.Replica)
