@@ -13,11 +13,12 @@ PG_BIN := /usr/lib/postgresql/15/bin
 BINARIES := splathost gateway user scene session worker media-worker demo splathostctl
 GO_SOURCES = $(shell find . -name '*.go' -not -path './.dev/*' -not -path './bin/*' -not -path './web/node_modules/*' -not -path './media/node_modules/*') go.mod go.sum go.work tools/go.mod tools/go.sum sdk/go/go.mod api/openapi.yaml $(wildcard ent/migrate/migrations/*)
 
-# The browser code (npm workspace web/) is built into web/dist, which the gateway embeds. Stamps
+# The browser code (npm workspace web/) is built into web/dist, which the gateway embeds, with the
+# docs site rendered from docs/*.md (so a changed guide rebuilds it). Stamps
 # live in node_modules, so a fresh `npm ci` always rebuilds.
 WEB_SOURCES = $(shell find web/sdk/src web/embed/src web/docs/src -type f) web/build.mjs web/package.json \
 	web/tsconfig.base.json web/sdk/tsconfig.json web/embed/tsconfig.json web/sdk/package.json web/embed/package.json \
-	web/docs/build.mjs web/docs/package.json
+	web/docs/build.mjs web/docs/site.mjs web/docs/package.json $(wildcard docs/*.md docs/guides/*.md)
 WEB_INSTALLED := web/node_modules/.splathost-installed
 # The media worker's converter (@playcanvas/splat-transform, pinned in media/package-lock.json).
 # Its webgpu dependency's install script is skipped: the media worker converts with -g cpu.
@@ -125,14 +126,15 @@ bench: deps build bin/bench
 ## chaos: the fault and abuse suite of issue 12 at full scale against the real stack (build tag
 ## chaos): 1 000 racing commits/clones/deletes with SIGKILLs of the scene service and the worker,
 ## 5 000 view beacons across a ClickHouse crash, a session kill and a lock-connection kill, a
-## clone across a worker kill, a rolling restart under load, the abuse table. Scale with
-## SPLATHOST_CHAOS_OPS, _VIEWS, _CLONE_OBJECTS, _KEY_FLOOD. Prints the table of its figures;
+## clone across a worker kill, a rolling restart under load, the abuse table, a 10 000-commit
+## rendition burst with a second tenant (about 45 minutes of conversions on two cores). Scale with
+## SPLATHOST_CHAOS_OPS, _VIEWS, _CLONE_OBJECTS, _KEY_FLOOD, _RENDITION_BURST. Prints the table of its figures;
 ## fails when a promise is missed.
 .PHONY: chaos
 CHAOS_RESULTS := bin/chaos-results.jsonl
 chaos: deps build bin/bench
 	@rm -f $(CHAOS_RESULTS)
-	SPLATHOST_CHAOS_RESULTS=$(abspath $(CHAOS_RESULTS)) go test -count=1 -tags 'e2e chaos' -timeout 60m -run '^TestChaos' ./e2e/; \
+	SPLATHOST_CHAOS_RESULTS=$(abspath $(CHAOS_RESULTS)) go test -count=1 -tags 'e2e chaos' -timeout 150m -run '^TestChaos' ./e2e/; \
 	rc=$$?; bin/bench chaos-report $(CHAOS_RESULTS) || rc=1; exit $$rc
 
 generate:

@@ -72,7 +72,10 @@ func (a *Activities) PrepareRendition(ctx context.Context, in contract.PrepareRe
 	format, ok := contract.RenditionFormat(string(sc.SplatType), sc.SplatURL)
 	key, inStore := strings.CutPrefix(sc.SplatURL, a.AssetBase+"/")
 	if !ok || !inStore || !objectkeys.SafeKey(key) || sc.RenditionPrefix == nil || !objectkeys.SafePrefix(*sc.RenditionPrefix) {
-		return contract.PrepareRenditionResult{Skip: true, Reason: "the scene's upload has no rendition"}, nil
+		// Recorded, so the scene leaves the dispatcher's outbox: left pending, it would be
+		// started again every few minutes and hold a place of the window each time.
+		const reason = "the scene's upload has no rendition"
+		return contract.PrepareRenditionResult{Skip: true, Reason: reason}, a.recordSkipped(ctx, sc, reason)
 	}
 	// The committed copy (objectkeys.Sealed), not the upload: a PUT after the commit must not
 	// reach the rendition either.
@@ -80,6 +83,24 @@ func (a *Activities) PrepareRendition(ctx context.Context, in contract.PrepareRe
 		Poster: sc.ImageURL == ""}}
 	out.Orientation, out.Camera, out.Background = levelView(sc.LevelData)
 	return out, nil
+}
+
+// recordSkipped marks a still pending scene skipped with reason (updated_at kept: not an edit).
+func (a *Activities) recordSkipped(ctx context.Context, sc *ent.Scene, reason string) error {
+	tx, err := a.Ent.Tx(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	n, err := tx.Scene.Update().Where(scene.ID(sc.ID), scene.ProcessingStateEQ(scene.ProcessingStatePending)).
+		SetUpdatedAt(sc.UpdatedAt).SetProcessingState(scene.ProcessingStateSkipped).SetProcessingMessage(reason).Save(ctx)
+	if err != nil || n == 0 {
+		return err
+	}
+	if err := db.NotifyScenesChanged(ctx, tx, sc.IntegrationID, sc.ID); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // levelView reads the poster's view from a levelData the scene service validated (contract

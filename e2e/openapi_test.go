@@ -159,6 +159,8 @@ func TestOpenAPIRoutesMatchGateway(t *testing.T) {
 		"webhookId": "0123456789abcdef01234567", "deliveryId": "0123456789abcdef01234567",
 		// A token mid-path (/assets/s/{token}/{key}): left empty, the path's "//" is not canonical.
 		"token": "0.AAAA",
+		// A docs page (the guides' index).
+		"page": "guides",
 	}
 	assets := map[string]string{"/embed/assets/": "viewer.js", "/sdk/": "splathost-embed.js", "/docs/assets/": "docs.js",
 		"/assets/": "i/x/u/y/f/z/scene.splat", "/assets/s/": "0.AAAA", "/assets/s/{token}/": "i/x/u/y/f/z/scene.splat"}

@@ -8942,6 +8942,8 @@ type SceneMutation struct {
 	archived_prior_visibility     *scene.ArchivedPriorVisibility
 	archived_prior_allow_embed    *bool
 	processing_state              *scene.ProcessingState
+	rendition_queue               *string
+	rendition_started_at          *time.Time
 	processing_message            *string
 	rendition_prefix              *string
 	rendition_type                *scene.RenditionType
@@ -10637,6 +10639,104 @@ func (m *SceneMutation) ResetProcessingState() {
 	m.processing_state = nil
 }
 
+// SetRenditionQueue sets the "rendition_queue" field.
+func (m *SceneMutation) SetRenditionQueue(s string) {
+	m.rendition_queue = &s
+}
+
+// RenditionQueue returns the value of the "rendition_queue" field in the mutation.
+func (m *SceneMutation) RenditionQueue() (r string, exists bool) {
+	v := m.rendition_queue
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRenditionQueue returns the old "rendition_queue" field's value of the Scene entity.
+// If the Scene object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SceneMutation) OldRenditionQueue(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRenditionQueue is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRenditionQueue requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRenditionQueue: %w", err)
+	}
+	return oldValue.RenditionQueue, nil
+}
+
+// ClearRenditionQueue clears the value of the "rendition_queue" field.
+func (m *SceneMutation) ClearRenditionQueue() {
+	m.rendition_queue = nil
+	m.clearedFields[scene.FieldRenditionQueue] = struct{}{}
+}
+
+// RenditionQueueCleared returns if the "rendition_queue" field was cleared in this mutation.
+func (m *SceneMutation) RenditionQueueCleared() bool {
+	_, ok := m.clearedFields[scene.FieldRenditionQueue]
+	return ok
+}
+
+// ResetRenditionQueue resets all changes to the "rendition_queue" field.
+func (m *SceneMutation) ResetRenditionQueue() {
+	m.rendition_queue = nil
+	delete(m.clearedFields, scene.FieldRenditionQueue)
+}
+
+// SetRenditionStartedAt sets the "rendition_started_at" field.
+func (m *SceneMutation) SetRenditionStartedAt(t time.Time) {
+	m.rendition_started_at = &t
+}
+
+// RenditionStartedAt returns the value of the "rendition_started_at" field in the mutation.
+func (m *SceneMutation) RenditionStartedAt() (r time.Time, exists bool) {
+	v := m.rendition_started_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRenditionStartedAt returns the old "rendition_started_at" field's value of the Scene entity.
+// If the Scene object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SceneMutation) OldRenditionStartedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRenditionStartedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRenditionStartedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRenditionStartedAt: %w", err)
+	}
+	return oldValue.RenditionStartedAt, nil
+}
+
+// ClearRenditionStartedAt clears the value of the "rendition_started_at" field.
+func (m *SceneMutation) ClearRenditionStartedAt() {
+	m.rendition_started_at = nil
+	m.clearedFields[scene.FieldRenditionStartedAt] = struct{}{}
+}
+
+// RenditionStartedAtCleared returns if the "rendition_started_at" field was cleared in this mutation.
+func (m *SceneMutation) RenditionStartedAtCleared() bool {
+	_, ok := m.clearedFields[scene.FieldRenditionStartedAt]
+	return ok
+}
+
+// ResetRenditionStartedAt resets all changes to the "rendition_started_at" field.
+func (m *SceneMutation) ResetRenditionStartedAt() {
+	m.rendition_started_at = nil
+	delete(m.clearedFields, scene.FieldRenditionStartedAt)
+}
+
 // SetProcessingMessage sets the "processing_message" field.
 func (m *SceneMutation) SetProcessingMessage(s string) {
 	m.processing_message = &s
@@ -11131,7 +11231,7 @@ func (m *SceneMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *SceneMutation) Fields() []string {
-	fields := make([]string, 0, 42)
+	fields := make([]string, 0, 44)
 	if m.created_at != nil {
 		fields = append(fields, scene.FieldCreatedAt)
 	}
@@ -11237,6 +11337,12 @@ func (m *SceneMutation) Fields() []string {
 	if m.processing_state != nil {
 		fields = append(fields, scene.FieldProcessingState)
 	}
+	if m.rendition_queue != nil {
+		fields = append(fields, scene.FieldRenditionQueue)
+	}
+	if m.rendition_started_at != nil {
+		fields = append(fields, scene.FieldRenditionStartedAt)
+	}
 	if m.processing_message != nil {
 		fields = append(fields, scene.FieldProcessingMessage)
 	}
@@ -11336,6 +11442,10 @@ func (m *SceneMutation) Field(name string) (ent.Value, bool) {
 		return m.ArchivedPriorAllowEmbed()
 	case scene.FieldProcessingState:
 		return m.ProcessingState()
+	case scene.FieldRenditionQueue:
+		return m.RenditionQueue()
+	case scene.FieldRenditionStartedAt:
+		return m.RenditionStartedAt()
 	case scene.FieldProcessingMessage:
 		return m.ProcessingMessage()
 	case scene.FieldRenditionPrefix:
@@ -11429,6 +11539,10 @@ func (m *SceneMutation) OldField(ctx context.Context, name string) (ent.Value, e
 		return m.OldArchivedPriorAllowEmbed(ctx)
 	case scene.FieldProcessingState:
 		return m.OldProcessingState(ctx)
+	case scene.FieldRenditionQueue:
+		return m.OldRenditionQueue(ctx)
+	case scene.FieldRenditionStartedAt:
+		return m.OldRenditionStartedAt(ctx)
 	case scene.FieldProcessingMessage:
 		return m.OldProcessingMessage(ctx)
 	case scene.FieldRenditionPrefix:
@@ -11697,6 +11811,20 @@ func (m *SceneMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetProcessingState(v)
 		return nil
+	case scene.FieldRenditionQueue:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRenditionQueue(v)
+		return nil
+	case scene.FieldRenditionStartedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRenditionStartedAt(v)
+		return nil
 	case scene.FieldProcessingMessage:
 		v, ok := value.(string)
 		if !ok {
@@ -11905,6 +12033,12 @@ func (m *SceneMutation) ClearedFields() []string {
 	if m.FieldCleared(scene.FieldArchivedPriorAllowEmbed) {
 		fields = append(fields, scene.FieldArchivedPriorAllowEmbed)
 	}
+	if m.FieldCleared(scene.FieldRenditionQueue) {
+		fields = append(fields, scene.FieldRenditionQueue)
+	}
+	if m.FieldCleared(scene.FieldRenditionStartedAt) {
+		fields = append(fields, scene.FieldRenditionStartedAt)
+	}
 	if m.FieldCleared(scene.FieldProcessingMessage) {
 		fields = append(fields, scene.FieldProcessingMessage)
 	}
@@ -11981,6 +12115,12 @@ func (m *SceneMutation) ClearField(name string) error {
 		return nil
 	case scene.FieldArchivedPriorAllowEmbed:
 		m.ClearArchivedPriorAllowEmbed()
+		return nil
+	case scene.FieldRenditionQueue:
+		m.ClearRenditionQueue()
+		return nil
+	case scene.FieldRenditionStartedAt:
+		m.ClearRenditionStartedAt()
 		return nil
 	case scene.FieldProcessingMessage:
 		m.ClearProcessingMessage()
@@ -12115,6 +12255,12 @@ func (m *SceneMutation) ResetField(name string) error {
 		return nil
 	case scene.FieldProcessingState:
 		m.ResetProcessingState()
+		return nil
+	case scene.FieldRenditionQueue:
+		m.ResetRenditionQueue()
+		return nil
+	case scene.FieldRenditionStartedAt:
+		m.ResetRenditionStartedAt()
 		return nil
 	case scene.FieldProcessingMessage:
 		m.ResetProcessingMessage()

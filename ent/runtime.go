@@ -849,19 +849,19 @@ func init() {
 	// scene.DefaultArchiveProtected holds the default value on creation for the archive_protected field.
 	scene.DefaultArchiveProtected = sceneDescArchiveProtected.Default.(bool)
 	// sceneDescProcessingMessage is the schema descriptor for processing_message field.
-	sceneDescProcessingMessage := sceneFields[33].Descriptor()
+	sceneDescProcessingMessage := sceneFields[35].Descriptor()
 	// scene.ProcessingMessageValidator is a validator for the "processing_message" field. It is called by the builders before save.
 	scene.ProcessingMessageValidator = sceneDescProcessingMessage.Validators[0].(func(string) error)
 	// sceneDescRenditionBytes is the schema descriptor for rendition_bytes field.
-	sceneDescRenditionBytes := sceneFields[37].Descriptor()
+	sceneDescRenditionBytes := sceneFields[39].Descriptor()
 	// scene.RenditionBytesValidator is a validator for the "rendition_bytes" field. It is called by the builders before save.
 	scene.RenditionBytesValidator = sceneDescRenditionBytes.Validators[0].(func(int64) error)
 	// sceneDescRenditionFiles is the schema descriptor for rendition_files field.
-	sceneDescRenditionFiles := sceneFields[38].Descriptor()
+	sceneDescRenditionFiles := sceneFields[40].Descriptor()
 	// scene.RenditionFilesValidator is a validator for the "rendition_files" field. It is called by the builders before save.
 	scene.RenditionFilesValidator = sceneDescRenditionFiles.Validators[0].(func(int) error)
 	// sceneDescGaussians is the schema descriptor for gaussians field.
-	sceneDescGaussians := sceneFields[39].Descriptor()
+	sceneDescGaussians := sceneFields[41].Descriptor()
 	// scene.GaussiansValidator is a validator for the "gaussians" field. It is called by the builders before save.
 	scene.GaussiansValidator = sceneDescGaussians.Validators[0].(func(int64) error)
 	// sceneDescID is the schema descriptor for id field.

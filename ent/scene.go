@@ -91,6 +91,10 @@ type Scene struct {
 	ArchivedPriorAllowEmbed *bool `json:"archived_prior_allow_embed,omitempty"`
 	// ProcessingState holds the value of the "processing_state" field.
 	ProcessingState scene.ProcessingState `json:"processing_state,omitempty"`
+	// RenditionQueue holds the value of the "rendition_queue" field.
+	RenditionQueue *string `json:"rendition_queue,omitempty"`
+	// RenditionStartedAt holds the value of the "rendition_started_at" field.
+	RenditionStartedAt *time.Time `json:"rendition_started_at,omitempty"`
 	// ProcessingMessage holds the value of the "processing_message" field.
 	ProcessingMessage *string `json:"processing_message,omitempty"`
 	// RenditionPrefix holds the value of the "rendition_prefix" field.
@@ -155,9 +159,9 @@ func (*Scene) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullBool)
 		case scene.FieldLodFiles, scene.FieldViewCount, scene.FieldLikeCount, scene.FieldFileSizeBytes, scene.FieldRenditionBytes, scene.FieldRenditionFiles, scene.FieldGaussians:
 			values[i] = new(sql.NullInt64)
-		case scene.FieldID, scene.FieldIntegrationID, scene.FieldOwnerID, scene.FieldTitle, scene.FieldDescription, scene.FieldImageURL, scene.FieldThumbnailDepthURL, scene.FieldSplatURL, scene.FieldSplatType, scene.FieldLodFolderKey, scene.FieldVisibility, scene.FieldClonedFromID, scene.FieldArchivedPriorVisibility, scene.FieldProcessingState, scene.FieldProcessingMessage, scene.FieldRenditionPrefix, scene.FieldRenditionType, scene.FieldRenditionKey:
+		case scene.FieldID, scene.FieldIntegrationID, scene.FieldOwnerID, scene.FieldTitle, scene.FieldDescription, scene.FieldImageURL, scene.FieldThumbnailDepthURL, scene.FieldSplatURL, scene.FieldSplatType, scene.FieldLodFolderKey, scene.FieldVisibility, scene.FieldClonedFromID, scene.FieldArchivedPriorVisibility, scene.FieldProcessingState, scene.FieldRenditionQueue, scene.FieldProcessingMessage, scene.FieldRenditionPrefix, scene.FieldRenditionType, scene.FieldRenditionKey:
 			values[i] = new(sql.NullString)
-		case scene.FieldCreatedAt, scene.FieldUpdatedAt, scene.FieldFeaturedAt, scene.FieldFirstPublishedAt, scene.FieldArchivedAt:
+		case scene.FieldCreatedAt, scene.FieldUpdatedAt, scene.FieldFeaturedAt, scene.FieldFirstPublishedAt, scene.FieldArchivedAt, scene.FieldRenditionStartedAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -409,6 +413,20 @@ func (_m *Scene) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.ProcessingState = scene.ProcessingState(value.String)
 			}
+		case scene.FieldRenditionQueue:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field rendition_queue", values[i])
+			} else if value.Valid {
+				_m.RenditionQueue = new(string)
+				*_m.RenditionQueue = value.String
+			}
+		case scene.FieldRenditionStartedAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field rendition_started_at", values[i])
+			} else if value.Valid {
+				_m.RenditionStartedAt = new(time.Time)
+				*_m.RenditionStartedAt = value.Time
+			}
 		case scene.FieldProcessingMessage:
 			if value, ok := values[i].(*sql.NullString); !ok {
 				return fmt.Errorf("unexpected type %T for field processing_message", values[i])
@@ -626,6 +644,16 @@ func (_m *Scene) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("processing_state=")
 	builder.WriteString(fmt.Sprintf("%v", _m.ProcessingState))
+	builder.WriteString(", ")
+	if v := _m.RenditionQueue; v != nil {
+		builder.WriteString("rendition_queue=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.RenditionStartedAt; v != nil {
+		builder.WriteString("rendition_started_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
 	builder.WriteString(", ")
 	if v := _m.ProcessingMessage; v != nil {
 		builder.WriteString("processing_message=")

@@ -444,6 +444,34 @@ func (_c *SceneCreate) SetNillableProcessingState(v *scene.ProcessingState) *Sce
 	return _c
 }
 
+// SetRenditionQueue sets the "rendition_queue" field.
+func (_c *SceneCreate) SetRenditionQueue(v string) *SceneCreate {
+	_c.mutation.SetRenditionQueue(v)
+	return _c
+}
+
+// SetNillableRenditionQueue sets the "rendition_queue" field if the given value is not nil.
+func (_c *SceneCreate) SetNillableRenditionQueue(v *string) *SceneCreate {
+	if v != nil {
+		_c.SetRenditionQueue(*v)
+	}
+	return _c
+}
+
+// SetRenditionStartedAt sets the "rendition_started_at" field.
+func (_c *SceneCreate) SetRenditionStartedAt(v time.Time) *SceneCreate {
+	_c.mutation.SetRenditionStartedAt(v)
+	return _c
+}
+
+// SetNillableRenditionStartedAt sets the "rendition_started_at" field if the given value is not nil.
+func (_c *SceneCreate) SetNillableRenditionStartedAt(v *time.Time) *SceneCreate {
+	if v != nil {
+		_c.SetRenditionStartedAt(*v)
+	}
+	return _c
+}
+
 // SetProcessingMessage sets the "processing_message" field.
 func (_c *SceneCreate) SetProcessingMessage(v string) *SceneCreate {
 	_c.mutation.SetProcessingMessage(v)
@@ -993,6 +1021,14 @@ func (_c *SceneCreate) createSpec() (*Scene, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.ProcessingState(); ok {
 		_spec.SetField(scene.FieldProcessingState, field.TypeEnum, value)
 		_node.ProcessingState = value
+	}
+	if value, ok := _c.mutation.RenditionQueue(); ok {
+		_spec.SetField(scene.FieldRenditionQueue, field.TypeString, value)
+		_node.RenditionQueue = &value
+	}
+	if value, ok := _c.mutation.RenditionStartedAt(); ok {
+		_spec.SetField(scene.FieldRenditionStartedAt, field.TypeTime, value)
+		_node.RenditionStartedAt = &value
 	}
 	if value, ok := _c.mutation.ProcessingMessage(); ok {
 		_spec.SetField(scene.FieldProcessingMessage, field.TypeString, value)
@@ -1609,6 +1645,42 @@ func (u *SceneUpsert) SetProcessingState(v scene.ProcessingState) *SceneUpsert {
 // UpdateProcessingState sets the "processing_state" field to the value that was provided on create.
 func (u *SceneUpsert) UpdateProcessingState() *SceneUpsert {
 	u.SetExcluded(scene.FieldProcessingState)
+	return u
+}
+
+// SetRenditionQueue sets the "rendition_queue" field.
+func (u *SceneUpsert) SetRenditionQueue(v string) *SceneUpsert {
+	u.Set(scene.FieldRenditionQueue, v)
+	return u
+}
+
+// UpdateRenditionQueue sets the "rendition_queue" field to the value that was provided on create.
+func (u *SceneUpsert) UpdateRenditionQueue() *SceneUpsert {
+	u.SetExcluded(scene.FieldRenditionQueue)
+	return u
+}
+
+// ClearRenditionQueue clears the value of the "rendition_queue" field.
+func (u *SceneUpsert) ClearRenditionQueue() *SceneUpsert {
+	u.SetNull(scene.FieldRenditionQueue)
+	return u
+}
+
+// SetRenditionStartedAt sets the "rendition_started_at" field.
+func (u *SceneUpsert) SetRenditionStartedAt(v time.Time) *SceneUpsert {
+	u.Set(scene.FieldRenditionStartedAt, v)
+	return u
+}
+
+// UpdateRenditionStartedAt sets the "rendition_started_at" field to the value that was provided on create.
+func (u *SceneUpsert) UpdateRenditionStartedAt() *SceneUpsert {
+	u.SetExcluded(scene.FieldRenditionStartedAt)
+	return u
+}
+
+// ClearRenditionStartedAt clears the value of the "rendition_started_at" field.
+func (u *SceneUpsert) ClearRenditionStartedAt() *SceneUpsert {
+	u.SetNull(scene.FieldRenditionStartedAt)
 	return u
 }
 
@@ -2395,6 +2467,48 @@ func (u *SceneUpsertOne) SetProcessingState(v scene.ProcessingState) *SceneUpser
 func (u *SceneUpsertOne) UpdateProcessingState() *SceneUpsertOne {
 	return u.Update(func(s *SceneUpsert) {
 		s.UpdateProcessingState()
+	})
+}
+
+// SetRenditionQueue sets the "rendition_queue" field.
+func (u *SceneUpsertOne) SetRenditionQueue(v string) *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetRenditionQueue(v)
+	})
+}
+
+// UpdateRenditionQueue sets the "rendition_queue" field to the value that was provided on create.
+func (u *SceneUpsertOne) UpdateRenditionQueue() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateRenditionQueue()
+	})
+}
+
+// ClearRenditionQueue clears the value of the "rendition_queue" field.
+func (u *SceneUpsertOne) ClearRenditionQueue() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.ClearRenditionQueue()
+	})
+}
+
+// SetRenditionStartedAt sets the "rendition_started_at" field.
+func (u *SceneUpsertOne) SetRenditionStartedAt(v time.Time) *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetRenditionStartedAt(v)
+	})
+}
+
+// UpdateRenditionStartedAt sets the "rendition_started_at" field to the value that was provided on create.
+func (u *SceneUpsertOne) UpdateRenditionStartedAt() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateRenditionStartedAt()
+	})
+}
+
+// ClearRenditionStartedAt clears the value of the "rendition_started_at" field.
+func (u *SceneUpsertOne) ClearRenditionStartedAt() *SceneUpsertOne {
+	return u.Update(func(s *SceneUpsert) {
+		s.ClearRenditionStartedAt()
 	})
 }
 
@@ -3372,6 +3486,48 @@ func (u *SceneUpsertBulk) SetProcessingState(v scene.ProcessingState) *SceneUpse
 func (u *SceneUpsertBulk) UpdateProcessingState() *SceneUpsertBulk {
 	return u.Update(func(s *SceneUpsert) {
 		s.UpdateProcessingState()
+	})
+}
+
+// SetRenditionQueue sets the "rendition_queue" field.
+func (u *SceneUpsertBulk) SetRenditionQueue(v string) *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetRenditionQueue(v)
+	})
+}
+
+// UpdateRenditionQueue sets the "rendition_queue" field to the value that was provided on create.
+func (u *SceneUpsertBulk) UpdateRenditionQueue() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateRenditionQueue()
+	})
+}
+
+// ClearRenditionQueue clears the value of the "rendition_queue" field.
+func (u *SceneUpsertBulk) ClearRenditionQueue() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.ClearRenditionQueue()
+	})
+}
+
+// SetRenditionStartedAt sets the "rendition_started_at" field.
+func (u *SceneUpsertBulk) SetRenditionStartedAt(v time.Time) *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.SetRenditionStartedAt(v)
+	})
+}
+
+// UpdateRenditionStartedAt sets the "rendition_started_at" field to the value that was provided on create.
+func (u *SceneUpsertBulk) UpdateRenditionStartedAt() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.UpdateRenditionStartedAt()
+	})
+}
+
+// ClearRenditionStartedAt clears the value of the "rendition_started_at" field.
+func (u *SceneUpsertBulk) ClearRenditionStartedAt() *SceneUpsertBulk {
+	return u.Update(func(s *SceneUpsert) {
+		s.ClearRenditionStartedAt()
 	})
 }
 

@@ -576,6 +576,46 @@ func (_u *SceneUpdate) SetNillableProcessingState(v *scene.ProcessingState) *Sce
 	return _u
 }
 
+// SetRenditionQueue sets the "rendition_queue" field.
+func (_u *SceneUpdate) SetRenditionQueue(v string) *SceneUpdate {
+	_u.mutation.SetRenditionQueue(v)
+	return _u
+}
+
+// SetNillableRenditionQueue sets the "rendition_queue" field if the given value is not nil.
+func (_u *SceneUpdate) SetNillableRenditionQueue(v *string) *SceneUpdate {
+	if v != nil {
+		_u.SetRenditionQueue(*v)
+	}
+	return _u
+}
+
+// ClearRenditionQueue clears the value of the "rendition_queue" field.
+func (_u *SceneUpdate) ClearRenditionQueue() *SceneUpdate {
+	_u.mutation.ClearRenditionQueue()
+	return _u
+}
+
+// SetRenditionStartedAt sets the "rendition_started_at" field.
+func (_u *SceneUpdate) SetRenditionStartedAt(v time.Time) *SceneUpdate {
+	_u.mutation.SetRenditionStartedAt(v)
+	return _u
+}
+
+// SetNillableRenditionStartedAt sets the "rendition_started_at" field if the given value is not nil.
+func (_u *SceneUpdate) SetNillableRenditionStartedAt(v *time.Time) *SceneUpdate {
+	if v != nil {
+		_u.SetRenditionStartedAt(*v)
+	}
+	return _u
+}
+
+// ClearRenditionStartedAt clears the value of the "rendition_started_at" field.
+func (_u *SceneUpdate) ClearRenditionStartedAt() *SceneUpdate {
+	_u.mutation.ClearRenditionStartedAt()
+	return _u
+}
+
 // SetProcessingMessage sets the "processing_message" field.
 func (_u *SceneUpdate) SetProcessingMessage(v string) *SceneUpdate {
 	_u.mutation.SetProcessingMessage(v)
@@ -1052,6 +1092,18 @@ func (_u *SceneUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if value, ok := _u.mutation.ProcessingState(); ok {
 		_spec.SetField(scene.FieldProcessingState, field.TypeEnum, value)
+	}
+	if value, ok := _u.mutation.RenditionQueue(); ok {
+		_spec.SetField(scene.FieldRenditionQueue, field.TypeString, value)
+	}
+	if _u.mutation.RenditionQueueCleared() {
+		_spec.ClearField(scene.FieldRenditionQueue, field.TypeString)
+	}
+	if value, ok := _u.mutation.RenditionStartedAt(); ok {
+		_spec.SetField(scene.FieldRenditionStartedAt, field.TypeTime, value)
+	}
+	if _u.mutation.RenditionStartedAtCleared() {
+		_spec.ClearField(scene.FieldRenditionStartedAt, field.TypeTime)
 	}
 	if value, ok := _u.mutation.ProcessingMessage(); ok {
 		_spec.SetField(scene.FieldProcessingMessage, field.TypeString, value)
@@ -1699,6 +1751,46 @@ func (_u *SceneUpdateOne) SetNillableProcessingState(v *scene.ProcessingState) *
 	return _u
 }
 
+// SetRenditionQueue sets the "rendition_queue" field.
+func (_u *SceneUpdateOne) SetRenditionQueue(v string) *SceneUpdateOne {
+	_u.mutation.SetRenditionQueue(v)
+	return _u
+}
+
+// SetNillableRenditionQueue sets the "rendition_queue" field if the given value is not nil.
+func (_u *SceneUpdateOne) SetNillableRenditionQueue(v *string) *SceneUpdateOne {
+	if v != nil {
+		_u.SetRenditionQueue(*v)
+	}
+	return _u
+}
+
+// ClearRenditionQueue clears the value of the "rendition_queue" field.
+func (_u *SceneUpdateOne) ClearRenditionQueue() *SceneUpdateOne {
+	_u.mutation.ClearRenditionQueue()
+	return _u
+}
+
+// SetRenditionStartedAt sets the "rendition_started_at" field.
+func (_u *SceneUpdateOne) SetRenditionStartedAt(v time.Time) *SceneUpdateOne {
+	_u.mutation.SetRenditionStartedAt(v)
+	return _u
+}
+
+// SetNillableRenditionStartedAt sets the "rendition_started_at" field if the given value is not nil.
+func (_u *SceneUpdateOne) SetNillableRenditionStartedAt(v *time.Time) *SceneUpdateOne {
+	if v != nil {
+		_u.SetRenditionStartedAt(*v)
+	}
+	return _u
+}
+
+// ClearRenditionStartedAt clears the value of the "rendition_started_at" field.
+func (_u *SceneUpdateOne) ClearRenditionStartedAt() *SceneUpdateOne {
+	_u.mutation.ClearRenditionStartedAt()
+	return _u
+}
+
 // SetProcessingMessage sets the "processing_message" field.
 func (_u *SceneUpdateOne) SetProcessingMessage(v string) *SceneUpdateOne {
 	_u.mutation.SetProcessingMessage(v)
@@ -2205,6 +2297,18 @@ func (_u *SceneUpdateOne) sqlSave(ctx context.Context) (_node *Scene, err error)
 	}
 	if value, ok := _u.mutation.ProcessingState(); ok {
 		_spec.SetField(scene.FieldProcessingState, field.TypeEnum, value)
+	}
+	if value, ok := _u.mutation.RenditionQueue(); ok {
+		_spec.SetField(scene.FieldRenditionQueue, field.TypeString, value)
+	}
+	if _u.mutation.RenditionQueueCleared() {
+		_spec.ClearField(scene.FieldRenditionQueue, field.TypeString)
+	}
+	if value, ok := _u.mutation.RenditionStartedAt(); ok {
+		_spec.SetField(scene.FieldRenditionStartedAt, field.TypeTime, value)
+	}
+	if _u.mutation.RenditionStartedAtCleared() {
+		_spec.ClearField(scene.FieldRenditionStartedAt, field.TypeTime)
 	}
 	if value, ok := _u.mutation.ProcessingMessage(); ok {
 		_spec.SetField(scene.FieldProcessingMessage, field.TypeString, value)

@@ -72,3 +72,28 @@ func docsApp(t *testing.T) *adaptor {
 	require.NoError(t, err)
 	return &adaptor{t, app}
 }
+
+// TestDocsSiteServesTheGuides: the guides rendered from docs/ are served at /docs/guides (the
+// index), /docs/guides/<name> and /docs/<name> as HTML under the docs policy, with a
+// navigation that links every page and the API reference, and nothing from another host;
+// unknown pages are 404.
+func TestDocsSiteServesTheGuides(t *testing.T) {
+	h := docsApp(t)
+	index := get(t, h, "GET", "/docs/guides", nil)
+	require.Equal(t, 200, index.Code, index.Body.String())
+	require.Equal(t, "text/html; charset=utf-8", index.Header().Get("Content-Type"))
+	require.Contains(t, index.Header().Get("Content-Security-Policy"), "default-src 'none'")
+	require.Contains(t, index.Body.String(), `href="/docs"`, "the navigation links the API reference")
+	for _, path := range []string{"/docs/guides/webhooks", "/docs/guides/uploading", "/docs/operations", "/docs/security", "/docs/benchmarks"} {
+		rec := get(t, h, "GET", path, nil)
+		require.Equal(t, 200, rec.Code, path)
+		require.Contains(t, index.Body.String(), `href="`+path+`"`, "the index lists %s", path)
+		// Links may point anywhere; what the page loads (scripts, images, styles) is its own.
+		require.NotRegexp(t, `(?i)<script|\bsrc\s*=\s*"(?:https?:)?//|<link[^>]*href\s*=\s*"(?:https?:)?//`, rec.Body.String(), path)
+		require.Contains(t, rec.Body.String(), `<link rel="stylesheet" href="/docs/assets/site.css">`)
+	}
+	require.Equal(t, 200, get(t, h, "GET", "/docs/assets/site.css", nil).Code)
+	for _, path := range []string{"/docs/nope", "/docs/guides/nope", "/docs/site/security.html", "/docs/guides/index", "/docs/security.html"} {
+		require.Equal(t, 404, get(t, h, "GET", path, nil).Code, path)
+	}
+}

@@ -296,6 +296,8 @@ var (
 		{Name: "archived_prior_visibility", Type: field.TypeEnum, Nullable: true, Enums: []string{"private", "public"}},
 		{Name: "archived_prior_allow_embed", Type: field.TypeBool, Nullable: true},
 		{Name: "processing_state", Type: field.TypeEnum, Enums: []string{"pending", "ready", "failed", "skipped"}, Default: "skipped"},
+		{Name: "rendition_queue", Type: field.TypeString, Nullable: true},
+		{Name: "rendition_started_at", Type: field.TypeTime, Nullable: true},
 		{Name: "processing_message", Type: field.TypeString, Nullable: true, Size: 500},
 		{Name: "rendition_prefix", Type: field.TypeString, Nullable: true},
 		{Name: "rendition_type", Type: field.TypeEnum, Nullable: true, Enums: []string{"sog", "lod"}},
@@ -314,13 +316,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "scenes_external_users_scenes",
-				Columns:    []*schema.Column{ScenesColumns[41]},
+				Columns:    []*schema.Column{ScenesColumns[43]},
 				RefColumns: []*schema.Column{ExternalUsersColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "scenes_integrations_scenes",
-				Columns:    []*schema.Column{ScenesColumns[42]},
+				Columns:    []*schema.Column{ScenesColumns[44]},
 				RefColumns: []*schema.Column{IntegrationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -329,27 +331,27 @@ var (
 			{
 				Name:    "scene_integration_id_created_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{ScenesColumns[42], ScenesColumns[1], ScenesColumns[0]},
+				Columns: []*schema.Column{ScenesColumns[44], ScenesColumns[1], ScenesColumns[0]},
 			},
 			{
 				Name:    "scene_integration_id_updated_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{ScenesColumns[42], ScenesColumns[2], ScenesColumns[0]},
+				Columns: []*schema.Column{ScenesColumns[44], ScenesColumns[2], ScenesColumns[0]},
 			},
 			{
 				Name:    "scene_integration_id_view_count_id",
 				Unique:  false,
-				Columns: []*schema.Column{ScenesColumns[42], ScenesColumns[20], ScenesColumns[0]},
+				Columns: []*schema.Column{ScenesColumns[44], ScenesColumns[20], ScenesColumns[0]},
 			},
 			{
 				Name:    "scene_integration_id_featured_featured_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{ScenesColumns[42], ScenesColumns[23], ScenesColumns[24], ScenesColumns[0]},
+				Columns: []*schema.Column{ScenesColumns[44], ScenesColumns[23], ScenesColumns[24], ScenesColumns[0]},
 			},
 			{
 				Name:    "scene_owner_id_created_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{ScenesColumns[41], ScenesColumns[1], ScenesColumns[0]},
+				Columns: []*schema.Column{ScenesColumns[43], ScenesColumns[1], ScenesColumns[0]},
 			},
 			{
 				Name:    "scene_archived_at",

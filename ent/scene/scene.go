@@ -85,6 +85,10 @@ const (
 	FieldArchivedPriorAllowEmbed = "archived_prior_allow_embed"
 	// FieldProcessingState holds the string denoting the processing_state field in the database.
 	FieldProcessingState = "processing_state"
+	// FieldRenditionQueue holds the string denoting the rendition_queue field in the database.
+	FieldRenditionQueue = "rendition_queue"
+	// FieldRenditionStartedAt holds the string denoting the rendition_started_at field in the database.
+	FieldRenditionStartedAt = "rendition_started_at"
 	// FieldProcessingMessage holds the string denoting the processing_message field in the database.
 	FieldProcessingMessage = "processing_message"
 	// FieldRenditionPrefix holds the string denoting the rendition_prefix field in the database.
@@ -159,6 +163,8 @@ var Columns = []string{
 	FieldArchivedPriorVisibility,
 	FieldArchivedPriorAllowEmbed,
 	FieldProcessingState,
+	FieldRenditionQueue,
+	FieldRenditionStartedAt,
 	FieldProcessingMessage,
 	FieldRenditionPrefix,
 	FieldRenditionType,
@@ -517,6 +523,16 @@ func ByArchivedPriorAllowEmbed(opts ...sql.OrderTermOption) OrderOption {
 // ByProcessingState orders the results by the processing_state field.
 func ByProcessingState(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldProcessingState, opts...).ToFunc()
+}
+
+// ByRenditionQueue orders the results by the rendition_queue field.
+func ByRenditionQueue(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldRenditionQueue, opts...).ToFunc()
+}
+
+// ByRenditionStartedAt orders the results by the rendition_started_at field.
+func ByRenditionStartedAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldRenditionStartedAt, opts...).ToFunc()
 }
 
 // ByProcessingMessage orders the results by the processing_message field.

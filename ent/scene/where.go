@@ -195,6 +195,16 @@ func ArchivedPriorAllowEmbed(v bool) predicate.Scene {
 	return predicate.Scene(sql.FieldEQ(FieldArchivedPriorAllowEmbed, v))
 }
 
+// RenditionQueue applies equality check predicate on the "rendition_queue" field. It's identical to RenditionQueueEQ.
+func RenditionQueue(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldEQ(FieldRenditionQueue, v))
+}
+
+// RenditionStartedAt applies equality check predicate on the "rendition_started_at" field. It's identical to RenditionStartedAtEQ.
+func RenditionStartedAt(v time.Time) predicate.Scene {
+	return predicate.Scene(sql.FieldEQ(FieldRenditionStartedAt, v))
+}
+
 // ProcessingMessage applies equality check predicate on the "processing_message" field. It's identical to ProcessingMessageEQ.
 func ProcessingMessage(v string) predicate.Scene {
 	return predicate.Scene(sql.FieldEQ(FieldProcessingMessage, v))
@@ -1468,6 +1478,131 @@ func ProcessingStateIn(vs ...ProcessingState) predicate.Scene {
 // ProcessingStateNotIn applies the NotIn predicate on the "processing_state" field.
 func ProcessingStateNotIn(vs ...ProcessingState) predicate.Scene {
 	return predicate.Scene(sql.FieldNotIn(FieldProcessingState, vs...))
+}
+
+// RenditionQueueEQ applies the EQ predicate on the "rendition_queue" field.
+func RenditionQueueEQ(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldEQ(FieldRenditionQueue, v))
+}
+
+// RenditionQueueNEQ applies the NEQ predicate on the "rendition_queue" field.
+func RenditionQueueNEQ(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldNEQ(FieldRenditionQueue, v))
+}
+
+// RenditionQueueIn applies the In predicate on the "rendition_queue" field.
+func RenditionQueueIn(vs ...string) predicate.Scene {
+	return predicate.Scene(sql.FieldIn(FieldRenditionQueue, vs...))
+}
+
+// RenditionQueueNotIn applies the NotIn predicate on the "rendition_queue" field.
+func RenditionQueueNotIn(vs ...string) predicate.Scene {
+	return predicate.Scene(sql.FieldNotIn(FieldRenditionQueue, vs...))
+}
+
+// RenditionQueueGT applies the GT predicate on the "rendition_queue" field.
+func RenditionQueueGT(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldGT(FieldRenditionQueue, v))
+}
+
+// RenditionQueueGTE applies the GTE predicate on the "rendition_queue" field.
+func RenditionQueueGTE(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldGTE(FieldRenditionQueue, v))
+}
+
+// RenditionQueueLT applies the LT predicate on the "rendition_queue" field.
+func RenditionQueueLT(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldLT(FieldRenditionQueue, v))
+}
+
+// RenditionQueueLTE applies the LTE predicate on the "rendition_queue" field.
+func RenditionQueueLTE(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldLTE(FieldRenditionQueue, v))
+}
+
+// RenditionQueueContains applies the Contains predicate on the "rendition_queue" field.
+func RenditionQueueContains(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldContains(FieldRenditionQueue, v))
+}
+
+// RenditionQueueHasPrefix applies the HasPrefix predicate on the "rendition_queue" field.
+func RenditionQueueHasPrefix(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldHasPrefix(FieldRenditionQueue, v))
+}
+
+// RenditionQueueHasSuffix applies the HasSuffix predicate on the "rendition_queue" field.
+func RenditionQueueHasSuffix(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldHasSuffix(FieldRenditionQueue, v))
+}
+
+// RenditionQueueIsNil applies the IsNil predicate on the "rendition_queue" field.
+func RenditionQueueIsNil() predicate.Scene {
+	return predicate.Scene(sql.FieldIsNull(FieldRenditionQueue))
+}
+
+// RenditionQueueNotNil applies the NotNil predicate on the "rendition_queue" field.
+func RenditionQueueNotNil() predicate.Scene {
+	return predicate.Scene(sql.FieldNotNull(FieldRenditionQueue))
+}
+
+// RenditionQueueEqualFold applies the EqualFold predicate on the "rendition_queue" field.
+func RenditionQueueEqualFold(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldEqualFold(FieldRenditionQueue, v))
+}
+
+// RenditionQueueContainsFold applies the ContainsFold predicate on the "rendition_queue" field.
+func RenditionQueueContainsFold(v string) predicate.Scene {
+	return predicate.Scene(sql.FieldContainsFold(FieldRenditionQueue, v))
+}
+
+// RenditionStartedAtEQ applies the EQ predicate on the "rendition_started_at" field.
+func RenditionStartedAtEQ(v time.Time) predicate.Scene {
+	return predicate.Scene(sql.FieldEQ(FieldRenditionStartedAt, v))
+}
+
+// RenditionStartedAtNEQ applies the NEQ predicate on the "rendition_started_at" field.
+func RenditionStartedAtNEQ(v time.Time) predicate.Scene {
+	return predicate.Scene(sql.FieldNEQ(FieldRenditionStartedAt, v))
+}
+
+// RenditionStartedAtIn applies the In predicate on the "rendition_started_at" field.
+func RenditionStartedAtIn(vs ...time.Time) predicate.Scene {
+	return predicate.Scene(sql.FieldIn(FieldRenditionStartedAt, vs...))
+}
+
+// RenditionStartedAtNotIn applies the NotIn predicate on the "rendition_started_at" field.
+func RenditionStartedAtNotIn(vs ...time.Time) predicate.Scene {
+	return predicate.Scene(sql.FieldNotIn(FieldRenditionStartedAt, vs...))
+}
+
+// RenditionStartedAtGT applies the GT predicate on the "rendition_started_at" field.
+func RenditionStartedAtGT(v time.Time) predicate.Scene {
+	return predicate.Scene(sql.FieldGT(FieldRenditionStartedAt, v))
+}
+
+// RenditionStartedAtGTE applies the GTE predicate on the "rendition_started_at" field.
+func RenditionStartedAtGTE(v time.Time) predicate.Scene {
+	return predicate.Scene(sql.FieldGTE(FieldRenditionStartedAt, v))
+}
+
+// RenditionStartedAtLT applies the LT predicate on the "rendition_started_at" field.
+func RenditionStartedAtLT(v time.Time) predicate.Scene {
+	return predicate.Scene(sql.FieldLT(FieldRenditionStartedAt, v))
+}
+
+// RenditionStartedAtLTE applies the LTE predicate on the "rendition_started_at" field.
+func RenditionStartedAtLTE(v time.Time) predicate.Scene {
+	return predicate.Scene(sql.FieldLTE(FieldRenditionStartedAt, v))
+}
+
+// RenditionStartedAtIsNil applies the IsNil predicate on the "rendition_started_at" field.
+func RenditionStartedAtIsNil() predicate.Scene {
+	return predicate.Scene(sql.FieldIsNull(FieldRenditionStartedAt))
+}
+
+// RenditionStartedAtNotNil applies the NotNil predicate on the "rendition_started_at" field.
+func RenditionStartedAtNotNil() predicate.Scene {
+	return predicate.Scene(sql.FieldNotNull(FieldRenditionStartedAt))
 }
 
 // ProcessingMessageEQ applies the EQ predicate on the "processing_message" field.

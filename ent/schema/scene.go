@@ -65,11 +65,20 @@ func (Scene) Fields() []ent.Field {
 		field.Enum("archived_prior_visibility").Values("private", "public").Optional().Nillable(),
 		field.Bool("archived_prior_allow_embed").Optional().Nillable(),
 		// Renditions (contract item 15): the delivery copy the media worker builds from the
-		// upload. processing_state is also the outbox of the SceneRenditions workflow: a scene
-		// committed pending has its workflow started after the commit, and the rendition
-		// re-drive starts it for any scene still pending (a crash in between, Temporal down).
-		// Renditions are not charged: fileSizeBytes is the upload's alone.
+		// upload. processing_state is also the outbox of the SceneRenditions workflow: the
+		// media worker's dispatcher starts the workflow of every pending scene, paced and fair
+		// between integrations (internal/worker/renditions_dispatch.go). Renditions are not
+		// charged: fileSizeBytes is the upload's alone.
 		field.Enum("processing_state").Values("pending", "ready", "failed", "skipped").Default("skipped"),
+		// rendition_queue is the media task queue the scene service planned the rendition on
+		// (its SPLATHOST_MEDIA_TASK_QUEUE): only that queue's dispatcher starts it, so two
+		// deployments sharing a database (or a test's own split) do not take each other's.
+		// NULL (scenes of before, clones) is any dispatcher's.
+		field.String("rendition_queue").Optional().Nillable(),
+		// rendition_started_at is when a dispatcher last started (or found running) the
+		// scene's rendition workflow; NULL: not started yet. Pending scenes started recently
+		// are the renditions in flight, which the dispatcher bounds.
+		field.Time("rendition_started_at").Optional().Nillable(),
 		// processing_message says why a rendition failed (or was skipped), for the owner.
 		field.String("processing_message").Optional().Nillable().MaxLen(500),
 		// rendition_prefix is the scene's own folder of rendition objects (the SOG, the LOD

@@ -125,6 +125,10 @@ type Config struct {
 	// one). The test harness raises it so that the many tiny scenes other tests commit do not
 	// queue conversions; the rendition tests upload scenes above it.
 	RenditionMinBytes int
+	// RenditionWindow is how many renditions a media task queue's dispatcher keeps in flight
+	// (0: twice RenditionConcurrency plus two); another integration's scene waits behind at
+	// most that many.
+	RenditionWindow int
 	// WebhookKey seals webhook signing secrets at rest (AES-256-GCM): 32 bytes from
 	// SPLATHOST_WEBHOOK_KEY (64 hex characters). Empty derives one from InternalSecret
 	// (WebhookSealKey), so a deployment without it still works; set it to rotate the two apart.
@@ -193,6 +197,7 @@ func Load() (Config, error) {
 		RenditionLODMin:      l.int("SPLATHOST_RENDITION_LOD_MIN", 1_000_000),
 		RenditionConcurrency: l.int("SPLATHOST_RENDITION_CONCURRENCY", 1),
 		RenditionMinBytes:    l.nonNegativeInt("SPLATHOST_RENDITION_MIN_BYTES", 0),
+		RenditionWindow:      l.nonNegativeInt("SPLATHOST_RENDITION_WINDOW", 0),
 		WebhookKey:           l.hexKey("SPLATHOST_WEBHOOK_KEY", 32),
 		WebhookAllowPrivate:  l.bool("SPLATHOST_WEBHOOK_ALLOW_PRIVATE", false),
 		WebhookConcurrency:   l.int("SPLATHOST_WEBHOOK_CONCURRENCY", 4),
@@ -320,6 +325,7 @@ func (cfg Config) Environ() []string {
 		{"SPLATHOST_RENDITION_LOD_MIN", strconv.Itoa(cfg.RenditionLODMin)},
 		{"SPLATHOST_RENDITION_CONCURRENCY", strconv.Itoa(cfg.RenditionConcurrency)},
 		{"SPLATHOST_RENDITION_MIN_BYTES", strconv.Itoa(cfg.RenditionMinBytes)},
+		{"SPLATHOST_RENDITION_WINDOW", strconv.Itoa(cfg.RenditionWindow)},
 		{"SPLATHOST_WEBHOOK_KEY", hex.EncodeToString(cfg.WebhookKey)},
 		{"SPLATHOST_WEBHOOK_ALLOW_PRIVATE", strconv.FormatBool(cfg.WebhookAllowPrivate)},
 		{"SPLATHOST_WEBHOOK_CONCURRENCY", strconv.Itoa(cfg.WebhookConcurrency)},

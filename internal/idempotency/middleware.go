@@ -119,7 +119,7 @@ func (m *Middleware) Handle(c *fiber.Ctx) error {
 
 // run hands an owned request on with its fence, renewing the claim while it runs, then keeps
 // its answer. A 5xx (the service failed, or did not answer) settles the claim instead: the key
-// is forgotten so that a retry runs again, unless the service recorded an answer with its
+// is released so that a retry runs again, unless the service recorded an answer with its
 // effect, which is then the answer sent, since it is what happened.
 func (m *Middleware) run(c *fiber.Ctx, claim Claim) error {
 	httpx.SetFence(c, fenceOf(claim))

@@ -107,8 +107,10 @@ func NewStore(pool *pgxpool.Pool, log *slog.Logger) *Store {
 }
 
 // claimSQL inserts the key as running, or takes over a row that no longer binds: one older than
-// the retention, or one whose first request died holding it (lease over) when the body is the
-// same. RETURNING yields a row only when this request now holds the key.
+// the retention, one released after a 5xx (an empty lease), or one whose first request died holding
+// it (lease over) when the body is the same. A takeover within the retention keeps the row's
+// first claim time, which StableID derives from. RETURNING yields a row only when this request
+// now holds the key.
 const claimSQL = `
 INSERT INTO idempotency_keys AS k (id, integration_id, external_user_id, method, path, key, scope,
 	request_hash, lease, locked_until, status, created_at)
@@ -117,6 +119,7 @@ ON CONFLICT (scope) DO UPDATE SET request_hash = EXCLUDED.request_hash, lease = 
 	locked_until = EXCLUDED.locked_until, status = 0, response_headers = NULL, response_body = NULL,
 	created_at = CASE WHEN k.created_at <= now() - $10 * interval '1 millisecond' THEN EXCLUDED.created_at ELSE k.created_at END
 WHERE k.created_at <= now() - $10 * interval '1 millisecond'
+	OR (k.status = 0 AND k.lease = '')
 	OR (k.status = 0 AND k.locked_until < now() AND k.request_hash = EXCLUDED.request_hash)
 RETURNING k.lease, k.created_at`
 
@@ -175,11 +178,14 @@ func (st *Store) Finish(ctx context.Context, c Claim, a Answer) error {
 }
 
 // Settle ends an owned claim whose request failed (a 5xx, or no answer from the service): it
-// forgets the key, so that a retry runs again, unless the service recorded an answer with its
-// effect, which it returns. Either way the outcome is final when Settle returns: a transaction
-// still running under the claim can no longer record (its fence is gone), so it cannot commit.
+// releases the key (an empty lease, so that a retry runs again, with any body), unless the service
+// recorded an answer with its effect, which it returns. Either way the outcome is final when
+// Settle returns: a transaction still running under the claim can no longer record (its fence
+// is gone), so it cannot commit. The row stays, with its first claim time, so a retry's
+// StableID names the same effect (a clone job the failed request may have started).
 func (st *Store) Settle(ctx context.Context, c Claim) (*Answer, error) {
-	tag, err := st.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE scope = $1 AND lease = $2 AND status = 0`, c.scope, c.lease)
+	tag, err := st.pool.Exec(ctx, `UPDATE idempotency_keys SET lease = '', locked_until = now()
+		WHERE scope = $1 AND lease = $2 AND status = 0`, c.scope, c.lease)
 	if err != nil {
 		return nil, fmt.Errorf("settle idempotency key: %w", err)
 	}

@@ -45,6 +45,12 @@ var (
 		Name: "splathost_views_accepted_total",
 		Help: "View beacons accepted (written to the Postgres outbox).",
 	})
+	// RenditionStarts counts the rendition workflows the dispatcher started (or found running),
+	// and the starts that failed (the scene stays pending and the dispatcher backs off).
+	RenditionStarts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "splathost_rendition_starts_total",
+		Help: "Rendition workflow starts by the dispatcher, by outcome: started (or already running), error.",
+	}, []string{"outcome"})
 	// ViewsIngested counts view events the streamer stored in ClickHouse.
 	ViewsIngested = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "splathost_views_ingested_total",
@@ -54,7 +60,7 @@ var (
 
 func init() {
 	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		HTTPRequests, HTTPDuration, QuotaRejections, CloneJobs, ViewsAccepted, ViewsIngested)
+		HTTPRequests, HTTPDuration, QuotaRejections, CloneJobs, ViewsAccepted, ViewsIngested, RenditionStarts)
 }
 
 // Gauge registers a gauge read at scrape time (a backlog counted in the database, say). A

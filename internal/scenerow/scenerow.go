@@ -40,6 +40,9 @@ type New struct {
 	// RenditionPrefix, when set, plans the scene's rendition in the same transaction: the
 	// folder it is built in, with processing_state pending as its outbox. It needs ID.
 	RenditionPrefix string
+	// RenditionQueue is the media task queue whose dispatcher starts the planned rendition
+	// (empty: any dispatcher's).
+	RenditionQueue string
 	// ProcessingMessage, when set, says why a scene whose format could have a rendition gets
 	// none.
 	ProcessingMessage string
@@ -70,6 +73,9 @@ func Create(scenes *ent.SceneClient, n New) *ent.SceneCreate {
 	}
 	if n.RenditionPrefix != "" {
 		c.SetProcessingState(scene.ProcessingStatePending).SetRenditionPrefix(n.RenditionPrefix)
+		if n.RenditionQueue != "" {
+			c.SetRenditionQueue(n.RenditionQueue)
+		}
 	}
 	if n.ProcessingMessage != "" {
 		c.SetProcessingMessage(n.ProcessingMessage)

@@ -29,7 +29,8 @@ func ConverterReady(t media.Transform) httpx.Check {
 // ends: the media worker, deployed and scaled apart from the API's worker so that conversion
 // load never delays clones, purges or view rollups. Conversions run at most
 // cfg.RenditionConcurrency at a time; the short database activities beside them are not held
-// up by a long conversion.
+// up by a long conversion. Its dispatcher starts the renditions of pending scenes
+// (renditions_dispatch.go).
 func RunMedia(ctx context.Context, c client.Client, cfg config.Config, deps Deps, conv media.Transform) error {
 	log := deps.Log
 	work, release, err := claimWorkDir(filepath.Join(os.TempDir(), "splathost-media"), cfg.RenditionTimeout, log)
@@ -55,7 +56,12 @@ func RunMedia(ctx context.Context, c client.Client, cfg config.Config, deps Deps
 		return err
 	}
 	defer resident.AfterStart()()
-	log.Info("media worker polling", "taskQueue", cfg.MediaTaskQueue, "registered", n, "converter", conv.CLI)
+	registerRenditionBacklog(deps.DB.Pool)
+	disp := &renditionDispatcher{client: c, pool: deps.DB.Pool, queue: cfg.MediaTaskQueue,
+		window: dispatchWindow(cfg.RenditionWindow, cfg.RenditionConcurrency), log: log}
+	go disp.run(ctx)
+	log.Info("media worker polling", "taskQueue", cfg.MediaTaskQueue, "registered", n, "converter", conv.CLI,
+		"renditionWindow", disp.window)
 	<-ctx.Done()
 	w.Stop()
 	return nil

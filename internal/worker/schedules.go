@@ -8,6 +8,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -16,7 +17,7 @@ import (
 
 // schedules are the Temporal schedules the product relies on. Overlap SKIP: a run still going
 // when the next is due means the previous one has the work in hand.
-func schedules(taskQueue, mediaTaskQueue string) []client.ScheduleOptions {
+func schedules(taskQueue string) []client.ScheduleOptions {
 	every := func(d time.Duration) client.ScheduleSpec {
 		return client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: d}}}
 	}
@@ -56,29 +57,20 @@ func schedules(taskQueue, mediaTaskQueue string) []client.ScheduleOptions {
 				Args: []any{workflows.WebhookRedriveInput{}}, TaskQueue: taskQueue, WorkflowExecutionTimeout: time.Hour},
 			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
 		},
-		{
-			// On the media task queue: the media worker reads the pending scenes and starts
-			// their renditions as its own children.
-			ID:   workflows.RenditionRedriveScheduleID,
-			Spec: every(workflows.RenditionRedriveEvery),
-			Action: &client.ScheduleWorkflowAction{ID: workflows.RenditionRedriveScheduleID, Workflow: workflows.RedriveRenditions,
-				Args: []any{workflows.RenditionRedriveInput{}}, TaskQueue: mediaTaskQueue, WorkflowExecutionTimeout: time.Hour},
-			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
-		},
 	}
 }
 
 // keepSchedules puts the schedules in place, retrying with backoff while Temporal is not
 // reachable (the client is lazy, and the worker must not fail its start for it), then triggers
-// one purge re-drive and one rendition re-drive so that outbox rows left open (and scenes left
-// pending) while no worker ran are handled now rather than at the next interval.
-func keepSchedules(ctx context.Context, c client.Client, taskQueue, mediaTaskQueue string, log *slog.Logger) {
+// one purge re-drive and one webhook re-drive so that outbox rows left open while no worker ran
+// are handled now rather than at the next interval.
+func keepSchedules(ctx context.Context, c client.Client, taskQueue string, log *slog.Logger) {
 	delay := time.Second
 	for {
-		err := ensureSchedules(ctx, c, taskQueue, mediaTaskQueue)
+		err := ensureSchedules(ctx, c, taskQueue)
 		if err == nil {
 			log.Info("schedules in place", "schedules", []string{workflows.OrphanSweepScheduleID, workflows.PurgeRedriveScheduleID,
-				workflows.RetentionRedriveScheduleID, workflows.ViewRetentionScheduleID, workflows.RenditionRedriveScheduleID, workflows.WebhookRedriveScheduleID})
+				workflows.RetentionRedriveScheduleID, workflows.ViewRetentionScheduleID, workflows.WebhookRedriveScheduleID})
 			return
 		}
 		if ctx.Err() != nil {
@@ -94,13 +86,21 @@ func keepSchedules(ctx context.Context, c client.Client, taskQueue, mediaTaskQue
 	}
 }
 
-func ensureSchedules(ctx context.Context, c client.Client, taskQueue, mediaTaskQueue string) error {
-	for _, s := range schedules(taskQueue, mediaTaskQueue) {
+func ensureSchedules(ctx context.Context, c client.Client, taskQueue string) error {
+	for _, s := range schedules(taskQueue) {
 		if err := ensureSchedule(ctx, c, s); err != nil {
 			return fmt.Errorf("schedule %s: %w", s.ID, err)
 		}
 	}
-	for _, id := range []string{workflows.PurgeRedriveScheduleID, workflows.RenditionRedriveScheduleID, workflows.WebhookRedriveScheduleID} {
+	// The rendition re-drive of before (200 scenes every 5 minutes, all at once, first come
+	// first served) is the media worker's dispatcher now; its schedule would start bursts
+	// beside it.
+	err := c.ScheduleClient().GetHandle(ctx, workflows.RenditionRedriveScheduleID).Delete(ctx)
+	var missing *serviceerror.NotFound
+	if err != nil && !errors.As(err, &missing) {
+		return fmt.Errorf("delete schedule %s: %w", workflows.RenditionRedriveScheduleID, err)
+	}
+	for _, id := range []string{workflows.PurgeRedriveScheduleID, workflows.WebhookRedriveScheduleID} {
 		h := c.ScheduleClient().GetHandle(ctx, id)
 		if err := h.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP}); err != nil {
 			return fmt.Errorf("trigger %s: %w", id, err)

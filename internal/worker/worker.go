@@ -85,7 +85,7 @@ func Run(ctx context.Context, c client.Client, cfg config.Config, deps Deps) err
 	go func() {
 		defer close(schedulesDone)
 		if cfg.WorkerSchedules {
-			keepSchedules(ctx, c, cfg.TaskQueue, cfg.MediaTaskQueue, log)
+			keepSchedules(ctx, c, cfg.TaskQueue, log)
 		}
 	}()
 	<-ctx.Done()

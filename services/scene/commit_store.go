@@ -89,6 +89,7 @@ func (s *Service) createScene(ctx context.Context, accountID string, owner *ent.
 			if p.size >= s.clones.RenditionMinBytes {
 				row.ID = ids.New()
 				row.RenditionPrefix = objectkeys.RenditionFolder(owner.IntegrationID, owner.ID, row.ID)
+				row.RenditionQueue = s.clones.MediaTaskQueue
 			} else {
 				row.ProcessingMessage = "smaller than this deployment's rendition threshold"
 			}
@@ -146,7 +147,8 @@ func (s *Service) createScene(ctx context.Context, accountID string, owner *ent.
 	}
 	s.invalidateScene(ctx, owner.IntegrationID, sc.ID)
 	s.events.Flush(ctx, &hooks)
-	s.startRendition(ctx, sc, owner.ExternalUserID)
+	// A pending scene's rendition is started by the media worker's dispatcher, paced and fair
+	// between integrations (internal/worker/renditions_dispatch.go): the row is the outbox.
 	return out, nil
 }
 

@@ -18,27 +18,6 @@ import (
 	"github.com/splathost/splathost/workflows/contract"
 )
 
-// startRendition starts the SceneRenditions workflow of a scene committed pending, detached from
-// the request like the purges: the scene's processing_state is the outbox, so a failure (or
-// this process dying first) only delays it until the rendition re-drive.
-func (s *Service) startRendition(ctx context.Context, sc *ent.Scene, ownerEU string) {
-	if sc == nil || sc.ProcessingState != entscene.ProcessingStatePending {
-		return
-	}
-	if s.clones.Client == nil || s.clones.MediaTaskQueue == "" {
-		s.log.Info("no Temporal client; the rendition re-drive will start the rendition", "scene", sc.ID)
-		return
-	}
-	in := workflows.RenditionInput{SceneID: sc.ID, IntegrationID: sc.IntegrationID, ExternalUserID: ownerEU}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), purgeStartTimeout)
-		defer cancel()
-		if err := workflows.StartSceneRenditions(ctx, s.clones.Client, s.clones.MediaTaskQueue, in); err != nil {
-			s.log.Warn("starting a rendition; the re-drive will retry", "scene", sc.ID, "error", err)
-		}
-	}()
-}
-
 // Operator routes of renditions (`splathostctl renditions list|retry`).
 const (
 	renditionsAdminPath  = "/admin/v1/renditions"
@@ -116,8 +95,8 @@ func (s *Service) listRenditions(c *fiber.Ctx) error {
 }
 
 // retryRendition answers POST /admin/v1/renditions/{splatId}/retry: the scene's rendition is
-// built again (after a fix to the converter, or a failure of the infrastructure): pending again
-// in one transaction, then its workflow started. A scene whose upload has no rendition (a .sog,
+// built again (after a fix to the converter, or a failure of the infrastructure): pending again,
+// not yet started, in one transaction; the dispatcher starts its workflow within a second or so. A scene whose upload has no rendition (a .sog,
 // a LOD folder) is 409; an unknown or archived-and-purged scene 404.
 func (s *Service) retryRendition(c *fiber.Ctx) error {
 	if err := httpx.RequireAdmin(c); err != nil {
@@ -145,7 +124,8 @@ func (s *Service) retryRendition(c *fiber.Ctx) error {
 			folder = *cur.RenditionPrefix
 		}
 		if err := tx.Scene.UpdateOne(cur).SetUpdatedAt(cur.UpdatedAt).SetProcessingState(entscene.ProcessingStatePending).
-			ClearProcessingMessage().SetRenditionPrefix(folder).Exec(ctx); err != nil {
+			ClearProcessingMessage().SetRenditionPrefix(folder).
+			SetRenditionQueue(s.clones.MediaTaskQueue).ClearRenditionStartedAt().Exec(ctx); err != nil {
 			return err
 		}
 		cur.ProcessingState, cur.ProcessingMessage, cur.RenditionPrefix = entscene.ProcessingStatePending, nil, &folder
@@ -155,7 +135,7 @@ func (s *Service) retryRendition(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// The media worker's dispatcher starts it (the scene is pending again, not yet started).
 	s.invalidateScene(context.WithoutCancel(ctx), sc.IntegrationID, sc.ID)
-	s.startRendition(ctx, sc, ownerEUOf(sc))
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"status": "success", "rendition": renditionRowOf(sc)})
 }

@@ -1,10 +1,11 @@
-// Builds the API reference page into dist/docs: the page, its start script and Redoc's standalone
-// bundle (React and all, one file). The gateway serves /docs from it, so the page loads nothing
-// from another host.
+// Builds the docs site into dist/docs: the API reference page, its start script and Redoc's
+// standalone bundle (React and all, one file), and the guides rendered from the repository's
+// docs/ (site.mjs). The gateway serves /docs from it, so no page loads anything from another host.
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildSite } from './site.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(join(here, 'package.json'));
@@ -13,7 +14,7 @@ const require = createRequire(join(here, 'package.json'));
 // does not decode is hidden by Redoc's own onError, so the page shows the link text alone.
 const remoteLogo = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
 
-/** Writes the docs page into `<dist>/docs`. */
+/** Writes the API reference page and the guides into `<dist>/docs`. */
 export function buildDocs(dist) {
   const out = join(dist, 'docs');
   rmSync(out, { recursive: true, force: true });
@@ -30,4 +31,5 @@ export function buildDocs(dist) {
   copyFileSync(`${bundle}.LICENSE.txt`, join(out, 'assets', 'redoc.standalone.js.LICENSE.txt'));
   copyFileSync(join(here, 'src', 'docs.js'), join(out, 'assets', 'docs.js'));
   copyFileSync(join(here, 'src', 'index.html'), join(out, 'index.html'));
+  buildSite(dist, join(here, '..', '..'));
 }
