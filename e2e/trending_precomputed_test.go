@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -57,12 +58,20 @@ func TestTrendingReadsThePrecomputedWindowAndKeepsItFresh(t *testing.T) {
 	// ahead, so the refreshes do not replace it) is what the next request ranks; removed below.
 	db := env.Config.ClickHouseDB
 	forgeTop := func(ids []string, unique, impressions []uint64, complete uint8) {
-		require.NoError(t, env.Process.CH.Exec(ctx, "INSERT INTO "+db+"."+analytics.TopsTable+
+		// Synchronous through a Distributed table (the cluster shape), so the next read sees it.
+		sync := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_distributed_sync": 1}))
+		require.NoError(t, env.Process.CH.Exec(sync, "INSERT INTO "+db+"."+analytics.TopsTable+
 			" (integration_id, since, computed_at, complete, scene_ids, unique_views, impressions) SELECT ?, toDate(?), now() + 3600, toUInt8(?), ?, ?, ?",
 			tn.IntegrationID, since.Format(time.DateOnly), complete, ids, unique, impressions))
 	}
 	unforge := func() {
-		require.NoError(t, env.Process.CH.Exec(ctx, "ALTER TABLE "+db+"."+analytics.TopsTable+" DELETE WHERE integration_id = ? AND computed_at > now() + 60",
+		// A mutation addresses the table holding the rows: in the cluster shape the replicated
+		// _local table on every node, not the Distributed one.
+		table := db + "." + analytics.TopsTable
+		if c := env.State.ClickHouseCluster; c != "" {
+			table += analytics.LocalSuffix + " ON CLUSTER " + c
+		}
+		require.NoError(t, env.Process.CH.Exec(ctx, "ALTER TABLE "+table+" DELETE WHERE integration_id = ? AND computed_at > now() + 60",
 			tn.IntegrationID))
 		require.Eventually(t, func() bool {
 			var n uint64

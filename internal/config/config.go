@@ -35,6 +35,11 @@ type Config struct {
 	ClickHouseCluster string
 	// S3Endpoint is the object store URL (versitygw locally, any S3 in production).
 	S3Endpoint string
+	// S3Fallbacks are other gateways of the same store (host:port, comma-separated): the
+	// service's S3 client dials them in order when S3Endpoint's address refuses a connection,
+	// still addressing (and signing for) S3Endpoint. Browsers' presigned uploads go to
+	// S3Endpoint only.
+	S3Fallbacks string
 	// S3Region is the signing region.
 	S3Region string
 	// S3AccessKey and S3SecretKey are the object store credentials.
@@ -159,6 +164,7 @@ func Load() (Config, error) {
 		ClickHouseDB:         l.str("SPLATHOST_CLICKHOUSE_DB", "splathost"),
 		ClickHouseCluster:    l.str("SPLATHOST_CLICKHOUSE_CLUSTER", ""),
 		S3Endpoint:           l.str("SPLATHOST_S3_ENDPOINT", "http://127.0.0.1:7070"),
+		S3Fallbacks:          l.str("SPLATHOST_S3_FALLBACKS", ""),
 		S3Region:             l.str("SPLATHOST_S3_REGION", "us-east-1"),
 		S3AccessKey:          l.str("SPLATHOST_S3_ACCESS_KEY", "splathost"),
 		S3SecretKey:          l.str("SPLATHOST_S3_SECRET_KEY", "splathost-dev-secret"),
@@ -287,6 +293,7 @@ func (cfg Config) Environ() []string {
 		{"SPLATHOST_CLICKHOUSE_DB", cfg.ClickHouseDB},
 		{"SPLATHOST_CLICKHOUSE_CLUSTER", cfg.ClickHouseCluster},
 		{"SPLATHOST_S3_ENDPOINT", cfg.S3Endpoint},
+		{"SPLATHOST_S3_FALLBACKS", cfg.S3Fallbacks},
 		{"SPLATHOST_S3_REGION", cfg.S3Region},
 		{"SPLATHOST_S3_ACCESS_KEY", cfg.S3AccessKey},
 		{"SPLATHOST_S3_SECRET_KEY", cfg.S3SecretKey},

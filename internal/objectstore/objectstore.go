@@ -45,6 +45,9 @@ func New(cfg config.Config) (*Store, error) {
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
 		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 			t.MaxIdleConns, t.MaxIdleConnsPerHost = maxIdleConns, maxIdleConns
+			if fallbacks := splitList(cfg.S3Fallbacks); len(fallbacks) > 0 {
+				t.DialContext = failoverDial(t.DialContext, fallbacks)
+			}
 		}),
 	})
 	return &Store{Client: client, Presign: s3.NewPresignClient(client), Bucket: cfg.S3Bucket}, nil

@@ -5,6 +5,7 @@ package stackstate
 
 import (
 	"encoding/hex"
+	"strings"
 
 	"github.com/splathost/splathost/internal/config"
 )
@@ -48,6 +49,21 @@ type State struct {
 	// GatewayURLs are every gateway's base URL, gatewayUrl first, when the runner started more
 	// than one (--gateways): each forwards to its own session service process (--sessions).
 	GatewayURLs []string `json:"gatewayUrls,omitempty"`
+
+	// Cluster is set by the cluster shape (bin/stack --cluster): every engine runs as more than
+	// one node, each listed in Processes under its role's name. The fields above keep naming
+	// the nodes the product uses (the Postgres primary, the first ClickHouse node and gateway).
+	Cluster bool `json:"cluster,omitempty"`
+	// PostgresStandbyURL is the streaming hot standby of PostgresURL (read-only, lagging by
+	// the replication delay).
+	PostgresStandbyURL string `json:"postgresStandbyUrl,omitempty"`
+	// ClickHouseCluster is the remote_servers cluster the analytics schema was created on;
+	// ClickHouseAddrs are every node's native address, shard by shard (the product gets them
+	// all as SPLATHOST_CLICKHOUSE_ADDR; ClickHouseAddr stays the first, one address).
+	ClickHouseCluster string   `json:"clickhouseCluster,omitempty"`
+	ClickHouseAddrs   []string `json:"clickhouseAddrs,omitempty"`
+	// ObjectStoreURLs are every S3 gateway over the one store, ObjectStoreURL first.
+	ObjectStoreURLs []string `json:"objectStoreUrls,omitempty"`
 }
 
 // Config turns the stack's state into the product's configuration.
@@ -55,6 +71,13 @@ func (s State) Config() config.Config {
 	cfg, _ := config.Load()
 	cfg.PostgresURL = s.PostgresURL
 	cfg.ClickHouseAddr = s.ClickHouseAddr
+	if s.ClickHouseCluster != "" {
+		cfg.ClickHouseCluster = s.ClickHouseCluster
+	}
+	if len(s.ClickHouseAddrs) > 0 {
+		// Every node, as the runner gives its own product processes (analytics.Open).
+		cfg.ClickHouseAddr = strings.Join(s.ClickHouseAddrs, ",")
+	}
 	cfg.TemporalAddr = s.TemporalAddr
 	if s.TemporalNamespace != "" {
 		cfg.TemporalNamespace = s.TemporalNamespace
@@ -63,6 +86,14 @@ func (s State) Config() config.Config {
 		cfg.TaskQueue = s.TaskQueue
 	}
 	cfg.S3Endpoint = s.ObjectStoreURL
+	if len(s.ObjectStoreURLs) > 1 {
+		// The other gateways, as the runner gives its own product processes.
+		var fallbacks []string
+		for _, u := range s.ObjectStoreURLs[1:] {
+			fallbacks = append(fallbacks, strings.TrimPrefix(strings.TrimPrefix(u, "http://"), "https://"))
+		}
+		cfg.S3Fallbacks = strings.Join(fallbacks, ",")
+	}
 	cfg.S3Bucket = s.S3Bucket
 	if s.S3Region != "" {
 		cfg.S3Region = s.S3Region

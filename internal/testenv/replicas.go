@@ -21,6 +21,13 @@ import (
 // `SPLATHOST_E2E_REPLICAS=2 go test -tags e2e ./e2e/` is the scale-out proof of issue 16.
 const ReplicasEnv = "SPLATHOST_E2E_REPLICAS"
 
+// ClusterEnv is the environment variable that runs a test binary against the cluster shape of
+// the stack: set to 1, Start runs the runner with --cluster (every engine as a cluster on
+// loopback, deploy/README.md "The cluster shape on one machine"). With ReplicasEnv too, the
+// product is scaled out as well: `SPLATHOST_E2E_CLUSTER=1 SPLATHOST_E2E_REPLICAS=2 go test
+// -tags e2e ./e2e/`.
+const ClusterEnv = "SPLATHOST_E2E_CLUSTER"
+
 // replicasFromEnv is ReplicasEnv's value, 1 when unset.
 func replicasFromEnv() (int, error) {
 	v := os.Getenv(ReplicasEnv)

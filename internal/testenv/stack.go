@@ -36,6 +36,10 @@ type StackOptions struct {
 	// Services "split" (--gateways, --sessions; 1 when zero); State.GatewayURLs lists every
 	// gateway.
 	Gateways, Sessions int
+	// Cluster runs the runner's cluster shape (--cluster): a Postgres standby, ClickHouse as
+	// 2 shards x 2 replicas on ZooKeeper, two versitygw gateways. The engine names of
+	// EnginePostgres, EngineClickHouse and EngineVersityGW then name the nodes the product uses.
+	Cluster bool
 	// Runner is the stack runner binary; StackBinary() when empty.
 	Runner string
 	// ReadyTimeout bounds the wait for the state file; 3 minutes when zero.
@@ -102,6 +106,9 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	}
 	if o.Demo {
 		args = append(args, "--demo")
+	}
+	if o.Cluster {
+		args = append(args, "--cluster")
 	}
 	if o.Replicas > 1 {
 		args = append(args, "--replicas", strconv.Itoa(o.Replicas))
@@ -249,8 +256,19 @@ func LogTail(path string, n int) string {
 	return "  | " + strings.Join(lines, "\n  | ")
 }
 
+// clusterNodes are, in the cluster shape, the nodes the single-node engine names stand for: the
+// ones the product dials, so a test that kills or pauses "clickhouse" takes the product's node.
+var clusterNodes = map[string]string{
+	EnginePostgres:   "postgres-primary",
+	EngineClickHouse: "clickhouse-1-1",
+	EngineVersityGW:  "versitygw-1",
+}
+
 // processPID is the pid the state lists for the named process; 0 when none.
 func (s *Stack) processPID(name string) int {
+	if node, ok := clusterNodes[name]; ok && s.State.Cluster {
+		name = node
+	}
 	for _, p := range s.State.Processes {
 		if p.Name == name {
 			return p.PID

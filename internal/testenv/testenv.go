@@ -120,7 +120,7 @@ func Start() (*Env, error) {
 		if err := os.Chmod(dir, 0o755); err != nil {
 			return nil, err
 		}
-		stack, err = StartStack(context.Background(), StackOptions{Dir: dir, Services: "none"})
+		stack, err = StartStack(context.Background(), StackOptions{Dir: dir, Services: "none", Cluster: os.Getenv(ClusterEnv) == "1"})
 		if err == nil {
 			break
 		}

@@ -20,16 +20,22 @@ import (
 // clickhouse runs Debian's clickhouse-server (18.16) as a plain process with a config of its own,
 // so it never touches /etc/clickhouse-server or /var/lib/clickhouse.
 type clickhouse struct {
-	dir      string // DIR/clickhouse: config and data
+	// name is the process's name and the base of its log files: "clickhouse", or
+	// "clickhouse-<shard>-<replica>" in the cluster shape.
+	name     string
+	dir      string // DIR/<name>: config and data
 	logDir   string
 	tcpPort  int
 	httpPort int
-	log      *slog.Logger
-	proc     *process
+	// node, in the cluster shape, places the server in the cluster (chcluster.go).
+	node *chNode
+	log  *slog.Logger
+	proc *process
 }
 
 func newClickHouse(dir string, tcpPort, httpPort int, log *slog.Logger) *clickhouse {
 	return &clickhouse{
+		name:     "clickhouse",
 		dir:      filepath.Join(dir, "clickhouse"),
 		logDir:   filepath.Join(dir, "logs"),
 		tcpPort:  tcpPort,
@@ -46,10 +52,10 @@ func (c *clickhouse) httpURL() string { return httpURL(c.httpPort) }
 
 // stdoutLog receives whatever the server prints before its own logger is configured, which is
 // where config errors end up.
-func (c *clickhouse) stdoutLog() string { return filepath.Join(c.logDir, "clickhouse.stdout.log") }
+func (c *clickhouse) stdoutLog() string { return filepath.Join(c.logDir, c.name+".stdout.log") }
 
 // serverLog is the server's own log file.
-func (c *clickhouse) serverLog() string { return filepath.Join(c.logDir, "clickhouse.log") }
+func (c *clickhouse) serverLog() string { return filepath.Join(c.logDir, c.name+".log") }
 
 // findClickHouse locates the server binary; Debian installs it under /usr/bin (a link into
 // /usr/sbin on some releases).
@@ -83,7 +89,7 @@ func (c *clickhouse) start(ctx context.Context, timeout time.Duration) error {
 		return err
 	}
 	c.proc, err = startProcess(procSpec{
-		name:        "clickhouse",
+		name:        c.name,
 		path:        bin,
 		args:        []string{"--config-file=" + filepath.Join(c.dir, "config.xml")},
 		env:         []string{"PATH=/usr/bin:/bin:/usr/sbin:/sbin", "TZ=UTC"},
@@ -94,7 +100,7 @@ func (c *clickhouse) start(ctx context.Context, timeout time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("clickhouse: %w", err)
 	}
-	err = waitHealthy(ctx, "clickhouse", c.proc, c.serverLog(), timeout, httpCheck(c.httpURL()+"/ping", "Ok."))
+	err = waitHealthy(ctx, c.name, c.proc, c.serverLog(), timeout, httpCheck(c.httpURL()+"/ping", "Ok."))
 	if err != nil {
 		return fmt.Errorf("%w\n(start-up errors also land in %s)", err, c.stdoutLog())
 	}
@@ -146,6 +152,8 @@ func (c *clickhouse) writeConfig() error {
 		"TCPPort":  c.tcpPort,
 		"HTTPPort": c.httpPort,
 		"Host":     loopback,
+		"Name":     c.name,
+		"Node":     c.node,
 	}
 	for name, tmpl := range map[string]*template.Template{"config.xml": clickhouseConfig, "users.xml": clickhouseUsers} {
 		var sb strings.Builder
@@ -167,8 +175,8 @@ var clickhouseConfig = template.Must(template.New("config").Parse(`<?xml version
 <yandex>
     <logger>
         <level>information</level>
-        <log>{{.LogDir}}/clickhouse.log</log>
-        <errorlog>{{.LogDir}}/clickhouse.err.log</errorlog>
+        <log>{{.LogDir}}/{{.Name}}.log</log>
+        <errorlog>{{.LogDir}}/{{.Name}}.err.log</errorlog>
         <size>100M</size>
         <count>3</count>
     </logger>
@@ -192,6 +200,38 @@ var clickhouseConfig = template.Must(template.New("config").Parse(`<?xml version
     <builtin_dictionaries_reload_interval>3600</builtin_dictionaries_reload_interval>
     <max_session_timeout>3600</max_session_timeout>
     <default_session_timeout>60</default_session_timeout>
+{{- with .Node}}
+    <!-- Cluster shape: replicas fetch parts from each other over HTTP on this port. -->
+    <interserver_http_host>{{$.Host}}</interserver_http_host>
+    <interserver_http_port>{{.InterserverPort}}</interserver_http_port>
+    <remote_servers>
+        <{{.Cluster}}>
+{{- range .Shards}}
+            <shard>
+                <internal_replication>true</internal_replication>
+{{- range .}}
+                <replica><host>{{$.Host}}</host><port>{{.}}</port></replica>
+{{- end}}
+            </shard>
+{{- end}}
+        </{{.Cluster}}>
+    </remote_servers>
+    <zookeeper>
+{{- range .ZooKeeper}}
+        <node><host>{{$.Host}}</host><port>{{.}}</port></node>
+{{- end}}
+        <!-- A replica killed with -9 rejoins only once its old session expires. -->
+        <session_timeout_ms>10000</session_timeout_ms>
+    </zookeeper>
+    <!-- ON CLUSTER statements (the migrator's) queue here and every node runs them. -->
+    <distributed_ddl>
+        <path>/clickhouse/task_queue/ddl</path>
+    </distributed_ddl>
+    <macros>
+        <shard>{{.Shard}}</shard>
+        <replica>{{$.Name}}</replica>
+    </macros>
+{{- end}}
 </yandex>
 `))
 
@@ -203,7 +243,16 @@ var clickhouseUsers = template.Must(template.New("users").Parse(`<?xml version="
         <default>
             <max_memory_usage>4000000000</max_memory_usage>
             <use_uncompressed_cache>0</use_uncompressed_cache>
-            <load_balancing>random</load_balancing>
+            <!-- In a cluster a Distributed table writes each shard's rows to one replica and
+                 reads each shard from one replica: in_order makes both the first healthy one,
+                 so a read sees an insert made the moment before (random missed 12 in 60 on the
+                 cluster shape), and prefer_localhost_replica 0 keeps a node from reading its own
+                 shard locally when another node wrote it to the first replica (24 in 60 missed,
+                 inserting through clickhouse-1-1 and reading through clickhouse-1-2).
+                 clickhouse-go 2.25 cannot send string settings to 18.16, so the profile sets
+                 them. One server ignores both. -->
+            <load_balancing>in_order</load_balancing>
+            <prefer_localhost_replica>0</prefer_localhost_replica>
         </default>
     </profiles>
     <users>

@@ -22,6 +22,8 @@ import (
 // (Stop waits for it to return before stopping the engines), so no lock guards it.
 type engine struct {
 	name string
+	// url is what the state file lists for the engine (its client or HTTP address).
+	url string
 	// proc is the current process.
 	proc func() *process
 	// start starts the engine again on its data and ports and waits until it answers; it sets
@@ -35,13 +37,16 @@ type engine struct {
 
 // engines lists the supervised engines in start order.
 func (s *Stack) engines() []*engine {
-	mk := func(name string, proc func() *process, start func(context.Context, time.Duration) error) *engine {
-		return &engine{name: name, proc: proc, start: start, hold: make(chan struct{}, 1), release: make(chan struct{}, 1)}
+	mk := func(name, url string, proc func() *process, start func(context.Context, time.Duration) error) *engine {
+		return &engine{name: name, url: url, proc: proc, start: start, hold: make(chan struct{}, 1), release: make(chan struct{}, 1)}
+	}
+	if s.cluster != nil {
+		return s.clusterEngines(mk)
 	}
 	return []*engine{
-		mk("postgres", func() *process { return s.pg.proc }, s.pg.start),
-		mk("clickhouse", func() *process { return s.ch.proc }, s.ch.start),
-		mk("versitygw", func() *process { return s.s3.proc }, s.s3.start),
+		mk("postgres", s.pg.url(), func() *process { return s.pg.proc }, s.pg.start),
+		mk("clickhouse", s.ch.httpURL(), func() *process { return s.ch.proc }, s.ch.start),
+		mk("versitygw", s.s3.url(), func() *process { return s.s3.proc }, s.s3.start),
 	}
 }
 

@@ -40,6 +40,8 @@ func DefaultVersityGW() string {
 // objectStore runs versitygw with its posix backend: a real S3 implementation that checks
 // signatures, unlike the in-memory fakes.
 type objectStore struct {
+	// name is the process's name ("versitygw", or "versitygw-N" in the cluster shape).
+	name      string
 	bin       string
 	root      string
 	logPath   string
@@ -53,6 +55,7 @@ type objectStore struct {
 
 func newObjectStore(dir, bin string, port int, bucket string, secrets Secrets, log *slog.Logger) *objectStore {
 	return &objectStore{
+		name:      "versitygw",
 		bin:       bin,
 		root:      filepath.Join(dir, "s3"),
 		logPath:   filepath.Join(dir, "logs", "versitygw.log"),
@@ -62,6 +65,17 @@ func newObjectStore(dir, bin string, port int, bucket string, secrets Secrets, l
 		secretKey: secrets.S3SecretKey,
 		log:       log.With("part", "versitygw"),
 	}
+}
+
+// gateway is another versitygw named name, on port, over the same store directory: the posix
+// backend keeps no state outside the files, so gateways over one directory serve one store
+// (the cluster shape runs two).
+func (o *objectStore) gateway(name string, port int) *objectStore {
+	g := *o
+	g.name, g.port, g.proc = name, port, nil
+	g.logPath = filepath.Join(filepath.Dir(o.logPath), name+".log")
+	g.log = o.log.With("part", name)
+	return &g
 }
 
 // url is the S3 endpoint.
@@ -85,7 +99,7 @@ func (o *objectStore) start(ctx context.Context, timeout time.Duration) error {
 	}
 	var err error
 	o.proc, err = startProcess(procSpec{
-		name: "versitygw",
+		name: o.name,
 		path: o.bin,
 		// Any origin may PUT signed uploads from a browser (the editor uploads scene files);
 		// signatures guard every request, and nothing is anonymously readable. --keep-alive:
@@ -107,7 +121,7 @@ func (o *objectStore) start(ctx context.Context, timeout time.Duration) error {
 		return fmt.Errorf("versitygw: %w", err)
 	}
 	client := o.client()
-	return waitHealthy(ctx, "versitygw", o.proc, o.logPath, timeout, func(ctx context.Context) error {
+	return waitHealthy(ctx, o.name, o.proc, o.logPath, timeout, func(ctx context.Context) error {
 		return ensureBucket(ctx, client, o.bucket)
 	})
 }

@@ -25,23 +25,46 @@ const postgresBinDir = "/usr/lib/postgresql/15/bin"
 // productDatabase is the database the services use.
 const productDatabase = "splathost"
 
-// postgres runs a Postgres 15 cluster owned by the postgres user under DIR/postgres.
+// postgres runs a Postgres 15 cluster owned by the postgres user under DIR/postgres, or (the
+// cluster shape) a streaming hot standby of it under DIR/postgres-standby.
 type postgres struct {
+	// name is the process's name in the state file and the runner's log ("postgres", or
+	// "postgres-primary" and "postgres-standby" in the cluster shape).
+	name    string
 	dataDir string
 	logPath string
 	port    int
-	log     *slog.Logger
-	proc    *process
+	// primaryPort, when not zero, makes this server a hot standby streaming from the primary
+	// on that port: its data starts as a pg_basebackup -R of the primary.
+	primaryPort int
+	log         *slog.Logger
+	proc        *process
 }
 
 func newPostgres(dir string, port int, log *slog.Logger) *postgres {
 	return &postgres{
+		name:    "postgres",
 		dataDir: filepath.Join(dir, "postgres"),
 		logPath: filepath.Join(dir, "logs", "postgres.log"),
 		port:    port,
 		log:     log.With("part", "postgres"),
 	}
 }
+
+// newStandby is a hot standby of the primary listening on primaryPort (the cluster shape).
+func newStandby(dir string, port, primaryPort int, log *slog.Logger) *postgres {
+	return &postgres{
+		name:        "postgres-standby",
+		dataDir:     filepath.Join(dir, "postgres-standby"),
+		logPath:     filepath.Join(dir, "logs", "postgres-standby.log"),
+		port:        port,
+		primaryPort: primaryPort,
+		log:         log.With("part", "postgres-standby"),
+	}
+}
+
+// standby reports whether this server is a streaming replica.
+func (p *postgres) standby() bool { return p.primaryPort != 0 }
 
 // url is the connection string of the product database.
 func (p *postgres) url() string {
@@ -73,7 +96,11 @@ func (p *postgres) start(ctx context.Context, timeout time.Duration) error {
 		return err
 	}
 	if _, err := os.Stat(filepath.Join(p.dataDir, "PG_VERSION")); errors.Is(err, fs.ErrNotExist) {
-		if err := p.initdb(ctx, cred); err != nil {
+		init := p.initdb
+		if p.standby() {
+			init = p.basebackup
+		}
+		if err := init(ctx, cred); err != nil {
 			return err
 		}
 	}
@@ -86,18 +113,24 @@ func (p *postgres) start(ctx context.Context, timeout time.Duration) error {
 	if len(socketDir)+len("/.s.PGSQL.65535.lock") > 107 {
 		socketDir = ""
 	}
+	args := []string{
+		"-D", p.dataDir,
+		"-p", strconv.Itoa(p.port),
+		"-k", socketDir,
+		"-c", "listen_addresses=" + loopback,
+		// Every service and test pool holds a few connections; 100 runs out under the
+		// integration suite. A hot standby needs at least the primary's.
+		"-c", "max_connections=200",
+	}
+	if p.standby() {
+		// On the command line, not only in postgresql.auto.conf (pg_basebackup -R), so a
+		// primary on another port after --random-ports is still found on a warm restart.
+		args = append(args, "-c", "primary_conninfo="+p.primaryConninfo())
+	}
 	p.proc, err = startProcess(procSpec{
-		name: "postgres",
-		path: filepath.Join(postgresBinDir, "postgres"),
-		args: []string{
-			"-D", p.dataDir,
-			"-p", strconv.Itoa(p.port),
-			"-k", socketDir,
-			"-c", "listen_addresses=" + loopback,
-			// Every service and test pool holds a few connections; 100 runs out under the
-			// integration suite.
-			"-c", "max_connections=200",
-		},
+		name:        p.name,
+		path:        filepath.Join(postgresBinDir, "postgres"),
+		args:        args,
 		env:         []string{"PATH=/usr/bin:/bin", "LC_ALL=C.UTF-8"},
 		dir:         p.dataDir,
 		logPath:     p.logPath,
@@ -109,12 +142,15 @@ func (p *postgres) start(ctx context.Context, timeout time.Duration) error {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	adminURL := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable&connect_timeout=2", hostPort(p.port))
-	err = waitHealthy(ctx, "postgres", p.proc, p.logPath, timeout, func(ctx context.Context) error {
+	err = waitHealthy(ctx, p.name, p.proc, p.logPath, timeout, func(ctx context.Context) error {
 		conn, err := pgx.Connect(ctx, adminURL)
 		if err != nil {
 			return err
 		}
 		defer conn.Close(context.Background())
+		if p.standby() {
+			return checkStreaming(ctx, conn)
+		}
 		return ensureDatabase(ctx, conn, productDatabase)
 	})
 	if err != nil {

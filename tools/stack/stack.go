@@ -53,6 +53,9 @@ type Options struct {
 	StartTimeout, MigrateTimeout time.Duration
 	// StopTimeout is how long a child gets to exit after its stop signal before it is killed.
 	StopTimeout time.Duration
+	// Cluster runs the cluster shape (cluster.go): a Postgres standby, ClickHouse as shards of
+	// replicas on ZooKeeper, two versitygw gateways over one store.
+	Cluster bool
 	// CrashClickHouse and StartClickHouse, when set, let the runner's owner take ClickHouse
 	// away like a crash (SIGKILL) and keep it away (its supervisor does not restart it) until
 	// asked to bring it back on the same data and ports, for failure tests of what depends on
@@ -82,6 +85,8 @@ type Stack struct {
 	s3       *objectStore
 	temporal *temporalStack
 	services []*service
+	// cluster holds the cluster shape's other nodes (Options.Cluster); nil otherwise.
+	cluster *clusterNodes
 
 	state      State
 	stateSaved bool

@@ -42,6 +42,11 @@ func (s *Stack) Start(ctx context.Context) error {
 	s.ch = newClickHouse(o.Dir, o.Ports.ClickHouseTCP, o.Ports.ClickHouseHTTP, s.log)
 	s.s3 = newObjectStore(o.Dir, o.VersityGW, o.Ports.ObjectStore, o.Bucket, s.secrets, s.log)
 	s.temporal = newTemporal(o.Dir, o.Ports, o.Namespace, s.log)
+	if o.Cluster {
+		if err := s.setupCluster(); err != nil {
+			return err
+		}
+	}
 	if s.cfg, err = s.productConfig(); err != nil {
 		return err
 	}
@@ -55,21 +60,28 @@ func (s *Stack) Start(ctx context.Context) error {
 	if err := errors.Join(s.pg.clearStalePid(), s.ch.stopOrphan()); err != nil {
 		return err
 	}
+	if o.Cluster {
+		if err := s.clusterPrepare(); err != nil {
+			return err
+		}
+	}
 	if err := checkFree(s.portsInUse()); err != nil {
 		return err
 	}
 
-	steps := []struct {
-		name string
-		run  func(context.Context) error
-	}{
+	steps := []startStep{
 		{"postgres", func(ctx context.Context) error { return s.pg.start(ctx, o.StartTimeout) }},
 		{"clickhouse", func(ctx context.Context) error { return s.ch.start(ctx, o.StartTimeout) }},
 		{"versitygw", func(ctx context.Context) error { return s.s3.start(ctx, o.StartTimeout) }},
+	}
+	if o.Cluster {
+		steps = s.clusterSteps()
+	}
+	steps = append(steps, []startStep{
 		{"temporal", func(ctx context.Context) error { return s.temporal.start(ctx, o.StartTimeout) }},
 		{"migrations", s.migrate},
 		{"services", s.startServices},
-	}
+	}...)
 	for _, step := range steps {
 		t0 := time.Now()
 		if err := step.run(ctx); err != nil {
@@ -93,6 +105,12 @@ func (s *Stack) Start(ctx context.Context) error {
 	s.stateSaved = true
 	s.watch()
 	return nil
+}
+
+// startStep is one part of the start-up: run returns once the part is healthy.
+type startStep struct {
+	name string
+	run  func(context.Context) error
 }
 
 // migrate applies the product's Postgres and ClickHouse migrations.
@@ -140,6 +158,20 @@ func (s *Stack) productConfig() (config.Config, error) {
 	cfg.TemporalNamespace = s.opts.Namespace
 	cfg.TaskQueue = s.opts.TaskQueue
 	cfg.ClickHouseAddr = s.ch.addr()
+	if s.cluster != nil {
+		// The migrator creates the schema's cluster variant; the services read the cluster
+		// name from view_events' engine, so this is all they need too. They get every node,
+		// dialled in order (analytics.Open), so losing clickhouse-1-1 is not an outage.
+		cfg.ClickHouseCluster = ClickHouseCluster
+		cfg.ClickHouseAddr = strings.Join(s.cluster.chAddrs(), ",")
+		// versitygw-1 is the endpoint (browsers' uploads, signatures); the services' own S3
+		// client dials versitygw-2 when it refuses.
+		var fallbacks []string
+		for _, g := range s.cluster.gateways {
+			fallbacks = append(fallbacks, hostPort(g.port))
+		}
+		cfg.S3Fallbacks = strings.Join(fallbacks, ",")
+	}
 	cfg.S3Endpoint = s.s3.url()
 	cfg.S3Region = s3Region
 	cfg.S3AccessKey = s.secrets.S3AccessKey

@@ -32,12 +32,22 @@ func (s *Stack) buildState() State {
 		Services:          s.opts.Services,
 		LogDir:            s.logDir,
 		ReadyMillis:       time.Since(s.started).Milliseconds(),
-		Processes: []Process{
-			{Name: "postgres", PID: s.pg.proc.Pid(), URL: s.pg.url()},
-			{Name: "clickhouse", PID: s.ch.proc.Pid(), URL: s.ch.httpURL()},
-			{Name: "versitygw", PID: s.s3.proc.Pid(), URL: s.s3.url()},
-			{Name: "stack", PID: os.Getpid(), URL: s.temporal.uiURL()},
-		},
+	}
+	// The engines in start order (the cluster shape's every node), then the runner itself,
+	// which hosts Temporal.
+	for _, e := range s.engines() {
+		st.Processes = append(st.Processes, Process{Name: e.name, PID: e.proc().Pid(), URL: e.url})
+	}
+	st.Processes = append(st.Processes, Process{Name: "stack", PID: os.Getpid(), URL: s.temporal.uiURL()})
+	if c := s.cluster; c != nil {
+		st.Cluster = true
+		st.PostgresStandbyURL = c.standby.url()
+		st.ClickHouseCluster = ClickHouseCluster
+		st.ClickHouseAddrs = c.chAddrs()
+		st.ObjectStoreURLs = []string{s.s3.url()}
+		for _, g := range c.gateways {
+			st.ObjectStoreURLs = append(st.ObjectStoreURLs, g.url())
+		}
 	}
 	for _, svc := range s.services {
 		st.Processes = append(st.Processes, Process{Name: svc.def.name, PID: svc.proc.Pid(), URL: "http://" + svc.def.readyAddr})
@@ -79,8 +89,17 @@ func (s *Stack) PrintSummary(w io.Writer) {
 	row("temporal ui", st.TemporalUIURL)
 	row("temporal", st.TemporalAddr+" (namespace "+st.TemporalNamespace+", task queue "+st.TaskQueue+")")
 	row("postgres", st.PostgresURL)
+	if st.PostgresStandbyURL != "" {
+		row("pg standby", st.PostgresStandbyURL+" (hot standby, read-only)")
+	}
 	row("clickhouse", st.ClickHouseAddr+" (http "+st.ClickHouseHTTPURL+")")
+	if st.ClickHouseCluster != "" {
+		row("ch cluster", fmt.Sprintf("%s: %d shards x %d replicas %s", st.ClickHouseCluster, clusterShards, clusterReplicas, strings.Join(st.ClickHouseAddrs, " ")))
+	}
 	row("object store", st.ObjectStoreURL+" (bucket "+st.S3Bucket+")")
+	for _, u := range st.ObjectStoreURLs[min(1, len(st.ObjectStoreURLs)):] {
+		row("object store", u+" (another gateway, same store)")
+	}
 	row("admin token", st.AdminToken)
 	row("state file", s.opts.StateFile)
 	row("logs", st.LogDir)

@@ -31,11 +31,11 @@ func (s *Stack) engine(name string) *engine {
 // crashClickHouse has ClickHouse's supervisor kill it with SIGKILL, as a crash would, and keep
 // it down until startClickHouse: the tests of what depends on it (the view streamer, trending)
 // need it gone for a while, not restarted at once.
-func (s *Stack) crashClickHouse() { signalEngine(s.engine("clickhouse"), true) }
+func (s *Stack) crashClickHouse() { signalEngine(s.engine(s.ch.name), true) }
 
 // startClickHouse lets ClickHouse's supervisor start it again on the same data and ports; the
 // state file lists its new pid once it answers. It does nothing while ClickHouse runs.
-func (s *Stack) startClickHouse() { signalEngine(s.engine("clickhouse"), false) }
+func (s *Stack) startClickHouse() { signalEngine(s.engine(s.ch.name), false) }
 
 // signalEngine posts a hold (or release) request to e's supervisor, one pending at most.
 func signalEngine(e *engine, hold bool) {
@@ -84,13 +84,15 @@ func (s *Stack) Stop() error {
 		if s.temporal != nil {
 			errs = append(errs, s.temporal.stop())
 		}
-		if s.s3 != nil {
+		if s.cluster != nil {
+			errs = append(errs, s.clusterStops(s.opts.StopTimeout))
+		} else if s.s3 != nil {
 			errs = append(errs, s.s3.stop(s.opts.StopTimeout))
 		}
-		if s.ch != nil {
+		if s.cluster == nil && s.ch != nil {
 			errs = append(errs, s.ch.stop(s.opts.StopTimeout))
 		}
-		if s.pg != nil {
+		if s.cluster == nil && s.pg != nil {
 			errs = append(errs, s.pg.stop(s.opts.StopTimeout))
 		}
 		if s.lock != nil {

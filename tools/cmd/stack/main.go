@@ -5,6 +5,8 @@
 //	bin/stack --dir .dev                       # make dev: fixed ports, every service
 //	bin/stack --dir $TMP --random-ports --services none --state-file $TMP/stack.json
 //	                                           # integration tests: infrastructure only
+//	bin/stack --dir .dev-cluster --cluster --replicas 2
+//	                                           # make dev-cluster: every engine as a cluster
 //
 // It stays up until SIGINT or SIGTERM (a second one exits at once; the children then get their
 // parent-death signal), or until its parent process goes away. A product binary, Postgres,
@@ -46,6 +48,7 @@ func run() error {
 	fs.StringVar(&opts.Dir, "dir", ".dev", "data directory (created if missing; a second run reuses its data)")
 	fs.StringVar(&opts.BinDir, "bin", "bin", "directory holding the product binaries")
 	fs.StringVar(&opts.Services, "services", stack.ServicesSplit, "product processes to run: split, allinone or none")
+	fs.BoolVar(&opts.Cluster, "cluster", false, "run every engine as a cluster on loopback: Postgres primary + hot standby, ClickHouse 2 shards x 2 replicas on ZooKeeper, two versitygw gateways (make dev-cluster)")
 	fs.BoolVar(&opts.Demo, "demo", false, "also run the demo host page (bin/demo) once the gateway is healthy")
 	// The product's own loader reads SPLATHOST_REPLICAS, so `SPLATHOST_REPLICAS=2 make dev`
 	// scales every binary; a malformed value fails here, before anything starts.

@@ -1,0 +1,50 @@
+package objectstore
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+)
+
+// failoverDial wraps dial so that a connection the endpoint refuses (or cannot be dialled at
+// all) is made to the fallbacks in order instead (config.S3Fallbacks: other gateways over the
+// same store). Only the TCP connection moves: the request keeps the endpoint's Host header, which
+// its signature covers, so any gateway holding the same keys accepts it.
+func failoverDial(dial func(ctx context.Context, network, addr string) (net.Conn, error), fallbacks []string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err == nil || ctx.Err() != nil {
+			return conn, err
+		}
+		errs := []error{err}
+		for _, fb := range fallbacks {
+			if fb == addr {
+				continue
+			}
+			c, ferr := dial(ctx, network, fb)
+			if ferr == nil {
+				return c, nil
+			}
+			errs = append(errs, ferr)
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		return nil, errors.Join(errs...)
+	}
+}
+
+// splitList splits a comma-separated list, dropping blanks.
+func splitList(list string) []string {
+	var out []string
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

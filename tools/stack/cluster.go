@@ -1,0 +1,195 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"time"
+)
+
+// The cluster shape (Options.Cluster, `bin/stack --cluster`, `make dev-cluster`) runs every
+// engine the product rests on as more than one node, on loopback:
+//
+//   - Postgres: the primary (the product's) and one streaming hot standby made with
+//     pg_basebackup -R (postgres-primary, postgres-standby);
+//   - ClickHouse: clusterShards shards of clusterReplicas replicas (clickhouse-<shard>-<replica>)
+//     coordinated by one ZooKeeper (zookeeper-1), with the analytics schema's cluster variant
+//     (SPLATHOST_CLICKHOUSE_CLUSTER=ClickHouseCluster: Replicated _local tables and Distributed
+//     tables over them); the product gets every node, dialled in order (analytics.Open);
+//   - versitygw: two gateways over one store directory (versitygw-1, versitygw-2); the
+//     product's S3 endpoint is one URL, versitygw-1's;
+//   - Temporal: unchanged, in the runner on SQLite.
+//
+// The first node of each engine keeps the engine's ports of Ports; the others take free
+// loopback ports at every start (the configs are rewritten on every start, and the standby
+// is given the primary's address on its command line).
+const (
+	// ClickHouseCluster is the remote_servers name of the cluster shape's ClickHouse cluster.
+	ClickHouseCluster = "analytics"
+	clusterShards     = 2
+	clusterReplicas   = 2
+)
+
+// chNode places one clickhouse-server in the cluster: what the config template renders into
+// interserver_http_port, remote_servers, zookeeper and macros.
+type chNode struct {
+	Cluster         string
+	Shard           int
+	InterserverPort int
+	// Shards holds every node's native port, shard by shard.
+	Shards [][]int
+	// ZooKeeper holds the coordination service's client ports.
+	ZooKeeper []int
+}
+
+// clusterNodes are the nodes the cluster shape adds to the single-node stack's.
+type clusterNodes struct {
+	standby *postgres
+	zk      []*zookeeper
+	// ch is every ClickHouse node, shard by shard; ch[0] is the stack's own (Stack.ch).
+	ch []*clickhouse
+	// gateways are the versitygw processes after the first (Stack.s3).
+	gateways []*objectStore
+}
+
+// setupCluster turns the single-node parts into the cluster shape's first nodes and creates
+// the others, on free ports. Nothing starts here.
+func (s *Stack) setupCluster() error {
+	o := s.opts
+	const extraCH = clusterShards*clusterReplicas - 1
+	// standby, zookeeper, versitygw-2, then tcp+http of each extra ClickHouse node and every
+	// node's interserver port.
+	ports, err := freePorts(3 + 2*extraCH + clusterShards*clusterReplicas)
+	if err != nil {
+		return err
+	}
+	next := func() int { p := ports[0]; ports = ports[1:]; return p }
+
+	s.pg.name, s.pg.log = "postgres-primary", s.log.With("part", "postgres-primary")
+	c := &clusterNodes{standby: newStandby(o.Dir, next(), s.pg.port, s.log)}
+	c.zk = []*zookeeper{newZooKeeper(o.Dir, "zookeeper-1", next(), s.log)}
+	g := s.s3.gateway("versitygw-2", next())
+	s.s3.name = "versitygw-1"
+	c.gateways = []*objectStore{g}
+
+	shards := make([][]int, clusterShards)
+	zkPorts := []int{c.zk[0].port}
+	for sh := 1; sh <= clusterShards; sh++ {
+		for r := 1; r <= clusterReplicas; r++ {
+			name := fmt.Sprintf("clickhouse-%d-%d", sh, r)
+			var node *clickhouse
+			if sh == 1 && r == 1 {
+				node = s.ch
+			} else {
+				node = newClickHouse(o.Dir, next(), next(), s.log)
+			}
+			// A directory of its own: a single-node data directory holds plain tables that
+			// the cluster variant's migrations would take for theirs.
+			node.name, node.dir, node.log = name, filepath.Join(o.Dir, name), s.log.With("part", name)
+			node.node = &chNode{Cluster: ClickHouseCluster, Shard: sh, InterserverPort: next(), ZooKeeper: zkPorts}
+			shards[sh-1] = append(shards[sh-1], node.tcpPort)
+			c.ch = append(c.ch, node)
+		}
+	}
+	for _, n := range c.ch {
+		n.node.Shards = shards
+	}
+	s.cluster = c
+	return nil
+}
+
+// chAddrs are every ClickHouse node's native address, shard by shard.
+func (c *clusterNodes) chAddrs() []string {
+	out := make([]string, len(c.ch))
+	for i, n := range c.ch {
+		out[i] = n.addr()
+	}
+	return out
+}
+
+// clusterSteps are the start-up steps of the cluster shape's nodes, in dependency order; the
+// caller runs them in place of the single-node ones.
+func (s *Stack) clusterSteps() []startStep {
+	c, t := s.cluster, s.opts.StartTimeout
+	steps := []startStep{
+		{s.pg.name, func(ctx context.Context) error { return s.pg.start(ctx, t) }},
+		{c.standby.name, func(ctx context.Context) error { return c.standby.start(ctx, t) }},
+	}
+	for _, z := range c.zk {
+		steps = append(steps, startStep{z.name, func(ctx context.Context) error { return z.start(ctx, t) }})
+	}
+	for _, n := range c.ch {
+		steps = append(steps, startStep{n.name, func(ctx context.Context) error { return n.start(ctx, t) }})
+	}
+	steps = append(steps, startStep{s.s3.name, func(ctx context.Context) error { return s.s3.start(ctx, t) }})
+	for _, g := range c.gateways {
+		steps = append(steps, startStep{g.name, func(ctx context.Context) error { return g.start(ctx, t) }})
+	}
+	return steps
+}
+
+// clusterEngines are the cluster shape's supervised engines, in start order.
+func (s *Stack) clusterEngines(mk func(name, url string, proc func() *process, start func(context.Context, time.Duration) error) *engine) []*engine {
+	c := s.cluster
+	out := []*engine{
+		mk(s.pg.name, s.pg.url(), func() *process { return s.pg.proc }, s.pg.start),
+		mk(c.standby.name, c.standby.url(), func() *process { return c.standby.proc }, c.standby.start),
+	}
+	for _, z := range c.zk {
+		out = append(out, mk(z.name, "tcp://"+z.addr(), func() *process { return z.proc }, z.start))
+	}
+	for _, n := range c.ch {
+		out = append(out, mk(n.name, n.httpURL(), func() *process { return n.proc }, n.start))
+	}
+	out = append(out, mk(s.s3.name, s.s3.url(), func() *process { return s.s3.proc }, s.s3.start))
+	for _, g := range c.gateways {
+		out = append(out, mk(g.name, g.url(), func() *process { return g.proc }, g.start))
+	}
+	return out
+}
+
+// clusterStops stops the cluster shape's engines in reverse dependency order: the gateways,
+// the ClickHouse nodes before their ZooKeeper, the standby before the primary.
+func (s *Stack) clusterStops(timeout time.Duration) error {
+	c := s.cluster
+	var errs []error
+	for _, g := range c.gateways {
+		errs = append(errs, g.stop(timeout))
+	}
+	errs = append(errs, s.s3.stop(timeout))
+	for i := len(c.ch) - 1; i >= 0; i-- {
+		errs = append(errs, c.ch[i].stop(timeout))
+	}
+	for _, z := range c.zk {
+		errs = append(errs, z.stop(timeout))
+	}
+	errs = append(errs, c.standby.stop(timeout), s.pg.stop(timeout))
+	return errors.Join(errs...)
+}
+
+// clusterPrepare clears what a killed runner left on the cluster's data and checks the
+// installs the cluster shape needs beyond the single-node stack's.
+func (s *Stack) clusterPrepare() error {
+	errs := []error{checkZooKeeper(), s.cluster.standby.clearStalePid()}
+	for _, n := range s.cluster.ch {
+		errs = append(errs, n.stopOrphan())
+	}
+	return errors.Join(errs...)
+}
+
+// freePorts returns n distinct free loopback ports, holding every listener until all are
+// chosen so the kernel cannot hand one out twice.
+func freePorts(n int) ([]int, error) {
+	out := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", loopback+":0")
+		if err != nil {
+			return nil, fmt.Errorf("pick a free port: %w", err)
+		}
+		defer l.Close()
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
