@@ -36,7 +36,8 @@ type engineLoad struct {
 	acked    map[string]string // scene id -> owner, commits answered 201
 	deleted  map[string]bool   // deletes answered 200
 	titles   map[string]string // scene id -> the title of its last PATCH, when that PATCH answered 200
-	bad5xx   []string          // the product's 5xx answers other than 503, for the notes
+	bad5xx   []string          // the product's 5xx answers other than 503 and 504 OUTCOME_UNKNOWN, for the notes
+	unknown  int               // 504 OUTCOME_UNKNOWN answers (a COMMIT cut by the kill)
 	noRetry  int               // 503s without a Retry-After header
 	notEnvel int               // API 5xx answers without the error envelope
 	// all counts the product's answers; store the signed PUTs the clients send to the object
@@ -69,9 +70,14 @@ func (l *engineLoad) record(method, path string, api bool, r *testenv.Response, 
 	if api && (r.Body["status"] != "error" || r.Body["message"] == nil) {
 		l.notEnvel++
 	}
-	if r.Status == http.StatusServiceUnavailable {
+	// 503: the store was down and nothing changed; 504 OUTCOME_UNKNOWN: the COMMIT was in flight
+	// when Postgres died, and the answer says so. Both are honest answers of an outage.
+	if r.Status == http.StatusServiceUnavailable || r.Status == http.StatusGatewayTimeout && r.Body["code"] == "OUTCOME_UNKNOWN" {
 		if r.Header.Get("Retry-After") == "" {
 			l.noRetry++
+		}
+		if r.Status == http.StatusGatewayTimeout {
+			l.unknown++
 		}
 		return
 	}
@@ -377,7 +383,9 @@ func TestChaosEngineKills(t *testing.T) {
 	rep.info("deletes acknowledged", float64(len(l.deleted)))
 	rep.info("503 answers", float64(l.all.count(func(s int) bool { return s == 503 })))
 	rep.info("transport errors", float64(l.all.errs))
-	rep.zero("500 answers (a down store is a 503)", float64(l.all.count(func(s int) bool { return s >= 500 && s != 503 })))
+	rep.zero("500 answers (a down store is a 503)", float64(l.all.count(func(s int) bool { return s >= 500 && s != 503 && s != 504 })))
+	rep.zero("504 answers other than OUTCOME_UNKNOWN", float64(l.all.count(func(s int) bool { return s == 504 })-l.unknown))
+	rep.info("504 OUTCOME_UNKNOWN answers (a COMMIT cut by the kill)", float64(l.unknown))
 	rep.zero("503 without Retry-After", float64(l.noRetry))
 	rep.zero("5xx without the error envelope", float64(l.notEnvel))
 	rep.zero("acknowledged commits lost", float64(lost))
