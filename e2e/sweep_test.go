@@ -173,5 +173,7 @@ func TestOrphanSweepEmptiesRenditionsOfInterruptedConversions(t *testing.T) {
 		require.NoError(t, again.Get(ctx, nil))
 		return len(objectsUnder(t, st, folders[0])) == 0
 	}, time.Minute, time.Second, "the deleted scene's rendition folder is emptied")
-	require.Equal(t, []string{folders[1] + "scene.sog"}, objectsUnder(t, st, folders[1]), "a live scene's folder is its own")
+	// The live scene's own rendition may be running meanwhile (the dispatcher starts pending
+	// scenes), adding its poster: what the sweep must keep is what the folder held.
+	require.Contains(t, objectsUnder(t, st, folders[1]), folders[1]+"scene.sog", "a live scene's folder is its own")
 }
