@@ -9,9 +9,9 @@ VERSITYGW := $(TOOLS_CACHE)/versitygw-$(VERSITYGW_VERSION)/versitygw
 WORKFLOWCHECK_VERSION := v0.6.0
 WORKFLOWCHECK := $(TOOLS_CACHE)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowcheck
 export SPLATHOST_VERSITYGW := $(VERSITYGW)
-PG_BIN := /usr/lib/postgresql/15/bin
+PHASE := tools/phase
 BINARIES := splathost gateway user scene session worker media-worker demo splathostctl
-GO_SOURCES = $(shell find . -name '*.go' -not -path './.dev/*' -not -path './bin/*' -not -path './web/node_modules/*' -not -path './media/node_modules/*') go.mod go.sum go.work tools/go.mod tools/go.sum sdk/go/go.mod api/openapi.yaml $(wildcard ent/migrate/migrations/*)
+GO_SOURCES = $(shell find . \( -path ./.git -o -path ./.dev -o -path ./.dev-cluster -o -path ./bin -o -path ./web/node_modules -o -path ./media/node_modules -o -path ./media/node-runtime/node_modules \) -prune -o -name '*.go' -print) go.mod go.sum go.work tools/go.mod tools/go.sum sdk/go/go.mod api/openapi.yaml $(wildcard ent/migrate/migrations/*)
 
 # The browser code (npm workspace web/) is built into web/dist, which the gateway embeds, with the
 # docs site rendered from docs/*.md (so a changed guide rebuilds it). Stamps
@@ -41,54 +41,46 @@ help:
 	@echo "make generate  regenerate ent code;  make migration NAME=x  write a new versioned migration"
 	@echo "make web       npm ci (when the lock changed) and build the embeds and SDK into web/dist"
 
-## deps: install what the stack and the tests need and is missing (apt packages: Postgres, ClickHouse,
-## Node.js, Chromium for the browser tests; pinned versitygw; web/node_modules; the media worker's
-## converter and the Node 22 it runs on, media/node_modules and media/node-runtime). Some machine
-## images ship half-upgraded packages (perl) on which any apt-get install fails until repaired.
-deps: $(VERSITYGW)
-	@missing=""; \
-	[ -x $(PG_BIN)/initdb ] || missing="$$missing postgresql"; \
-	command -v clickhouse-server >/dev/null || [ -x /usr/sbin/clickhouse-server ] || [ -x /usr/bin/clickhouse-server ] || missing="$$missing clickhouse-server clickhouse-client"; \
-	command -v node >/dev/null || missing="$$missing nodejs npm"; \
-	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
-	if [ -n "$$missing" ]; then \
-		echo "installing:$$missing"; \
-		apt-get update -qq; \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || { \
-			echo "repairing half-installed packages, then retrying"; \
-			DEBIAN_FRONTEND=noninteractive apt-get --fix-broken install -y -qq >/dev/null && \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || \
-			{ echo "could not install:$$missing (apt's error is above): run 'dpkg --configure -a && apt-get --fix-broken install' as root, then make again"; exit 1; }; }; \
-		for s in postgresql clickhouse-server; do service $$s stop >/dev/null 2>&1 || true; done; \
-	fi
-	@$(MAKE) --no-print-directory $(WEB_INSTALLED) $(MEDIA_INSTALLED)
+## deps: install what the stack and the tests need and is missing: Debian's packages (Postgres,
+## ClickHouse, Node.js, Chromium for the browser tests; tools/install-apt), the pinned versitygw,
+## web/node_modules, and the media worker's converter with the Node 22 it runs on
+## (media/node_modules, media/node-runtime). Each step runs through tools/phase: one line when
+## it starts and ends, its output in bin/phases/<step>.log. Independent steps run at once under
+## `make -j` (make dev and make test do that).
+deps: apt $(VERSITYGW) $(WEB_INSTALLED) $(MEDIA_INSTALLED)
 
-$(MEDIA_NODE_INSTALLED): media/node-runtime/package-lock.json
-	cd media/node-runtime && npm ci --no-audit --no-fund
+.PHONY: apt
+apt:
+	@tools/install-apt --check || $(PHASE) "apt packages" tools/install-apt
+
+# npm needs Node.js: on a machine without it, the npm steps wait for the apt step.
+NODE_FROM_APT := $(if $(shell command -v npm),,apt)
+
+$(MEDIA_NODE_INSTALLED): media/node-runtime/package-lock.json | $(NODE_FROM_APT)
+	@$(PHASE) "npm: node 22 runtime" sh -c 'cd media/node-runtime && npm ci --no-audit --no-fund'
 	@touch $@
 
 $(MEDIA_INSTALLED): media/package-lock.json $(MEDIA_NODE_INSTALLED)
-	cd media && PATH="$(MEDIA_NODE_BIN):$$PATH" npm ci --no-audit --no-fund --ignore-scripts
+	@$(PHASE) "npm: media converter" sh -c 'cd media && PATH="$(MEDIA_NODE_BIN):$$PATH" npm ci --no-audit --no-fund --ignore-scripts'
 	@touch $@
 
 $(WORKFLOWCHECK):
 	@mkdir -p $(dir $@)
-	GOBIN=$(dir $@) GOWORK=off go install go.temporal.io/sdk/contrib/tools/workflowcheck@$(WORKFLOWCHECK_VERSION)
+	@$(PHASE) "build: workflowcheck" env GOBIN=$(dir $@) GOWORK=off go install go.temporal.io/sdk/contrib/tools/workflowcheck@$(WORKFLOWCHECK_VERSION)
 
 $(VERSITYGW):
-	@echo "building versitygw $(VERSITYGW_VERSION) into $(dir $@) (a few minutes, once)"
 	@mkdir -p $(dir $@)
-	GOBIN=$(dir $@) GOWORK=off go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+	@$(PHASE) "build: versitygw" env GOBIN=$(dir $@) GOWORK=off go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 
 ## web: install the npm workspace when its lock changed, then build web/dist (typecheck included).
 web: $(WEB_BUILT)
 
-$(WEB_INSTALLED): web/package-lock.json
-	cd web && npm ci --no-audit --no-fund
+$(WEB_INSTALLED): web/package-lock.json | $(NODE_FROM_APT)
+	@$(PHASE) "npm: web" sh -c 'cd web && npm ci --no-audit --no-fund'
 	@touch $@
 
 $(WEB_BUILT): $(WEB_INSTALLED) $(WEB_SOURCES)
-	cd web && node build.mjs
+	@$(PHASE) "build: web (embeds, SDK, docs)" sh -c 'cd web && node build.mjs'
 	@touch $@
 
 ## build: every product binary and the stack runner into bin/.
@@ -96,27 +88,43 @@ build: bin/stack $(addprefix bin/,$(BINARIES))
 
 bin/stack: $(GO_SOURCES)
 	@mkdir -p bin
-	go build -o $@ ./tools/cmd/stack
+	@$(PHASE) "build: stack runner" go build -o $@ ./tools/cmd/stack
 
-$(addprefix bin/,$(BINARIES)) &: $(GO_SOURCES) $(WEB_BUILT)
+# The product's packages compile while web/dist is built (only the gateway embeds it), so the
+# link below waits for the web build, not for the whole compile.
+PRODUCT_COMPILED := bin/phases/.product-compiled
+$(PRODUCT_COMPILED): $(GO_SOURCES)
+	@mkdir -p bin/phases
+	@$(PHASE) "compile: product" go build $(addprefix ./cmd/,$(BINARIES))
+	@touch $@
+
+$(addprefix bin/,$(BINARIES)) &: $(GO_SOURCES) $(WEB_BUILT) $(PRODUCT_COMPILED)
 	@mkdir -p bin
-	go build -o bin/ $(addprefix ./cmd/,$(BINARIES))
+	@$(PHASE) "link: product binaries" go build -o bin/ $(addprefix ./cmd/,$(BINARIES))
 
 bin/bench: $(GO_SOURCES)
 	@mkdir -p bin
-	go build -o $@ ./tools/cmd/bench
+	@$(PHASE) "build: bench" go build -o $@ ./tools/cmd/bench
 
-dev: deps build
-	bin/stack --dir .dev --demo
+# setup runs deps and build with independent steps at once and prints their timeline: what
+# make dev (and make dev-cluster) wait for before the stack starts.
+.PHONY: setup
+setup:
+	@$(PHASE) --reset
+	@$(MAKE) --no-print-directory -j4 deps build
+	@$(PHASE) --report
+
+dev: setup
+	SPLATHOST_SETUP_ORIGIN=$$(cat bin/phases/origin) bin/stack --dir .dev --demo
 
 ## dev-cluster: the cluster shape on loopback (deploy/README.md, "The cluster shape on one
 ## machine"): Postgres primary + streaming standby, ClickHouse 2 shards x 2 replicas on one
 ## ZooKeeper, two versitygw gateways over one store, two of every product process.
-dev-cluster: deps build
+dev-cluster: setup
 	@[ -f /usr/share/java/zookeeper.jar ] || { echo "installing: zookeeper"; \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper >/dev/null && \
 		{ service zookeeper stop >/dev/null 2>&1 || true; }; }
-	bin/stack --dir .dev-cluster --cluster --replicas 2 --demo
+	SPLATHOST_SETUP_ORIGIN=$$(cat bin/phases/origin) bin/stack --dir .dev-cluster --cluster --replicas 2 --demo
 
 migrate: bin/splathost
 	bin/splathost migrate

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -76,6 +77,9 @@ func (s *Stack) PrintSummary(w io.Writer) {
 	st := s.state
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nsplathost dev stack ready in %.1fs (services: %s)\n", float64(st.ReadyMillis)/1000, st.Services)
+	if since, ok := sinceSetupBegan(); ok {
+		fmt.Fprintf(&b, "  %.1fs after `make` began (set-up timeline above)\n", since.Seconds())
+	}
 	row := func(k, v string) { fmt.Fprintf(&b, "  %-14s %s\n", k, v) }
 	if st.Services != ServicesNone {
 		row("gateway", st.GatewayURL)
@@ -105,4 +109,14 @@ func (s *Stack) PrintSummary(w io.Writer) {
 	row("logs", st.LogDir)
 	b.WriteString("  Ctrl-C stops everything.\n")
 	io.WriteString(w, b.String())
+}
+
+// sinceSetupBegan is the time since make dev began its set-up, which tools/phase records in
+// SPLATHOST_SETUP_ORIGIN (Unix seconds), so the summary tells a newcomer the whole wait.
+func sinceSetupBegan() (time.Duration, bool) {
+	v, err := strconv.ParseFloat(os.Getenv("SPLATHOST_SETUP_ORIGIN"), 64)
+	if err != nil || v <= 0 {
+		return 0, false
+	}
+	return time.Since(time.Unix(0, int64(v*1e9))), true
 }
