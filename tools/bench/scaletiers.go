@@ -161,8 +161,8 @@ type tierResult struct {
 	cpu map[string]time.Duration
 	// order names the processes in the stack's order; rss is each one's RSS (MiB) after
 	// the run.
-	order  []string
-	rss []string
+	order []string
+	rss   []string
 }
 
 // cpuNote is the CPU per accepted request of each process that spent any, in µs.
