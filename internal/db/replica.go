@@ -53,9 +53,6 @@ func (d *DB) UseStandby(ctx context.Context, url string, maxLag time.Duration, l
 	return nil
 }
 
-// StandbyFresh reports whether d.Read's reads go to the standby right now.
-func (d *DB) StandbyFresh() bool { return d.standby != nil && d.standby.fresh.Load() }
-
 // close stops the watcher and releases the standby's connections.
 func (s *standby) close() {
 	s.stop()
