@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/splathost/splathost/internal/db"
 )
 
 // awaitStandby waits until the hot standby (cluster shape) has replayed everything the primary
@@ -96,6 +98,13 @@ func TestStandbyReads(t *testing.T) {
 		id := publicScene(t, tn, "ada")
 		awaitStandby(t)
 		require.Eventually(t, func() bool { return trendingHas(id) }, 10*time.Second, 50*time.Millisecond)
+		// The first read through the standby pool starts its watcher, which connects as
+		// splathost-read; reads use the standby once its first check passed, moments later.
+		require.Eventually(t, func() bool {
+			var n int
+			err := standby.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", db.ReadApplicationName).Scan(&n)
+			return err == nil && n > 0
+		}, 10*time.Second, 50*time.Millisecond, "the product reads from the standby")
 		_, err = standby.Exec(ctx, "SELECT pg_wal_replay_pause()")
 		require.NoError(t, err)
 		paused := time.Now()

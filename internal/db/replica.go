@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,8 +28,21 @@ type standby struct {
 	// fresh says the standby answered the last check and had replayed everything the primary
 	// had written maxLag ago.
 	fresh atomic.Bool
-	stop  context.CancelFunc
-	done  chan struct{}
+	// watching starts the watcher on the first read through DB.Read: a process that never
+	// reads there (the gateway, the user service) opens no standby connection at all.
+	watching sync.Once
+	started  atomic.Bool
+	watch    func()
+	stop     context.CancelFunc
+	done     chan struct{}
+}
+
+// begin starts the watcher once. Reads go to the primary until its first check passes.
+func (s *standby) begin() {
+	s.watching.Do(func() {
+		s.started.Store(true)
+		go s.watch()
+	})
 }
 
 // UseStandby sends the reads of d.Read to the hot standby at url while it is at most maxLag
@@ -47,16 +61,19 @@ func (d *DB) UseStandby(ctx context.Context, url string, maxLag time.Duration, l
 	}
 	wctx, stop := context.WithCancel(context.Background())
 	s := &standby{pool: pool, maxLag: maxLag, stop: stop, done: make(chan struct{})}
+	s.watch = func() { s.follow(wctx, d.Pool, log) }
 	d.standby = s
-	d.Read = ent.NewClient(ent.Driver(standbyDriver{standby: drv, primary: d.primary, fresh: &s.fresh}))
-	go s.watch(wctx, d.Pool, log)
+	d.Read = ent.NewClient(ent.Driver(standbyDriver{standby: drv, primary: d.primary, s: s}))
 	return nil
 }
 
 // close stops the watcher and releases the standby's connections.
 func (s *standby) close() {
 	s.stop()
-	<-s.done
+	s.watching.Do(func() {}) // no watcher starts after this
+	if s.started.Load() {
+		<-s.done
+	}
 	s.pool.Close()
 }
 
@@ -66,11 +83,11 @@ type lsnSample struct {
 	lsn uint64
 }
 
-// watch samples the primary's WAL position and the standby's replay position a few times per
+// follow samples the primary's WAL position and the standby's replay position a few times per
 // maxLag: the standby is fresh while every sample older than maxLag has been replayed. Lag is
 // measured against the primary's own writes rather than by the standby's last replayed commit
 // time, which grows without bound while the primary is merely idle.
-func (s *standby) watch(ctx context.Context, primary *pgxpool.Pool, log *slog.Logger) {
+func (s *standby) follow(ctx context.Context, primary *pgxpool.Pool, log *slog.Logger) {
 	defer close(s.done)
 	every := min(max(s.maxLag/4, 50*time.Millisecond), 500*time.Millisecond)
 	tick := time.NewTicker(every)
@@ -133,12 +150,13 @@ func parseLSN(s string) (uint64, error) {
 // not for a particular server.
 type standbyDriver struct {
 	standby, primary dialect.Driver
-	fresh            *atomic.Bool
+	s                *standby
 }
 
 // Query reads from the standby when it is fresh, else (or when it fails) from the primary.
 func (d standbyDriver) Query(ctx context.Context, query string, args, v any) error {
-	if d.fresh.Load() {
+	d.s.begin()
+	if d.s.fresh.Load() {
 		err := d.standby.Query(ctx, query, args, v)
 		if err == nil || ctx.Err() != nil {
 			return err
