@@ -63,6 +63,7 @@ func startRecordedSceneProcess(t *testing.T) (string, *sqlLog) {
 	sqlDB := stdlib.OpenDBFromPool(d.Pool)
 	sqlDB.SetMaxIdleConns(0)
 	d.Ent = ent.NewClient(ent.Driver(dialect.DebugWithContext(entsql.OpenDB(dialect.Postgres, sqlDB), rec.record)))
+	d.Read = d.Ent // the lag-tolerant reads too (trending's), recorded on the primary
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st, err := objectstore.New(cfg)
 	require.NoError(t, err)

@@ -76,9 +76,11 @@ func insertEvents(t *testing.T, integrationID, sceneID string, at time.Time, vis
 	require.NoError(t, err)
 }
 
-// trending calls GET /api/v1/splats/trending with query and returns the response.
+// trending calls GET /api/v1/splats/trending with query and returns the response, once the
+// standby that serves trending's reads (cluster shape) has what the test wrote before.
 func trendingOf(t *testing.T, tn tenant, query string) map[string]any {
 	t.Helper()
+	awaitStandby(t)
 	r := do(t, "GET", "/api/v1/splats/trending"+query, tn.keys(""), nil)
 	require.Equal(t, 200, r.Status, string(r.Raw))
 	return r.Body

@@ -13,6 +13,7 @@ import (
 
 	"github.com/splathost/splathost/analytics"
 	"github.com/splathost/splathost/gateway"
+	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/db"
@@ -57,7 +58,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	if err := cfg.RequireSecrets(); err != nil {
 		return nil, err
 	}
-	d, err := db.Open(ctx, cfg.PostgresURL)
+	d, err := boot.OpenDB(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}

@@ -41,7 +41,7 @@ func Init(component string, secrets bool) *Runtime {
 
 // DB opens Postgres or exits; Close releases it.
 func (r *Runtime) DB() *db.DB {
-	d, err := OpenDB(r.Ctx, r.Config)
+	d, err := OpenDB(r.Ctx, r.Config, r.Log)
 	if err != nil {
 		Fatal(r.Log, "postgres", err)
 	}

@@ -19,6 +19,14 @@ import (
 type Config struct {
 	// PostgresURL is the pgx connection string of the product database.
 	PostgresURL string
+	// PostgresReadURL, when set, is a hot standby of PostgresURL that serves the reads which
+	// promise no read-your-writes (trending's eligibility and backfill; docs/operations.md).
+	// Empty: every read goes to the primary.
+	PostgresReadURL string
+	// PostgresReadMaxLag is how far the standby may fall behind the primary before those reads
+	// go back to the primary: trending promises a view within 10 s, and the streamer and
+	// ClickHouse already take most of that.
+	PostgresReadMaxLag time.Duration
 	// TemporalAddr is the host:port of the Temporal frontend.
 	TemporalAddr string
 	// TemporalNamespace is the namespace the worker and clients use.
@@ -157,6 +165,8 @@ func Load() (Config, error) {
 	l := loader{}
 	c := Config{
 		PostgresURL:          l.str("SPLATHOST_POSTGRES_URL", "postgres://postgres@127.0.0.1:15432/splathost?sslmode=disable"),
+		PostgresReadURL:      l.str("SPLATHOST_POSTGRES_READ_URL", ""),
+		PostgresReadMaxLag:   l.dur("SPLATHOST_POSTGRES_READ_MAX_LAG", 2*time.Second),
 		TemporalAddr:         l.str("SPLATHOST_TEMPORAL_ADDR", "127.0.0.1:7233"),
 		TemporalNamespace:    l.str("SPLATHOST_TEMPORAL_NAMESPACE", "default"),
 		TaskQueue:            l.str("SPLATHOST_TASK_QUEUE", "splathost"),
@@ -286,6 +296,8 @@ func (c Config) RequireSecrets() error {
 func (cfg Config) Environ() []string {
 	vars := [][2]string{
 		{"SPLATHOST_POSTGRES_URL", cfg.PostgresURL},
+		{"SPLATHOST_POSTGRES_READ_URL", cfg.PostgresReadURL},
+		{"SPLATHOST_POSTGRES_READ_MAX_LAG", cfg.PostgresReadMaxLag.String()},
 		{"SPLATHOST_TEMPORAL_ADDR", cfg.TemporalAddr},
 		{"SPLATHOST_TEMPORAL_NAMESPACE", cfg.TemporalNamespace},
 		{"SPLATHOST_TASK_QUEUE", cfg.TaskQueue},

@@ -28,6 +28,7 @@ func TestLoadDefaults(t *testing.T) {
 	c, err := Load()
 	require.NoError(t, err)
 	require.Equal(t, "postgres://postgres@127.0.0.1:15432/splathost?sslmode=disable", c.PostgresURL)
+	require.Empty(t, c.PostgresReadURL, "no standby: every read goes to the primary")
 	require.Equal(t, "127.0.0.1:8080", c.GatewayAddr)
 	require.Equal(t, "info", c.LogLevel)
 	require.Equal(t, 8<<20, c.BodyLimit)
@@ -198,7 +199,7 @@ func TestSessionKeysRules(t *testing.T) {
 func TestEnvironRoundTrips(t *testing.T) {
 	clearEnv(t)
 	want := Config{
-		PostgresURL: "postgres://db/x", TemporalAddr: "t:1", TemporalNamespace: "ns", TaskQueue: "q",
+		PostgresURL: "postgres://db/x", PostgresReadURL: "postgres://standby/x", PostgresReadMaxLag: 5 * time.Second, TemporalAddr: "t:1", TemporalNamespace: "ns", TaskQueue: "q",
 		ClickHouseAddr: "ch:9", ClickHouseDB: "cdb", ClickHouseCluster: "analytics", S3Endpoint: "http://s3:1", S3Fallbacks: "s3b:1,s3c:1", S3Region: "eu-west-1",
 		S3AccessKey: "ak", S3SecretKey: "sk", S3Bucket: "b", AssetBaseURL: "https://cdn.example", PublicURL: "https://api.example",
 		AdminToken: "admin-token-0123456789", InternalSecret: "internal-secret-0123",

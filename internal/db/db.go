@@ -23,6 +23,13 @@ import (
 type DB struct {
 	Pool *pgxpool.Pool
 	Ent  *ent.Client
+	// Read is the client of the reads that promise no read-your-writes (docs/operations.md):
+	// the hot standby's while one is configured and fresh (UseStandby), else the same as Ent.
+	// Everything an integrator may read right after writing it uses Ent.
+	Read    *ent.Client
+	standby *standby
+	// primary is Ent's driver, which the standby's falls back to.
+	primary dialect.Driver
 }
 
 // Open connects and checks the connection.
@@ -31,6 +38,20 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres url: %w", err)
 	}
+	pool, drv, err := openPool(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	client := ent.NewClient(ent.Driver(drv))
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres ping: %w", err)
+	}
+	return &DB{Pool: pool, Ent: client, Read: client, primary: drv}, nil
+}
+
+// openPool makes the pgx pool of cfg and ent's driver over it, without connecting yet.
+func openPool(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, retryDriver, error) {
 	if cfg.MaxConns < 16 {
 		// Every request is a short query; a pool sized by CPU count (pgx's default) would queue
 		// requests on a two-core machine while Postgres sits idle.
@@ -43,23 +64,21 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres pool: %w", err)
-	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("postgres ping: %w", err)
+		return nil, retryDriver{}, fmt.Errorf("postgres pool: %w", err)
 	}
 	sqlDB := stdlib.OpenDBFromPool(pool)
 	// An idle database/sql connection keeps its pgx connection acquired, starving the pgx users
 	// of the same pool (authentication, LISTEN); let pgxpool alone keep idle connections.
 	sqlDB.SetMaxIdleConns(0)
 	// Reads and BEGIN survive one dead pooled connection (retry.go).
-	client := ent.NewClient(ent.Driver(retryDriver{Driver: entsql.OpenDB(dialect.Postgres, sqlDB), pool: pool}))
-	return &DB{Pool: pool, Ent: client}, nil
+	return pool, retryDriver{Driver: entsql.OpenDB(dialect.Postgres, sqlDB), pool: pool}, nil
 }
 
 // Close releases every connection.
 func (d *DB) Close() {
+	if d.standby != nil {
+		d.standby.close()
+	}
 	_ = d.Ent.Close()
 	d.Pool.Close()
 }

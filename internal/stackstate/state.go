@@ -70,6 +70,8 @@ type State struct {
 func (s State) Config() config.Config {
 	cfg, _ := config.Load()
 	cfg.PostgresURL = s.PostgresURL
+	// The standby, when the stack has one, as the runner gives its own product processes.
+	cfg.PostgresReadURL = s.PostgresStandbyURL
 	cfg.ClickHouseAddr = s.ClickHouseAddr
 	if s.ClickHouseCluster != "" {
 		cfg.ClickHouseCluster = s.ClickHouseCluster

@@ -298,7 +298,8 @@ func (s *Service) trending(c *fiber.Ctx) error {
 	}
 	windowCount := len(items)
 	if len(items) < limit {
-		rest, err := s.db.Ent.Scene.Query().Where(eligible(caller.IntegrationID)...).Where(scene.IDNotIn(taken...)).
+		// The standby's, when there is one (db.DB.Read): trending promises no read-your-writes.
+		rest, err := s.db.Read.Scene.Query().Where(eligible(caller.IntegrationID)...).Where(scene.IDNotIn(taken...)).
 			Select(itemColumns...).Order(ent.Desc(scene.FieldViewCount), ent.Asc(scene.FieldID)).Limit(limit - len(items)).
 			WithOwner(func(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldExternalUserID) }).All(ctx)
 		if err != nil {
@@ -374,7 +375,7 @@ func (s *Service) eligibleTop(ctx context.Context, integrationID string, scores 
 		for i, sc := range chunk {
 			byID[sc.SceneID], ids[i] = sc, sc.SceneID
 		}
-		rows, err := s.db.Ent.Scene.Query().Where(eligible(integrationID)...).Where(scene.IDIn(ids...)).
+		rows, err := s.db.Read.Scene.Query().Where(eligible(integrationID)...).Where(scene.IDIn(ids...)).
 			Select(itemColumns...).WithOwner(func(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldExternalUserID) }).All(ctx)
 		if err != nil {
 			return nil, false, err

@@ -37,6 +37,16 @@ type LoadOptions struct {
 	Timeout time.Duration
 	// Request is the method, body and success status; the zero value is a GET answered 200.
 	Request Request
+	// Targets, when set, spread the workers over several requests: worker i sends the path
+	// and headers of Targets[i % len(Targets)] to URL's host instead of URL and Headers, as
+	// the clients of several integrations would.
+	Targets []Target
+}
+
+// Target is one path with its headers (LoadOptions.Targets).
+type Target struct {
+	Path    string
+	Headers map[string]string
 }
 
 // Request is what each load request sends and which status counts as a success.
@@ -176,7 +186,12 @@ func RunLoad(ctx context.Context, o LoadOptions) (LoadResult, error) {
 	var wg sync.WaitGroup
 	for i := range results {
 		wg.Go(func() {
-			results[i] = worker(ctx, hc, o, measureFrom, measureTo, perWorker)
+			wo := o
+			if len(o.Targets) > 0 {
+				t := o.Targets[i%len(o.Targets)]
+				wo.URL, wo.Headers = u.Scheme+"://"+u.Host+t.Path, t.Headers
+			}
+			results[i] = worker(ctx, hc, wo, measureFrom, measureTo, perWorker)
 		})
 	}
 	wg.Wait()

@@ -32,6 +32,12 @@ type Options struct {
 	CloneOnly, MemoryOnly bool
 	// ScaleoutOnly runs only the scale-out measure: 1 against 2 of each split binary.
 	ScaleoutOnly bool
+	// ScaleOnly runs only the tier measures on the cluster shape: 2 gateways against 1 and 2
+	// scene services against 1 in one run, capped at TierCPU cores a process and uncapped, then
+	// the CPU per request of each process (scaletiers.go).
+	ScaleOnly bool
+	// TierCPU is the CPU quota, in cores, of each capped process (DefaultTierCPU when zero).
+	TierCPU float64
 	// TTFFOnly runs only the viewer's time-to-first-frame measure (phase 6), on a fresh
 	// directory.
 	TTFFOnly bool
@@ -67,6 +73,14 @@ type Options struct {
 	ArchiveScenes int
 	// Log receives progress messages (stderr), keeping stdout for the report.
 	Log *slog.Logger
+}
+
+// tierCPU is TierCPU or its default.
+func (o Options) tierCPU() float64 {
+	if o.TierCPU > 0 {
+		return o.TierCPU
+	}
+	return DefaultTierCPU
 }
 
 // rounds is Rounds or its default.

@@ -186,6 +186,13 @@ func Run(ctx context.Context, o Options) Report {
 			}
 			return only(trend, readyTrend)
 		}
+		if o.ScaleOnly {
+			rep.Rows = append(rep.Rows, r.scaleTierRows(ctx)...)
+			r.cleanup()
+			rep.Problems = r.problems
+			rep.Elapsed = time.Since(start)
+			return rep
+		}
 		if o.ScaleoutOnly {
 			rep.Rows = append(rep.Rows, r.scaleoutRows(ctx)...)
 			r.cleanup()

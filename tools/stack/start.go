@@ -163,6 +163,8 @@ func (s *Stack) productConfig() (config.Config, error) {
 		// name from view_events' engine, so this is all they need too. They get every node,
 		// dialled in order (analytics.Open), so losing clickhouse-1-1 is not an outage.
 		cfg.ClickHouseCluster = ClickHouseCluster
+		// Trending's reads go to the standby (docs/operations.md, "Standby reads").
+		cfg.PostgresReadURL = s.cluster.standby.url()
 		cfg.ClickHouseAddr = strings.Join(s.cluster.chAddrs(), ",")
 		// versitygw-1 is the endpoint (browsers' uploads, signatures); the services' own S3
 		// client dials versitygw-2 when it refuses.

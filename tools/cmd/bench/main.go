@@ -7,7 +7,7 @@
 //
 // Usage, from the repository root after `make build`:
 //
-//	bin/bench [--concurrency 32] [--warmup 1s] [--duration 5s] [--rounds 3] [--gateway-only]
+//	bin/bench [--concurrency 32] [--warmup 1s] [--duration 5s] [--rounds 3] [--gateway-only] [--scale-only [--scale-cpu 0.25]]
 //	          [--json] [--json-file bin/bench.json] [--keep]
 //
 // `bin/bench bare-server --pg URL --addr HOST:PORT --pool 16` is the bare server itself, which
@@ -91,6 +91,8 @@ func run(args []string) (broken bool, err error) {
 	fs.BoolVar(&o.IdempotencyOnly, "idempotency-only", false, "run only the idempotent commit measure (with and without an Idempotency-Key, allinone)")
 	fs.BoolVar(&o.TrendingOnly, "trending-only", false, "run only the trending measure (10 M view events, allinone)")
 	fs.BoolVar(&o.ScaleoutOnly, "scaleout-only", false, "run only the scale-out measure (split, 1 against 2 of each binary, two stacks at once)")
+	fs.BoolVar(&o.ScaleOnly, "scale-only", false, "run only the tier scale measures on the cluster shape: 2 gateways vs 1 and 2 scene services vs 1 in one run, capped and uncapped, and the CPU per request of each process")
+	fs.Float64Var(&o.TierCPU, "scale-cpu", bench.DefaultTierCPU, "CPU quota in cores of each capped process of -scale-only (cgroup; needs root)")
 	fs.BoolVar(&o.TTFFOnly, "ttff-only", false, "run only the viewer's time to first frame, upload against rendition (split, Chromium)")
 	fs.BoolVar(&o.RateLimitOnly, "ratelimit-only", false, "run only the rate limiter's cost: hot paths with the limiter on against off (split)")
 	fs.BoolVar(&o.CloneOnly, "clone-only", false, "run only the clone job measures (allinone)")
