@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -67,7 +68,11 @@ func (a *Activities) PrepareClone(ctx context.Context, in contract.PrepareCloneI
 		return contract.PrepareCloneResult{}, badInput("PrepareClone: job, source, integration, account and owner are required")
 	}
 	if job, err := a.Ent.CloneJob.Get(ctx, in.JobID); err == nil {
-		return contract.PrepareCloneResult{Bytes: job.Bytes, TotalObjects: job.TotalObjects, Plan: *job.Plan}, nil
+		res := contract.PrepareCloneResult{Bytes: job.Bytes, TotalObjects: job.TotalObjects}
+		if err := json.Unmarshal(job.Plan, &res.Plan); err != nil {
+			return contract.PrepareCloneResult{}, fmt.Errorf("reading clone job %s's plan: %w", in.JobID, err)
+		}
+		return res, nil
 	} else if !ent.IsNotFound(err) {
 		return contract.PrepareCloneResult{}, err
 	}
@@ -92,9 +97,13 @@ func (a *Activities) PrepareClone(ctx context.Context, in contract.PrepareCloneI
 	if _, _, err := quota.Reserve(ctx, tx, in.OwnerRecordID, in.AccountID, quota.Charge{Bytes: bytes}); err != nil {
 		return contract.PrepareCloneResult{}, clientErrorOr(err)
 	}
+	planJSON, err := json.Marshal(plan)
+	if err != nil {
+		return contract.PrepareCloneResult{}, err
+	}
 	err = tx.CloneJob.Create().SetID(in.JobID).SetIntegrationID(in.IntegrationID).SetOwnerID(in.OwnerRecordID).
 		SetAccountID(in.AccountID).SetSourceSceneID(src.ID).SetBytes(bytes).SetTotalObjects(total).
-		SetDraft(draft).SetPlan(&plan).Exec(ctx)
+		SetDraft(draft).SetPlan(planJSON).Exec(ctx)
 	if err != nil {
 		return contract.PrepareCloneResult{}, fmt.Errorf("recording clone job %s: %w", in.JobID, err)
 	}

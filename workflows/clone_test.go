@@ -93,7 +93,9 @@ func newCloneEnv(t *testing.T, copyTakes ...time.Duration) *cloneEnv {
 	return e
 }
 
-func clientErr(e *apperr.Error) error { return contract.ClientError(e) }
+func clientErr(e *apperr.Error) error {
+	return contract.ClientError(contract.ClientErrorDetails{Status: e.Status, Message: e.Message, Extra: e.Extra})
+}
 
 func TestCloneSucceeds(t *testing.T) {
 	e := newCloneEnv(t)
