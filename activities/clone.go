@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/internal/apperr"
@@ -32,24 +31,14 @@ const (
 // map the same way, so clones of clones do not grow their keys. A prefix (ending in a slash)
 // maps to a prefix.
 func cloneKey(src, integrationID, dst string) (string, bool) {
-	parts := strings.Split(src, "/")
-	if len(parts) < 7 || parts[0] != "i" || parts[1] != integrationID || parts[2] != "u" || parts[3] == "" {
+	k, ok := objectkeys.Parse(src)
+	if !ok || k.Integration != integrationID {
 		return "", false
 	}
-	rel := parts[4:]
-	if rel[0] == "clone" {
-		rel = rel[2:]
-	}
-	if len(rel) < 3 {
+	if k, ok = k.Source(); !ok {
 		return "", false
 	}
-	for i, s := range rel {
-		// Only the last segment of a prefix may be empty (its trailing slash).
-		if s == "." || s == ".." || (s == "" && i != len(rel)-1) {
-			return "", false
-		}
-	}
-	return dst + strings.Join(rel, "/"), true
+	return dst + k.Path(), true
 }
 
 // sourceFilesMissing is the spec's 409 for a source whose stored files are gone.
