@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -8,8 +9,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/media"
 	"github.com/splathost/splathost/workflows/contract"
 )
+
+// TestContractCameraIsMediaCamera: the contract's Camera converts to media.Camera as it is and
+// has its JSON, so the camera in recorded rendition histories (media.Camera's, before the
+// contract had its own) reads the same.
+func TestContractCameraIsMediaCamera(t *testing.T) {
+	c := contract.Camera{Position: [3]float64{1, 2, 3}, Target: [3]float64{4, 5, 6}, FOV: 40}
+	got, err := json.Marshal(c)
+	require.NoError(t, err)
+	was, err := json.Marshal(media.Camera(c))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"Position":[1,2,3],"Target":[4,5,6],"FOV":40}`, string(got))
+	require.JSONEq(t, string(was), string(got))
+}
 
 // TestRenditionFormatSpellsEntsTypes: the contract spells the scene types out as ent stores
 // them (it may not import ent), so a scene row's SplatType reaches RenditionFormat unchanged.
