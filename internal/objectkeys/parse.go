@@ -40,6 +40,12 @@ func (k Key) String() string { return k.Folder() + k.Rest }
 // signature covers and what the owner lookup starts from.
 func (k Key) Folder() string { return Folder(k.Integration, k.Customer, k.Kind, k.ID) }
 
+// BelongsTo reports whether the key lies in the customer's own key space: the tenancy check of
+// a parsed key (whole segments compared, so customer O never owns O2's keys).
+func (k Key) BelongsTo(integrationID, customerRecordID string) bool {
+	return k.Integration == integrationID && k.Customer == customerRecordID
+}
+
 // IsFolder reports whether k names a folder (its key ends in a slash) rather than an object.
 func (k Key) IsFolder() bool { return k.Rest == "" || strings.HasSuffix(k.Rest, "/") }
 

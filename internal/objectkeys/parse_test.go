@@ -34,8 +34,8 @@ func TestParseRoundTrip(t *testing.T) {
 }
 
 // TestParseRefusesHostileKeys: dot and empty segments, keys outside the layout and too-short
-// keys are no keys, wherever the odd part sits; a key under another customer's prefix parses,
-// but names that customer, which is what every tenancy check compares.
+// keys are no keys, wherever the odd part sits; a key under another customer's (or another
+// integration's) prefix parses, but BelongsTo refuses it for anyone else.
 func TestParseRefusesHostileKeys(t *testing.T) {
 	for _, k := range []string{
 		"", "i", "i/I/u/O/f/T", "i/I/u/O/f", "i/I/u/O/",
@@ -48,12 +48,15 @@ func TestParseRefusesHostileKeys(t *testing.T) {
 		_, ok := Parse(k)
 		require.False(t, ok, k)
 	}
-	other, ok := Parse(Customer("I", "P") + "splat-file/T/a.ply")
+	mine, ok := Parse(Customer("I", "O") + "splat-file/T/a.ply")
 	require.True(t, ok)
-	require.NotEqual(t, Customer("I", "O"), Customer(other.Integration, other.Customer))
-	otherInt, ok := Parse(Customer("J", "O") + "splat-file/T/a.ply")
-	require.True(t, ok)
-	require.Equal(t, "J", otherInt.Integration)
+	require.True(t, mine.BelongsTo("I", "O"))
+	for _, k := range []string{Customer("I", "P") + "splat-file/T/a.ply", Customer("J", "O") + "splat-file/T/a.ply",
+		Customer("I", "O2") + "splat-file/T/a.ply", CloneFolder("I", "P", "J") + "splat-file/T/a.ply"} {
+		other, ok := Parse(k)
+		require.True(t, ok, k)
+		require.False(t, other.BelongsTo("I", "O"), "another customer's or integration's key: %s", k)
+	}
 }
 
 // TestSourceOfAClonesCopy: a clone's copy keeps its source's kind, folder id and path, so a

@@ -140,7 +140,7 @@ func (s *Service) resolve(ctx context.Context, field, rawURL string, owner *ent.
 	if !ok {
 		return nil, apperr.Invalid("invalid upload URL", field+": not an upload URL issued by this service")
 	}
-	if k.Integration != owner.IntegrationID || k.Customer != owner.ID {
+	if !k.BelongsTo(owner.IntegrationID, owner.ID) {
 		return nil, apperr.Forbidden("uploaded object belongs to another external user")
 	}
 	prefix := k.Folder()
