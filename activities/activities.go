@@ -11,6 +11,7 @@ import (
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/objectstore"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // Activities holds the dependencies of every activity; its exported methods are the activities.
@@ -41,6 +42,9 @@ type Activities struct {
 	Webhooks *WebhookSettings
 	Log      *slog.Logger
 }
+
+// Activities implements the contract: every name the workflows call, with its input and result.
+var _ contract.Activities = (*Activities)(nil)
 
 // Register adds every activity to w and reports how many it registered.
 func Register(w worker.Registry, a *Activities) int {

@@ -2,8 +2,8 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/internal/apperr"
@@ -31,24 +31,14 @@ const (
 // map the same way, so clones of clones do not grow their keys. A prefix (ending in a slash)
 // maps to a prefix.
 func cloneKey(src, integrationID, dst string) (string, bool) {
-	parts := strings.Split(src, "/")
-	if len(parts) < 7 || parts[0] != "i" || parts[1] != integrationID || parts[2] != "u" || parts[3] == "" {
+	k, ok := objectkeys.Parse(src)
+	if !ok || k.Integration != integrationID {
 		return "", false
 	}
-	rel := parts[4:]
-	if rel[0] == "clone" {
-		rel = rel[2:]
-	}
-	if len(rel) < 3 {
+	if k, ok = k.Source(); !ok {
 		return "", false
 	}
-	for i, s := range rel {
-		// Only the last segment of a prefix may be empty (its trailing slash).
-		if s == "." || s == ".." || (s == "" && i != len(rel)-1) {
-			return "", false
-		}
-	}
-	return dst + strings.Join(rel, "/"), true
+	return dst + k.Path(), true
 }
 
 // sourceFilesMissing is the spec's 409 for a source whose stored files are gone.
@@ -67,7 +57,11 @@ func (a *Activities) PrepareClone(ctx context.Context, in contract.PrepareCloneI
 		return contract.PrepareCloneResult{}, badInput("PrepareClone: job, source, integration, account and owner are required")
 	}
 	if job, err := a.Ent.CloneJob.Get(ctx, in.JobID); err == nil {
-		return contract.PrepareCloneResult{Bytes: job.Bytes, TotalObjects: job.TotalObjects, Plan: *job.Plan}, nil
+		res := contract.PrepareCloneResult{Bytes: job.Bytes, TotalObjects: job.TotalObjects}
+		if err := json.Unmarshal(job.Plan, &res.Plan); err != nil {
+			return contract.PrepareCloneResult{}, fmt.Errorf("reading clone job %s's plan: %w", in.JobID, err)
+		}
+		return res, nil
 	} else if !ent.IsNotFound(err) {
 		return contract.PrepareCloneResult{}, err
 	}
@@ -92,9 +86,13 @@ func (a *Activities) PrepareClone(ctx context.Context, in contract.PrepareCloneI
 	if _, _, err := quota.Reserve(ctx, tx, in.OwnerRecordID, in.AccountID, quota.Charge{Bytes: bytes}); err != nil {
 		return contract.PrepareCloneResult{}, clientErrorOr(err)
 	}
+	planJSON, err := json.Marshal(plan)
+	if err != nil {
+		return contract.PrepareCloneResult{}, err
+	}
 	err = tx.CloneJob.Create().SetID(in.JobID).SetIntegrationID(in.IntegrationID).SetOwnerID(in.OwnerRecordID).
 		SetAccountID(in.AccountID).SetSourceSceneID(src.ID).SetBytes(bytes).SetTotalObjects(total).
-		SetDraft(draft).SetPlan(&plan).Exec(ctx)
+		SetDraft(draft).SetPlan(planJSON).Exec(ctx)
 	if err != nil {
 		return contract.PrepareCloneResult{}, fmt.Errorf("recording clone job %s: %w", in.JobID, err)
 	}

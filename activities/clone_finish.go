@@ -44,7 +44,7 @@ func (a *Activities) FinalizeClone(ctx context.Context, in contract.FinalizeClon
 			if err != nil {
 				return contract.FinalizeCloneResult{}, err
 			}
-			return contract.FinalizeCloneResult{}, contract.ClientError(apperr.NotFound("external user not found"))
+			return contract.FinalizeCloneResult{}, clientError(apperr.NotFound("external user not found"))
 		}
 		acct, err := tx.Account.Get(ctx, in.AccountID)
 		if err != nil {
@@ -112,7 +112,7 @@ func recheckClone(ctx context.Context, tx *ent.Tx, job *ent.CloneJob) (*ent.Acco
 		return nil, fmt.Errorf("reading customer %s: %w", job.OwnerID, err)
 	}
 	if u.BillingState != externaluser.BillingStateActive {
-		return nil, contract.ClientError(apperr.Unauthorized("external user is inactive or suspended"))
+		return nil, clientError(apperr.Unauthorized("external user is inactive or suspended"))
 	}
 	if err := quota.Release(ctx, tx, job.OwnerID, job.AccountID, quota.Charge{Bytes: job.Bytes}); err != nil {
 		return nil, fmt.Errorf("re-checking clone job %s: %w", job.ID, err)

@@ -12,7 +12,13 @@ import (
 func clientErrorOr(err error) error {
 	var e *apperr.Error
 	if errors.As(err, &e) && e.Status < 500 {
-		return contract.ClientError(e)
+		return clientError(e)
 	}
 	return err
+}
+
+// clientError wraps a client's error envelope as the contract's non-retryable ErrClient
+// failure, which the API that started the workflow turns back into the same envelope.
+func clientError(e *apperr.Error) error {
+	return contract.ClientError(contract.ClientErrorDetails{Status: e.Status, Message: e.Message, Issues: e.Issues, Extra: e.Extra})
 }

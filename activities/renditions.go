@@ -105,7 +105,7 @@ func (a *Activities) recordSkipped(ctx context.Context, sc *ent.Scene, reason st
 
 // levelView reads the poster's view from a levelData the scene service validated (contract
 // item 11): orientation.rotation, camera {position, target, fov} and background.color.
-func levelView(ld map[string]any) (orient *[3]float64, cam *media.Camera, bg *[3]uint8) {
+func levelView(ld map[string]any) (orient *[3]float64, cam *contract.Camera, bg *[3]uint8) {
 	vec := func(v any) (out [3]float64, ok bool) {
 		a, _ := v.([]any)
 		if len(a) != 3 {
@@ -129,7 +129,7 @@ func levelView(ld map[string]any) (orient *[3]float64, cam *media.Camera, bg *[3
 		p, ok1 := vec(c["position"])
 		t, ok2 := vec(c["target"])
 		if ok1 && ok2 {
-			cam = &media.Camera{Position: p, Target: t}
+			cam = &contract.Camera{Position: p, Target: t}
 			if f, ok := c["fov"].(float64); ok {
 				cam.FOV = f
 			}

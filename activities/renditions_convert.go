@@ -70,7 +70,7 @@ func (a *Activities) convert(ctx context.Context, in contract.ConvertRenditionIn
 	if in.Poster {
 		// The default size (media.DefaultWidth × DefaultHeight): 16:9 like the viewer's
 		// default embed, large enough for a list card.
-		poster = &media.PosterOptions{Orientation: in.Orientation, Camera: in.Camera, Background: in.Background}
+		poster = &media.PosterOptions{Orientation: in.Orientation, Camera: (*media.Camera)(in.Camera), Background: in.Background}
 	}
 	r, err := media.Pipeline{Transform: st.Transform, LODMin: st.LODMin}.Run(ctx, src, in.Format, work, poster, beat.set)
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"github.com/splathost/splathost/ent/clonejob"
 	"github.com/splathost/splathost/ent/schema"
-	"github.com/splathost/splathost/workflows/contract"
 )
 
 // CloneJob is the model entity for the CloneJob schema.
@@ -39,7 +38,7 @@ type CloneJob struct {
 	// Draft holds the value of the "draft" field.
 	Draft *schema.CloneDraft `json:"draft,omitempty"`
 	// Plan holds the value of the "plan" field.
-	Plan         *contract.ClonePlan `json:"plan,omitempty"`
+	Plan         json.RawMessage `json:"plan,omitempty"`
 	selectValues sql.SelectValues
 }
 

@@ -4,6 +4,7 @@ package ent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -14,7 +15,6 @@ import (
 	"entgo.io/ent/schema/field"
 	"github.com/splathost/splathost/ent/clonejob"
 	"github.com/splathost/splathost/ent/schema"
-	"github.com/splathost/splathost/workflows/contract"
 )
 
 // CloneJobCreate is the builder for creating a CloneJob entity.
@@ -96,7 +96,7 @@ func (_c *CloneJobCreate) SetDraft(v *schema.CloneDraft) *CloneJobCreate {
 }
 
 // SetPlan sets the "plan" field.
-func (_c *CloneJobCreate) SetPlan(v *contract.ClonePlan) *CloneJobCreate {
+func (_c *CloneJobCreate) SetPlan(v json.RawMessage) *CloneJobCreate {
 	_c.mutation.SetPlan(v)
 	return _c
 }

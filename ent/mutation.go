@@ -4,6 +4,7 @@ package ent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -28,7 +29,6 @@ import (
 	"github.com/splathost/splathost/ent/viewoutbox"
 	"github.com/splathost/splathost/ent/webhookdelivery"
 	"github.com/splathost/splathost/ent/webhookendpoint"
-	"github.com/splathost/splathost/workflows/contract"
 )
 
 const (
@@ -2433,7 +2433,8 @@ type CloneJobMutation struct {
 	total_objects    *int
 	addtotal_objects *int
 	draft            **schema.CloneDraft
-	plan             **contract.ClonePlan
+	plan             *json.RawMessage
+	appendplan       json.RawMessage
 	clearedFields    map[string]struct{}
 	done             bool
 	oldValue         func(context.Context) (*CloneJob, error)
@@ -2909,12 +2910,13 @@ func (m *CloneJobMutation) ResetDraft() {
 }
 
 // SetPlan sets the "plan" field.
-func (m *CloneJobMutation) SetPlan(cp *contract.ClonePlan) {
-	m.plan = &cp
+func (m *CloneJobMutation) SetPlan(jm json.RawMessage) {
+	m.plan = &jm
+	m.appendplan = nil
 }
 
 // Plan returns the value of the "plan" field in the mutation.
-func (m *CloneJobMutation) Plan() (r *contract.ClonePlan, exists bool) {
+func (m *CloneJobMutation) Plan() (r json.RawMessage, exists bool) {
 	v := m.plan
 	if v == nil {
 		return
@@ -2925,7 +2927,7 @@ func (m *CloneJobMutation) Plan() (r *contract.ClonePlan, exists bool) {
 // OldPlan returns the old "plan" field's value of the CloneJob entity.
 // If the CloneJob object wasn't provided to the builder, the object is fetched from the database.
 // An error is returned if the mutation operation is not UpdateOne, or the database query fails.
-func (m *CloneJobMutation) OldPlan(ctx context.Context) (v *contract.ClonePlan, err error) {
+func (m *CloneJobMutation) OldPlan(ctx context.Context) (v json.RawMessage, err error) {
 	if !m.op.Is(OpUpdateOne) {
 		return v, errors.New("OldPlan is only allowed on UpdateOne operations")
 	}
@@ -2939,9 +2941,23 @@ func (m *CloneJobMutation) OldPlan(ctx context.Context) (v *contract.ClonePlan, 
 	return oldValue.Plan, nil
 }
 
+// AppendPlan adds jm to the "plan" field.
+func (m *CloneJobMutation) AppendPlan(jm json.RawMessage) {
+	m.appendplan = append(m.appendplan, jm...)
+}
+
+// AppendedPlan returns the list of values that were appended to the "plan" field in this mutation.
+func (m *CloneJobMutation) AppendedPlan() (json.RawMessage, bool) {
+	if len(m.appendplan) == 0 {
+		return nil, false
+	}
+	return m.appendplan, true
+}
+
 // ResetPlan resets all changes to the "plan" field.
 func (m *CloneJobMutation) ResetPlan() {
 	m.plan = nil
+	m.appendplan = nil
 }
 
 // Where appends a list predicates to the CloneJobMutation builder.
@@ -3139,7 +3155,7 @@ func (m *CloneJobMutation) SetField(name string, value ent.Value) error {
 		m.SetDraft(v)
 		return nil
 	case clonejob.FieldPlan:
-		v, ok := value.(*contract.ClonePlan)
+		v, ok := value.(json.RawMessage)
 		if !ok {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}

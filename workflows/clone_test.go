@@ -13,10 +13,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/objectkeys"
-	"github.com/splathost/splathost/internal/quota"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -25,13 +23,16 @@ var testClone = CloneInput{JobID: "cccccccccccccccccccccccc", SourceSceneID: "ss
 	ExternalUserID: "customer-1", ClonedAt: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC),
 	AbandonAfter: 3 * time.Minute, Concurrency: 8}
 
+// testUsage is the storage meter FinalizeClone answers with (10 of 100 bytes used).
+var testUsage = contract.Usage{UsedBytes: 10, LimitBytes: 100, RemainingBytes: 90, PercentUsed: 10}
+
 var testPlan = contract.ClonePlan{Objects: []contract.ObjectCopy{{Src: "i/x/u/y/splat-file/t/a.ply", Dst: "i/x/u/z/clone/c/splat-file/t/a.ply", Size: 10}}}
 
 // cloneEnv is a clone job on the test clock with its four activities mocked; each records its
 // calls, and a test replaces the behaviour it is about.
 type cloneEnv struct {
 	*testsuite.TestWorkflowEnvironment
-	a                                   *activities.Activities
+	a                                   *fakeActivities
 	prepares, copies, finals, rollbacks int
 	prepareErr, copyErr, finalErr       error
 }
@@ -42,7 +43,7 @@ func newCloneEnv(t *testing.T, copyTakes ...time.Duration) *cloneEnv {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(tlog.NewStructuredLogger(quiet()))
-	e := &cloneEnv{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment(), a: &activities.Activities{Log: quiet()}}
+	e := &cloneEnv{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment(), a: &fakeActivities{}}
 	e.RegisterActivity(e.a)
 	Register(e)
 	e.OnActivity(e.a.PrepareClone, mock.Anything, mock.Anything).Return(
@@ -78,7 +79,7 @@ func newCloneEnv(t *testing.T, copyTakes ...time.Duration) *cloneEnv {
 			if e.finalErr != nil {
 				return contract.FinalizeCloneResult{}, e.finalErr
 			}
-			return contract.FinalizeCloneResult{SplatID: in.JobID, Usage: contract.Usage(quota.SnapshotOf(10, 100))}, nil
+			return contract.FinalizeCloneResult{SplatID: in.JobID, Usage: testUsage}, nil
 		})
 	e.OnActivity(e.a.RollbackClone, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in contract.RollbackCloneInput) (contract.RollbackCloneResult, error) {
@@ -93,7 +94,9 @@ func newCloneEnv(t *testing.T, copyTakes ...time.Duration) *cloneEnv {
 	return e
 }
 
-func clientErr(e *apperr.Error) error { return contract.ClientError(e) }
+func clientErr(e *apperr.Error) error {
+	return contract.ClientError(contract.ClientErrorDetails{Status: e.Status, Message: e.Message, Extra: e.Extra})
+}
 
 func TestCloneSucceeds(t *testing.T) {
 	e := newCloneEnv(t)
@@ -102,14 +105,14 @@ func TestCloneSucceeds(t *testing.T) {
 	require.NoError(t, e.GetWorkflowError())
 	var res CloneResult
 	require.NoError(t, e.GetWorkflowResult(&res))
-	require.Equal(t, CloneResult{SplatID: testClone.JobID, SourceSplatID: testClone.SourceSceneID, Usage: contract.Usage(quota.SnapshotOf(10, 100))}, res)
+	require.Equal(t, CloneResult{SplatID: testClone.JobID, SourceSplatID: testClone.SourceSceneID, Usage: testUsage}, res)
 	require.Equal(t, [4]int{1, 1, 1, 0}, [4]int{e.prepares, e.copies, e.finals, e.rollbacks})
 }
 
 // TestCloneFailureRollsBack fails each step in turn: the job rolls back once, runs nothing after
 // the failed step, and fails with the step's client envelope (or the infrastructure error).
 func TestCloneFailureRollsBack(t *testing.T) {
-	quotaErr := quota.StorageExceeded("customer", 90, 100, 20)
+	quotaErr := apperr.New(http.StatusRequestEntityTooLarge, "storage quota exceeded").With("code", "STORAGE_QUOTA_EXCEEDED")
 	missing := apperr.Conflict("source files missing").With("code", "SOURCE_FILES_MISSING")
 	gone := apperr.NotFound("external user not found")
 	tests := []struct {

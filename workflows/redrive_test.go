@@ -7,14 +7,14 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities/activitiestest"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
 func TestRedriveStartsEveryOpenPurgeUnderItsBusinessID(t *testing.T) {
-	env, a := newEnv(t, &activitiestest.Bucket{})
+	env, a := newEnv(t)
 	other := contract.PendingPurge{PurgeID: "p2", IntegrationID: testIntegration, OwnerRecordID: "dddddddddddddddddddddddd", ExternalUserID: "customer-2"}
 	// p3 is a second deletion of the first customer: its purge waits until p1's has closed.
 	again := contract.PendingPurge{PurgeID: "p3", IntegrationID: testIntegration, OwnerRecordID: testRecord, ExternalUserID: "customer-1"}
@@ -57,8 +57,14 @@ func saValues(t *testing.T, ctx workflow.Context, name string) []string {
 	return nil
 }
 
+// noStrays answers the bucket sweep as it answers over an empty bucket: one call, nothing
+// deleted, the listing at its end.
+func noStrays(env *testsuite.TestWorkflowEnvironment, a *fakeActivities) {
+	env.OnActivity(a.DeleteStrayObjects, mock.Anything, mock.Anything).Return(contract.DeleteStrayObjectsResult{}, nil).Once()
+}
+
 func TestSweepRunsBatchesUntilNothingIsLeft(t *testing.T) {
-	env, a := newEnv(t, &activitiestest.Bucket{})
+	env, a := newEnv(t)
 	calls := 0
 	env.OnActivity(a.DeleteOrphanUploads, mock.Anything, contract.DeleteOrphanUploadsInput{
 		MinAge: orphanMinAge, BatchSize: sweepBatch, MaxTickets: sweepPerCall}).Return(
@@ -68,6 +74,7 @@ func TestSweepRunsBatchesUntilNothingIsLeft(t *testing.T) {
 		})
 	env.OnActivity(a.DeleteOrphanRenditions, mock.Anything, contract.DeleteOrphanRenditionsInput{
 		Within: orphanRenditionLookback}).Return(contract.DeleteOrphanRenditionsResult{Checked: 3, Folders: 2, Objects: 5}, nil).Once()
+	noStrays(env, a)
 	env.ExecuteWorkflow(SweepOrphanUploads, SweepInput{})
 	require.NoError(t, env.GetWorkflowError())
 	var res SweepResult
@@ -77,7 +84,7 @@ func TestSweepRunsBatchesUntilNothingIsLeft(t *testing.T) {
 }
 
 func TestSweepRunIsBounded(t *testing.T) {
-	env, a := newEnv(t, &activitiestest.Bucket{})
+	env, a := newEnv(t)
 	calls := 0
 	env.OnActivity(a.DeleteOrphanUploads, mock.Anything, mock.Anything).Return(
 		func(context.Context, contract.DeleteOrphanUploadsInput) (contract.DeleteOrphanUploadsResult, error) {
@@ -85,6 +92,7 @@ func TestSweepRunIsBounded(t *testing.T) {
 			return contract.DeleteOrphanUploadsResult{Tickets: 1, More: true}, nil
 		})
 	env.OnActivity(a.DeleteOrphanRenditions, mock.Anything, mock.Anything).Return(contract.DeleteOrphanRenditionsResult{}, nil)
+	noStrays(env, a)
 	env.ExecuteWorkflow(SweepOrphanUploads, SweepInput{})
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, sweepMaxCalls, calls, "the next scheduled run takes the rest")

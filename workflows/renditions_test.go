@@ -14,8 +14,6 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
-	"github.com/splathost/splathost/activities/activitiestest"
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/workflows/contract"
 )
@@ -24,9 +22,9 @@ const renditionScene = "eeeeeeeeeeeeeeeeeeeeeeee"
 
 var renditionFolder = objectkeys.RenditionFolder(testIntegration, "dddddddddddddddddddddddd", renditionScene)
 
-func newRenditionEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *activities.Activities) {
+func newRenditionEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeActivities) {
 	t.Helper()
-	env, a := newEnv(t, &activitiestest.Bucket{})
+	env, a := newEnv(t)
 	RegisterMedia(env)
 	env.OnActivity(a.PrepareRendition, mock.Anything, mock.Anything).Return(contract.PrepareRenditionResult{
 		RenditionSource: contract.RenditionSource{SourceKey: testOwner + "splat_file/t1/scene.ply", Format: ".ply",
@@ -35,7 +33,7 @@ func newRenditionEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *activit
 }
 
 // recordFinishes records FinishRendition's inputs and answers that the scene took them.
-func recordFinishes(env *testsuite.TestWorkflowEnvironment, a *activities.Activities) *[]contract.FinishRenditionInput {
+func recordFinishes(env *testsuite.TestWorkflowEnvironment, a *fakeActivities) *[]contract.FinishRenditionInput {
 	var got []contract.FinishRenditionInput
 	env.OnActivity(a.FinishRendition, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in contract.FinishRenditionInput) (contract.FinishRenditionResult, error) {
@@ -116,7 +114,7 @@ func TestSceneRenditionsGivesUpAfterRetries(t *testing.T) {
 // TestSceneRenditionsSkips: nothing to do (a deleted scene, a .sog upload, another run done)
 // converts nothing and records nothing.
 func TestSceneRenditionsSkips(t *testing.T) {
-	env, a := newEnv(t, &activitiestest.Bucket{})
+	env, a := newEnv(t)
 	RegisterMedia(env)
 	env.OnActivity(a.PrepareRendition, mock.Anything, mock.Anything).Return(
 		contract.PrepareRenditionResult{Skip: true, Reason: "the scene was deleted"}, nil)
@@ -142,7 +140,7 @@ func TestSceneRenditionsOfADeletedScene(t *testing.T) {
 // TestRedriveRenditionsStartsPendingScenes: every pending scene the outbox lists gets its
 // rendition started as a child under the scene's business id.
 func TestRedriveRenditionsStartsPendingScenes(t *testing.T) {
-	env, a := newEnv(t, &activitiestest.Bucket{})
+	env, a := newEnv(t)
 	RegisterMedia(env)
 	env.OnActivity(a.PendingRenditions, mock.Anything, mock.Anything).Return(contract.PendingRenditionsResult{Scenes: []contract.PendingRendition{
 		{SceneID: "aaaaaaaaaaaaaaaaaaaaaaa1", IntegrationID: testIntegration},

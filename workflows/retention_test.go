@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -32,7 +31,7 @@ func newRetentionEnv(t *testing.T, result contract.PurgeArchivedSceneResult) (*t
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(tlog.NewStructuredLogger(quiet()))
 	env := s.NewTestWorkflowEnvironment()
-	a := &activities.Activities{Log: quiet()}
+	a := &fakeActivities{}
 	env.RegisterActivity(a)
 	Register(env)
 	env.SetStartTime(testArchivedAt)
@@ -145,7 +144,7 @@ func TestRedriveRetentionStartsEveryArchivedScene(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(tlog.NewStructuredLogger(quiet()))
 	env := s.NewTestWorkflowEnvironment()
-	a := &activities.Activities{Log: quiet()}
+	a := &fakeActivities{}
 	env.RegisterActivity(a)
 	Register(env)
 	var all []contract.ArchivedScene

@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -40,7 +39,7 @@ func TestWebhookDeliveryRetriesForADay(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflow})
-	var a *activities.Activities
+	var a *fakeActivities
 	var times []time.Time
 	var finals []bool
 	env.OnActivity(a.AttemptWebhookDelivery, mock.Anything, mock.Anything).Return(
@@ -79,7 +78,7 @@ func TestWebhookDeliveryWaitsForASlotAndStopsOnSuccess(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflow})
-	var a *activities.Activities
+	var a *fakeActivities
 	calls := 0
 	var retryIns []time.Duration
 	env.OnActivity(a.AttemptWebhookDelivery, mock.Anything, mock.Anything).Return(
@@ -113,7 +112,7 @@ func TestWebhookDeliveryWakesWhenASlotIsFreed(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflow})
-	var a *activities.Activities
+	var a *fakeActivities
 	var at []time.Time
 	env.OnActivity(a.AttemptWebhookDelivery, mock.Anything, mock.Anything).Return(
 		func(context.Context, contract.AttemptWebhookInput) (contract.AttemptWebhookResult, error) {
@@ -138,7 +137,7 @@ func TestWebhookDeliveryRedeliverSignalCutsTheWait(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflow})
-	var a *activities.Activities
+	var a *fakeActivities
 	var times []time.Time
 	env.OnActivity(a.AttemptWebhookDelivery, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in contract.AttemptWebhookInput) (contract.AttemptWebhookResult, error) {
@@ -166,7 +165,7 @@ func TestWebhookDeliveryAfterADirectAttempt(t *testing.T) {
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestWorkflowEnvironment()
 		env.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflow})
-		var a *activities.Activities
+		var a *fakeActivities
 		var at []time.Time
 		var retryIns []time.Duration
 		env.OnActivity(a.AttemptWebhookDelivery, mock.Anything, mock.Anything).Return(

@@ -1,11 +1,11 @@
 package schema
 
 import (
+	"encoding/json"
+
 	"entgo.io/ent"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
-
-	"github.com/splathost/splathost/workflows/contract"
 )
 
 // CloneDraft is the scene a clone job will create, fixed when the job reserves its storage: the
@@ -57,7 +57,10 @@ func (CloneJob) Fields() []ent.Field {
 		field.Int64("bytes").NonNegative().Immutable(),
 		field.Int("total_objects").NonNegative().Immutable(),
 		field.JSON("draft", &CloneDraft{}).Immutable(),
-		field.JSON("plan", &contract.ClonePlan{}).Immutable(),
+		// The copy plan, as the clone activities wrote it (the workflow contract's ClonePlan in
+		// its JSON): the row only keeps it for a retried PrepareClone to answer with, so the
+		// schema needs no type of the workflows' (ent stays below them).
+		field.JSON("plan", json.RawMessage{}).Immutable(),
 	}
 }
 

@@ -1,9 +1,7 @@
 package arch
 
 import (
-	"encoding/json"
-	"io"
-	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,8 +48,6 @@ var forbidden = map[string][]string{
 	// Services never reach up to the gateway or across to the wiring, and know the activities
 	// only by contract (workflows/contract) when they start or read a workflow.
 	"services/": {"gateway", "internal/boot", "internal/allinone", "internal/worker", "cmd/", "activities"},
-	// The session service checks keys through internal/credentials, not the user service.
-	"services/session": {"services/user"},
 	// Workflows stay deterministic: they know the activities only by contract, and the
 	// activities, which implement it, may use the stores but never the workflows.
 	"activities": {"workflows", "gateway", "services/", "internal/boot", "internal/allinone", "internal/worker"},
@@ -64,9 +60,13 @@ var forbidden = map[string][]string{
 }
 
 // allowed are the packages a ban of a prefix above does not cover: workflows/contract is a leaf
-// (the activities' names, inputs and results) that ent, activities, services and the workflows
-// themselves import, though "workflows" is banned for most of them.
+// (the activities' names, inputs and results) that activities, services and the workflows
+// themselves import, though "workflows" is banned for most of them. It is no exemption for the
+// strict rules: ent stores what the activities write but knows no workflow package at all.
 var allowed = []string{"workflows/contract"}
+
+// strict are the rules (by importer prefix) the allowed packages are no exemption from.
+var strict = []string{"ent"}
 
 // external maps a package prefix to the modules outside this one it must never depend on, even
 // indirectly: workflow code replays deterministically and is read by newcomers as plain
@@ -85,7 +85,7 @@ func banned(rules map[string][]string, from, dep string) (string, bool) {
 		return "", false
 	}
 	for _, a := range allowed {
-		if rel == a || strings.HasPrefix(rel, a+"/") {
+		if !slices.Contains(strict, from) && (rel == a || strings.HasPrefix(rel, a+"/")) {
 			return "", false
 		}
 	}
@@ -97,52 +97,78 @@ func banned(rules map[string][]string, from, dep string) (string, bool) {
 	return "", false
 }
 
-type pkg struct {
-	ImportPath string
-	Imports    []string
-	Deps       []string
-}
+// violation is one dependency a rule forbids: from (a package, or its tests) on dep.
+type violation struct{ from, dep, rule string }
 
+// TestImportDirection checks every package against the rules, its tests too: a package's own
+// build by what it depends on (directly or not), its test build by what its test files import
+// directly (a test may start the whole product through internal/testenv, whose dependencies are
+// not the test's own). A violation passes only while offenders names it, and an offender no
+// violation needs any more fails the test too, so the list can only shrink.
 func TestImportDirection(t *testing.T) {
-	out, err := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", mod+"...").Output()
-	require.NoError(t, err)
-	dec := json.NewDecoder(strings.NewReader(string(out)))
+	pkgs := listModule(t)
+	var found []violation
 	checked, sawTools := 0, false
-	for {
-		var p pkg
-		if err := dec.Decode(&p); err == io.EOF {
-			break
-		} else {
-			require.NoError(t, err)
+	for _, p := range pkgs {
+		sawTools = sawTools || strings.HasPrefix(p.rel, "tools/")
+		vs, n := prefixRules(p)
+		checked += n
+		found = append(found, vs...)
+		found = append(found, serviceRules(p)...)
+		found = append(found, contractRule(p)...)
+	}
+	used := make([]bool, len(offenders))
+	for _, v := range found {
+		i := slices.IndexFunc(offenders, func(o offender) bool { return o.from == v.from && o.dep == v.dep })
+		if i < 0 {
+			t.Errorf("%s must not depend on %s (rule: %s)", v.from, v.dep, v.rule)
+			continue
 		}
-		rel := strings.TrimPrefix(p.ImportPath, mod)
-		sawTools = sawTools || strings.HasPrefix(rel, "tools/")
-		for _, rule := range []struct {
-			rules map[string][]string
-			deps  []string
-		}{{forbidden, p.Deps}, {forbiddenImports, p.Imports}} {
-			for from := range rule.rules {
-				if !strings.HasPrefix(rel, from) {
-					continue
-				}
-				checked++
-				for _, d := range rule.deps {
-					ban, bad := banned(rule.rules, from, d)
-					require.False(t, bad, "%s must not depend on %s (rule: %s)", rel, d, ban)
-				}
-			}
-		}
-		for from := range external {
-			if !strings.HasPrefix(rel, from) {
-				continue
-			}
-			for _, d := range p.Deps {
-				for _, ext := range external[from] {
-					require.False(t, strings.HasPrefix(d, ext), "%s must not depend on %s (rule: %s)", rel, d, ext)
-				}
-			}
+		used[i] = true
+	}
+	for i, o := range offenders {
+		if !used[i] {
+			t.Errorf("offender %s -> %s no longer imports it: remove it from the list", o.from, o.dep)
 		}
 	}
 	require.Greater(t, checked, 8, "the rules matched the packages")
 	require.True(t, sawTools, "go list saw no package of the tools module (is go.work in use?)")
+}
+
+// prefixRules applies forbidden, forbiddenImports and external to p, and counts the rules that
+// matched it.
+func prefixRules(p listed) (out []violation, checked int) {
+	deps := p.deps
+	if p.test {
+		deps = p.imports
+	}
+	for _, rule := range []struct {
+		rules map[string][]string
+		deps  []string
+	}{{forbidden, deps}, {forbiddenImports, p.imports}} {
+		for from := range rule.rules {
+			if !strings.HasPrefix(p.rel, from) {
+				continue
+			}
+			checked++
+			for _, d := range rule.deps {
+				if ban, bad := banned(rule.rules, from, d); bad {
+					out = append(out, violation{p.String(), strings.TrimPrefix(d, mod), ban})
+				}
+			}
+		}
+	}
+	for from, exts := range external {
+		if !strings.HasPrefix(p.rel, from) {
+			continue
+		}
+		for _, d := range deps {
+			for _, ext := range exts {
+				if strings.HasPrefix(d, ext) {
+					out = append(out, violation{p.String(), d, ext})
+				}
+			}
+		}
+	}
+	return out, checked
 }

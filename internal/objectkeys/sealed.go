@@ -18,17 +18,14 @@ const SealedKindPrefix = "sealed-"
 // are their own stored form. The mapping keeps everything after the folder id, so a LOD
 // manifest's relative tile paths resolve the same way in both folders.
 func Sealed(key string) string {
-	// A key with empty or dot segments is no key of the layout: it must never be turned into
-	// one (i/I/u/O/../x would become i/I/u/O/sealed/x).
-	if !SafeKey(strings.TrimSuffix(key, "/")) {
+	// A key with empty or dot segments is no key of the layout (Parse refuses it): it must never
+	// be turned into one (i/I/u/O/../x would become i/I/u/O/sealed/x).
+	k, ok := Parse(key)
+	if !ok || IsServiceKind(k.Kind) {
 		return key
 	}
-	parts := strings.SplitN(key, "/", 6) // i, INT, u, OWNER, kind, TICKET/rest
-	if len(parts) < 6 || parts[2] != "u" || IsServiceKind(parts[4]) {
-		return key
-	}
-	parts[4] = SealedKindPrefix + parts[4]
-	return strings.Join(parts, "/")
+	k.Kind = SealedKindPrefix + k.Kind
+	return k.String()
 }
 
 // WithSealed is keys, each followed by its sealed copy where it has one: what removing an upload
@@ -52,21 +49,20 @@ func IsServiceKind(kind string) bool {
 // UploadPrefix is the upload folder (an upload ticket's prefix) a key of an upload folder or of
 // its sealed copy belongs to; ok is false for the other kinds.
 func UploadPrefix(key string) (prefix string, ok bool) {
-	parts := strings.SplitN(key, "/", 7)
-	if len(parts) < 7 || parts[0] != "i" || parts[2] != "u" || parts[4] == "" || parts[5] == "" ||
-		parts[4] == KindClone || parts[4] == KindRendition {
+	k, ok := Parse(key)
+	if !ok || k.Kind == KindClone || k.Kind == KindRendition {
 		return "", false
 	}
-	parts[4] = strings.TrimPrefix(parts[4], SealedKindPrefix)
-	return strings.Join(parts[:6], "/") + "/", parts[4] != ""
+	k.Kind = strings.TrimPrefix(k.Kind, SealedKindPrefix)
+	if k.Kind == "" {
+		return "", false
+	}
+	return k.Folder(), true
 }
 
 // KindAndID reads the folder kind of a key of the scene key space and the id after it
 // (ticket, clone job or scene id); the bucket sweep classifies objects by them.
 func KindAndID(key string) (kind, id string, ok bool) {
-	parts := strings.SplitN(key, "/", 7)
-	if len(parts) < 7 || parts[0] != "i" || parts[2] != "u" || parts[4] == "" || parts[5] == "" {
-		return "", "", false
-	}
-	return parts[4], parts[5], true
+	k, ok := Parse(key)
+	return k.Kind, k.ID, ok
 }

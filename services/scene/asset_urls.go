@@ -12,6 +12,7 @@ import (
 	"github.com/splathost/splathost/ent"
 	entscene "github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/config"
+	"github.com/splathost/splathost/internal/objectkeys"
 )
 
 // AssetURLs turns the stored asset URLs of a scene (AssetBase + "/" + key: what uploads answer
@@ -71,10 +72,11 @@ func (u *AssetURLs) Of(sc *ent.Scene, stored string) string {
 	if !ok {
 		return stored
 	}
-	scope, ok := assetScope(key)
+	ref, ok := parseAssetKey(key)
 	if !ok {
 		return stored
 	}
+	scope := ref.Folder()
 	if openToAll(sc) {
 		return u.public + AssetsPrefix + "/" + key
 	}
@@ -125,28 +127,20 @@ func (u *AssetURLs) valid(token, scope string) bool {
 	return err == nil && hmac.Equal(got, u.mac(scope, e))
 }
 
-// assetScope is the folder an object key belongs to: the first six segments of
-// i/<integration>/u/<customer>/<kind>/<ticket>/<rest> (an upload ticket's prefix) or of
-// i/<integration>/u/<customer>/clone/<scene id>/<rest> (a clone's folder) or of
-// i/<integration>/u/<customer>/rendition/<scene id>/<rest> (a scene's renditions). Each folder belongs
-// to one scene, so it is what a signature covers and what the owner lookup starts from. Keys
-// with empty, "." or ".." segments have no scope.
-func assetScope(key string) (string, bool) {
-	parts := strings.Split(key, "/")
-	if len(parts) < 7 || parts[0] != "i" || parts[2] != "u" {
-		return "", false
-	}
-	for _, p := range parts {
-		if p == "" || p == "." || p == ".." {
-			return "", false
-		}
-	}
-	return strings.Join(parts[:6], "/") + "/", true
+// parseAssetKey parses an object key the asset route may name: an object (not a folder) of the
+// layout, i/<integration>/u/<customer>/<kind>/<folder id>/<rest> (objectkeys.Parse, which
+// refuses empty, "." and ".." segments). Its Folder — an upload ticket's, a clone's or a scene's
+// renditions — belongs to one scene, so it is what a signature covers and what the owner lookup
+// starts from.
+func parseAssetKey(key string) (objectkeys.Key, bool) {
+	k, ok := objectkeys.Parse(key)
+	return k, ok && !k.IsFolder()
 }
 
 // assetRequest is a parsed asset path.
 type assetRequest struct {
 	key, scope string
+	ref        objectkeys.Key
 	signed     bool
 }
 
@@ -169,9 +163,9 @@ func (u *AssetURLs) parseAssetPath(rawPath string) (assetRequest, bool) {
 			return assetRequest{}, false
 		}
 	}
-	scope, ok := assetScope(p)
-	if !ok || (signed && !u.valid(token, scope)) {
+	ref, ok := parseAssetKey(p)
+	if !ok || (signed && !u.valid(token, ref.Folder())) {
 		return assetRequest{}, false
 	}
-	return assetRequest{key: p, scope: scope, signed: signed}, true
+	return assetRequest{key: p, scope: ref.Folder(), ref: ref, signed: signed}, true
 }

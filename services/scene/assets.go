@@ -133,17 +133,17 @@ type assetState struct {
 	revoked revocations
 }
 
-// assetOwner returns the id of the scene whose folder scope is, or "" when none is; settled
+// assetOwner returns the id of the scene whose folder ref lies in, or "" when none is; settled
 // says a "" is for good (no ticket has the folder's id), not an upload still uncommitted.
-func (s *Service) assetOwner(ctx context.Context, scope string) (id string, settled bool, err error) {
+func (s *Service) assetOwner(ctx context.Context, ref objectkeys.Key) (id string, settled bool, err error) {
+	scope := ref.Folder()
 	if id, ok := s.assets.owners.get(scope); ok {
 		return id, true, nil
 	}
-	parts := strings.Split(scope, "/")
-	if parts[4] == objectkeys.KindClone || parts[4] == objectkeys.KindRendition {
+	if ref.Kind == objectkeys.KindClone || ref.Kind == objectkeys.KindRendition {
 		// A clone's folder is named by the job, whose id the new scene gets; a rendition
 		// folder by its scene.
-		id = parts[5]
+		id = ref.ID
 	} else {
 		t, err := s.db.Ent.UploadTicket.Query().Where(uploadticket.Prefix(scope)).
 			Select(uploadticket.FieldSceneID).Only(ctx)
@@ -199,7 +199,7 @@ func (s *Service) mayServe(ctx context.Context, r assetRequest) (public bool, er
 	if s.assets.misses.has(r.scope, s.now()) {
 		return false, errAssetNotFound()
 	}
-	id, settled, err := s.assetOwner(ctx, r.scope)
+	id, settled, err := s.assetOwner(ctx, r.ref)
 	if err != nil {
 		return false, apperr.Internal(err)
 	}
@@ -213,12 +213,12 @@ func (s *Service) mayServe(ctx context.Context, r assetRequest) (public bool, er
 	if err != nil {
 		return false, apperr.Internal(err)
 	}
-	if kind, _, _ := objectkeys.KindAndID(r.key); sc == nil && kind != objectkeys.KindClone {
+	if sc == nil && r.ref.Kind != objectkeys.KindClone {
 		// Deleted for good. A clone's folder is named before its scene exists, and its URLs
 		// are handed out only once it does; still, a clone finishing must load at once.
 		s.assets.misses.put(r.scope, s.now())
 	}
-	if sc == nil || sc.ArchivedAt != nil || sc.IntegrationID != strings.Split(r.key, "/")[1] {
+	if sc == nil || sc.ArchivedAt != nil || sc.IntegrationID != r.ref.Integration {
 		return false, errAssetNotFound()
 	}
 	revoked, err := s.integrationRevoked(ctx, sc.IntegrationID)

@@ -34,9 +34,11 @@ func TestAssetScope(t *testing.T) {
 		"i/I/v/O/clone/J/f/T/scene.splat":  "",
 		"../../i/I/u/O/f/T/scene.splat/..": "",
 	} {
-		got, ok := assetScope(key)
+		got, ok := parseAssetKey(key)
 		require.Equal(t, want != "", ok, key)
-		require.Equal(t, want, got, key)
+		if ok {
+			require.Equal(t, want, got.Folder(), key)
+		}
 	}
 }
 
@@ -91,5 +93,15 @@ func TestAssetURLsSignAndVerify(t *testing.T) {
 	for _, bad := range []string{"/assets/", "/assets/s/", "/assets/s/x.y/i/I/u/O/f/T/a", "/assets/i/I/u/O/f/T/%2e%2e/a", "/other/i/I/u/O/f/T/a"} {
 		_, ok := u.parseAssetPath(bad)
 		require.False(t, ok, bad)
+	}
+}
+
+// TestKeyKind: an upload's key and a clone's copy of it have the same upload kind; what is no
+// key of the layout has none.
+func TestKeyKind(t *testing.T) {
+	require.Equal(t, kindAudio, keyKind("i/I/u/O/"+kindAudio+"/T/a.mp3"))
+	require.Equal(t, kindAudio, keyKind("i/I/u/O/clone/J/"+kindAudio+"/T/a.mp3"))
+	for _, k := range []string{"i/I/u/O/clone/J/a.mp3", "i/I/u/O/" + kindAudio + "/T", "i/I/u/O/" + kindAudio + "/../a.mp3", "x/" + kindAudio + "/T/a/b/c.mp3"} {
+		require.Equal(t, "", keyKind(k), k)
 	}
 }

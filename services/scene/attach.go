@@ -68,7 +68,7 @@ func (s *Service) assetKey(u string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if _, ok := assetScope(key); !ok {
+	if _, ok := parseAssetKey(key); !ok {
 		return "", false
 	}
 	return key, true
@@ -77,18 +77,14 @@ func (s *Service) assetKey(u string) (string, bool) {
 // keyKind is the upload kind of a key (kindFile, kindAudio, ...), for an upload's key and for
 // a clone's copy of one alike.
 func keyKind(key string) string {
-	parts := strings.Split(key, "/")
-	if len(parts) < 7 {
+	k, ok := objectkeys.Parse(key)
+	if ok {
+		k, ok = k.Source()
+	}
+	if !ok {
 		return ""
 	}
-	rel := parts[4:]
-	if rel[0] == "clone" {
-		rel = rel[2:]
-	}
-	if len(rel) < 3 {
-		return ""
-	}
-	return rel[0]
+	return k.Kind
 }
 
 // ownsKey reports whether key lies in the customer's own key space.

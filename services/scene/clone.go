@@ -221,7 +221,7 @@ func (s *Service) pollClone(c *fiber.Ctx) error {
 func (s *Service) cloneDone(c *fiber.Ctx, caller *httpx.Caller, eu string, st *workflows.CloneState, status int) error {
 	if st.Err != nil {
 		if e := contract.ClientErrorOf(st.Err); e != nil {
-			return e
+			return &apperr.Error{Status: e.Status, Message: e.Message, Issues: e.Issues, Extra: e.Extra}
 		}
 		return apperr.Internal(st.Err)
 	}

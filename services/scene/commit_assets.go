@@ -136,14 +136,14 @@ func (s *Service) resolve(ctx context.Context, field, rawURL string, owner *ent.
 	if !ok || key == "" {
 		return nil, apperr.Invalid("invalid upload URL", field+": not an upload URL issued by this service")
 	}
-	parts := strings.SplitN(key, "/", 7) // i, INT, u, OWNER, kind, TICKET, rest
-	if len(parts) < 7 || parts[0] != "i" || parts[2] != "u" {
+	k, ok := objectkeys.Parse(key)
+	if !ok {
 		return nil, apperr.Invalid("invalid upload URL", field+": not an upload URL issued by this service")
 	}
-	if parts[1] != owner.IntegrationID || parts[3] != owner.ID {
+	if !k.BelongsTo(owner.IntegrationID, owner.ID) {
 		return nil, apperr.Forbidden("uploaded object belongs to another external user")
 	}
-	prefix := strings.Join(parts[:6], "/") + "/"
+	prefix := k.Folder()
 	t, err := s.db.Ent.UploadTicket.Query().Where(uploadticket.Prefix(prefix)).Only(ctx)
 	if ent.IsNotFound(err) {
 		return nil, apperr.Invalid("invalid upload URL", field+": no such upload")

@@ -4,8 +4,6 @@ import (
 	"errors"
 
 	"go.temporal.io/sdk/temporal"
-
-	"github.com/splathost/splathost/internal/apperr"
 )
 
 // ErrBadInput is the application error type of input an activity can never process; it is
@@ -17,8 +15,10 @@ const ErrBadInput = "BadInput"
 // never retried, and the API that started the workflow turns it back into the same envelope.
 const ErrClient = "ClientError"
 
-// ClientErrorDetails carries an apperr.Error through Temporal (the details of an ErrClient
-// application error).
+// ClientErrorDetails carries a client's error envelope (an apperr.Error's client-facing fields)
+// through Temporal: the details of an ErrClient application error. It is plain data so that the
+// contract stays a leaf; the activities build it from an apperr.Error and the services turn it
+// back into one.
 type ClientErrorDetails struct {
 	Status  int            `json:"status"`
 	Message string         `json:"message"`
@@ -27,14 +27,13 @@ type ClientErrorDetails struct {
 }
 
 // ClientError wraps a client-facing error as a non-retryable ErrClient application error.
-func ClientError(e *apperr.Error) error {
-	return temporal.NewNonRetryableApplicationError(e.Message, ErrClient, nil,
-		ClientErrorDetails{Status: e.Status, Message: e.Message, Issues: e.Issues, Extra: e.Extra})
+func ClientError(d ClientErrorDetails) error {
+	return temporal.NewNonRetryableApplicationError(d.Message, ErrClient, nil, d)
 }
 
 // ClientErrorOf finds the client's envelope in a workflow or activity failure (however deeply
 // Temporal wrapped it), or returns nil when the failure is not one.
-func ClientErrorOf(err error) *apperr.Error {
+func ClientErrorOf(err error) *ClientErrorDetails {
 	var ae *temporal.ApplicationError
 	if !errors.As(err, &ae) || ae.Type() != ErrClient {
 		return nil
@@ -43,5 +42,5 @@ func ClientErrorOf(err error) *apperr.Error {
 	if !ae.HasDetails() || ae.Details(&d) != nil || d.Status == 0 {
 		return nil
 	}
-	return &apperr.Error{Status: d.Status, Message: d.Message, Issues: d.Issues, Extra: d.Extra}
+	return &d
 }

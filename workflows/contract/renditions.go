@@ -4,8 +4,6 @@ import (
 	"path"
 	"strings"
 	"time"
-
-	"github.com/splathost/splathost/media"
 )
 
 // ErrRenditionInput is the application error type of a scene the converter cannot or may not
@@ -38,8 +36,17 @@ type RenditionSource struct {
 	Poster bool
 	// The levelData view the poster is rendered with (nil: the viewer's defaults).
 	Orientation *[3]float64
-	Camera      *media.Camera
+	Camera      *Camera
 	Background  *[3]uint8
+}
+
+// Camera is a levelData camera as the poster is rendered from it: media.Camera's fields, in its
+// order, so the activity converts one into the other without a copy (the contract stays a leaf
+// and does not import the converter). Position is where the camera is, looking at Target with
+// world Y up; FOV is the vertical field of view in degrees (0: the viewer's default).
+type Camera struct {
+	Position, Target [3]float64
+	FOV              float64
 }
 
 // FinishRenditionInput records the outcome of a rendition: State ready with the conversion's

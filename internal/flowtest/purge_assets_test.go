@@ -1,4 +1,4 @@
-package workflows
+package flowtest
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/activities/activitiestest"
+	"github.com/splathost/splathost/workflows"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -26,7 +27,7 @@ func TestPurgeAssetsClaimsUploadsBeforeDeleting(t *testing.T) {
 			return contract.ClaimUploadsResult{Claimed: 1}, nil
 		})
 	closes := mockOutbox(env, a, []string{key}, nil)
-	env.ExecuteWorkflow(PurgeAssets, AssetPurgeInput{PurgeID: testPurge.PurgeID, Kind: PurgeKindUpload, IntegrationID: testIntegration})
+	env.ExecuteWorkflow(workflows.PurgeAssets, workflows.AssetPurgeInput{PurgeID: testPurge.PurgeID, Kind: workflows.PurgeKindUpload, IntegrationID: testIntegration})
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []string{"claim"}, order)
 	require.Zero(t, b.Len())
@@ -38,8 +39,8 @@ func TestPurgeAssetsOfAClosedUploadRowDoesNothing(t *testing.T) {
 	b := &activitiestest.Bucket{}
 	env, a := newEnv(t, b)
 	env.OnActivity(a.ClaimUploads, mock.Anything, mock.Anything).Return(contract.ClaimUploadsResult{Closed: true}, nil)
-	env.ExecuteWorkflow(PurgeAssets, AssetPurgeInput{PurgeID: testPurge.PurgeID, Kind: PurgeKindUpload, IntegrationID: testIntegration})
-	var res PurgeResult
+	env.ExecuteWorkflow(workflows.PurgeAssets, workflows.AssetPurgeInput{PurgeID: testPurge.PurgeID, Kind: workflows.PurgeKindUpload, IntegrationID: testIntegration})
+	var res workflows.PurgeResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.True(t, res.AlreadyClosed)
 	require.Empty(t, b.Deletes())
@@ -65,7 +66,7 @@ func TestPurgeAssetsDeletesObjectsBeforeViews(t *testing.T) {
 			}
 			return contract.DeleteViewsResult{}, nil
 		})
-	env.ExecuteWorkflow(PurgeAssets, AssetPurgeInput{PurgeID: testPurge.PurgeID, Kind: PurgeKindScene, IntegrationID: testIntegration,
+	env.ExecuteWorkflow(workflows.PurgeAssets, workflows.AssetPurgeInput{PurgeID: testPurge.PurgeID, Kind: workflows.PurgeKindScene, IntegrationID: testIntegration,
 		SceneID: "dddddddddddddddddddddddd"})
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, 3, attempts)
@@ -74,6 +75,6 @@ func TestPurgeAssetsDeletesObjectsBeforeViews(t *testing.T) {
 
 func TestPurgeAssetsRejectsUnknownKinds(t *testing.T) {
 	env, _ := newEnv(t, &activitiestest.Bucket{})
-	env.ExecuteWorkflow(PurgeAssets, AssetPurgeInput{PurgeID: testPurge.PurgeID, Kind: PurgeKindCustomer, IntegrationID: testIntegration})
+	env.ExecuteWorkflow(workflows.PurgeAssets, workflows.AssetPurgeInput{PurgeID: testPurge.PurgeID, Kind: workflows.PurgeKindCustomer, IntegrationID: testIntegration})
 	require.Error(t, env.GetWorkflowError())
 }

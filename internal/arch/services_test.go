@@ -1,0 +1,88 @@
+package arch
+
+import (
+	"strings"
+)
+
+// offender is a violation the code still has, named with why and with what removes it. The
+// list only shrinks: TestImportDirection fails on a violation not listed here and on an entry
+// no violation needs any more.
+type offender struct{ from, dep, why string }
+
+// offenders are today's. Each goes when issue 30 item 1 (Fiber-free domain packages under the
+// services, the worker's starters out of internal/worker) lands its part.
+var offenders = []offender{
+	{"internal/worker", "services/scene", "the webhook starter renders scene payloads with scene.WebhookRenderer and scene.NewAssetURLs; they move to a domain package"},
+	{"internal/worker", "services/user", "UserWebhooks builds the user service's user.Webhooks settings; it moves out of internal/worker with the webhook starter"},
+	{"services/session", "services/scene", "the session service renders embedded scenes with sceneapi.Detail and sceneapi.AssetURLs and shares the scene id parameter and title limits; they move to a domain package"},
+	{"gateway (tests)", "services/scene", "the gateway's tests route to the services' prefix tables (scene.Prefixes, PublicPrefixes); the tables move below the services"},
+	{"gateway (tests)", "services/session", "the gateway's tests route to session.Prefixes (see gateway (tests) -> services/scene)"},
+	{"gateway (tests)", "services/user", "the gateway's tests route to user.Prefixes (see gateway (tests) -> services/scene)"},
+	{"e2e (tests)", "services/scene", "e2e tests run the scene service in-process (scene.New, Prefixes, Clones) and read the asset route's timings (AssetMaxAge, AssetURLLifetime, AssetDecisionTTL)"},
+	{"e2e (tests)", "services/session", "e2e tests run the session service in-process (session.New, NewVerifier, Prefixes)"},
+	{"e2e (tests)", "services/user", "e2e tests run the user service in-process (user.New, Prefixes, Temporal)"},
+}
+
+// serviceRules: each service is its own: no services/X depends on services/Y; and only the
+// binaries' wiring (cmd/, internal/allinone) imports a service, so the services stay parse ->
+// call -> render over domain code that others may share.
+func serviceRules(p listed) []violation {
+	var out []violation
+	deps := p.deps
+	if p.test {
+		deps = p.imports
+	}
+	if own, ok := service(p.rel); ok {
+		for _, d := range deps {
+			if other, ok := service(strings.TrimPrefix(d, mod)); ok && other != own && strings.HasPrefix(d, mod) {
+				out = append(out, violation{p.String(), strings.TrimPrefix(d, mod), "no service depends on another"})
+			}
+		}
+		return out
+	}
+	if strings.HasPrefix(p.rel, "cmd/") || p.rel == "internal/allinone" {
+		return nil
+	}
+	for _, d := range p.imports {
+		if rel, ok := strings.CutPrefix(d, mod); ok && strings.HasPrefix(rel, "services/") {
+			out = append(out, violation{p.String(), rel, "only cmd/ and internal/allinone import services/*"})
+		}
+	}
+	return out
+}
+
+// service is the service a package path (below the module) belongs to: "scene" for
+// services/scene and services/scene/anything.
+func service(rel string) (string, bool) {
+	rest, ok := strings.CutPrefix(rel, "services/")
+	if !ok {
+		return "", false
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	return name, name != ""
+}
+
+// contractRule: workflows/contract depends on the standard library and the Temporal SDK only
+// (its tests on testify too), so whatever imports it — ent's callers, the services, the
+// workflows — gets nothing else with it.
+func contractRule(p listed) []violation {
+	if p.rel != "workflows/contract" {
+		return nil
+	}
+	var out []violation
+	for _, d := range p.imports {
+		first, _, _ := strings.Cut(d, "/")
+		switch {
+		case !strings.Contains(first, "."), strings.HasPrefix(d, "go.temporal.io/sdk/"), d == mod+p.rel:
+		case p.test && strings.HasPrefix(d, "github.com/stretchr/testify/"):
+		default:
+			out = append(out, violation{p.String(), strings.TrimPrefix(d, mod), "the contract imports the standard library and the Temporal SDK only"})
+		}
+	}
+	for _, d := range p.deps {
+		if rel, ok := strings.CutPrefix(d, mod); ok && rel != p.rel {
+			out = append(out, violation{p.String(), rel, "the contract depends on no package of this module"})
+		}
+	}
+	return out
+}
