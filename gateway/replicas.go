@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/splathost/splathost/internal/affinity"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -53,20 +54,9 @@ func (r *replicaSet) start(key string) int {
 		return 0
 	}
 	if key != "" {
-		return ReplicaOf(key, len(r.hosts))
+		return affinity.Replica(key, len(r.hosts))
 	}
 	return int((r.next.Add(1) - 1) % n)
-}
-
-// ReplicaOf is the index among n replicas that every gateway sends the requests of the affinity
-// key (an integration id) to first: its FNV-1a hash modulo n. The benchmark places its tenants
-// on chosen replicas with it.
-func ReplicaOf(key string, n int) int {
-	h := uint32(2166136261)
-	for i := 0; i < len(key); i++ {
-		h = (h ^ uint32(key[i])) * 16777619
-	}
-	return int(h % uint32(n))
 }
 
 // affinityKey is the key that picks a request's replica: its caller's integration.

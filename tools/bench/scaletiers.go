@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/splathost/splathost/gateway"
+	"github.com/splathost/splathost/internal/affinity"
 	"github.com/splathost/splathost/internal/testenv"
 )
 
@@ -288,7 +288,7 @@ func (r *runner) startTierStack(ctx context.Context) (*tierStack, error) {
 			return ts, err
 		}
 		target := Target{Path: "/api/v1/splats/" + id, Headers: t.Headers()}
-		switch gateway.ReplicaOf(t.IntegrationID, 2) {
+		switch affinity.Replica(t.IntegrationID, 2) {
 		case 0:
 			if len(first) < 2 {
 				first = append(first, t)
