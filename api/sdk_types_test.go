@@ -11,6 +11,7 @@ import (
 	"github.com/splathost/splathost/api"
 	"github.com/splathost/splathost/api/apitest"
 	splathost "github.com/splathost/splathost/sdk/go"
+	"github.com/splathost/splathost/sdk/go/webhook"
 )
 
 // schema is the pointer of a component schema.
@@ -71,6 +72,13 @@ var sdkTypes = []apitest.WireType{
 	{Value: splathost.Webhook{}, Pointer: schema("WebhookWithSecretResponse") + "/properties/webhook"},
 	{Value: splathost.WebhookInput{}, Pointer: body("/api/v1/webhooks", "post"), Dir: apitest.Encoded},
 	{Value: splathost.WebhookDeliveries{}, Pointer: answer("/api/v1/webhooks/{webhookId}/deliveries", "get", "200"), Skip: status},
+	// Webhook deliveries (package webhook; the service writes the same types).
+	{Value: webhook.Event{}, Pointer: schema("WebhookEvent")},
+	{Value: webhook.SplatData{}, Pointer: schema("WebhookSplatData")},
+	{Value: webhook.SceneRef{}, Pointer: schema("WebhookSceneRef")},
+	{Value: webhook.CloneSucceededData{}, Pointer: schema("WebhookCloneSucceeded")},
+	{Value: webhook.CloneFailedData{}, Pointer: schema("WebhookCloneFailed")},
+	{Value: webhook.ExternalUserData{}, Pointer: schema("WebhookExternalUserDeleted")},
 	// Operator.
 	{Value: splathost.Account{}, Pointer: schema("Account")},
 	{Value: splathost.NewAccount{}, Pointer: schema("AccountCreate"), Dir: apitest.Encoded, Allow: map[string]string{
@@ -114,3 +122,16 @@ func TestSDKTypesMatchTheDocument(t *testing.T) {
 }
 
 func typeName(v any) string { return strings.TrimPrefix(fmt.Sprintf("%T", v), "*") }
+
+// TestWebhookTypesAreTheDocumentedOnes holds the event types (the SDK's, which the service
+// writes) to the document's enum, in its order.
+func TestWebhookTypesAreTheDocumentedOnes(t *testing.T) {
+	doc, err := apitest.Parse(api.Document)
+	require.NoError(t, err)
+	enum := doc.Raw["components"].(map[string]any)["schemas"].(map[string]any)["WebhookEventType"].(map[string]any)["enum"]
+	var want []string
+	for _, v := range enum.([]any) {
+		want = append(want, v.(string))
+	}
+	require.Equal(t, want, webhook.Types)
+}
