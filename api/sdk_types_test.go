@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/api"
@@ -134,4 +135,36 @@ func TestWebhookTypesAreTheDocumentedOnes(t *testing.T) {
 		want = append(want, v.(string))
 	}
 	require.Equal(t, want, webhook.Types)
+}
+
+// TestWebhookEventDataFollowsItsType holds the document's per-type data rule: each event type
+// names exactly one data schema, and a body whose data has another type's shape is refused.
+func TestWebhookEventDataFollowsItsType(t *testing.T) {
+	doc, err := apitest.Parse(api.Document)
+	require.NoError(t, err)
+	event := doc.Raw["components"].(map[string]any)["schemas"].(map[string]any)["WebhookEvent"].(map[string]any)
+	mapped := map[string]int{}
+	for _, rule := range event["allOf"].([]any) {
+		for _, typ := range rule.(map[string]any)["if"].(map[string]any)["properties"].(map[string]any)["type"].(map[string]any)["enum"].([]any) {
+			mapped[typ.(string)]++
+		}
+	}
+	for _, typ := range webhook.Types {
+		require.Equal(t, 1, mapped[typ], "%s names one data schema", typ)
+	}
+	require.Len(t, mapped, len(webhook.Types))
+
+	sch, err := doc.Schema("/components/schemas/WebhookEvent")
+	require.NoError(t, err)
+	body := func(typ, data string) any {
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(`{"type":"` + typ + `","timestamp":"2026-01-02T03:04:05.000Z","sequence":1,"data":` + data + `}`))
+		require.NoError(t, err)
+		return v
+	}
+	ref := `{"splatId":"0123456789abcdef01234567","externalUserId":"c"}`
+	require.NoError(t, sch.Validate(body(webhook.SplatDeleted, ref)))
+	require.NoError(t, sch.Validate(body(webhook.RetentionPurged, ref)))
+	require.Error(t, sch.Validate(body(webhook.SplatCreated, ref)), "a splat.created carries a splat")
+	require.Error(t, sch.Validate(body(webhook.ExternalUserDeleted, ref)), "externalUser.deleted carries externalUserId alone")
+	require.NoError(t, sch.Validate(body(webhook.ExternalUserDeleted, `{"externalUserId":"c"}`)))
 }
