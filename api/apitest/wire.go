@@ -17,9 +17,10 @@ const (
 	// and every field a documented property, and a property that may be null has a field that
 	// can hold null (a pointer, map, slice or interface), so nothing the service sends is lost.
 	Decoded Direction = iota
-	// Encoded types are request bodies: every field is a documented property, a field sent
-	// always (no omitempty or omitzero) is a required property and a required property is
-	// sent always, and a field that may send null is documented as nullable.
+	// Encoded types are written: request bodies, or a service's answers. Every field is a
+	// documented property, a required property has a field, a field sent always (no omitempty
+	// or omitzero) is a required property and a required property is sent always, and a field
+	// that may send null is documented as nullable.
 	Encoded
 )
 
@@ -272,8 +273,14 @@ func (c *comparer) compare(t reflect.Type, s *shape, path string, skip []string)
 		c.value(f, c.shape(sub), p)
 	}
 	for name := range s.props {
-		if !seen[name] && !(path == "" && slices.Contains(skip, name)) && c.dir == Decoded {
+		if seen[name] || path == "" && slices.Contains(skip, name) {
+			continue
+		}
+		switch {
+		case c.dir == Decoded:
 			c.fail(join(path, name), "documented, but the Go type has no field for it")
+		case s.required[name]:
+			c.fail(join(path, name), "required, but the Go type has no field for it")
 		}
 	}
 }

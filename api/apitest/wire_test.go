@@ -67,11 +67,14 @@ func TestCompareTypeFindsEveryKindOfDrift(t *testing.T) {
 		"at: documented, but the Go type has no field for it",
 	}, doc.CompareType(apitest.WireType{Value: drifted{}, Pointer: ptr}))
 
-	// Encoded: what is always sent must be required, and null must be allowed where sent.
+	// Encoded: what is always sent must be required, what is required must be there, and null
+	// must be allowed where sent.
 	require.ElementsMatch(t, []string{
 		"id: the Go type int is JSON integer; the schema allows [string]",
 		"labels: the Go field is not in the schema",
 		"ratio: required in the schema is false, but the Go field is sent always is true",
+		"tags: required, but the Go type has no field for it",
+		"at: required, but the Go type has no field for it",
 	}, doc.CompareType(apitest.WireType{Value: drifted{}, Pointer: ptr, Dir: apitest.Encoded}))
 
 	// An allowance silences its path, and one with nothing to allow is reported.
