@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -111,18 +110,8 @@ func merge(a, b map[string]string) map[string]string {
 
 // TestSDKTypesMatchTheDocument holds the Go SDK's wire types to openapi.yaml field by field.
 func TestSDKTypesMatchTheDocument(t *testing.T) {
-	doc, err := apitest.Parse(api.Document)
-	require.NoError(t, err)
-	for _, w := range sdkTypes {
-		name := strings.TrimPrefix(strings.TrimPrefix(typeName(w.Value), "splathost."), "webhook.")
-		t.Run(name, func(t *testing.T) {
-			require.NotNil(t, doc.Raw, w.Pointer)
-			require.Empty(t, doc.CompareType(w), "%s against %s", name, w.Pointer)
-		})
-	}
+	apitest.RequireWireTypes(t, sdkTypes...)
 }
-
-func typeName(v any) string { return strings.TrimPrefix(fmt.Sprintf("%T", v), "*") }
 
 // TestWebhookTypesAreTheDocumentedOnes holds the event types (the SDK's, which the service
 // writes) to the document's enum, in its order.

@@ -6,7 +6,10 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"testing"
 	"time"
+
+	"github.com/splathost/splathost/api"
 )
 
 // Direction says which way a Go type crosses the wire, which decides what "matches" means.
@@ -73,6 +76,23 @@ func boolKeys(m map[string]string) map[string]bool {
 		out[k] = true
 	}
 	return out
+}
+
+// RequireWireTypes fails t with every mismatch between the types and their schemas in the
+// product's document (api.Document), one subtest per type.
+func RequireWireTypes(t *testing.T, types ...WireType) {
+	t.Helper()
+	doc, err := Parse(api.Document)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range types {
+		t.Run(strings.TrimLeft(reflect.TypeOf(w.Value).String(), "*"), func(t *testing.T) {
+			if problems := doc.CompareType(w); len(problems) > 0 {
+				t.Errorf("against %s:\n%s", w.Pointer, strings.Join(problems, "\n"))
+			}
+		})
+	}
 }
 
 type comparer struct {
