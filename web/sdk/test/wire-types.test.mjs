@@ -1,6 +1,7 @@
-// Holds the JS SDK's webhook types to api/openapi.yaml, the one source of the interface: the
-// event type union to the WebhookEventType enum, and each type's data (WebhookEventDataMap) to
-// the data schema WebhookEvent names for it, field by field (names, required-ness, JSON type).
+// Holds the JS SDK's wire types to api/openapi.yaml, the one source of the interface: the
+// webhook event type union to the WebhookEventType enum, each type's data (WebhookEventDataMap)
+// to the data schema WebhookEvent names for it, field by field (names, required-ness, JSON
+// type), and the uploader's part types and Visibility to their schemas.
 // The types are read with the TypeScript compiler from the SDK's source, as a user's editor
 // reads them; the Go SDK's are held to the same schemas by api/sdk_types_test.go.
 import { test } from 'node:test';
@@ -14,15 +15,19 @@ import yaml from 'js-yaml';
 const here = dirname(fileURLToPath(import.meta.url));
 const doc = yaml.load(readFileSync(join(here, '..', '..', '..', 'api', 'openapi.yaml'), 'utf8'));
 const source = join(here, '..', 'src', 'webhook.ts');
+const browser = join(here, '..', 'src', 'index.ts');
 
-const program = ts.createProgram([source], { strict: true, noEmit: true, target: ts.ScriptTarget.ES2022,
+const program = ts.createProgram([source, browser], { strict: true, noEmit: true, target: ts.ScriptTarget.ES2022,
   module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, types: ['node'] });
 const checker = program.getTypeChecker();
 const file = program.getSourceFile(source);
-const exported = new Map(checker.getExportsOfModule(checker.getSymbolAtLocation(file)).map((s) => [s.name, s]));
+const exportsOf = (f) => new Map(checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(f)))
+  .map((s) => [s.name, s]));
+const exported = exportsOf(source);
+const browserExported = exportsOf(browser);
 
-function declared(name) {
-  const sym = exported.get(name);
+function declared(name, from = exported) {
+  const sym = from.get(name);
   assert.ok(sym, `the SDK exports ${name}`);
   return checker.getDeclaredTypeOfSymbol(sym);
 }
@@ -112,4 +117,15 @@ test('WebhookEvent has the envelope members the document requires', () => {
     assert.deepEqual(got, Object.keys(schema.properties).sort());
     assert.deepEqual(got.filter((n) => !members(member).get(n).optional), [...schema.required].sort());
   }
+});
+
+test("the uploader's part types and Visibility match their schemas", () => {
+  const schemas = doc.components.schemas;
+  const problems = [
+    ...compare(declared('SignedPart', browserExported), schemas.MultipartPartUrl, 'SignedPart'),
+    ...compare(declared('StoredPart', browserExported), schemas.MultipartUploadStatus.properties.parts.items, 'StoredPart'),
+  ];
+  assert.deepEqual(problems, []);
+  const vis = declared('Visibility', browserExported);
+  assert.deepEqual((vis.types ?? [vis]).map((t) => t.value).sort(), [...schemas.Visibility.enum].sort());
 });
