@@ -12,6 +12,7 @@ import (
 
 	"github.com/splathost/splathost/internal/fixtures"
 	"github.com/splathost/splathost/internal/restclient"
+	"github.com/splathost/splathost/internal/uploadrules"
 )
 
 // sampleSplats is the sample scene's size: a few thousand splats render quickly in a software
@@ -165,7 +166,7 @@ func putSigned(url, contentType string, data []byte) error {
 		return err
 	}
 	req.Header.Set("Content-Type", contentType)
-	req.Header.Set("Cache-Control", "public, max-age=31536000, immutable")
+	req.Header.Set("Cache-Control", uploadrules.CacheControl)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

@@ -21,26 +21,28 @@ import (
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/ent/webhookdelivery"
+	"github.com/splathost/splathost/sdk/go/webhook"
 )
 
-// The event types of contract item 12.
+// The event types of contract item 12. They and the data types below are the Go SDK's
+// (sdk/go/webhook), so the service writes exactly the names and fields receivers decode; the
+// product may import the SDK, never the reverse.
 const (
-	SplatCreated        = "splat.created"
-	SplatUpdated        = "splat.updated"
-	SplatPublished      = "splat.published"
-	SplatReady          = "splat.ready"
-	SplatDeleted        = "splat.deleted"
-	CloneSucceeded      = "clone.succeeded"
-	CloneFailed         = "clone.failed"
-	ExternalUserDeleted = "externalUser.deleted"
-	RetentionArchived   = "retention.archived"
-	RetentionRestored   = "retention.restored"
-	RetentionPurged     = "retention.purged"
+	SplatCreated        = webhook.SplatCreated
+	SplatUpdated        = webhook.SplatUpdated
+	SplatPublished      = webhook.SplatPublished
+	SplatReady          = webhook.SplatReady
+	SplatDeleted        = webhook.SplatDeleted
+	CloneSucceeded      = webhook.CloneSucceeded
+	CloneFailed         = webhook.CloneFailed
+	ExternalUserDeleted = webhook.ExternalUserDeleted
+	RetentionArchived   = webhook.RetentionArchived
+	RetentionRestored   = webhook.RetentionRestored
+	RetentionPurged     = webhook.RetentionPurged
 )
 
 // Types lists every event type, in the order the API documents them.
-var Types = []string{SplatCreated, SplatUpdated, SplatPublished, SplatReady, SplatDeleted, CloneSucceeded,
-	CloneFailed, ExternalUserDeleted, RetentionArchived, RetentionRestored, RetentionPurged}
+var Types = webhook.Types
 
 // Delivery names one outbox row to deliver after its transaction commits. Attempted counts
 // the attempts already made before its workflow starts (1 after a failed direct attempt: the
@@ -209,10 +211,19 @@ func (o *Outbox) emit(ctx context.Context, tx *ent.Tx, b *Batch, key, integratio
 	return nil
 }
 
-// SplatData is the data of splat.created, updated, published and ready: {splat: item}.
-type SplatData struct {
-	Splat any `json:"splat"`
-}
+// The data of each event type (webhook.Event's Data), defined once in the SDK.
+type (
+	// SplatData is the data of splat.created, updated, published and ready: {splat: item}.
+	SplatData = webhook.SplatData
+	// SceneRef is the data of splat.deleted and the retention events: {splatId, externalUserId}.
+	SceneRef = webhook.SceneRef
+	// CloneSucceededData is the data of clone.succeeded.
+	CloneSucceededData = webhook.CloneSucceededData
+	// CloneFailedData is the data of clone.failed.
+	CloneFailedData = webhook.CloneFailedData
+	// ExternalUserData is the data of externalUser.deleted.
+	ExternalUserData = webhook.ExternalUserData
+)
 
 // EmitSplat emits a splat item event for sc, rendered as the integration sees it (no caller:
 // isOwner false). ownerEU is the owner's external user id, or "" to look it up.
@@ -231,33 +242,12 @@ func (o *Outbox) EmitSplat(ctx context.Context, tx *ent.Tx, b *Batch, typ string
 				return nil, fmt.Errorf("webhook event %s: owner: %w", typ, err)
 			}
 		}
-		return SplatData{Splat: o.Render(sc, ownerEU, slug)}, nil
+		item, err := json.Marshal(o.Render(sc, ownerEU, slug))
+		if err != nil {
+			return nil, fmt.Errorf("webhook event %s: %w", typ, err)
+		}
+		return SplatData{Splat: item}, nil
 	})
-}
-
-// SceneRef is the data of splat.deleted and the retention events: {splatId, externalUserId}.
-type SceneRef struct {
-	SplatID        string `json:"splatId"`
-	ExternalUserID string `json:"externalUserId"`
-}
-
-// CloneSucceededData is the data of clone.succeeded.
-type CloneSucceededData struct {
-	JobID         string `json:"jobId"`
-	SplatID       string `json:"splatId"`
-	SourceSplatID string `json:"sourceSplatId"`
-}
-
-// CloneFailedData is the data of clone.failed.
-type CloneFailedData struct {
-	JobID         string `json:"jobId"`
-	SourceSplatID string `json:"sourceSplatId"`
-	Message       string `json:"message"`
-}
-
-// ExternalUserData is the data of externalUser.deleted.
-type ExternalUserData struct {
-	ExternalUserID string `json:"externalUserId"`
 }
 
 // Value wraps fixed data for Emit.

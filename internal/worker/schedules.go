@@ -15,48 +15,30 @@ import (
 	"github.com/splathost/splathost/workflows"
 )
 
-// schedules are the Temporal schedules the product relies on. Overlap SKIP: a run still going
-// when the next is due means the previous one has the work in hand.
+// schedules are the Temporal schedules the product relies on.
 func schedules(taskQueue string) []client.ScheduleOptions {
-	every := func(d time.Duration) client.ScheduleSpec {
-		return client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: d}}}
-	}
 	return []client.ScheduleOptions{
-		{
-			ID:   workflows.OrphanSweepScheduleID,
-			Spec: every(workflows.OrphanSweepEvery),
-			Action: &client.ScheduleWorkflowAction{ID: workflows.OrphanSweepScheduleID, Workflow: workflows.SweepOrphanUploads,
-				Args: []any{workflows.SweepInput{}}, TaskQueue: taskQueue, WorkflowExecutionTimeout: time.Hour},
-			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
-		},
-		{
-			ID:   workflows.PurgeRedriveScheduleID,
-			Spec: every(workflows.PurgeRedriveEvery),
-			Action: &client.ScheduleWorkflowAction{ID: workflows.PurgeRedriveScheduleID, Workflow: workflows.RedrivePurges,
-				Args: []any{workflows.RedriveInput{}}, TaskQueue: taskQueue, WorkflowExecutionTimeout: time.Hour},
-			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
-		},
-		{
-			ID:   workflows.RetentionRedriveScheduleID,
-			Spec: every(workflows.RetentionRedriveEvery),
-			Action: &client.ScheduleWorkflowAction{ID: workflows.RetentionRedriveScheduleID, Workflow: workflows.RedriveRetention,
-				Args: []any{workflows.RetentionRedriveInput{}}, TaskQueue: taskQueue, WorkflowExecutionTimeout: time.Hour},
-			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
-		},
-		{
-			ID:   workflows.ViewRetentionScheduleID,
-			Spec: every(workflows.ViewRetentionEvery),
-			Action: &client.ScheduleWorkflowAction{ID: workflows.ViewRetentionScheduleID, Workflow: workflows.DropExpiredViews,
-				Args: []any{workflows.ViewRetentionInput{}}, TaskQueue: taskQueue, WorkflowExecutionTimeout: time.Hour},
-			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
-		},
-		{
-			ID:   workflows.WebhookRedriveScheduleID,
-			Spec: every(workflows.WebhookRedriveEvery),
-			Action: &client.ScheduleWorkflowAction{ID: workflows.WebhookRedriveScheduleID, Workflow: workflows.RedriveWebhooks,
-				Args: []any{workflows.WebhookRedriveInput{}}, TaskQueue: taskQueue, WorkflowExecutionTimeout: time.Hour},
-			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
-		},
+		every(taskQueue, workflows.OrphanSweepScheduleID, workflows.OrphanSweepEvery, workflows.SweepOrphanUploads, workflows.SweepInput{}),
+		every(taskQueue, workflows.PurgeRedriveScheduleID, workflows.PurgeRedriveEvery, workflows.RedrivePurges, workflows.RedriveInput{}),
+		every(taskQueue, workflows.RetentionRedriveScheduleID, workflows.RetentionRedriveEvery, workflows.RedriveRetention,
+			workflows.RetentionRedriveInput{}),
+		every(taskQueue, workflows.ViewRetentionScheduleID, workflows.ViewRetentionEvery, workflows.DropExpiredViews,
+			workflows.ViewRetentionInput{}),
+		every(taskQueue, workflows.WebhookRedriveScheduleID, workflows.WebhookRedriveEvery, workflows.RedriveWebhooks,
+			workflows.WebhookRedriveInput{}),
+	}
+}
+
+// every is a schedule that starts workflow(arg) every interval, as a workflow whose id is the
+// schedule's own, bounded to an hour. Overlap SKIP: a run still going when the next is due means
+// the previous one has the work in hand.
+func every(taskQueue, id string, interval time.Duration, workflow, arg any) client.ScheduleOptions {
+	return client.ScheduleOptions{
+		ID:   id,
+		Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: interval}}},
+		Action: &client.ScheduleWorkflowAction{ID: id, Workflow: workflow, Args: []any{arg}, TaskQueue: taskQueue,
+			WorkflowExecutionTimeout: time.Hour},
+		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
 	}
 }
 

@@ -195,7 +195,7 @@ type Processing struct {
 	RenditionType  *string `json:"renditionType"`
 	RenditionBytes *int64  `json:"renditionBytes"`
 	Gaussians      *int64  `json:"gaussians"`
-	Message        *string `json:"message,omitempty"`
+	Message        *string `json:"message"`
 }
 
 // ListSplatsOptions filters and pages ListSplats. Zero values use the service's defaults.
@@ -283,13 +283,16 @@ type TrendingSplat struct {
 // Trending is the answer of TrendingSplats.
 type Trending struct {
 	Splats []TrendingSplat `json:"splats"`
-	Info   struct {
-		WindowDays int    `json:"windowDays"`
-		Since      string `json:"since"`
-		Count      int    `json:"count"`
-		// WindowCount is how many items ranked by windowed activity; the rest are backfill.
-		WindowCount int `json:"windowCount"`
-	} `json:"trending"`
+	Info   TrendingInfo    `json:"trending"`
+}
+
+// TrendingInfo is the trending block of an answer: the window and how its items ranked.
+type TrendingInfo struct {
+	WindowDays int    `json:"windowDays"`
+	Since      string `json:"since"`
+	Count      int    `json:"count"`
+	// WindowCount is how many items ranked by windowed activity; the rest are backfill.
+	WindowCount int `json:"windowCount"`
 }
 
 // ViewCounts are views in a period: every recorded view, and distinct visitors.

@@ -9,6 +9,7 @@ import (
 	"github.com/splathost/splathost/analytics"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
+	splathost "github.com/splathost/splathost/sdk/go"
 )
 
 // Scene analytics (contract item 16): a window of 1-90 UTC days, today included and last.
@@ -18,28 +19,6 @@ const (
 	// analyticsWait bounds the ClickHouse queries of one request.
 	analyticsWait = 5 * time.Second
 )
-
-// analyticsDay is one day of the answer.
-type analyticsDay struct {
-	Date        string `json:"date"`
-	Impressions int64  `json:"impressions"`
-	UniqueViews int64  `json:"uniqueViews"`
-}
-
-// analyticsTotals are the window's totals: unique viewers over the whole window.
-type analyticsTotals struct {
-	Impressions int64 `json:"impressions"`
-	UniqueViews int64 `json:"uniqueViews"`
-}
-
-// sceneAnalytics is the analytics block of the answer.
-type sceneAnalytics struct {
-	SplatID    string          `json:"splatId"`
-	WindowDays int             `json:"windowDays"`
-	Since      string          `json:"since"`
-	Totals     analyticsTotals `json:"totals"`
-	Days       []analyticsDay  `json:"days"`
-}
 
 // getAnalytics answers GET /api/v1/splats/{id}/analytics?window=1-90: the scene's impressions and
 // unique viewers per UTC day of the window (zeros included, today last) and over the window,
@@ -70,17 +49,18 @@ func (s *Service) getAnalytics(c *fiber.Ctx) error {
 }
 
 // analyticsOf fills every day of the window from since, zeros where the rollup has no row.
-func analyticsOf(id string, window int, since time.Time, days []analytics.SceneDay, impressions, unique int64) sceneAnalytics {
+// The answer is the SDK's Analytics, the type its clients decode.
+func analyticsOf(id string, window int, since time.Time, days []analytics.SceneDay, impressions, unique int64) splathost.Analytics {
 	byDate := make(map[string]analytics.SceneDay, len(days))
 	for _, d := range days {
 		byDate[d.Day.UTC().Format(time.DateOnly)] = d
 	}
-	out := sceneAnalytics{SplatID: id, WindowDays: window, Since: httpx.ISOTime(since),
-		Totals: analyticsTotals{Impressions: impressions, UniqueViews: unique}, Days: make([]analyticsDay, window)}
+	out := splathost.Analytics{SplatID: id, WindowDays: window, Since: httpx.ISOTime(since),
+		Totals: splathost.ViewCounts{Impressions: impressions, UniqueViews: unique}, Days: make([]splathost.AnalyticsDay, window)}
 	for i := range window {
 		date := since.AddDate(0, 0, i).Format(time.DateOnly)
 		d := byDate[date]
-		out.Days[i] = analyticsDay{Date: date, Impressions: d.Impressions, UniqueViews: d.UniqueViews}
+		out.Days[i] = splathost.AnalyticsDay{Date: date, ViewCounts: splathost.ViewCounts{Impressions: d.Impressions, UniqueViews: d.UniqueViews}}
 	}
 	return out
 }

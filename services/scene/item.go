@@ -5,54 +5,21 @@ import (
 
 	"github.com/splathost/splathost/ent"
 	entscene "github.com/splathost/splathost/ent/scene"
-	"github.com/splathost/splathost/ent/schema"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
+	splathost "github.com/splathost/splathost/sdk/go"
 )
 
-// splatItem is the interface's list-item shape of a scene (spec, "splat").
-type splatItem struct {
-	ID             string              `json:"id"`
-	Title          string              `json:"title"`
-	Description    string              `json:"description"`
-	ImageURL       string              `json:"imageUrl"`
-	SplatURL       string              `json:"splatUrl"`
-	Visibility     string              `json:"visibility"`
-	AllowEmbed     bool                `json:"allowEmbed"`
-	AllowComments  bool                `json:"allowComments"`
-	AllowReactions bool                `json:"allowReactions"`
-	AllowClone     bool                `json:"allowClone"`
-	RemixedFrom    *schema.RemixedFrom `json:"remixedFrom"`
-	SplatType      string              `json:"splatType"`
-	ExternalUserID string              `json:"externalUserId"`
-	ProductSlug    string              `json:"productSlug"`
-	IsOwner        bool                `json:"isOwner"`
-	ViewCount      int64               `json:"viewCount"`
-	LikeCount      int64               `json:"likeCount"`
-	FileSizeBytes  int64               `json:"fileSizeBytes"`
-	Featured       bool                `json:"featured"`
-	FeaturedAt     *string             `json:"featuredAt"`
-	CreatedAt      string              `json:"createdAt"`
-	UpdatedAt      string              `json:"updatedAt"`
-	Processing     processing          `json:"processing"`
-}
-
-// processing is where a scene's rendition stands (contract item 15). message is this service's
-// addition: why a rendition failed or was skipped, null otherwise.
-type processing struct {
-	State          string  `json:"state"`
-	RenditionURL   *string `json:"renditionUrl"`
-	RenditionType  *string `json:"renditionType"`
-	RenditionBytes *int64  `json:"renditionBytes"`
-	Gaussians      *int64  `json:"gaussians"`
-	Message        *string `json:"message"`
-}
+// The wire shapes of a scene are the Go SDK's types (sdk/go), which api/sdk_types_test.go holds
+// to api/openapi.yaml: the service renders into the very structs its clients decode, so the
+// two cannot drift apart. The list item is splathost.Splat with its two fetch-only fields
+// left empty (they are omitempty there); the single-scene fetch is splatDetail.
 
 // renderProcessing renders the rendition of sc; its URL follows the scene's asset rules like
 // splatUrl (stable for a scene open to all, signed otherwise), and only a ready rendition has
 // one.
-func renderProcessing(urls *AssetURLs, sc *ent.Scene) processing {
-	p := processing{State: string(sc.ProcessingState), Gaussians: sc.Gaussians, Message: sc.ProcessingMessage}
+func renderProcessing(urls *AssetURLs, sc *ent.Scene) splathost.Processing {
+	p := splathost.Processing{State: string(sc.ProcessingState), Gaussians: sc.Gaussians, Message: sc.ProcessingMessage}
 	if sc.ProcessingState == entscene.ProcessingStateReady && sc.RenditionKey != nil && sc.RenditionType != nil {
 		u := urls.OfKey(sc, *sc.RenditionKey)
 		t := string(*sc.RenditionType)
@@ -61,27 +28,31 @@ func renderProcessing(urls *AssetURLs, sc *ent.Scene) processing {
 	return p
 }
 
-// splatDetail is the single-scene fetch: the item plus levelData and lodFolderKey.
+// splatDetail is the single-scene fetch: the item plus levelData and lodFolderKey, always
+// present (null when unset). These fields hide the embedded Splat's omitempty ones of the same
+// names, as encoding/json lets a shallower field do.
 type splatDetail struct {
-	splatItem
+	splathost.Splat
 	LevelData    map[string]any `json:"levelData"`
 	LodFolderKey *string        `json:"lodFolderKey"`
 }
 
 // itemOf renders a scene. ownerEU is the owner's external user id; callerEU is the caller's
 // (empty for an integration-level caller, who owns nothing personally).
-func (s *Service) itemOf(sc *ent.Scene, ownerEU, productSlug, callerEU string) splatItem {
+func (s *Service) itemOf(sc *ent.Scene, ownerEU, productSlug, callerEU string) splathost.Splat {
 	return renderItem(s.urls, sc, ownerEU, productSlug, callerEU)
 }
 
 // renderItem renders a scene with its asset URLs as urls gives them (assets.go): stable
 // asset-route URLs for a scene open to everyone, signed ones otherwise.
-func renderItem(urls *AssetURLs, sc *ent.Scene, ownerEU, productSlug, callerEU string) splatItem {
-	return splatItem{
+func renderItem(urls *AssetURLs, sc *ent.Scene, ownerEU, productSlug, callerEU string) splathost.Splat {
+	return splathost.Splat{
 		ID: sc.ID, Title: sc.Title, Description: sc.Description, ImageURL: urls.Of(sc, sc.ImageURL), SplatURL: urls.Of(sc, sc.SplatURL),
-		Visibility: string(sc.Visibility), AllowEmbed: sc.AllowEmbed, AllowComments: sc.AllowComments,
-		AllowReactions: sc.AllowReactions, AllowClone: sc.AllowClone, RemixedFrom: sc.RemixedFrom,
-		SplatType: string(sc.SplatType), ExternalUserID: ownerEU, ProductSlug: productSlug,
+		Visibility: splathost.Visibility(sc.Visibility), AllowEmbed: sc.AllowEmbed, AllowComments: sc.AllowComments,
+		// The stored record and the wire type have the same fields: the conversion stops
+		// compiling if either changes alone.
+		AllowReactions: sc.AllowReactions, AllowClone: sc.AllowClone, RemixedFrom: (*splathost.RemixedFrom)(sc.RemixedFrom),
+		SplatType: splathost.SplatType(sc.SplatType), ExternalUserID: ownerEU, ProductSlug: productSlug,
 		IsOwner: callerEU != "" && callerEU == ownerEU, ViewCount: sc.ViewCount, LikeCount: sc.LikeCount,
 		FileSizeBytes: sc.FileSizeBytes, Featured: sc.Featured, FeaturedAt: httpx.ISOTimePtr(sc.FeaturedAt),
 		CreatedAt: httpx.ISOTime(sc.CreatedAt), UpdatedAt: httpx.ISOTime(sc.UpdatedAt),
@@ -95,7 +66,7 @@ func (s *Service) detailOf(sc *ent.Scene, ownerEU, productSlug, callerEU string)
 }
 
 func renderDetail(urls *AssetURLs, sc *ent.Scene, ownerEU, productSlug, callerEU string) splatDetail {
-	return splatDetail{splatItem: renderItem(urls, sc, ownerEU, productSlug, callerEU), LevelData: renderLevelData(urls, sc),
+	return splatDetail{Splat: renderItem(urls, sc, ownerEU, productSlug, callerEU), LevelData: renderLevelData(urls, sc),
 		LodFolderKey: sc.LodFolderKey}
 }
 

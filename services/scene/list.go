@@ -20,6 +20,7 @@ import (
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
+	splathost "github.com/splathost/splathost/sdk/go"
 )
 
 // List limits (contract item 3).
@@ -268,7 +269,7 @@ func (s *Service) listScenes(c *fiber.Ctx) error {
 	}
 	// The page may come from the cache, shared by every caller of the same query: what depends
 	// on the caller is rendered here, per request.
-	items := make([]splatItem, len(page.rows))
+	items := make([]splathost.Splat, len(page.rows))
 	for i, sc := range page.rows {
 		items[i] = s.itemOf(sc, ownerEUOf(sc), caller.ProductSlug, callerEU)
 	}

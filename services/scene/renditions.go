@@ -14,6 +14,7 @@ import (
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/objectkeys"
+	splathost "github.com/splathost/splathost/sdk/go"
 	"github.com/splathost/splathost/workflows"
 	"github.com/splathost/splathost/workflows/contract"
 )
@@ -24,23 +25,10 @@ const (
 	maxRenditionsListing = 200
 )
 
-// renditionRow is one scene's rendition as the operator API lists it.
-type renditionRow struct {
-	SplatID        string  `json:"splatId"`
-	IntegrationID  string  `json:"integrationId"`
-	ExternalUserID string  `json:"externalUserId"`
-	State          string  `json:"state"`
-	Message        *string `json:"message"`
-	RenditionType  *string `json:"renditionType"`
-	RenditionBytes *int64  `json:"renditionBytes"`
-	Gaussians      *int64  `json:"gaussians"`
-	FileSizeBytes  int64   `json:"fileSizeBytes"`
-	WorkflowID     string  `json:"workflowId"`
-	CreatedAt      string  `json:"createdAt"`
-}
-
-func renditionRowOf(sc *ent.Scene) renditionRow {
-	r := renditionRow{SplatID: sc.ID, IntegrationID: sc.IntegrationID, ExternalUserID: ownerEUOf(sc),
+// renditionRowOf renders one scene's rendition as the operator API lists it, as the SDK's
+// Rendition its clients decode.
+func renditionRowOf(sc *ent.Scene) splathost.Rendition {
+	r := splathost.Rendition{SplatID: sc.ID, IntegrationID: sc.IntegrationID, ExternalUserID: ownerEUOf(sc),
 		State: string(sc.ProcessingState), Message: sc.ProcessingMessage, RenditionBytes: sc.RenditionBytes,
 		Gaussians: sc.Gaussians, FileSizeBytes: sc.FileSizeBytes, WorkflowID: workflows.RenditionWorkflowID(sc.ID),
 		CreatedAt: httpx.ISOTime(sc.CreatedAt)}
@@ -87,7 +75,7 @@ func (s *Service) listRenditions(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := make([]renditionRow, 0, len(rows))
+	out := make([]splathost.Rendition, 0, len(rows))
 	for _, sc := range rows {
 		out = append(out, renditionRowOf(sc))
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
+	splathost "github.com/splathost/splathost/sdk/go"
 )
 
 // Trending bounds (spec, Limits).
@@ -148,28 +149,6 @@ func (c *scoreCache) unwant(key string) {
 	delete(c.wanted, key)
 }
 
-// trendingInfo is the trending block of one item.
-type trendingInfo struct {
-	Source      string `json:"source"`
-	Score       int64  `json:"score"`
-	Impressions int64  `json:"impressions"`
-	UniqueViews int64  `json:"uniqueViews"`
-}
-
-// trendingItem is a splat item plus its trending block.
-type trendingItem struct {
-	splatItem
-	Trending trendingInfo `json:"trending"`
-}
-
-// trendingSummary is the response's trending block.
-type trendingSummary struct {
-	WindowDays  int    `json:"windowDays"`
-	Since       string `json:"since"`
-	Count       int    `json:"count"`
-	WindowCount int    `json:"windowCount"`
-}
-
 // parseTrendingParam reads an optional integer query parameter within [min, max]. Anything else
 // — empty, a fraction, an exponent, a sign-less word — is the spec's 400.
 func parseTrendingParam(args *fiber.Ctx, name string, def, min, max int, issues *[]string) int {
@@ -288,12 +267,12 @@ func (s *Service) trending(c *fiber.Ctx) error {
 	if err != nil {
 		return apperr.Internal(err)
 	}
-	items := make([]trendingItem, 0, limit)
+	items := make([]splathost.TrendingSplat, 0, limit)
 	eu := callerEU(caller)
 	taken := make([]string, 0, len(top))
 	for _, r := range top {
-		items = append(items, trendingItem{splatItem: s.itemOf(r.sc, ownerEUOf(r.sc), caller.ProductSlug, eu),
-			Trending: trendingInfo{Source: sourceWindow, Score: r.score.Value(), Impressions: r.score.Impressions, UniqueViews: r.score.UniqueViews}})
+		items = append(items, splathost.TrendingSplat{Splat: s.itemOf(r.sc, ownerEUOf(r.sc), caller.ProductSlug, eu),
+			Trending: splathost.TrendingScore{Source: sourceWindow, Score: r.score.Value(), Impressions: r.score.Impressions, UniqueViews: r.score.UniqueViews}})
 		taken = append(taken, r.sc.ID)
 	}
 	windowCount := len(items)
@@ -306,11 +285,11 @@ func (s *Service) trending(c *fiber.Ctx) error {
 			return apperr.Internal(err)
 		}
 		for _, sc := range rest {
-			items = append(items, trendingItem{splatItem: s.itemOf(sc, ownerEUOf(sc), caller.ProductSlug, eu),
-				Trending: trendingInfo{Source: sourceAllTime}})
+			items = append(items, splathost.TrendingSplat{Splat: s.itemOf(sc, ownerEUOf(sc), caller.ProductSlug, eu),
+				Trending: splathost.TrendingScore{Source: sourceAllTime}})
 		}
 	}
-	return c.JSON(fiber.Map{"status": "success", "splats": items, "trending": trendingSummary{
+	return c.JSON(fiber.Map{"status": "success", "splats": items, "trending": splathost.TrendingInfo{
 		WindowDays: window, Since: httpx.ISOTime(since), Count: len(items), WindowCount: windowCount,
 	}})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/ids"
+	splathost "github.com/splathost/splathost/sdk/go"
 	"github.com/splathost/splathost/workflows"
 )
 
@@ -60,22 +61,14 @@ func (s *Service) registerWebhooks(r fiber.Router) {
 	r.Post(webhooksPath+"/:id/deliveries/:deliveryId/redeliver", s.redeliver)
 }
 
-// webhookJSON is an endpoint as the API shows it; Secret only on create and rotate.
-type webhookJSON struct {
-	ID          string   `json:"id"`
-	URL         string   `json:"url"`
-	Events      []string `json:"events"`
-	Description string   `json:"description"`
-	Secret      string   `json:"secret,omitempty"`
-	CreatedAt   string   `json:"createdAt"`
-}
-
-func renderWebhook(e *ent.WebhookEndpoint, secret string) webhookJSON {
+// renderWebhook renders an endpoint as the API shows it, as the Go SDK's Webhook its clients
+// decode (held to openapi.yaml by api/sdk_types_test.go); secret only on create and rotate.
+func renderWebhook(e *ent.WebhookEndpoint, secret string) splathost.Webhook {
 	evs := e.Events
 	if len(evs) == 0 {
 		evs = events.Types
 	}
-	return webhookJSON{ID: e.ID, URL: e.URL, Events: evs, Description: e.Description, Secret: secret,
+	return splathost.Webhook{ID: e.ID, URL: e.URL, Events: evs, Description: e.Description, Secret: secret,
 		CreatedAt: httpx.ISOTime(e.CreatedAt)}
 }
 
@@ -200,7 +193,7 @@ func (s *Service) listWebhooks(c *fiber.Ctx) error {
 	if err != nil {
 		return apperr.Internal(err)
 	}
-	out := make([]webhookJSON, len(rows))
+	out := make([]splathost.Webhook, len(rows))
 	for i, e := range rows {
 		out[i] = renderWebhook(e, "")
 	}
@@ -257,18 +250,6 @@ func (s *Service) rotateWebhook(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(fiber.Map{"status": "success", "webhook": renderWebhook(e, secret)})
-}
-
-// deliveryJSON is one row of an endpoint's delivery log.
-type deliveryJSON struct {
-	ID             string  `json:"id"`
-	Type           string  `json:"type"`
-	State          string  `json:"state"`
-	Attempts       int     `json:"attempts"`
-	LastStatusCode *int    `json:"lastStatusCode"`
-	LastError      *string `json:"lastError"`
-	NextAttemptAt  *string `json:"nextAttemptAt"`
-	CreatedAt      string  `json:"createdAt"`
 }
 
 // deliveryCursor is the position after a page's last row: its creation time (µs) and id.
@@ -334,11 +315,11 @@ func (s *Service) listDeliveries(c *fiber.Ctx) error {
 		rows = rows[:limit]
 		next = deliveryCursor(rows[limit-1])
 	}
-	out := make([]deliveryJSON, len(rows))
+	out := make([]splathost.WebhookDelivery, len(rows)) // the SDK's, as its clients decode it
 	for i, d := range rows {
 		// Microseconds: the cursor must name the row's stored time exactly.
 		d.CreatedAt = d.CreatedAt.Truncate(time.Microsecond)
-		out[i] = deliveryJSON{ID: d.ID, Type: d.Type, State: string(d.State), Attempts: d.Attempts,
+		out[i] = splathost.WebhookDelivery{ID: d.ID, Type: d.Type, State: string(d.State), Attempts: d.Attempts,
 			LastStatusCode: d.LastStatusCode, LastError: d.LastError, NextAttemptAt: httpx.ISOTimePtr(d.NextAttemptAt),
 			CreatedAt: httpx.ISOTime(d.CreatedAt)}
 	}

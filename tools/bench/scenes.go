@@ -22,6 +22,7 @@ import (
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/testenv"
 	"github.com/splathost/splathost/internal/uploadrules"
+	splathost "github.com/splathost/splathost/sdk/go"
 )
 
 // Shape of the scene measures.
@@ -177,11 +178,7 @@ func lodRequest(ctx context.Context, gatewayURL string, headers map[string]strin
 		}
 		return 0, 0, fmt.Errorf("lod-folder: status %d: %s", resp.StatusCode, raw)
 	}
-	var out struct {
-		Uploads []struct {
-			UploadURL string `json:"uploadUrl"`
-		} `json:"uploads"`
-	}
+	var out splathost.FolderUpload // the SDK's, as a client decodes it
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return 0, 0, fmt.Errorf("lod-folder: %w", err)
 	}

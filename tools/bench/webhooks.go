@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/splathost/splathost/internal/testenv"
+	"github.com/splathost/splathost/sdk/go/webhook"
 )
 
 // Shape of the webhook measures: webhookEvents externalUser.deleted events (a PUT then a DELETE
@@ -69,18 +70,15 @@ func (r *runner) webhooks(ctx context.Context, st *testenv.Stack, t Tenant, wr *
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		now := time.Now()
 		body, _ := io.ReadAll(req.Body)
-		var e struct {
-			Timestamp time.Time `json:"timestamp"`
-			Data      struct {
-				ExternalUserID string `json:"externalUserId"`
-			} `json:"data"`
-		}
+		var e webhook.Event // the SDK's, as a receiver decodes it
 		if json.Unmarshal(body, &e) == nil {
-			mu.Lock()
-			if _, dup := arrived[e.Data.ExternalUserID]; !dup {
-				arrived[e.Data.ExternalUserID] = now.Sub(e.Timestamp)
+			if d, err := e.ExternalUser(); err == nil {
+				mu.Lock()
+				if _, dup := arrived[d.ExternalUserID]; !dup {
+					arrived[d.ExternalUserID] = now.Sub(e.Timestamp)
+				}
+				mu.Unlock()
 			}
-			mu.Unlock()
 		}
 		w.WriteHeader(http.StatusNoContent)
 	}))

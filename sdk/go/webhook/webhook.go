@@ -108,6 +108,11 @@ const (
 	RetentionPurged     = "retention.purged"
 )
 
+// Types lists every event type, in the order the API documents them; an endpoint registered
+// without a filter receives them all. The service reads its list of types from here too.
+var Types = []string{SplatCreated, SplatUpdated, SplatPublished, SplatReady, SplatDeleted, CloneSucceeded,
+	CloneFailed, ExternalUserDeleted, RetentionArchived, RetentionRestored, RetentionPurged}
+
 // Event is a delivery's body. Data is left raw: decode it with the method of its Type.
 // Sequence orders the events of one resource (Resource): a later change of it carries a higher
 // number. The numbers are not contiguous (one counter serves every resource) and mean nothing
@@ -132,7 +137,8 @@ func Parse(secret string, headers http.Header, body []byte) (*Event, error) {
 }
 
 // SplatData is the data of splat.created, splat.updated, splat.published and splat.ready: the
-// scene as the list item (kept raw; it is the API's splat item, processing included).
+// scene as the list item (kept raw; it is the API's splat item, processing included). These
+// data types are the one definition of the payloads: the service writes them too.
 type SplatData struct {
 	Splat json.RawMessage `json:"splat"`
 }
