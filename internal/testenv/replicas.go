@@ -70,7 +70,9 @@ func (e *Env) startReplicas(n int, ln net.Listener) error {
 // one at once when one refuses, as the scaled-out harness's own load balancer does: a fault
 // test's clients reach a split of its own through it and see a killed gateway as production
 // clients behind a load balancer would. stop closes every connection and the listener.
-func Balance(ln net.Listener, gateways []string) (stop func()) { return newBalancer(ln, gateways).close }
+func Balance(ln net.Listener, gateways []string) (stop func()) {
+	return newBalancer(ln, gateways).close
+}
 
 // newBalancer starts a balancer of ln's connections over the gateways' base URLs.
 func newBalancer(ln net.Listener, gateways []string) *balancer {
