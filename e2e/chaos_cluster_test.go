@@ -51,11 +51,13 @@ type clusterRow struct {
 	retries   atomic.Int64
 }
 
-// clusterClone is a clone the load started: done once it closed with success.
+// clusterClone is a clone the load started: done once it closed with success, closed when it
+// was seen to close.
 type clusterClone struct {
-	row          int
-	src, job, eu string
-	done         bool
+	row             int
+	src, job, eu    string
+	done            bool
+	started, closed time.Time
 }
 
 // clusterChaos is the load and the rows of TestChaosClusterNodeKills.
@@ -216,6 +218,7 @@ func (c *clusterChaos) run(i int, n clusterNode, row *clusterRow) {
 	row.rep.start = time.Now()
 	if n.absent {
 		row.rep.note("not present: the stack lists no %s process", strings.TrimSuffix(n.name, "N"))
+		row.rep.stopClock()
 		return
 	}
 	c.row.Store(int32(i))
@@ -235,11 +238,12 @@ func (c *clusterChaos) run(i int, n clusterNode, row *clusterRow) {
 	require.NoError(t, wait(), n.name)
 	back := time.Since(t0)
 	// Errors count until the node is back and the product serves again, whichever is later.
-	recovered = max(recovered, l.recovered(t, t0))
+	l.recovered(t, t0)
 	l.down.Store(nil)
 	beacons()
 	row.acked = l.ackedSince(before)
 	c.row.Store(-1)
+	row.rep.stopClock()
 
 	rep := row.rep
 	rep.info("node back (ms)", float64(back.Milliseconds()))
@@ -326,12 +330,15 @@ func (c *clusterChaos) cloner(stop <-chan struct{}) {
 		if n%2 == 0 {
 			h["Prefer"] = "respond-async"
 		}
+		t0 := time.Now()
 		r := c.l.send("POST", clonePath(src), h, nil)
 		if r == nil || (r.Status != 201 && r.Status != 202) {
 			continue
 		}
-		cl := &clusterClone{row: int(c.row.Load()), src: src, eu: "cloner", done: r.Status == 201}
-		if !cl.done {
+		cl := &clusterClone{row: int(c.row.Load()), src: src, eu: "cloner", done: r.Status == 201, started: t0}
+		if cl.done {
+			cl.closed = time.Now()
+		} else {
 			cl.job, _ = r.Body["jobId"].(string)
 		}
 		c.mu.Lock()
@@ -355,7 +362,7 @@ func (c *clusterChaos) cloneClosed(cl *clusterClone) bool {
 		return false
 	}
 	c.mu.Lock()
-	cl.done = r.Body["status"] == "success"
+	cl.done, cl.closed = r.Body["status"] == "success", time.Now()
 	c.mu.Unlock()
 	return true
 }
@@ -410,11 +417,14 @@ func (c *clusterChaos) audit(rows []*clusterRow) {
 			}
 		}
 		started, unfinished := 0, 0
+		var slowest time.Duration
 		for _, cl := range c.clones {
 			if cl.row == i {
 				started++
 				if !cl.done {
 					unfinished++
+				} else {
+					slowest = max(slowest, cl.closed.Sub(cl.started))
 				}
 			}
 		}
@@ -437,6 +447,7 @@ func (c *clusterChaos) audit(rows []*clusterRow) {
 		rep.atMost("views counted twice (events − visitors; retries of lost answers)", float64(evs)-float64(vis), float64(row.ambiguous.Load()))
 		rep.info("clones started", float64(started))
 		rep.zero("clones not completed", float64(unfinished))
+		rep.info("slowest clone, request to close (ms)", float64(slowest.Milliseconds()))
 		rep.check()
 	}
 	require.Zero(t, pending, "the view outbox drained")
