@@ -107,7 +107,7 @@ func TestChaosClusterNodeKills(t *testing.T) {
 			acked: map[string]string{}, deleted: map[string]bool{}, titles: map[string]string{}}}
 	c.downFor = c.between
 	c.row.Store(-1)
-	for _, eu := range []string{"probe", "cloner"} {
+	for _, eu := range []string{"probe", "cloner-0", "cloner-1", "cloner-2"} {
 		r := do(t, "PUT", "/api/v1/external-user", c.l.tn.keys(eu), map[string]any{})
 		require.Equal(t, 200, r.Status, string(r.Raw))
 	}
@@ -253,120 +253,6 @@ func (c *clusterChaos) run(i int, n clusterNode, row *clusterRow) {
 	rep.note("answers from the kill until the product served again: %s", statuses(down))
 }
 
-// ackedIDs is a copy of the acknowledged commits' ids so far.
-func (l *engineLoad) ackedIDs() map[string]bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make(map[string]bool, len(l.acked))
-	for id := range l.acked {
-		out[id] = true
-	}
-	return out
-}
-
-// ackedSince lists the commits acknowledged since the snapshot before (ackedIDs).
-func (l *engineLoad) ackedSince(before map[string]bool) []string {
-	var out []string
-	for id := range l.ackedIDs() {
-		if !before[id] {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-// views sends the row's beacons, one visitor each, paced over spread by 8 senders, each
-// retried until accepted; the returned wait blocks until every beacon is settled.
-func (c *clusterChaos) views(row *clusterRow, tok string, spread time.Duration) (wait func()) {
-	work := make(chan int)
-	var accepted, gaveUp atomic.Int64
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for i := range work {
-				if beaconUntilAccepted(c.beaconClient, c.l.base, tok, row.scene, fmt.Sprintf("v-%05d", i), &row.retries, &row.ambiguous) {
-					accepted.Add(1)
-				} else {
-					gaveUp.Add(1)
-				}
-			}
-		})
-	}
-	go func() {
-		defer close(work)
-		pace := spread / time.Duration(c.beacons)
-		for i := range c.beacons {
-			work <- i
-			time.Sleep(pace)
-		}
-	}()
-	return func() {
-		wg.Wait()
-		row.accepted, row.gaveUp = accepted.Load(), gaveUp.Load()
-	}
-}
-
-// cloner clones a scene of its own customer (never deleted) over and over until stop, every
-// other one as a job (Prefer: respond-async, a workflow on the split's workers) that it follows
-// until it closes before the next (a customer runs one clone job at a time), keeping every
-// clone that was started for the audit.
-func (c *clusterChaos) cloner(stop <-chan struct{}) {
-	src := ""
-	for src == "" {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		src = c.l.commit("cloner", false)
-	}
-	for n := 0; ; n++ {
-		select {
-		case <-stop:
-			return
-		case <-time.After(300 * time.Millisecond):
-		}
-		h := c.l.tn.keys("cloner")
-		if n%2 == 0 {
-			h["Prefer"] = "respond-async"
-		}
-		t0 := time.Now()
-		r := c.l.send("POST", clonePath(src), h, nil)
-		if r == nil || (r.Status != 201 && r.Status != 202) {
-			continue
-		}
-		cl := &clusterClone{row: int(c.row.Load()), src: src, eu: "cloner", done: r.Status == 201, started: t0}
-		if cl.done {
-			cl.closed = time.Now()
-		} else {
-			cl.job, _ = r.Body["jobId"].(string)
-		}
-		c.mu.Lock()
-		c.clones = append(c.clones, cl)
-		c.mu.Unlock()
-		for !cl.done && !c.cloneClosed(cl) {
-			select {
-			case <-stop:
-				return
-			case <-time.After(200 * time.Millisecond):
-			}
-		}
-	}
-}
-
-// cloneClosed polls a clone job once (not tallied with the load's answers: a poll is not a
-// request the fault could fail twice): true once it closed, done when with success.
-func (c *clusterChaos) cloneClosed(cl *clusterClone) bool {
-	r, err := chaosDo(c.l.base, "GET", clonePath(cl.src)+"/"+cl.job, c.l.tn.keys(cl.eu), nil)
-	if err != nil || r.Status != 200 || r.Body["status"] == "running" {
-		return false
-	}
-	c.mu.Lock()
-	cl.done, cl.closed = r.Body["status"] == "success", time.Now()
-	c.mu.Unlock()
-	return true
-}
-
 // audit checks every row's promises once the load has stopped: its acknowledged commits are
 // there (or deleted by an acknowledged delete), its views are in ClickHouse exactly once
 // (through the Distributed table, every shard), its clones completed.
@@ -412,7 +298,7 @@ func (c *clusterChaos) audit(rows []*clusterRow) {
 		}
 		lost := 0
 		for _, id := range row.acked {
-			if !l.deleted[id] && !live[id] {
+			if l.lost(id, live) {
 				lost++
 			}
 		}
