@@ -32,12 +32,12 @@ type engineLoad struct {
 	tn   tenant
 	hc   *http.Client
 
-	mu       sync.Mutex
-	acked    map[string]string // scene id -> owner, commits answered 201
-	deleted  map[string]bool   // deletes answered 200
+	mu      sync.Mutex
+	acked   map[string]string // scene id -> owner, commits answered 201
+	deleted map[string]bool   // deletes answered 200
 	// unsure are the scenes whose delete got no answer (a connection cut, a 504): either
 	// outcome is right, so the audit holds them to neither.
-	unsure map[string]bool
+	unsure   map[string]bool
 	titles   map[string]string // scene id -> the title of its last PATCH, when that PATCH answered 200
 	bad5xx   []string          // the product's 5xx answers other than 503 and 504 OUTCOME_UNKNOWN, for the notes
 	unknown  int               // 504 OUTCOME_UNKNOWN answers (a COMMIT cut by the kill)
