@@ -309,21 +309,7 @@ func TestChaosViewsAcrossFaults(t *testing.T) {
 			defer wg.Done()
 			for i := range work {
 				sent.Add(1)
-				ok := false
-				for attempt := 0; attempt < 120 && !ok; attempt++ {
-					if attempt > 0 {
-						retries.Add(1)
-						time.Sleep(250 * time.Millisecond)
-					}
-					status, sentBody, err := postBeacon(client, sp.URL, tok, id, fmt.Sprintf("visitor-%05d", i))
-					switch {
-					case err == nil && status == 202:
-						ok = true
-					case sentBody && (err != nil || status >= 500):
-						ambiguous.Add(1) // the beacon may have been stored before the answer was lost
-					}
-				}
-				if ok {
+				if beaconUntilAccepted(client, sp.URL, tok, id, fmt.Sprintf("visitor-%05d", i), &retries, &ambiguous) {
 					accepted.Add(1)
 				} else {
 					gaveUp.Add(1)
@@ -437,6 +423,27 @@ func ingestedByWorker(sp *testenv.Split) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// beaconUntilAccepted sends one visitor's view beacon until it is accepted (202), up to 120
+// attempts 250 ms apart, as the embed's beacon retries: false when it never was. Every attempt
+// after the first adds to retries; ambiguous counts the attempts whose answer was lost or a 5xx
+// after the request reached the service (the view may have been stored: a retry may add it again).
+func beaconUntilAccepted(c *http.Client, base, token, id, visitor string, retries, ambiguous *atomic.Int64) bool {
+	for attempt := 0; attempt < 120; attempt++ {
+		if attempt > 0 {
+			retries.Add(1)
+			time.Sleep(250 * time.Millisecond)
+		}
+		status, sentBody, err := postBeacon(c, base, token, id, visitor)
+		switch {
+		case err == nil && status == 202:
+			return true
+		case sentBody && (err != nil || status >= 500):
+			ambiguous.Add(1)
+		}
+	}
+	return false
 }
 
 // postBeacon sends one view beacon. sentBody says whether the request may have reached the

@@ -52,6 +52,11 @@ func TestUnreachableStoreIsUnavailable(t *testing.T) {
 		"deadline":            fmt.Errorf("put object: %w", context.DeadlineExceeded),
 		"network":             &net.OpError{Op: "read", Err: errors.New("reset")},
 		"pgx closed":          errors.New("conn closed"),
+		// What a multi-host URL with target_session_attrs=read-write gives while no server
+		// takes writes (the Postgres primary lost, the standby not yet promoted).
+		"no writable server": fmt.Errorf("failed to connect to `user=postgres database=splathost`: %w", errors.Join(
+			fmt.Errorf("127.0.0.1:5001 (127.0.0.1): ValidateConnect failed: %w", pgconn.ErrReadOnlyConnection),
+			fmt.Errorf("127.0.0.1:5002 (127.0.0.1): ValidateConnect failed: %w", pgconn.ErrReadOnlyConnection))),
 	} {
 		e := From(cause)
 		require.Equal(t, http.StatusServiceUnavailable, e.Status, name)

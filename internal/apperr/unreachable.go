@@ -12,7 +12,8 @@ import (
 // Unreachable reports whether err says a store could not be reached or did not answer in time,
 // rather than that the request or the code was wrong: a connection refused, reset or closed by a
 // restarting server (Postgres, the object store), a Postgres connection exception or shutdown
-// (SQLSTATE class 08, 57P01-57P03), or a deadline that ran out. Such a failure passes once the
+// (SQLSTATE class 08, 57P01-57P03), no server of a multi-host URL taking writes (a failover in
+// progress), or a deadline that ran out. Such a failure passes once the
 // store is back, so the client is told to retry (503), not that the server is broken (500).
 //
 // Postgres errors are recognised by the methods pgconn's errors have (SQLState, SafeToRetry),
@@ -38,6 +39,10 @@ func Unreachable(err error) bool {
 	if errors.As(err, &netErr) {
 		return true // a dial, read or write on the store's connection failed or timed out
 	}
-	// pgx reports a use of a connection it closed after a fatal error as "conn closed".
-	return strings.Contains(err.Error(), "conn closed")
+	// pgx reports a use of a connection it closed after a fatal error as "conn closed"; and a
+	// connect with target_session_attrs=read-write that found every server read-only (pgconn's
+	// ErrReadOnlyConnection) as "read only connection": a failover between the primary's loss
+	// and the standby's promotion, over once a server takes writes again.
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "read only connection")
 }

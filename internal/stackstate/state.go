@@ -5,6 +5,7 @@ package stackstate
 
 import (
 	"encoding/hex"
+	"net/url"
 	"strings"
 
 	"github.com/splathost/splathost/internal/config"
@@ -72,6 +73,11 @@ func (s State) Config() config.Config {
 	cfg.PostgresURL = s.PostgresURL
 	// The standby, when the stack has one, as the runner gives its own product processes.
 	cfg.PostgresReadURL = s.PostgresStandbyURL
+	if s.PostgresStandbyURL != "" {
+		// Both servers, the writable one chosen at each new connection: a promoted standby
+		// takes over without the product being restarted or reconfigured.
+		cfg.PostgresURL = FailoverURL(s.PostgresURL, s.PostgresStandbyURL)
+	}
 	cfg.ClickHouseAddr = s.ClickHouseAddr
 	if s.ClickHouseCluster != "" {
 		cfg.ClickHouseCluster = s.ClickHouseCluster
@@ -113,4 +119,28 @@ func (s State) Config() config.Config {
 	// A stack's receivers (make dev, tests) are on this machine.
 	cfg.WebhookAllowPrivate = true
 	return cfg
+}
+
+// FailoverURL is a pgx connection string over a primary and its standbys: every server's
+// host:port in the primary's URL, with target_session_attrs=read-write. pgx (like libpq) tries
+// the hosts in order at each new connection and keeps the first that accepts writes, so once a
+// standby is promoted (deploy/README.md, "Losing the Postgres primary") new connections reach it
+// without a restart, and a fenced old primary that comes back read-only is passed over. A URL
+// that does not parse is returned unchanged, for pgx to report.
+func FailoverURL(primary string, standbys ...string) string {
+	u, err := url.Parse(primary)
+	if err != nil {
+		return primary
+	}
+	hosts := []string{u.Host}
+	for _, s := range standbys {
+		if su, err := url.Parse(s); err == nil && su.Host != "" {
+			hosts = append(hosts, su.Host)
+		}
+	}
+	u.Host = strings.Join(hosts, ",")
+	q := u.Query()
+	q.Set("target_session_attrs", "read-write")
+	u.RawQuery = q.Encode()
+	return u.String()
 }

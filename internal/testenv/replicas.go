@@ -62,12 +62,26 @@ func (e *Env) startReplicas(n int, ln net.Listener) error {
 			return err
 		}
 	}
-	e.balancer = &balancer{ln: ln, done: make(chan struct{}), served: make(chan struct{})}
-	for _, u := range sp.URLs {
-		e.balancer.gateways = append(e.balancer.gateways, strings.TrimPrefix(u, "http://"))
-	}
-	go e.balancer.serve()
+	e.balancer = newBalancer(ln, sp.URLs)
 	return nil
+}
+
+// Balance spreads the connections ln accepts over the gateways (base URLs, Split.URLs), the next
+// one at once when one refuses, as the scaled-out harness's own load balancer does: a fault
+// test's clients reach a split of its own through it and see a killed gateway as production
+// clients behind a load balancer would. stop closes every connection and the listener.
+func Balance(ln net.Listener, gateways []string) (stop func()) {
+	return newBalancer(ln, gateways).close
+}
+
+// newBalancer starts a balancer of ln's connections over the gateways' base URLs.
+func newBalancer(ln net.Listener, gateways []string) *balancer {
+	b := &balancer{ln: ln, done: make(chan struct{}), served: make(chan struct{})}
+	for _, u := range gateways {
+		b.gateways = append(b.gateways, strings.TrimPrefix(u, "http://"))
+	}
+	go b.serve()
+	return b
 }
 
 // awaitStreamerLead waits until the in-process view streamer holds its advisory lock, before any

@@ -15,6 +15,7 @@ import (
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/filelock"
 	"github.com/splathost/splathost/internal/migrate"
+	"github.com/splathost/splathost/internal/stackstate"
 	"github.com/splathost/splathost/internal/topology"
 )
 
@@ -165,6 +166,9 @@ func (s *Stack) productConfig() (config.Config, error) {
 		cfg.ClickHouseCluster = ClickHouseCluster
 		// Trending's reads go to the standby (docs/operations.md, "Standby reads").
 		cfg.PostgresReadURL = s.cluster.standby.url()
+		// Both Postgres servers, the writable one found at each new connection: after the
+		// standby's promotion the services reach it without a restart (deploy/README.md).
+		cfg.PostgresURL = stackstate.FailoverURL(s.pg.url(), s.cluster.standby.url())
 		cfg.ClickHouseAddr = strings.Join(s.cluster.chAddrs(), ",")
 		// versitygw-1 is the endpoint (browsers' uploads, signatures); the services' own S3
 		// client dials versitygw-2 when it refuses.
