@@ -19,7 +19,8 @@ import (
 type Config struct {
 	// PostgresURL is the pgx connection string of the product database.
 	PostgresURL string
-	// TemporalAddr is the host:port of the Temporal frontend.
+	// TemporalAddr is the host:port of the Temporal frontend, or a comma list of frontends
+	// the client balances over (a cluster without a load balancer in front).
 	TemporalAddr string
 	// TemporalNamespace is the namespace the worker and clients use.
 	TemporalNamespace string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"time"
@@ -30,6 +31,8 @@ const (
 	ClickHouseCluster = "analytics"
 	clusterShards     = 2
 	clusterReplicas   = 2
+	// zkNodes is the ZooKeeper ensemble's size: three, so one can die and a quorum remains.
+	zkNodes = 3
 )
 
 // chNode places one clickhouse-server in the cluster: what the config template renders into
@@ -61,7 +64,7 @@ func (s *Stack) setupCluster() error {
 	const extraCH = clusterShards*clusterReplicas - 1
 	// standby, zookeeper, versitygw-2, then tcp+http of each extra ClickHouse node and every
 	// node's interserver port.
-	ports, err := freePorts(3 + 2*extraCH + clusterShards*clusterReplicas)
+	ports, err := freePorts(2 + 3*zkNodes + 2*extraCH + clusterShards*clusterReplicas + temporalClusterPorts)
 	if err != nil {
 		return err
 	}
@@ -69,13 +72,29 @@ func (s *Stack) setupCluster() error {
 
 	s.pg.name, s.pg.log = "postgres-primary", s.log.With("part", "postgres-primary")
 	c := &clusterNodes{standby: newStandby(o.Dir, next(), s.pg.port, s.log)}
-	c.zk = []*zookeeper{newZooKeeper(o.Dir, "zookeeper-1", next(), s.log)}
+	var zkPorts []int
+	var ensemble []zkServer
+	for i := 1; i <= zkNodes; i++ {
+		z := newZooKeeper(o.Dir, fmt.Sprintf("zookeeper-%d", i), next(), s.log)
+		z.id = i
+		c.zk = append(c.zk, z)
+		zkPorts = append(zkPorts, z.port)
+		ensemble = append(ensemble, zkServer{ID: i, PeerPort: next(), ElectionPort: next()})
+	}
+	for _, z := range c.zk {
+		z.ensemble = ensemble
+	}
 	g := s.s3.gateway("versitygw-2", next())
 	s.s3.name = "versitygw-1"
 	c.gateways = []*objectStore{g}
+	members, err := freeLowPorts(temporalNodes)
+	if err != nil {
+		return err
+	}
+	member := func() int { p := members[0]; members = members[1:]; return p }
+	s.temporal.setupCluster("postgres://postgres@"+hostPort(s.pg.port), next, member)
 
 	shards := make([][]int, clusterShards)
-	zkPorts := []int{c.zk[0].port}
 	for sh := 1; sh <= clusterShards; sh++ {
 		for r := 1; r <= clusterReplicas; r++ {
 			name := fmt.Sprintf("clickhouse-%d-%d", sh, r)
@@ -120,6 +139,7 @@ func (s *Stack) clusterSteps() []startStep {
 	for _, z := range c.zk {
 		steps = append(steps, startStep{z.name, func(ctx context.Context) error { return z.start(ctx, t) }})
 	}
+	steps = append(steps, startStep{"zookeeper quorum", func(ctx context.Context) error { return zkServing(ctx, c.zk, t) }})
 	for _, n := range c.ch {
 		steps = append(steps, startStep{n.name, func(ctx context.Context) error { return n.start(ctx, t) }})
 	}
@@ -147,7 +167,7 @@ func (s *Stack) clusterEngines(mk func(name, url string, proc func() *process, s
 	for _, g := range c.gateways {
 		out = append(out, mk(g.name, g.url(), func() *process { return g.proc }, g.start))
 	}
-	return out
+	return append(out, s.temporal.engines(mk)...)
 }
 
 // clusterStops stops the cluster shape's engines in reverse dependency order: the gateways,
@@ -177,6 +197,24 @@ func (s *Stack) clusterPrepare() error {
 		errs = append(errs, n.stopOrphan())
 	}
 	return errors.Join(errs...)
+}
+
+// freeLowPorts returns n distinct free loopback ports below 32768 (under the kernel's usual
+// ephemeral range, so outgoing connections do not take them either), picked at random.
+func freeLowPorts(n int) ([]int, error) {
+	out := make([]int, 0, n)
+	for tries := 0; len(out) < n; tries++ {
+		if tries > 1000 {
+			return nil, fmt.Errorf("no free loopback port between 20000 and 32767")
+		}
+		l, err := net.Listen("tcp", hostPort(20000+rand.IntN(12768)))
+		if err != nil {
+			continue
+		}
+		defer l.Close()
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
 }
 
 // freePorts returns n distinct free loopback ports, holding every listener until all are
