@@ -16,12 +16,16 @@ import (
 //   - Postgres: the primary (the product's) and one streaming hot standby made with
 //     pg_basebackup -R (postgres-primary, postgres-standby);
 //   - ClickHouse: clusterShards shards of clusterReplicas replicas (clickhouse-<shard>-<replica>)
-//     coordinated by one ZooKeeper (zookeeper-1), with the analytics schema's cluster variant
+//     coordinated by a ZooKeeper ensemble of zkNodes (zookeeper-1..3, so losing one keeps a
+//     quorum; every ClickHouse node lists all three), with the analytics schema's cluster variant
 //     (SPLATHOST_CLICKHOUSE_CLUSTER=ClickHouseCluster: Replicated _local tables and Distributed
 //     tables over them); the product gets every node, dialled in order (analytics.Open);
 //   - versitygw: two gateways over one store directory (versitygw-1, versitygw-2); the
 //     product's S3 endpoint is one URL, versitygw-1's;
-//   - Temporal: unchanged, in the runner on SQLite.
+//   - Temporal: each role in temporal-node processes of its own on the primary's Postgres
+//     (temporalcluster.go): temporal-history-1/2 over temporalShards shards, temporal-matching-1,
+//     temporal-frontend-1/2 (the product gets both, SPLATHOST_TEMPORAL_ADDR being the list),
+//     temporal-worker-1 (also serving the UI), joined by ringpop membership.
 //
 // The first node of each engine keeps the engine's ports of Ports; the others take free
 // loopback ports at every start (the configs are rewritten on every start, and the standby
