@@ -25,8 +25,11 @@ func temporalTarget(addr string) (string, []grpc.DialOption) {
 			state.Addresses = append(state.Addresses, resolver.Address{Addr: a})
 		}
 	}
-	if len(state.Addresses) < 2 {
-		return strings.TrimSpace(addr), nil
+	switch len(state.Addresses) {
+	case 0:
+		return "", nil // the SDK's default, as before lists were accepted
+	case 1:
+		return state.Addresses[0].Addr, nil
 	}
 	// A builder per client: a manual resolver serves one connection.
 	r := manual.NewBuilderWithScheme(temporalScheme)
