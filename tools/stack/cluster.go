@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -174,22 +175,38 @@ func (s *Stack) clusterEngines(mk func(name, url string, proc func() *process, s
 	return append(out, s.temporal.engines(mk)...)
 }
 
-// clusterStops stops the cluster shape's engines in reverse dependency order: the gateways,
-// the ClickHouse nodes before their ZooKeeper, the standby before the primary.
+// clusterStops stops the cluster shape's engines in reverse dependency order, the nodes of one
+// tier at once (each has its own timeout, and a dozen one after another outlast a test
+// harness's patience): the S3 gateways, the ClickHouse nodes before their ZooKeepers, the
+// standby before the primary.
 func (s *Stack) clusterStops(timeout time.Duration) error {
 	c := s.cluster
 	var errs []error
-	for _, g := range c.gateways {
-		errs = append(errs, g.stop(timeout))
+	tier := func(stops ...func(time.Duration) error) {
+		out := make([]error, len(stops))
+		var wg sync.WaitGroup
+		for i, stop := range stops {
+			wg.Go(func() { out[i] = stop(timeout) })
+		}
+		wg.Wait()
+		errs = append(errs, out...)
 	}
-	errs = append(errs, s.s3.stop(timeout))
-	for i := len(c.ch) - 1; i >= 0; i-- {
-		errs = append(errs, c.ch[i].stop(timeout))
+	gateways := []func(time.Duration) error{s.s3.stop}
+	for _, g := range c.gateways {
+		gateways = append(gateways, g.stop)
+	}
+	tier(gateways...)
+	var chs, zks []func(time.Duration) error
+	for _, n := range c.ch {
+		chs = append(chs, n.stop)
 	}
 	for _, z := range c.zk {
-		errs = append(errs, z.stop(timeout))
+		zks = append(zks, z.stop)
 	}
-	errs = append(errs, c.standby.stop(timeout), s.pg.stop(timeout))
+	tier(chs...)
+	tier(zks...)
+	tier(c.standby.stop)
+	tier(s.pg.stop)
 	return errors.Join(errs...)
 }
 

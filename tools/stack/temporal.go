@@ -288,8 +288,9 @@ func (t *temporalStack) engines(mk func(name, url string, proc func() *process, 
 }
 
 // nodeStopTimeout bounds a node's clean shutdown: Temporal's state is in its database, so a
-// node killed after it is no worse than one that crashed, and a stack stop stays quick.
-const nodeStopTimeout = 10 * time.Second
+// node killed after it is no worse than one that crashed, and a stack stop stays quick (a
+// frontend or matching host otherwise waits for the long polls of workers still connected).
+const nodeStopTimeout = 5 * time.Second
 
 // stop closes the client, then stops the nodes in two waves, each node of a wave at once: the
 // frontends and the internal worker, then the history and matching hosts they call.
