@@ -10,6 +10,12 @@ WORKFLOWCHECK_VERSION := v0.6.0
 WORKFLOWCHECK := $(TOOLS_CACHE)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowcheck
 export SPLATHOST_VERSITYGW := $(VERSITYGW)
 PHASE := tools/phase
+# The Temporal server (tools/cmd/temporal-node, every role and the UI) is built once per set of
+# its sources and dependencies into the tools cache, outside the workspace (GOWORK=off), so a
+# product change never relinks it; bin/temporal-node links to it, bin/stack spawns it.
+TEMPORAL_NODE_HASH := $(shell cat tools/go.mod tools/go.sum go.mod $(filter-out %_test.go,$(wildcard tools/cmd/temporal-node/*.go)) | sha256sum | cut -c1-16)
+TEMPORAL_NODE := $(TOOLS_CACHE)/temporal-node-$(TEMPORAL_NODE_HASH)/temporal-node
+export SPLATHOST_TEMPORAL_NODE := $(TEMPORAL_NODE)
 BINARIES := splathost gateway user scene session worker media-worker demo splathostctl
 GO_SOURCES = $(shell find . \( -path ./.git -o -path ./.dev -o -path ./.dev-cluster -o -path ./bin -o -path ./web/node_modules -o -path ./media/node_modules -o -path ./media/node-runtime/node_modules \) -prune -o -name '*.go' -print) go.mod go.sum go.work tools/go.mod tools/go.sum sdk/go/go.mod api/openapi.yaml $(wildcard ent/migrate/migrations/*)
 
@@ -34,7 +40,7 @@ WEB_BUILT := web/node_modules/.splathost-built
 
 help:
 	@echo "make dev       run the whole stack (Postgres, ClickHouse, versitygw, Temporal + UI, services) under .dev/"
-	@echo "make dev-cluster  the same with every engine as a cluster (Postgres standby, ClickHouse 2x2 on ZooKeeper, 2 versitygw) under .dev-cluster/"
+	@echo "make dev-cluster  the same with every engine as a cluster (Postgres standby, ClickHouse 2x2 on 3 ZooKeepers, Temporal as 6 processes, 2 versitygw) under .dev-cluster/"
 	@echo "make test      vet, unit and integration tests against the real stack"
 	@echo "make bench     benchmarks with ratios against bare limits measured in the same run"
 	@echo "make migrate   apply migrations to the running dev stack"
@@ -83,8 +89,8 @@ $(WEB_BUILT): $(WEB_INSTALLED) $(WEB_SOURCES)
 	@$(PHASE) "build: web (embeds, SDK, docs)" sh -c 'cd web && node build.mjs'
 	@touch $@
 
-## build: every product binary and the stack runner into bin/.
-build: bin/stack $(addprefix bin/,$(BINARIES))
+## build: every product binary, the stack runner and the Temporal node into bin/.
+build: bin/stack bin/temporal-node $(addprefix bin/,$(BINARIES))
 
 bin/stack: $(GO_SOURCES)
 	@mkdir -p bin
@@ -97,6 +103,14 @@ $(PRODUCT_COMPILED): $(GO_SOURCES)
 	@mkdir -p bin/phases
 	@$(PHASE) "compile: product" go build $(addprefix ./cmd/,$(BINARIES))
 	@touch $@
+
+$(TEMPORAL_NODE):
+	@mkdir -p $(dir $@)
+	@$(PHASE) "build: temporal-node (once per dependency set)" sh -c 'cd tools && GOWORK=off go build -o $@.tmp ./cmd/temporal-node && mv $@.tmp $@'
+
+bin/temporal-node: $(TEMPORAL_NODE)
+	@mkdir -p bin
+	@ln -sfn $(TEMPORAL_NODE) $@
 
 $(addprefix bin/,$(BINARIES)) &: $(GO_SOURCES) $(WEB_BUILT) $(PRODUCT_COMPILED)
 	@mkdir -p bin
@@ -118,12 +132,10 @@ dev: setup
 	SPLATHOST_SETUP_ORIGIN=$$(cat bin/phases/origin) bin/stack --dir .dev --demo
 
 ## dev-cluster: the cluster shape on loopback (deploy/README.md, "The cluster shape on one
-## machine"): Postgres primary + streaming standby, ClickHouse 2 shards x 2 replicas on one
-## ZooKeeper, two versitygw gateways over one store, two of every product process.
-dev-cluster: setup
-	@[ -f /usr/share/java/zookeeper.jar ] || { echo "installing: zookeeper"; \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper >/dev/null && \
-		{ service zookeeper stop >/dev/null 2>&1 || true; }; }
+## machine"): Postgres primary + streaming standby, ClickHouse 2 shards x 2 replicas on a
+## 3-node ZooKeeper, Temporal's roles as six processes on Postgres, two versitygw gateways over
+## one store, two of every product process.
+dev-cluster: setup cluster-deps
 	SPLATHOST_SETUP_ORIGIN=$$(cat bin/phases/origin) bin/stack --dir .dev-cluster --cluster --replicas 2 --demo
 
 migrate: bin/splathost
@@ -163,9 +175,7 @@ chaos: deps build bin/bench
 .PHONY: test-cluster chaos-cluster cluster-deps
 CHAOS_CLUSTER_RESULTS := bin/chaos-cluster-results.jsonl
 cluster-deps:
-	@[ -f /usr/share/java/zookeeper.jar ] || { echo "installing: zookeeper"; \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper >/dev/null && \
-		{ service zookeeper stop >/dev/null 2>&1 || true; }; }
+	@tools/install-apt --check --cluster || $(PHASE) "apt packages (cluster: zookeeper)" tools/install-apt --cluster
 test-cluster: deps build cluster-deps
 	SPLATHOST_E2E_CLUSTER=1 go test -count=1 -timeout 60m -tags e2e ./e2e/
 chaos-cluster: deps build bin/bench cluster-deps

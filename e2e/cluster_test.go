@@ -35,7 +35,7 @@ func TestClusterShape(t *testing.T) {
 	for _, p := range env.State.Processes {
 		names[p.Name] = true
 	}
-	for _, want := range []string{"postgres-primary", "postgres-standby", "zookeeper-1", "clickhouse-1-1",
+	for _, want := range []string{"postgres-primary", "postgres-standby", "zookeeper-1", "zookeeper-2", "zookeeper-3", "clickhouse-1-1",
 		"clickhouse-1-2", "clickhouse-2-1", "clickhouse-2-2", "versitygw-1", "versitygw-2"} {
 		require.True(t, names[want], "stack.json lists %s", want)
 	}

@@ -27,7 +27,8 @@ type Config struct {
 	// go back to the primary: trending promises a view within 10 s, and the streamer and
 	// ClickHouse already take most of that.
 	PostgresReadMaxLag time.Duration
-	// TemporalAddr is the host:port of the Temporal frontend.
+	// TemporalAddr is the host:port of the Temporal frontend, or a comma list of frontends
+	// the client balances over (a cluster without a load balancer in front).
 	TemporalAddr string
 	// TemporalNamespace is the namespace the worker and clients use.
 	TemporalNamespace string

@@ -63,6 +63,9 @@ type State struct {
 	// all as SPLATHOST_CLICKHOUSE_ADDR; ClickHouseAddr stays the first, one address).
 	ClickHouseCluster string   `json:"clickhouseCluster,omitempty"`
 	ClickHouseAddrs   []string `json:"clickhouseAddrs,omitempty"`
+	// TemporalAddrs are every Temporal frontend, TemporalAddr first (the product gets them
+	// all as SPLATHOST_TEMPORAL_ADDR and balances over them).
+	TemporalAddrs []string `json:"temporalAddrs,omitempty"`
 	// ObjectStoreURLs are every S3 gateway over the one store, ObjectStoreURL first.
 	ObjectStoreURLs []string `json:"objectStoreUrls,omitempty"`
 }
@@ -87,6 +90,10 @@ func (s State) Config() config.Config {
 		cfg.ClickHouseAddr = strings.Join(s.ClickHouseAddrs, ",")
 	}
 	cfg.TemporalAddr = s.TemporalAddr
+	if len(s.TemporalAddrs) > 0 {
+		// Every frontend, as the runner gives its own product processes (worker.Dial).
+		cfg.TemporalAddr = strings.Join(s.TemporalAddrs, ",")
+	}
 	if s.TemporalNamespace != "" {
 		cfg.TemporalNamespace = s.TemporalNamespace
 	}

@@ -9,8 +9,9 @@ import (
 	"time"
 )
 
-// The engines of a stack are the servers the runner supervises: "postgres", "clickhouse" and
-// "versitygw" (the Temporal server runs inside the runner). The runner restarts one that dies
+// The engines of a stack are the servers the runner supervises: "postgres", "clickhouse",
+// "versitygw" and "temporal" (the cluster shape's nodes by their own names, temporal-history-1
+// and so on, which KillEngine takes as they are). The runner restarts one that dies
 // on the same data and ports, so a test can crash one under load and watch the product recover.
 const (
 	EnginePostgres   = "postgres"

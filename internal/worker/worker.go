@@ -126,11 +126,13 @@ func Dial(cfg config.Config, log *slog.Logger) (client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("temporal tracing: %w", err)
 	}
+	hostPort, dialOpts := temporalTarget(cfg.TemporalAddr)
 	c, err := client.NewLazyClient(client.Options{
-		HostPort:     cfg.TemporalAddr,
-		Namespace:    cfg.TemporalNamespace,
-		Logger:       tlog.NewStructuredLogger(log.With("component", "temporal-client")),
-		Interceptors: []interceptor.ClientInterceptor{tracing},
+		HostPort:          hostPort,
+		ConnectionOptions: client.ConnectionOptions{DialOptions: dialOpts},
+		Namespace:         cfg.TemporalNamespace,
+		Logger:            tlog.NewStructuredLogger(log.With("component", "temporal-client")),
+		Interceptors:      []interceptor.ClientInterceptor{tracing},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("temporal: %w", err)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -15,12 +17,16 @@ import (
 //   - Postgres: the primary (the product's) and one streaming hot standby made with
 //     pg_basebackup -R (postgres-primary, postgres-standby);
 //   - ClickHouse: clusterShards shards of clusterReplicas replicas (clickhouse-<shard>-<replica>)
-//     coordinated by one ZooKeeper (zookeeper-1), with the analytics schema's cluster variant
+//     coordinated by a ZooKeeper ensemble of zkNodes (zookeeper-1..3, so losing one keeps a
+//     quorum; every ClickHouse node lists all three), with the analytics schema's cluster variant
 //     (SPLATHOST_CLICKHOUSE_CLUSTER=ClickHouseCluster: Replicated _local tables and Distributed
 //     tables over them); the product gets every node, dialled in order (analytics.Open);
 //   - versitygw: two gateways over one store directory (versitygw-1, versitygw-2); the
 //     product's S3 endpoint is one URL, versitygw-1's;
-//   - Temporal: unchanged, in the runner on SQLite.
+//   - Temporal: each role in temporal-node processes of its own on the primary's Postgres
+//     (temporalcluster.go): temporal-history-1/2 over temporalShards shards, temporal-matching-1,
+//     temporal-frontend-1/2 (the product gets both, SPLATHOST_TEMPORAL_ADDR being the list),
+//     temporal-worker-1 (also serving the UI), joined by ringpop membership.
 //
 // The first node of each engine keeps the engine's ports of Ports; the others take free
 // loopback ports at every start (the configs are rewritten on every start, and the standby
@@ -30,6 +36,8 @@ const (
 	ClickHouseCluster = "analytics"
 	clusterShards     = 2
 	clusterReplicas   = 2
+	// zkNodes is the ZooKeeper ensemble's size: three, so one can die and a quorum remains.
+	zkNodes = 3
 )
 
 // chNode places one clickhouse-server in the cluster: what the config template renders into
@@ -61,7 +69,7 @@ func (s *Stack) setupCluster() error {
 	const extraCH = clusterShards*clusterReplicas - 1
 	// standby, zookeeper, versitygw-2, then tcp+http of each extra ClickHouse node and every
 	// node's interserver port.
-	ports, err := freePorts(3 + 2*extraCH + clusterShards*clusterReplicas)
+	ports, err := freePorts(2 + 3*zkNodes + 2*extraCH + clusterShards*clusterReplicas + temporalClusterPorts)
 	if err != nil {
 		return err
 	}
@@ -69,13 +77,29 @@ func (s *Stack) setupCluster() error {
 
 	s.pg.name, s.pg.log = "postgres-primary", s.log.With("part", "postgres-primary")
 	c := &clusterNodes{standby: newStandby(o.Dir, next(), s.pg.port, s.log)}
-	c.zk = []*zookeeper{newZooKeeper(o.Dir, "zookeeper-1", next(), s.log)}
+	var zkPorts []int
+	var ensemble []zkServer
+	for i := 1; i <= zkNodes; i++ {
+		z := newZooKeeper(o.Dir, fmt.Sprintf("zookeeper-%d", i), next(), s.log)
+		z.id = i
+		c.zk = append(c.zk, z)
+		zkPorts = append(zkPorts, z.port)
+		ensemble = append(ensemble, zkServer{ID: i, PeerPort: next(), ElectionPort: next()})
+	}
+	for _, z := range c.zk {
+		z.ensemble = ensemble
+	}
 	g := s.s3.gateway("versitygw-2", next())
 	s.s3.name = "versitygw-1"
 	c.gateways = []*objectStore{g}
+	members, err := freeLowPorts(temporalNodes)
+	if err != nil {
+		return err
+	}
+	member := func() int { p := members[0]; members = members[1:]; return p }
+	s.temporal.setupCluster("postgres://postgres@"+hostPort(s.pg.port), next, member)
 
 	shards := make([][]int, clusterShards)
-	zkPorts := []int{c.zk[0].port}
 	for sh := 1; sh <= clusterShards; sh++ {
 		for r := 1; r <= clusterReplicas; r++ {
 			name := fmt.Sprintf("clickhouse-%d-%d", sh, r)
@@ -120,6 +144,7 @@ func (s *Stack) clusterSteps() []startStep {
 	for _, z := range c.zk {
 		steps = append(steps, startStep{z.name, func(ctx context.Context) error { return z.start(ctx, t) }})
 	}
+	steps = append(steps, startStep{"zookeeper quorum", func(ctx context.Context) error { return zkServing(ctx, c.zk, t) }})
 	for _, n := range c.ch {
 		steps = append(steps, startStep{n.name, func(ctx context.Context) error { return n.start(ctx, t) }})
 	}
@@ -147,25 +172,41 @@ func (s *Stack) clusterEngines(mk func(name, url string, proc func() *process, s
 	for _, g := range c.gateways {
 		out = append(out, mk(g.name, g.url(), func() *process { return g.proc }, g.start))
 	}
-	return out
+	return append(out, s.temporal.engines(mk)...)
 }
 
-// clusterStops stops the cluster shape's engines in reverse dependency order: the gateways,
-// the ClickHouse nodes before their ZooKeeper, the standby before the primary.
+// clusterStops stops the cluster shape's engines in reverse dependency order, the nodes of one
+// tier at once (each has its own timeout, and a dozen one after another outlast a test
+// harness's patience): the S3 gateways, the ClickHouse nodes before their ZooKeepers, the
+// standby before the primary.
 func (s *Stack) clusterStops(timeout time.Duration) error {
 	c := s.cluster
 	var errs []error
-	for _, g := range c.gateways {
-		errs = append(errs, g.stop(timeout))
+	tier := func(stops ...func(time.Duration) error) {
+		out := make([]error, len(stops))
+		var wg sync.WaitGroup
+		for i, stop := range stops {
+			wg.Go(func() { out[i] = stop(timeout) })
+		}
+		wg.Wait()
+		errs = append(errs, out...)
 	}
-	errs = append(errs, s.s3.stop(timeout))
-	for i := len(c.ch) - 1; i >= 0; i-- {
-		errs = append(errs, c.ch[i].stop(timeout))
+	gateways := []func(time.Duration) error{s.s3.stop}
+	for _, g := range c.gateways {
+		gateways = append(gateways, g.stop)
+	}
+	tier(gateways...)
+	var chs, zks []func(time.Duration) error
+	for _, n := range c.ch {
+		chs = append(chs, n.stop)
 	}
 	for _, z := range c.zk {
-		errs = append(errs, z.stop(timeout))
+		zks = append(zks, z.stop)
 	}
-	errs = append(errs, c.standby.stop(timeout), s.pg.stop(timeout))
+	tier(chs...)
+	tier(zks...)
+	tier(c.standby.stop)
+	tier(s.pg.stop)
 	return errors.Join(errs...)
 }
 
@@ -177,6 +218,24 @@ func (s *Stack) clusterPrepare() error {
 		errs = append(errs, n.stopOrphan())
 	}
 	return errors.Join(errs...)
+}
+
+// freeLowPorts returns n distinct free loopback ports below 32768 (under the kernel's usual
+// ephemeral range, so outgoing connections do not take them either), picked at random.
+func freeLowPorts(n int) ([]int, error) {
+	out := make([]int, 0, n)
+	for tries := 0; len(out) < n; tries++ {
+		if tries > 1000 {
+			return nil, fmt.Errorf("no free loopback port between 20000 and 32767")
+		}
+		l, err := net.Listen("tcp", hostPort(20000+rand.IntN(12768)))
+		if err != nil {
+			continue
+		}
+		defer l.Close()
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
 }
 
 // freePorts returns n distinct free loopback ports, holding every listener until all are

@@ -44,14 +44,17 @@ func TestClusterLayout(t *testing.T) {
 	s.pg = newPostgres(dir, ports.Postgres, log)
 	s.ch = newClickHouse(dir, ports.ClickHouseTCP, ports.ClickHouseHTTP, log)
 	s.s3 = newObjectStore(dir, "versitygw", ports.ObjectStore, "b", Secrets{}, log)
+	s.temporal = newTemporal(dir, "temporal-node", ports, "default", log)
 	require.NoError(t, s.setupCluster())
 
 	var names []string
 	for _, e := range s.engines() {
 		names = append(names, e.name)
 	}
-	require.Equal(t, []string{"postgres-primary", "postgres-standby", "zookeeper-1", "clickhouse-1-1", "clickhouse-1-2",
-		"clickhouse-2-1", "clickhouse-2-2", "versitygw-1", "versitygw-2"}, names)
+	require.Equal(t, []string{"postgres-primary", "postgres-standby", "zookeeper-1", "zookeeper-2", "zookeeper-3",
+		"clickhouse-1-1", "clickhouse-1-2", "clickhouse-2-1", "clickhouse-2-2", "versitygw-1", "versitygw-2",
+		"temporal-history-1", "temporal-history-2", "temporal-matching-1", "temporal-frontend-1", "temporal-frontend-2",
+		"temporal-worker-1"}, names)
 	c := s.cluster
 	require.Equal(t, ports.Postgres, c.standby.primaryPort)
 	require.Equal(t, ports.ClickHouseTCP, c.ch[0].tcpPort, "the product's node keeps the fixed port")
@@ -66,7 +69,19 @@ func TestClusterLayout(t *testing.T) {
 	}
 	claim(s.pg.port, "postgres-primary")
 	claim(c.standby.port, "postgres-standby")
-	claim(c.zk[0].port, "zookeeper-1")
+	for _, z := range c.zk {
+		claim(z.port, z.name)
+		claim(z.ensemble[z.id-1].PeerPort, z.name+" peer")
+		claim(z.ensemble[z.id-1].ElectionPort, z.name+" election")
+	}
+	for _, n := range s.temporal.nodes {
+		for _, f := range []string{"--frontend-port", "--history-port", "--matching-port", "--worker-port", "--frontend-http-port", "--membership-port"} {
+			if v := flagValue(n.args, f); v != "" {
+				claim(atoi(t, v), n.name+" "+f)
+			}
+		}
+	}
+	claim(ports.TemporalUI, "temporal ui")
 	claim(s.s3.port, "versitygw-1")
 	claim(c.gateways[0].port, "versitygw-2")
 	for i, n := range c.ch {
@@ -90,8 +105,10 @@ func TestClusterLayout(t *testing.T) {
 		require.Equal(t, n.name, cfg.Replica)
 		require.Equal(t, 1+i/clusterReplicas, cfg.Shard)
 		require.Equal(t, "/clickhouse/task_queue/ddl", cfg.DDLPath)
-		require.Len(t, cfg.ZooKeeper, 1)
-		require.Equal(t, c.zk[0].port, cfg.ZooKeeper[0].Port)
+		require.Len(t, cfg.ZooKeeper, zkNodes, "every member of the ensemble")
+		for i, z := range c.zk {
+			require.Equal(t, z.port, cfg.ZooKeeper[i].Port)
+		}
 		require.Len(t, cfg.Shards, clusterShards)
 		for sh, shard := range cfg.Shards {
 			require.True(t, shard.InternalReplication, "the Replicated tables copy between replicas")

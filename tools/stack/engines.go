@@ -9,14 +9,10 @@ import (
 	"time"
 )
 
-// engine is a server of the infrastructure (Postgres, ClickHouse, versitygw) that the runner
+// engine is a server of the infrastructure (Postgres, ClickHouse, versitygw, each Temporal node) that the runner
 // keeps running like a product binary: a crash is restarted on the same data directory and
 // ports with the supervisor's backoff (restartBase, restartMax, restartReset), so failure tests
 // can kill -9 an engine and watch the product recover by itself.
-//
-// The Temporal server is not an engine: it runs inside the runner process, so it cannot crash
-// apart from the runner, and a runner that dies takes the children with it (their
-// parent-death signals).
 //
 // Only the engine's supervisor goroutine touches the engine's process once the stack is up
 // (Stop waits for it to return before stopping the engines), so no lock guards it.
@@ -43,11 +39,11 @@ func (s *Stack) engines() []*engine {
 	if s.cluster != nil {
 		return s.clusterEngines(mk)
 	}
-	return []*engine{
+	return append([]*engine{
 		mk("postgres", s.pg.url(), func() *process { return s.pg.proc }, s.pg.start),
 		mk("clickhouse", s.ch.httpURL(), func() *process { return s.ch.proc }, s.ch.start),
 		mk("versitygw", s.s3.url(), func() *process { return s.s3.proc }, s.s3.start),
-	}
+	}, s.temporal.engines(mk)...)
 }
 
 // superviseEngine keeps e running until Stop begins: a crash is logged with its exit status,

@@ -1,5 +1,6 @@
 // Package stack runs the splathost dev stack as plain processes with its data under one
-// directory: Postgres, ClickHouse, versitygw (S3), an in-process Temporal server with its web UI,
+// directory: Postgres, ClickHouse, versitygw (S3), the Temporal server with its web UI (the
+// temporal-node binary, tools/cmd/temporal-node),
 // the product migrations and, optionally, the product binaries. `make dev` uses it for a
 // long-running local stack; the integration-test harness uses it (services off, random ports) to
 // get real infrastructure and reads the connection details from the state file.
@@ -49,6 +50,8 @@ type Options struct {
 	Namespace, TaskQueue string
 	// VersityGW is the versitygw binary; DefaultVersityGW() when empty.
 	VersityGW string
+	// TemporalNode is the temporal-node binary; DefaultTemporalNode() when empty.
+	TemporalNode string
 	// StartTimeout bounds each part's start-up; MigrateTimeout bounds the migrations.
 	StartTimeout, MigrateTimeout time.Duration
 	// StopTimeout is how long a child gets to exit after its stop signal before it is killed.
@@ -127,6 +130,9 @@ func New(opts Options, log *slog.Logger) (*Stack, error) {
 	}
 	if opts.VersityGW == "" {
 		opts.VersityGW = DefaultVersityGW()
+	}
+	if opts.TemporalNode == "" {
+		opts.TemporalNode = DefaultTemporalNode()
 	}
 	defaults := []struct {
 		v   *string

@@ -42,7 +42,7 @@ func (s *Stack) Start(ctx context.Context) error {
 	s.pg = newPostgres(o.Dir, o.Ports.Postgres, s.log)
 	s.ch = newClickHouse(o.Dir, o.Ports.ClickHouseTCP, o.Ports.ClickHouseHTTP, s.log)
 	s.s3 = newObjectStore(o.Dir, o.VersityGW, o.Ports.ObjectStore, o.Bucket, s.secrets, s.log)
-	s.temporal = newTemporal(o.Dir, o.Ports, o.Namespace, s.log)
+	s.temporal = newTemporal(o.Dir, o.TemporalNode, o.Ports, o.Namespace, s.log)
 	if o.Cluster {
 		if err := s.setupCluster(); err != nil {
 			return err
@@ -54,7 +54,7 @@ func (s *Stack) Start(ctx context.Context) error {
 
 	// Missing installs fail before anything starts, not after a minute of start-up.
 	_, chErr := findClickHouse()
-	if err := errors.Join(s.pg.check(), chErr, s.s3.check(), checkServiceBinaries(o.Services, o.BinDir), s.checkDemoBinary()); err != nil {
+	if err := errors.Join(s.pg.check(), chErr, s.s3.check(), checkTemporalNode(o.TemporalNode), checkServiceBinaries(o.Services, o.BinDir), s.checkDemoBinary()); err != nil {
 		return err
 	}
 	// Servers orphaned by a killed runner would hold their ports; clear them before checking.
@@ -155,7 +155,9 @@ func (s *Stack) productConfig() (config.Config, error) {
 	}
 	p := s.opts.Ports
 	cfg.PostgresURL = s.pg.url()
-	cfg.TemporalAddr = s.temporal.addr()
+	// Every frontend: the product's Temporal client balances over them (worker.Dial), so
+	// losing one frontend of the cluster shape is not an outage.
+	cfg.TemporalAddr = strings.Join(s.temporal.frontends(), ",")
 	cfg.TemporalNamespace = s.opts.Namespace
 	cfg.TaskQueue = s.opts.TaskQueue
 	cfg.ClickHouseAddr = s.ch.addr()

@@ -34,17 +34,18 @@ func (s *Stack) buildState() State {
 		LogDir:            s.logDir,
 		ReadyMillis:       time.Since(s.started).Milliseconds(),
 	}
-	// The engines in start order (the cluster shape's every node), then the runner itself,
-	// which hosts Temporal.
+	// The engines in start order (the cluster shape's every node, Temporal's included), then
+	// the runner itself.
 	for _, e := range s.engines() {
 		st.Processes = append(st.Processes, Process{Name: e.name, PID: e.proc().Pid(), URL: e.url})
 	}
-	st.Processes = append(st.Processes, Process{Name: "stack", PID: os.Getpid(), URL: s.temporal.uiURL()})
+	st.Processes = append(st.Processes, Process{Name: "stack", PID: os.Getpid(), URL: "file://" + s.opts.StateFile})
 	if c := s.cluster; c != nil {
 		st.Cluster = true
 		st.PostgresStandbyURL = c.standby.url()
 		st.ClickHouseCluster = ClickHouseCluster
 		st.ClickHouseAddrs = c.chAddrs()
+		st.TemporalAddrs = s.temporal.frontends()
 		st.ObjectStoreURLs = []string{s.s3.url()}
 		for _, g := range c.gateways {
 			st.ObjectStoreURLs = append(st.ObjectStoreURLs, g.url())

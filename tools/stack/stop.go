@@ -82,7 +82,7 @@ func (s *Stack) Stop() error {
 		// processes stopped below are the current ones and none starts after.
 		s.engineWG.Wait()
 		if s.temporal != nil {
-			errs = append(errs, s.temporal.stop())
+			errs = append(errs, s.temporal.stop(s.opts.StopTimeout))
 		}
 		if s.cluster != nil {
 			errs = append(errs, s.clusterStops(s.opts.StopTimeout))

@@ -4,32 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
-	uiserver "github.com/temporalio/ui-server/v2/server"
-	uiconfig "github.com/temporalio/ui-server/v2/server/config"
-	uiserveroptions "github.com/temporalio/ui-server/v2/server/server_options"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
-	"go.temporal.io/server/common/authorization"
-	"go.temporal.io/server/common/cluster"
-	"go.temporal.io/server/common/config"
-	"go.temporal.io/server/common/dynamicconfig"
-	"go.temporal.io/server/common/membership/static"
-	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
-	"go.temporal.io/server/common/primitives"
-	sqliteschema "go.temporal.io/server/schema/sqlite"
-	"go.temporal.io/server/temporal"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // SearchAttributes are the custom Keyword search attributes the workflows set, so operators can
@@ -39,124 +29,145 @@ var SearchAttributes = []string{"integrationId", "externalUserId", "splatId", "s
 // namespaceRetention is how long closed workflow histories stay visible in the UI.
 const namespaceRetention = 7 * 24 * time.Hour
 
-// clusterName names the single local Temporal cluster.
-const clusterName = "active"
+// TemporalNodeEnv names the temporal-node binary (tools/cmd/temporal-node) the runner spawns.
+const TemporalNodeEnv = "SPLATHOST_TEMPORAL_NODE"
 
-// temporalStack is a Temporal server and its web UI running inside the runner process, on a
-// SQLite file, the way the temporal CLI's dev server does it. Linking the server here keeps the
-// only heavy dev dependency out of the product module and needs no extra binary.
+// DefaultTemporalNode returns where the temporal-node binary is looked for: $SPLATHOST_TEMPORAL_NODE
+// (the Makefile sets it to its tools-cache build), else beside the runner's own executable
+// (make links bin/temporal-node there), so a test pointing SPLATHOST_STACK_BIN at a checkout's
+// bin/stack gets that checkout's node.
+func DefaultTemporalNode() string {
+	if p := os.Getenv(TemporalNodeEnv); p != "" {
+		return p
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "temporal-node"
+	}
+	return filepath.Join(filepath.Dir(exe), "temporal-node")
+}
+
+// checkTemporalNode reports a missing temporal-node binary before anything starts.
+func checkTemporalNode(path string) error {
+	if st, err := os.Stat(path); err != nil || st.IsDir() {
+		return fmt.Errorf("temporal: node binary %s not found: run `make bin/temporal-node` (or set $%s)", path, TemporalNodeEnv)
+	}
+	return nil
+}
+
+// temporalStack is the Temporal server as temporal-node child processes the runner supervises
+// like the other engines: one process with every role on SQLite (the single-node stack, named
+// "temporal"), or the cluster shape's one role per process on Postgres (temporalCluster).
+// The server is linked into that separate binary, built once, so the runner links in seconds.
 type temporalStack struct {
-	dir       string // DIR/temporal
-	logPath   string
+	bin       string
+	dir       string // DIR/temporal: the SQLite file, the cluster id, the ready files
+	logDir    string
 	ports     Ports
 	namespace string
 	log       *slog.Logger
-
-	logFile *os.File
-	server  temporal.Server
-	ui      *uiserver.Server
-	client  client.Client
+	// nodes in start order; every one is a supervised engine.
+	nodes []*temporalNode
+	// pgURL is the Postgres server of the cluster shape's nodes; empty on SQLite.
+	pgURL  string
+	client client.Client
 }
 
-func newTemporal(dir string, ports Ports, namespace string, log *slog.Logger) *temporalStack {
-	return &temporalStack{
+// temporalNode is one temporal-node process.
+type temporalNode struct {
+	name    string // "temporal", or temporal-<role>-N in the cluster shape
+	logPath string
+	ready   string
+	// args are the node's flags apart from the cluster id and ready file.
+	args []string
+	// addr is the node's gRPC address, uiPort its web UI's port when it serves one.
+	addr   string
+	uiPort int
+	proc   *process
+}
+
+func newTemporal(dir, bin string, ports Ports, namespace string, log *slog.Logger) *temporalStack {
+	t := &temporalStack{
+		bin:       bin,
 		dir:       filepath.Join(dir, "temporal"),
-		logPath:   filepath.Join(dir, "logs", "temporal.log"),
+		logDir:    filepath.Join(dir, "logs"),
 		ports:     ports,
 		namespace: namespace,
 		log:       log.With("part", "temporal"),
 	}
+	p := ports
+	t.nodes = []*temporalNode{t.node("temporal", p.TemporalFrontend, p.TemporalUI,
+		"--roles", "all", "--sqlite", filepath.Join(t.dir, "temporal.db"),
+		"--frontend-port", strconv.Itoa(p.TemporalFrontend), "--frontend-http-port", strconv.Itoa(p.TemporalHTTP),
+		"--history-port", strconv.Itoa(p.TemporalHistory), "--matching-port", strconv.Itoa(p.TemporalMatching),
+		"--worker-port", strconv.Itoa(p.TemporalWorker),
+		"--namespace", namespace, "--search-attributes", strings.Join(SearchAttributes, ","),
+		"--ui-port", strconv.Itoa(p.TemporalUI), "--ui-frontends", hostPort(p.TemporalFrontend))}
+	return t
 }
 
-// addr is the frontend gRPC address clients dial.
+// node describes a temporal-node process named name whose gRPC port is port.
+func (t *temporalStack) node(name string, port, uiPort int, args ...string) *temporalNode {
+	return &temporalNode{
+		name:    name,
+		logPath: filepath.Join(t.logDir, name+".log"),
+		ready:   filepath.Join(t.dir, name+".ready"),
+		args:    append([]string{"--frontend-addr", t.addr()}, args...),
+		addr:    hostPort(port),
+		uiPort:  uiPort,
+	}
+}
+
+// addr is the first frontend's gRPC address (stack.json's temporalAddr).
 func (t *temporalStack) addr() string { return hostPort(t.ports.TemporalFrontend) }
+
+// frontends are every frontend's gRPC address, the first one first.
+func (t *temporalStack) frontends() []string {
+	var out []string
+	for _, n := range t.nodes {
+		if n.name == "temporal" || strings.HasPrefix(n.name, "temporal-frontend-") {
+			out = append(out, n.addr)
+		}
+	}
+	return out
+}
 
 // uiURL is the web UI.
 func (t *temporalStack) uiURL() string { return httpURL(t.ports.TemporalUI) }
 
-// start opens (or creates) the database, starts the server and the UI, then waits until the
-// frontend answers health checks, the custom search attributes exist and the UI serves pages.
+// url is what the state file lists for a node: the UI of the node serving it, else its gRPC
+// address.
+func (n *temporalNode) url() string {
+	if n.uiPort > 0 {
+		return httpURL(n.uiPort)
+	}
+	return "tcp://" + n.addr
+}
+
+// start creates the schema (cluster shape: Temporal's own schema tool, in temporal-node setup),
+// starts every node in order, each once the one before it has started, then waits until the
+// frontend answers, the custom search attributes exist and the UI serves pages.
 func (t *temporalStack) start(ctx context.Context, timeout time.Duration) error {
 	if err := os.MkdirAll(t.dir, 0o755); err != nil {
 		return fmt.Errorf("temporal: %w", err)
 	}
-	var err error
-	t.logFile, err = os.OpenFile(t.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("temporal: open log: %w", err)
-	}
-	logger := slog.New(slog.NewJSONHandler(t.logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
-
-	sqlConf, err := t.prepareDatabase()
-	if err != nil {
-		return err
-	}
-	clusterID, err := t.clusterID()
-	if err != nil {
-		return err
-	}
-	conf := t.serverConfig(sqlConf, clusterID)
-	serverLogger := temporalLogger{logger.With("component", "server")}
-	authorizer, err := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
-	if err != nil {
-		return fmt.Errorf("temporal: authorizer: %w", err)
-	}
-	claimMapper, err := authorization.GetClaimMapperFromConfig(&conf.Global.Authorization, serverLogger)
-	if err != nil {
-		return fmt.Errorf("temporal: claim mapper: %w", err)
-	}
-	host := func(port int) static.Hosts { return static.SingleLocalHost(hostPort(port)) }
-	t.server, err = temporal.NewServer(
-		temporal.WithConfig(conf),
-		temporal.ForServices(temporal.DefaultServices),
-		// Static membership: one process hosts every role, so there is no ringpop gossip port.
-		temporal.WithStaticHosts(map[primitives.ServiceName]static.Hosts{
-			primitives.FrontendService: host(t.ports.TemporalFrontend),
-			primitives.HistoryService:  host(t.ports.TemporalHistory),
-			primitives.MatchingService: host(t.ports.TemporalMatching),
-			primitives.WorkerService:   host(t.ports.TemporalWorker),
-		}),
-		temporal.WithLogger(serverLogger),
-		temporal.WithAuthorizer(authorizer),
-		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
-		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
-			dynamicconfig.HistoryCacheHostLevelMaxSize.Key():                 8096,
-			dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
-			// Newly added search attributes are usable at once instead of after a cache refresh.
-			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
-		}),
-	)
-	if err != nil {
-		return fmt.Errorf("temporal: build server: %w; see %s", err, t.logPath)
-	}
-	if err := t.server.Start(); err != nil {
-		return fmt.Errorf("temporal: start server: %w; see %s:\n%s", err, t.logPath, logTail(t.logPath, 20))
-	}
-
-	t.ui = uiserver.NewServer(uiserveroptions.WithConfigProvider(&uiconfig.Config{
-		Host:                loopback,
-		Port:                t.ports.TemporalUI,
-		TemporalGRPCAddress: t.addr(),
-		EnableUI:            true,
-		DefaultNamespace:    t.namespace,
-		CORS:                uiconfig.CORS{CookieInsecure: true},
-		HideLogs:            true,
-		DisableNewsFetch:    true, // no outbound calls from a dev stack
-	}))
-	go func() {
-		// Start blocks until Stop. The free-port check before start-up is what keeps its
-		// log.Fatal on a busy port from ever running.
-		if err := t.ui.Start(); err != nil {
-			logger.Error("ui server stopped", "error", err)
+	if t.pgURL != "" {
+		if err := t.setup(ctx, timeout); err != nil {
+			return err
 		}
-	}()
-
-	err = waitHealthy(ctx, "temporal", nil, t.logPath, timeout, func(ctx context.Context) error {
+	}
+	for _, n := range t.nodes {
+		if err := t.startNode(ctx, n, timeout); err != nil {
+			return err
+		}
+	}
+	logPath := t.nodes[0].logPath
+	err := waitHealthy(ctx, "temporal", nil, logPath, timeout, func(ctx context.Context) error {
 		if t.client == nil {
 			c, err := client.DialContext(ctx, client.Options{
 				HostPort:  t.addr(),
 				Namespace: t.namespace,
-				Logger:    sdklog.NewStructuredLogger(logger.With("component", "sdk-client")),
+				Logger:    sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)),
 			})
 			if err != nil {
 				return err
@@ -171,67 +182,60 @@ func (t *temporalStack) start(ctx context.Context, timeout time.Duration) error 
 	if err != nil {
 		return err
 	}
-	return waitHealthy(ctx, "temporal ui", nil, t.logPath, timeout, httpCheck(t.uiURL()+"/", ""))
+	return waitHealthy(ctx, "temporal ui", nil, logPath, timeout, httpCheck(t.uiURL()+"/", ""))
 }
 
-// prepareDatabase creates the SQLite schema on first run and registers the namespace.
-func (t *temporalStack) prepareDatabase() (*config.SQL, error) {
-	dbPath := filepath.Join(t.dir, "temporal.db")
-	// The schema is built in a side file with a rollback journal (one file, safe to rename
-	// into place); the server then runs on write-ahead logging.
-	sqlConf := func(path string, wal bool) *config.SQL {
-		c := &config.SQL{PluginName: sqliteplugin.PluginName, DatabaseName: path, ConnectAttributes: map[string]string{"mode": "rwc"}}
-		if wal {
-			// Write-ahead log with synchronous=NORMAL: a commit no longer waits for an fsync of a
-			// rollback journal, which held every workflow start, timer and activity result of
-			// the dev stack to the disk's sync latency. A process crash loses nothing; only the
-			// OS crashing can cost the last commits, acceptable for a development server. WAL
-			// lets readers (the UI, visibility queries) run beside the one writer, hence a few
-			// connections.
-			c.ConnectAttributes["journal_mode"] = "wal"
-			c.ConnectAttributes["synchronous"] = "normal"
-			c.ConnectAttributes["busy_timeout"] = "10000"
-			c.MaxConns, c.MaxIdleConns = 4, 4
-		}
-		return c
-	}
-	if _, err := os.Stat(dbPath); errors.Is(err, fs.ErrNotExist) {
-		// Build the schema in a side file and rename it into place: a run interrupted half way
-		// must not leave a database that later runs take for complete.
-		tmp := dbPath + ".init"
-		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
-			_ = os.Remove(tmp + suffix)
-		}
-		t.log.Info("creating temporal database", "path", dbPath)
-		if err := sqliteschema.SetupSchema(sqlConf(tmp, false)); err != nil {
-			return nil, fmt.Errorf("temporal: create schema in %s: %w", tmp, err)
-		}
-		if err := os.Rename(tmp, dbPath); err != nil {
-			return nil, fmt.Errorf("temporal: %w", err)
-		}
-	} else if err != nil {
-		return nil, fmt.Errorf("temporal: %w", err)
-	}
-	conf := sqlConf(dbPath, true)
-
-	searchAttrs := make(map[string]enumspb.IndexedValueType, len(SearchAttributes))
-	for _, name := range SearchAttributes {
-		searchAttrs[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
-	}
-	ns, err := sqliteschema.NewNamespaceConfig(clusterName, t.namespace, false, searchAttrs)
+// setup runs `temporal-node setup` on the cluster shape's Postgres and waits for it to finish.
+func (t *temporalStack) setup(ctx context.Context, timeout time.Duration) error {
+	p, err := startProcess(procSpec{
+		name: "temporal-setup", path: t.bin, logPath: filepath.Join(t.logDir, "temporal-setup.log"),
+		args: []string{"setup", "--postgres", t.pgURL, "--namespace", t.namespace,
+			"--search-attributes", strings.Join(SearchAttributes, ","), "--retention", namespaceRetention.String()},
+	})
 	if err != nil {
-		return nil, fmt.Errorf("temporal: namespace config: %w", err)
+		return fmt.Errorf("temporal: %w", err)
 	}
-	ns.Detail.Config.Retention = durationpb.New(namespaceRetention)
-	// A no-op when the namespace exists, so a restart keeps its settings.
-	if err := sqliteschema.CreateNamespaces(conf, ns); err != nil {
-		return nil, fmt.Errorf("temporal: register namespace %s: %w", t.namespace, err)
+	select {
+	case <-p.Done():
+	case <-ctx.Done():
+		_ = p.stop(5 * time.Second)
+		return fmt.Errorf("temporal setup: start-up interrupted")
+	case <-time.After(timeout):
+		_ = p.stop(5 * time.Second)
+		return fmt.Errorf("temporal setup took over %s; see %s", timeout, p.spec.logPath)
 	}
-	return conf, nil
+	if p.ExitErr() != nil {
+		return p.exitError("creating the schema")
+	}
+	return nil
 }
 
-// clusterID returns the cluster's id, generated on first run and stored beside the database:
-// the id is persisted in the cluster metadata, so it must not change between restarts.
+// startNode starts one node and waits until it reports every role started (its ready file).
+func (t *temporalStack) startNode(ctx context.Context, n *temporalNode, timeout time.Duration) error {
+	id, err := t.clusterID()
+	if err != nil {
+		return err
+	}
+	_ = os.Remove(n.ready)
+	n.proc, err = startProcess(procSpec{
+		name:    n.name,
+		path:    t.bin,
+		args:    append(slices.Clone(n.args), "--cluster-id", id, "--ready-file", n.ready),
+		logPath: n.logPath,
+		// A runner that dies still lets the node stop cleanly (SQLite's WAL checkpoint).
+		deathSignal: syscall.SIGTERM,
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", n.name, err)
+	}
+	return waitHealthy(ctx, n.name, n.proc, n.logPath, timeout, func(context.Context) error {
+		_, err := os.Stat(n.ready)
+		return err
+	})
+}
+
+// clusterID returns the cluster's id, generated on first run and stored beside the data: the
+// id is persisted in the cluster metadata, so it must not change between restarts.
 func (t *temporalStack) clusterID() (string, error) {
 	path := filepath.Join(t.dir, "cluster-id")
 	b, err := os.ReadFile(path)
@@ -245,54 +249,8 @@ func (t *temporalStack) clusterID() (string, error) {
 	return id, nil
 }
 
-// serverConfig is the single-node configuration of the temporal CLI's dev server.
-func (t *temporalStack) serverConfig(sqlConf *config.SQL, clusterID string) *config.Config {
-	var conf config.Config
-	conf.Global.Membership.MaxJoinDuration = 30 * time.Second
-	conf.Global.Membership.BroadcastAddress = loopback
-	conf.Persistence.DefaultStore = "sqlite-default"
-	conf.Persistence.VisibilityStore = "sqlite-default"
-	conf.Persistence.NumHistoryShards = 1
-	conf.Persistence.DataStores = map[string]config.DataStore{"sqlite-default": {SQL: sqlConf}}
-	conf.ClusterMetadata = &cluster.Config{
-		EnableGlobalNamespace:    false,
-		FailoverVersionIncrement: 10,
-		MasterClusterName:        clusterName,
-		CurrentClusterName:       clusterName,
-		ClusterInformation: map[string]cluster.ClusterInformation{
-			clusterName: {
-				Enabled:                true,
-				InitialFailoverVersion: 1,
-				RPCAddress:             t.addr(),
-				HTTPAddress:            hostPort(t.ports.TemporalHTTP),
-				ClusterID:              clusterID,
-			},
-		},
-	}
-	conf.DCRedirectionPolicy.Policy = "noop"
-	service := func(grpcPort, httpPort int) config.Service {
-		var s config.Service
-		s.RPC.GRPCPort = grpcPort
-		s.RPC.HTTPPort = httpPort
-		s.RPC.BindOnIP = loopback
-		return s
-	}
-	conf.Services = map[string]config.Service{
-		"frontend": service(t.ports.TemporalFrontend, t.ports.TemporalHTTP),
-		"history":  service(t.ports.TemporalHistory, 0),
-		"matching": service(t.ports.TemporalMatching, 0),
-		"worker":   service(t.ports.TemporalWorker, 0),
-	}
-	conf.Archival.History.State = "disabled"
-	conf.Archival.Visibility.State = "disabled"
-	conf.NamespaceDefaults.Archival.History.State = "disabled"
-	conf.NamespaceDefaults.Archival.Visibility.State = "disabled"
-	conf.PublicClient.HostPort = t.addr()
-	return &conf
-}
-
 // ensureSearchAttributes registers the custom search attributes that are missing. A namespace
-// created by this runner already has them; this covers databases from older runs.
+// created by temporal-node already has them; this covers databases from older runs.
 func (t *temporalStack) ensureSearchAttributes(ctx context.Context) error {
 	ops := t.client.OperatorService()
 	resp, err := ops.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: t.namespace})
@@ -319,22 +277,42 @@ func (t *temporalStack) ensureSearchAttributes(ctx context.Context) error {
 	return nil
 }
 
-// stop closes the client, the UI and the server, in that order so nothing dials a stopped server.
-func (t *temporalStack) stop() error {
+// engines are the nodes as supervised engines, in start order.
+func (t *temporalStack) engines(mk func(name, url string, proc func() *process, start func(context.Context, time.Duration) error) *engine) []*engine {
+	out := make([]*engine, len(t.nodes))
+	for i, n := range t.nodes {
+		out[i] = mk(n.name, n.url(), func() *process { return n.proc },
+			func(ctx context.Context, timeout time.Duration) error { return t.startNode(ctx, n, timeout) })
+	}
+	return out
+}
+
+// nodeStopTimeout bounds a node's clean shutdown: Temporal's state is in its database, so a
+// node killed after it is no worse than one that crashed, and a stack stop stays quick (a
+// frontend or matching host otherwise waits for the long polls of workers still connected).
+const nodeStopTimeout = 5 * time.Second
+
+// stop closes the client, then stops the nodes in two waves, each node of a wave at once: the
+// frontends and the internal worker, then the history and matching hosts they call.
+func (t *temporalStack) stop(timeout time.Duration) error {
 	if t.client != nil {
 		t.client.Close()
 	}
-	if t.ui != nil {
-		t.ui.Stop()
+	timeout = min(timeout, nodeStopTimeout)
+	callers := func(n *temporalNode) bool {
+		return n.name == "temporal" || strings.HasPrefix(n.name, "temporal-frontend-") || strings.HasPrefix(n.name, "temporal-worker-")
 	}
-	var err error
-	if t.server != nil {
-		if err = t.server.Stop(); err != nil {
-			err = fmt.Errorf("temporal: stop: %w", err)
+	var errs []error
+	for _, wave := range []bool{true, false} {
+		var wg sync.WaitGroup
+		waveErrs := make([]error, len(t.nodes))
+		for i, n := range t.nodes {
+			if p := n.proc; p != nil && callers(n) == wave {
+				wg.Go(func() { waveErrs[i] = p.stop(timeout) })
+			}
 		}
+		wg.Wait()
+		errs = append(errs, waveErrs...)
 	}
-	if t.logFile != nil {
-		t.logFile.Close()
-	}
-	return err
+	return errors.Join(errs...)
 }

@@ -1,5 +1,6 @@
-// Command stack runs the splathost dev stack: Postgres, ClickHouse, versitygw, an in-process
-// Temporal server with its UI, the migrations and the product binaries, all on loopback with
+// Command stack runs the splathost dev stack: Postgres, ClickHouse, versitygw, the Temporal
+// server with its UI (the temporal-node binary, built once into the tools cache, so this
+// runner links in seconds), the migrations and the product binaries, all on loopback with
 // their data under one directory.
 //
 //	bin/stack --dir .dev                       # make dev: fixed ports, every service
@@ -10,8 +11,8 @@
 //
 // It stays up until SIGINT or SIGTERM (a second one exits at once; the children then get their
 // parent-death signal), or until its parent process goes away. A product binary, Postgres,
-// ClickHouse or versitygw that exits is restarted with backoff on the same data and ports (the
-// state file gets its new pid); the Temporal server runs inside the runner. SIGUSR1 kills
+// ClickHouse, versitygw or a Temporal node that exits is restarted with backoff on the same
+// data and ports (the state file gets its new pid). SIGUSR1 kills
 // ClickHouse as a crash would and keeps it down, SIGUSR2 starts it again (failure tests).
 package main
 
@@ -48,7 +49,7 @@ func run() error {
 	fs.StringVar(&opts.Dir, "dir", ".dev", "data directory (created if missing; a second run reuses its data)")
 	fs.StringVar(&opts.BinDir, "bin", "bin", "directory holding the product binaries")
 	fs.StringVar(&opts.Services, "services", stack.ServicesSplit, "product processes to run: split, allinone or none")
-	fs.BoolVar(&opts.Cluster, "cluster", false, "run every engine as a cluster on loopback: Postgres primary + hot standby, ClickHouse 2 shards x 2 replicas on ZooKeeper, two versitygw gateways (make dev-cluster)")
+	fs.BoolVar(&opts.Cluster, "cluster", false, "run every engine as a cluster on loopback: Postgres primary + hot standby, ClickHouse 2 shards x 2 replicas on ZooKeeper, two versitygw gateways, Temporal's roles as separate processes on Postgres (make dev-cluster)")
 	fs.BoolVar(&opts.Demo, "demo", false, "also run the demo host page (bin/demo) once the gateway is healthy")
 	// The product's own loader reads SPLATHOST_REPLICAS, so `SPLATHOST_REPLICAS=2 make dev`
 	// scales every binary; a malformed value fails here, before anything starts.
@@ -67,6 +68,7 @@ func run() error {
 	fs.StringVar(&opts.Namespace, "namespace", "default", "Temporal namespace to register")
 	fs.StringVar(&opts.TaskQueue, "task-queue", "splathost", "Temporal task queue the worker polls")
 	fs.StringVar(&opts.VersityGW, "versitygw", stack.DefaultVersityGW(), "versitygw binary ($SPLATHOST_VERSITYGW)")
+	fs.StringVar(&opts.TemporalNode, "temporal-node", stack.DefaultTemporalNode(), "temporal-node binary ($"+stack.TemporalNodeEnv+", else beside this runner)")
 	fs.DurationVar(&opts.StartTimeout, "start-timeout", 60*time.Second, "how long each part may take to become healthy")
 	fs.DurationVar(&opts.MigrateTimeout, "migrate-timeout", 5*time.Minute, "how long the migrations may take")
 	fs.DurationVar(&opts.StopTimeout, "stop-timeout", 20*time.Second, "how long a store gets to stop before it is killed")

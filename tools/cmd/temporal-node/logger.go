@@ -1,16 +1,17 @@
-package stack
+package main
 
 import (
 	"context"
 	"log/slog"
+	"os"
 
 	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/log/tag"
 )
 
-// temporalLogger adapts slog to the Temporal server's logger. Temporal's own zap logger would
-// exit the process on Fatal; in the runner a fatal server error must instead surface as a failed
-// health check, so the other parts still shut down cleanly.
+// temporalLogger adapts slog to the Temporal server's logger, so the node logs JSON lines like
+// the rest of the stack. Fatal exits as Temporal's own logger does: the stack runner supervises
+// the node and starts it again.
 type temporalLogger struct{ l *slog.Logger }
 
 var (
@@ -37,8 +38,11 @@ func (t temporalLogger) DPanic(msg string, tags ...tag.Tag) { t.emit(slog.LevelE
 // Panic logs at error level instead of panicking.
 func (t temporalLogger) Panic(msg string, tags ...tag.Tag) { t.emit(slog.LevelError, msg, tags) }
 
-// Fatal logs at error level instead of exiting.
-func (t temporalLogger) Fatal(msg string, tags ...tag.Tag) { t.emit(slog.LevelError, msg, tags) }
+// Fatal logs at error level and exits; the runner restarts the node.
+func (t temporalLogger) Fatal(msg string, tags ...tag.Tag) {
+	t.emit(slog.LevelError, "fatal: "+msg, tags)
+	os.Exit(1)
+}
 
 // With returns a logger that adds tags to every record.
 func (t temporalLogger) With(tags ...tag.Tag) log.Logger {
