@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"github.com/splathost/splathost/internal/stackstate"
+
 	"context"
 	"errors"
 	"fmt"
@@ -97,7 +99,9 @@ func (s *Stack) setupCluster() error {
 		return err
 	}
 	member := func() int { p := members[0]; members = members[1:]; return p }
-	s.temporal.setupCluster("postgres://postgres@"+hostPort(s.pg.port), next, member)
+	// Temporal's nodes get both Postgres servers, as the product does (stackstate.FailoverURL),
+	// so the standby's promotion moves them too.
+	s.temporal.setupCluster(stackstate.FailoverURL("postgres://postgres@"+hostPort(s.pg.port), "postgres://postgres@"+hostPort(c.standby.port)), next, member)
 
 	shards := make([][]int, clusterShards)
 	for sh := 1; sh <= clusterShards; sh++ {

@@ -104,10 +104,19 @@ func (o nodeOptions) sqlConfigs() (def, vis *config.SQL, err error) {
 		return nil, nil, fmt.Errorf("--postgres: want postgres://user@host:port, got %q", o.postgres)
 	}
 	pw, _ := u.User.Password()
+	// The URL's parameters (target_session_attrs=read-write with a host list, in the cluster
+	// shape) reach the driver as they are.
+	attrs := map[string]string{}
+	for k, v := range u.Query() {
+		attrs[k] = v[0]
+	}
 	pg := func(db string, conns int) *config.SQL {
 		return &config.SQL{
-			PluginName: postgresql.PluginName, DatabaseName: db,
-			ConnectAddr: u.Host, ConnectProtocol: "tcp",
+			// pgx, not lib/pq: it takes a host list (ConnectAddr "h1:p1,h2:p2") and tries the
+			// next host when one is down or read-only, so after the standby's promotion the
+			// nodes find the new primary as the product does, without being restarted.
+			PluginName: postgresql.PluginNamePGX, DatabaseName: db,
+			ConnectAddr: u.Host, ConnectProtocol: "tcp", ConnectAttributes: attrs,
 			User: u.User.Username(), Password: pw,
 			// Six nodes share the stack's Postgres (max_connections 200) with the product:
 			// a few connections each is plenty for a dev cluster.

@@ -13,7 +13,7 @@ import (
 // services), both stores are Postgres databases, the internal worker finds the frontends
 // through membership, and the shard count is the one asked for.
 func TestServerConfigOneRoleOnPostgres(t *testing.T) {
-	c, err := parse([]string{"--roles", "history", "--postgres", "postgres://postgres:pw@127.0.0.1:15432",
+	c, err := parse([]string{"--roles", "history", "--postgres", "postgres://postgres:pw@127.0.0.1:15432,127.0.0.1:15433?target_session_attrs=read-write",
 		"--shards", "8", "--history-port", "7235", "--membership-port", "21000", "--cluster-id", "id",
 		"--frontend-addr", "127.0.0.1:7233"})
 	require.NoError(t, err)
@@ -31,10 +31,11 @@ func TestServerConfigOneRoleOnPostgres(t *testing.T) {
 	require.EqualValues(t, 8, conf.Persistence.NumHistoryShards)
 	def := conf.Persistence.DataStores[conf.Persistence.DefaultStore].SQL
 	vis := conf.Persistence.DataStores[conf.Persistence.VisibilityStore].SQL
-	require.Equal(t, postgresql.PluginName, def.PluginName)
+	require.Equal(t, postgresql.PluginNamePGX, def.PluginName, "pgx takes the host list")
 	require.Equal(t, "temporal", def.DatabaseName)
 	require.Equal(t, "temporal_visibility", vis.DatabaseName)
-	require.Equal(t, "127.0.0.1:15432", def.ConnectAddr)
+	require.Equal(t, "127.0.0.1:15432,127.0.0.1:15433", def.ConnectAddr)
+	require.Equal(t, "read-write", def.ConnectAttributes["target_session_attrs"])
 	require.Equal(t, "postgres", def.User)
 	require.Equal(t, "pw", def.Password)
 	require.Empty(t, conf.PublicClient.HostPort, "the internal worker finds frontends through membership")
