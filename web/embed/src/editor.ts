@@ -15,7 +15,8 @@ import { type Annotation, type LevelV1, MAX_ANNOTATIONS, TONE_MAPPINGS, type Ton
 import { type Vec3, cameraFromLevelData } from './orbit.ts';
 import { Presence } from './presence.ts';
 import { Room, type RoomFields } from './room.ts';
-import { CLEAR_RGB, Stage, Superseded, formatOfName, hideError, setStatus, showError, sourceOfSplat } from './stage.ts';
+import { CLEAR_RGB, formatOfName, sourceOfSplat } from './engine.ts';
+import { Stage, Superseded, hideError, setStatus, showError } from './stage.ts';
 
 const boot = readBoot();
 const api = new Api(boot.sessionToken);

@@ -9,7 +9,8 @@ import { Api, type Splat, readBoot, sendView, visitorId } from './api.ts';
 import { hostOrigin as hostOriginOf } from './host.ts';
 import { Hotspots } from './hotspots.ts';
 import { type LevelV1, readCamera, readLevel } from './level.ts';
-import { Stage, setStatus, showError, sourceOfSplat } from './stage.ts';
+import { sourceOfSplat } from './engine.ts';
+import { Stage, setStatus, showError } from './stage.ts';
 
 const params = new URLSearchParams(location.search);
 
