@@ -6,7 +6,7 @@
 // publishes and duplicates, and reports every step to the host page (docs/embeds.md).
 import {
   EDITOR_SOURCE, HOST_SOURCE, type EditorEventMap, type EditorEventName, type HostMessage, type Visibility,
-} from '../../sdk/src/index.ts';
+} from '../../sdk/src/protocol.ts';
 import { Api, ApiError, type Splat, readBoot } from './api.ts';
 import { isNewerSave, isReadOnly, rightsChanged, setReadOnly } from './authority.ts';
 import { hostOrigin as hostOriginOf } from './host.ts';
