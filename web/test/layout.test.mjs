@@ -1,9 +1,9 @@
 // The shape of the browser code (issue 30): no TypeScript file under web/*/src over 450 lines,
-// and no import cycle among them. A cycle lets modules see each other half-initialised and hides
-// which one owns what; a long file is where module-level state piles up. Every import counts:
-// static, type-only, re-exports and dynamic import() (a lazily loaded engine that imports its
-// loader back is still a cycle). TypeScript's own scanner finds them, so comments and strings
-// that look like imports do not.
+// no import cycle among them, and no module-level mutable state in the editor's modules. A cycle
+// lets modules see each other half-initialised and hides which one owns what; a long file is
+// where module-level state piles up. Every import counts: static, type-only, re-exports and
+// dynamic import() (a lazily loaded engine that imports its loader back is still a cycle).
+// TypeScript's own scanner finds them, so comments and strings that look like imports do not.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -46,8 +46,8 @@ function importsOf(file, known) {
   return out;
 }
 
-/** The cycles of the graph, each as the path that closes it (one per strongly connected part
- * found by a depth-first walk). */
+/** The cycles of the graph found by a depth-first walk: each edge back to a file on the walk's
+ * path, as the path it closes. */
 function cycles(graph) {
   const state = new Map(); // undefined: not seen; 1: on the path; 2: done
   const path = [];
@@ -89,6 +89,22 @@ test('the imports among web/*/src have no cycle', () => {
   const graph = new Map(files.map((f) => [f, importsOf(f, known)]));
   const found = cycles(graph).map((c) => c.map((f) => relative(web, f)).join(' -> '));
   assert.deepEqual(found, [], `import cycles:\n${found.join('\n')}`);
+});
+
+// The editor's modules share its state through the one EditorState the editor owns
+// (web/README.md, "Source layout"): a module-level `let` or `var` in them would be state beside it.
+test('the editor modules keep no mutable state at module level', () => {
+  const editor = join(web, 'embed', 'src', 'editor');
+  const found = [];
+  for (const f of files.filter((f) => f.startsWith(editor + '/') || f === editor + '.ts')) {
+    const sf = ts.createSourceFile(f, readFileSync(f, 'utf8'), ts.ScriptTarget.Latest);
+    for (const st of sf.statements) {
+      if (ts.isVariableStatement(st) && !(st.declarationList.flags & ts.NodeFlags.Const)) {
+        found.push(`${relative(web, f)}:${sf.getLineAndCharacterOfPosition(st.getStart(sf)).line + 1}`);
+      }
+    }
+  }
+  assert.deepEqual(found, [], `module-level let/var:\n${found.join('\n')}`);
 });
 
 test('the cycle finder finds a cycle, a self-import and none in a tree', () => {
