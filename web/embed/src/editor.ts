@@ -7,13 +7,15 @@
 //
 // This file only puts the editor together; each concern is a module of editor/ (panel, level
 // editing, annotations, audio, the room, opening scenes, saving, host messages, the session),
-// and what they share is the one EditorState made here, handed to each.
+// and what they share is the one EditorContext made here (its EditorState above all), handed to
+// each.
 import { Api, readBoot } from './api.ts';
 import { Authority } from './authority.ts';
 import { Actions } from './editor/actions.ts';
 import { AnnotationsEditor } from './editor/annotations.ts';
 import { AudioEditor } from './editor/audio.ts';
 import { Collab } from './editor/collab.ts';
+import type { EditorContext } from './editor/context.ts';
 import { LevelEditor } from './editor/level-editor.ts';
 import { HostLink } from './editor/messages.ts';
 import { Panel } from './editor/panel.ts';
@@ -33,22 +35,23 @@ function startEditor(): void {
   const panel = new Panel(document.body);
   const stage = new Stage(panel.view);
   const state = new EditorState(new Authority(), (dirty) => post('dirtyChanged', { dirty }));
+  const ctx: EditorContext = { api, stage, panel, state, post };
   const session = new Session(api, boot.scoped, post);
   const actions = new Actions(panel, session, post);
 
   // The parts are made in this order because each registers what follows the stage's frames and
   // the page's events in it (the room's markers before the hotspots, as the page always did).
-  const collab = new Collab(api, stage, panel, state, (keys) => level.apply(keys));
-  const level: LevelEditor = new LevelEditor(stage, panel, state, {
+  const collab = new Collab(ctx, (keys) => level.apply(keys));
+  const level: LevelEditor = new LevelEditor(ctx, {
     changed: (fields) => collab.changed(fields),
     renderAnnotations: () => annotations.render(),
     renderAudio: () => audio.render(),
   });
   const setLevelKey: SetLevelKey = (key, value) => level.setKey(key, value);
-  const annotations = new AnnotationsEditor(stage, panel, state, setLevelKey);
-  const audio = new AudioEditor(api, panel, state, actions, setLevelKey);
-  const scenes = new Scenes(api, stage, panel, state, post, { collab, level, annotations, audio, actions });
-  new Saving(api, stage, panel, state, post, { actions, collab, level, scenes });
+  const annotations = new AnnotationsEditor(ctx, setLevelKey);
+  const audio = new AudioEditor(ctx, actions, setLevelKey);
+  const scenes = new Scenes(ctx, { collab, level, annotations, audio, actions });
+  new Saving(ctx, { actions, collab, level, scenes });
 
   host.listen({
     openProject: (splatId) => void scenes.openProject(splatId, true),

@@ -149,12 +149,17 @@ function connect(el: HTMLElement, iframe: HTMLIFrameElement, origin: string, sou
   };
 }
 
+/** One embed's iframe in el, and the message channel with it. */
+function mount(el: HTMLElement, kind: 'viewer' | 'editor', options: MountOptions, source: string) {
+  const { origin, src } = embedUrl(kind, options, hostOriginOf(el));
+  const iframe = createFrame(el, kind, src, options.title);
+  return { iframe, ch: connect(el, iframe, origin, source) };
+}
+
 /** Mounts the viewer embed into el (the iframe fills it); relays its events and sends it
  * commands. */
 export function mountViewer(el: HTMLElement, options: MountOptions): ViewerHandle {
-  const { origin, src } = embedUrl('viewer', options, hostOriginOf(el));
-  const iframe = createFrame(el, 'viewer', src, options.title);
-  const ch = connect(el, iframe, origin, VIEWER_SOURCE);
+  const { iframe, ch } = mount(el, 'viewer', options, VIEWER_SOURCE);
   const send = (msg: ViewerCommand) => ch.send(msg);
   return {
     iframe,
@@ -171,9 +176,7 @@ export function mountViewer(el: HTMLElement, options: MountOptions): ViewerHandl
 
 /** Mounts the editor embed into el and relays its events. */
 export function mountEditor(el: HTMLElement, options: MountOptions): EditorHandle {
-  const { origin, src } = embedUrl('editor', options, hostOriginOf(el));
-  const iframe = createFrame(el, 'editor', src, options.title);
-  const ch = connect(el, iframe, origin, EDITOR_SOURCE);
+  const { iframe, ch } = mount(el, 'editor', options, EDITOR_SOURCE);
   const send = (msg: HostMessage) => ch.send(msg);
   return {
     iframe,

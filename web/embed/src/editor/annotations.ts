@@ -3,9 +3,9 @@
 import { Hotspots } from '../hotspots.ts';
 import { type Annotation, MAX_ANNOTATIONS } from '../level.ts';
 import type { Vec3 } from '../orbit.ts';
-import type { Stage } from '../stage.ts';
-import { type Panel, h } from './panel.ts';
-import type { EditorState, SetLevelKey } from './state.ts';
+import type { EditorContext } from './context.ts';
+import { h } from './panel.ts';
+import type { SetLevelKey } from './state.ts';
 
 /** A fresh annotation id (levelData v1: 1-64 of [A-Za-z0-9_-]). */
 function annotationId(): string {
@@ -19,21 +19,19 @@ export class AnnotationsEditor {
   private placing = false;
 
   constructor(
-    private readonly stage: Stage,
-    private readonly panel: Panel,
-    private readonly state: EditorState,
+    private readonly ctx: EditorContext,
     private readonly setLevelKey: SetLevelKey,
   ) {
     // The viewer's hotspots, on the view: selecting one (its marker, its row, a new one) flies the
     // camera to it and opens its card, as a visitor will see it.
-    this.hotspots = new Hotspots(stage, panel.view);
+    this.hotspots = new Hotspots(ctx.stage, ctx.panel.view);
     this.hotspots.onSelect = (a) => this.highlightRow(a?.id ?? null);
     this.bindAdd();
     this.bindPlacing();
   }
 
   private list(): Annotation[] {
-    return this.state.level.annotations ?? [];
+    return this.ctx.state.level.annotations ?? [];
   }
 
   private set(list: Annotation[]): void {
@@ -52,7 +50,7 @@ export class AnnotationsEditor {
 
   /** Marks the row of the selected annotation (the hotspots hold the selection). */
   private highlightRow(id: string | null): void {
-    for (const li of this.panel.ui.annotations.querySelectorAll<HTMLElement>('[data-annotation-row]')) {
+    for (const li of this.ctx.panel.ui.annotations.querySelectorAll<HTMLElement>('[data-annotation-row]')) {
       const on = li.dataset.annotationRow === id;
       li.toggleAttribute('data-selected', on);
       if (on) li.scrollIntoView({ block: 'nearest' });
@@ -71,7 +69,7 @@ export class AnnotationsEditor {
    */
   render(): void {
     const list = this.list();
-    const el = this.panel.ui.annotations;
+    const el = this.ctx.panel.ui.annotations;
     this.hotspots.set(list);
     const rows = [...el.querySelectorAll<HTMLElement>('[data-annotation-row]')];
     const sameSet = rows.length === list.length && rows.every((r, i) => r.dataset.annotationRow === list[i].id);
@@ -106,8 +104,8 @@ export class AnnotationsEditor {
     text.addEventListener('input', () => this.update(a.id, { text: text.value }));
     go.addEventListener('click', () => this.hotspots.select(a.id));
     view.addEventListener('click', () => {
-      this.update(a.id, { camera: this.stage.orbit.get() });
-      this.panel.say('The annotation shows from this view.');
+      this.update(a.id, { camera: this.ctx.stage.orbit.get() });
+      this.ctx.panel.say('The annotation shows from this view.');
     });
     del.addEventListener('click', () => this.set(this.list().filter((x) => x.id !== a.id)));
     const buttons = h('div', { class: 'splathost-row' });
@@ -119,14 +117,14 @@ export class AnnotationsEditor {
   private setPlacing(on: boolean): void {
     this.placing = on;
     document.documentElement.toggleAttribute('data-placing', on);
-    this.panel.ui.addAnnotation.setAttribute('aria-pressed', String(on));
-    if (on) this.panel.say('Click in the scene where the annotation goes (Esc cancels).');
+    this.ctx.panel.ui.addAnnotation.setAttribute('aria-pressed', String(on));
+    if (on) this.ctx.panel.say('Click in the scene where the annotation goes (Esc cancels).');
   }
 
   private bindAdd(): void {
-    const { panel } = this;
+    const { panel } = this.ctx;
     panel.ui.addAnnotation.addEventListener('click', () => {
-      if (!this.state.editing()) {
+      if (!this.ctx.state.editing()) {
         panel.say('Open or pick a scene first.', 'error');
         return;
       }
@@ -145,7 +143,7 @@ export class AnnotationsEditor {
   }
 
   private bindPlacing(): void {
-    const { stage, panel } = this;
+    const { stage, panel } = this.ctx;
     // The canvas is replaced for every engine: listen on the view, which holds it.
     let down: { x: number; y: number } | null = null;
     panel.view.addEventListener('pointerdown', (e) => {

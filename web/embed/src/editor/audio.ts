@@ -1,9 +1,8 @@
 // Editing the scene's audio: upload an .mp3 or .ogg (at once, through the audio route), loop,
 // volume, a preview player, and removal.
-import type { Api } from '../api.ts';
 import type { Actions } from './actions.ts';
-import type { Panel } from './panel.ts';
-import type { EditorState, SetLevelKey } from './state.ts';
+import type { EditorContext } from './context.ts';
+import type { SetLevelKey } from './state.ts';
 import { putSigned } from './uploads.ts';
 
 /** The audio upload route's bound (20 MB). */
@@ -22,9 +21,7 @@ export class AudioEditor {
   private previewUrl: string | null = null;
 
   constructor(
-    private readonly api: Api,
-    private readonly panel: Panel,
-    private readonly state: EditorState,
+    private readonly ctx: EditorContext,
     private readonly actions: Actions,
     private readonly setLevelKey: SetLevelKey,
   ) {
@@ -33,9 +30,9 @@ export class AudioEditor {
 
   /** Shows the level's audio in the section. */
   render(): void {
-    const audio = this.state.level.audio;
-    const ui = this.panel.ui;
-    this.panel.audioControls.hidden = !audio;
+    const audio = this.ctx.state.level.audio;
+    const ui = this.ctx.panel.ui;
+    this.ctx.panel.audioControls.hidden = !audio;
     if (!audio) {
       ui.audioPreview.removeAttribute('src');
       return;
@@ -56,7 +53,7 @@ export class AudioEditor {
   }
 
   private bind(): void {
-    const { panel, state } = this;
+    const { panel, state } = this.ctx;
     const ui = panel.ui;
     ui.audioFile.addEventListener('change', () => {
       const file = ui.audioFile.files?.[0];
@@ -76,7 +73,7 @@ export class AudioEditor {
         return;
       }
       this.actions.run('upload', async () => {
-        const { body: up } = await this.api.call('POST', '/api/embed/editor/uploads/audio', { fileName: file.name, contentType, fileSize: file.size });
+        const { body: up } = await this.ctx.api.call('POST', '/api/embed/editor/uploads/audio', { fileName: file.name, contentType, fileSize: file.size });
         panel.say('Uploading the audio…');
         await putSigned(up.uploadUrl, file, contentType);
         if (this.previewUrl) URL.revokeObjectURL(this.previewUrl);

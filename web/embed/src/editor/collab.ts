@@ -1,13 +1,11 @@
 // The scene's multiplayer room from the editor's side (room.ts is the connection): who is here
 // and where they look (presence), our edits out, everyone else's edits and saves in.
-import type { Api, Splat } from '../api.ts';
+import type { Splat } from '../api.ts';
 import { isNewerSave } from '../authority.ts';
 import { readLevel } from '../level.ts';
 import { Presence } from '../presence.ts';
 import { Room, type RoomFields } from '../room.ts';
-import type { Stage } from '../stage.ts';
-import type { Panel } from './panel.ts';
-import type { EditorState } from './state.ts';
+import type { EditorContext } from './context.ts';
 
 /** Makes the stage and the panel show the state's levelData (only the keys given, or all). */
 export type ApplyLevel = (keys?: string[]) => void;
@@ -20,12 +18,10 @@ export class Collab {
   private sharedView = '';
 
   constructor(
-    private readonly api: Api,
-    private readonly stage: Stage,
-    private readonly panel: Panel,
-    private readonly state: EditorState,
+    private readonly ctx: EditorContext,
     private readonly applyLevel: ApplyLevel,
   ) {
+    const { stage, panel } = ctx;
     this.presence = new Presence(panel.ui.presence, panel.markers, (p) => {
       const at = stage.project(p);
       return at.behind || at.x < 0 || at.y < 0 || at.x > stage.canvas.clientWidth || at.y > stage.canvas.clientHeight ? null : at;
@@ -50,17 +46,17 @@ export class Collab {
     this.room?.close();
     this.room = null;
     this.presence.clear();
-    this.state.authority.setReadOnly(false);
-    this.panel.ui.presence.dataset.roomState = 'none';
+    this.ctx.state.authority.setReadOnly(false);
+    this.ctx.panel.ui.presence.dataset.roomState = 'none';
     if (!splatId) return;
     const { presence } = this;
     this.room = new Room({
       splatId,
-      token: () => this.api.token,
+      token: () => this.ctx.api.token,
       handlers: {
         welcome: (self, peers, draft, _seq, canEdit) => {
           presence.reset(self, peers);
-          this.state.authority.setReadOnly(!canEdit);
+          this.ctx.state.authority.setReadOnly(!canEdit);
           // The room's unsaved changes (someone edited before we came, or while we were away).
           if (Object.keys(draft).length > 0) this.applyRemote(draft);
         },
@@ -74,7 +70,7 @@ export class Collab {
         camera: (from, cam) => presence.camera(from, cam),
         saved: (splat) => this.adoptSaved(splat as Splat),
         state: (state, code) => {
-          this.panel.ui.presence.dataset.roomState = state;
+          this.ctx.panel.ui.presence.dataset.roomState = state;
           if (state === 'refused') {
             presence.clear();
             console.warn(`splathost editor: the room refused this session (${code})`);
@@ -95,19 +91,19 @@ export class Collab {
 
   /** Tells the room where we look now. */
   camera(): void {
-    this.room?.camera(this.stage.orbit.get());
+    this.room?.camera(this.ctx.stage.orbit.get());
   }
 
   /** Shares a local change with the room and marks the scene dirty. */
   changed(fields: RoomFields): void {
-    this.state.setDirty(true);
+    this.ctx.state.setDirty(true);
     this.room?.edit(fields);
   }
 
   /** Applies someone else's edit (or the room's draft) to the form and the stage; it is an
    * unsaved change here too. */
   private applyRemote(fields: RoomFields): void {
-    const ui = this.panel.ui;
+    const ui = this.ctx.panel.ui;
     if (fields.title !== undefined) ui.title.value = fields.title;
     if (fields.description !== undefined) ui.description.value = fields.description;
     if (fields.visibility !== undefined) ui.visibility.value = fields.visibility;
@@ -115,29 +111,29 @@ export class Collab {
     if (typeof fields.allowReactions === 'boolean') ui.allowReactions.checked = fields.allowReactions;
     if (fields.levelData) {
       // A key sent as null was removed; every other key replaces ours wholesale.
-      const next: Record<string, unknown> = { ...this.state.level };
+      const next: Record<string, unknown> = { ...this.ctx.state.level };
       for (const [k, v] of Object.entries(fields.levelData)) {
         if (v === null) delete next[k];
         else next[k] = v;
       }
-      this.state.level = readLevel(next);
+      this.ctx.state.level = readLevel(next);
       // The start camera changes with everyone's edits; our own view stays where we put it.
       this.applyLevel(Object.keys(fields.levelData));
     }
-    this.state.setDirty(true);
+    this.ctx.state.setDirty(true);
   }
 
   /** The server stored someone's save or publish: that scene is the one now, nothing is unsaved. */
   private adoptSaved(splat: Splat): void {
-    const { state } = this;
+    const { state } = this.ctx;
     if (!state.current || splat.id !== state.current.id || !isNewerSave(splat, state.current)) return;
     if ((splat as { levelData?: unknown }).levelData === undefined) {
       // Too large for the room's frame: the saver sent the scene without it; read it back.
-      void this.api.splat(splat.id).then((s) => this.adoptSaved(s), (err) => console.warn('splathost editor: could not read the saved scene', err));
+      void this.ctx.api.splat(splat.id).then((s) => this.adoptSaved(s), (err) => console.warn('splathost editor: could not read the saved scene', err));
       return;
     }
     state.current = { ...state.current, ...splat };
-    this.panel.fill(state.current);
+    this.ctx.panel.fill(state.current);
     state.level = readLevel(state.current.levelData);
     this.applyLevel();
     state.setDirty(false);

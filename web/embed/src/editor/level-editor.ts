@@ -4,9 +4,8 @@
 import type { Visibility } from '../../../sdk/src/protocol.ts';
 import { type LevelV1, type ToneMapping, readLevel, rotationOf } from '../level.ts';
 import type { RoomFields } from '../room.ts';
-import type { Stage } from '../stage.ts';
-import { DEFAULT_BACKGROUND, type Panel } from './panel.ts';
-import type { EditorState } from './state.ts';
+import type { EditorContext } from './context.ts';
+import { DEFAULT_BACKGROUND } from './panel.ts';
 
 /** What the level editor hands on: shared changes, and the sections it does not draw itself. */
 export interface LevelHooks {
@@ -21,9 +20,7 @@ const turn = (deg: number) => ((deg % 360) + 360) % 360;
 /** The scene's fields and levelData, between the panel, the stage and the room. */
 export class LevelEditor {
   constructor(
-    private readonly stage: Stage,
-    private readonly panel: Panel,
-    private readonly state: EditorState,
+    private readonly ctx: EditorContext,
     private readonly hooks: LevelHooks,
   ) {
     this.bindFields();
@@ -32,8 +29,8 @@ export class LevelEditor {
 
   /** Makes the stage and the panel show the level (only the keys given, or all of them). */
   apply(keys?: string[]): void {
-    const { stage, state: { level } } = this;
-    const ui = this.panel.ui;
+    const { stage, state: { level } } = this.ctx;
+    const ui = this.ctx.panel.ui;
     const has = (k: string) => !keys || keys.includes(k);
     if (has('orientation')) {
       stage.setOrientation(rotationOf(level));
@@ -56,16 +53,16 @@ export class LevelEditor {
 
   /** Sets (or with undefined removes) one top-level levelData key as a local edit. */
   setKey<K extends keyof LevelV1 & string>(key: K, value: LevelV1[K] | undefined): void {
-    const next: Record<string, unknown> = { ...this.state.level };
+    const next: Record<string, unknown> = { ...this.ctx.state.level };
     if (value === undefined) delete next[key];
     else next[key] = value;
-    this.state.level = readLevel(next);
+    this.ctx.state.level = readLevel(next);
     this.apply([key]);
     this.hooks.changed({ levelData: { [key]: value ?? null } });
   }
 
   private bindFields(): void {
-    const ui = this.panel.ui;
+    const ui = this.ctx.panel.ui;
     const changed = (fields: RoomFields) => this.hooks.changed(fields);
     ui.title.addEventListener('input', () => changed({ title: ui.title.value }));
     ui.description.addEventListener('input', () => changed({ description: ui.description.value }));
@@ -75,8 +72,8 @@ export class LevelEditor {
   }
 
   private bindView(): void {
-    const { stage, state } = this;
-    const ui = this.panel.ui;
+    const { stage, state } = this.ctx;
+    const ui = this.ctx.panel.ui;
     // Orbiting moves the start camera, as the editor always did: what you look at when you save is
     // what visitors first see. The others see it as an unsaved change (their own views stay put)
     // and see our marker move.
@@ -90,7 +87,7 @@ export class LevelEditor {
     ui.startCamera.addEventListener('click', () => {
       if (!state.editing()) return;
       this.setKey('camera', stage.orbit.get());
-      this.panel.say('The start camera is this view.');
+      this.ctx.panel.say('The start camera is this view.');
     });
     ui.goStart.addEventListener('click', () => {
       if (state.level.camera) void stage.flyTo(state.level.camera);

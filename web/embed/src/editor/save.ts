@@ -2,17 +2,14 @@
 // scene's settings and levelData PATCHed (with a canvas thumbnail on its first save), and a copy
 // cloned and opened in place.
 import type { Visibility } from '../../../sdk/src/protocol.ts';
-import { type Api, ApiError, type Splat } from '../api.ts';
+import { ApiError, type Splat } from '../api.ts';
 import { formatOfName } from '../engine.ts';
 import { type LevelV1, readLevel } from '../level.ts';
-import type { Stage } from '../stage.ts';
 import type { Actions } from './actions.ts';
 import type { Collab } from './collab.ts';
+import type { EditorContext } from './context.ts';
 import type { LevelEditor } from './level-editor.ts';
-import type { Post } from './messages.ts';
-import type { Panel } from './panel.ts';
 import type { Scenes } from './scenes.ts';
-import type { EditorState } from './state.ts';
 import { putSigned, uploadThumbnail } from './uploads.ts';
 
 const CONTENT_TYPES: Record<string, string> = {
@@ -32,14 +29,10 @@ export interface SaveParts {
 /** The Save, Publish and Duplicate buttons. */
 export class Saving {
   constructor(
-    private readonly api: Api,
-    private readonly stage: Stage,
-    private readonly panel: Panel,
-    private readonly state: EditorState,
-    private readonly post: Post,
+    private readonly ctx: EditorContext,
     private readonly parts: SaveParts,
   ) {
-    const { ui } = panel;
+    const { ui } = ctx.panel;
     ui.save.addEventListener('click', () => parts.actions.run('save', () => this.save()));
     ui.publish.addEventListener('click', () => parts.actions.run('publish', () => this.publish()));
     ui.duplicate.addEventListener('click', () => parts.actions.run('duplicate', () => this.duplicate()));
@@ -48,13 +41,13 @@ export class Saving {
   /** The levelData Save writes: the edited one, with the current view as start camera when the
    * scene has none yet (a saved scene always opens where its editor looked). */
   private levelData(): LevelV1 {
-    const { level } = this.state;
-    return level.camera ? level : { ...level, camera: this.stage.orbit.get() };
+    const { level } = this.ctx.state;
+    return level.camera ? level : { ...level, camera: this.ctx.stage.orbit.get() };
   }
 
   /** The scene settings Save (and Publish) write, as the form shows them. */
   private settings(title: string) {
-    const { ui } = this.panel;
+    const { ui } = this.ctx.panel;
     return {
       title, description: ui.description.value,
       allowComments: ui.allowComments.checked, allowReactions: ui.allowReactions.checked,
@@ -62,13 +55,13 @@ export class Saving {
   }
 
   private async save(): Promise<void> {
-    const { panel, state } = this;
+    const { panel, state } = this.ctx;
     const title = panel.ui.title.value.trim();
     if (!title) throw new Error('the title must not be empty');
     if (state.current) {
       await this.patchScene(state.current, { ...this.settings(title), levelData: this.levelData() });
       panel.say('Saved.');
-      this.post('saved', {});
+      this.ctx.post('saved', {});
       return;
     }
     if (!state.pendingFile) throw new Error('pick a scene file first');
@@ -78,11 +71,11 @@ export class Saving {
     this.savedAs(splat);
     this.parts.collab.join(splat.id);
     panel.say('Saved.');
-    this.post('saved', { splatId: splat.id });
+    this.ctx.post('saved', { splatId: splat.id });
   }
 
   private async publish(): Promise<void> {
-    const { panel, state } = this;
+    const { panel, state } = this.ctx;
     const ui = panel.ui;
     if (!state.current) throw new Error('save the scene before publishing it');
     const title = ui.title.value.trim();
@@ -95,24 +88,24 @@ export class Saving {
     await this.patchScene(state.current, { ...this.settings(title), levelData: this.levelData(), visibility });
     ui.visibility.value = visibility;
     panel.say(visibility === 'public' ? 'Published.' : 'Made private.');
-    this.post('published', { splatId, visibility });
+    this.ctx.post('published', { splatId, visibility });
   }
 
   private async duplicate(): Promise<void> {
-    if (!this.state.current) throw new Error('save the scene before duplicating it');
-    const copy = await this.cloneOf(this.state.current.id);
-    this.post('cloned', copy);
+    if (!this.ctx.state.current) throw new Error('save the scene before duplicating it');
+    const copy = await this.cloneOf(this.ctx.state.current.id);
+    this.ctx.post('cloned', copy);
     await this.parts.scenes.openProject(copy.splatId, false);
-    this.panel.say('Duplicated.');
+    this.ctx.panel.say('Duplicated.');
   }
 
   /** Uploads the picked file and commits it as a new scene; returns the new scene, with the allow
    * toggles (which a commit does not take: it starts a scene with both on) and its thumbnail. */
   private async commitNew(file: File, title: string): Promise<Splat> {
-    const { api, panel: { ui } } = this;
+    const { api, panel: { ui } } = this.ctx;
     const contentType = CONTENT_TYPES[formatOfName(file.name) ?? ''] ?? 'application/octet-stream';
     const { body: up } = await api.call('POST', '/api/embed/editor/uploads/splat-file', { fileName: file.name, contentType, fileSize: file.size });
-    this.panel.say('Uploading…');
+    this.ctx.panel.say('Uploading…');
     await putSigned(up.uploadUrl, file, contentType);
     const { body } = await api.call('POST', '/api/embed/editor/splats', {
       title, description: ui.description.value, visibility: ui.visibility.value as Visibility,
@@ -127,25 +120,25 @@ export class Saving {
    * the scene's stored objects while this one was planned, and the server asks to save again. */
   private async patchOnce(path: string, body: Record<string, unknown>): Promise<{ status: number; body: any }> {
     try {
-      return await this.api.call('PATCH', path, body);
+      return await this.ctx.api.call('PATCH', path, body);
     } catch (err) {
       if (!(err instanceof ApiError && err.status === 409)) throw err;
       await sleep(250);
-      return this.api.call('PATCH', path, body);
+      return this.ctx.api.call('PATCH', path, body);
     }
   }
 
   /** PATCHes scene with body; the answer is the scene now (savedAs). A first save without an image
    * attaches a canvas thumbnail by a second PATCH that changes nothing else (others' edits stay unsaved). */
   private async patchScene(scene: Splat, body: Record<string, unknown>): Promise<Splat> {
-    const { state } = this;
+    const { state } = this.ctx;
     const path = `/api/embed/editor/splats/${scene.id}`;
     const { body: res } = await this.patchOnce(path, body);
     let splat: Splat = { ...scene, ...res.splat };
     this.savedAs(splat);
     if (!splat.imageUrl) {
       try {
-        const imageUrl = await uploadThumbnail(this.api, this.stage.canvas);
+        const imageUrl = await uploadThumbnail(this.ctx.api, this.ctx.stage.canvas);
         if (imageUrl) {
           const { body: { splat: img } } = await this.patchOnce(path, { imageUrl });
           splat = { ...splat, imageUrl: img.imageUrl, updatedAt: img.updatedAt };
@@ -160,15 +153,15 @@ export class Saving {
 
   /** The scene as saved is ours now; the server announces it to the room once stored ('saved'). */
   private savedAs(splat: Splat): void {
-    this.state.current = splat;
-    this.state.level = readLevel(splat.levelData);
+    this.ctx.state.current = splat;
+    this.ctx.state.level = readLevel(splat.levelData);
     this.parts.level.apply();
-    this.state.setDirty(false);
+    this.ctx.state.setDirty(false);
   }
 
   /** Clones the scene: 201 at once, or a job polled until it finishes (429 resumes our own job). */
   private async cloneOf(sourceId: string): Promise<{ splatId: string; sourceSplatId: string }> {
-    const { api } = this;
+    const { api } = this.ctx;
     let res: { status: number; body: any };
     try {
       res = await api.call('POST', `/api/embed/editor/splats/${sourceId}/clone`);
@@ -179,7 +172,7 @@ export class Saving {
     const jobId: string | undefined = res.body.jobId;
     while (res.body.status !== 'success') {
       if (!jobId) throw new Error('the clone answered neither a scene nor a job');
-      this.panel.say(`Duplicating… ${res.body.copiedObjects ?? 0}/${res.body.totalObjects ?? '?'}`);
+      this.ctx.panel.say(`Duplicating… ${res.body.copiedObjects ?? 0}/${res.body.totalObjects ?? '?'}`);
       await sleep(1500);
       res = await api.call('GET', `/api/embed/editor/splats/${sourceId}/clone/${jobId}`);
     }

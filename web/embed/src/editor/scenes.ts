@@ -1,18 +1,16 @@
 // Opening scenes in the editor: an existing one (the boot's, the host's openProject, a fresh
 // copy), a blank canvas (createProject), or a picked file that becomes a new scene on save.
-import type { Api, Splat } from '../api.ts';
+import type { Splat } from '../api.ts';
 import { formatOfName, sourceOfSplat } from '../engine.ts';
 import { readLevel } from '../level.ts';
 import { cameraFromLevelData } from '../orbit.ts';
-import { type Stage, Superseded, hideError, setStatus, showError } from '../stage.ts';
+import { Superseded, hideError, setStatus, showError } from '../stage.ts';
 import type { Actions } from './actions.ts';
 import type { AnnotationsEditor } from './annotations.ts';
 import type { AudioEditor } from './audio.ts';
 import type { Collab } from './collab.ts';
+import type { EditorContext } from './context.ts';
 import type { LevelEditor } from './level-editor.ts';
-import type { Post } from './messages.ts';
-import type { Panel } from './panel.ts';
-import type { EditorState } from './state.ts';
 
 /** The editor's parts that follow the open scene. */
 export interface SceneParts {
@@ -26,11 +24,7 @@ export interface SceneParts {
 /** Opens scenes into the state, the panel, the stage and the room. */
 export class Scenes {
   constructor(
-    private readonly api: Api,
-    private readonly stage: Stage,
-    private readonly panel: Panel,
-    private readonly state: EditorState,
-    private readonly post: Post,
+    private readonly ctx: EditorContext,
     private readonly parts: SceneParts,
   ) {
     this.bindFile();
@@ -48,14 +42,14 @@ export class Scenes {
       if (err instanceof Superseded) return false;
       const message = err instanceof Error ? err.message : String(err);
       showError(`This scene could not be shown: ${message}`);
-      this.post('error', { message });
+      this.ctx.post('error', { message });
       return false;
     }
   }
 
   /** A new levelData to edit: the panel and the stage follow it. */
   private resetLevel(raw: unknown): void {
-    this.state.level = readLevel(raw);
+    this.ctx.state.level = readLevel(raw);
     this.parts.annotations.reset();
     this.parts.audio.reset();
     this.parts.level.apply();
@@ -63,11 +57,12 @@ export class Scenes {
 
   /** Opens an existing scene; announce posts projectLoaded once it is shown. */
   async openProject(splatId: string, announce: boolean): Promise<boolean> {
-    const { state, panel, parts } = this;
+    const { state, panel } = this.ctx;
+    const { parts } = this;
     let splat: Splat;
     try {
       setStatus('loading');
-      splat = await this.api.splat(splatId);
+      splat = await this.ctx.api.splat(splatId);
     } catch (err) {
       parts.actions.failed(err, 'open');
       showError(`This scene could not be opened: ${err instanceof Error ? err.message : String(err)}`);
@@ -80,16 +75,16 @@ export class Scenes {
     panel.say('');
     state.setDirty(false);
     parts.collab.join(splat.id);
-    const ok = await this.show(() => this.stage.show(sourceOfSplat(splat), cameraFromLevelData(splat.levelData), state.level));
+    const ok = await this.show(() => this.ctx.stage.show(sourceOfSplat(splat), cameraFromLevelData(splat.levelData), state.level));
     if (ok) parts.collab.camera();
-    if (ok && announce) this.post('projectLoaded', { splatId: splat.id });
+    if (ok && announce) this.ctx.post('projectLoaded', { splatId: splat.id });
     return ok;
   }
 
   /** Clears the editor to a blank canvas. */
   createProject(): void {
-    const { state, panel } = this;
-    this.stage.clear();
+    const { state, panel } = this.ctx;
+    this.ctx.stage.clear();
     state.current = null;
     state.pendingFile = null;
     panel.fill(null);
@@ -99,18 +94,18 @@ export class Scenes {
     setStatus('blank');
     state.setDirty(false);
     panel.say('');
-    this.post('projectCreated', null);
+    this.ctx.post('projectCreated', null);
   }
 
   /** The state of a page that starts with no scene. */
   blank(): void {
-    this.panel.fill(null);
+    this.ctx.panel.fill(null);
     setStatus('blank');
-    this.state.setDirty(false);
+    this.ctx.state.setDirty(false);
   }
 
   private bindFile(): void {
-    const { state, panel } = this;
+    const { state, panel } = this.ctx;
     const ui = panel.ui;
     ui.file.addEventListener('change', () => {
       const file = ui.file.files?.[0];
@@ -118,7 +113,7 @@ export class Scenes {
       const format = formatOfName(file.name);
       if (!format) {
         panel.say('Pick a .ply, .splat, .ksplat or .sog file.', 'error');
-        this.post('error', { message: `unsupported scene file: ${file.name}` });
+        this.ctx.post('error', { message: `unsupported scene file: ${file.name}` });
         return;
       }
       // A picked file starts a new scene (it is uploaded on save), alone until it is saved.
@@ -129,7 +124,7 @@ export class Scenes {
       document.documentElement.dataset.splatId = '';
       if (!ui.title.value.trim()) ui.title.value = file.name.replace(/\.[^.]+$/, '');
       state.setDirty(true);
-      void this.show(() => this.stage.show({ format, file }, null, state.level));
+      void this.show(() => this.ctx.stage.show({ format, file }, null, state.level));
     });
   }
 }
