@@ -12,6 +12,7 @@ export type { Quat };
  * (levelData.background replaces it). Tests compare canvas pixels against it. */
 export const CLEAR_RGB: readonly [number, number, number] = [32, 32, 36];
 
+/** The scene formats the engines load ('lod': a Streamed SOG folder's lod-meta.json). */
 export type SceneFormat = 'ply' | 'sog' | 'lod' | 'splat' | 'ksplat';
 
 /** What to load: a URL, or the bytes of a file the user picked (its name tells the format). */
@@ -47,6 +48,7 @@ export interface Engine {
   destroy(): void;
 }
 
+/** Makes an engine on a canvas (each engine module exports one). */
 export type EngineFactory = (canvas: HTMLCanvasElement, hooks: EngineHooks) => Engine;
 
 const FORMATS: Record<string, SceneFormat> = {
