@@ -3,7 +3,7 @@
 // builds only the SDK's module, without the typecheck (npm test's quick pre-step).
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,17 +43,27 @@ async function buildWebhook() {
   });
 }
 
-// The SDK's types as one .d.ts, emitted by tsc (which typechecks it on the way).
+// The SDK's types as one .d.ts, emitted by tsc (which typechecks it on the way): index.d.ts with
+// each `export * from './part.ts'` replaced by that part's declarations, as when the SDK was one
+// file, so an integrator's copy of splathost-embed.d.ts stands alone.
 function sdkTypes() {
   const out = mkdtempSync(join(tmpdir(), 'splathost-sdk-dts-'));
   try {
     execFileSync(process.execPath, [tsc, '-p', join(root, 'sdk'), '--noEmit', 'false', '--declaration',
-      '--emitDeclarationOnly', '--allowImportingTsExtensions', 'false', '--outDir', out], { stdio: 'inherit' });
-    copyFileSync(join(out, 'index.d.ts'), join(dist, 'sdk', 'splathost-embed.d.ts'));
+      '--emitDeclarationOnly', '--allowImportingTsExtensions', 'false', '--rewriteRelativeImportExtensions',
+      '--outDir', out], { stdio: 'inherit' });
+    writeFileSync(join(dist, 'sdk', 'splathost-embed.d.ts'), inlineParts(out, 'index.d.ts'));
     copyFileSync(join(out, 'webhook.d.ts'), join(dist, 'sdk', 'splathost-webhook.d.ts'));
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
+}
+
+function inlineParts(dir, file) {
+  const text = readFileSync(join(dir, file), 'utf8').replace(/^export \* from '\.\/([\w-]+)\.ts';\n/gm, (_, part) =>
+    readFileSync(join(dir, `${part}.d.ts`), 'utf8').replace(/^import [^;]* from '\.\/[\w-]+\.ts';\n/gm, ''));
+  if (/from '\./.test(text)) throw new Error(`${file}: a relative import is left after inlining the SDK's parts`);
+  return text;
 }
 
 async function buildEmbeds() {

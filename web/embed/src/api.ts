@@ -1,6 +1,6 @@
 // The embed page's boot data and its session-bearer API (docs/embeds.md).
 
-import type { Processing } from './stage.ts';
+import type { Processing } from './engine.ts';
 
 export interface Boot {
   kind: 'viewer' | 'editor';

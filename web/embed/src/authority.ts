@@ -18,26 +18,33 @@ const EDITING = [
 /** What the notice says to a read-only participant. */
 export const READ_ONLY_NOTICE = 'View only: the scene’s owner, and people the site invites to co-edit, can change it. You see their changes live.';
 
-let readOnly = false;
-let notice: HTMLElement | null = null;
+/** Whether this editor may change the scene, as the room's welcome said: read-only makes the
+ * editing controls inert (not focusable, not clickable, dimmed) and shows the notice.
+ * `<html data-read-only>` says which. */
+export class Authority {
+  private readOnly = false;
+  private notice: HTMLElement | null = null;
 
-/** Whether the editor is read-only now (the room takes no edits from this session). */
-export const isReadOnly = (): boolean => readOnly;
-
-/** Makes the editing controls inert (not focusable, not clickable, dimmed) and shows the notice,
- * or makes them editable again. `<html data-read-only>` says which. */
-export function setReadOnly(next: boolean, root: ParentNode = document): void {
-  readOnly = next;
-  document.documentElement.dataset.readOnly = String(next);
-  for (const el of root.querySelectorAll<HTMLElement>(EDITING)) el.inert = next;
-  if (next && !notice) {
-    notice = document.createElement('p');
-    notice.className = 'splathost-read-only';
-    notice.setAttribute('role', 'note');
-    notice.textContent = READ_ONLY_NOTICE;
-    root.querySelector('.splathost-presence')?.after(notice);
+  /** Whether the editor is read-only now (the room takes no edits from this session). */
+  get isReadOnly(): boolean {
+    return this.readOnly;
   }
-  if (notice) notice.hidden = !next;
+
+  /** Makes the editing controls under root inert and shows the notice, or makes them editable
+   * again. */
+  setReadOnly(next: boolean, root: ParentNode = document): void {
+    this.readOnly = next;
+    document.documentElement.dataset.readOnly = String(next);
+    for (const el of root.querySelectorAll<HTMLElement>(EDITING)) el.inert = next;
+    if (next && !this.notice) {
+      this.notice = document.createElement('p');
+      this.notice.className = 'splathost-read-only';
+      this.notice.setAttribute('role', 'note');
+      this.notice.textContent = READ_ONLY_NOTICE;
+      root.querySelector('.splathost-presence')?.after(this.notice);
+    }
+    if (this.notice) this.notice.hidden = !next;
+  }
 }
 
 /** Whether a saved scene the room announced is newer than the one held (by updatedAt): the

@@ -2,7 +2,7 @@
 // as gsplat assets. PlayCanvas draws every format as stored (no axis flip of its own): the
 // stage's orientation turns the scene entity.
 import * as pc from 'playcanvas';
-import { CLEAR_RGB, type Engine, type EngineHooks, type EngineLook, type Quat, type SceneSource } from './stage.ts';
+import { CLEAR_RGB, type Engine, type EngineHooks, type EngineLook, type Quat, type SceneSource } from './engine.ts';
 import type { Bounds } from './orbit.ts';
 
 /** Creates a PlayCanvas application on canvas (its own frame loop; hooks set the camera). */

@@ -2,7 +2,7 @@
 // stored (no axis flip of its own): the stage's orientation turns the mesh.
 import * as THREE from 'three';
 import { SparkRenderer, SplatFileType, SplatMesh, dyno } from '@sparkjsdev/spark';
-import { CLEAR_RGB, type Engine, type EngineHooks, type EngineLook, type Quat, type SceneSource } from './stage.ts';
+import { CLEAR_RGB, type Engine, type EngineHooks, type EngineLook, type Quat, type SceneSource } from './engine.ts';
 import type { Bounds } from './orbit.ts';
 
 const FILE_TYPES: Partial<Record<SceneSource['format'], SplatFileType>> = {

@@ -3,27 +3,10 @@
 // when real frames are on screen.
 import { type ToneMapping, type LevelV1, rotationOf } from './level.ts';
 import { type Bounds, type CameraState, type Vec3, DEFAULT_FOV, Orbit, frameBounds } from './orbit.ts';
+import { CLEAR_RGB, type Engine, type EngineFactory, type EngineLook, type SceneFormat, type SceneSource } from './engine.ts';
+import { basis, dot, quatFromEuler, rotateBounds, sub } from './geometry.ts';
 
 export type { Bounds, CameraState, Vec3 };
-
-/** The default clear colour of every engine, and of the page behind the canvas: rgb(32, 32, 36)
- * (levelData.background replaces it). Tests compare canvas pixels against it. */
-export const CLEAR_RGB: readonly [number, number, number] = [32, 32, 36];
-
-export type SceneFormat = 'ply' | 'sog' | 'lod' | 'splat' | 'ksplat';
-
-/** What to load: a URL, or the bytes of a file the user picked (its name tells the format). */
-export interface SceneSource {
-  format: SceneFormat;
-  url?: string;
-  file?: File;
-}
-
-/** Hooks an engine calls: camera() before each frame, frame() after each one is drawn. */
-export interface EngineHooks {
-  camera(): CameraState;
-  frame(): void;
-}
 
 /** The look of the frame (levelData background and post), as setLook takes it. */
 export interface Look {
@@ -32,67 +15,6 @@ export interface Look {
   /** Exposure in stops: the colour is multiplied by 2^exposure before the tone mapping. */
   exposure?: number;
   toneMapping?: ToneMapping;
-}
-
-/** A Look with every part resolved, as the engines apply it. */
-export interface EngineLook {
-  /** The clear colour, 0-255 sRGB. */
-  background: readonly [number, number, number];
-  /** Linear multiplier (2^stops). */
-  exposure: number;
-  toneMapping: ToneMapping;
-}
-
-/** A unit quaternion [x, y, z, w]. */
-export type Quat = [number, number, number, number];
-
-/** One rendering engine bound to one canvas. */
-export interface Engine {
-  /** Loads the scene; resolves with its bounds in the scene's own (unrotated) frame once the
-   * data is in (frames may lag). */
-  load(src: SceneSource): Promise<Bounds>;
-  /** Turns the loaded scene about the world origin. */
-  setRotation(q: Quat): void;
-  setLook(look: EngineLook): void;
-  destroy(): void;
-}
-
-export type EngineFactory = (canvas: HTMLCanvasElement, hooks: EngineHooks) => Engine;
-
-const FORMATS: Record<string, SceneFormat> = {
-  '.ply': 'ply', '.sog': 'sog', '.splat': 'splat', '.ksplat': 'ksplat',
-};
-
-/** The format of a file name or URL path by its extension (".compressed.ply" is a .ply). */
-export function formatOfName(name: string): SceneFormat | null {
-  const m = /(\.[a-z0-9]+)$/i.exec(name.split(/[?#]/)[0]);
-  return (m && FORMATS[m[1].toLowerCase()]) || null;
-}
-
-/** The format of a scene record: a LOD folder by its splatType, a file by its URL's extension. */
-export function formatOfSplat(splat: { splatType: string; splatUrl: string }): SceneFormat {
-  if (splat.splatType === 'lod') return 'lod';
-  const f = formatOfName(new URL(splat.splatUrl, location.href).pathname);
-  if (!f) throw new Error('unsupported scene format: ' + splat.splatUrl);
-  return f;
-}
-
-/** A scene's rendition (contract item 15), as scene answers carry it. */
-export interface Processing {
-  state: 'pending' | 'ready' | 'failed' | 'skipped';
-  renditionUrl: string | null;
-  renditionType: 'sog' | 'lod' | null;
-}
-
-/** What to load for a scene record: its rendition once ready (compact SOG, or a Streamed SOG
- * folder), the upload before. Both are the same scene in the same frame, so the levelData
- * camera, orientation and annotations hold for either. */
-export function sourceOfSplat(splat: { splatType: string; splatUrl: string; processing?: Processing | null }): SceneSource {
-  const p = splat.processing;
-  if (p && p.state === 'ready' && p.renditionUrl && (p.renditionType === 'sog' || p.renditionType === 'lod')) {
-    return { format: p.renditionType, url: p.renditionUrl };
-  }
-  return { format: formatOfSplat(splat), url: splat.splatUrl };
 }
 
 // PlayCanvas renders .ply, .sog and streamed LOD; only Spark reads .splat and .ksplat.
@@ -128,69 +50,6 @@ const DEFAULT_LOOK: EngineLook = { background: CLEAR_RGB, exposure: 1, toneMappi
 export function parseColor(hex: string): [number, number, number] | null {
   const m = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(hex);
   return m ? [parseInt(m[1], 16), parseInt(m[2], 16), parseInt(m[3], 16)] : null;
-}
-
-/** The quaternion of Euler degrees applied X first, then Y, then Z about the world's fixed axes
- * (q = qz·qy·qx, PlayCanvas's setFromEulerAngles), the levelData.orientation convention. */
-export function quatFromEuler(deg: Vec3): Quat {
-  const [hx, hy, hz] = deg.map((d) => (d * Math.PI) / 360);
-  const sx = Math.sin(hx), cx = Math.cos(hx);
-  const sy = Math.sin(hy), cy = Math.cos(hy);
-  const sz = Math.sin(hz), cz = Math.cos(hz);
-  return [
-    sx * cy * cz - cx * sy * sz,
-    cx * sy * cz + sx * cy * sz,
-    cx * cy * sz - sx * sy * cz,
-    cx * cy * cz + sx * sy * sz,
-  ];
-}
-
-/** v turned by the unit quaternion q. */
-export function rotate(q: Quat, v: Vec3): Vec3 {
-  const [x, y, z, w] = q;
-  // t = 2·(q.xyz × v); v' = v + w·t + q.xyz × t
-  const tx = 2 * (y * v[2] - z * v[1]);
-  const ty = 2 * (z * v[0] - x * v[2]);
-  const tz = 2 * (x * v[1] - y * v[0]);
-  return [
-    v[0] + w * tx + (y * tz - z * ty),
-    v[1] + w * ty + (z * tx - x * tz),
-    v[2] + w * tz + (x * ty - y * tx),
-  ];
-}
-
-/** The box around b turned by q (exact for quarter turns, a little larger otherwise). */
-export function rotateBounds(b: Bounds, q: Quat): Bounds {
-  const min: Vec3 = [Infinity, Infinity, Infinity];
-  const max: Vec3 = [-Infinity, -Infinity, -Infinity];
-  for (let i = 0; i < 8; i++) {
-    const p = rotate(q, [i & 1 ? b.max[0] : b.min[0], i & 2 ? b.max[1] : b.min[1], i & 4 ? b.max[2] : b.min[2]]);
-    for (let k = 0; k < 3; k++) {
-      // Quarter turns leave float dust (1e-16) that would show in a stored camera.
-      const v = Math.round(p[k] * 1e9) / 1e9;
-      min[k] = Math.min(min[k], v);
-      max[k] = Math.max(max[k], v);
-    }
-  }
-  return { min, max };
-}
-
-const sub = (a: Vec3, b: Vec3): Vec3 => [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
-const dot = (a: Vec3, b: Vec3) => a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
-const cross = (a: Vec3, b: Vec3): Vec3 => [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
-const norm = (a: Vec3): Vec3 => {
-  const l = Math.hypot(...a) || 1;
-  return [a[0] / l, a[1] / l, a[2] / l];
-};
-
-/** The camera's orthonormal basis: right, up and forward (towards the target), world Y up. */
-function basis(cam: CameraState): { right: Vec3; up: Vec3; forward: Vec3 } {
-  const forward = norm(sub(cam.target, cam.position));
-  let right = cross(forward, [0, 1, 0]);
-  // Looking straight up or down: any right will do; keep the one the yaw of the orbit gives.
-  if (Math.hypot(...right) < 1e-9) right = [1, 0, 0];
-  right = norm(right);
-  return { right, up: cross(right, forward), forward };
 }
 
 const easeInOut = (t: number) => (t < 0.5 ? 4 * t * t * t : 1 - Math.pow(-2 * t + 2, 3) / 2);

@@ -4,12 +4,13 @@
 // reactions, and takes camera commands from its host page (docs/embeds.md, "Viewer control API").
 import {
   HOST_SOURCE, VIEWER_SOURCE, type ViewerCommand, type ViewerEventMap, type ViewerEventName,
-} from '../../sdk/src/index.ts';
+} from '../../sdk/src/protocol.ts';
 import { Api, type Splat, readBoot, sendView, visitorId } from './api.ts';
 import { hostOrigin as hostOriginOf } from './host.ts';
 import { Hotspots } from './hotspots.ts';
 import { type LevelV1, readCamera, readLevel } from './level.ts';
-import { Stage, setStatus, showError, sourceOfSplat } from './stage.ts';
+import { sourceOfSplat } from './engine.ts';
+import { Stage, setStatus, showError } from './stage.ts';
 
 const params = new URLSearchParams(location.search);
 

@@ -1,6 +1,7 @@
-// Unit tests of the embeds' pure parts: the levelData v1 reader and the stage's orientation and
-// projection math. esbuild bundles the TypeScript sources for node (the engines' libraries stay
-// imports are left out: nothing here renders).
+// Unit tests of the embeds' pure parts: the levelData v1 reader, the orientation and bounds
+// geometry (geometry.ts), scene sources (engine.ts) and the stage's colour parsing. esbuild
+// bundles the TypeScript sources for node (the engines' dynamic imports are left out: nothing
+// here renders).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { build } from 'esbuild';
@@ -28,6 +29,8 @@ async function load(entry) {
 
 const level = await load('level.ts');
 const stage = await load('stage.ts');
+const geometry = await load('geometry.ts');
+const engine = await load('engine.ts');
 
 test('readLevel keeps a valid levelData v1 as it is', () => {
   const raw = {
@@ -95,7 +98,7 @@ test('the default orientation is 180° about X; levelData overrides it', () => {
 const close = (a, b, what) => a.forEach((v, i) => assert.ok(Math.abs(v - b[i]) < 1e-9, `${what}: ${a} vs ${b}`));
 
 test('Euler rotations: X first, then Y, then Z about the world axes', () => {
-  const { quatFromEuler, rotate } = stage;
+  const { quatFromEuler, rotate } = geometry;
   // 180° about X: y-down training data turns upright (y and z flip).
   close(rotate(quatFromEuler([180, 0, 0]), [1, 2, 3]), [1, -2, -3], 'flip');
   close(rotate(quatFromEuler([90, 0, 0]), [0, 1, 0]), [0, 0, 1], 'x 90');
@@ -109,8 +112,8 @@ test('Euler rotations: X first, then Y, then Z about the world axes', () => {
 
 test('rotated bounds frame the turned scene', () => {
   const b = { min: [-1, -1.2, -1], max: [1.5, 0.6, 1] };
-  assert.deepEqual(stage.rotateBounds(b, stage.quatFromEuler([180, 0, 0])), { min: [-1, -0.6, -1], max: [1.5, 1.2, 1] });
-  assert.deepEqual(stage.rotateBounds(b, stage.quatFromEuler([0, 0, 0])), b);
+  assert.deepEqual(geometry.rotateBounds(b, geometry.quatFromEuler([180, 0, 0])), { min: [-1, -0.6, -1], max: [1.5, 1.2, 1] });
+  assert.deepEqual(geometry.rotateBounds(b, geometry.quatFromEuler([0, 0, 0])), b);
 });
 
 test('parseColor reads #rrggbb only', () => {
@@ -124,14 +127,14 @@ test('sourceOfSplat loads the rendition once ready, the upload before', () => {
   const ready = { state: 'ready', renditionUrl: 'https://h.example/assets/i/a/u/b/rendition/s/scene.sog', renditionType: 'sog' };
   const lod = { state: 'ready', renditionUrl: 'https://h.example/assets/i/a/u/b/rendition/s/lod/lod-meta.json', renditionType: 'lod' };
   globalThis.location ??= { href: 'https://h.example/embed/viewer' };
-  assert.deepEqual(stage.sourceOfSplat(upload), { format: 'ply', url: upload.splatUrl });
+  assert.deepEqual(engine.sourceOfSplat(upload), { format: 'ply', url: upload.splatUrl });
   for (const state of ['pending', 'failed', 'skipped']) {
-    assert.deepEqual(stage.sourceOfSplat({ ...upload, processing: { state, renditionUrl: null, renditionType: null } }),
+    assert.deepEqual(engine.sourceOfSplat({ ...upload, processing: { state, renditionUrl: null, renditionType: null } }),
       { format: 'ply', url: upload.splatUrl }, state);
   }
-  assert.deepEqual(stage.sourceOfSplat({ ...upload, processing: ready }), { format: 'sog', url: ready.renditionUrl });
-  assert.deepEqual(stage.sourceOfSplat({ ...upload, processing: lod }), { format: 'lod', url: lod.renditionUrl });
+  assert.deepEqual(engine.sourceOfSplat({ ...upload, processing: ready }), { format: 'sog', url: ready.renditionUrl });
+  assert.deepEqual(engine.sourceOfSplat({ ...upload, processing: lod }), { format: 'lod', url: lod.renditionUrl });
   // A ready state without a URL (an older answer) or of an unknown type keeps the upload.
-  assert.deepEqual(stage.sourceOfSplat({ ...upload, processing: { ...ready, renditionUrl: null } }), { format: 'ply', url: upload.splatUrl });
-  assert.deepEqual(stage.sourceOfSplat({ ...upload, processing: { ...ready, renditionType: 'spz' } }), { format: 'ply', url: upload.splatUrl });
+  assert.deepEqual(engine.sourceOfSplat({ ...upload, processing: { ...ready, renditionUrl: null } }), { format: 'ply', url: upload.splatUrl });
+  assert.deepEqual(engine.sourceOfSplat({ ...upload, processing: { ...ready, renditionType: 'spz' } }), { format: 'ply', url: upload.splatUrl });
 });

@@ -1,0 +1,101 @@
+// The message protocol between a host page and the embeds: each side's `source`, the events and
+// commands with their payloads, and the envelope that carries them. The embed bundles import it
+// from here, so both sides share one definition.
+
+/** `source` of every message the editor posts to its host. */
+export const EDITOR_SOURCE = 'service-editor';
+/** `source` of every message the host posts to the editor or the viewer. */
+export const HOST_SOURCE = 'splathost-host';
+/** `source` of every message the viewer posts to its host. */
+export const VIEWER_SOURCE = 'splathost-viewer';
+
+export type Visibility = 'private' | 'public';
+
+/** Payload of each editor event (the interface spec's Events table); `null` where it has none. */
+export interface EditorEventMap {
+  ready: null;
+  projectLoaded: { splatId: string };
+  projectCreated: null;
+  saved: { splatId?: string | null };
+  published: { splatId: string; visibility: Visibility };
+  cloned: { splatId: string; sourceSplatId: string };
+  dirtyChanged: { dirty: boolean };
+  authRequired: { action?: string; message?: string };
+  sessionExpiring: { expiresAt: string };
+  limitReached: {
+    dimension: 'storageBytes' | 'splatCount';
+    scope: 'customer' | 'account';
+    usedBytes: number;
+    limitBytes: number;
+    requestedBytes?: number;
+  };
+  error: { message: string };
+}
+
+export type EditorEventName = keyof EditorEventMap;
+
+/** Payload of each message the host sends to the editor. */
+export interface HostMessageMap {
+  openProject: { splatId: string };
+  createProject: Record<string, never> | null;
+  updateSession: { sessionToken: string };
+}
+
+export type HostMessageName = keyof HostMessageMap;
+
+/** A camera in the scene's world frame (Y up, scene units; fov vertical, degrees). */
+export interface Camera {
+  position: [number, number, number];
+  target: [number, number, number];
+  fov?: number;
+}
+
+/** Payload of each viewer event. */
+export interface ViewerEventMap {
+  /** The scene is on screen and the viewer takes commands. */
+  ready: null;
+  /** The visitor (or goToAnnotation) opened an annotation. */
+  annotation: { id: string; title: string };
+}
+
+export type ViewerEventName = keyof ViewerEventMap;
+
+/** Payload of each message the host sends to the viewer. */
+export interface ViewerCommandMap {
+  /** Flies the camera to this view. */
+  setCamera: Camera;
+  /** Opens an annotation: flies to it and shows its card; then `annotation`. */
+  goToAnnotation: { id: string };
+}
+
+export type ViewerCommandName = keyof ViewerCommandMap;
+
+/** The envelope of every message, in both directions. */
+export interface Envelope<S extends string, T extends string, P> {
+  source: S;
+  type: T;
+  payload: P;
+}
+
+export type EditorMessage = {
+  [K in EditorEventName]: Envelope<typeof EDITOR_SOURCE, K, EditorEventMap[K]>;
+}[EditorEventName];
+
+export type HostMessage = {
+  [K in HostMessageName]: Envelope<typeof HOST_SOURCE, K, HostMessageMap[K]>;
+}[HostMessageName];
+
+export type ViewerMessage = {
+  [K in ViewerEventName]: Envelope<typeof VIEWER_SOURCE, K, ViewerEventMap[K]>;
+}[ViewerEventName];
+
+export type ViewerCommand = {
+  [K in ViewerCommandName]: Envelope<typeof HOST_SOURCE, K, ViewerCommandMap[K]>;
+}[ViewerCommandName];
+
+export const VIEWER_EVENTS: readonly ViewerEventName[] = ['ready', 'annotation'];
+
+export const EDITOR_EVENTS: readonly EditorEventName[] = [
+  'ready', 'projectLoaded', 'projectCreated', 'saved', 'published', 'cloned', 'dirtyChanged',
+  'authRequired', 'sessionExpiring', 'limitReached', 'error',
+];
