@@ -106,7 +106,7 @@ $(PRODUCT_COMPILED): $(GO_SOURCES)
 
 $(TEMPORAL_NODE):
 	@mkdir -p $(dir $@)
-	@$(PHASE) "build: temporal-node (once per dependency set)" sh -c 'cd tools && GOWORK=off go build -o $@.tmp ./cmd/temporal-node && mv $@.tmp $@'
+	@$(PHASE) "build: temporal-node" sh -c 'cd tools && GOWORK=off go build -o $@.tmp ./cmd/temporal-node && mv $@.tmp $@'
 
 bin/temporal-node: $(TEMPORAL_NODE)
 	@mkdir -p bin
