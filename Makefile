@@ -88,7 +88,7 @@ $(WEB_INSTALLED): web/package-lock.json
 	@touch $@
 
 $(WEB_BUILT): $(WEB_INSTALLED) $(WEB_SOURCES)
-	cd web && node build.mjs
+	cd web && $(call timed,build-web) node build.mjs
 	@touch $@
 
 ## build: every product binary and the stack runner into bin/.
@@ -133,11 +133,12 @@ TEST_OUT := bin/test
 E2E_DURATIONS := $(HOME)/.cache/splathost/e2e-durations.txt
 UNIT_PKGS = $(shell go list -tags e2e ./... | grep -v '/e2e$$') ./sdk/go/... ./tools/deploy/ ./tools/cmd/testrun/
 # timed NAME[,FLAGS]: under `make test` (TIMING=1) a recipe's command runs as a recorded step.
-timed = $(if $(TIMING),bin/testrun step -out $(TEST_OUT) -name $(1) $(2) --)
+timed = $(if $(TIMING),$(CURDIR)/bin/testrun step -out $(CURDIR)/$(TEST_OUT) -name $(1) $(2) --)
 
-test: deps bin/testrun
+test: bin/testrun
 	@rm -rf $(TEST_OUT) && mkdir -p $(TEST_OUT)
-	@$(MAKE) --no-print-directory -j8 -Oline TIMING=1 test-e2e test-vet test-unit test-web test-workflowcheck; \
+	@bin/testrun step -out $(TEST_OUT) -name deps -- $(MAKE) --no-print-directory deps && \
+	$(MAKE) --no-print-directory -j8 TIMING=1 test-e2e test-vet test-unit test-web test-workflowcheck; \
 	rc=$$?; bin/testrun report $(TEST_OUT); exit $$rc
 
 .PHONY: test-e2e test-vet test-unit test-web test-workflowcheck
