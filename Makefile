@@ -141,14 +141,55 @@ dev-cluster: setup cluster-deps
 migrate: bin/splathost
 	bin/splathost migrate
 
-## test: vet the three modules (product, tools, Go SDK), then unit and integration tests (the
-## harness starts the real stack) and the Helm chart's render test (tools/deploy). The e2e package includes the browser tests (TestBrowser,
-## about 2-3 minutes on two cores).
-test: deps build $(WORKFLOWCHECK)
-	go vet -tags e2e ./... ./tools/... ./sdk/go/...
-	cd web && npm test
-	$(WORKFLOWCHECK) ./workflows/...
-	go test -count=1 -timeout 30m -tags e2e ./... ./sdk/go/... ./tools/deploy/
+## test: after the set-up (make setup, with its timeline), vet the three modules (product, tools,
+## Go SDK), the web tests, workflowcheck, the unit
+## tests (with the Helm chart's render test, tools/deploy) and the integration tests (e2e, the
+## browser tests included), all at once: the e2e binary is built once and runs as E2E_SHARDS
+## processes, each with its own stack, its tests split by their last durations; the steps off
+## that critical path run under nice. bin/testrun prints each step's time and the slowest ten
+## tests at the end; bin/test/ keeps every step's go test -json (docs/testing.md).
+E2E_SHARDS ?= 3
+E2E_RUN ?= .
+TEST_OUT := bin/test
+E2E_DURATIONS := $(HOME)/.cache/splathost/e2e-durations.txt
+UNIT_PKGS = $(shell go list -tags e2e ./... | grep -v '/e2e$$') ./sdk/go/... ./tools/deploy/ ./tools/cmd/testrun/
+# timed NAME[,FLAGS]: under `make test` (TIMING=1) a recipe's command runs as a recorded step.
+timed = $(if $(TIMING),$(CURDIR)/bin/testrun step -out $(CURDIR)/$(TEST_OUT) -name $(1) $(2) --)
+
+test: bin/testrun
+	@rm -rf $(TEST_OUT) && mkdir -p $(TEST_OUT)
+	@$(MAKE) --no-print-directory setup && \
+	$(MAKE) --no-print-directory -j8 TIMING=1 test-e2e test-vet test-unit test-web test-workflowcheck; \
+	rc=$$?; bin/testrun report $(TEST_OUT); exit $$rc
+
+.PHONY: test-e2e test-vet test-unit test-web test-workflowcheck
+test-e2e: build bin/e2e.test bin/testrun
+	bin/testrun e2e -out $(TEST_OUT) -bin bin/e2e.test -dir e2e -pkg github.com/splathost/splathost/e2e -shards $(E2E_SHARDS) -run '$(E2E_RUN)' \
+		-durations e2e/testdata/durations.txt,$(E2E_DURATIONS) -save $(E2E_DURATIONS) -- -test.timeout=30m
+
+# The gateway embeds web/dist: vet and the unit tests wait for its build.
+test-vet: $(WEB_BUILT)
+	$(call timed,vet) nice go vet -tags e2e ./... ./tools/... ./sdk/go/...
+
+test-unit: $(WEB_BUILT)
+	$(call timed,unit,$(if $(TIMING),-json)) nice go test $(if $(TIMING),-json) -count=1 -timeout 30m -tags e2e $(UNIT_PKGS)
+
+# npm test's pretest rebuilds web/dist/sdk, which Go builds running beside it embed: the full
+# build already made it, so the pretest is skipped.
+test-web: $(WEB_BUILT)
+	$(call timed,web-test) nice npm --prefix web test --ignore-scripts
+
+test-workflowcheck: $(WORKFLOWCHECK)
+	$(call timed,workflowcheck) nice $(WORKFLOWCHECK) ./workflows/...
+
+bin/testrun: $(wildcard tools/cmd/testrun/*.go)
+	@mkdir -p bin
+	go build -o $@ ./tools/cmd/testrun
+
+# The e2e test binary, built once; testrun runs it as the shards (go test -c, as go test would).
+bin/e2e.test: $(GO_SOURCES) $(WEB_BUILT)
+	@mkdir -p bin
+	$(call timed,build-e2e) go test -c -tags e2e -o $@ ./e2e/
 
 bench: deps build bin/bench
 	bin/bench

@@ -131,9 +131,10 @@ func Start() (*Env, error) {
 		if err == nil {
 			break
 		}
-		if attempt == 2 || !strings.Contains(err.Error(), "already in use") {
+		if attempt == 2 || !portTaken(dir, err) {
 			return nil, err
 		}
+		fmt.Fprintln(os.Stderr, "testenv: the stack lost a port to another process as it started; starting it again on new ports")
 		_ = os.RemoveAll(dir)
 	}
 	e := &Env{State: stack.State, Dir: dir, stack: stack, Config: stack.State.Config()}
@@ -198,6 +199,25 @@ func Start() (*Env, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// portTaken reports whether a failed start lost a port to another process between the runner
+// choosing it and binding it: the runner's error says so, or one of the stack's logs does
+// (Temporal logs its failed gRPC listen and crashes a moment later on the missing listener, so
+// the runner's own log shows only the crash). Several stacks starting at once (make test's e2e
+// shards) make this race likelier.
+func portTaken(dir string, err error) bool {
+	if strings.Contains(err.Error(), "already in use") {
+		return true
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	more, _ := filepath.Glob(filepath.Join(dir, "logs", "*.log"))
+	for _, name := range append(logs, more...) {
+		if b, err := os.ReadFile(name); err == nil && strings.Contains(string(b), "already in use") {
+			return true
+		}
+	}
+	return false
 }
 
 // waitReady waits until the in-process product and, scaled out, the balancer's gateways answer
