@@ -53,15 +53,8 @@ func (s *Stack) engines() []*engine {
 // then lists its new pid. A restart that fails is retried with a growing backoff.
 func (s *Stack) superviseEngine(e *engine) {
 	s.engineWG.Go(func() {
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := s.untilStopping()
 		defer cancel()
-		go func() {
-			select {
-			case <-s.stopping:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
 		backoff := restartBase
 		restarts := 0
 		for {

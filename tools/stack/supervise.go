@@ -75,15 +75,8 @@ func (s *Stack) supervise(svc *service) {
 // logReady logs when a restarted child answers its readiness check again, or that it did not
 // within the start timeout (it keeps being supervised either way).
 func (s *Stack) logReady(svc *service, p *process) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := s.untilStopping()
 	defer cancel()
-	go func() {
-		select {
-		case <-s.stopping:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	t0 := time.Now()
 	err := waitHealthy(ctx, svc.def.name, p, p.spec.logPath, s.opts.StartTimeout, httpCheck("http://"+svc.def.readyAddr+"/readyz", ""))
 	if ctx.Err() != nil {
@@ -94,6 +87,20 @@ func (s *Stack) logReady(svc *service, p *process) {
 		return
 	}
 	s.log.Info("ready again", "part", svc.def.name, "pid", p.Pid(), "took", time.Since(t0).Round(time.Millisecond).String())
+}
+
+// untilStopping is a context cancelled when Stop begins (or by its cancel), for the waits of
+// the supervisors, which Stop must not sit behind.
+func (s *Stack) untilStopping() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-s.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // exitStatus is how a child ended ("exit status 1", "signal: killed").
