@@ -203,6 +203,9 @@ func TestReadsSurviveTerminatedConnections(t *testing.T) {
 		}, time.Second, time.Millisecond)
 		require.Equal(t, map[int]int{200: 24}, burst(), "round %d: reads right after %d backends were terminated", round, killed)
 	}
+	// Every backend went, the LISTEN connections too: the stack is left ready for the next
+	// test, as every test that breaks an engine leaves it.
+	require.Eventually(t, func() bool { return do(t, "GET", "/readyz", nil, nil).Status == 200 }, eventuallyWait, 50*time.Millisecond)
 }
 
 // TestReadRetriedWhenItsBackendDies terminates the backend of a read while it runs: the read is

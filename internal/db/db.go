@@ -84,7 +84,16 @@ func (d *DB) Close() {
 }
 
 // Ping checks the database answers.
-func (d *DB) Ping(ctx context.Context) error { return d.Pool.Ping(ctx) }
+func (d *DB) Ping(ctx context.Context) error {
+	// A pooled connection whose backend was terminated fails its ping and is dropped by the
+	// pool; that is one dead connection, not the store down, so a second ping (on another or
+	// a new connection) decides. Readiness must not flap on it.
+	err := d.Pool.Ping(ctx)
+	if err != nil && ctx.Err() == nil {
+		err = d.Pool.Ping(ctx)
+	}
+	return err
+}
 
 // InTx runs fn in a transaction and commits it when fn succeeds. An *apperr.Error from fn is
 // returned unchanged (it is the answer to the client); anything else becomes a 500.

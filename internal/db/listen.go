@@ -53,7 +53,11 @@ func Listen(ctx context.Context, pool *pgxpool.Pool, l Listener) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := listenOnce(ctx, pool, l)
-		l.Live.Store(false)
+		if l.Live.Swap(false) {
+			// It was listening: a new loss starts from the shortest wait again, so blips
+			// days apart do not each wait the longest backoff.
+			backoff = 100 * time.Millisecond
+		}
 		if l.Backend != nil {
 			l.Backend.Store(0)
 		}
