@@ -10,6 +10,7 @@ WORKFLOWCHECK_VERSION := v0.6.0
 WORKFLOWCHECK := $(TOOLS_CACHE)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowcheck
 export SPLATHOST_VERSITYGW := $(VERSITYGW)
 PHASE := tools/phase
+PRODUCT_COMPILED := bin/phases/.product-compiled
 # The Temporal server (tools/cmd/temporal-node, every role and the UI) is built once per set of
 # its sources and dependencies into the tools cache, outside the workspace (GOWORK=off), so a
 # product change never relinks it; bin/temporal-node links to it, bin/stack spawns it.
@@ -92,16 +93,16 @@ $(WEB_BUILT): $(WEB_INSTALLED) $(WEB_SOURCES)
 ## build: every product binary, the stack runner and the Temporal node into bin/.
 build: bin/stack bin/temporal-node $(addprefix bin/,$(BINARIES))
 
-bin/stack: $(GO_SOURCES)
+bin/stack: $(GO_SOURCES) $(PRODUCT_COMPILED)
 	@mkdir -p bin
-	@$(PHASE) "build: stack runner" go build -o $@ ./tools/cmd/stack
+	@$(PHASE) "link: stack runner" go build -o $@ ./tools/cmd/stack
 
-# The product's packages compile while web/dist is built (only the gateway embeds it), so the
-# link below waits for the web build, not for the whole compile.
-PRODUCT_COMPILED := bin/phases/.product-compiled
+# The product's packages and the stack runner's compile in one go build (the two share most
+# of their packages; two builds at once would compile those twice) while web/dist is built
+# (only the gateway embeds it), so the links wait for the web build, not for the whole compile.
 $(PRODUCT_COMPILED): $(GO_SOURCES)
 	@mkdir -p bin/phases
-	@$(PHASE) "compile: product" go build $(addprefix ./cmd/,$(BINARIES))
+	@$(PHASE) "compile: product and stack runner" go build $(addprefix ./cmd/,$(BINARIES)) ./tools/cmd/stack
 	@touch $@
 
 $(TEMPORAL_NODE):
@@ -121,11 +122,12 @@ bin/bench: $(GO_SOURCES)
 	@$(PHASE) "build: bench" go build -o $@ ./tools/cmd/bench
 
 # setup runs deps and build with independent steps at once and prints their timeline: what
-# make dev (and make dev-cluster) wait for before the stack starts.
+# make dev (and make dev-cluster) wait for before the stack starts. The Temporal node (the
+# longest build, once per dependency set) is started first.
 .PHONY: setup
 setup:
 	@$(PHASE) --reset
-	@$(MAKE) --no-print-directory -j4 deps build
+	@$(MAKE) --no-print-directory -j4 bin/temporal-node deps build
 	@$(PHASE) --report
 
 dev: setup

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/splathost/splathost/internal/worker"
 	"log/slog"
 	"slices"
 	"strings"
@@ -40,8 +41,11 @@ func (a *app) temporal() (client.Client, error) {
 	if a.temporalAddr == "" {
 		return nil, errors.New("no Temporal address: pass --temporal, set SPLATHOST_TEMPORAL_ADDR or run `make dev`")
 	}
-	return client.Dial(client.Options{HostPort: a.temporalAddr, Namespace: a.tempoNS,
-		Logger: tlog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+	// A frontend list (a cluster's stack.json) is dialled as the services dial it.
+	hostPort, dialOpts := worker.TemporalTarget(a.temporalAddr)
+	return client.Dial(client.Options{HostPort: hostPort, Namespace: a.tempoNS,
+		ConnectionOptions: client.ConnectionOptions{DialOptions: dialOpts},
+		Logger:            tlog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
 }
 
 // runTemporal adapts a command body that needs a Temporal client to cobra's RunE.

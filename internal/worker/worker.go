@@ -126,7 +126,7 @@ func Dial(cfg config.Config, log *slog.Logger) (client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("temporal tracing: %w", err)
 	}
-	hostPort, dialOpts := temporalTarget(cfg.TemporalAddr)
+	hostPort, dialOpts := TemporalTarget(cfg.TemporalAddr)
 	c, err := client.NewLazyClient(client.Options{
 		HostPort:          hostPort,
 		ConnectionOptions: client.ConnectionOptions{DialOptions: dialOpts},
