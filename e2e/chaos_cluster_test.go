@@ -127,14 +127,7 @@ func TestChaosClusterNodeKills(t *testing.T) {
 		wg.Go(func() { c.l.client(fmt.Sprintf("e%d", i), stop) })
 	}
 	wg.Go(func() { c.cloner(stop) })
-	stopped := false
-	stopLoad := func() {
-		if !stopped {
-			stopped = true
-			close(stop)
-			wg.Wait()
-		}
-	}
+	stopLoad := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	t.Cleanup(stopLoad)
 	require.Eventually(t, func() bool {
 		c.l.mu.Lock()

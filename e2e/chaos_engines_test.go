@@ -317,14 +317,7 @@ func TestChaosEngineKills(t *testing.T) {
 		customers = append(customers, eu)
 		wg.Go(func() { l.client(eu, stop) })
 	}
-	stopped := false
-	stopLoad := func() {
-		if !stopped {
-			stopped = true
-			close(stop)
-			wg.Wait()
-		}
-	}
+	stopLoad := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	t.Cleanup(stopLoad)
 
 	// Every client has a scene before the first kill, so patches, reads and deletes run too.
