@@ -10,11 +10,16 @@ WORKFLOWCHECK_VERSION := v0.6.0
 WORKFLOWCHECK := $(TOOLS_CACHE)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowcheck
 export SPLATHOST_VERSITYGW := $(VERSITYGW)
 PHASE := tools/phase
+# The engines we build from source (versitygw, the Temporal node) link without DWARF: nobody
+# steps through them in a debugger, and their links are a good part of a cold set-up.
+TOOL_LDFLAGS := -ldflags='-s -w'
 PRODUCT_COMPILED := bin/phases/.product-compiled
 # The Temporal server (tools/cmd/temporal-node, every role and the UI) is built once per set of
-# its sources and dependencies into the tools cache, outside the workspace (GOWORK=off), so a
-# product change never relinks it; bin/temporal-node links to it, bin/stack spawns it.
-TEMPORAL_NODE_HASH := $(shell cat tools/go.mod tools/go.sum go.mod $(filter-out %_test.go,$(wildcard tools/cmd/temporal-node/*.go)) | sha256sum | cut -c1-16)
+# its sources and dependencies into the tools cache, so a product change never relinks it;
+# bin/temporal-node links to it, bin/stack spawns it. It builds in the workspace like the product:
+# one set of dependency versions, so the packages they share (gRPC, protobuf, the Temporal API
+# and SDK, the AWS SDK, pgx, OpenTelemetry) compile once, in the product's compile step.
+TEMPORAL_NODE_HASH := $(shell cat go.work go.work.sum tools/go.mod tools/go.sum go.mod go.sum sdk/go/go.mod $(filter-out %_test.go,$(wildcard tools/cmd/temporal-node/*.go)) | sha256sum | cut -c1-16)
 TEMPORAL_NODE := $(TOOLS_CACHE)/temporal-node-$(TEMPORAL_NODE_HASH)/temporal-node
 export SPLATHOST_TEMPORAL_NODE := $(TEMPORAL_NODE)
 BINARIES := splathost gateway user scene session worker media-worker demo splathostctl
@@ -77,7 +82,7 @@ $(WORKFLOWCHECK):
 
 $(VERSITYGW):
 	@mkdir -p $(dir $@)
-	@$(PHASE) "build: versitygw" env GOBIN=$(dir $@) GOWORK=off go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+	@$(PHASE) "build: versitygw" env GOBIN=$(dir $@) GOWORK=off go install $(TOOL_LDFLAGS) github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 
 ## web: install the npm workspace when its lock changed, then build web/dist (typecheck included).
 web: $(WEB_BUILT)
@@ -97,17 +102,20 @@ bin/stack: $(GO_SOURCES) $(PRODUCT_COMPILED)
 	@mkdir -p bin
 	@$(PHASE) "link: stack runner" go build -o $@ ./tools/cmd/stack
 
-# The product's packages and the stack runner's compile in one go build (the two share most
-# of their packages; two builds at once would compile those twice) while web/dist is built
-# (only the gateway embeds it), so the links wait for the web build, not for the whole compile.
+# The product's packages, the stack runner's and (until it is in the tools cache) the Temporal
+# node's compile in one go build: they share hundreds of packages, and two builds at once
+# would compile each of those twice. It runs while web/dist is built (only the gateway embeds
+# it), so the links wait for the web build, not for the whole compile.
 $(PRODUCT_COMPILED): $(GO_SOURCES)
 	@mkdir -p bin/phases
-	@$(PHASE) "compile: product and stack runner" go build $(addprefix ./cmd/,$(BINARIES)) ./tools/cmd/stack
+	@$(PHASE) "compile: product, stack runner$(if $(wildcard $(TEMPORAL_NODE)),, and Temporal node)" go build $(addprefix ./cmd/,$(BINARIES)) ./tools/cmd/stack $(if $(wildcard $(TEMPORAL_NODE)),,./tools/cmd/temporal-node)
 	@touch $@
 
-$(TEMPORAL_NODE):
+# Order-only on the compile: a missing node links from the packages that step compiled; a
+# product change (a newer stamp) never rebuilds it.
+$(TEMPORAL_NODE): | $(PRODUCT_COMPILED)
 	@mkdir -p $(dir $@)
-	@$(PHASE) "build: temporal-node" sh -c 'cd tools && GOWORK=off go build -o $@.tmp ./cmd/temporal-node && mv $@.tmp $@'
+	@$(PHASE) "link: temporal-node" sh -c 'go build $(TOOL_LDFLAGS) -o $@.tmp ./tools/cmd/temporal-node && mv $@.tmp $@'
 
 bin/temporal-node: $(TEMPORAL_NODE)
 	@mkdir -p bin
@@ -122,8 +130,7 @@ bin/bench: $(GO_SOURCES)
 	@$(PHASE) "build: bench" go build -o $@ ./tools/cmd/bench
 
 # setup runs deps and build with independent steps at once and prints their timeline: what
-# make dev (and make dev-cluster) wait for before the stack starts. The Temporal node (the
-# longest build, once per dependency set) is started first.
+# make dev (and make dev-cluster) wait for before the stack starts.
 .PHONY: setup
 setup:
 	@$(PHASE) --reset
