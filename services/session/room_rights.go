@@ -17,8 +17,8 @@ import (
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/roomproto"
+	"github.com/splathost/splathost/internal/scenes"
 	"github.com/splathost/splathost/internal/sessiontoken"
-	sceneapi "github.com/splathost/splathost/services/scene"
 )
 
 // The room is server-authoritative (docs/security.md, "A server-authoritative room"): who may
@@ -283,10 +283,7 @@ func (r *Rooms) scenes(ctx context.Context, conns []*roomConn) (map[string]*ent.
 // opens is the admission's scene rule now: a live scene of the integration, public and
 // embeddable, or the session's customer's own.
 func (rt *rights) opens(sc *ent.Scene) bool {
-	if sc.IntegrationID != rt.integrationID || sc.ArchivedAt != nil {
-		return false
-	}
-	return sc.Visibility == scene.VisibilityPublic && sc.AllowEmbed || rt.sub != "" && sc.OwnerID == rt.sub
+	return scenes.VisibleToEmbed(sc, rt.integrationID, rt.sub)
 }
 
 // savedReadAttempts bounds the reads of a saved scene before its notice is dropped.
@@ -331,6 +328,6 @@ func (r *Rooms) saved(ctx context.Context, ev *roomEvent) bool {
 	if sc == nil {
 		return false
 	}
-	ev.Msg, err = json.Marshal(savedMsg{Type: "saved", Splat: sceneapi.Detail(r.urls, sc, conns[0].rights.productSlug, ""), Seq: ev.Seq})
+	ev.Msg, err = json.Marshal(savedMsg{Type: "saved", Splat: scenes.DetailOf(r.urls, sc, conns[0].rights.productSlug, ""), Seq: ev.Seq})
 	return err == nil
 }
