@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/internal/fixtures"
-	"github.com/splathost/splathost/services/scene"
+	"github.com/splathost/splathost/internal/scenes"
 )
 
 // assetResponse is one anonymous request to an asset URL.
@@ -280,9 +280,9 @@ func TestAssetLODTilesLoadThroughTheSignedManifest(t *testing.T) {
 
 // TestAssetURLTokenShape pins the route's constants the documentation promises.
 func TestAssetURLTokenShape(t *testing.T) {
-	require.LessOrEqual(t, scene.AssetMaxAge, 60)
-	require.GreaterOrEqual(t, scene.AssetURLLifetime, 15*time.Minute)
-	require.LessOrEqual(t, scene.AssetDecisionTTL, 30*time.Second)
+	require.LessOrEqual(t, scenes.AssetMaxAge, 60)
+	require.GreaterOrEqual(t, scenes.AssetURLLifetime, 15*time.Minute)
+	require.LessOrEqual(t, scenes.AssetDecisionTTL, 30*time.Second)
 }
 
 // TestAssetCloneServesItsOwnCopy: a clone's files live in its own folder (named by the new
@@ -313,5 +313,5 @@ func TestAssetRevokedIntegrationIsGone(t *testing.T) {
 	require.Equal(t, 200, fetchAsset(t, "GET", u, nil).status)
 	require.Equal(t, 200, do(t, "POST", "/admin/v1/integrations/"+a.IntegrationID+"/revoke", admin(), nil).Status)
 	require.Eventually(t, func() bool { return fetchAsset(t, "GET", u, nil).status == 404 },
-		scene.AssetDecisionTTL+5*time.Second, 250*time.Millisecond)
+		scenes.AssetDecisionTTL+5*time.Second, 250*time.Millisecond)
 }

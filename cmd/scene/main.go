@@ -5,6 +5,7 @@ import (
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/objectstore"
+	"github.com/splathost/splathost/internal/scenes"
 	"github.com/splathost/splathost/internal/worker"
 	"github.com/splathost/splathost/services/scene"
 )
@@ -25,7 +26,7 @@ func main() {
 	defer tc.Close()
 	svc := scene.New(d, store, rt.Log, rt.Config.AssetBase(), scene.ClonesFrom(tc, rt.Config))
 	svc.UseViews(views)
-	svc.UseAssetURLs(scene.NewAssetURLs(rt.Config))
+	svc.UseAssetURLs(scenes.NewAssetURLs(rt.Config))
 	hooks, err := worker.WebhookStarter(tc, rt.Config, d.Ent, rt.Log)
 	if err != nil {
 		boot.Fatal(rt.Log, "webhooks", err)

@@ -6,8 +6,8 @@ import (
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/scenes"
 	"github.com/splathost/splathost/internal/sessiontoken"
-	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
 )
 
@@ -20,7 +20,7 @@ func main() {
 		boot.Fatal(rt.Log, "session keys", err)
 	}
 	svc := session.New(d, rt.Log, keys)
-	svc.UseAssetURLs(scene.NewAssetURLs(rt.Config))
+	svc.UseAssetURLs(scenes.NewAssetURLs(rt.Config))
 	svc.UseBeaconLimits(rt.Config.RateLimit)
 	// The multiplayer rooms run until the shutdown signal, then close their WebSockets (1012)
 	// and delete this process's presence rows: the database must outlive them (rt.Close).

@@ -21,6 +21,7 @@ import (
 	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/roomproto"
+	scenerules "github.com/splathost/splathost/internal/scenes"
 	"github.com/splathost/splathost/internal/sessiontoken"
 	"github.com/splathost/splathost/internal/worker"
 	"github.com/splathost/splathost/media"
@@ -99,7 +100,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	p.Views = views
 	p.Streamer = &analytics.Streamer{Pool: d.Pool, Views: views, Log: log}
 	scenes.UseViews(views)
-	urls := scene.NewAssetURLs(cfg)
+	urls := scenerules.NewAssetURLs(cfg)
 	scenes.UseAssetURLs(urls)
 	keys, err := sessiontoken.NewKeys(cfg.SessionKeys)
 	if err != nil {

@@ -75,6 +75,9 @@ var external = map[string][]string{
 	"workflows": {"entgo.io/", "github.com/jackc/pgx/", "github.com/aws/aws-sdk-go-v2", "github.com/aws/smithy-go", "github.com/gofiber/"},
 	// Analytics speaks plain pgx and ClickHouse, below the product's data model.
 	"analytics": {"entgo.io/"},
+	// The scene rules are shared by the scene and session services and the worker: no HTTP
+	// framework below them, so the worker links none and the rules test without a request.
+	"internal/scenes": {"github.com/gofiber/"},
 }
 
 // banned says whether dep (a full import path) is a package of this module that a package under

@@ -11,7 +11,7 @@ import (
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/events"
-	"github.com/splathost/splathost/services/scene"
+	"github.com/splathost/splathost/internal/scenes"
 	"github.com/splathost/splathost/services/user"
 	"github.com/splathost/splathost/workflows"
 	"github.com/splathost/splathost/workflows/contract"
@@ -74,7 +74,7 @@ func webhookDispatcher(c client.Client, cfg config.Config, e *ent.Client, log *s
 // scene service renders them (asset-route URLs of this deployment).
 func activityEvents(c client.Client, cfg config.Config, e *ent.Client, log *slog.Logger, settings *activities.WebhookSettings) *events.Outbox {
 	return &events.Outbox{Starter: webhookDispatcher(c, cfg, e, log, settings),
-		Render: scene.WebhookRenderer(scene.NewAssetURLs(cfg)), Log: log}
+		Render: scenes.WebhookRenderer(scenes.NewAssetURLs(cfg)), Log: log}
 }
 
 // webhookSettings are the delivery settings of cfg; a freed slot wakes a waiting delivery

@@ -22,13 +22,14 @@ import (
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/internal/scenes"
 )
 
 // The asset route. The bucket is private (contract item 9): every scene asset a client reads
 // goes through the service, which decides per request from the scene that owns the object.
 //
 //	/assets/<key>                  a public, embeddable, live scene's object: stable and
-//	                               CDN-cacheable (Cache-Control public, max-age AssetMaxAge)
+//	                               CDN-cacheable (Cache-Control public, max-age scenes.AssetMaxAge)
 //	/assets/s/<token>/<key>        any live scene's object, for whoever the API handed the URL
 //	                               (a key or session that may see the scene); <token> signs the
 //	                               object's folder and an expiry
@@ -38,19 +39,6 @@ import (
 // Archived and deleted scenes, scenes of a revoked integration, and anything else answer 404,
 // never telling whether the object exists.
 const (
-	// AssetsPrefix is the path prefix of the asset route on the gateway origin.
-	AssetsPrefix = "/assets"
-	// AssetMaxAge is the max-age of asset answers, in seconds. With the decision caches below
-	// (AssetDecisionTTL) an archive or delete stops every cache within 60 s.
-	AssetMaxAge = 30
-	// AssetDecisionTTL bounds how long a decision that depends on a row this process is not
-	// notified about (the integration's revocation) is reused.
-	AssetDecisionTTL = 15 * time.Second
-	// AssetURLLifetime is the least time a signed asset URL of an API answer stays valid
-	// (contract item 9 asks for 15 minutes); expiries are rounded up to assetURLStep so that
-	// answers within one step carry identical, browser-cacheable URLs.
-	AssetURLLifetime = 20 * time.Minute
-	assetURLStep     = 10 * time.Minute
 	// assetOwnerBudget bounds the key-folder -> scene id cache by bytes.
 	assetOwnerBudget = 4 << 20
 )
@@ -169,7 +157,7 @@ func (s *Service) integrationRevoked(ctx context.Context, id string) (bool, erro
 	r.mu.Lock()
 	e, ok := r.m[id]
 	r.mu.Unlock()
-	if ok && s.now().Sub(e.at) < AssetDecisionTTL {
+	if ok && s.now().Sub(e.at) < scenes.AssetDecisionTTL {
 		return e.revoked, nil
 	}
 	in, err := s.db.Ent.Integration.Query().Where(integration.ID(id)).Select(integration.FieldRevokedAt).Only(ctx)
@@ -195,17 +183,17 @@ func errAssetNotFound() error { return apperr.NotFound("asset not found") }
 // is signed. The scene comes from the scene cache, which every writer invalidates by NOTIFY
 // (and which reads through while its LISTEN connection is down), so an archive or delete takes
 // effect at once; only the revocation is cached, for AssetDecisionTTL.
-func (s *Service) mayServe(ctx context.Context, r assetRequest) (public bool, err error) {
-	if s.assets.misses.has(r.scope, s.now()) {
+func (s *Service) mayServe(ctx context.Context, r scenes.AssetRequest) (public bool, err error) {
+	if s.assets.misses.has(r.Scope, s.now()) {
 		return false, errAssetNotFound()
 	}
-	id, settled, err := s.assetOwner(ctx, r.ref)
+	id, settled, err := s.assetOwner(ctx, r.Ref)
 	if err != nil {
 		return false, apperr.Internal(err)
 	}
 	if id == "" {
 		if settled {
-			s.assets.misses.put(r.scope, s.now())
+			s.assets.misses.put(r.Scope, s.now())
 		}
 		return false, errAssetNotFound()
 	}
@@ -213,22 +201,22 @@ func (s *Service) mayServe(ctx context.Context, r assetRequest) (public bool, er
 	if err != nil {
 		return false, apperr.Internal(err)
 	}
-	if sc == nil && r.ref.Kind != objectkeys.KindClone {
+	if sc == nil && r.Ref.Kind != objectkeys.KindClone {
 		// Deleted for good. A clone's folder is named before its scene exists, and its URLs
 		// are handed out only once it does; still, a clone finishing must load at once.
-		s.assets.misses.put(r.scope, s.now())
+		s.assets.misses.put(r.Scope, s.now())
 	}
-	if sc == nil || sc.ArchivedAt != nil || sc.IntegrationID != r.ref.Integration {
+	if sc == nil || sc.ArchivedAt != nil || sc.IntegrationID != r.Ref.Integration {
 		return false, errAssetNotFound()
 	}
 	revoked, err := s.integrationRevoked(ctx, sc.IntegrationID)
 	if err != nil {
 		return false, apperr.Internal(err)
 	}
-	if revoked || (!openToAll(sc) && !r.signed) {
+	if revoked || (!scenes.OpenToAll(sc) && !r.Signed) {
 		return false, errAssetNotFound()
 	}
-	return !r.signed, nil
+	return !r.Signed, nil
 }
 
 // assetCSP keeps any object served from the gateway origin inert: it can never run as a page
@@ -244,7 +232,7 @@ func (s *Service) serveAsset(c *fiber.Ctx) error {
 	if s.urls == nil {
 		return errAssetNotFound()
 	}
-	r, ok := s.urls.parseAssetPath(string(c.Request().URI().PathOriginal()))
+	r, ok := s.urls.ParseAssetPath(string(c.Request().URI().PathOriginal()))
 	if !ok {
 		return errAssetNotFound()
 	}
@@ -254,16 +242,16 @@ func (s *Service) serveAsset(c *fiber.Ctx) error {
 	}
 	h := &c.Response().Header
 	if public {
-		h.Set(fiber.HeaderCacheControl, "public, max-age="+strconv.Itoa(AssetMaxAge))
+		h.Set(fiber.HeaderCacheControl, "public, max-age="+strconv.Itoa(scenes.AssetMaxAge))
 	} else {
-		h.Set(fiber.HeaderCacheControl, "private, max-age="+strconv.Itoa(AssetMaxAge))
+		h.Set(fiber.HeaderCacheControl, "private, max-age="+strconv.Itoa(scenes.AssetMaxAge))
 	}
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set(fiber.HeaderContentSecurityPolicy, assetCSP)
 	h.Set(fiber.HeaderAcceptRanges, "bytes")
 	// A committed upload is read from its sealed copy (seal.go): what a later PUT to its
 	// upload URL writes is never served.
-	key := objectkeys.Sealed(r.key)
+	key := objectkeys.Sealed(r.Key)
 	if c.Method() == fiber.MethodHead {
 		return s.headAsset(c, key)
 	}
@@ -383,6 +371,6 @@ func (s *Service) registerAssets(r fiber.Router) {
 	// The signed shape first: Fiber matches in registration order and /assets/* covers both.
 	// The handler parses the raw path itself; the two routes document the two shapes. Fiber's
 	// Get registers HEAD too.
-	r.Get(AssetsPrefix+"/s/:token/*", s.serveAsset)
-	r.Get(AssetsPrefix+"/*", s.serveAsset)
+	r.Get(scenes.AssetsPrefix+"/s/:token/*", s.serveAsset)
+	r.Get(scenes.AssetsPrefix+"/*", s.serveAsset)
 }

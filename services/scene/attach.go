@@ -18,6 +18,7 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/quota"
+	"github.com/splathost/splathost/internal/scenes"
 )
 
 // Uploads an editor save attaches to a scene after its commit: the thumbnail (imageUrl, which
@@ -60,15 +61,11 @@ type savePlan struct {
 // assetKey reads an asset URL in any form a client holds (the stored or upload URL, or an
 // answer's asset-route URL, signed or not) as the key of an object in the scene key space.
 func (s *Service) assetKey(u string) (string, bool) {
-	public := ""
-	if s.urls != nil {
-		public = s.urls.public
-	}
-	key, _, ok := objectkeys.AssetRef(s.assetBase, public, u)
+	key, _, ok := objectkeys.AssetRef(s.assetBase, s.urls.PublicBase(), u)
 	if !ok {
 		return "", false
 	}
-	if _, ok := parseAssetKey(key); !ok {
+	if _, ok := scenes.ParseAssetKey(key); !ok {
 		return "", false
 	}
 	return key, true
@@ -92,16 +89,6 @@ func ownsKey(owner *ent.ExternalUser, key string) bool {
 	return strings.HasPrefix(key, objectkeys.Customer(owner.IntegrationID, owner.ID))
 }
 
-// levelAudio returns levelData.audio (validated as v1, so an object with a string url).
-func levelAudio(ld map[string]any) (map[string]any, string) {
-	audio, _ := ld["audio"].(map[string]any)
-	if audio == nil {
-		return nil, ""
-	}
-	u, _ := audio["url"].(string)
-	return audio, u
-}
-
 // audioAttachment resolves levelData.audio.url for a save: the customer's own audio upload,
 // fresh (its ticket uncommitted, the object uploaded as declared: HEAD and first bytes) or held
 // already by the scene (held: its asset keys). Anything else is a 400 naming the field. The
@@ -109,7 +96,7 @@ func levelAudio(ld map[string]any) (map[string]any, string) {
 // levelData always names objects one way and answers render it for their reader.
 func (s *Service) audioAttachment(ctx context.Context, owner *ent.ExternalUser, ld map[string]any, held []string) (*attachment, error) {
 	const field = "levelData.audio.url"
-	audio, u := levelAudio(ld)
+	audio, u := scenes.LevelAudio(ld)
 	if audio == nil {
 		return nil, nil
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/scenes"
 	splathost "github.com/splathost/splathost/sdk/go"
 )
 
@@ -315,10 +316,5 @@ func (s *Service) queryPage(ctx context.Context, integrationID string, hasEU boo
 // for a page of 100 would cost up to 25 MiB of transfer and memory (and of cache) per request.
 var itemColumns = slices.DeleteFunc(slices.Clone(scene.Columns), func(c string) bool { return c == scene.FieldLevelData })
 
-// ownerEUOf is the eager-loaded owner's external user id.
-func ownerEUOf(sc *ent.Scene) string {
-	if sc.Edges.Owner == nil {
-		return ""
-	}
-	return sc.Edges.Owner.ExternalUserID
-}
+// ownerEUOf is the eager-loaded owner's external user id (scenes.OwnerEU).
+var ownerEUOf = scenes.OwnerEU

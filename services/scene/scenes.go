@@ -2,7 +2,6 @@ package scene
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -13,23 +12,16 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
-	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/quota"
+	"github.com/splathost/splathost/internal/scenes"
 	"github.com/splathost/splathost/workflows"
 )
 
-// Scene metadata limits (spec, Limits).
+// Scene metadata limits (spec, Limits), shared with the multiplayer room (internal/scenes).
 const (
-	maxTitle       = 200
-	maxDescription = 2000
-)
-
-// MaxTitle and MaxDescription are a scene's title and description limits in characters: the
-// multiplayer room bounds a draft's fields by them, since a longer one could never be saved.
-const (
-	MaxTitle       = maxTitle
-	MaxDescription = maxDescription
+	maxTitle       = scenes.MaxTitle
+	maxDescription = scenes.MaxDescription
 )
 
 // registerScenes mounts the scene read, update and delete routes.
@@ -43,9 +35,8 @@ func (s *Service) registerScenes(r fiber.Router) {
 	r.Delete("/api/v1/splats/:id", s.deleteScene)
 }
 
-// errSceneNotFound is every "no such scene for you" answer: absent, archived, in another
-// integration or another customer's — existence is never disclosed.
-func errSceneNotFound() error { return apperr.NotFound("splat not found") }
+// errSceneNotFound is every "no such scene for you" answer (scenes.ErrNotFound).
+var errSceneNotFound = scenes.ErrNotFound
 
 // customerScene is the prologue of the routes on one scene that act for a customer: the key
 // caller with its EU (400 without), and the path's scene id (404 for a malformed one).
@@ -62,13 +53,9 @@ func customerScene(c *fiber.Ctx) (*httpx.Caller, string, string, error) {
 }
 
 // SceneIDParam returns the path's :id scene id, lower-cased; anything but 24 hex characters
-// names no scene (404). The embed API of the session service reads its ids with it too.
+// names no scene (404; scenes.ParseID).
 func SceneIDParam(c *fiber.Ctx) (string, error) {
-	id := c.Params("id")
-	if !ids.Valid(id) {
-		return "", errSceneNotFound()
-	}
-	return strings.ToLower(id), nil
+	return scenes.ParseID(c.Params("id"))
 }
 
 // lockOwnedScene locks a live scene of the integration owned by ownerID; anything else is the

@@ -16,6 +16,7 @@ import (
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/objectstore"
+	"github.com/splathost/splathost/internal/scenes"
 )
 
 // Prefixes are the path prefixes this service owns; a split gateway forwards them here.
@@ -25,7 +26,7 @@ var Prefixes = []string{"/api/v1/splats", "/api/v1/uploads", "/api/embed/editor"
 
 // PublicPrefixes are the path prefixes of this service a gateway forwards without a caller
 // (anyone may ask; the service decides) and with the answer streamed, not buffered.
-var PublicPrefixes = []string{AssetsPrefix}
+var PublicPrefixes = []string{scenes.AssetsPrefix}
 
 // Service handles the scene service's routes.
 type Service struct {
@@ -46,7 +47,7 @@ type Service struct {
 	scores scoreCache
 	// urls renders and verifies asset-route URLs; assets holds the asset route's caches
 	// (assets.go). Wired by the binary (UseAssetURLs).
-	urls   *AssetURLs
+	urls   *scenes.AssetURLs
 	assets assetState
 	// events writes the webhook events of scene changes (commit, PATCH, featuring, DELETE) in
 	// their transactions.
@@ -57,7 +58,7 @@ type Service struct {
 
 // UseAssetURLs wires the asset URL signer: scene answers then carry asset-route URLs and
 // /assets/ serves objects. Without it answers keep the stored URLs and /assets/ finds nothing.
-func (s *Service) UseAssetURLs(u *AssetURLs) { s.urls = u }
+func (s *Service) UseAssetURLs(u *scenes.AssetURLs) { s.urls = u }
 
 // New returns the scene service. assetBase is config.Config.AssetBase().
 func New(d *db.DB, store *objectstore.Store, log *slog.Logger, assetBase string, clones Clones) *Service {

@@ -10,12 +10,13 @@ import (
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
-	sceneapi "github.com/splathost/splathost/services/scene"
+	"github.com/splathost/splathost/internal/scenes"
 )
 
 // errNotFound is every "no such scene for this session": absent, archived, in another
-// integration, private to someone else, or not the scene a viewer session is pinned to.
-func errNotFound() error { return apperr.NotFound("splat not found") }
+// integration, private to someone else, or not the scene a viewer session is pinned to
+// (scenes.ErrNotFound, the scene service's answer too).
+var errNotFound = scenes.ErrNotFound
 
 // mayOpen reports whether the session may see scene id at all before any lookup: a viewer
 // session minted with a splatId loads only that scene (contract item 5).
@@ -23,16 +24,11 @@ func (ss *session) mayOpen(id string) bool {
 	return !ss.viewerOnly || ss.splatID == "" || ss.splatID == id
 }
 
-// sees is the embed visibility rule: a live scene of the session's integration that is public
-// and embeddable, or (for a session scoped to a customer) that customer's own.
+// sees is the embed visibility rule (scenes.VisibleToEmbed): a live scene of the session's
+// integration that is public and embeddable, or (for a session scoped to a customer) that
+// customer's own.
 func (ss *session) sees(sc *ent.Scene) bool {
-	if sc.IntegrationID != ss.integrationID || sc.ArchivedAt != nil {
-		return false
-	}
-	if sc.Visibility == scene.VisibilityPublic && sc.AllowEmbed {
-		return true
-	}
-	return ss.scoped && sc.OwnerID == ss.sub
+	return scenes.VisibleToEmbed(sc, ss.integrationID, ss.ownerArg())
 }
 
 // sessionScene returns the request's session and the path's scene id, or the 401 of a request
@@ -42,7 +38,7 @@ func sessionScene(c *fiber.Ctx) (*session, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	id, err := sceneapi.SceneIDParam(c)
+	id, err := scenes.ParseID(c.Params("id"))
 	if err != nil {
 		return nil, "", err
 	}
@@ -66,7 +62,7 @@ func (s *Service) getScene(c *fiber.Ctx) error {
 	if sc == nil || !ss.sees(sc) {
 		return errNotFound()
 	}
-	return c.JSON(fiber.Map{"status": "success", "splat": sceneapi.Detail(s.urls, sc, ss.productSlug, ss.eu)})
+	return c.JSON(fiber.Map{"status": "success", "splat": scenes.DetailOf(s.urls, sc, ss.productSlug, ss.eu)})
 }
 
 // loadScene reads a scene with its owner's external user id; nil when there is none.

@@ -1,21 +1,12 @@
 package session
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"slices"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/ent/externaluser"
-	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/credentials"
-	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/sessiontoken"
@@ -104,10 +95,10 @@ func parseMint(body []byte) (*mintRequest, error) {
 }
 
 // mint answers POST /api/editor/embed-sessions (secret bearer): 201 with a signed session
-// token. Checks, in order: the body (400), the public key is this integration's (404: an
-// unknown key and another integration's key answer alike), the capability (403), the customer
-// when EU is sent (403 unless provisioned and active), the scene when splatId is sent (403 out
-// of scope), and the EU rules (400 when EU is required but missing).
+// token. Checks, in order: the body (400), then mintToken's: the public key is this
+// integration's (404: an unknown key and another integration's key answer alike), the
+// capability (403), the customer when EU is sent (403 unless provisioned and active), the scene
+// when splatId is sent (403 out of scope), and the EU rules (400 when EU is required but missing).
 func (s *Service) mint(c *fiber.Ctx) error {
 	caller := httpx.CallerOf(c)
 	if caller == nil || caller.Scheme != httpx.SchemeSecret {
@@ -117,46 +108,17 @@ func (s *Service) mint(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if req.publicKey != caller.PublicKey {
-		return apperr.NotFound("no integration for this public key")
-	}
-	if !slices.Contains(caller.Capabilities, req.typ) {
-		return apperr.Forbidden("the " + req.typ + " capability is not enabled for this integration")
-	}
-	ctx := c.UserContext()
-	var customer *ent.ExternalUser
-	if caller.HasExternalUser {
-		if customer, err = s.activeCustomer(ctx, caller.IntegrationID, caller.ExternalUserID); err != nil {
-			return err
-		}
-	}
-	if req.splatID != "" {
-		if err := s.checkMintScene(ctx, caller.IntegrationID, req, customer); err != nil {
-			return err
-		}
-	}
-	now := s.now().Truncate(1e9)
-	claims := &sessiontoken.Claims{
-		Typ: sessiontoken.TokenType,
-		RegisteredClaims: jwt.RegisteredClaims{
-			Subject: caller.AccountID, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(sessiontoken.Lifetime)),
-		},
-		IdentityUserID: anonymousID(),
-		IntegrationID:  caller.IntegrationID, PublicKey: caller.PublicKey,
-		Capabilities: []string{req.typ}, SplatID: req.splatID, CoEdit: req.coEdit,
-	}
-	if customer != nil {
-		claims.Subject, claims.IdentityUserID, claims.ExternalUserID = customer.ID, customer.ExternalUserID, customer.ExternalUserID
-	}
-	if req.hasUser {
-		claims.Name, claims.AvatarURL = req.name, req.avatarURL
-	}
-	token, err := s.keys.Sign(claims)
+	token, expires, err := s.mintToken(c.UserContext(), minterOf(caller), req)
 	if err != nil {
-		return apperr.Internal(err)
+		return err
 	}
-	return c.Status(fiber.StatusCreated).JSON(mintResponse{Status: "success", SessionToken: token,
-		ExpiresAt: httpx.ISOTime(claims.ExpiresAt.Time)})
+	return c.Status(fiber.StatusCreated).JSON(mintResponse{Status: "success", SessionToken: token, ExpiresAt: httpx.ISOTime(expires)})
+}
+
+// minterOf is what minting reads of a secret-key caller.
+func minterOf(caller *httpx.Caller) minter {
+	return minter{accountID: caller.AccountID, integrationID: caller.IntegrationID, publicKey: caller.PublicKey,
+		capabilities: caller.Capabilities, eu: caller.ExternalUserID, hasEU: caller.HasExternalUser}
 }
 
 // mintResponse is the 201 body; a struct, not a map, because minting is the hot path of every
@@ -165,70 +127,4 @@ type mintResponse struct {
 	Status       string `json:"status"`
 	SessionToken string `json:"sessionToken"`
 	ExpiresAt    string `json:"expiresAt"`
-}
-
-// activeCustomer returns the integration's customer eu when provisioned and active: the spec
-// lets only such customers mint scoped sessions (403 otherwise, inactive or unknown alike).
-func (s *Service) activeCustomer(ctx context.Context, integrationID, eu string) (*ent.ExternalUser, error) {
-	u, err := s.db.Ent.ExternalUser.Query().
-		Where(db.Customer(integrationID, eu)).
-		Select(externaluser.FieldID, externaluser.FieldExternalUserID, externaluser.FieldStatus).Only(ctx)
-	if ent.IsNotFound(err) {
-		return nil, apperr.Forbidden("external user not provisioned or inactive")
-	}
-	if err != nil {
-		return nil, apperr.Internal(err)
-	}
-	if u.Status != externaluser.StatusActive {
-		return nil, apperr.Forbidden("external user not provisioned or inactive")
-	}
-	return u, nil
-}
-
-// checkMintScene applies the splatId rules. The scene must be a live scene of the integration
-// (403 out of scope otherwise). An editor opens it for a customer, so it must be that
-// customer's (EU required: 400 without it). A viewer may open the customer's own scene or a
-// product-public one (public and embeddable); without EU only the latter (400: EU is required
-// for anything else).
-func (s *Service) checkMintScene(ctx context.Context, integrationID string, req *mintRequest, customer *ent.ExternalUser) error {
-	sc, err := s.db.Ent.Scene.Query().
-		Where(scene.ID(req.splatID), scene.IntegrationID(integrationID), scene.ArchivedAtIsNil()).
-		Select(scene.FieldID, scene.FieldOwnerID, scene.FieldVisibility, scene.FieldAllowEmbed).Only(ctx)
-	if ent.IsNotFound(err) {
-		return errOutOfScope
-	}
-	if err != nil {
-		return apperr.Internal(err)
-	}
-	own := customer != nil && sc.OwnerID == customer.ID
-	productPublic := sc.Visibility == scene.VisibilityPublic && sc.AllowEmbed
-	switch {
-	case own:
-		return nil
-	case req.typ == sessiontoken.TypeEditor && customer == nil:
-		return errEURequired("an editor session that opens a scene")
-	case req.typ == sessiontoken.TypeEditor:
-		return errOutOfScope
-	case productPublic:
-		return nil
-	case customer == nil && sc.Visibility != scene.VisibilityPublic:
-		return errEURequired("a viewer session of a scene that is not public")
-	}
-	return errOutOfScope
-}
-
-// errOutOfScope is the spec's 403 for a splatId the session may not open.
-var errOutOfScope = apperr.Forbidden("splatId is out of scope for this session")
-
-func errEURequired(what string) error {
-	return apperr.Invalid("missing "+httpx.ExternalUserHeader+" header",
-		httpx.ExternalUserHeader+": required for "+what)
-}
-
-// anonymousID identifies a guest for the session's lifetime (identityUserId has to name
-// someone; a guest has no id of its own).
-func anonymousID() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b) // never fails on Linux since Go 1.24
-	return "guest_" + hex.EncodeToString(b)
 }

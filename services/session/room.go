@@ -18,7 +18,7 @@ import (
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/roomproto"
-	sceneapi "github.com/splathost/splathost/services/scene"
+	"github.com/splathost/splathost/internal/scenes"
 )
 
 // Connection timing. The server pings every roomPingEvery; a connection that sends nothing, not
@@ -66,7 +66,7 @@ type Rooms struct {
 	log   *slog.Logger
 	// ent reads scenes (rights, saved scenes); urls renders a saved scene's asset URLs.
 	ent  *ent.Client
-	urls *sceneapi.AssetURLs
+	urls *scenes.AssetURLs
 	// creds answers whether a participant's integration and customer still hold their rights
 	// (UseIntegrations); without it the rooms admit nobody.
 	creds IntegrationLookup

@@ -14,7 +14,7 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/roomproto"
-	sceneapi "github.com/splathost/splathost/services/scene"
+	"github.com/splathost/splathost/internal/scenes"
 )
 
 // The multiplayer room's wire protocol (docs/embeds.md, "Multiplayer room"): JSON text frames.
@@ -191,8 +191,8 @@ func parseEditFields(g *httpx.Fields) {
 	for _, name := range editFields {
 		g.NotNull(name)
 	}
-	g.String("title", 0, sceneapi.MaxTitle)
-	g.String("description", 0, sceneapi.MaxDescription)
+	g.String("title", 0, scenes.MaxTitle)
+	g.String("description", 0, scenes.MaxDescription)
 	g.Enum("visibility", "private", "public")
 	g.Bool("allowComments")
 	g.Bool("allowReactions")

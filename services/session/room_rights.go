@@ -3,9 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -15,10 +13,8 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/httpx"
-	"github.com/splathost/splathost/internal/ids"
-	"github.com/splathost/splathost/internal/roomproto"
+	"github.com/splathost/splathost/internal/scenes"
 	"github.com/splathost/splathost/internal/sessiontoken"
-	sceneapi "github.com/splathost/splathost/services/scene"
 )
 
 // The room is server-authoritative (docs/security.md, "A server-authoritative room"): who may
@@ -89,57 +85,18 @@ func (s *Service) room(c *fiber.Ctx) error {
 	return s.rooms.upgrade(c, adm)
 }
 
-// admitRoom applies the admission rules: a session (4401), with the editor capability and an
-// active customer when scoped (4403), opening a scene of its integration it may open in the
-// editor: the customer's own, or a public embeddable one (4404, which never says whether the
-// scene exists). The session may edit when it is scoped to the scene's owner or minted with
-// coEdit; any other is admitted read-only (presence and camera).
+// admitRoom reads the admission's request (the session, its claims, ?splatId) and applies the
+// admission rules to it (admit, room_admission.go).
 func (s *Service) admitRoom(c *fiber.Ctx) (*admission, error) {
 	caller := httpx.CallerOf(c)
 	ss, err := sessionCaller(caller)
 	if err != nil {
 		return nil, err
 	}
-	if ss.viewerOnly {
-		return nil, apperr.Forbidden("viewer sessions join no room: the room is for editor sessions")
-	}
-	if caller.CustomerInactive() {
-		return nil, apperr.Forbidden("this customer is inactive: the session may view, not edit").With("code", "CUSTOMER_INACTIVE")
-	}
-	if s.rooms.creds == nil {
-		return nil, apperr.New(http.StatusServiceUnavailable, "the room cannot check rights: no credential cache wired")
-	}
-	id := c.Query("splatId")
-	if id == "" {
-		return nil, apperr.Invalid("missing splatId", "splatId: required")
-	}
-	if !ids.Valid(id) {
-		return nil, errNotFound()
-	}
-	sc, err := s.db.Ent.Scene.Query().Where(scene.ID(strings.ToLower(id))).
-		Select(scene.FieldIntegrationID, scene.FieldOwnerID, scene.FieldVisibility, scene.FieldAllowEmbed, scene.FieldArchivedAt).
-		Only(c.UserContext())
-	if err != nil && !ent.IsNotFound(err) {
-		return nil, apperr.Internal(err)
-	}
-	if sc == nil || !ss.sees(sc) {
-		return nil, errNotFound()
-	}
-	adm := &admission{room: roomproto.Key(ss.integrationID, sc.ID), rights: rights{
-		integrationID: ss.integrationID, publicKey: caller.PublicKey, productSlug: ss.productSlug, sceneID: sc.ID,
-		expires: sessionExpiry(caller.Session),
-		canEdit: ss.coEdit || ss.scoped && sc.OwnerID == ss.sub,
-	}}
-	if ss.scoped {
-		adm.rights.eu, adm.rights.sub = ss.eu, ss.sub
-	}
-	if name, _ := caller.Session[claimName].(string); name != "" {
-		adm.name = shownName(name)
-	}
-	if a, _ := caller.Session[claimAvatar].(string); a != "" {
-		adm.avatar = &a
-	}
-	return adm, nil
+	name, _ := caller.Session[claimName].(string)
+	avatar, _ := caller.Session[claimAvatar].(string)
+	return s.admit(c.UserContext(), joinRequest{session: ss, customerInactive: caller.CustomerInactive(), publicKey: caller.PublicKey,
+		expires: sessionExpiry(caller.Session), name: name, avatar: avatar, splatID: c.Query("splatId")})
 }
 
 // rightsMemo remembers, for one round of checks, what the credential cache said, so a room of
@@ -283,10 +240,7 @@ func (r *Rooms) scenes(ctx context.Context, conns []*roomConn) (map[string]*ent.
 // opens is the admission's scene rule now: a live scene of the integration, public and
 // embeddable, or the session's customer's own.
 func (rt *rights) opens(sc *ent.Scene) bool {
-	if sc.IntegrationID != rt.integrationID || sc.ArchivedAt != nil {
-		return false
-	}
-	return sc.Visibility == scene.VisibilityPublic && sc.AllowEmbed || rt.sub != "" && sc.OwnerID == rt.sub
+	return scenes.VisibleToEmbed(sc, rt.integrationID, rt.sub)
 }
 
 // savedReadAttempts bounds the reads of a saved scene before its notice is dropped.
@@ -331,6 +285,6 @@ func (r *Rooms) saved(ctx context.Context, ev *roomEvent) bool {
 	if sc == nil {
 		return false
 	}
-	ev.Msg, err = json.Marshal(savedMsg{Type: "saved", Splat: sceneapi.Detail(r.urls, sc, conns[0].rights.productSlug, ""), Seq: ev.Seq})
+	ev.Msg, err = json.Marshal(savedMsg{Type: "saved", Splat: scenes.DetailOf(r.urls, sc, conns[0].rights.productSlug, ""), Seq: ev.Seq})
 	return err == nil
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/roomproto"
+	"github.com/splathost/splathost/internal/scenes"
 	"github.com/splathost/splathost/internal/sessiontoken"
-	sceneapi "github.com/splathost/splathost/services/scene"
 )
 
 // Prefixes are the path prefixes this service owns; a split gateway forwards them here.
@@ -25,7 +25,7 @@ type Service struct {
 	keys *sessiontoken.Keys
 	now  func() time.Time
 	// urls renders the asset URLs of embed answers (wired by the binary, UseAssetURLs).
-	urls *sceneapi.AssetURLs
+	urls *scenes.AssetURLs
 	// rooms are the multiplayer rooms of this process (room.go); the binary runs them.
 	rooms *Rooms
 	// beacons bound the likes and views one session can count (beacons.go); nil: unbounded.
@@ -38,7 +38,7 @@ func (s *Service) Rooms() *Rooms { return s.rooms }
 
 // UseAssetURLs wires the asset URL signer the embed answers (and the room's saved scenes) render
 // scenes with: a scene the session may see but not everyone may gets signed asset URLs.
-func (s *Service) UseAssetURLs(u *sceneapi.AssetURLs) { s.urls, s.rooms.urls = u, u }
+func (s *Service) UseAssetURLs(u *scenes.AssetURLs) { s.urls, s.rooms.urls = u, u }
 
 // New returns the session service; keys signs the session tokens it mints.
 func New(d *db.DB, log *slog.Logger, keys *sessiontoken.Keys) *Service {

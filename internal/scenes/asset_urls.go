@@ -1,4 +1,4 @@
-package scene
+package scenes
 
 import (
 	"crypto/hmac"
@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/splathost/splathost/ent"
-	entscene "github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/objectkeys"
 )
 
 // AssetURLs turns the stored asset URLs of a scene (AssetBase + "/" + key: what uploads answer
 // and records keep) into URLs of the asset route, signing those of scenes that are not open to
-// everyone, and verifies the signatures. The session service renders embed answers with it too.
+// everyone, and verifies the signatures. The scene service renders its answers and checks the
+// asset route with it, the session service its embed answers, the worker its webhook payloads.
 type AssetURLs struct {
 	storage string // config.AssetBase(): the prefix of stored URLs
 	public  string // config.PublicBase(): the gateway origin
@@ -48,6 +48,15 @@ func (u *AssetURLs) Origins() (public, upload string) {
 	return originOf(u.public), u.upload
 }
 
+// PublicBase is the gateway origin the signer's URLs start with ("" without a signer): a URL a
+// client sends back in that form names an object too (objectkeys.AssetRef).
+func (u *AssetURLs) PublicBase() string {
+	if u == nil {
+		return ""
+	}
+	return u.public
+}
+
 // originOf is scheme://host[:port] of an absolute http(s) URL, or "".
 func originOf(raw string) string {
 	p, err := url.Parse(raw)
@@ -55,11 +64,6 @@ func originOf(raw string) string {
 		return ""
 	}
 	return p.Scheme + "://" + p.Host
-}
-
-// openToAll reports whether a scene's assets are served to anyone: public, embeddable, live.
-func openToAll(sc *ent.Scene) bool {
-	return sc.ArchivedAt == nil && sc.Visibility == entscene.VisibilityPublic && sc.AllowEmbed
 }
 
 // Of renders one stored URL of sc for an answer. URLs that are not objects of the scene key
@@ -72,12 +76,12 @@ func (u *AssetURLs) Of(sc *ent.Scene, stored string) string {
 	if !ok {
 		return stored
 	}
-	ref, ok := parseAssetKey(key)
+	ref, ok := ParseAssetKey(key)
 	if !ok {
 		return stored
 	}
 	scope := ref.Folder()
-	if openToAll(sc) {
+	if OpenToAll(sc) {
 		return u.public + AssetsPrefix + "/" + key
 	}
 	return u.public + AssetsPrefix + "/s/" + u.token(scope, u.expiry()) + "/" + key
@@ -127,45 +131,48 @@ func (u *AssetURLs) valid(token, scope string) bool {
 	return err == nil && hmac.Equal(got, u.mac(scope, e))
 }
 
-// parseAssetKey parses an object key the asset route may name: an object (not a folder) of the
+// ParseAssetKey parses an object key the asset route may name: an object (not a folder) of the
 // layout, i/<integration>/u/<customer>/<kind>/<folder id>/<rest> (objectkeys.Parse, which
 // refuses empty, "." and ".." segments). Its Folder — an upload ticket's, a clone's or a scene's
 // renditions — belongs to one scene, so it is what a signature covers and what the owner lookup
 // starts from.
-func parseAssetKey(key string) (objectkeys.Key, bool) {
+func ParseAssetKey(key string) (objectkeys.Key, bool) {
 	k, ok := objectkeys.Parse(key)
 	return k, ok && !k.IsFolder()
 }
 
-// assetRequest is a parsed asset path.
-type assetRequest struct {
-	key, scope string
-	ref        objectkeys.Key
-	signed     bool
+// AssetRequest is a parsed asset path.
+type AssetRequest struct {
+	// Key is the object's key; Scope its Folder, what a signature covers.
+	Key, Scope string
+	// Ref is Key parsed.
+	Ref objectkeys.Key
+	// Signed says the path carried a token, which verified.
+	Signed bool
 }
 
-// parseAssetPath reads /assets/<key> or /assets/s/<token>/<key>; ok is false for anything else
+// ParseAssetPath reads /assets/<key> or /assets/s/<token>/<key>; ok is false for anything else
 // and for a signature that does not verify.
-func (u *AssetURLs) parseAssetPath(rawPath string) (assetRequest, bool) {
+func (u *AssetURLs) ParseAssetPath(rawPath string) (AssetRequest, bool) {
 	rest, ok := strings.CutPrefix(rawPath, AssetsPrefix+"/")
 	if !ok {
-		return assetRequest{}, false
+		return AssetRequest{}, false
 	}
 	p, err := url.PathUnescape(rest)
 	if err != nil {
-		return assetRequest{}, false
+		return AssetRequest{}, false
 	}
 	var token string
 	signed := strings.HasPrefix(p, "s/")
 	if signed {
 		token, p, ok = strings.Cut(p[2:], "/")
 		if !ok {
-			return assetRequest{}, false
+			return AssetRequest{}, false
 		}
 	}
-	ref, ok := parseAssetKey(p)
+	ref, ok := ParseAssetKey(p)
 	if !ok || (signed && !u.valid(token, ref.Folder())) {
-		return assetRequest{}, false
+		return AssetRequest{}, false
 	}
-	return assetRequest{key: p, scope: ref.Folder(), ref: ref, signed: signed}, true
+	return AssetRequest{Key: p, Scope: ref.Folder(), Ref: ref, Signed: signed}, true
 }

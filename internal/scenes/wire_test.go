@@ -1,4 +1,4 @@
-package scene
+package scenes
 
 import (
 	"testing"
@@ -11,7 +11,7 @@ import (
 // every required member always sent); the e2e conformance test sees only the answers its requests
 // happen to get.
 func TestAnswerTypesMatchTheDocument(t *testing.T) {
-	apitest.RequireWireTypes(t, apitest.WireType{Value: splatDetail{}, Pointer: "/components/schemas/SplatDetail", Dir: apitest.Encoded,
+	apitest.RequireWireTypes(t, apitest.WireType{Value: Detail{}, Pointer: "/components/schemas/SplatDetail", Dir: apitest.Encoded,
 		Allow: map[string]string{"processing.message": "sent always (null unless failed or skipped), documented as optional: " +
 			"it is this service's addition to contract item 15's processing block"}})
 }
