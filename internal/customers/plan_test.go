@@ -33,8 +33,8 @@ func archivedScene(id string, bytes int64, archivedHoursAgo int, protected bool)
 		UpdatedAt: *hoursAgo(1000)}
 }
 
-// accountOf is an account callback that counts its calls (the store locks the account there).
-func accountOf(m quota.Meter, calls *int) func() (quota.Meter, error) {
+// acctFn is an account callback that counts its calls (the store locks the account there).
+func acctFn(m quota.Meter, calls *int) func() (quota.Meter, error) {
 	return func() (quota.Meter, error) { *calls++; return m, nil }
 }
 
@@ -54,7 +54,7 @@ func customerOf(scenes []Scene, limit int64, max *int64) quota.Meter {
 func TestPlanWithoutRetentionFieldsTouchesNothing(t *testing.T) {
 	scenes := []Scene{liveScene("a", 500, 1)}
 	calls := 0
-	plan, err := PlanLifecycle(&Patch{}, customerOf(scenes, 0, nil), scenes, now, accountOf(quota.Meter{}, &calls))
+	plan, err := PlanLifecycle(&Patch{}, customerOf(scenes, 0, nil), scenes, now, acctFn(quota.Meter{}, &calls))
 	require.NoError(t, err)
 	require.Equal(t, &LifecyclePlan{}, plan)
 	require.Zero(t, calls)
@@ -72,7 +72,7 @@ func TestPlanSuspendArchivesOverflowAndStartsTimers(t *testing.T) {
 	scenes = append(scenes, unslotted)
 	p := &Patch{BillingState: str("suspended"), HasRetention: true}
 	calls := 0
-	plan, err := PlanLifecycle(p, customerOf(scenes, 0, n(0)), scenes, now, accountOf(quota.Meter{LimitBytes: 1 << 30}, &calls))
+	plan, err := PlanLifecycle(p, customerOf(scenes, 0, n(0)), scenes, now, acctFn(quota.Meter{LimitBytes: 1 << 30}, &calls))
 	require.NoError(t, err)
 	require.Equal(t, []string{"a", "b", "c"}, plan.Archive)
 	require.Equal(t, []string{"b"}, plan.ArchiveProtected)
@@ -91,7 +91,7 @@ func TestPlanKeepersMustBeLiveAndFit(t *testing.T) {
 	p := &Patch{LimitBytes: n(250), MaxSplats: n(1), KeepSceneIDs: []string{"a", "b", "a", "z", "nope"},
 		ProtectedIDs: []string{"ghost"}, HasRetention: true}
 	calls := 0
-	_, err := PlanLifecycle(p, customerOf(scenes, 250, n(1)), scenes, now, accountOf(quota.Meter{}, &calls))
+	_, err := PlanLifecycle(p, customerOf(scenes, 250, n(1)), scenes, now, acctFn(quota.Meter{}, &calls))
 	var e *apperr.Error
 	require.True(t, errors.As(err, &e))
 	require.Equal(t, 400, e.Status)
@@ -111,14 +111,14 @@ func TestPlanKeepersExactlyAndNoRestore(t *testing.T) {
 	scenes := []Scene{liveScene("a", 100, 1), liveScene("b", 200, 2), archivedScene("z", 10, 5, false)}
 	p := &Patch{BillingState: str(BillingActive), LimitBytes: n(1000), KeepSceneIDs: []string{"b"}, HasRetention: true}
 	calls := 0
-	plan, err := PlanLifecycle(p, customerOf(scenes, 1000, nil), scenes, now, accountOf(quota.Meter{LimitBytes: 1 << 30}, &calls))
+	plan, err := PlanLifecycle(p, customerOf(scenes, 1000, nil), scenes, now, acctFn(quota.Meter{LimitBytes: 1 << 30}, &calls))
 	require.NoError(t, err)
 	require.Equal(t, []string{"a"}, plan.Archive)
 	require.Empty(t, plan.Restore, "keepers exclude restores")
 	require.Equal(t, quota.Delta{Bytes: -100, Splats: -1}, plan.Delta)
 
 	p.KeepSceneIDs = []string{}
-	plan, err = PlanLifecycle(p, customerOf(scenes, 1000, nil), scenes, now, accountOf(quota.Meter{LimitBytes: 1 << 30}, &calls))
+	plan, err = PlanLifecycle(p, customerOf(scenes, 1000, nil), scenes, now, acctFn(quota.Meter{LimitBytes: 1 << 30}, &calls))
 	require.NoError(t, err)
 	require.Equal(t, []string{"a", "b"}, plan.Archive, "an empty list keeps nothing")
 }
@@ -132,7 +132,7 @@ func TestPlanProtection(t *testing.T) {
 	p := &Patch{LimitBytes: n(150), ProtectedIDs: []string{"keep", "over", "arch", "done"}, BillingState: str("canceled"),
 		HasRetention: true}
 	calls := 0
-	plan, err := PlanLifecycle(p, customerOf(scenes, 150, nil), scenes, now, accountOf(quota.Meter{LimitBytes: 1 << 30}, &calls))
+	plan, err := PlanLifecycle(p, customerOf(scenes, 150, nil), scenes, now, acctFn(quota.Meter{LimitBytes: 1 << 30}, &calls))
 	require.NoError(t, err)
 	require.Equal(t, []string{"over"}, plan.Archive)
 	require.Equal(t, []string{"over"}, plan.ArchiveProtected)
@@ -156,7 +156,7 @@ func TestPlanRestoreFit(t *testing.T) {
 	}
 	p := &Patch{BillingState: str(BillingActive), LimitBytes: n(1000), HasRetention: true}
 	calls := 0
-	plan, err := PlanLifecycle(p, customerOf(scenes, 1000, nil), scenes, now, accountOf(quota.Meter{UsedBytes: 100, Splats: 1, LimitBytes: 1 << 30}, &calls))
+	plan, err := PlanLifecycle(p, customerOf(scenes, 1000, nil), scenes, now, acctFn(quota.Meter{UsedBytes: 100, Splats: 1, LimitBytes: 1 << 30}, &calls))
 	require.NoError(t, err)
 	require.Empty(t, plan.Archive)
 	// 100 live + p 300 = 400; recent-big would make 1100; older 600; oldest 900.
@@ -173,7 +173,7 @@ func TestPlanRestoreRespectsTheAccount(t *testing.T) {
 	p := &Patch{MaxSplats: n(5), HasRetention: true}
 	restore := func(customer, acct quota.Meter) []string {
 		calls := 0
-		plan, err := PlanLifecycle(p, customer, scenes, now, accountOf(acct, &calls))
+		plan, err := PlanLifecycle(p, customer, scenes, now, acctFn(acct, &calls))
 		require.NoError(t, err)
 		return plan.Restore
 	}
@@ -193,7 +193,7 @@ func TestPlanArchivedNowAreNotRestored(t *testing.T) {
 	scenes := []Scene{liveScene("new", 300, 1), liveScene("big", 600, 2), archivedScene("small", 50, 10, false)}
 	p := &Patch{LimitBytes: n(400), HasRetention: true}
 	calls := 0
-	plan, err := PlanLifecycle(p, customerOf(scenes, 400, nil), scenes, now, accountOf(quota.Meter{UsedBytes: 900, Splats: 2, LimitBytes: 1 << 30}, &calls))
+	plan, err := PlanLifecycle(p, customerOf(scenes, 400, nil), scenes, now, acctFn(quota.Meter{UsedBytes: 900, Splats: 2, LimitBytes: 1 << 30}, &calls))
 	require.NoError(t, err)
 	require.Equal(t, []string{"big"}, plan.Archive)
 	require.Equal(t, []string{"small"}, plan.Restore)
@@ -212,7 +212,7 @@ func TestPlanRestoreWantedOnlyForActiveOrNewCaps(t *testing.T) {
 		{KeepSceneIDs: []string{}, LimitBytes: n(100), HasRetention: true},
 	} {
 		calls := 0
-		plan, err := PlanLifecycle(p, quota.Meter{LimitBytes: 100}, scenes, now, accountOf(quota.Meter{LimitBytes: 100}, &calls))
+		plan, err := PlanLifecycle(p, quota.Meter{LimitBytes: 100}, scenes, now, acctFn(quota.Meter{LimitBytes: 100}, &calls))
 		require.NoError(t, err)
 		require.Empty(t, plan.Restore)
 		require.Zero(t, calls, "no counter change, no restore: the account stays unlocked")
@@ -220,7 +220,7 @@ func TestPlanRestoreWantedOnlyForActiveOrNewCaps(t *testing.T) {
 	for _, p := range []*Patch{{ClearMax: true, HasRetention: true}, {MaxSplats: n(3), HasRetention: true},
 		{BillingState: str(BillingActive), HasRetention: true}} {
 		calls := 0
-		plan, err := PlanLifecycle(p, quota.Meter{LimitBytes: 100}, scenes, now, accountOf(quota.Meter{LimitBytes: 100}, &calls))
+		plan, err := PlanLifecycle(p, quota.Meter{LimitBytes: 100}, scenes, now, acctFn(quota.Meter{LimitBytes: 100}, &calls))
 		require.NoError(t, err)
 		require.Equal(t, []string{"a"}, plan.Restore)
 		require.Equal(t, 1, calls)
