@@ -9,7 +9,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/customers"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
@@ -186,9 +185,9 @@ func (s *Service) writeUsage(c *fiber.Ctx, caller *httpx.Caller, eu string) erro
 	if err != nil {
 		return err
 	}
-	used, err := s.liveSceneCount(c.UserContext(), v.ID)
+	used, err := s.store().LiveSceneCount(c.UserContext(), v.ID)
 	if err != nil {
-		return apperr.Internal(err)
+		return err
 	}
 	return c.JSON(fiber.Map{"status": "success", "usage": fiber.Map{
 		"storage": quota.SnapshotOf(v.UsedBytes, v.LimitBytes),
