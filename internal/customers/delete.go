@@ -2,6 +2,7 @@ package customers
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"time"
 
@@ -57,7 +58,7 @@ func (s *Store) Delete(ctx context.Context, k Key, now time.Time, answer func(*D
 				return err
 			}
 		}
-		del.Answer, err = idempotency.Record(ctx, tx, 200, answer(del))
+		del.Answer, err = idempotency.Record(ctx, tx, http.StatusOK, answer(del))
 		return err
 	})
 	if err != nil {

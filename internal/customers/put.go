@@ -2,6 +2,7 @@ package customers
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/splathost/splathost/ent"
@@ -35,7 +36,7 @@ func (s *Store) Put(ctx context.Context, k Key, p *Patch, answer func(*ent.Exter
 			return err
 		}
 		var err error
-		out.Answer, err = idempotency.Record(ctx, tx, 200, answer(out.Customer))
+		out.Answer, err = idempotency.Record(ctx, tx, http.StatusOK, answer(out.Customer))
 		return err
 	})
 	if err != nil {

@@ -2,6 +2,7 @@ package customers
 
 import (
 	"context"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -44,7 +45,7 @@ func (s *Store) CreateWebhook(ctx context.Context, integrationID string, max int
 		if err != nil {
 			return err
 		}
-		out, err = idempotency.Record(ctx, tx, 201, answer(e))
+		out, err = idempotency.Record(ctx, tx, http.StatusCreated, answer(e))
 		return err
 	})
 	return out, err
