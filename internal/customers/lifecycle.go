@@ -15,7 +15,7 @@ import (
 // carries a retention field (billingState, limitBytes, maxSplats, keepSplatIds or
 // protectedSplatIds); a PUT with identity fields only never touches the scenes.
 //
-// Rules (docs/guides, "Billing lifecycle and retained archive"):
+// Rules (docs/guides/integrating.md, "Quotas, billing states and the retained archive"):
 //
 //   - Keepers. With keepSplatIds, the live scenes kept are exactly those ids: each must be a live
 //     (non-archived) scene of this customer, and together they must fit the final caps — their
