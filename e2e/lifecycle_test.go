@@ -20,7 +20,7 @@ import (
 	"github.com/splathost/splathost/workflows"
 )
 
-// Billing lifecycle through PUT /api/v1/external-user (services/user/lifecycle.go): every row of
+// Billing lifecycle through PUT /api/v1/external-user (internal/customers/lifecycle.go): every row of
 // the spec's transition table, with the customer's and the account's usage after each.
 
 // archiveRow is the retained-archive state of one scene row.

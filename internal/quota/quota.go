@@ -92,26 +92,13 @@ func Reserve(ctx context.Context, tx *ent.Tx, ownerID, accountID string, c Charg
 	if u.Status != externaluser.StatusActive {
 		return nil, nil, apperr.Unauthorized("external user is inactive or deleted")
 	}
-	slots := int64(0)
-	if c.Slot {
-		slots = 1
-	}
-	if c.Bytes > 0 && u.UsedBytes+c.Bytes > u.LimitBytes {
-		return nil, nil, StorageExceeded("customer", u.UsedBytes, u.LimitBytes, c.Bytes)
-	}
-	if slots > 0 && u.MaxSplats != nil && u.SplatCount+1 > *u.MaxSplats {
-		return nil, nil, SplatCountExceeded("customer", *u.MaxSplats, u.SplatCount)
-	}
-	if c.Bytes > 0 && !a.Overage && a.UsedBytes+c.Bytes > a.StorageBundleBytes {
-		return nil, nil, StorageExceeded("account", a.UsedBytes, a.StorageBundleBytes, c.Bytes)
-	}
-	if slots > 0 && a.MaxSplats != nil && a.SplatCount+1 > *a.MaxSplats {
-		return nil, nil, SplatCountExceeded("account", *a.MaxSplats, a.SplatCount)
-	}
-	if u, err = u.Update().AddUsedBytes(c.Bytes).AddSplatCount(slots).Save(ctx); err != nil {
+	if err := Check(CustomerMeter(u), AccountMeter(a), c); err != nil {
 		return nil, nil, err
 	}
-	if a, err = a.Update().AddUsedBytes(c.Bytes).AddSplatCount(slots).Save(ctx); err != nil {
+	if u, err = u.Update().AddUsedBytes(c.Bytes).AddSplatCount(c.slots()).Save(ctx); err != nil {
+		return nil, nil, err
+	}
+	if a, err = a.Update().AddUsedBytes(c.Bytes).AddSplatCount(c.slots()).Save(ctx); err != nil {
 		return nil, nil, err
 	}
 	return u, a, nil
@@ -119,13 +106,6 @@ func Reserve(ctx context.Context, tx *ent.Tx, ownerID, accountID string, c Charg
 
 // Release gives back what a scene (or a clone's reservation) held; it never fails a cap.
 func Release(ctx context.Context, tx *ent.Tx, ownerID, accountID string, c Charge) error {
-	slots := int64(0)
-	if c.Slot {
-		slots = -1
-	}
 	// Same lock order as Reserve.
-	if err := tx.ExternalUser.UpdateOneID(ownerID).AddUsedBytes(-c.Bytes).AddSplatCount(slots).Exec(ctx); err != nil {
-		return err
-	}
-	return tx.Account.UpdateOneID(accountID).AddUsedBytes(-c.Bytes).AddSplatCount(slots).Exec(ctx)
+	return Move(ctx, tx, ownerID, accountID, Delta{Bytes: -c.Bytes, Splats: -c.slots()})
 }

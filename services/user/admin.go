@@ -1,7 +1,6 @@
 package user
 
 import (
-	"context"
 	"math"
 	"net/url"
 	"regexp"
@@ -12,18 +11,14 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/ent/account"
-	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/credentials"
+	"github.com/splathost/splathost/internal/customers"
 	"github.com/splathost/splathost/internal/httpx"
-	"github.com/splathost/splathost/internal/ids"
 )
 
 // The operator API of contract.md item 2. The gateway admits only the admin token here; each
 // handler checks the scheme again (httpx.RequireAdmin) so a wiring mistake cannot expose it.
-
-var plans = []string{"free", "pro", "enterprise"}
 
 // accountFields validates an account body; create requires name, plan and storageBundleBytes.
 func accountFields(f *httpx.Fields, create bool) {
@@ -48,24 +43,23 @@ func (s *Service) createAccount(c *fiber.Ctx) error {
 	}
 	accountFields(f, true)
 	name, _ := f.String("name", 1, 200)
-	plan, _ := f.Enum("plan", plans...)
+	plan, _ := f.Enum("plan", customers.Plans...)
 	bundle, _ := f.Int("storageBundleBytes", 0, math.MaxInt64)
 	maxSplats, hasMax := f.Int("maxSplats", 0, math.MaxInt64)
 	overage, _ := f.Bool("overage")
-	if overage && plan != "" && plan != "enterprise" {
-		f.Issuef("overage: only the enterprise plan supports overage")
+	if problem := customers.OverageProblem(plan, overage); plan != "" && problem != "" {
+		f.Issuef("%s", problem)
 	}
 	if err := f.Err(); err != nil {
 		return err
 	}
-	create := s.db.Ent.Account.Create().SetName(name).SetPlan(account.Plan(plan)).
-		SetStorageBundleBytes(bundle).SetOverage(overage)
+	acct := customers.Account{Name: name, Plan: plan, StorageBundleBytes: bundle, Overage: overage}
 	if hasMax {
-		create.SetMaxSplats(maxSplats)
+		acct.MaxSplats = &maxSplats
 	}
-	a, err := create.Save(c.UserContext())
+	a, err := s.store().CreateAccount(c.UserContext(), acct)
 	if err != nil {
-		return apperr.Internal(err)
+		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"status": "success", "account": accountJSON(a)})
 }
@@ -74,7 +68,7 @@ func (s *Service) getAccount(c *fiber.Ctx) error {
 	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
-	a, err := s.account(c.UserContext(), c.Params("id"))
+	a, err := s.store().Account(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return err
 	}
@@ -85,74 +79,11 @@ func (s *Service) patchAccount(c *fiber.Ctx) error {
 	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
-	id := c.Params("id")
-	f, err := httpx.DecodeObject(c.Body(), false)
+	p, err := parseAccountPatch(c.Body())
 	if err != nil {
 		return err
 	}
-	accountFields(f, false)
-	if f.Len() == 0 {
-		f.Issuef("body: at least one field is required")
-	}
-	name, hasName := f.String("name", 1, 200)
-	plan, hasPlan := f.Enum("plan", plans...)
-	bundle, hasBundle := f.Int("storageBundleBytes", 0, math.MaxInt64)
-	maxSplats, hasMax := f.Int("maxSplats", 0, math.MaxInt64)
-	overage, hasOverage := f.Bool("overage")
-	if err := f.Err(); err != nil {
-		return err
-	}
-	var out *ent.Account
-	var planChanged bool
-	err = s.db.InTx(c.UserContext(), func(tx *ent.Tx) error {
-		if !ids.Valid(id) {
-			return apperr.NotFound("account not found")
-		}
-		a, err := tx.Account.Query().Where(account.ID(id)).ForUpdate().Only(c.UserContext())
-		if ent.IsNotFound(err) {
-			return apperr.NotFound("account not found")
-		} else if err != nil {
-			return err
-		}
-		// Validate overage against the plan the account will have after this change.
-		finalPlan, finalOverage := string(a.Plan), a.Overage
-		if hasPlan {
-			finalPlan = plan
-		}
-		if hasOverage {
-			finalOverage = overage
-		}
-		if finalOverage && finalPlan != "enterprise" {
-			return apperr.Invalid("validation failed", "overage: only the enterprise plan supports overage")
-		}
-		u := a.Update()
-		if hasName {
-			u.SetName(name)
-		}
-		if hasPlan {
-			u.SetPlan(account.Plan(plan))
-		}
-		if hasBundle {
-			u.SetStorageBundleBytes(bundle)
-		}
-		if hasMax {
-			u.SetMaxSplats(maxSplats)
-		} else if f.IsNull("maxSplats") {
-			u.ClearMaxSplats()
-		}
-		if hasOverage {
-			u.SetOverage(overage)
-		}
-		if out, err = u.Save(c.UserContext()); err != nil {
-			return err
-		}
-		// The gateway's rate limit of the account's integrations follows the plan: their cached
-		// rows (which carry it) are dropped everywhere.
-		if planChanged = hasPlan && plan != string(a.Plan); planChanged {
-			return notifyIntegration(c.UserContext(), tx, id)
-		}
-		return nil
-	})
+	out, planChanged, err := s.store().UpdateAccount(c.UserContext(), c.Params("id"), p.Apply)
 	if err != nil {
 		return err
 	}
@@ -162,18 +93,33 @@ func (s *Service) patchAccount(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"status": "success", "account": accountJSON(out)})
 }
 
-func (s *Service) account(ctx context.Context, id string) (*ent.Account, error) {
-	if !ids.Valid(id) {
-		return nil, apperr.NotFound("account not found")
-	}
-	a, err := s.db.Ent.Account.Get(ctx, id)
-	if ent.IsNotFound(err) {
-		return nil, apperr.NotFound("account not found")
-	}
+// parseAccountPatch validates a PATCH body: at least one field, each as accountFields says.
+func parseAccountPatch(body []byte) (*customers.AccountPatch, error) {
+	f, err := httpx.DecodeObject(body, false)
 	if err != nil {
-		return nil, apperr.Internal(err)
+		return nil, err
 	}
-	return a, nil
+	accountFields(f, false)
+	if f.Len() == 0 {
+		f.Issuef("body: at least one field is required")
+	}
+	p := &customers.AccountPatch{ClearMax: f.IsNull("maxSplats")}
+	if v, ok := f.String("name", 1, 200); ok {
+		p.Name = &v
+	}
+	if v, ok := f.Enum("plan", customers.Plans...); ok {
+		p.Plan = &v
+	}
+	if v, ok := f.Int("storageBundleBytes", 0, math.MaxInt64); ok {
+		p.StorageBundleBytes = &v
+	}
+	if v, ok := f.Int("maxSplats", 0, math.MaxInt64); ok {
+		p.MaxSplats = &v
+	}
+	if v, ok := f.Bool("overage"); ok {
+		p.Overage = &v
+	}
+	return p, f.Err()
 }
 
 // productSlugRE accepts a site domain or a simple slug.
@@ -236,21 +182,9 @@ func (s *Service) createIntegration(c *fiber.Ctx) error {
 	if !hasRest {
 		rest = true
 	}
-	if _, err := s.account(c.UserContext(), accountID); err != nil {
-		return err
-	}
 	publicKey, secretKey := credentials.NewKeyPair()
-	var in *ent.Integration
-	err = s.db.InTx(c.UserContext(), func(tx *ent.Tx) error {
-		var err error
-		in, err = tx.Integration.Create().SetAccountID(accountID).SetProductSlug(slug).
-			SetCapabilities(caps).SetRestAccess(rest).SetPublicKey(publicKey).
-			SetSecretHash(credentials.HashSecret(secretKey)).SetFrameAncestors(frames).Save(c.UserContext())
-		if err != nil {
-			return err
-		}
-		return notifyIntegration(c.UserContext(), tx, in.ID)
-	})
+	in, err := s.store().CreateIntegration(c.UserContext(), accountID, publicKey, customers.Integration{ProductSlug: slug,
+		Capabilities: caps, RestAccess: rest, FrameAncestors: frames, SecretHash: credentials.HashSecret(secretKey)})
 	if err != nil {
 		return err
 	}
@@ -262,7 +196,7 @@ func (s *Service) getIntegration(c *fiber.Ctx) error {
 	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
-	in, err := s.integration(c.UserContext(), s.db.Ent.Integration, c.Params("id"), false)
+	in, err := s.store().Integration(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return err
 	}
@@ -277,65 +211,28 @@ func (s *Service) patchIntegration(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	slug, caps, rest, hasRest, frames, hasFrames := integrationFields(f, false)
+	p := &customers.IntegrationPatch{ClearFrames: f.IsNull("frameAncestors")}
+	var rest, hasRest bool
+	p.ProductSlug, p.Capabilities, rest, hasRest, p.FrameAncestors, p.HasFrames = integrationFields(f, false)
+	if hasRest {
+		p.RestAccess = &rest
+	}
 	if f.Len() == 0 {
 		f.Issuef("body: at least one field is required")
 	}
 	if err := f.Err(); err != nil {
 		return err
 	}
-	var out *ent.Integration
-	err = s.db.InTx(c.UserContext(), func(tx *ent.Tx) error {
-		in, err := s.integration(c.UserContext(), tx.Integration, c.Params("id"), true)
-		if err != nil {
-			return err
-		}
-		u := in.Update()
-		if slug != "" {
-			u.SetProductSlug(slug)
-		}
-		if caps != nil {
-			u.SetCapabilities(caps)
-		}
-		if hasRest {
-			u.SetRestAccess(rest)
-		}
-		if hasFrames {
-			u.SetFrameAncestors(frames)
-		} else if f.IsNull("frameAncestors") {
-			u.ClearFrameAncestors()
-		}
-		if out, err = u.Save(c.UserContext()); err != nil {
-			return err
-		}
-		return notifyIntegration(c.UserContext(), tx, out.ID)
+	out, err := s.store().UpdateIntegration(c.UserContext(), c.Params("id"), func(in *customers.Integration) error {
+		p.Apply(in)
+		return nil
 	})
-	if err != nil {
-		return err
-	}
-	s.changed()
-	return c.JSON(fiber.Map{"status": "success", "integration": integrationJSON(out, "")})
+	return s.answerIntegration(c, out, "", err)
 }
 
-func (s *Service) rotateIntegration(c *fiber.Ctx) error {
-	if err := httpx.RequireAdmin(c); err != nil {
-		return err
-	}
-	_, secretKey := credentials.NewKeyPair()
-	var out *ent.Integration
-	err := s.db.InTx(c.UserContext(), func(tx *ent.Tx) error {
-		in, err := s.integration(c.UserContext(), tx.Integration, c.Params("id"), true)
-		if err != nil {
-			return err
-		}
-		if in.RevokedAt != nil {
-			return apperr.Gone("integration revoked")
-		}
-		if out, err = in.Update().SetSecretHash(credentials.HashSecret(secretKey)).Save(c.UserContext()); err != nil {
-			return err
-		}
-		return notifyIntegration(c.UserContext(), tx, in.ID)
-	})
+// answerIntegration answers a committed change of an integration (secretKey only when just
+// issued), after dropping this process's cached integrations.
+func (s *Service) answerIntegration(c *fiber.Ctx, out *ent.Integration, secretKey string, err error) error {
 	if err != nil {
 		return err
 	}
@@ -343,22 +240,32 @@ func (s *Service) rotateIntegration(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"status": "success", "integration": integrationJSON(out, secretKey)})
 }
 
+func (s *Service) rotateIntegration(c *fiber.Ctx) error {
+	if err := httpx.RequireAdmin(c); err != nil {
+		return err
+	}
+	_, secretKey := credentials.NewKeyPair()
+	out, err := s.store().UpdateIntegration(c.UserContext(), c.Params("id"), func(in *customers.Integration) error {
+		if in.RevokedAt != nil {
+			return apperr.Gone("integration revoked")
+		}
+		in.SecretHash = credentials.HashSecret(secretKey)
+		return nil
+	})
+	return s.answerIntegration(c, out, secretKey, err)
+}
+
 func (s *Service) revokeIntegration(c *fiber.Ctx) error {
 	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
-	err := s.db.InTx(c.UserContext(), func(tx *ent.Tx) error {
-		in, err := s.integration(c.UserContext(), tx.Integration, c.Params("id"), true)
-		if err != nil {
-			return err
-		}
+	now := time.Now()
+	_, err := s.store().UpdateIntegration(c.UserContext(), c.Params("id"), func(in *customers.Integration) error {
 		if in.RevokedAt != nil {
-			return nil // revoking twice is harmless; the first time stands
+			return customers.Unchanged // revoking twice is harmless; the first time stands
 		}
-		if err := in.Update().SetRevokedAt(time.Now()).Exec(c.UserContext()); err != nil {
-			return err
-		}
-		return notifyIntegration(c.UserContext(), tx, in.ID)
+		in.RevokedAt = &now
+		return nil
 	})
 	if err != nil {
 		return err
@@ -374,7 +281,7 @@ func (s *Service) adminCustomerUsage(c *fiber.Ctx) error {
 	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
-	in, err := s.integration(c.UserContext(), s.db.Ent.Integration, c.Params("id"), false)
+	in, err := s.store().Integration(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return err
 	}
@@ -386,35 +293,6 @@ func (s *Service) adminCustomerUsage(c *fiber.Ctx) error {
 		return apperr.NotFound("external user not found")
 	}
 	return s.writeUsage(c, &httpx.Caller{IntegrationID: in.ID, AccountID: in.AccountID, ProductSlug: in.ProductSlug}, eu)
-}
-
-func (s *Service) integration(ctx context.Context, q *ent.IntegrationClient, id string, lock bool) (*ent.Integration, error) {
-	if !ids.Valid(id) {
-		return nil, apperr.NotFound("integration not found")
-	}
-	query := q.Query().Where(integration.ID(id))
-	if lock {
-		query.ForUpdate()
-	}
-	in, err := query.Only(ctx)
-	if ent.IsNotFound(err) {
-		return nil, apperr.NotFound("integration not found")
-	}
-	return in, err
-}
-
-// notifyIntegration tells every process to drop its cached integrations. NOTIFY inside the
-// transaction is delivered only if it commits, so no process sees the news before the row.
-func notifyIntegration(ctx context.Context, tx *ent.Tx, id string) error {
-	_, err := tx.ExecContext(ctx, "SELECT pg_notify($1, $2)", credentials.Channel, id)
-	return err
-}
-
-// notifyCustomer tells every process to drop the cached status of one customer (sessions
-// scoped to the customer check it at every use). Delivered only if tx commits.
-func notifyCustomer(ctx context.Context, tx *ent.Tx, integrationID, eu string) error {
-	_, err := tx.ExecContext(ctx, "SELECT pg_notify($1, $2)", credentials.Channel, credentials.CustomerNotice(integrationID, eu))
-	return err
 }
 
 func accountJSON(a *ent.Account) fiber.Map {

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/customers"
 	"github.com/splathost/splathost/internal/httpx"
 )
 
@@ -52,7 +53,7 @@ func parse400(t *testing.T, body string) *apperr.Error {
 	return e
 }
 
-func parseOK(t *testing.T, body string) *customerPatch {
+func parseOK(t *testing.T, body string) *customers.Patch {
 	t.Helper()
 	p, err := parseCustomerPatch([]byte(body))
 	require.NoError(t, err, "body: %.200s", body)
@@ -81,7 +82,7 @@ func TestParseCustomerPatchEmpty(t *testing.T) {
 	for _, body := range []string{"", " ", "\n\t", "{}", " { } "} {
 		t.Run(strconv.Quote(body), func(t *testing.T) {
 			p := parseOK(t, body)
-			require.Equal(t, &customerPatch{}, p, "an empty body changes nothing")
+			require.Equal(t, &customers.Patch{}, p, "an empty body changes nothing")
 		})
 	}
 }
@@ -129,9 +130,9 @@ func TestParseCustomerPatchLimitBytes(t *testing.T) {
 				return
 			}
 			p := parseOK(t, body)
-			require.NotNil(t, p.limitBytes)
-			require.Equal(t, tt.want, *p.limitBytes)
-			require.True(t, p.hasRetention)
+			require.NotNil(t, p.LimitBytes)
+			require.Equal(t, tt.want, *p.LimitBytes)
+			require.True(t, p.HasRetention)
 		})
 	}
 }
@@ -162,15 +163,15 @@ func TestParseCustomerPatchMaxSplats(t *testing.T) {
 				return
 			}
 			p := parseOK(t, body)
-			require.Equal(t, tt.want, p.maxSplats)
-			require.Equal(t, tt.clear, p.clearMax)
-			require.True(t, p.hasRetention)
+			require.Equal(t, tt.want, p.MaxSplats)
+			require.Equal(t, tt.clear, p.ClearMax)
+			require.True(t, p.HasRetention)
 		})
 	}
 	t.Run("absent is not clear", func(t *testing.T) {
 		p := parseOK(t, `{"limitBytes":1}`)
-		require.Nil(t, p.maxSplats)
-		require.False(t, p.clearMax)
+		require.Nil(t, p.MaxSplats)
+		require.False(t, p.ClearMax)
 	})
 }
 
@@ -205,14 +206,14 @@ func TestParseCustomerPatchEnums(t *testing.T) {
 				return
 			}
 			p := parseOK(t, body)
-			got := p.status
+			got := p.Status
 			if tt.name == "billingState" {
-				got = p.billingState
-				require.Nil(t, p.status)
-				require.True(t, p.hasRetention)
+				got = p.BillingState
+				require.Nil(t, p.Status)
+				require.True(t, p.HasRetention)
 			} else {
-				require.Nil(t, p.billingState)
-				require.False(t, p.hasRetention, "status alone is not a retention change")
+				require.Nil(t, p.BillingState)
+				require.False(t, p.HasRetention, "status alone is not a retention change")
 			}
 			require.NotNil(t, got)
 			require.Equal(t, tt.want, *got)
@@ -250,19 +251,19 @@ func TestParseCustomerPatchDisplayName(t *testing.T) {
 				return
 			}
 			p := parseOK(t, body)
-			v := set(t, p.displayName)
+			v := set(t, p.DisplayName)
 			if tt.clear {
 				require.Nil(t, v)
 				return
 			}
 			require.NotNil(t, v)
 			require.Equal(t, tt.want, *v)
-			require.False(t, p.hasRetention)
+			require.False(t, p.HasRetention)
 		})
 	}
 	t.Run("absent leaves unchanged", func(t *testing.T) {
 		p := parseOK(t, `{}`)
-		require.Nil(t, p.displayName)
+		require.Nil(t, p.DisplayName)
 	})
 }
 
@@ -309,7 +310,7 @@ func TestParseCustomerPatchAvatarURL(t *testing.T) {
 				return
 			}
 			p := parseOK(t, body)
-			v := set(t, p.avatarURL)
+			v := set(t, p.AvatarURL)
 			if tt.value == nil {
 				require.Nil(t, v)
 				return
@@ -362,7 +363,7 @@ func TestParseCustomerPatchEmailHash(t *testing.T) {
 				return
 			}
 			p := parseOK(t, body)
-			v := set(t, p.emailHash)
+			v := set(t, p.EmailHash)
 			if tt.value == nil {
 				require.Nil(t, v)
 				return
@@ -424,20 +425,20 @@ func TestParseCustomerPatchMetadata(t *testing.T) {
 				return
 			}
 			p := parseOK(t, body)
-			require.NotNil(t, p.metadata, "metadata present in the patch")
+			require.NotNil(t, p.Metadata, "metadata present in the patch")
 			if tt.raw == "null" {
-				require.Nil(t, *p.metadata, "null clears the metadata")
+				require.Nil(t, *p.Metadata, "null clears the metadata")
 				return
 			}
-			require.NotNil(t, *p.metadata)
+			require.NotNil(t, *p.Metadata)
 			if tt.want != nil {
-				require.Equal(t, tt.want, *p.metadata)
+				require.Equal(t, tt.want, *p.Metadata)
 			}
-			require.False(t, p.hasRetention)
+			require.False(t, p.HasRetention)
 		})
 	}
 	t.Run("absent leaves unchanged", func(t *testing.T) {
-		require.Nil(t, parseOK(t, `{"displayName":"x"}`).metadata)
+		require.Nil(t, parseOK(t, `{"displayName":"x"}`).Metadata)
 	})
 }
 
@@ -445,7 +446,7 @@ func TestParseCustomerPatchMetadata(t *testing.T) {
 // sends, not Go's re-serialization.
 func TestParseCustomerPatchMetadataSizeIsClientBytes(t *testing.T) {
 	p := parseOK(t, field("metadata", `{"k":"`+strings.Repeat("<", 1000)+`"}`))
-	require.NotNil(t, p.metadata)
+	require.NotNil(t, p.Metadata)
 }
 
 // TestParseCustomerPatchMetadataKeyEchoIsSanitized checks that a metadata key echoed in an issue is
@@ -507,13 +508,13 @@ func TestParseCustomerPatchSplatIDLists(t *testing.T) {
 						return
 					}
 					p := parseOK(t, body)
-					got, other := p.keepSceneIDs, p.protectedIDs
+					got, other := p.KeepSceneIDs, p.ProtectedIDs
 					if name == "protectedSplatIds" {
 						got, other = other, got
 					}
 					require.Equal(t, tt.want, got)
 					require.Nil(t, other)
-					require.True(t, p.hasRetention)
+					require.True(t, p.HasRetention)
 				})
 			}
 		})
@@ -572,33 +573,33 @@ func TestParseCustomerPatchFull(t *testing.T) {
 		"metadata": map[string]any{"plan": "gold", "seats": 3},
 	})
 	p := parseOK(t, body)
-	require.Equal(t, int64(1<<30), *p.limitBytes)
-	require.Equal(t, int64(10), *p.maxSplats)
-	require.False(t, p.clearMax)
-	require.Equal(t, "inactive", *p.status)
-	require.Equal(t, "suspended", *p.billingState)
-	require.Equal(t, []string{id1}, p.keepSceneIDs)
-	require.Equal(t, []string{id2}, p.protectedIDs)
-	require.Equal(t, "Ada", **p.displayName)
-	require.Equal(t, "https://example.com/a.png", **p.avatarURL)
-	require.Equal(t, "0123456789abcdef", **p.emailHash)
-	require.Equal(t, map[string]any{"plan": "gold", "seats": json.Number("3")}, *p.metadata)
-	require.True(t, p.hasRetention)
+	require.Equal(t, int64(1<<30), *p.LimitBytes)
+	require.Equal(t, int64(10), *p.MaxSplats)
+	require.False(t, p.ClearMax)
+	require.Equal(t, "inactive", *p.Status)
+	require.Equal(t, "suspended", *p.BillingState)
+	require.Equal(t, []string{id1}, p.KeepSceneIDs)
+	require.Equal(t, []string{id2}, p.ProtectedIDs)
+	require.Equal(t, "Ada", **p.DisplayName)
+	require.Equal(t, "https://example.com/a.png", **p.AvatarURL)
+	require.Equal(t, "0123456789abcdef", **p.EmailHash)
+	require.Equal(t, map[string]any{"plan": "gold", "seats": json.Number("3")}, *p.Metadata)
+	require.True(t, p.HasRetention)
 }
 
 func TestParseCustomerPatchClearsTogether(t *testing.T) {
 	p := parseOK(t, `{"maxSplats":null,"displayName":null,"avatarUrl":null,"emailHash":null,"metadata":null}`)
-	require.Nil(t, p.maxSplats)
-	require.True(t, p.clearMax)
-	require.Nil(t, set(t, p.displayName))
-	require.Nil(t, set(t, p.avatarURL))
-	require.Nil(t, set(t, p.emailHash))
-	require.NotNil(t, p.metadata)
-	require.Nil(t, *p.metadata)
-	require.Nil(t, p.limitBytes)
-	require.Nil(t, p.status)
-	require.Nil(t, p.billingState)
-	require.True(t, p.hasRetention, "clearing maxSplats changes a cap")
+	require.Nil(t, p.MaxSplats)
+	require.True(t, p.ClearMax)
+	require.Nil(t, set(t, p.DisplayName))
+	require.Nil(t, set(t, p.AvatarURL))
+	require.Nil(t, set(t, p.EmailHash))
+	require.NotNil(t, p.Metadata)
+	require.Nil(t, *p.Metadata)
+	require.Nil(t, p.LimitBytes)
+	require.Nil(t, p.Status)
+	require.Nil(t, p.BillingState)
+	require.True(t, p.HasRetention, "clearing maxSplats changes a cap")
 }
 
 // TestPutExternalUserRejectsBeforeTheDatabase drives the PUT handler over HTTP for the answers it

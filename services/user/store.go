@@ -3,13 +3,8 @@ package user
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/quota"
 )
@@ -52,36 +47,16 @@ func viewOf(u *ent.ExternalUser, productSlug string) customerView {
 	}
 }
 
-// customerQuery reads one customer with its live scene count. It is the hot read of every
-// customer-scoped call, so it goes to pgx directly: ent's database/sql layer cost about half
-// of the request's CPU here.
-const customerQuery = `SELECT u.id, u.external_user_id, u.display_name, u.avatar_url, u.email_hash, u.metadata,
-	u.status, u.billing_state, u.used_bytes, u.limit_bytes, u.max_splats, u.deleted_at, u.created_at, u.updated_at
-	FROM external_users u WHERE u.integration_id = $1 AND u.external_user_id = $2`
-
-// loadCustomer returns the customer of integrationID named eu, or a 404.
+// loadCustomer returns the customer of the caller's integration named eu, rendered, or a 404.
 func (s *Service) loadCustomer(ctx context.Context, caller *httpx.Caller, eu string) (*customerView, error) {
-	v := customerView{IntegrationID: caller.IntegrationID, ProductSlug: caller.ProductSlug}
-	var deleted *time.Time
-	var created, updated time.Time
-	err := s.db.ReadRow(ctx, customerQuery, caller.IntegrationID, eu).Scan(
-		&v.ID, &v.ExternalUserID, &v.DisplayName, &v.AvatarURL, &v.EmailHash, &v.Metadata,
-		&v.Status, &v.BillingState, &v.UsedBytes, &v.LimitBytes, &v.MaxSplats, &deleted, &created, &updated)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, apperr.NotFound("external user not found")
-	}
+	r, err := s.store().Customer(ctx, caller.IntegrationID, eu)
 	if err != nil {
-		return nil, apperr.Internal(err)
+		return nil, err
 	}
-	st := quota.SnapshotOf(v.UsedBytes, v.LimitBytes)
-	v.RemainingBytes, v.PercentUsed = st.RemainingBytes, st.PercentUsed
-	v.DeletedAt, v.CreatedAt, v.UpdatedAt = httpx.ISOTimePtr(deleted), httpx.ISOTime(created), httpx.ISOTime(updated)
-	return &v, nil
-}
-
-// liveSceneCount counts a customer's scenes outside the retained archive.
-func (s *Service) liveSceneCount(ctx context.Context, ownerID string) (int64, error) {
-	var n int64
-	err := s.db.ReadRow(ctx, `SELECT count(*) FROM scenes WHERE owner_id = $1 AND archived_at IS NULL`, ownerID).Scan(&n)
-	return n, err
+	st := quota.SnapshotOf(r.UsedBytes, r.LimitBytes)
+	return &customerView{ID: r.ID, IntegrationID: caller.IntegrationID, ExternalUserID: r.ExternalUserID,
+		ProductSlug: caller.ProductSlug, DisplayName: r.DisplayName, AvatarURL: r.AvatarURL, EmailHash: r.EmailHash,
+		Metadata: r.Metadata, Status: r.Status, BillingState: r.BillingState, UsedBytes: r.UsedBytes,
+		LimitBytes: r.LimitBytes, MaxSplats: r.MaxSplats, RemainingBytes: st.RemainingBytes, PercentUsed: st.PercentUsed,
+		DeletedAt: httpx.ISOTimePtr(r.DeletedAt), CreatedAt: httpx.ISOTime(r.CreatedAt), UpdatedAt: httpx.ISOTime(r.UpdatedAt)}, nil
 }

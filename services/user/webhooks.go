@@ -3,7 +3,6 @@ package user
 import (
 	"context"
 	"encoding/base64"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
-	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/ids"
 	splathost "github.com/splathost/splathost/sdk/go"
 	"github.com/splathost/splathost/workflows"
@@ -118,63 +116,12 @@ func (s *Service) createWebhook(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	f, err := httpx.DecodeObject(c.Body(), false)
+	w, secret, err := s.parseNewWebhook(c.Body())
 	if err != nil {
 		return err
 	}
-	f.Only("url", "events", "description")
-	f.Require("url")
-	f.NotNull("events")
-	f.NotNull("description")
-	rawURL, _ := f.String("url", 1, events.MaxURL)
-	if rawURL != "" {
-		if problem := events.URLProblem(rawURL, s.webhooks.AllowPrivate); problem != "" {
-			f.Issuef("url: %s", problem)
-		}
-	}
-	var types []string
-	if f.Has("events") {
-		if types, _ = f.StringList("events", len(events.Types), func(t string) bool { return slices.Contains(events.Types, t) },
-			"must be one of "+strings.Join(events.Types, ", ")); types != nil && len(types) == 0 {
-			f.Issuef("events: at least one event type (omit the field for every type)")
-		}
-	}
-	desc, _ := f.String("description", 0, maxWebhookDescription)
-	if err := f.Err(); err != nil {
-		return err
-	}
-	secret, err := events.NewSecret()
-	if err != nil {
-		return apperr.Internal(err)
-	}
-	id := ids.New()
-	sealed, err := s.webhooks.Sealer.Seal(id, secret)
-	if err != nil {
-		return apperr.Internal(err)
-	}
-	ctx := c.UserContext()
-	var e *ent.WebhookEndpoint
-	var answer *idempotency.Recorded
-	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
-		// The integration row's lock serializes creates, so the bound holds under concurrency.
-		if _, err := tx.ExecContext(ctx, `SELECT 1 FROM integrations WHERE id = $1 FOR UPDATE`, caller.IntegrationID); err != nil {
-			return err
-		}
-		n, err := tx.WebhookEndpoint.Query().Where(webhookendpoint.IntegrationID(caller.IntegrationID),
-			webhookendpoint.DeletedAtIsNil()).Count(ctx)
-		if err != nil {
-			return err
-		}
-		if n >= maxWebhooks {
-			return apperr.Conflict("at most " + strconv.Itoa(maxWebhooks) + " webhooks per integration: delete one first")
-		}
-		e, err = tx.WebhookEndpoint.Create().SetID(id).SetIntegrationID(caller.IntegrationID).SetURL(rawURL).
-			SetEvents(types).SetDescription(desc).SetSecretSealed(sealed).Save(ctx)
-		if err != nil {
-			return err
-		}
-		answer, err = idempotency.Record(ctx, tx, fiber.StatusCreated, fiber.Map{"status": "success", "webhook": renderWebhook(e, secret)})
-		return err
+	answer, err := s.store().CreateWebhook(c.UserContext(), caller.IntegrationID, maxWebhooks, *w, func(e *ent.WebhookEndpoint) any {
+		return fiber.Map{"status": "success", "webhook": renderWebhook(e, secret)}
 	})
 	if err != nil {
 		return err
@@ -275,55 +222,23 @@ func parseDeliveryCursor(s string) (time.Time, string, bool) {
 
 // listDeliveries pages an endpoint's delivery log, newest first.
 func (s *Service) listDeliveries(c *fiber.Ctx) error {
-	ctx := c.UserContext()
 	e, err := s.pathWebhook(c)
 	if err != nil {
 		return err
 	}
-	limit := defaultDeliveries
-	var issues []string
-	if v := c.Query("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxDeliveries {
-			issues = append(issues, "limit: must be an integer from 1 to 100")
-		} else {
-			limit = n
-		}
-	}
-	q := s.db.Ent.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(e.ID))
-	if v := c.Query("cursor"); v != "" {
-		at, id, ok := parseDeliveryCursor(v)
-		if !ok {
-			issues = append(issues, "cursor: invalid cursor; pass nextCursor from a previous page unchanged")
-		} else {
-			q.Where(webhookdelivery.Or(webhookdelivery.CreatedAtLT(at),
-				webhookdelivery.And(webhookdelivery.CreatedAt(at), webhookdelivery.IDLT(id))))
-		}
-	}
-	if len(issues) > 0 {
-		return apperr.Invalid("invalid query parameters", issues...)
-	}
-	rows, err := q.Order(ent.Desc(webhookdelivery.FieldCreatedAt), ent.Desc(webhookdelivery.FieldID)).Limit(limit+1).
-		Select(webhookdelivery.FieldID, webhookdelivery.FieldType, webhookdelivery.FieldState, webhookdelivery.FieldAttempts,
-			webhookdelivery.FieldLastStatusCode, webhookdelivery.FieldLastError, webhookdelivery.FieldNextAttemptAt,
-			webhookdelivery.FieldCreatedAt).All(ctx)
+	page, err := parseDeliveryPage(c)
 	if err != nil {
-		return apperr.Internal(err)
+		return err
+	}
+	rows, more, err := s.store().Deliveries(c.UserContext(), e.ID, page)
+	if err != nil {
+		return err
 	}
 	var next any
-	if len(rows) > limit {
-		rows = rows[:limit]
-		next = deliveryCursor(rows[limit-1])
+	if more {
+		next = deliveryCursor(rows[len(rows)-1])
 	}
-	out := make([]splathost.WebhookDelivery, len(rows)) // the SDK's, as its clients decode it
-	for i, d := range rows {
-		// Microseconds: the cursor must name the row's stored time exactly.
-		d.CreatedAt = d.CreatedAt.Truncate(time.Microsecond)
-		out[i] = splathost.WebhookDelivery{ID: d.ID, Type: d.Type, State: string(d.State), Attempts: d.Attempts,
-			LastStatusCode: d.LastStatusCode, LastError: d.LastError, NextAttemptAt: httpx.ISOTimePtr(d.NextAttemptAt),
-			CreatedAt: httpx.ISOTime(d.CreatedAt)}
-	}
-	return c.JSON(fiber.Map{"status": "success", "deliveries": out, "nextCursor": next})
+	return c.JSON(fiber.Map{"status": "success", "deliveries": deliveryViews(rows), "nextCursor": next})
 }
 
 // redeliver makes a delivery pending again and attempts it now: the running workflow is

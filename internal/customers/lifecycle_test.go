@@ -1,4 +1,4 @@
-package user
+package customers
 
 import (
 	"testing"
@@ -13,11 +13,11 @@ import (
 // maxSplats.
 func TestAutoKeepers(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	sc := func(id string, bytes int64, slot bool, ageHours int) *lifecycleScene {
-		return &lifecycleScene{id: id, bytes: bytes, slot: slot, updated: t0.Add(-time.Duration(ageHours) * time.Hour)}
+	sc := func(id string, bytes int64, slot bool, ageHours int) *Scene {
+		return &Scene{ID: id, Bytes: bytes, Slot: slot, UpdatedAt: t0.Add(-time.Duration(ageHours) * time.Hour)}
 	}
 	n := func(v int64) *int64 { return &v }
-	live := []*lifecycleScene{sc("a", 100, true, 3), sc("b", 300, true, 1), sc("c", 50, true, 2), sc("d", 10, false, 4)}
+	live := []*Scene{sc("a", 100, true, 3), sc("b", 300, true, 1), sc("c", 50, true, 2), sc("d", 10, false, 4)}
 
 	require.Equal(t, map[string]bool{"a": true, "b": true, "c": true, "d": true}, autoKeepers(live, 460, nil), "everything fits")
 	require.Equal(t, map[string]bool{"a": true, "b": true, "c": true, "d": true}, autoKeepers(live, 460, n(3)), "d holds no slot")
@@ -28,7 +28,7 @@ func TestAutoKeepers(t *testing.T) {
 	require.Equal(t, map[string]bool{"d": true}, autoKeepers(live, 1000, n(0)))
 	require.Empty(t, autoKeepers(live, 0, nil))
 	// Equal update times: by id.
-	tied := []*lifecycleScene{sc("y", 10, true, 1), sc("x", 10, true, 1)}
+	tied := []*Scene{sc("y", 10, true, 1), sc("x", 10, true, 1)}
 	require.Equal(t, map[string]bool{"x": true}, autoKeepers(tied, 10, nil))
 }
 
@@ -36,18 +36,18 @@ func TestAutoKeepers(t *testing.T) {
 func TestSortForRestore(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(h int) *time.Time { v := t0.Add(time.Duration(h) * time.Hour); return &v }
-	scenes := []*lifecycleScene{
-		{id: "old", archived: at(1)},
-		{id: "new", archived: at(5)},
-		{id: "p-old", archived: at(0), protected: true},
-		{id: "b-tie", archived: at(3)},
-		{id: "a-tie", archived: at(3)},
-		{id: "p-new", archived: at(9), protected: true},
+	scenes := []*Scene{
+		{ID: "old", ArchivedAt: at(1)},
+		{ID: "new", ArchivedAt: at(5)},
+		{ID: "p-old", ArchivedAt: at(0), Protected: true},
+		{ID: "b-tie", ArchivedAt: at(3)},
+		{ID: "a-tie", ArchivedAt: at(3)},
+		{ID: "p-new", ArchivedAt: at(9), Protected: true},
 	}
 	sortForRestore(scenes)
 	var got []string
 	for _, s := range scenes {
-		got = append(got, s.id)
+		got = append(got, s.ID)
 	}
 	require.Equal(t, []string{"p-new", "p-old", "new", "a-tie", "b-tie", "old"}, got)
 }

@@ -1,0 +1,86 @@
+package customers
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/webhookdelivery"
+	"github.com/splathost/splathost/ent/webhookendpoint"
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/idempotency"
+)
+
+// NewWebhook is a validated endpoint to register: its id (chosen first, as the sealed secret
+// is bound to it), URL, event filter (nil for every type), description and sealed secret.
+type NewWebhook struct {
+	ID, URL      string
+	Events       []string
+	Description  string
+	SecretSealed []byte
+}
+
+// CreateWebhook registers w for the integration unless it has max live endpoints already (409),
+// and records the 201 answer rendered by answer with it. The integration row's lock
+// serializes creates, so the bound holds under concurrency.
+func (s *Store) CreateWebhook(ctx context.Context, integrationID string, max int, w NewWebhook,
+	answer func(*ent.WebhookEndpoint) any) (*idempotency.Recorded, error) {
+	var out *idempotency.Recorded
+	err := s.DB.InTx(ctx, func(tx *ent.Tx) error {
+		if _, err := tx.ExecContext(ctx, `SELECT 1 FROM integrations WHERE id = $1 FOR UPDATE`, integrationID); err != nil {
+			return err
+		}
+		n, err := tx.WebhookEndpoint.Query().Where(webhookendpoint.IntegrationID(integrationID),
+			webhookendpoint.DeletedAtIsNil()).Count(ctx)
+		if err != nil {
+			return err
+		}
+		if n >= max {
+			return apperr.Conflict("at most " + strconv.Itoa(max) + " webhooks per integration: delete one first")
+		}
+		e, err := tx.WebhookEndpoint.Create().SetID(w.ID).SetIntegrationID(integrationID).SetURL(w.URL).
+			SetEvents(w.Events).SetDescription(w.Description).SetSecretSealed(w.SecretSealed).Save(ctx)
+		if err != nil {
+			return err
+		}
+		out, err = idempotency.Record(ctx, tx, http.StatusCreated, answer(e))
+		return err
+	})
+	return out, err
+}
+
+// DeliveryPage is one page of an endpoint's delivery log, newest first: at most Limit rows,
+// after the row (AfterAt, AfterID) when After is set.
+type DeliveryPage struct {
+	Limit   int
+	After   bool
+	AfterAt time.Time
+	AfterID string
+}
+
+// Deliveries reads a page of the delivery log of endpoint endpointID; more says a next page
+// exists. Creation times are truncated to the microseconds Postgres stores, so a cursor made
+// from a row names it exactly.
+func (s *Store) Deliveries(ctx context.Context, endpointID string, p DeliveryPage) (rows []*ent.WebhookDelivery, more bool, err error) {
+	q := s.DB.Ent.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(endpointID))
+	if p.After {
+		q.Where(webhookdelivery.Or(webhookdelivery.CreatedAtLT(p.AfterAt),
+			webhookdelivery.And(webhookdelivery.CreatedAt(p.AfterAt), webhookdelivery.IDLT(p.AfterID))))
+	}
+	rows, err = q.Order(ent.Desc(webhookdelivery.FieldCreatedAt), ent.Desc(webhookdelivery.FieldID)).Limit(p.Limit+1).
+		Select(webhookdelivery.FieldID, webhookdelivery.FieldType, webhookdelivery.FieldState, webhookdelivery.FieldAttempts,
+			webhookdelivery.FieldLastStatusCode, webhookdelivery.FieldLastError, webhookdelivery.FieldNextAttemptAt,
+			webhookdelivery.FieldCreatedAt).All(ctx)
+	if err != nil {
+		return nil, false, apperr.Internal(err)
+	}
+	if more = len(rows) > p.Limit; more {
+		rows = rows[:p.Limit]
+	}
+	for _, d := range rows {
+		d.CreatedAt = d.CreatedAt.Truncate(time.Microsecond)
+	}
+	return rows, more, nil
+}
