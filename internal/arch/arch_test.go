@@ -54,10 +54,20 @@ var forbidden = map[string][]string{
 	"workflows":  {"activities", "gateway", "services/", "internal/boot", "internal/allinone", "internal/worker", "internal/db", "internal/objectstore", "analytics", "ent", "internal/quota", "internal/events"},
 	// The gateway forwards to the services over HTTP and shares none of their code.
 	"gateway": {"services/", "activities", "workflows", "internal/boot", "internal/allinone", "internal/worker", "cmd/"},
+	// The service binaries and the gateway's link neither the Temporal worker nor what only it
+	// runs (the activities, media and its converter): they dial Temporal through
+	// internal/temporalconn and start webhook deliveries through internal/webhookstart.
+	"cmd/gateway": serviceBinaryBans,
+	"cmd/user":    serviceBinaryBans,
+	"cmd/scene":   serviceBinaryBans,
+	"cmd/session": serviceBinaryBans,
 	// The dev stack runner (the tools module, seen through go.work) drives the product's binaries
 	// from outside and shares only the lower floors.
 	"tools/stack": {"services/", "activities", "workflows", "internal/worker", "gateway", "internal/boot", "internal/allinone", "cmd/"},
 }
+
+// serviceBinaryBans are what the gateway's and the services' binaries must not link.
+var serviceBinaryBans = []string{"activities", "media", "internal/worker"}
 
 // allowed are the packages a ban of a prefix above does not cover: workflows/contract is a leaf
 // (the activities' names, inputs and results) that activities, services and the workflows

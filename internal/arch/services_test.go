@@ -13,14 +13,8 @@ type offender struct{ from, dep, why string }
 // services, the worker's starters out of internal/worker) lands its part.
 var offenders = []offender{
 	{"internal/worker", "services/scene", "the webhook starter renders scene payloads with scene.WebhookRenderer and scene.NewAssetURLs; they move to a domain package"},
-	{"internal/worker", "services/user", "UserWebhooks builds the user service's user.Webhooks settings; it moves out of internal/worker with the webhook starter"},
 	{"services/session", "services/scene", "the session service renders embedded scenes with sceneapi.Detail and sceneapi.AssetURLs and shares the scene id parameter and title limits; they move to a domain package"},
-	{"gateway (tests)", "services/scene", "the gateway's tests route to the services' prefix tables (scene.Prefixes, PublicPrefixes); the tables move below the services"},
-	{"gateway (tests)", "services/session", "the gateway's tests route to session.Prefixes (see gateway (tests) -> services/scene)"},
-	{"gateway (tests)", "services/user", "the gateway's tests route to user.Prefixes (see gateway (tests) -> services/scene)"},
-	{"e2e (tests)", "services/scene", "e2e tests run the scene service in-process (scene.New, Prefixes, Clones) and read the asset route's timings (AssetMaxAge, AssetURLLifetime, AssetDecisionTTL)"},
-	{"e2e (tests)", "services/session", "e2e tests run the session service in-process (session.New, NewVerifier, Prefixes)"},
-	{"e2e (tests)", "services/user", "e2e tests run the user service in-process (user.New, Prefixes, Temporal)"},
+	{"e2e (tests)", "services/scene", "e2e tests read the asset route's timings (AssetMaxAge, AssetURLLifetime, AssetDecisionTTL); they move to a domain package"},
 }
 
 // serviceRules: each service is its own: no services/X depends on services/Y; and only the

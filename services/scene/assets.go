@@ -22,6 +22,7 @@ import (
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/internal/routes"
 )
 
 // The asset route. The bucket is private (contract item 9): every scene asset a client reads
@@ -39,7 +40,7 @@ import (
 // never telling whether the object exists.
 const (
 	// AssetsPrefix is the path prefix of the asset route on the gateway origin.
-	AssetsPrefix = "/assets"
+	AssetsPrefix = routes.Assets
 	// AssetMaxAge is the max-age of asset answers, in seconds. With the decision caches below
 	// (AssetDecisionTTL) an archive or delete stops every cache within 60 s.
 	AssetMaxAge = 30
