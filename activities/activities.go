@@ -11,6 +11,7 @@ import (
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/objectstore"
+	"github.com/splathost/splathost/internal/webhooks"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -39,7 +40,7 @@ type Activities struct {
 	// finished rendition, clone or retention purge) and starts their deliveries after the
 	// commit; Webhooks are the delivery settings (the API worker's; nil on a media worker).
 	Events   *events.Outbox
-	Webhooks *WebhookSettings
+	Webhooks *webhooks.Settings
 	Log      *slog.Logger
 }
 

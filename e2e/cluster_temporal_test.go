@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/splathost/splathost/internal/temporalconn"
 	"github.com/splathost/splathost/internal/testenv"
-	"github.com/splathost/splathost/internal/worker"
 )
 
 // TestClusterTemporalIsMultiProcess checks, against the cluster shape, that Temporal really runs
@@ -59,7 +59,7 @@ func TestClusterTemporalIsMultiProcess(t *testing.T) {
 	t.Run("frontend list", func(t *testing.T) {
 		cfg := env.Config
 		cfg.TemporalAddr = closedAddr(t) + "," + env.State.TemporalAddrs[1]
-		c, err := worker.Dial(cfg, slog.New(slog.DiscardHandler))
+		c, err := temporalconn.Dial(cfg, slog.New(slog.DiscardHandler))
 		require.NoError(t, err)
 		defer c.Close()
 		for range 5 {

@@ -22,13 +22,12 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/splathost/splathost/gateway"
+	"github.com/splathost/splathost/internal/allinone"
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/routes"
 	"github.com/splathost/splathost/internal/sessiontoken"
-	"github.com/splathost/splathost/services/scene"
-	"github.com/splathost/splathost/services/session"
-	"github.com/splathost/splathost/services/user"
 )
 
 func TestCORS(t *testing.T) {
@@ -119,21 +118,20 @@ func startSplit(t *testing.T) *split {
 	log := slog.New(slog.NewJSONHandler(logf, nil))
 	cfg, d := env.Config, env.Process.DB
 	checks := map[string]httpx.Check{"postgres": d.Ping}
-	users := user.New(d, log, nil, user.Temporal{Client: env.Process.Temporal, TaskQueue: cfg.TaskQueue})
-	userURL := serve(t, ctx, boot.ServiceApp("user", cfg, log, user.Prefixes, users.Register, checks))
-	sceneURL := serve(t, ctx, boot.ServiceApp("scene", cfg, log, scene.Prefixes, scene.New(d, nil, log, cfg.AssetBase(), scene.Clones{}).Register, checks))
+	userURL := serve(t, ctx, allinone.UserApp(cfg, log, d, env.Process.Temporal, checks))
+	sceneURL := serve(t, ctx, allinone.NewSceneService(cfg, log, d, nil, nil, checks).App)
 	keys, err := sessiontoken.NewKeys(cfg.SessionKeys)
 	require.NoError(t, err)
-	sessionURL := serve(t, ctx, boot.ServiceApp("session", cfg, log, session.Prefixes, session.New(d, log, keys).Register, checks))
+	sessionURL := serve(t, ctx, allinone.SessionApp(cfg, log, d, keys, checks))
 	ints := credentials.NewCache(d.Pool, log)
 	go ints.Listen(ctx)
 	gw, err := gateway.New(gateway.Options{
 		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken, InternalSecret: []byte(cfg.InternalSecret),
-		Integrations: ints, Sessions: session.NewVerifier(keys, ints),
+		Integrations: ints, Sessions: allinone.SessionVerifier(keys, ints),
 		Upstreams: []gateway.Upstream{
-			{Name: "user", Prefixes: user.Prefixes, URL: userURL},
-			{Name: "scene", Prefixes: scene.Prefixes, URL: sceneURL},
-			{Name: "session", Prefixes: session.Prefixes, URL: sessionURL},
+			{Name: "user", Prefixes: routes.User, URL: userURL},
+			{Name: "scene", Prefixes: routes.Scene, URL: sceneURL},
+			{Name: "session", Prefixes: routes.Session, URL: sessionURL},
 		},
 	})
 	require.NoError(t, err)

@@ -16,14 +16,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/gateway"
+	"github.com/splathost/splathost/internal/allinone"
 	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/restclient"
+	"github.com/splathost/splathost/internal/routes"
 	"github.com/splathost/splathost/internal/sessiontoken"
 	"github.com/splathost/splathost/internal/testenv"
-	"github.com/splathost/splathost/services/scene"
-	"github.com/splathost/splathost/services/session"
-	"github.com/splathost/splathost/services/user"
 )
 
 var idemSeq atomic.Int64
@@ -242,11 +241,11 @@ func TestIdempotencyServerErrorNotKept(t *testing.T) {
 	// A gateway whose user service is down: every external-user call answers 502.
 	gw, err := gateway.New(gateway.Options{
 		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken, InternalSecret: []byte(cfg.InternalSecret),
-		Integrations: ints, Sessions: session.NewVerifier(keys, ints),
+		Integrations: ints, Sessions: allinone.SessionVerifier(keys, ints),
 		Idempotency: idempotency.NewStore(env.Process.DB.Pool, log),
 		Upstreams: []gateway.Upstream{
-			{Name: "user", Prefixes: user.Prefixes, URL: "http://127.0.0.1:1"},
-			{Name: "scene", Prefixes: scene.Prefixes, URL: "http://127.0.0.1:1"},
+			{Name: "user", Prefixes: routes.User, URL: "http://127.0.0.1:1"},
+			{Name: "scene", Prefixes: routes.Scene, URL: "http://127.0.0.1:1"},
 		},
 	})
 	require.NoError(t, err)

@@ -15,19 +15,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/gateway"
-	"github.com/splathost/splathost/internal/boot"
+	"github.com/splathost/splathost/internal/allinone"
 	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/objectstore"
-	"github.com/splathost/splathost/services/scene"
+	"github.com/splathost/splathost/internal/routes"
 )
 
 // sceneProcess is a second scene service behind its own gateway, with its own database pool and
 // caches, as other processes of a split deployment would be, on the test stack's stores.
 type sceneProcess struct {
 	url string // its gateway
-	svc *scene.Service
+	svc *allinone.SceneService
 }
 
 func startSceneProcess(t *testing.T) *sceneProcess {
@@ -45,16 +45,16 @@ func startSceneProcess(t *testing.T) *sceneProcess {
 	st, err := objectstore.New(cfg)
 	require.NoError(t, err)
 	checks := map[string]httpx.Check{"postgres": d.Ping}
-	svc := scene.New(d, st, log, cfg.AssetBase(), scene.Clones{})
+	svc := allinone.NewSceneService(cfg, log, d, st, nil, checks)
 	go svc.Listen(ctx)
-	sceneURL := serve(t, ctx, boot.ServiceApp("scene", cfg, log, scene.Prefixes, svc.Register, checks))
+	sceneURL := serve(t, ctx, svc.App)
 	ints := credentials.NewCache(d.Pool, log)
 	go ints.Listen(ctx)
 	gw, err := gateway.New(gateway.Options{
 		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken, InternalSecret: []byte(cfg.InternalSecret),
 		Integrations: ints,
 		// Only the scene service: customers are provisioned through the main gateway.
-		Upstreams: []gateway.Upstream{{Name: "scene", Prefixes: scene.Prefixes, URL: sceneURL}},
+		Upstreams: []gateway.Upstream{{Name: "scene", Prefixes: routes.Scene, URL: sceneURL}},
 	})
 	require.NoError(t, err)
 	p := &sceneProcess{url: serve(t, ctx, gw), svc: svc}

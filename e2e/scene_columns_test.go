@@ -20,12 +20,12 @@ import (
 	"github.com/splathost/splathost/analytics"
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/gateway"
-	"github.com/splathost/splathost/internal/boot"
+	"github.com/splathost/splathost/internal/allinone"
 	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/objectstore"
-	"github.com/splathost/splathost/services/scene"
+	"github.com/splathost/splathost/internal/routes"
 )
 
 // sqlLog records the statements an ent client sends.
@@ -67,19 +67,17 @@ func startRecordedSceneProcess(t *testing.T) (string, *sqlLog) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st, err := objectstore.New(cfg)
 	require.NoError(t, err)
-	svc := scene.New(d, st, log, cfg.AssetBase(), scene.Clones{})
 	views, err := analytics.OpenViews(ctx, cfg.ClickHouseAddr, cfg.ClickHouseDB)
 	require.NoError(t, err)
-	svc.UseViews(views)
+	svc := allinone.NewSceneService(cfg, log, d, st, views, map[string]httpx.Check{"postgres": d.Ping})
 	go svc.Listen(ctx)
-	sceneURL := serve(t, ctx, boot.ServiceApp("scene", cfg, log, scene.Prefixes, svc.Register,
-		map[string]httpx.Check{"postgres": d.Ping}))
+	sceneURL := serve(t, ctx, svc.App)
 	ints := credentials.NewCache(d.Pool, log)
 	go ints.Listen(ctx)
 	gw, err := gateway.New(gateway.Options{
 		Log: log, BodyLimit: cfg.BodyLimit, AdminToken: cfg.AdminToken, InternalSecret: []byte(cfg.InternalSecret),
 		Integrations: ints,
-		Upstreams:    []gateway.Upstream{{Name: "scene", Prefixes: scene.Prefixes, URL: sceneURL}},
+		Upstreams:    []gateway.Upstream{{Name: "scene", Prefixes: routes.Scene, URL: sceneURL}},
 	})
 	require.NoError(t, err)
 	url := serve(t, ctx, gw)

@@ -25,7 +25,7 @@ import (
 	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/testenv"
-	"github.com/splathost/splathost/internal/worker"
+	"github.com/splathost/splathost/internal/webhookstart"
 	"github.com/splathost/splathost/sdk/go/webhook"
 	"github.com/splathost/splathost/workflows"
 )
@@ -519,7 +519,7 @@ func TestWebhookSurvivesWorkerKill(t *testing.T) {
 	}
 	require.NoError(t, tx.Commit())
 	require.Len(t, batch.Deliveries(), n)
-	(&worker.WebhookHandOff{Client: env.Process.Temporal, TaskQueue: queue, Ent: env.Process.DB.Ent,
+	(&webhookstart.HandOff{Client: env.Process.Temporal, TaskQueue: queue, Ent: env.Process.DB.Ent,
 		Log: slog.New(slog.DiscardHandler)}).StartDeliveries(ctx, batch.Deliveries())
 
 	require.Eventually(t, func() bool { return len(rcv.ids()) >= 3 }, time.Minute, 50*time.Millisecond)

@@ -19,9 +19,7 @@ import (
 
 	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/httpx"
-	"github.com/splathost/splathost/services/scene"
-	"github.com/splathost/splathost/services/session"
-	"github.com/splathost/splathost/services/user"
+	"github.com/splathost/splathost/internal/routes"
 )
 
 // Test credentials of the path harness.
@@ -79,9 +77,9 @@ func newPathHarness(tb testing.TB) *pathHarness {
 		Log: log, BodyLimit: 1 << 20, AdminToken: harnessAdmin, InternalSecret: []byte(harnessSecret),
 		Integrations: &credentials.Cache{}, Sessions: fakeSessions{}, Pprof: true,
 		Upstreams: []Upstream{
-			{Name: "user", Prefixes: user.Prefixes, URL: upstream("user")},
-			{Name: "scene", Prefixes: scene.Prefixes, Public: scene.PublicPrefixes, URL: upstream("scene")},
-			{Name: "session", Prefixes: session.Prefixes, URL: upstream("session")},
+			{Name: "user", Prefixes: routes.User, URL: upstream("user")},
+			{Name: "scene", Prefixes: routes.Scene, Public: routes.ScenePublic, URL: upstream("scene")},
+			{Name: "session", Prefixes: routes.Session, URL: upstream("session")},
 		},
 	})
 	require.NoError(tb, err)

@@ -125,12 +125,34 @@ var (
 // hopHeaders are connection-scoped and never forwarded by a plain request.
 var hopHeaders = slices.Concat(upgradeHopHeaders, otherHopHeaders)
 
+// handle forwards the request to the service and passes its answer on.
 func (f *forwarder) handle(c *fiber.Ctx) error {
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
+	if err := f.request(c, req); err != nil {
+		return err
+	}
+	attempts, err := f.do(affinityKey(c), req, resp)
+	if err != nil {
+		return f.failed(c, req, attempts, err)
+	}
+	if attempts > 1 {
+		f.log.InfoContext(c.UserContext(), "upstream answered after retries", "upstream", f.name, "addr", f.client.String(),
+			"method", c.Method(), "route", c.Route().Path, "attempts", attempts, "requestId", httpx.RequestID(c))
+	}
+	c.Status(resp.StatusCode())
+	copyAnswerHeaders(c, resp)
+	// Copied into the response's own pooled buffer: resp goes back to its pool on return.
+	c.Response().SetBody(resp.Body())
+	return nil
+}
 
+// request is the client's request as the service gets it: without hop-by-hop headers, with
+// the caller the gateway authenticated signed into httpx.CallerHeader (a client's own is
+// dropped) and the trace.
+func (f *forwarder) request(c *fiber.Ctx, req *fasthttp.Request) error {
 	c.Request().CopyTo(req)
 	for _, h := range hopHeaders {
 		req.Header.Del(h)
@@ -144,31 +166,29 @@ func (f *forwarder) handle(c *fiber.Ctx) error {
 		req.Header.Set(httpx.CallerHeader, sig)
 	}
 	httpx.InjectTrace(c, req.Header.Set)
-	attempts, err := f.do(affinityKey(c), req, resp)
-	if err != nil {
-		// The route is the pattern (no ids, no query string); no header is logged.
-		f.log.WarnContext(c.UserContext(), "upstream request failed", "upstream", f.name, "addr", f.client.String(),
-			"method", c.Method(), "route", c.Route().Path, "attempts", attempts, "requestId", httpx.RequestID(c), "error", err)
-		cause := fmt.Errorf("upstream %s (%s) after %d attempts: %w", f.name, f.client, attempts, err)
-		if failureOf(err) != notReceived && !idempotent(req) {
-			// The service may have received the request and acted on it before it failed: the
-			// honest answer is that the outcome is unknown (the idempotency middleware turns it
-			// into the outcome for a keyed request).
-			return apperr.OutcomeUnknown(cause)
-		}
-		e := apperr.New(fiber.StatusBadGateway, "service unavailable, retry with backoff")
-		e.Cause = cause
-		return e
-	}
-	if attempts > 1 {
-		f.log.InfoContext(c.UserContext(), "upstream answered after retries", "upstream", f.name, "addr", f.client.String(),
-			"method", c.Method(), "route", c.Route().Path, "attempts", attempts, "requestId", httpx.RequestID(c))
-	}
-	c.Status(resp.StatusCode())
-	copyAnswerHeaders(c, resp)
-	// Copied into the response's own pooled buffer: resp goes back to its pool on return.
-	c.Response().SetBody(resp.Body())
 	return nil
+}
+
+// failed logs a request the service did not answer after attempts and says so to the client.
+func (f *forwarder) failed(c *fiber.Ctx, req *fasthttp.Request, attempts int, err error) error {
+	// The route is the pattern (no ids, no query string); no header is logged.
+	f.log.WarnContext(c.UserContext(), "upstream request failed", "upstream", f.name, "addr", f.client.String(),
+		"method", c.Method(), "route", c.Route().Path, "attempts", attempts, "requestId", httpx.RequestID(c), "error", err)
+	cause := fmt.Errorf("upstream %s (%s) after %d attempts: %w", f.name, f.client, attempts, err)
+	if failureOf(err) != notReceived && !idempotent(req) {
+		// The service may have received the request and acted on it before it failed: the
+		// honest answer is that the outcome is unknown (the idempotency middleware turns it
+		// into the outcome for a keyed request).
+		return apperr.OutcomeUnknown(cause)
+	}
+	return unavailable(cause)
+}
+
+// unavailable is the answer when no replica of a service answered: 502, retry later.
+func unavailable(cause error) error {
+	e := apperr.New(fiber.StatusBadGateway, "service unavailable, retry with backoff")
+	e.Cause = cause
+	return e
 }
 
 // do sends req to the replica of the affinity key (replicas.go), retrying while the failure

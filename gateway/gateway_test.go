@@ -19,9 +19,7 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/httpx"
-	"github.com/splathost/splathost/services/scene"
-	"github.com/splathost/splathost/services/session"
-	"github.com/splathost/splathost/services/user"
+	"github.com/splathost/splathost/internal/routes"
 )
 
 const (
@@ -285,9 +283,9 @@ func TestForwardLongestPrefixFirst(t *testing.T) {
 		InternalSecret: secret, Sessions: fakeSessions{},
 		// The session service first: registration order alone would hand it /api/embed/editor.
 		Upstreams: []Upstream{
-			{Name: "session", Prefixes: session.Prefixes, URL: upstream("session")},
-			{Name: "user", Prefixes: user.Prefixes, URL: upstream("user")},
-			{Name: "scene", Prefixes: scene.Prefixes, URL: upstream("scene")},
+			{Name: "session", Prefixes: routes.Session, URL: upstream("session")},
+			{Name: "user", Prefixes: routes.User, URL: upstream("user")},
+			{Name: "scene", Prefixes: routes.Scene, URL: upstream("scene")},
 		},
 	})
 	require.NoError(t, err)

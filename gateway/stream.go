@@ -68,12 +68,31 @@ func newStreamer(base string) (*streamer, error) {
 var streamHeaders = []string{fiber.HeaderRange, fiber.HeaderIfRange, fiber.HeaderIfNoneMatch, fiber.HeaderIfModifiedSince,
 	httpx.RequestIDHeader, "Traceparent", "Tracestate"}
 
+// handle forwards a public GET or HEAD and streams the service's answer back.
 func (s *streamer) handle(c *fiber.Ctx) error {
 	if c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
 		return apperr.New(fiber.StatusMethodNotAllowed, "method not allowed")
 	}
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
+	streamRequest(c, req)
+	resp := fasthttp.AcquireResponse()
+	if c.Method() == fiber.MethodHead {
+		resp.SkipBody = true
+	}
+	if err := s.client.Do("", req, resp); err != nil {
+		fasthttp.ReleaseResponse(resp)
+		return unavailable(err)
+	}
+	c.Status(resp.StatusCode())
+	copyAnswerHeaders(c, resp)
+	streamAnswer(c, resp)
+	return nil
+}
+
+// streamRequest is the public request as the service gets it: the method, the path as the
+// client sent it, and only the headers the answer depends on (streamHeaders).
+func streamRequest(c *fiber.Ctx, req *fasthttp.Request) {
 	req.Header.SetMethod(c.Method())
 	req.SetRequestURIBytes(rawRequestURI(c))
 	for _, h := range streamHeaders {
@@ -82,35 +101,28 @@ func (s *streamer) handle(c *fiber.Ctx) error {
 		}
 	}
 	httpx.InjectTrace(c, req.Header.Set)
-	resp := fasthttp.AcquireResponse()
-	if c.Method() == fiber.MethodHead {
-		resp.SkipBody = true
-	}
-	if err := s.client.Do("", req, resp); err != nil {
-		fasthttp.ReleaseResponse(resp)
-		e := apperr.New(fiber.StatusBadGateway, "service unavailable, retry with backoff")
-		e.Cause = err
-		return e
-	}
-	c.Status(resp.StatusCode())
-	copyAnswerHeaders(c, resp)
+}
+
+// streamAnswer passes the body of resp on and releases resp: a HEAD's length alone, a body
+// fasthttp read whole as a copy, and a streamed body as a stream that releases resp when the
+// server has written it.
+func streamAnswer(c *fiber.Ctx, resp *fasthttp.Response) {
 	length := resp.Header.ContentLength()
-	if c.Method() == fiber.MethodHead || resp.BodyStream() == nil {
-		if c.Method() == fiber.MethodHead {
-			c.Response().SkipBody = true
-			if length >= 0 {
-				c.Response().Header.SetContentLength(length)
-			}
-		} else {
-			c.Response().SetBodyRaw(append([]byte(nil), resp.Body()...))
+	switch {
+	case c.Method() == fiber.MethodHead:
+		c.Response().SkipBody = true
+		if length >= 0 {
+			c.Response().Header.SetContentLength(length)
 		}
-		fasthttp.ReleaseResponse(resp)
-		return nil
+	case resp.BodyStream() == nil:
+		c.Response().SetBodyRaw(append([]byte(nil), resp.Body()...))
+	default:
+		// The response (and its upstream connection) is released when the server has written
+		// the body, or given up writing it: it closes the stream either way.
+		c.Response().SetBodyStream(&upstreamBody{resp: resp, conn: c.Context().Conn()}, length)
+		return
 	}
-	// The response (and its upstream connection) is released when the server has written the
-	// body, or given up writing it: it closes the stream either way.
-	c.Response().SetBodyStream(&upstreamBody{resp: resp, conn: c.Context().Conn()}, length)
-	return nil
+	fasthttp.ReleaseResponse(resp)
 }
 
 // upstreamBody is an upstream answer's body stream. Every read pushes the client connection's

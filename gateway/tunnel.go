@@ -58,15 +58,37 @@ func newTunnel(name, base string, secret []byte, log *slog.Logger) (*tunnel, err
 // tunnelQueryDrop are the query parameters the service never gets: the credential.
 var tunnelQueryDrop = []string{"session"}
 
+// handle asks the service for the client's upgrade and, on its 101, splices the two
+// connections; any other answer of the service is passed on as it is.
 func (t *tunnel) handle(c *fiber.Ctx) error {
 	if err := httpx.RequireUpgrade(c); err != nil {
 		return err
 	}
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
+	if err := t.request(c, req); err != nil {
+		return httpx.RefuseUpgrade(c, apperr.Internal(err))
+	}
+	up, attempts, err := t.dial(req)
+	if err != nil {
+		return t.failed(c, err, "attempts", attempts)
+	}
+	br, resp, err := t.handshake(up, req)
+	if err != nil {
+		_ = up.Close()
+		fasthttp.ReleaseResponse(resp)
+		return t.failed(c, err)
+	}
+	defer fasthttp.ReleaseResponse(resp)
+	t.answer(c, up, br, resp)
+	return nil
+}
+
+// request is the client's upgrade request as the service gets it: Connection and Upgrade make
+// the upgrade and stay; the other hop-by-hop headers go, and a caller header only the gateway
+// may set (the caller it authenticated is signed in); the credential leaves the query string.
+func (t *tunnel) request(c *fiber.Ctx, req *fasthttp.Request) error {
 	c.Request().Header.CopyTo(&req.Header)
-	// Connection and Upgrade make the upgrade and stay; the other hop-by-hop headers go, and a
-	// caller header only the gateway may set.
 	for _, h := range otherHopHeaders {
 		req.Header.Del(h)
 	}
@@ -83,31 +105,25 @@ func (t *tunnel) handle(c *fiber.Ctx) error {
 	if caller := httpx.CallerOf(c); caller != nil {
 		sig, err := httpx.SignCaller(t.secret, caller, time.Now())
 		if err != nil {
-			return httpx.RefuseUpgrade(c, apperr.Internal(err))
+			return err
 		}
 		req.Header.Set(httpx.CallerHeader, sig)
 	}
 	httpx.InjectTrace(c, req.Header.Set)
+	return nil
+}
 
-	up, attempts, err := t.dial(req)
-	if err != nil {
-		t.log.WarnContext(c.UserContext(), "upstream upgrade failed", "upstream", t.name, "addr", t.addr.String(),
-			"route", c.Route().Path, "attempts", attempts, "requestId", httpx.RequestID(c), "error", err)
-		e := apperr.New(fiber.StatusBadGateway, "service unavailable, retry with backoff")
-		e.Cause = err
-		return httpx.RefuseUpgrade(c, e)
-	}
-	br, resp, err := t.handshake(up, req)
-	if err != nil {
-		_ = up.Close()
-		fasthttp.ReleaseResponse(resp)
-		t.log.WarnContext(c.UserContext(), "upstream upgrade failed", "upstream", t.name, "addr", t.addr.String(),
-			"route", c.Route().Path, "requestId", httpx.RequestID(c), "error", err)
-		e := apperr.New(fiber.StatusBadGateway, "service unavailable, retry with backoff")
-		e.Cause = err
-		return httpx.RefuseUpgrade(c, e)
-	}
-	defer fasthttp.ReleaseResponse(resp)
+// failed logs an upgrade the service did not take (attrs say how far it got) and refuses it
+// the way a browser's WebSocket can see.
+func (t *tunnel) failed(c *fiber.Ctx, err error, attrs ...any) error {
+	args := append([]any{"upstream", t.name, "addr", t.addr.String(), "route", c.Route().Path}, attrs...)
+	t.log.WarnContext(c.UserContext(), "upstream upgrade failed", append(args, "requestId", httpx.RequestID(c), "error", err)...)
+	return httpx.RefuseUpgrade(c, unavailable(err))
+}
+
+// answer passes the service's handshake answer on: a plain refusal (its envelope) as it is, a
+// 101 by handing the client's connection to a splice with up.
+func (t *tunnel) answer(c *fiber.Ctx, up net.Conn, br *bufio.Reader, resp *fasthttp.Response) {
 	c.Status(resp.StatusCode())
 	resp.Header.VisitAll(func(k, v []byte) {
 		switch string(k) {
@@ -117,10 +133,9 @@ func (t *tunnel) handle(c *fiber.Ctx) error {
 		c.Response().Header.SetBytesKV(k, v)
 	})
 	if resp.StatusCode() != fiber.StatusSwitchingProtocols {
-		// The service refused the upgrade with a plain answer (its envelope): pass it on.
 		_ = up.Close()
 		c.Response().SetBodyRaw(append([]byte(nil), resp.Body()...))
-		return nil
+		return
 	}
 	_ = up.SetDeadline(time.Time{})
 	// What the service sent after its 101 (its welcome, usually) goes first; the header-sized
@@ -129,7 +144,6 @@ func (t *tunnel) handle(c *fiber.Ctx) error {
 	_, _ = io.ReadFull(br, pending)
 	upR := io.MultiReader(bytes.NewReader(pending), up)
 	c.Context().Hijack(func(client net.Conn) { splice(client, up, upR) })
-	return nil
 }
 
 // dial connects to the next replica of the service in turn (the others at once when it refuses

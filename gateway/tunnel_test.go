@@ -18,7 +18,7 @@ import (
 
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/roomproto"
-	"github.com/splathost/splathost/services/session"
+	"github.com/splathost/splathost/internal/routes"
 )
 
 // tunnelGateway serves a gateway whose session upstream (with the room's upgrade route) is at
@@ -28,7 +28,7 @@ func tunnelGateway(t *testing.T, upstream string) string {
 	app, err := New(Options{
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), BodyLimit: 1 << 20, AdminToken: "admin-token-0123456789",
 		InternalSecret: []byte("internal-secret-for-tests"), Sessions: fakeSessions{},
-		Upstreams: []Upstream{{Name: "session", Prefixes: session.Prefixes, Upgrade: []string{roomproto.Path}, URL: upstream}},
+		Upstreams: []Upstream{{Name: "session", Prefixes: routes.Session, Upgrade: []string{roomproto.Path}, URL: upstream}},
 	})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

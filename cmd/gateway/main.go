@@ -8,10 +8,9 @@ import (
 	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/roomproto"
+	"github.com/splathost/splathost/internal/routes"
 	"github.com/splathost/splathost/internal/sessiontoken"
-	"github.com/splathost/splathost/services/scene"
 	"github.com/splathost/splathost/services/session"
-	"github.com/splathost/splathost/services/user"
 	"github.com/splathost/splathost/web"
 )
 
@@ -35,9 +34,9 @@ func main() {
 		Idempotency: idempotency.NewStore(d.Pool, rt.Log),
 		RateLimits:  gateway.NewRateLimits(cfg.RateLimit),
 		Upstreams: []gateway.Upstream{
-			{Name: "user", Prefixes: user.Prefixes, URL: cfg.UserURL},
-			{Name: "scene", Prefixes: scene.Prefixes, Public: scene.PublicPrefixes, URL: cfg.SceneURL},
-			{Name: "session", Prefixes: session.Prefixes, Upgrade: []string{roomproto.Path}, URL: cfg.SessionURL},
+			{Name: "user", Prefixes: routes.User, URL: cfg.UserURL},
+			{Name: "scene", Prefixes: routes.Scene, Public: routes.ScenePublic, URL: cfg.SceneURL},
+			{Name: "session", Prefixes: routes.Session, Upgrade: []string{roomproto.Path}, URL: cfg.SessionURL},
 		},
 	})
 	if err != nil {

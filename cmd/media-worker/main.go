@@ -12,6 +12,7 @@ import (
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/objectstore"
+	"github.com/splathost/splathost/internal/temporalconn"
 	"github.com/splathost/splathost/internal/worker"
 	"github.com/splathost/splathost/media"
 )
@@ -28,13 +29,13 @@ func main() {
 	if err != nil {
 		boot.Fatal(rt.Log, "converter", err)
 	}
-	tc, err := worker.Dial(rt.Config, rt.Log)
+	tc, err := temporalconn.Dial(rt.Config, rt.Log)
 	if err != nil {
 		boot.Fatal(rt.Log, "temporal", err)
 	}
 	defer tc.Close()
 	rt.ServeHealth(rt.Config.MediaHealthAddr, map[string]httpx.Check{
-		"temporal": worker.Ready(tc), "postgres": d.Ping, "objectstore": store.Ready, "converter": worker.ConverterReady(conv),
+		"temporal": temporalconn.Ready(tc), "postgres": d.Ping, "objectstore": store.Ready, "converter": worker.ConverterReady(conv),
 	})
 	err = worker.RunMedia(rt.Ctx, tc, rt.Config, worker.Deps{DB: d, Store: store, Log: rt.Log}, conv)
 	if err != nil && !errors.Is(err, context.Canceled) {

@@ -5,8 +5,10 @@ import (
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/objectstore"
+	"github.com/splathost/splathost/internal/routes"
 	"github.com/splathost/splathost/internal/scenes"
-	"github.com/splathost/splathost/internal/worker"
+	"github.com/splathost/splathost/internal/temporalconn"
+	"github.com/splathost/splathost/internal/webhookstart"
 	"github.com/splathost/splathost/services/scene"
 )
 
@@ -19,7 +21,7 @@ func main() {
 		boot.Fatal(rt.Log, "object store", err)
 	}
 	views := rt.Views()
-	tc, err := worker.Dial(rt.Config, rt.Log)
+	tc, err := temporalconn.Dial(rt.Config, rt.Log)
 	if err != nil {
 		boot.Fatal(rt.Log, "temporal", err)
 	}
@@ -27,7 +29,7 @@ func main() {
 	svc := scene.New(d, store, rt.Log, rt.Config.AssetBase(), scene.ClonesFrom(tc, rt.Config))
 	svc.UseViews(views)
 	svc.UseAssetURLs(scenes.NewAssetURLs(rt.Config))
-	hooks, err := worker.WebhookStarter(tc, rt.Config, d.Ent, rt.Log)
+	hooks, err := webhookstart.Starter(tc, rt.Config, d.Ent, rt.Log)
 	if err != nil {
 		boot.Fatal(rt.Log, "webhooks", err)
 	}
@@ -35,7 +37,7 @@ func main() {
 	// Scene reads are served from memory while the LISTEN connection is up; every change is
 	// announced with a NOTIFY, so this process drops its copies whichever process made it.
 	go svc.Listen(rt.Ctx)
-	app := boot.ServiceApp("scene", rt.Config, rt.Log, scene.Prefixes, svc.Register, map[string]httpx.Check{
+	app := boot.ServiceApp("scene", rt.Config, rt.Log, routes.Scene, svc.Register, map[string]httpx.Check{
 		"postgres": d.Ping, "objectstore": store.Ready,
 		"clickhouse": views.Ping,
 	})

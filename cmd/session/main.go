@@ -6,6 +6,7 @@ import (
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/routes"
 	"github.com/splathost/splathost/internal/scenes"
 	"github.com/splathost/splathost/internal/sessiontoken"
 	"github.com/splathost/splathost/services/session"
@@ -33,7 +34,7 @@ func main() {
 	rooms.UseIntegrations(ints)
 	roomsDone := make(chan struct{})
 	go func() { defer close(roomsDone); rooms.Run(rt.Ctx) }()
-	app := boot.ServiceApp("session", rt.Config, rt.Log, session.Prefixes, svc.Register,
+	app := boot.ServiceApp("session", rt.Config, rt.Log, routes.Session, svc.Register,
 		map[string]httpx.Check{"postgres": d.Ping, "room": rooms.Ready})
 	rt.Serve(app, rt.Config.SessionAddr)
 	<-roomsDone

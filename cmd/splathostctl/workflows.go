@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/splathost/splathost/internal/worker"
 	"log/slog"
 	"slices"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	tlog "go.temporal.io/sdk/log"
 
+	"github.com/splathost/splathost/internal/temporalconn"
 	"github.com/splathost/splathost/workflows"
 )
 
@@ -42,7 +42,7 @@ func (a *app) temporal() (client.Client, error) {
 		return nil, errors.New("no Temporal address: pass --temporal, set SPLATHOST_TEMPORAL_ADDR or run `make dev`")
 	}
 	// A frontend list (a cluster's stack.json) is dialled as the services dial it.
-	hostPort, dialOpts := worker.TemporalTarget(a.temporalAddr)
+	hostPort, dialOpts := temporalconn.Target(a.temporalAddr)
 	return client.Dial(client.Options{HostPort: hostPort, Namespace: a.tempoNS,
 		ConnectionOptions: client.ConnectionOptions{DialOptions: dialOpts},
 		Logger:            tlog.NewStructuredLogger(slog.New(slog.DiscardHandler))})

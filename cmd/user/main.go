@@ -4,7 +4,9 @@ package main
 import (
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/httpx"
-	"github.com/splathost/splathost/internal/worker"
+	"github.com/splathost/splathost/internal/routes"
+	"github.com/splathost/splathost/internal/temporalconn"
+	"github.com/splathost/splathost/internal/webhookstart"
 	"github.com/splathost/splathost/services/user"
 )
 
@@ -14,19 +16,19 @@ func main() {
 	d := rt.DB()
 	// A customer deletion starts the purge of its assets right after the commit; the client is
 	// lazy, so Temporal being down does not stop this service (the worker re-drives the purge).
-	tc, err := worker.Dial(rt.Config, rt.Log)
+	tc, err := temporalconn.Dial(rt.Config, rt.Log)
 	if err != nil {
 		boot.Fatal(rt.Log, "temporal", err)
 	}
 	defer tc.Close()
 	// Gateways in other processes drop their cached integrations on the NOTIFY.
 	svc := user.New(d, rt.Log, nil, user.Temporal{Client: tc, TaskQueue: rt.Config.TaskQueue})
-	hooks, err := worker.UserWebhooks(tc, rt.Config, d.Ent, rt.Log)
+	hooks, err := webhookstart.Registry(tc, rt.Config, d.Ent, rt.Log)
 	if err != nil {
 		boot.Fatal(rt.Log, "webhooks", err)
 	}
 	svc.UseWebhooks(hooks)
-	app := boot.ServiceApp("user", rt.Config, rt.Log, user.Prefixes, svc.Register,
+	app := boot.ServiceApp("user", rt.Config, rt.Log, routes.User, svc.Register,
 		map[string]httpx.Check{"postgres": d.Ping})
 	rt.Serve(app, rt.Config.UserAddr)
 }

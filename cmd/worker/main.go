@@ -11,6 +11,7 @@ import (
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/objectstore"
+	"github.com/splathost/splathost/internal/temporalconn"
 	"github.com/splathost/splathost/internal/worker"
 )
 
@@ -23,13 +24,13 @@ func main() {
 		boot.Fatal(rt.Log, "object store", err)
 	}
 	views := rt.Views()
-	tc, err := worker.Dial(rt.Config, rt.Log)
+	tc, err := temporalconn.Dial(rt.Config, rt.Log)
 	if err != nil {
 		boot.Fatal(rt.Log, "temporal", err)
 	}
 	defer tc.Close()
 	rt.ServeHealth(rt.Config.WorkerHealthAddr, map[string]httpx.Check{
-		"temporal": worker.Ready(tc), "postgres": d.Ping, "objectstore": store.Ready, "clickhouse": views.Ping,
+		"temporal": temporalconn.Ready(tc), "postgres": d.Ping, "objectstore": store.Ready, "clickhouse": views.Ping,
 	})
 	err = worker.Run(rt.Ctx, tc, rt.Config, worker.Deps{DB: d, Store: store, Views: views,
 		Streamer: &analytics.Streamer{Pool: d.Pool, Views: views, Log: rt.Log}, Log: rt.Log})

@@ -21,8 +21,11 @@ import (
 	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/roomproto"
+	"github.com/splathost/splathost/internal/routes"
 	scenerules "github.com/splathost/splathost/internal/scenes"
 	"github.com/splathost/splathost/internal/sessiontoken"
+	"github.com/splathost/splathost/internal/temporalconn"
+	"github.com/splathost/splathost/internal/webhookstart"
 	"github.com/splathost/splathost/internal/worker"
 	"github.com/splathost/splathost/media"
 	"github.com/splathost/splathost/services/scene"
@@ -73,7 +76,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 		d.Close()
 		return nil, err
 	}
-	tc, err := worker.Dial(cfg, log)
+	tc, err := temporalconn.Dial(cfg, log)
 	if err != nil {
 		d.Close()
 		ch.Close()
@@ -85,7 +88,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	ints := credentials.NewCache(d.Pool, log)
 	users := user.New(d, log, ints.Flush, user.Temporal{Client: tc, TaskQueue: cfg.TaskQueue})
 	scenes := scene.New(d, store, log, cfg.AssetBase(), scene.ClonesFrom(tc, cfg))
-	hooks, err := worker.UserWebhooks(tc, cfg, d.Ent, log)
+	hooks, err := webhookstart.Registry(tc, cfg, d.Ent, log)
 	if err != nil {
 		p.Close()
 		return nil, err
@@ -122,14 +125,14 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 		Idempotency: idempotency.NewStore(d.Pool, log),
 		RateLimits:  limits,
 		Upstreams: []gateway.Upstream{
-			{Name: "user", Prefixes: user.Prefixes, Register: users.Register},
-			{Name: "scene", Prefixes: scene.Prefixes, Public: scene.PublicPrefixes, Register: scenes.Register},
-			{Name: "session", Prefixes: session.Prefixes, Upgrade: []string{roomproto.Path}, Register: sessions.Register},
+			{Name: "user", Prefixes: routes.User, Register: users.Register},
+			{Name: "scene", Prefixes: routes.Scene, Public: routes.ScenePublic, Register: scenes.Register},
+			{Name: "session", Prefixes: routes.Session, Upgrade: []string{roomproto.Path}, Register: sessions.Register},
 		},
 		Ready: map[string]httpx.Check{
 			"objectstore": store.Ready,
 			"clickhouse":  func(ctx context.Context) error { return ch.Ping(ctx) },
-			"temporal":    worker.Ready(tc),
+			"temporal":    temporalconn.Ready(tc),
 			"room":        sessions.Rooms().Ready,
 		},
 	})

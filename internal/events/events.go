@@ -63,7 +63,7 @@ type Batch struct{ deliveries []Delivery }
 func (b *Batch) Deliveries() []Delivery { return b.deliveries }
 
 // Starter takes committed deliveries: the Dispatcher of a process (a direct first attempt),
-// or worker.WebhookHandOff (a workflow per delivery). A failure is the starter's to log:
+// or webhookstart.HandOff (a workflow per delivery). A failure is the starter's to log:
 // the rows stay pending and the webhook re-drive starts them.
 type Starter interface {
 	StartDeliveries(ctx context.Context, ds []Delivery)

@@ -1,6 +1,10 @@
 package scenes
 
-import "time"
+import (
+	"time"
+
+	"github.com/splathost/splathost/internal/routes"
+)
 
 // Scene metadata limits in characters (spec, Limits). The multiplayer room bounds a draft's
 // fields by them too, since a longer one could never be saved.
@@ -13,7 +17,7 @@ const (
 // signer (AssetURLs) and the e2e tests read them too.
 const (
 	// AssetsPrefix is the path prefix of the asset route on the gateway origin.
-	AssetsPrefix = "/assets"
+	AssetsPrefix = routes.Assets
 	// AssetMaxAge is the max-age of asset answers, in seconds. With the decision caches
 	// (AssetDecisionTTL) an archive or delete stops every cache within 60 s.
 	AssetMaxAge = 30

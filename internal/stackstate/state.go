@@ -91,7 +91,7 @@ func (s State) Config() config.Config {
 	}
 	cfg.TemporalAddr = s.TemporalAddr
 	if len(s.TemporalAddrs) > 0 {
-		// Every frontend, as the runner gives its own product processes (worker.Dial).
+		// Every frontend, as the runner gives its own product processes (temporalconn.Dial).
 		cfg.TemporalAddr = strings.Join(s.TemporalAddrs, ",")
 	}
 	if s.TemporalNamespace != "" {

@@ -12,6 +12,7 @@ import (
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/resident"
+	"github.com/splathost/splathost/internal/webhookstart"
 	"github.com/splathost/splathost/media"
 	"github.com/splathost/splathost/workflows"
 )
@@ -40,7 +41,7 @@ func RunMedia(ctx context.Context, c client.Client, cfg config.Config, deps Deps
 	defer release()
 	w := worker.New(c, cfg.MediaTaskQueue, worker.Options{WorkerStopTimeout: cfg.ShutdownTimeout,
 		MaxConcurrentActivityExecutionSize: cfg.RenditionConcurrency + 4})
-	hooks, err := webhookSettings(c, cfg)
+	hooks, err := webhookstart.Settings(c, cfg)
 	if err != nil {
 		return err
 	}

@@ -1,27 +1,24 @@
-// Package worker connects to Temporal and hosts splathost's workflows and activities. It is its
-// own package so that only the binaries that talk to Temporal link the SDK.
+// Package worker hosts splathost's workflows and activities on a Temporal client
+// (internal/temporalconn dials it). It is its own package so that only the worker binaries link
+// the activities and media.
 package worker
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"go.temporal.io/sdk/client"
-	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
-	"go.temporal.io/sdk/interceptor"
-	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/splathost/splathost/activities"
 	"github.com/splathost/splathost/analytics"
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/db"
-	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/metrics"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/resident"
+	"github.com/splathost/splathost/internal/webhookstart"
 	"github.com/splathost/splathost/workflows"
 )
 
@@ -44,7 +41,7 @@ func Run(ctx context.Context, c client.Client, cfg config.Config, deps Deps) err
 	// On shutdown, running activities get the shutdown timeout to finish or to report their last
 	// heartbeat; the next attempt resumes from it.
 	w := worker.New(c, cfg.TaskQueue, worker.Options{WorkerStopTimeout: cfg.ShutdownTimeout})
-	hooks, err := webhookSettings(c, cfg)
+	hooks, err := webhookstart.Settings(c, cfg)
 	if err != nil {
 		return err
 	}
@@ -113,38 +110,6 @@ func waitHealthy(ctx context.Context, c client.Client, log *slog.Logger) error {
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, 10*time.Second)
-	}
-}
-
-// Dial connects a Temporal client. Dial is lazy, so a briefly unavailable frontend does
-// not stop a process from starting; readiness reports it instead.
-func Dial(cfg config.Config, log *slog.Logger) (client.Client, error) {
-	// The tracing interceptor carries the caller's trace into the workflow and its activities
-	// (through Temporal headers), so one trace runs from the gateway to the last copy. It is a
-	// no-op while tracing is off.
-	tracing, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("temporal tracing: %w", err)
-	}
-	hostPort, dialOpts := TemporalTarget(cfg.TemporalAddr)
-	c, err := client.NewLazyClient(client.Options{
-		HostPort:          hostPort,
-		ConnectionOptions: client.ConnectionOptions{DialOptions: dialOpts},
-		Namespace:         cfg.TemporalNamespace,
-		Logger:            tlog.NewStructuredLogger(log.With("component", "temporal-client")),
-		Interceptors:      []interceptor.ClientInterceptor{tracing},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("temporal: %w", err)
-	}
-	return c, nil
-}
-
-// Ready checks the Temporal frontend answers.
-func Ready(c client.Client) httpx.Check {
-	return func(ctx context.Context) error {
-		_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
-		return err
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/internal/routes"
 	splathost "github.com/splathost/splathost/sdk/go"
 	"github.com/splathost/splathost/workflows"
 	"github.com/splathost/splathost/workflows/contract"
@@ -21,7 +22,7 @@ import (
 
 // Operator routes of renditions (`splathostctl renditions list|retry`).
 const (
-	renditionsAdminPath  = "/admin/v1/renditions"
+	renditionsAdminPath  = routes.RenditionsAdmin
 	maxRenditionsListing = 200
 )
 

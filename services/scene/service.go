@@ -19,15 +19,6 @@ import (
 	"github.com/splathost/splathost/internal/scenes"
 )
 
-// Prefixes are the path prefixes this service owns; a split gateway forwards them here.
-// /api/embed/editor sits inside the session service's /api/embed, and /admin/v1/renditions
-// inside the user service's /admin/v1/: the gateway forwards the longest matching prefix.
-var Prefixes = []string{"/api/v1/splats", "/api/v1/uploads", "/api/embed/editor", renditionsAdminPath}
-
-// PublicPrefixes are the path prefixes of this service a gateway forwards without a caller
-// (anyone may ask; the service decides) and with the answer streamed, not buffered.
-var PublicPrefixes = []string{scenes.AssetsPrefix}
-
 // Service handles the scene service's routes.
 type Service struct {
 	db    *db.DB

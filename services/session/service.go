@@ -15,9 +15,6 @@ import (
 	"github.com/splathost/splathost/internal/sessiontoken"
 )
 
-// Prefixes are the path prefixes this service owns; a split gateway forwards them here.
-var Prefixes = []string{"/api/editor", "/api/embed", "/embed"}
-
 // Service handles the session service's routes.
 type Service struct {
 	db   *db.DB

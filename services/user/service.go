@@ -10,6 +10,7 @@ import (
 
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/events"
+	"github.com/splathost/splathost/internal/webhooks"
 )
 
 // Service handles the user service's routes.
@@ -24,7 +25,7 @@ type Service struct {
 	temporal Temporal
 	// webhooks is the endpoint registry's settings (webhooks.go); events writes the webhook
 	// events of customer deletions and the billing lifecycle.
-	webhooks Webhooks
+	webhooks webhooks.Registry
 	events   *events.Outbox
 }
 
@@ -44,9 +45,6 @@ func New(d *db.DB, log *slog.Logger, onIntegrationChange func(), tc Temporal) *S
 	}
 	return &Service{db: d, log: log, changed: onIntegrationChange, temporal: tc, events: &events.Outbox{Log: log}}
 }
-
-// Prefixes are the path prefixes this service owns; a split gateway forwards them here.
-var Prefixes = []string{"/api/v1/external-user", webhooksPath, "/admin/v1/"}
 
 // Register mounts the service's routes. The router must already establish the caller
 // (the gateway in-process, or httpx.TrustSignedCaller in a service binary).

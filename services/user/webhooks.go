@@ -16,13 +16,15 @@ import (
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/routes"
+	"github.com/splathost/splathost/internal/webhooks"
 	splathost "github.com/splathost/splathost/sdk/go"
 	"github.com/splathost/splathost/workflows"
 )
 
 // webhooksPath is the endpoint registry (contract item 12), managed with the integration's
 // secret + public key.
-const webhooksPath = "/api/v1/webhooks"
+const webhooksPath = routes.Webhooks
 
 // Bounds of the registry.
 const (
@@ -35,17 +37,9 @@ const (
 	maxDeliveryCursor = 128
 )
 
-// Webhooks are the registry's settings: the sealer of signing secrets, whether endpoints may
-// target private addresses (make dev, tests), and the starter of delivery workflows.
-type Webhooks struct {
-	Sealer       *events.Sealer
-	AllowPrivate bool
-	Starter      events.Starter
-}
-
 // UseWebhooks wires the registry and starts the workflows of the events this service writes.
 // Without it the registry answers 503 and the events still wait in the outbox for the re-drive.
-func (s *Service) UseWebhooks(w Webhooks) {
+func (s *Service) UseWebhooks(w webhooks.Registry) {
 	s.webhooks = w
 	s.events.Starter = w.Starter
 }

@@ -1,4 +1,4 @@
-package worker
+package webhookstart
 
 import (
 	"context"
@@ -18,11 +18,11 @@ import (
 // SQLite-backed server: 2 000 at once took 17 s each). Waiting starts queue in memory.
 var webhookStarts = make(chan struct{}, 8)
 
-// WebhookHandOff starts the delivery workflows of committed outbox rows (events.Starter: the
+// HandOff starts the delivery workflows of committed outbox rows (events.Starter: the
 // dispatcher hands it what its direct attempts did not settle) and records the starts, so the
 // re-drive leaves them alone. It is client-side wiring, not workflow code: it writes rows
 // through ent, which package workflows must not depend on.
-type WebhookHandOff struct {
+type HandOff struct {
 	Client    client.Client
 	TaskQueue string
 	Ent       *ent.Client
@@ -31,7 +31,7 @@ type WebhookHandOff struct {
 
 // StartDeliveries starts each delivery's workflow, a few at a time. Failures are logged; their
 // rows stay undispatched for the re-drive.
-func (s *WebhookHandOff) StartDeliveries(ctx context.Context, ds []events.Delivery) {
+func (s *HandOff) StartDeliveries(ctx context.Context, ds []events.Delivery) {
 	var mu sync.Mutex
 	var started []string
 	var wg sync.WaitGroup

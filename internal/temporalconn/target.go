@@ -1,4 +1,4 @@
-package worker
+package temporalconn
 
 import (
 	"strings"
@@ -12,13 +12,13 @@ import (
 // holding more than one address).
 const temporalScheme = "splathost-temporal"
 
-// TemporalTarget turns SPLATHOST_TEMPORAL_ADDR (or the CLI's --temporal) into the SDK's HostPort and extra dial
+// Target turns SPLATHOST_TEMPORAL_ADDR (or the CLI's --temporal) into the SDK's HostPort and extra dial
 // options. One address is used as is. A comma list (the frontends of a Temporal cluster
 // without a load balancer in front) becomes one target whose resolver returns every address:
 // the SDK's default round_robin balancing spreads calls over the frontends that are up and
 // skips one that refuses connections, so losing a frontend costs only the calls in flight on
 // it, which the SDK retries.
-func TemporalTarget(addr string) (string, []grpc.DialOption) {
+func Target(addr string) (string, []grpc.DialOption) {
 	var state resolver.State
 	for _, a := range strings.Split(addr, ",") {
 		if a = strings.TrimSpace(a); a != "" {
