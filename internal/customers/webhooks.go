@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/splathost/splathost/ent"
@@ -11,6 +12,7 @@ import (
 	"github.com/splathost/splathost/ent/webhookendpoint"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/idempotency"
+	"github.com/splathost/splathost/internal/ids"
 )
 
 // NewWebhook is a validated endpoint to register: its id (chosen first, as the sealed secret
@@ -83,4 +85,92 @@ func (s *Store) Deliveries(ctx context.Context, endpointID string, p DeliveryPag
 		d.CreatedAt = d.CreatedAt.Truncate(time.Microsecond)
 	}
 	return rows, more, nil
+}
+
+// ErrWebhookNotFound answers for an endpoint that is not the caller's live one: malformed,
+// another integration's and deleted ids are the same 404.
+var ErrWebhookNotFound = apperr.NotFound("webhook not found")
+
+// ErrDeliveryNotFound answers for a delivery that is not of the endpoint named in the path.
+var ErrDeliveryNotFound = apperr.NotFound("delivery not found")
+
+// Webhook loads the live endpoint id of the integration (ErrWebhookNotFound otherwise).
+func (s *Store) Webhook(ctx context.Context, integrationID, id string) (*ent.WebhookEndpoint, error) {
+	if !ids.Valid(id) {
+		return nil, ErrWebhookNotFound
+	}
+	e, err := s.DB.Ent.WebhookEndpoint.Query().Where(webhookendpoint.ID(strings.ToLower(id)),
+		webhookendpoint.IntegrationID(integrationID), webhookendpoint.DeletedAtIsNil()).Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, ErrWebhookNotFound
+	}
+	if err != nil {
+		return nil, apperr.Internal(err)
+	}
+	return e, nil
+}
+
+// Webhooks lists the integration's live endpoints, oldest first.
+func (s *Store) Webhooks(ctx context.Context, integrationID string) ([]*ent.WebhookEndpoint, error) {
+	rows, err := s.DB.Ent.WebhookEndpoint.Query().Where(webhookendpoint.IntegrationID(integrationID),
+		webhookendpoint.DeletedAtIsNil()).Order(ent.Asc(webhookendpoint.FieldCreatedAt), ent.Asc(webhookendpoint.FieldID)).
+		All(ctx)
+	if err != nil {
+		return nil, apperr.Internal(err)
+	}
+	return rows, nil
+}
+
+// DeleteWebhook marks the live endpoint id deleted: pending deliveries end at their next attempt.
+func (s *Store) DeleteWebhook(ctx context.Context, id string) error {
+	n, err := s.DB.Ent.WebhookEndpoint.Update().Where(webhookendpoint.ID(id), webhookendpoint.DeletedAtIsNil()).
+		SetDeletedAt(time.Now()).Save(ctx)
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	if n == 0 {
+		return ErrWebhookNotFound
+	}
+	return nil
+}
+
+// RotateWebhook makes sealed the endpoint's secret under its row lock; the secret it replaces
+// keeps signing until overlap has passed (a second rotation within it drops the oldest).
+func (s *Store) RotateWebhook(ctx context.Context, id string, sealed []byte, overlap time.Duration) (*ent.WebhookEndpoint, error) {
+	var out *ent.WebhookEndpoint
+	err := s.DB.InTx(ctx, func(tx *ent.Tx) error {
+		cur, err := tx.WebhookEndpoint.Query().Where(webhookendpoint.ID(id), webhookendpoint.DeletedAtIsNil()).ForUpdate().Only(ctx)
+		if ent.IsNotFound(err) {
+			return ErrWebhookNotFound
+		}
+		if err != nil {
+			return err
+		}
+		out, err = cur.Update().SetSecretSealed(sealed).SetPreviousSecretSealed(cur.SecretSealed).
+			SetPreviousExpiresAt(time.Now().Add(overlap)).Save(ctx)
+		return err
+	})
+	return out, err
+}
+
+// ResetDelivery makes delivery deliveryID of endpoint endpointID pending again, due now, and
+// returns it (ErrDeliveryNotFound for any other id). The caller then starts or signals its
+// workflow; should that fail, the re-drive starts the pending row.
+func (s *Store) ResetDelivery(ctx context.Context, endpointID, deliveryID string) (*ent.WebhookDelivery, error) {
+	if !ids.Valid(deliveryID) {
+		return nil, ErrDeliveryNotFound
+	}
+	d, err := s.DB.Ent.WebhookDelivery.Query().Where(webhookdelivery.ID(strings.ToLower(deliveryID)),
+		webhookdelivery.EndpointID(endpointID)).Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, ErrDeliveryNotFound
+	}
+	if err != nil {
+		return nil, apperr.Internal(err)
+	}
+	if err := s.DB.Ent.WebhookDelivery.UpdateOneID(d.ID).SetState(webhookdelivery.StatePending).ClearDispatchedAt().
+		SetNextAttemptAt(time.Now()).Exec(ctx); err != nil {
+		return nil, apperr.Internal(err)
+	}
+	return d, nil
 }

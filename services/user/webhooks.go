@@ -1,7 +1,6 @@
 package user
 
 import (
-	"context"
 	"encoding/base64"
 	"strconv"
 	"strings"
@@ -10,8 +9,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/ent/webhookdelivery"
-	"github.com/splathost/splathost/ent/webhookendpoint"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
@@ -64,8 +61,6 @@ func renderWebhook(e *ent.WebhookEndpoint, secret string) splathost.Webhook {
 		CreatedAt: httpx.ISOTime(e.CreatedAt)}
 }
 
-func errWebhookNotFound() error { return apperr.NotFound("webhook not found") }
-
 // webhookCaller is the integration-level caller of the registry (secret + public key; an EU
 // header is ignored), and the registry must be wired.
 func (s *Service) webhookCaller(c *fiber.Ctx) (*httpx.Caller, error) {
@@ -85,24 +80,7 @@ func (s *Service) pathWebhook(c *fiber.Ctx) (*ent.WebhookEndpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.ownWebhook(c.UserContext(), caller, c.Params("id"))
-}
-
-// ownWebhook loads a live endpoint of the caller's integration; anything else (malformed id,
-// another integration's, deleted) is the same 404.
-func (s *Service) ownWebhook(ctx context.Context, caller *httpx.Caller, id string) (*ent.WebhookEndpoint, error) {
-	if !ids.Valid(id) {
-		return nil, errWebhookNotFound()
-	}
-	e, err := s.db.Ent.WebhookEndpoint.Query().Where(webhookendpoint.ID(strings.ToLower(id)),
-		webhookendpoint.IntegrationID(caller.IntegrationID), webhookendpoint.DeletedAtIsNil()).Only(ctx)
-	if ent.IsNotFound(err) {
-		return nil, errWebhookNotFound()
-	}
-	if err != nil {
-		return nil, apperr.Internal(err)
-	}
-	return e, nil
+	return s.store().Webhook(c.UserContext(), caller.IntegrationID, c.Params("id"))
 }
 
 func (s *Service) createWebhook(c *fiber.Ctx) error {
@@ -128,11 +106,9 @@ func (s *Service) listWebhooks(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	rows, err := s.db.Ent.WebhookEndpoint.Query().Where(webhookendpoint.IntegrationID(caller.IntegrationID),
-		webhookendpoint.DeletedAtIsNil()).Order(ent.Asc(webhookendpoint.FieldCreatedAt), ent.Asc(webhookendpoint.FieldID)).
-		All(c.UserContext())
+	rows, err := s.store().Webhooks(c.UserContext(), caller.IntegrationID)
 	if err != nil {
-		return apperr.Internal(err)
+		return err
 	}
 	out := make([]splathost.Webhook, len(rows))
 	for i, e := range rows {
@@ -143,26 +119,18 @@ func (s *Service) listWebhooks(c *fiber.Ctx) error {
 
 // deleteWebhook stops every delivery to the endpoint: pending ones end at their next attempt.
 func (s *Service) deleteWebhook(c *fiber.Ctx) error {
-	ctx := c.UserContext()
 	e, err := s.pathWebhook(c)
 	if err != nil {
 		return err
 	}
-	n, err := s.db.Ent.WebhookEndpoint.Update().Where(webhookendpoint.ID(e.ID), webhookendpoint.DeletedAtIsNil()).
-		SetDeletedAt(time.Now()).Save(ctx)
-	if err != nil {
-		return apperr.Internal(err)
-	}
-	if n == 0 {
-		return errWebhookNotFound()
+	if err := s.store().DeleteWebhook(c.UserContext(), e.ID); err != nil {
+		return err
 	}
 	return c.JSON(fiber.Map{"status": "success"})
 }
 
-// rotateWebhook issues a new secret; the one it replaces keeps signing for 24 h beside it (a
-// second rotation within them drops the oldest).
+// rotateWebhook issues a new secret; the one it replaces keeps signing for 24 h beside it.
 func (s *Service) rotateWebhook(c *fiber.Ctx) error {
-	ctx := c.UserContext()
 	e, err := s.pathWebhook(c)
 	if err != nil {
 		return err
@@ -175,19 +143,7 @@ func (s *Service) rotateWebhook(c *fiber.Ctx) error {
 	if err != nil {
 		return apperr.Internal(err)
 	}
-	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
-		cur, err := tx.WebhookEndpoint.Query().Where(webhookendpoint.ID(e.ID), webhookendpoint.DeletedAtIsNil()).ForUpdate().Only(ctx)
-		if ent.IsNotFound(err) {
-			return errWebhookNotFound()
-		}
-		if err != nil {
-			return err
-		}
-		e, err = cur.Update().SetSecretSealed(sealed).SetPreviousSecretSealed(cur.SecretSealed).
-			SetPreviousExpiresAt(time.Now().Add(webhookOverlap)).Save(ctx)
-		return err
-	})
-	if err != nil {
+	if e, err = s.store().RotateWebhook(c.UserContext(), e.ID, sealed, webhookOverlap); err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{"status": "success", "webhook": renderWebhook(e, secret)})
@@ -244,21 +200,9 @@ func (s *Service) redeliver(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	did := c.Params("deliveryId")
-	if !ids.Valid(did) {
-		return apperr.NotFound("delivery not found")
-	}
-	did = strings.ToLower(did)
-	d, err := s.db.Ent.WebhookDelivery.Query().Where(webhookdelivery.ID(did), webhookdelivery.EndpointID(e.ID)).Only(ctx)
-	if ent.IsNotFound(err) {
-		return apperr.NotFound("delivery not found")
-	}
+	d, err := s.store().ResetDelivery(ctx, e.ID, c.Params("deliveryId"))
 	if err != nil {
-		return apperr.Internal(err)
-	}
-	if err := s.db.Ent.WebhookDelivery.UpdateOneID(d.ID).SetState(webhookdelivery.StatePending).ClearDispatchedAt().
-		SetNextAttemptAt(time.Now()).Exec(ctx); err != nil {
-		return apperr.Internal(err)
+		return err
 	}
 	if s.temporal.Client != nil {
 		in := workflows.WebhookDeliveryInput{DeliveryID: d.ID, IntegrationID: d.IntegrationID, WebhookID: e.ID, Type: d.Type}
