@@ -82,7 +82,7 @@ type Options struct {
 // IdempotentRoutes are the routes that honour Idempotency-Key (contract item 13): those that
 // create or change things and that a client retries after a lost answer. The protocol runs here,
 // in front of every service, so that a key is one key whichever process serves the request.
-var IdempotentRoutes = []idempotency.Route{
+var IdempotentRoutes = []IdempotentRoute{
 	{Method: fiber.MethodPost, Pattern: "/api/v1/splats"},
 	{Method: fiber.MethodPost, Pattern: "/api/v1/uploads/splat-file"},
 	{Method: fiber.MethodPost, Pattern: "/api/v1/uploads/lod-folder"},
@@ -139,7 +139,7 @@ func New(o Options) (*fiber.App, error) {
 	app.Use(o.RateLimits.Handle)
 	api := []any{"/api/v1", corsAPI, a.keys, o.RateLimits.Scoped}
 	if o.Idempotency != nil {
-		api = append(api, idempotency.New(o.Idempotency, o.Log, IdempotentRoutes).Handle)
+		api = append(api, newKeyMiddleware(o.Idempotency, o.Log, IdempotentRoutes).Handle)
 	}
 	app.Use(api...)
 	app.Use("/api/editor/embed-sessions", a.secretBearer, o.RateLimits.Scoped)

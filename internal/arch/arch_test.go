@@ -98,6 +98,10 @@ var external = map[string][]string{
 	"internal/scenes": {"github.com/gofiber/"},
 	// The domain rules are plain Go under the HTTP framework the services bring.
 	"internal/webhooks": {"github.com/gofiber/"},
+	// The user domain and the idempotency record its transactions write are plain Go too: the
+	// gateway applies the Idempotency-Key header (gateway/idempotency.go), not this package.
+	"internal/customers":   {"github.com/gofiber/"},
+	"internal/idempotency": {"github.com/gofiber/"},
 }
 
 // under says whether the package rel is covered by a rule for from: from itself and below it

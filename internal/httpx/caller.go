@@ -4,7 +4,6 @@
 package httpx
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -18,6 +17,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/idempotency"
 )
 
 // Scheme names how the gateway authenticated a request.
@@ -69,20 +69,6 @@ type Caller struct {
 	Fence string `json:"f,omitempty"`
 }
 
-type fenceKey struct{}
-
-// WithFence returns ctx carrying the request's idempotency fence (Caller.Fence), which
-// transaction code reads with FenceOf.
-func WithFence(ctx context.Context, fence string) context.Context {
-	return context.WithValue(ctx, fenceKey{}, fence)
-}
-
-// FenceOf returns the idempotency fence ctx carries, or "" for a request without a key.
-func FenceOf(ctx context.Context) string {
-	f, _ := ctx.Value(fenceKey{}).(string)
-	return f
-}
-
 // SetFence gives the request's caller the idempotency fence and puts it in the request's
 // context: in-process handlers read it there, and a forwarder signs it with the caller.
 func SetFence(c *fiber.Ctx, fence string) {
@@ -91,7 +77,7 @@ func SetFence(c *fiber.Ctx, fence string) {
 		cp.Fence = fence
 		SetCaller(c, &cp)
 	}
-	c.SetUserContext(WithFence(c.UserContext(), fence))
+	c.SetUserContext(idempotency.WithFence(c.UserContext(), fence))
 }
 
 const callerKey = "splathost.caller"
@@ -296,7 +282,7 @@ func trustSignedCaller(secret []byte, clock func() time.Time) fiber.Handler {
 		SetCaller(c, caller)
 		c.Locals(forwardedKey, true)
 		if caller.Fence != "" {
-			c.SetUserContext(WithFence(c.UserContext(), caller.Fence))
+			c.SetUserContext(idempotency.WithFence(c.UserContext(), caller.Fence))
 		}
 		return c.Next()
 	}
@@ -375,4 +361,12 @@ func RequireAdmin(c *fiber.Ctx) error {
 		return apperr.Unauthorized("missing or invalid admin token")
 	}
 	return nil
+}
+
+// SendRecorded sends the answer a keyed request's transaction recorded with its effect
+// (idempotency.Record), so the answer the client gets is the one a retry would replay.
+func SendRecorded(c *fiber.Ctx, r *idempotency.Recorded) error {
+	c.Status(r.Status)
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Send(r.Body)
 }

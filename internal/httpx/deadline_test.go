@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/idempotency"
 )
 
 // TestDeadlineBoundsWrites: a request that changes something runs under the app's budget, and a
@@ -69,7 +70,7 @@ func TestFenceTravelsSigned(t *testing.T) {
 
 	app := fiber.New()
 	app.Use(TrustSignedCaller(secret))
-	app.Get("/", func(c *fiber.Ctx) error { return c.SendString(FenceOf(c.UserContext())) })
+	app.Get("/", func(c *fiber.Ctx) error { return c.SendString(idempotency.FenceOf(c.UserContext())) })
 	for header, want := range map[string]string{h: "ab.lease", plain: ""} {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
 		req.Header.Set(CallerHeader, header)
@@ -77,5 +78,5 @@ func TestFenceTravelsSigned(t *testing.T) {
 		require.Equal(t, 200, resp.StatusCode)
 		require.Equal(t, want, string(body))
 	}
-	require.Equal(t, "", FenceOf(context.Background()))
+	require.Equal(t, "", idempotency.FenceOf(context.Background()))
 }

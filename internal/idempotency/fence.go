@@ -10,10 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gofiber/fiber/v2"
-
 	"github.com/splathost/splathost/internal/apperr"
-	"github.com/splathost/splathost/internal/httpx"
 )
 
 // The outcome of a keyed request is recorded with its effect. The gateway holds the key (a
@@ -25,9 +22,9 @@ import (
 // (the fence no longer matches), which is what lets the gateway turn a lost answer into a final
 // one (Store.Settle).
 
-// fenceOf is the fence string of an owned claim: the scope digest, the lease and when the key
-// was first claimed.
-func fenceOf(c Claim) string {
+// Fence is the fence string of an owned claim: the scope digest, the lease and when the key
+// was first claimed. The gateway hands it to the service with the caller.
+func (c Claim) Fence() string {
 	return hex.EncodeToString(c.scope) + "." + c.lease + "." + strconv.FormatInt(c.created.UnixNano(), 10)
 }
 
@@ -60,7 +57,7 @@ func parseFence(f string) (fence, bool) {
 // that cannot join a transaction (starting a workflow) names itself with it, so a retry after its
 // process died finds the effect instead of making a second one.
 func StableID(ctx context.Context) (string, bool) {
-	f, ok := parseFence(httpx.FenceOf(ctx))
+	f, ok := parseFence(FenceOf(ctx))
 	if !ok {
 		return "", false
 	}
@@ -99,7 +96,7 @@ func Record(ctx context.Context, tx Execer, status int, v any) (*Recorded, error
 		return nil, err
 	}
 	out := &Recorded{Status: status, Body: body}
-	fence := httpx.FenceOf(ctx)
+	fence := FenceOf(ctx)
 	if fence == "" {
 		return out, nil
 	}
@@ -107,7 +104,7 @@ func Record(ctx context.Context, tx Execer, status int, v any) (*Recorded, error
 	if !ok {
 		return nil, fmt.Errorf("malformed idempotency fence")
 	}
-	headers, err := json.Marshal(map[string]string{fiber.HeaderContentType: fiber.MIMEApplicationJSON})
+	headers, err := json.Marshal(map[string]string{"Content-Type": "application/json"})
 	if err != nil {
 		return nil, err
 	}
@@ -123,9 +120,16 @@ func Record(ctx context.Context, tx Execer, status int, v any) (*Recorded, error
 	return out, nil
 }
 
-// Send writes a recorded answer as the answer.
-func (o *Recorded) Send(c *fiber.Ctx) error {
-	c.Status(o.Status)
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Send(o.Body)
+type fenceKey struct{}
+
+// WithFence returns ctx carrying the request's fence (httpx.Caller.Fence), which transaction
+// code reads with FenceOf.
+func WithFence(ctx context.Context, fence string) context.Context {
+	return context.WithValue(ctx, fenceKey{}, fence)
+}
+
+// FenceOf returns the fence ctx carries, or "" for a request without a key.
+func FenceOf(ctx context.Context) string {
+	f, _ := ctx.Value(fenceKey{}).(string)
+	return f
 }

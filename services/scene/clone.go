@@ -153,7 +153,7 @@ func (s *Service) sendRecorded(c *fiber.Ctx, status int, v any) error {
 	if err != nil {
 		return err
 	}
-	return out.Send(c)
+	return httpx.SendRecorded(c, out)
 }
 
 // cloneDescribeReserve is the part of a clone request's budget kept for reading the job's

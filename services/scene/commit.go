@@ -134,7 +134,7 @@ func (s *Service) commit(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return out.Send(c)
+	return httpx.SendRecorded(c, out)
 }
 
 // errUploadTaken aborts a commit's transaction when one of its uploads was committed (or

@@ -112,7 +112,7 @@ func (s *Service) startMultipart(c *fiber.Ctx, caller *httpx.Caller, eu, name, c
 		}
 		return err
 	}
-	return out.Send(c)
+	return httpx.SendRecorded(c, out)
 }
 
 // multipartTicket loads the caller's multipart ticket named by the :uploadId parameter. Any id

@@ -224,7 +224,7 @@ func (s *Service) signSingleUpload(c *fiber.Ctx, caller *httpx.Caller, eu string
 	if err != nil {
 		return err
 	}
-	return out.Send(c)
+	return httpx.SendRecorded(c, out)
 }
 
 // uploadSplatImages answers POST /api/v1/uploads/splat-images: signed PUT URLs for a thumbnail
@@ -276,7 +276,7 @@ func (s *Service) uploadSplatImages(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return recorded.Send(c)
+	return httpx.SendRecorded(c, recorded)
 }
 
 // imageRequest validates one {contentType, fileSize} image object; nil when absent or invalid.

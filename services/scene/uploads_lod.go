@@ -157,7 +157,7 @@ func (s *Service) uploadLODFolder(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return out.Send(c)
+	return httpx.SendRecorded(c, out)
 }
 
 // lodSigned is one signed upload of a lod-folder answer.

@@ -155,7 +155,7 @@ func (s *Service) putExternalUser(c *fiber.Ctx) error {
 	}
 	s.events.Flush(ctx, &put.Hooks)
 	s.applyRetentionTimers(ctx, caller.IntegrationID, put)
-	return put.Answer.Send(c)
+	return httpx.SendRecorded(c, put.Answer)
 }
 
 func (s *Service) getExternalUser(c *fiber.Ctx) error {

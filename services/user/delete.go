@@ -59,7 +59,7 @@ func (s *Service) deleteExternalUser(c *fiber.Ctx) error {
 		return err
 	}
 	s.afterDelete(ctx, caller.IntegrationID, del)
-	return del.Answer.Send(c)
+	return httpx.SendRecorded(c, del.Answer)
 }
 
 // afterDelete runs a committed deletion's side effects, detached from the request: its webhook

@@ -98,7 +98,7 @@ func (s *Service) createWebhook(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return answer.Send(c)
+	return httpx.SendRecorded(c, answer)
 }
 
 func (s *Service) listWebhooks(c *fiber.Ctx) error {

@@ -1,7 +1,4 @@
-// Package idempotency implements the Idempotency-Key header (IETF httpapi idempotency-key,
-// contract item 13) for the routes that create or change things: a retried request with the same
-// key and body gets the first answer again instead of acting twice.
-package idempotency
+package gateway
 
 import (
 	"context"
@@ -15,26 +12,8 @@ import (
 
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/idempotency"
 )
-
-// Header names of the protocol.
-const (
-	// KeyHeader carries the client's key.
-	KeyHeader = "Idempotency-Key"
-	// ReplayedHeader marks an answer replayed from the first request.
-	ReplayedHeader = "Idempotent-Replayed"
-)
-
-// Error codes of the protocol's refusals.
-const (
-	// CodeReused is the 422 of a key seen before with another body.
-	CodeReused = "IDEMPOTENCY_KEY_REUSED"
-	// CodeInUse is the 409 of a key whose first request still runs.
-	CodeInUse = "IDEMPOTENCY_KEY_IN_USE"
-)
-
-// MaxKeyLen is the longest key accepted (contract item 13: 1-255 visible ASCII characters).
-const MaxKeyLen = 255
 
 // keptHeaders are the answer headers a replay repeats: those that describe the body or the
 // resource. Per-request ones (X-Request-Id, tracing, Date) are the replay's own.
@@ -42,57 +21,57 @@ var keptHeaders = []string{fiber.HeaderContentType, fiber.HeaderCacheControl, fi
 
 // errNotApplied replaces an "outcome unknown" answer once the key is settled without an effect.
 var errNotApplied = apperr.New(fiber.StatusBadGateway,
-	"the request failed before it took effect (nothing was changed); retry with the same "+KeyHeader)
+	"the request failed before it took effect (nothing was changed); retry with the same "+idempotency.KeyHeader)
 
 // finishTimeout bounds the write of the answer after the request ran: it must not hang the
 // client's answer, and a failure leaves the key to its lease.
 const finishTimeout = 5 * time.Second
 
-// Route is a method and a path pattern whose "*" segments match any one segment.
-type Route struct {
+// IdempotentRoute is a method and a path pattern whose "*" segments match any one segment.
+type IdempotentRoute struct {
 	Method  string
 	Pattern string
 }
 
-// Middleware applies the protocol to its routes. It must run after authentication: the key
+// keyMiddleware applies the Idempotency-Key protocol (package idempotency) to its routes. It must run after authentication: the key
 // belongs to the authenticated integration and EU, never to anything the client claims.
-type Middleware struct {
-	store  *Store
+type keyMiddleware struct {
+	store  *idempotency.Store
 	log    *slog.Logger
-	routes []Route
+	routes []IdempotentRoute
 }
 
-// New returns the middleware for routes, keeping keys in store.
-func New(store *Store, log *slog.Logger, routes []Route) *Middleware {
+// newKeyMiddleware returns the middleware for routes, keeping keys in store.
+func newKeyMiddleware(store *idempotency.Store, log *slog.Logger, routes []IdempotentRoute) *keyMiddleware {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Middleware{store: store, log: log, routes: routes}
+	return &keyMiddleware{store: store, log: log, routes: routes}
 }
 
 // Handle is the Fiber handler. Requests without the header, or to other routes, pass through
 // untouched (the protocol lets a server ignore the header where it does not apply).
-func (m *Middleware) Handle(c *fiber.Ctx) error {
+func (m *keyMiddleware) Handle(c *fiber.Ctx) error {
 	path := strings.TrimSuffix(c.Path(), "/")
 	if !m.covers(c.Method(), path) {
 		return c.Next()
 	}
-	values := c.Request().Header.PeekAll(KeyHeader)
+	values := c.Request().Header.PeekAll(idempotency.KeyHeader)
 	if len(values) == 0 {
 		return c.Next()
 	}
 	if len(values) > 1 {
-		return apperr.Invalid("invalid "+KeyHeader+" header", KeyHeader+": must be sent once")
+		return apperr.Invalid("invalid "+idempotency.KeyHeader+" header", idempotency.KeyHeader+": must be sent once")
 	}
 	key := string(values[0])
-	if problem := KeyProblem(key); problem != "" {
-		return apperr.Invalid("invalid "+KeyHeader+" header", KeyHeader+": "+problem)
+	if problem := idempotency.KeyProblem(key); problem != "" {
+		return apperr.Invalid("invalid "+idempotency.KeyHeader+" header", idempotency.KeyHeader+": "+problem)
 	}
 	caller := httpx.CallerOf(c)
 	if caller == nil || caller.IntegrationID == "" {
 		return c.Next()
 	}
-	scope := Scope{IntegrationID: caller.IntegrationID, Method: c.Method(), Path: path, Key: key}
+	scope := idempotency.Scope{IntegrationID: caller.IntegrationID, Method: c.Method(), Path: path, Key: key}
 	if caller.HasExternalUser {
 		scope.ExternalUserID = caller.ExternalUserID
 	}
@@ -103,15 +82,15 @@ func (m *Middleware) Handle(c *fiber.Ctx) error {
 		return apperr.Internal(err)
 	}
 	switch claim.Outcome {
-	case Reused:
+	case idempotency.Reused:
 		return apperr.New(http.StatusUnprocessableEntity,
-			KeyHeader+" was already used with another request body; use a new key for a new request").With("code", CodeReused)
-	case InUse:
+			idempotency.KeyHeader+" was already used with another request body; use a new key for a new request").With("code", idempotency.CodeReused)
+	case idempotency.InUse:
 		c.Set(fiber.HeaderRetryAfter, "1")
-		return apperr.Conflict("the first request with this "+KeyHeader+" is still running; retry later").With("code", CodeInUse)
-	case Replay:
-		send(c, claim.Answer)
-		c.Set(ReplayedHeader, "true")
+		return apperr.Conflict("the first request with this "+idempotency.KeyHeader+" is still running; retry later").With("code", idempotency.CodeInUse)
+	case idempotency.Replay:
+		sendKept(c, claim.Answer)
+		c.Set(idempotency.ReplayedHeader, "true")
 		return nil
 	}
 	return m.run(c, claim)
@@ -121,8 +100,8 @@ func (m *Middleware) Handle(c *fiber.Ctx) error {
 // its answer. A 5xx (the service failed, or did not answer) settles the claim instead: the key
 // is released so that a retry runs again, unless the service recorded an answer with its
 // effect, which is then the answer sent, since it is what happened.
-func (m *Middleware) run(c *fiber.Ctx, claim Claim) error {
-	httpx.SetFence(c, fenceOf(claim))
+func (m *keyMiddleware) run(c *fiber.Ctx, claim idempotency.Claim) error {
+	httpx.SetFence(c, claim.Fence())
 	stop := m.store.Hold(claim)
 	err := c.Next()
 	stop()
@@ -145,7 +124,7 @@ func (m *Middleware) run(c *fiber.Ctx, claim Claim) error {
 			m.log.InfoContext(ctx, "the service recorded its answer but it was lost on the way; sending the recorded one",
 				"failedStatus", resp.StatusCode(), "requestId", httpx.RequestID(c))
 			resp.Header.Del(fiber.HeaderRetryAfter)
-			send(c, *recorded)
+			sendKept(c, *recorded)
 			return nil
 		}
 		if resp.StatusCode() == fiber.StatusGatewayTimeout {
@@ -156,7 +135,7 @@ func (m *Middleware) run(c *fiber.Ctx, claim Claim) error {
 		}
 		return nil
 	}
-	answer := Answer{Status: resp.StatusCode(), Headers: map[string]string{}, Body: append([]byte(nil), resp.Body()...)}
+	answer := idempotency.Answer{Status: resp.StatusCode(), Headers: map[string]string{}, Body: append([]byte(nil), resp.Body()...)}
 	for _, h := range keptHeaders {
 		if v := resp.Header.Peek(h); len(v) > 0 {
 			answer.Headers[h] = string(v)
@@ -168,8 +147,8 @@ func (m *Middleware) run(c *fiber.Ctx, claim Claim) error {
 	return nil
 }
 
-// send writes a stored answer.
-func send(c *fiber.Ctx, a Answer) {
+// sendKept writes a kept answer.
+func sendKept(c *fiber.Ctx, a idempotency.Answer) {
 	for k, v := range a.Headers {
 		c.Set(k, v)
 	}
@@ -178,7 +157,7 @@ func send(c *fiber.Ctx, a Answer) {
 }
 
 // covers reports whether method and path are one of the middleware's routes.
-func (m *Middleware) covers(method, path string) bool {
+func (m *keyMiddleware) covers(method, path string) bool {
 	for _, r := range m.routes {
 		if r.Method == method && matchPattern(r.Pattern, path) {
 			return true
@@ -206,21 +185,4 @@ func matchPattern(pattern, path string) bool {
 		}
 	}
 	return true
-}
-
-// KeyProblem applies the contract's key rule (1-255 visible ASCII characters) and names what
-// is wrong, or returns "".
-func KeyProblem(key string) string {
-	if key == "" {
-		return "must not be empty"
-	}
-	if len(key) > MaxKeyLen {
-		return "must be at most 255 characters"
-	}
-	for i := 0; i < len(key); i++ {
-		if key[i] < 0x21 || key[i] > 0x7e {
-			return "must be visible ASCII characters only (no spaces or control characters)"
-		}
-	}
-	return ""
 }
