@@ -45,6 +45,9 @@ var forbidden = map[string][]string{
 	"internal/roomproto":    {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker", "ent", "internal/db"},
 	// The rate limiter is a leaf under the gateway, the session service and the configuration.
 	"internal/ratelimit": {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker", "ent", "internal/db", "internal/config", "internal/httpx"},
+	// The scene domain (rules and the stores that run them) is below the services that wrap it
+	// in HTTP, and knows the workflows only by contract.
+	"internal/scenes": {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker", "cmd/"},
 	// Services never reach up to the gateway or across to the wiring, and know the activities
 	// only by contract (workflows/contract) when they start or read a workflow.
 	"services/": {"gateway", "internal/boot", "internal/allinone", "internal/worker", "cmd/", "activities"},

@@ -13,16 +13,16 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/pgnotify"
+	"github.com/splathost/splathost/internal/scenes"
 )
 
 // Cache bounds, in bytes of the cached rows as sceneBytes estimates them. A scene row is small
 // but for its levelData (up to 256 KiB), so a bound by count would let a few thousand rows with
 // big levelData take gigabytes; a bound by bytes holds whatever the rows carry. List pages hold
-// rows without levelData (itemColumns).
+// rows without levelData (scenes.ItemColumns).
 const (
 	maxCachedSceneBytes = 64 << 20
 	maxCachedListBytes  = 32 << 20
@@ -367,7 +367,7 @@ func (s *Service) CacheLoads() int64 { return s.cache.loads.Load() }
 func (s *Service) sceneByID(ctx context.Context, id string) (*ent.Scene, error) {
 	return s.cache.scene(ctx, id, func(ctx context.Context, id string) (*ent.Scene, error) {
 		sc, err := s.db.Ent.Scene.Query().Where(scene.ID(id)).
-			WithOwner(func(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldExternalUserID) }).
+			WithOwner(scenes.WithOwnerEU).
 			Only(ctx)
 		if ent.IsNotFound(err) {
 			return nil, nil

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"slices"
 	"strconv"
 	"time"
 
@@ -13,13 +12,13 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/predicate"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/scenes"
 	splathost "github.com/splathost/splathost/sdk/go"
 )
 
@@ -295,8 +294,8 @@ func (s *Service) queryPage(ctx context.Context, integrationID string, hasEU boo
 	}
 	// One query for the page (one extra row tells whether another page follows) and one for the
 	// owners' external user ids of the whole page.
-	rows, err := q.Select(itemColumns...).Order(p.order()).Limit(p.limit + 1).
-		WithOwner(func(oq *ent.ExternalUserQuery) { oq.Select(externaluser.FieldExternalUserID) }).
+	rows, err := q.Select(scenes.ItemColumns...).Order(p.order()).Limit(p.limit + 1).
+		WithOwner(scenes.WithOwnerEU).
 		All(ctx)
 	if err != nil {
 		return nil, err
@@ -309,11 +308,6 @@ func (s *Service) queryPage(ctx context.Context, integrationID string, hasEU boo
 	}
 	return page, nil
 }
-
-// itemColumns are the scene columns a list item (and a trending item) is rendered from: every
-// column but level_data, which items never show and which can be 256 KiB per scene; reading it
-// for a page of 100 would cost up to 25 MiB of transfer and memory (and of cache) per request.
-var itemColumns = slices.DeleteFunc(slices.Clone(scene.Columns), func(c string) bool { return c == scene.FieldLevelData })
 
 // ownerEUOf is the eager-loaded owner's external user id.
 func ownerEUOf(sc *ent.Scene) string {

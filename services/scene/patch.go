@@ -8,7 +8,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/events"
@@ -281,53 +280,14 @@ func firstPublish(ctx context.Context, tx *ent.Tx, sc *ent.Scene, accountID stri
 // ignored for scoping, and any live scene of the integration qualifies.
 func (s *Service) feature(c *fiber.Ctx, caller *httpx.Caller, id string, featured bool) error {
 	ctx := c.UserContext()
-	var sc *ent.Scene
-	var hooks events.Batch
-	err := s.db.InTx(ctx, func(tx *ent.Tx) error {
-		// The row lock orders featuring against a concurrent PATCH that makes the scene private.
-		cur, err := tx.Scene.Query().
-			Where(scene.ID(id), scene.IntegrationID(caller.IntegrationID), scene.ArchivedAtIsNil()).
-			ForUpdate().Only(ctx)
-		if ent.IsNotFound(err) {
-			return errSceneNotFound()
-		}
-		if err != nil {
-			return err
-		}
-		switch {
-		case featured && (cur.Visibility != scene.VisibilityPublic || !cur.AllowEmbed):
-			return apperr.Conflict("only a public scene with embedding allowed can be featured")
-		case cur.Featured == featured:
-			// Idempotent: nothing changes, featuredAt and updatedAt included.
-			sc = cur
-			return nil
-		case featured:
-			up := cur.Update().SetFeatured(true)
-			if cur.FeaturedAt == nil {
-				// featuredAt records when the scene was first featured.
-				up.SetFeaturedAt(s.now())
-			}
-			sc, err = up.Save(ctx)
-		default:
-			sc, err = cur.Update().SetFeatured(false).Save(ctx)
-		}
-		if err != nil {
-			return err
-		}
-		if err := s.events.EmitSplat(ctx, tx, &hooks, events.SplatUpdated, sc, ""); err != nil {
-			return err
-		}
-		return sceneChanged(ctx, tx, caller.IntegrationID, id)
-	})
+	sc, err := s.scenes.Feature(ctx, caller.IntegrationID, id, featured)
 	if err != nil {
 		return err
 	}
-	s.events.Flush(ctx, &hooks)
 	s.invalidateScene(ctx, caller.IntegrationID, id)
-	ownerEU, err := s.db.Ent.ExternalUser.Query().Where(externaluser.ID(sc.OwnerID)).
-		Select(externaluser.FieldExternalUserID).String(ctx)
+	ownerEU, err := s.scenes.OwnerEU(ctx, sc.OwnerID)
 	if err != nil {
-		return apperr.Internal(err)
+		return err
 	}
 	return c.JSON(fiber.Map{"status": "success", "splat": s.itemOf(sc, ownerEU, caller.ProductSlug, callerEU(caller))})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/objectstore"
+	"github.com/splathost/splathost/internal/scenes"
 )
 
 // Prefixes are the path prefixes this service owns; a split gateway forwards them here.
@@ -51,6 +52,8 @@ type Service struct {
 	// events writes the webhook events of scene changes (commit, PATCH, featuring, DELETE) in
 	// their transactions.
 	events *events.Outbox
+	// scenes runs the transactional operations and reads of internal/scenes on s.db.
+	scenes *scenes.Store
 	// scoresDownUntil (unix ns) skips ClickHouse for a moment after a failed score query.
 	scoresDownUntil atomic.Int64
 }
@@ -65,6 +68,7 @@ func New(d *db.DB, store *objectstore.Store, log *slog.Logger, assetBase string,
 	s.events = &events.Outbox{Log: log, Render: func(sc *ent.Scene, ownerEU, productSlug string) any {
 		return s.itemOf(sc, ownerEU, productSlug, "")
 	}}
+	s.scenes = &scenes.Store{DB: d, Events: s.events, Now: func() time.Time { return s.now() }}
 	return s
 }
 

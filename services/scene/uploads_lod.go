@@ -117,22 +117,9 @@ func (s *Service) uploadLODFolder(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	f, err := httpx.DecodeObject(c.Body(), false)
+	files, err := parseLODFolder(c.Body())
 	if err != nil {
 		return err
-	}
-	f.Only("files")
-	raw, _ := f.Raw("files")
-	f.Require("files")
-	if err := f.Err(); err != nil {
-		return err
-	}
-	files, err := decodeLODFiles(raw)
-	if err != nil {
-		return err
-	}
-	if issues := validateLOD(files); len(issues) > 0 {
-		return apperr.Invalid("validation failed", issues...)
 	}
 	owner, err := s.uploader(c.UserContext(), caller, eu)
 	if err != nil {
@@ -150,14 +137,36 @@ func (s *Service) uploadLODFolder(c *fiber.Ctx) error {
 	if err := s.presignAll(c.UserContext(), uploads, objects); err != nil {
 		return signingFailed(err)
 	}
-	folderKey := strings.TrimSuffix(prefix, "/")
 	out, err := s.saveTicket(c.UserContext(), owner, uploadticket.KindLodFolder, prefix, objects, expires,
-		lodResponse{Status: "success", FolderKey: folderKey, ManifestURL: s.url(prefix + uploadrules.LODManifest),
+		lodResponse{Status: "success", FolderKey: strings.TrimSuffix(prefix, "/"), ManifestURL: s.url(prefix + uploadrules.LODManifest),
 			Uploads: uploads, ExpiresAt: httpx.ISOTime(expires)})
 	if err != nil {
 		return err
 	}
 	return out.Send(c)
+}
+
+// parseLODFolder validates a lod-folder body: {files: [...]}, a valid streamed-SOG folder
+// (validateLOD).
+func parseLODFolder(body []byte) ([]lodUpload, error) {
+	f, err := httpx.DecodeObject(body, false)
+	if err != nil {
+		return nil, err
+	}
+	f.Only("files")
+	raw, _ := f.Raw("files")
+	f.Require("files")
+	if err := f.Err(); err != nil {
+		return nil, err
+	}
+	files, err := decodeLODFiles(raw)
+	if err != nil {
+		return nil, err
+	}
+	if issues := validateLOD(files); len(issues) > 0 {
+		return nil, apperr.Invalid("validation failed", issues...)
+	}
+	return files, nil
 }
 
 // lodSigned is one signed upload of a lod-folder answer.

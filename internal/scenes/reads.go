@@ -1,0 +1,54 @@
+package scenes
+
+import (
+	"context"
+	"slices"
+
+	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/externaluser"
+	"github.com/splathost/splathost/ent/predicate"
+	"github.com/splathost/splathost/ent/scene"
+)
+
+// ItemColumns are the scene columns a list, trending or rendition item is rendered from: every
+// column but level_data, which items never show and which can be 256 KiB per scene; reading it
+// for a page of 100 would cost up to 25 MiB of transfer and memory (and of cache) per request.
+var ItemColumns = slices.DeleteFunc(slices.Clone(scene.Columns), func(c string) bool { return c == scene.FieldLevelData })
+
+// WithOwnerEU loads the owner edge with only its external user id, which an item names.
+func WithOwnerEU(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldExternalUserID) }
+
+// Trending returns the trending rule's scenes: a live, public, embeddable scene of the
+// integration.
+func Trending(integrationID string) []predicate.Scene {
+	return []predicate.Scene{scene.IntegrationID(integrationID), scene.VisibilityEQ(scene.VisibilityPublic),
+		scene.AllowEmbed(true), scene.ArchivedAtIsNil()}
+}
+
+// TrendingAmong returns the scenes of ids that trending may show (Trending), as items with
+// their owners' external user ids, in no particular order. It reads the standby when there is
+// one (db.DB.Read): trending promises no read-your-writes.
+func (s *Store) TrendingAmong(ctx context.Context, integrationID string, ids []string) ([]*ent.Scene, error) {
+	return s.DB.Read.Scene.Query().Where(Trending(integrationID)...).Where(scene.IDIn(ids...)).
+		Select(ItemColumns...).WithOwner(WithOwnerEU).All(ctx)
+}
+
+// MostViewed returns up to n scenes trending may show, not in taken, by all-time views (then
+// id): trending's backfill when fewer scenes had activity in the window. It reads the standby
+// like TrendingAmong.
+func (s *Store) MostViewed(ctx context.Context, integrationID string, taken []string, n int) ([]*ent.Scene, error) {
+	return s.DB.Read.Scene.Query().Where(Trending(integrationID)...).Where(scene.IDNotIn(taken...)).
+		Select(ItemColumns...).Order(ent.Desc(scene.FieldViewCount), ent.Asc(scene.FieldID)).Limit(n).
+		WithOwner(WithOwnerEU).All(ctx)
+}
+
+// Renditions returns the newest limit scenes whose rendition is in state, of one integration
+// or (integrationID "") all, as items with their owners' external user ids.
+func (s *Store) Renditions(ctx context.Context, state scene.ProcessingState, integrationID string, limit int) ([]*ent.Scene, error) {
+	q := s.DB.Ent.Scene.Query().Where(scene.ProcessingStateEQ(state))
+	if integrationID != "" {
+		q.Where(scene.IntegrationID(integrationID))
+	}
+	return q.Select(ItemColumns...).Order(ent.Desc(scene.FieldCreatedAt), ent.Desc(scene.FieldID)).Limit(limit).
+		WithOwner(WithOwnerEU).All(ctx)
+}
