@@ -61,11 +61,10 @@ func partLength(size, partSize int64, n int) int64 { return min(partSize, size-i
 // upload, its ticket, and one signed URL per part.
 func (s *Service) startMultipart(c *fiber.Ctx, caller *httpx.Caller, eu, name, ctype string, size int64) error {
 	ctx := c.UserContext()
-	owner, err := s.uploader(ctx, caller, eu)
+	owner, prefix, err := s.uploadTo(ctx, caller, eu, kindFile)
 	if err != nil {
 		return err
 	}
-	prefix := ticketPrefix(caller.IntegrationID, owner.ID, kindFile)
 	key := prefix + name
 	// The store's upload is created at the sealed key (seal.go): the commit then copies
 	// nothing, and once completed no part URL writes anything.

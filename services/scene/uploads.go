@@ -73,6 +73,31 @@ func ticketPrefix(integrationID, ownerID, kind string) string {
 	return objectkeys.Folder(integrationID, ownerID, kind, ids.New()+ids.New()[8:])
 }
 
+// uploadTo is where an upload request's ticket goes: the caller's customer when they may upload
+// (uploader), and a fresh folder of kind for its objects.
+func (s *Service) uploadTo(ctx context.Context, caller *httpx.Caller, eu, kind string) (*ent.ExternalUser, string, error) {
+	owner, err := s.uploader(ctx, caller, eu)
+	if err != nil {
+		return nil, "", err
+	}
+	return owner, ticketPrefix(caller.IntegrationID, owner.ID, kind), nil
+}
+
+// uploadRequest is the prologue of an upload request whose body parse checks: the key caller
+// with its EU, the body, then (for a valid body only) where its ticket goes (uploadTo).
+func uploadRequest[T any](s *Service, c *fiber.Ctx, kind string, parse func([]byte) (T, error)) (T, *ent.ExternalUser, string, error) {
+	var body T
+	caller, eu, err := httpx.KeyCallerWithEU(c)
+	if err != nil {
+		return body, nil, "", err
+	}
+	if body, err = parse(c.Body()); err != nil {
+		return body, nil, "", err
+	}
+	owner, prefix, err := s.uploadTo(c.UserContext(), caller, eu, kind)
+	return body, owner, prefix, err
+}
+
 // Ticket kinds in keys: short, since keys are part of every asset URL.
 const (
 	kindFile   = "f"
@@ -189,11 +214,10 @@ func singleUploadBody(c *fiber.Ctx, optional ...string) (caller *httpx.Caller, e
 // one) and answers its signed PUT: {status, uploadUrl, fileUrl, expiresAt}.
 func (s *Service) signSingleUpload(c *fiber.Ctx, caller *httpx.Caller, eu string, kind uploadticket.Kind, keyKind, name,
 	ctype string, size int64, window time.Duration) error {
-	owner, err := s.uploader(c.UserContext(), caller, eu)
+	owner, prefix, err := s.uploadTo(c.UserContext(), caller, eu, keyKind)
 	if err != nil {
 		return err
 	}
-	prefix := ticketPrefix(caller.IntegrationID, owner.ID, keyKind)
 	key := prefix + name
 	expires := s.now().Add(window)
 	uploadURL, err := s.presign(c.UserContext(), key, ctype, size, window)
@@ -211,19 +235,10 @@ func (s *Service) signSingleUpload(c *fiber.Ctx, caller *httpx.Caller, eu string
 // uploadSplatImages answers POST /api/v1/uploads/splat-images: signed PUT URLs for a thumbnail
 // and, optionally, its depth image, under one ticket.
 func (s *Service) uploadSplatImages(c *fiber.Ctx) error {
-	caller, eu, err := httpx.KeyCallerWithEU(c)
+	images, owner, prefix, err := uploadRequest(s, c, kindImages, parseImages)
 	if err != nil {
 		return err
 	}
-	images, err := parseImages(c.Body())
-	if err != nil {
-		return err
-	}
-	owner, err := s.uploader(c.UserContext(), caller, eu)
-	if err != nil {
-		return err
-	}
-	prefix := ticketPrefix(caller.IntegrationID, owner.ID, kindImages)
 	expires := s.now().Add(imageWindow)
 	out, objects, err := s.signImages(c.UserContext(), prefix, images, expires)
 	if err != nil {

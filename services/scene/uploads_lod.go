@@ -113,19 +113,10 @@ func validateLOD(files []lodUpload) []string {
 // uploadLODFolder answers POST /api/v1/uploads/lod-folder: one ticket and a signed PUT URL per
 // file of a validated streamed-SOG folder.
 func (s *Service) uploadLODFolder(c *fiber.Ctx) error {
-	caller, eu, err := httpx.KeyCallerWithEU(c)
+	files, owner, prefix, err := uploadRequest(s, c, kindLOD, parseLODFolder)
 	if err != nil {
 		return err
 	}
-	files, err := parseLODFolder(c.Body())
-	if err != nil {
-		return err
-	}
-	owner, err := s.uploader(c.UserContext(), caller, eu)
-	if err != nil {
-		return err
-	}
-	prefix := ticketPrefix(caller.IntegrationID, owner.ID, kindLOD)
 	expires := s.now().Add(lodWindow)
 	uploads := make([]lodSigned, len(files))
 	objects := make([]schema.UploadObject, len(files))
