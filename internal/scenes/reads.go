@@ -8,6 +8,8 @@ import (
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/predicate"
 	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/db"
 )
 
 // ItemColumns are the scene columns a list, trending or rendition item is rendered from: every
@@ -51,4 +53,41 @@ func (s *Store) Renditions(ctx context.Context, state scene.ProcessingState, int
 	}
 	return q.Select(ItemColumns...).Order(ent.Desc(scene.FieldCreatedAt), ent.Desc(scene.FieldID)).Limit(limit).
 		WithOwner(WithOwnerEU).All(ctx)
+}
+
+// Customer returns the integration's customer eu, or nil when there is none.
+func (s *Store) Customer(ctx context.Context, integrationID, eu string) (*ent.ExternalUser, error) {
+	u, err := s.DB.Ent.ExternalUser.Query().Where(db.Customer(integrationID, eu)).Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, apperr.Internal(err)
+	}
+	return u, nil
+}
+
+// OwnedLive returns owner's live scene id, read without a lock, or nil when id is not one.
+func (s *Store) OwnedLive(ctx context.Context, owner *ent.ExternalUser, id string) (*ent.Scene, error) {
+	sc, err := s.DB.Ent.Scene.Get(ctx, id)
+	if ent.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, apperr.Internal(err)
+	}
+	if sc.IntegrationID != owner.IntegrationID || sc.OwnerID != owner.ID || sc.ArchivedAt != nil {
+		return nil, nil
+	}
+	return sc, nil
+}
+
+// ByID returns the scene id whatever its integration or state (the caller scopes it), with its
+// owner's external user id; nil when there is none.
+func (s *Store) ByID(ctx context.Context, id string) (*ent.Scene, error) {
+	sc, err := s.DB.Ent.Scene.Query().Where(scene.ID(id)).WithOwner(WithOwnerEU).Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, nil
+	}
+	return sc, err
 }

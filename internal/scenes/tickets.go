@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/ent/schema"
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
@@ -131,4 +132,42 @@ func (s *Store) AbortMultipart(ctx context.Context, id string, remove func(*ent.
 		}
 		return tx.UploadTicket.DeleteOneID(id).Exec(ctx)
 	})
+}
+
+// AlreadyCommitted is the 409 of a commit naming an upload (ticketID, in the request's field)
+// that is no longer free. When the upload became a live scene of this very customer (a retry
+// whose first answer was lost), the answer names that scene's splatId so the client can carry
+// on; otherwise it says nothing about where the upload went.
+func (s *Store) AlreadyCommitted(ctx context.Context, field, ticketID string, owner *ent.ExternalUser) error {
+	conflict := apperr.Conflict(field + ": this upload is already part of a scene")
+	t, err := s.DB.Ent.UploadTicket.Get(ctx, ticketID)
+	if ent.IsNotFound(err) {
+		return apperr.Conflict(field + ": this upload was removed after a refused commit; upload again")
+	}
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	if t.SceneID == nil || t.OwnerID != owner.ID || t.IntegrationID != owner.IntegrationID {
+		return conflict
+	}
+	mine, err := s.DB.Ent.Scene.Query().Where(append(live(owner.IntegrationID, *t.SceneID), scene.OwnerID(owner.ID))...).Exist(ctx)
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	if !mine {
+		return conflict
+	}
+	return conflict.With("splatId", *t.SceneID)
+}
+
+// TicketAt returns the upload ticket whose folder is prefix, or nil when there is none.
+func (s *Store) TicketAt(ctx context.Context, prefix string) (*ent.UploadTicket, error) {
+	t, err := s.DB.Ent.UploadTicket.Query().Where(uploadticket.Prefix(prefix)).Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, apperr.Internal(err)
+	}
+	return t, nil
 }

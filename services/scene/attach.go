@@ -164,20 +164,14 @@ func (s *Service) imageAttachment(ctx context.Context, owner *ent.ExternalUser, 
 // planSave works out, before the PATCH's transaction, the uploads an editor save attaches and
 // measures what it may release. A scene the customer does not own yields an empty plan: the
 // transaction answers its 404.
-func (s *Service) planSave(ctx context.Context, owner *ent.ExternalUser, integrationID, id string, p *scenePatch) (*savePlan, error) {
+func (s *Service) planSave(ctx context.Context, owner *ent.ExternalUser, id string, p *scenePatch) (*savePlan, error) {
 	plan := &savePlan{sizes: map[string]int64{}}
 	if p.imageURL == nil && !p.hasLevelData {
 		return plan, nil
 	}
-	cur, err := s.db.Ent.Scene.Get(ctx, id)
-	if ent.IsNotFound(err) {
-		return plan, nil
-	}
-	if err != nil {
-		return nil, apperr.Internal(err)
-	}
-	if cur.IntegrationID != integrationID || cur.OwnerID != owner.ID || cur.ArchivedAt != nil {
-		return plan, nil
+	cur, err := s.scenes.OwnedLive(ctx, owner, id)
+	if err != nil || cur == nil {
+		return plan, err
 	}
 	if p.imageURL != nil {
 		a, err := s.imageAttachment(ctx, owner, p.imageURL, cur.ImageURL)

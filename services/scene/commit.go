@@ -1,7 +1,6 @@
 package scene
 
 import (
-	"context"
 	"encoding/json"
 	"math"
 	"slices"
@@ -11,8 +10,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/ent/scene"
-	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/quota"
 )
@@ -143,31 +140,4 @@ type errUploadTaken struct{ ticketID string }
 
 func (e *errUploadTaken) Error() string {
 	return "upload ticket " + e.ticketID + " taken by another commit"
-}
-
-// alreadyCommitted is the 409 of a commit naming an upload that is no longer free. When the
-// upload became a live scene of this very customer (same integration and EU: a retry whose first
-// answer was lost), the answer names that scene's splatId so the client can carry on; otherwise
-// it says nothing about where the upload went.
-func (s *Service) alreadyCommitted(ctx context.Context, field, ticketID string, owner *ent.ExternalUser) error {
-	conflict := apperr.Conflict(field + ": this upload is already part of a scene")
-	t, err := s.db.Ent.UploadTicket.Get(ctx, ticketID)
-	if ent.IsNotFound(err) {
-		return apperr.Conflict(field + ": this upload was removed after a refused commit; upload again")
-	}
-	if err != nil {
-		return apperr.Internal(err)
-	}
-	if t.SceneID == nil || t.OwnerID != owner.ID || t.IntegrationID != owner.IntegrationID {
-		return conflict
-	}
-	mine, err := s.db.Ent.Scene.Query().Where(scene.ID(*t.SceneID), scene.IntegrationID(owner.IntegrationID),
-		scene.OwnerID(owner.ID), scene.ArchivedAtIsNil()).Exist(ctx)
-	if err != nil {
-		return apperr.Internal(err)
-	}
-	if !mine {
-		return conflict
-	}
-	return conflict.With("splatId", *t.SceneID)
 }

@@ -136,7 +136,7 @@ func (s *Service) createScene(ctx context.Context, accountID string, owner *ent.
 		return err
 	})
 	if taken != nil {
-		return nil, s.alreadyCommitted(ctx, "splatUrl", taken.ticketID, owner)
+		return nil, s.scenes.AlreadyCommitted(ctx, "splatUrl", taken.ticketID, owner)
 	}
 	if err != nil {
 		return nil, err

@@ -6,22 +6,12 @@ import (
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/internal/apperr"
-	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 )
 
 // customer returns the caller's customer (integration + EU), or nil when there is none.
 func (s *Service) customer(ctx context.Context, caller *httpx.Caller, eu string) (*ent.ExternalUser, error) {
-	u, err := s.db.Ent.ExternalUser.Query().
-		Where(db.Customer(caller.IntegrationID, eu)).
-		Only(ctx)
-	if ent.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, apperr.Internal(err)
-	}
-	return u, nil
+	return s.scenes.Customer(ctx, caller.IntegrationID, eu)
 }
 
 // customerOr returns the caller's customer, answering missing when there is none and, unless

@@ -136,7 +136,7 @@ func (s *Service) patchScene(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	plan, err := s.planSave(ctx, owner, caller.IntegrationID, id, p)
+	plan, err := s.planSave(ctx, owner, id, p)
 	if err != nil {
 		return err
 	}
