@@ -67,18 +67,6 @@ func SceneIDParam(c *fiber.Ctx) (string, error) {
 	return strings.ToLower(id), nil
 }
 
-// lockOwnedScene locks a live scene of the integration owned by ownerID; anything else is the
-// 404 that never tells whether the scene exists.
-func lockOwnedScene(ctx context.Context, tx *ent.Tx, integrationID, ownerID, id string) (*ent.Scene, error) {
-	sc, err := tx.Scene.Query().
-		Where(scene.ID(id), scene.IntegrationID(integrationID), scene.OwnerID(ownerID), scene.ArchivedAtIsNil()).
-		ForUpdate().Only(ctx)
-	if ent.IsNotFound(err) {
-		return nil, errSceneNotFound()
-	}
-	return sc, err
-}
-
 // callerEU is the EU header when the caller sent one.
 func callerEU(caller *httpx.Caller) string {
 	if caller.HasExternalUser {
