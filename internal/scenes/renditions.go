@@ -25,11 +25,12 @@ func RetryFolder(cur *ent.Scene) (string, error) {
 	return objectkeys.RenditionFolder(cur.IntegrationID, cur.OwnerID, cur.ID), nil
 }
 
-// RetryRendition makes scene id's rendition pending again and not yet started, on queue, under
+// RetryRendition makes scene id's rendition pending again and not yet started, on the
+// deployment's queue (Store.Rendition), under
 // its row lock (RetryFolder decides whether and where); the media worker's dispatcher starts
 // it. Any scene row counts, archived ones too; the owner edge is loaded. updatedAt is kept: a
 // rendition is not an edit of the scene.
-func (s *Store) RetryRendition(ctx context.Context, id, queue string) (*ent.Scene, error) {
+func (s *Store) RetryRendition(ctx context.Context, id string) (*ent.Scene, error) {
 	var sc *ent.Scene
 	err := s.DB.InTx(ctx, func(tx *ent.Tx) error {
 		return lockScene(ctx, tx, []predicate.Scene{scene.ID(id)}, func(q *ent.SceneQuery) { q.WithOwner() }, func(cur *ent.Scene) error {
@@ -39,7 +40,7 @@ func (s *Store) RetryRendition(ctx context.Context, id, queue string) (*ent.Scen
 			}
 			if err := tx.Scene.UpdateOne(cur).SetUpdatedAt(cur.UpdatedAt).SetProcessingState(scene.ProcessingStatePending).
 				ClearProcessingMessage().SetRenditionPrefix(folder).
-				SetRenditionQueue(queue).ClearRenditionStartedAt().Exec(ctx); err != nil {
+				SetRenditionQueue(s.Rendition.Queue).ClearRenditionStartedAt().Exec(ctx); err != nil {
 				return err
 			}
 			cur.ProcessingState, cur.ProcessingMessage, cur.RenditionPrefix = scene.ProcessingStatePending, nil, &folder

@@ -21,6 +21,9 @@ type Store struct {
 	DB *db.DB
 	// Events writes the webhook events of the changes in their transactions.
 	Events *events.Outbox
+	// Rendition is the deployment's rendition settings: which commits get one (PlanRendition)
+	// and the queue a retry goes to.
+	Rendition RenditionPolicy
 	// Now is the clock of the timestamps the rules set (featuredAt, a ticket's completion).
 	Now func() time.Time
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/quota"
+	"github.com/splathost/splathost/internal/scenes"
 )
 
 // Uploads an editor save attaches to a scene after its commit: the thumbnail (imageUrl, which
@@ -37,7 +38,7 @@ type attachment struct {
 	ticket *asset
 	size   int64
 	// check seals and checks the upload (verifyObject): run with its ticket locked, in the
-	// transaction that commits it (lockUploads).
+	// transaction that commits it (scenes.LockUploads).
 	check func(context.Context) error
 }
 
@@ -278,7 +279,7 @@ func (s *Service) applySave(ctx context.Context, tx *ent.Tx, cur *ent.Scene, up 
 		if a.ticket == nil || slices.Contains(keys, a.key) {
 			continue
 		}
-		if err := lockUploads(ctx, tx, []string{a.ticket.ticket.ID}); err != nil {
+		if err := scenes.LockUploads(ctx, tx, []string{a.ticket.ticket.ID}); err != nil {
 			return nil, apperr.Conflict(a.field + ": this upload is already part of a scene")
 		}
 		if err := a.check(ctx); err != nil {
@@ -317,7 +318,7 @@ func (s *Service) applySave(ctx context.Context, tx *ent.Tx, cur *ent.Scene, up 
 	if len(released)+len(unused) == 0 {
 		return nil, nil
 	}
-	purge, err := s.uploadPurge(ctx, tx, owner, cur.IntegrationID, nil, append(released, unused...))
+	purge, err := scenes.UploadPurge(ctx, tx, owner, nil, append(released, unused...))
 	if err != nil {
 		return nil, fmt.Errorf("recording the purge of a save's released objects: %w", err)
 	}

@@ -1,6 +1,7 @@
 package scene
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"slices"
@@ -10,8 +11,12 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/quota"
+	"github.com/splathost/splathost/internal/scenerow"
+	"github.com/splathost/splathost/internal/scenes"
 )
 
 // commitGrace lets a commit that started just before its upload window closed still succeed;
@@ -134,10 +139,27 @@ func (s *Service) commit(c *fiber.Ctx) error {
 	return out.Send(c)
 }
 
-// errUploadTaken aborts a commit's transaction when one of its uploads was committed (or
-// claimed by a refused commit's purge) after resolve saw it free.
-type errUploadTaken struct{ ticketID string }
-
-func (e *errUploadTaken) Error() string {
-	return "upload ticket " + e.ticketID + " taken by another commit"
+// createScene makes the committed scene of owner from its checked plan (scenes.Store.Create),
+// then starts the purge the commit wrote (a refused commit's uploads, or the unused image of a
+// spent ticket) and drops the cached list pages.
+func (s *Service) createScene(ctx context.Context, accountID string, owner *ent.ExternalUser, req *commitRequest, p *commitPlan,
+	answer func(*ent.Scene, *ent.Account) any) (*idempotency.Recorded, error) {
+	row := scenerow.New{IntegrationID: owner.IntegrationID, OwnerRecordID: owner.ID, Title: req.title,
+		Description: req.description, Visibility: scene.Visibility(req.visibility), SplatType: req.splatType,
+		SplatURL: req.splatURL, LodFolderKey: p.lodKey, LodFiles: p.lodFiles, ImageURL: req.imageURL,
+		InitialCameraPosition: req.cameraPosition, InitialCameraRotation: req.cameraRotation,
+		// With no camera in levelData, the commit's initial camera becomes its start camera.
+		LevelData:     seedCamera(req.levelData, req.cameraPosition, req.cameraRotation),
+		FileSizeBytes: p.size, AssetKeys: p.keys}
+	if req.depthURL != "" {
+		row.ThumbnailDepthURL = &req.depthURL
+	}
+	out, sc, purge, err := s.scenes.Create(ctx, scenes.NewScene{Owner: owner, AccountID: accountID, Row: row,
+		Tickets: ticketIDs(p.assets), Checks: p.checks, Unused: p.unused}, answer)
+	s.startAssetPurge(ctx, purge)
+	if err != nil {
+		return nil, err
+	}
+	s.invalidateScene(ctx, owner.IntegrationID, sc.ID)
+	return out, nil
 }

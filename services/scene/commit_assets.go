@@ -27,7 +27,7 @@ import (
 type commitPlan struct {
 	assets []*asset
 	// checks seal and check each upload (verifyObject, verifyFolder); they run inside the
-	// commit's transaction, with the tickets locked (lockUploads).
+	// commit's transaction, with the tickets locked (scenes.LockUploads).
 	checks   []func(context.Context) error
 	size     int64
 	keys     []string

@@ -87,7 +87,7 @@ func (s *Service) retryRendition(c *fiber.Ctx) error {
 		return errSceneNotFound()
 	}
 	ctx := c.UserContext()
-	sc, err := s.scenes.RetryRendition(ctx, id, s.clones.MediaTaskQueue)
+	sc, err := s.scenes.RetryRendition(ctx, id)
 	if err != nil {
 		return err
 	}

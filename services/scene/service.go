@@ -68,7 +68,8 @@ func New(d *db.DB, store *objectstore.Store, log *slog.Logger, assetBase string,
 	s.events = &events.Outbox{Log: log, Render: func(sc *ent.Scene, ownerEU, productSlug string) any {
 		return s.itemOf(sc, ownerEU, productSlug, "")
 	}}
-	s.scenes = &scenes.Store{DB: d, Events: s.events, Now: func() time.Time { return s.now() }}
+	s.scenes = &scenes.Store{DB: d, Events: s.events, Now: func() time.Time { return s.now() },
+		Rendition: scenes.RenditionPolicy{MinBytes: clones.RenditionMinBytes, Queue: clones.MediaTaskQueue}}
 	return s
 }
 
