@@ -51,7 +51,10 @@ func PlanRendition(row *scenerow.New, r RenditionPolicy) {
 // refused commit's purge) after the caller saw it free.
 type UploadTaken struct{ TicketID string }
 
-func (e *UploadTaken) Error() string { return "upload ticket " + e.TicketID + " taken by another commit" }
+// Error names the ticket taken.
+func (e *UploadTaken) Error() string {
+	return "upload ticket " + e.TicketID + " taken by another commit"
+}
 
 // LockUploads locks the ticket rows of ticketIDs (in id order, so two commits never wait on
 // each other in a cycle) for the caller's transaction, which seals and checks their uploads and
@@ -85,6 +88,7 @@ func UploadPurge(ctx context.Context, tx *ent.Tx, owner *ent.ExternalUser, ticke
 
 // NewScene is a commit's scene, its uploads resolved by the caller.
 type NewScene struct {
+	// Owner is the committing customer, charged with AccountID's account.
 	Owner     *ent.ExternalUser
 	AccountID string
 	// Row is the scene row; Create plans its rendition (PlanRendition).

@@ -255,13 +255,10 @@ func (s *Service) listScenes(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	callerEU := ""
-	if caller.HasExternalUser {
-		callerEU = caller.ExternalUserID
-	}
-	key := pageKey(p, caller.HasExternalUser, callerEU)
+	eu := callerEU(caller)
+	key := pageKey(p, caller.HasExternalUser, eu)
 	page, err := s.cache.page(c.UserContext(), caller.IntegrationID, key, func(ctx context.Context) (*scenePage, error) {
-		return s.queryPage(ctx, caller.IntegrationID, caller.HasExternalUser, callerEU, p)
+		return s.queryPage(ctx, caller.IntegrationID, caller.HasExternalUser, eu, p)
 	})
 	if err != nil {
 		return apperr.Internal(err)
@@ -270,7 +267,7 @@ func (s *Service) listScenes(c *fiber.Ctx) error {
 	// on the caller is rendered here, per request.
 	items := make([]splathost.Splat, len(page.rows))
 	for i, sc := range page.rows {
-		items[i] = s.itemOf(sc, ownerEUOf(sc), caller.ProductSlug, callerEU)
+		items[i] = s.itemOf(sc, ownerEUOf(sc), caller.ProductSlug, eu)
 	}
 	return c.JSON(fiber.Map{"status": "success", "splats": items, "nextCursor": page.next})
 }
