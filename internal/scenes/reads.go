@@ -6,8 +6,10 @@ import (
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/externaluser"
+	"github.com/splathost/splathost/ent/integration"
 	"github.com/splathost/splathost/ent/predicate"
 	"github.com/splathost/splathost/ent/scene"
+	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/db"
 )
@@ -90,4 +92,30 @@ func (s *Store) ByID(ctx context.Context, id string) (*ent.Scene, error) {
 		return nil, nil
 	}
 	return sc, err
+}
+
+// UploadFolder returns the scene id the upload ticket whose folder is prefix was committed to:
+// found false when there is no such ticket, a nil id while it is not part of a scene.
+func (s *Store) UploadFolder(ctx context.Context, prefix string) (sceneID *string, found bool, err error) {
+	t, err := s.DB.Ent.UploadTicket.Query().Where(uploadticket.Prefix(prefix)).Select(uploadticket.FieldSceneID).Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return t.SceneID, true, nil
+}
+
+// IntegrationRevoked reports whether integration id is revoked; one that does not exist counts
+// as revoked.
+func (s *Store) IntegrationRevoked(ctx context.Context, id string) (bool, error) {
+	in, err := s.DB.Ent.Integration.Query().Where(integration.ID(id)).Select(integration.FieldRevokedAt).Only(ctx)
+	if ent.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return in.RevokedAt != nil, nil
 }
