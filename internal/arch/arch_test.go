@@ -48,6 +48,9 @@ var forbidden = map[string][]string{
 	// The user domain (internal/customers) is what services/user wraps: no HTTP service, edge or
 	// wiring above it, and no workflow code (it starts none; the service does after the commit).
 	"internal/customers": {"gateway", "services/", "internal/boot", "internal/allinone", "internal/worker", "cmd/", "workflows", "activities"},
+	// The scene domain (rules and the stores that run them) is below the services that wrap it
+	// in HTTP, and knows the workflows only by contract.
+	"internal/scenes": {"gateway", "services/", "workflows", "activities", "internal/boot", "internal/allinone", "internal/worker", "cmd/"},
 	// Services never reach up to the gateway or across to the wiring, and know the activities
 	// only by contract (workflows/contract) when they start or read a workflow.
 	"services/": {"gateway", "internal/boot", "internal/allinone", "internal/worker", "cmd/", "activities"},

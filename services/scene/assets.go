@@ -17,9 +17,6 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/ent/integration"
-	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/scenes"
@@ -133,18 +130,17 @@ func (s *Service) assetOwner(ctx context.Context, ref objectkeys.Key) (id string
 		// folder by its scene.
 		id = ref.ID
 	} else {
-		t, err := s.db.Ent.UploadTicket.Query().Where(uploadticket.Prefix(scope)).
-			Select(uploadticket.FieldSceneID).Only(ctx)
-		if ent.IsNotFound(err) {
-			return "", true, nil
-		}
+		sceneID, found, err := s.scenes.UploadFolder(ctx, scope)
 		if err != nil {
 			return "", false, err
 		}
-		if t.SceneID == nil {
+		if !found {
+			return "", true, nil
+		}
+		if sceneID == nil {
 			return "", false, nil
 		}
-		id = *t.SceneID
+		id = *sceneID
 	}
 	s.assets.owners.put(scope, id)
 	return id, true, nil
@@ -160,9 +156,8 @@ func (s *Service) integrationRevoked(ctx context.Context, id string) (bool, erro
 	if ok && s.now().Sub(e.at) < scenes.AssetDecisionTTL {
 		return e.revoked, nil
 	}
-	in, err := s.db.Ent.Integration.Query().Where(integration.ID(id)).Select(integration.FieldRevokedAt).Only(ctx)
-	revoked := ent.IsNotFound(err) || (err == nil && in.RevokedAt != nil)
-	if err != nil && !ent.IsNotFound(err) {
+	revoked, err := s.scenes.IntegrationRevoked(ctx, id)
+	if err != nil {
 		return false, err
 	}
 	r.mu.Lock()

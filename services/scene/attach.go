@@ -38,7 +38,7 @@ type attachment struct {
 	ticket *asset
 	size   int64
 	// check seals and checks the upload (verifyObject): run with its ticket locked, in the
-	// transaction that commits it (lockUploads).
+	// transaction that commits it (scenes.LockUploads).
 	check func(context.Context) error
 }
 
@@ -151,20 +151,14 @@ func (s *Service) imageAttachment(ctx context.Context, owner *ent.ExternalUser, 
 // planSave works out, before the PATCH's transaction, the uploads an editor save attaches and
 // measures what it may release. A scene the customer does not own yields an empty plan: the
 // transaction answers its 404.
-func (s *Service) planSave(ctx context.Context, owner *ent.ExternalUser, integrationID, id string, p *scenePatch) (*savePlan, error) {
+func (s *Service) planSave(ctx context.Context, owner *ent.ExternalUser, id string, p *scenePatch) (*savePlan, error) {
 	plan := &savePlan{sizes: map[string]int64{}}
 	if p.imageURL == nil && !p.hasLevelData {
 		return plan, nil
 	}
-	cur, err := s.db.Ent.Scene.Get(ctx, id)
-	if ent.IsNotFound(err) {
-		return plan, nil
-	}
-	if err != nil {
-		return nil, apperr.Internal(err)
-	}
-	if cur.IntegrationID != integrationID || cur.OwnerID != owner.ID || cur.ArchivedAt != nil {
-		return plan, nil
+	cur, err := s.scenes.OwnedLive(ctx, owner, id)
+	if err != nil || cur == nil {
+		return plan, err
 	}
 	if p.imageURL != nil {
 		a, err := s.imageAttachment(ctx, owner, p.imageURL, cur.ImageURL)
@@ -271,7 +265,7 @@ func (s *Service) applySave(ctx context.Context, tx *ent.Tx, cur *ent.Scene, up 
 		if a.ticket == nil || slices.Contains(keys, a.key) {
 			continue
 		}
-		if err := lockUploads(ctx, tx, []string{a.ticket.ticket.ID}); err != nil {
+		if err := scenes.LockUploads(ctx, tx, []string{a.ticket.ticket.ID}); err != nil {
 			return nil, apperr.Conflict(a.field + ": this upload is already part of a scene")
 		}
 		if err := a.check(ctx); err != nil {
@@ -310,7 +304,7 @@ func (s *Service) applySave(ctx context.Context, tx *ent.Tx, cur *ent.Scene, up 
 	if len(released)+len(unused) == 0 {
 		return nil, nil
 	}
-	purge, err := s.uploadPurge(ctx, tx, owner, cur.IntegrationID, nil, append(released, unused...))
+	purge, err := scenes.UploadPurge(ctx, tx, owner, nil, append(released, unused...))
 	if err != nil {
 		return nil, fmt.Errorf("recording the purge of a save's released objects: %w", err)
 	}

@@ -13,8 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/ent/externaluser"
-	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/pgnotify"
 )
@@ -22,7 +20,7 @@ import (
 // Cache bounds, in bytes of the cached rows as sceneBytes estimates them. A scene row is small
 // but for its levelData (up to 256 KiB), so a bound by count would let a few thousand rows with
 // big levelData take gigabytes; a bound by bytes holds whatever the rows carry. List pages hold
-// rows without levelData (itemColumns).
+// rows without levelData (scenes.ItemColumns).
 const (
 	maxCachedSceneBytes = 64 << 20
 	maxCachedListBytes  = 32 << 20
@@ -365,15 +363,7 @@ func (s *Service) CacheLoads() int64 { return s.cache.loads.Load() }
 // sceneByID returns the scene with id whatever its integration or state (the caller scopes
 // it), with its owner's external user id; nil when there is none.
 func (s *Service) sceneByID(ctx context.Context, id string) (*ent.Scene, error) {
-	return s.cache.scene(ctx, id, func(ctx context.Context, id string) (*ent.Scene, error) {
-		sc, err := s.db.Ent.Scene.Query().Where(scene.ID(id)).
-			WithOwner(func(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldExternalUserID) }).
-			Only(ctx)
-		if ent.IsNotFound(err) {
-			return nil, nil
-		}
-		return sc, err
-	})
+	return s.cache.scene(ctx, id, s.scenes.ByID)
 }
 
 // sceneChanged announces a change of the scene to every process's cache (this one included).

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/ent/scene"
 )
 
 func liveCache() *sceneCache {
@@ -264,18 +263,6 @@ func TestSceneCacheIsBoundedByBytes(t *testing.T) {
 	c.flush()
 	require.Zero(t, c.sceneCost)
 	require.Empty(t, c.scenes)
-}
-
-// TestListColumnsLeaveOutLevelData: list and trending items are read with itemColumns, every
-// scene column but level_data.
-func TestListColumnsLeaveOutLevelData(t *testing.T) {
-	require.NotContains(t, itemColumns, scene.FieldLevelData)
-	require.Len(t, itemColumns, len(scene.Columns)-1)
-	for _, c := range scene.Columns {
-		if c != scene.FieldLevelData {
-			require.Contains(t, itemColumns, c)
-		}
-	}
 }
 
 func TestPageKeyNormalizesTheQuery(t *testing.T) {

@@ -13,14 +13,11 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/ent/account"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/internal/apperr"
-	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/ids"
-	"github.com/splathost/splathost/internal/quota"
 	"github.com/splathost/splathost/workflows"
 	"github.com/splathost/splathost/workflows/contract"
 )
@@ -43,9 +40,6 @@ type Clones struct {
 // jobIDPattern is the shape of a job id (a Temporal run id, a UUID); anything else names no job.
 var jobIDPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
-// cloningPlans are the plans that include Duplicate and Remix (contract item 2).
-var cloningPlans = map[account.Plan]bool{account.PlanPro: true, account.PlanEnterprise: true}
-
 // errJobNotFound answers a poll of a job that is not this customer's (or not this scene's).
 func errJobNotFound() error { return apperr.NotFound("clone job not found") }
 
@@ -55,13 +49,8 @@ func (s *Service) cloner(ctx context.Context, caller *httpx.Caller, eu string) (
 	if s.clones.Client == nil {
 		return nil, apperr.Internal(errors.New("clone jobs are not configured"))
 	}
-	plan, err := s.db.Ent.Account.Query().Where(account.ID(caller.AccountID)).Select(account.FieldPlan).String(ctx)
-	if err != nil {
-		return nil, apperr.Internal(err)
-	}
-	if !cloningPlans[account.Plan(plan)] {
-		return nil, apperr.Forbidden("your plan does not include Duplicate and Remix").With("code", "plan_limit").
-			With("dimension", "cloning").With("limit", nil).With("upgradeUrl", quota.UpgradeURL)
+	if err := s.scenes.CheckCloner(ctx, caller.AccountID); err != nil {
+		return nil, err
 	}
 	owner, err := s.customer(ctx, caller, eu)
 	if err != nil {
@@ -90,7 +79,7 @@ func (s *Service) clone(c *fiber.Ctx) error {
 		return apperr.Unauthorized("external user is inactive")
 	}
 	// The job checks again when it reserves; checking here answers 404 and 403 without a job.
-	if _, _, err := db.CloneSourceOf(ctx, s.db.Ent, caller.IntegrationID, owner.ID, id); err != nil {
+	if _, err := s.scenes.CloneSource(ctx, caller.IntegrationID, owner.ID, id); err != nil {
 		return err
 	}
 	wfID := workflows.CloneWorkflowID(caller.IntegrationID, owner.ID)
@@ -99,17 +88,24 @@ func (s *Service) clone(c *fiber.Ctx) error {
 		OwnerRecordID: owner.ID, ExternalUserID: eu, ClonedAt: s.now(),
 		AbandonAfter: s.clones.AbandonAfter, Concurrency: s.clones.Concurrency, MediaTaskQueue: s.clones.MediaTaskQueue,
 	})
-	var busy *workflows.CloneInProgress
-	if errors.As(err, &busy) {
-		return apperr.New(http.StatusTooManyRequests, "a clone is already in progress for this external user").
-			With("code", "CLONE_IN_PROGRESS").With("jobId", busy.JobID).With("sourceSplatId", busy.SourceSplatID)
-	}
 	if err != nil {
-		return apperr.Internal(err)
+		return err
 	}
-	d := waitBudget(c.Get("Prefer"), s.clones.Wait)
+	st, err := s.awaitClone(ctx, wfID, jobID, waitBudget(c.Get("Prefer"), s.clones.Wait))
+	if err != nil {
+		return err
+	}
+	if st.Running {
+		return s.sendRecorded(c, fiber.StatusAccepted, fiber.Map{"status": "accepted", "jobId": jobID, "sourceSplatId": id,
+			"copiedObjects": st.Copied, "totalObjects": st.Total})
+	}
+	return s.cloneDone(c, caller, eu, st, fiber.StatusCreated)
+}
+
+// awaitClone waits up to d for clone job jobID of workflow wfID to close, within the request's
+// own budget (httpx.Deadline) less what reading the job's state takes, and returns its state.
+func (s *Service) awaitClone(ctx context.Context, wfID, jobID string, d time.Duration) (*workflows.CloneState, error) {
 	if deadline, ok := ctx.Deadline(); ok {
-		// The job's state is read after the wait, within the request's budget (httpx.Deadline).
 		d = min(d, time.Until(deadline)-cloneDescribeReserve)
 	}
 	if d > 0 {
@@ -119,19 +115,30 @@ func (s *Service) clone(c *fiber.Ctx) error {
 	}
 	st, err := workflows.DescribeClone(ctx, s.clones.Client, wfID, jobID)
 	if err != nil {
-		return apperr.Internal(err)
+		return nil, apperr.Internal(err)
 	}
-	if st.Running {
-		return s.sendRecorded(c, fiber.StatusAccepted, fiber.Map{"status": "accepted", "jobId": jobID, "sourceSplatId": id,
-			"copiedObjects": st.Copied, "totalObjects": st.Total})
-	}
-	return s.cloneDone(c, caller, eu, st, fiber.StatusCreated)
+	return st, nil
 }
 
 // startClone starts the clone job of in, or, for a keyed request, finds the one its first
 // attempt started: the job's scene id is then the key's idempotency.StableID, so a retry after
-// the process that started it died answers for that job instead of cloning twice.
+// the process that started it died answers for that job instead of cloning twice. A job of the
+// same customer still running is the spec's 429 CLONE_IN_PROGRESS.
 func (s *Service) startClone(ctx context.Context, wfID string, in workflows.CloneInput) (string, error) {
+	runID, err := s.startOrFindClone(ctx, wfID, in)
+	var busy *workflows.CloneInProgress
+	if errors.As(err, &busy) {
+		return "", apperr.New(http.StatusTooManyRequests, "a clone is already in progress for this external user").
+			With("code", "CLONE_IN_PROGRESS").With("jobId", busy.JobID).With("sourceSplatId", busy.SourceSplatID)
+	}
+	if err != nil {
+		return "", apperr.Internal(err)
+	}
+	return runID, nil
+}
+
+// startOrFindClone is startClone's start, or for a keyed request its find.
+func (s *Service) startOrFindClone(ctx context.Context, wfID string, in workflows.CloneInput) (string, error) {
 	if stable, ok := idempotency.StableID(ctx); ok {
 		in.JobID = stable
 		runID, err := workflows.CloneRunOf(ctx, s.clones.Client, wfID, stable)

@@ -12,9 +12,11 @@ import (
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/scene"
-	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
+	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/quota"
+	"github.com/splathost/splathost/internal/scenerow"
+	"github.com/splathost/splathost/internal/scenes"
 )
 
 // commitGrace lets a commit that started just before its upload window closed still succeed;
@@ -137,37 +139,27 @@ func (s *Service) commit(c *fiber.Ctx) error {
 	return httpx.SendRecorded(c, out)
 }
 
-// errUploadTaken aborts a commit's transaction when one of its uploads was committed (or
-// claimed by a refused commit's purge) after resolve saw it free.
-type errUploadTaken struct{ ticketID string }
-
-func (e *errUploadTaken) Error() string {
-	return "upload ticket " + e.ticketID + " taken by another commit"
-}
-
-// alreadyCommitted is the 409 of a commit naming an upload that is no longer free. When the
-// upload became a live scene of this very customer (same integration and EU: a retry whose first
-// answer was lost), the answer names that scene's splatId so the client can carry on; otherwise
-// it says nothing about where the upload went.
-func (s *Service) alreadyCommitted(ctx context.Context, field, ticketID string, owner *ent.ExternalUser) error {
-	conflict := apperr.Conflict(field + ": this upload is already part of a scene")
-	t, err := s.db.Ent.UploadTicket.Get(ctx, ticketID)
-	if ent.IsNotFound(err) {
-		return apperr.Conflict(field + ": this upload was removed after a refused commit; upload again")
+// createScene makes the committed scene of owner from its checked plan (scenes.Store.Create),
+// then starts the purge the commit wrote (a refused commit's uploads, or the unused image of a
+// spent ticket) and drops the cached list pages.
+func (s *Service) createScene(ctx context.Context, accountID string, owner *ent.ExternalUser, req *commitRequest, p *commitPlan,
+	answer func(*ent.Scene, *ent.Account) any) (*idempotency.Recorded, error) {
+	row := scenerow.New{IntegrationID: owner.IntegrationID, OwnerRecordID: owner.ID, Title: req.title,
+		Description: req.description, Visibility: scene.Visibility(req.visibility), SplatType: req.splatType,
+		SplatURL: req.splatURL, LodFolderKey: p.lodKey, LodFiles: p.lodFiles, ImageURL: req.imageURL,
+		InitialCameraPosition: req.cameraPosition, InitialCameraRotation: req.cameraRotation,
+		// With no camera in levelData, the commit's initial camera becomes its start camera.
+		LevelData:     seedCamera(req.levelData, req.cameraPosition, req.cameraRotation),
+		FileSizeBytes: p.size, AssetKeys: p.keys}
+	if req.depthURL != "" {
+		row.ThumbnailDepthURL = &req.depthURL
 	}
+	out, sc, purge, err := s.scenes.Create(ctx, scenes.NewScene{Owner: owner, AccountID: accountID, Row: row,
+		Tickets: ticketIDs(p.assets), Checks: p.checks, Unused: p.unused}, answer)
+	s.startAssetPurge(ctx, purge)
 	if err != nil {
-		return apperr.Internal(err)
+		return nil, err
 	}
-	if t.SceneID == nil || t.OwnerID != owner.ID || t.IntegrationID != owner.IntegrationID {
-		return conflict
-	}
-	mine, err := s.db.Ent.Scene.Query().Where(scene.ID(*t.SceneID), scene.IntegrationID(owner.IntegrationID),
-		scene.OwnerID(owner.ID), scene.ArchivedAtIsNil()).Exist(ctx)
-	if err != nil {
-		return apperr.Internal(err)
-	}
-	if !mine {
-		return conflict
-	}
-	return conflict.With("splatId", *t.SceneID)
+	s.invalidateScene(ctx, owner.IntegrationID, sc.ID)
+	return out, nil
 }

@@ -27,7 +27,7 @@ import (
 type commitPlan struct {
 	assets []*asset
 	// checks seal and check each upload (verifyObject, verifyFolder); they run inside the
-	// commit's transaction, with the tickets locked (lockUploads).
+	// commit's transaction, with the tickets locked (scenes.LockUploads).
 	checks   []func(context.Context) error
 	size     int64
 	keys     []string
@@ -144,18 +144,18 @@ func (s *Service) resolve(ctx context.Context, field, rawURL string, owner *ent.
 		return nil, apperr.Forbidden("uploaded object belongs to another external user")
 	}
 	prefix := k.Folder()
-	t, err := s.db.Ent.UploadTicket.Query().Where(uploadticket.Prefix(prefix)).Only(ctx)
-	if ent.IsNotFound(err) {
-		return nil, apperr.Invalid("invalid upload URL", field+": no such upload")
-	}
+	t, err := s.scenes.TicketAt(ctx, prefix)
 	if err != nil {
-		return nil, apperr.Internal(err)
+		return nil, err
+	}
+	if t == nil {
+		return nil, apperr.Invalid("invalid upload URL", field+": no such upload")
 	}
 	if t.Kind != kind {
 		return nil, apperr.Invalid("invalid upload URL", fmt.Sprintf("%s: this URL comes from another upload endpoint", field))
 	}
 	if t.CommittedAt != nil {
-		return nil, s.alreadyCommitted(ctx, field, t.ID, owner)
+		return nil, s.scenes.AlreadyCommitted(ctx, field, t.ID, owner)
 	}
 	if s.now().After(t.ExpiresAt.Add(commitGrace)) {
 		return nil, apperr.Invalid("invalid upload URL", field+": the upload window has closed; upload again")

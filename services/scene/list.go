@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"slices"
 	"strconv"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/predicate"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
@@ -257,13 +255,10 @@ func (s *Service) listScenes(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	callerEU := ""
-	if caller.HasExternalUser {
-		callerEU = caller.ExternalUserID
-	}
-	key := pageKey(p, caller.HasExternalUser, callerEU)
+	eu := callerEU(caller)
+	key := pageKey(p, caller.HasExternalUser, eu)
 	page, err := s.cache.page(c.UserContext(), caller.IntegrationID, key, func(ctx context.Context) (*scenePage, error) {
-		return s.queryPage(ctx, caller.IntegrationID, caller.HasExternalUser, callerEU, p)
+		return s.queryPage(ctx, caller.IntegrationID, caller.HasExternalUser, eu, p)
 	})
 	if err != nil {
 		return apperr.Internal(err)
@@ -272,7 +267,7 @@ func (s *Service) listScenes(c *fiber.Ctx) error {
 	// on the caller is rendered here, per request.
 	items := make([]splathost.Splat, len(page.rows))
 	for i, sc := range page.rows {
-		items[i] = s.itemOf(sc, ownerEUOf(sc), caller.ProductSlug, callerEU)
+		items[i] = s.itemOf(sc, ownerEUOf(sc), caller.ProductSlug, eu)
 	}
 	return c.JSON(fiber.Map{"status": "success", "splats": items, "nextCursor": page.next})
 }
@@ -296,8 +291,8 @@ func (s *Service) queryPage(ctx context.Context, integrationID string, hasEU boo
 	}
 	// One query for the page (one extra row tells whether another page follows) and one for the
 	// owners' external user ids of the whole page.
-	rows, err := q.Select(itemColumns...).Order(p.order()).Limit(p.limit + 1).
-		WithOwner(func(oq *ent.ExternalUserQuery) { oq.Select(externaluser.FieldExternalUserID) }).
+	rows, err := q.Select(scenes.ItemColumns...).Order(p.order()).Limit(p.limit + 1).
+		WithOwner(scenes.WithOwnerEU).
 		All(ctx)
 	if err != nil {
 		return nil, err
@@ -310,11 +305,6 @@ func (s *Service) queryPage(ctx context.Context, integrationID string, hasEU boo
 	}
 	return page, nil
 }
-
-// itemColumns are the scene columns a list item (and a trending item) is rendered from: every
-// column but level_data, which items never show and which can be 256 KiB per scene; reading it
-// for a page of 100 would cost up to 25 MiB of transfer and memory (and of cache) per request.
-var itemColumns = slices.DeleteFunc(slices.Clone(scene.Columns), func(c string) bool { return c == scene.FieldLevelData })
 
 // ownerEUOf is the eager-loaded owner's external user id (scenes.OwnerEU).
 var ownerEUOf = scenes.OwnerEU

@@ -1,7 +1,7 @@
 package scene
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -9,9 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/smithy-go"
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/splathost/splathost/ent"
@@ -19,9 +17,8 @@ import (
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
-	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/objectkeys"
-	"github.com/splathost/splathost/internal/uploadrules"
+	"github.com/splathost/splathost/internal/scenes"
 )
 
 // Resumable (multipart) splat-file uploads, contract item 14. The client names an upload by its
@@ -64,46 +61,21 @@ func partLength(size, partSize int64, n int) int64 { return min(partSize, size-i
 // upload, its ticket, and one signed URL per part.
 func (s *Service) startMultipart(c *fiber.Ctx, caller *httpx.Caller, eu, name, ctype string, size int64) error {
 	ctx := c.UserContext()
-	owner, err := s.uploader(ctx, caller, eu)
+	owner, prefix, err := s.uploadTo(ctx, caller, eu, kindFile)
 	if err != nil {
 		return err
 	}
-	prefix := ticketPrefix(caller.IntegrationID, owner.ID, kindFile)
 	key := prefix + name
 	// The store's upload is created at the sealed key (seal.go): the commit then copies
 	// nothing, and once completed no part URL writes anything.
 	stored := objectkeys.Sealed(key)
-	// Content-Type and Cache-Control are fixed here, once for the whole object: the parts carry
-	// only bytes.
-	created, err := s.store.Client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(s.store.Bucket),
-		Key: aws.String(stored), ContentType: aws.String(ctype), CacheControl: aws.String(uploadrules.CacheControl)})
+	uploadID, err := s.createStoreUpload(ctx, stored, ctype)
 	if err != nil {
 		return signingFailed(err)
 	}
-	uploadID := aws.ToString(created.UploadId)
-	expires := s.now().Add(multipartWindow)
-	partSize := partSizeFor(size)
-	var out *idempotency.Recorded
-	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
-		t, err := newTicket(tx.UploadTicket, owner, uploadticket.KindSplatFile, prefix,
-			[]schema.UploadObject{{Key: key, ContentType: ctype, Size: size}}, expires).
-			SetMultipartUploadID(uploadID).SetPartSize(partSize).Save(ctx)
-		if err != nil {
-			return err
-		}
-		numbers := make([]int, partCount(size, partSize))
-		for i := range numbers {
-			numbers[i] = i + 1
-		}
-		// Signing is local (no store call): the answer is complete inside the transaction.
-		parts, err := s.signParts(ctx, t, numbers)
-		if err != nil {
-			return signingFailed(err)
-		}
-		out, err = idempotency.Record(ctx, tx, http.StatusOK, fiber.Map{"status": "success", "uploadId": t.ID,
-			"fileUrl": s.url(key), "partSize": partSize, "parts": parts, "expiresAt": httpx.ISOTime(expires)})
-		return err
-	})
+	t := scenes.Ticket{Owner: owner, Kind: uploadticket.KindSplatFile, Prefix: prefix, Expires: s.now().Add(multipartWindow),
+		Objects: []schema.UploadObject{{Key: key, ContentType: ctype, Size: size}}, MultipartUploadID: uploadID, PartSize: partSizeFor(size)}
+	out, err := s.scenes.CreateTicket(ctx, t, func(saved *ent.UploadTicket) (any, error) { return s.multipartAnswer(ctx, saved) })
 	if err != nil {
 		// Nothing refers to the store's upload unless the commit's outcome is unknown (then the
 		// ticket may exist, and the sweep aborts the upload with it once it expires).
@@ -113,6 +85,27 @@ func (s *Service) startMultipart(c *fiber.Ctx, caller *httpx.Caller, eu, name, c
 		return err
 	}
 	return httpx.SendRecorded(c, out)
+}
+
+// multipartAnswer is the answer to a new multipart upload t: one signed URL per part. Signing is
+// local (no store call), so it is complete inside the ticket's transaction.
+func (s *Service) multipartAnswer(ctx context.Context, t *ent.UploadTicket) (any, error) {
+	o := t.Objects[0]
+	parts, err := s.signParts(ctx, t, allParts(o.Size, t.PartSize))
+	if err != nil {
+		return nil, signingFailed(err)
+	}
+	return fiber.Map{"status": "success", "uploadId": t.ID, "fileUrl": s.url(o.Key), "partSize": t.PartSize,
+		"parts": parts, "expiresAt": httpx.ISOTime(t.ExpiresAt)}, nil
+}
+
+// allParts are the part numbers (from 1) of a file of size bytes in parts of partSize.
+func allParts(size, partSize int64) []int {
+	numbers := make([]int, partCount(size, partSize))
+	for i := range numbers {
+		numbers[i] = i + 1
+	}
+	return numbers
 }
 
 // multipartTicket loads the caller's multipart ticket named by the :uploadId parameter. Any id
@@ -127,37 +120,18 @@ func (s *Service) multipartTicket(c *fiber.Ctx) (*ent.UploadTicket, error) {
 	if err != nil {
 		return nil, err
 	}
-	id := c.Params("uploadId")
-	notFound := apperr.NotFound("upload not found")
-	if id == "" || len(id) > 24 {
-		return nil, notFound
-	}
-	t, err := s.db.Ent.UploadTicket.Query().Where(uploadticket.ID(id), uploadticket.IntegrationID(owner.IntegrationID),
-		uploadticket.OwnerID(owner.ID), uploadticket.MultipartUploadIDNotNil()).Only(c.UserContext())
-	if ent.IsNotFound(err) {
-		return nil, notFound
-	}
-	if err != nil {
-		return nil, apperr.Internal(err)
-	}
-	if len(t.Objects) != 1 || t.PartSize <= 0 {
-		return nil, apperr.Internal(fmt.Errorf("multipart ticket %s is malformed", t.ID))
-	}
-	return t, nil
+	return s.scenes.MultipartTicket(c.UserContext(), owner, c.Params("uploadId"))
 }
 
-// openMultipart is multipartTicket for an upload that may still take parts: not completed,
-// committed or past its window.
+// openMultipart is multipartTicket for an upload that may still take parts (scenes.OpenForParts):
+// not committed, and not past its window unless completed.
 func (s *Service) openMultipart(c *fiber.Ctx) (*ent.UploadTicket, error) {
 	t, err := s.multipartTicket(c)
 	if err != nil {
 		return nil, err
 	}
-	if t.CommittedAt != nil {
-		return nil, apperr.Conflict("this upload is already part of a scene")
-	}
-	if t.MultipartCompletedAt == nil && s.now().After(t.ExpiresAt) {
-		return nil, apperr.Invalid("upload expired", "uploadId: the upload window closed at "+httpx.ISOTime(t.ExpiresAt)+"; start a new upload")
+	if err := scenes.OpenForParts(t, s.now()); err != nil {
+		return nil, err
 	}
 	return t, nil
 }
@@ -184,11 +158,7 @@ func (s *Service) getMultipart(c *fiber.Ctx) error {
 	if err != nil {
 		return apperr.Internal(err)
 	}
-	all := make([]int, partCount(o.Size, t.PartSize))
-	for i := range all {
-		all[i] = i + 1
-	}
-	signed, err := s.signParts(c.UserContext(), t, all)
+	signed, err := s.signParts(c.UserContext(), t, allParts(o.Size, t.PartSize))
 	if err != nil {
 		return signingFailed(err)
 	}
@@ -273,33 +243,32 @@ func (s *Service) completeMultipart(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.UserContext()
 	o := t.Objects[0]
-	done := fiber.Map{"status": "success", "uploadId": t.ID, "fileUrl": s.url(o.Key)}
-	if t.MultipartCompletedAt != nil {
-		return c.JSON(done)
+	if t.MultipartCompletedAt == nil {
+		want, err := parseComplete(c.Body(), partCount(o.Size, t.PartSize))
+		if err != nil {
+			return err
+		}
+		if err := s.completeUpload(c.UserContext(), t, want); err != nil {
+			return err
+		}
 	}
-	count := partCount(o.Size, t.PartSize)
-	want, err := parseComplete(c.Body(), count)
-	if err != nil {
-		return err
-	}
-	stored, err := s.listStoredParts(ctx, t)
-	if noSuchUpload(err) {
-		return s.completedElsewhere(c, t, done)
-	}
-	if err != nil {
-		return apperr.Internal(err)
-	}
+	return c.JSON(fiber.Map{"status": "success", "uploadId": t.ID, "fileUrl": s.url(o.Key)})
+}
+
+// checkParts checks the parts a complete request names against those in the store: each one
+// stored, with its exact length and the etag named. It returns the store's list of the parts
+// to complete with, and the problems (at most maxIssues).
+func checkParts(want []completeRequest, stored map[int]storedPart, size, partSize int64) ([]s3types.CompletedPart, []string) {
 	var issues []string
-	parts := make([]s3types.CompletedPart, 0, count)
+	parts := make([]s3types.CompletedPart, 0, len(want))
 	for _, w := range want {
 		p, ok := stored[w.n]
 		switch {
 		case !ok:
 			issues = append(issues, fmt.Sprintf("parts: part %d was not uploaded", w.n))
-		case p.Size != partLength(o.Size, t.PartSize, w.n):
-			issues = append(issues, fmt.Sprintf("parts: part %d has %d bytes, expected %d", w.n, p.Size, partLength(o.Size, t.PartSize, w.n)))
+		case p.Size != partLength(size, partSize, w.n):
+			issues = append(issues, fmt.Sprintf("parts: part %d has %d bytes, expected %d", w.n, p.Size, partLength(size, partSize, w.n)))
 		case p.Etag != w.etag:
 			issues = append(issues, fmt.Sprintf("parts: part %d has another etag than the one stored", w.n))
 		}
@@ -308,91 +277,21 @@ func (s *Service) completeMultipart(c *fiber.Ctx) error {
 			break
 		}
 	}
-	if len(issues) > 0 {
-		return apperr.Invalid("upload incomplete", issues...)
-	}
-	_, err = s.store.Client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(s.store.Bucket),
-		Key: aws.String(sealedKey(o)), UploadId: t.MultipartUploadID, MultipartUpload: &s3types.CompletedMultipartUpload{Parts: parts}})
-	if noSuchUpload(err) {
-		return s.completedElsewhere(c, t, done)
-	}
-	var api smithy.APIError
-	if errors.As(err, &api) && (api.ErrorCode() == "InvalidPart" || api.ErrorCode() == "InvalidPartOrder" || api.ErrorCode() == "EntityTooSmall") {
-		// A part replaced between the listing and now: the client lists the parts again.
-		return apperr.Invalid("upload incomplete", "parts: the store refused the parts ("+api.ErrorCode()+"); list them again and retry")
-	}
-	if err != nil {
-		return apperr.Internal(err)
-	}
-	return s.markCompleted(c, t, done)
-}
-
-// completedElsewhere settles a complete whose store upload is gone: a concurrent complete made
-// the object (success), or the upload was aborted (409).
-func (s *Service) completedElsewhere(c *fiber.Ctx, t *ent.UploadTicket, done fiber.Map) error {
-	o := t.Objects[0]
-	head, err := s.store.Client.HeadObject(c.UserContext(), &s3.HeadObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(sealedKey(o))})
-	if err == nil && aws.ToInt64(head.ContentLength) == o.Size {
-		return s.markCompleted(c, t, done)
-	}
-	return apperr.Conflict("this upload was aborted; start a new upload")
-}
-
-// markCompleted records that the ticket's object is whole, after checking its size once more:
-// the commit charges the declared size, so the object must be exactly that.
-func (s *Service) markCompleted(c *fiber.Ctx, t *ent.UploadTicket, done fiber.Map) error {
-	ctx := c.UserContext()
-	o := t.Objects[0]
-	head, err := s.store.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(sealedKey(o))})
-	if err != nil {
-		return apperr.Internal(err)
-	}
-	if got := aws.ToInt64(head.ContentLength); got != o.Size {
-		return apperr.Internal(fmt.Errorf("multipart upload %s completed with %d bytes, declared %d", t.ID, got, o.Size))
-	}
-	if err := s.db.Ent.UploadTicket.Update().Where(uploadticket.ID(t.ID), uploadticket.MultipartCompletedAtIsNil()).
-		SetMultipartCompletedAt(s.now()).Exec(ctx); err != nil {
-		return apperr.Internal(err)
-	}
-	return c.JSON(done)
+	return parts, issues
 }
 
 // abortMultipart answers DELETE …/{uploadId}: the store's upload and any completed object go,
-// then the ticket. The ticket row stays locked throughout, so a commit racing the abort either
-// wins before it (409 here) or finds the upload gone.
+// then the ticket, with the ticket row locked throughout (scenes.Store.AbortMultipart).
 func (s *Service) abortMultipart(c *fiber.Ctx) error {
 	t, err := s.multipartTicket(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	tx, err := s.db.Ent.Tx(ctx)
-	if err != nil {
-		return apperr.Internal(err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	locked, err := tx.UploadTicket.Query().Where(uploadticket.ID(t.ID)).ForUpdate().Only(ctx)
-	if ent.IsNotFound(err) {
-		return apperr.NotFound("upload not found")
-	}
-	if err != nil {
-		return apperr.Internal(err)
-	}
-	if locked.CommittedAt != nil {
-		return apperr.Conflict("this upload is already part of a scene; delete the scene instead")
-	}
-	key := sealedKey(locked.Objects[0])
-	if err := s.abortStoreUpload(ctx, key, *locked.MultipartUploadID); err != nil {
-		return apperr.Internal(err)
-	}
-	if _, err := s.store.Client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(key)}); err != nil {
-		return apperr.Internal(err)
-	}
-	if err := tx.UploadTicket.DeleteOneID(t.ID).Exec(ctx); err != nil {
-		return apperr.Internal(err)
-	}
-	if err := tx.Commit(); err != nil {
-		return apperr.Internal(err)
+	if err := s.scenes.AbortMultipart(ctx, t.ID, func(locked *ent.UploadTicket) error {
+		return s.removeStoreUpload(ctx, locked)
+	}); err != nil {
+		return err
 	}
 	return c.Status(http.StatusOK).JSON(fiber.Map{"status": "success"})
 }

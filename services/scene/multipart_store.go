@@ -3,6 +3,7 @@ package scene
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/uploadrules"
 )
 
 // signedPart is one part's signed upload URL.
@@ -104,4 +107,85 @@ func (s *Service) listStoredParts(ctx context.Context, t *ent.UploadTicket) (map
 		}
 		in.PartNumberMarker = page.NextPartNumberMarker
 	}
+}
+
+// createStoreUpload creates the store's multipart upload at key and returns its id.
+// Content-Type and Cache-Control are fixed here, once for the whole object: the parts carry
+// only bytes.
+func (s *Service) createStoreUpload(ctx context.Context, key, ctype string) (string, error) {
+	created, err := s.store.Client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(s.store.Bucket),
+		Key: aws.String(key), ContentType: aws.String(ctype), CacheControl: aws.String(uploadrules.CacheControl)})
+	if err != nil {
+		return "", err
+	}
+	return aws.ToString(created.UploadId), nil
+}
+
+// completeUpload completes ticket t's store upload with the parts want names (checkParts), then
+// records it complete. A store upload already gone was completed by a concurrent request (or
+// aborted: 409).
+func (s *Service) completeUpload(ctx context.Context, t *ent.UploadTicket, want []completeRequest) error {
+	o := t.Objects[0]
+	stored, err := s.listStoredParts(ctx, t)
+	if noSuchUpload(err) {
+		return s.completedElsewhere(ctx, t)
+	}
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	parts, issues := checkParts(want, stored, o.Size, t.PartSize)
+	if len(issues) > 0 {
+		return apperr.Invalid("upload incomplete", issues...)
+	}
+	_, err = s.store.Client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(s.store.Bucket),
+		Key: aws.String(sealedKey(o)), UploadId: t.MultipartUploadID, MultipartUpload: &s3types.CompletedMultipartUpload{Parts: parts}})
+	if noSuchUpload(err) {
+		return s.completedElsewhere(ctx, t)
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) && (api.ErrorCode() == "InvalidPart" || api.ErrorCode() == "InvalidPartOrder" || api.ErrorCode() == "EntityTooSmall") {
+		// A part replaced between the listing and now: the client lists the parts again.
+		return apperr.Invalid("upload incomplete", "parts: the store refused the parts ("+api.ErrorCode()+"); list them again and retry")
+	}
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	return s.markCompleted(ctx, t)
+}
+
+// completedElsewhere settles a complete whose store upload is gone: a concurrent complete made
+// the object (success), or the upload was aborted (409).
+func (s *Service) completedElsewhere(ctx context.Context, t *ent.UploadTicket) error {
+	o := t.Objects[0]
+	head, err := s.store.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(sealedKey(o))})
+	if err == nil && aws.ToInt64(head.ContentLength) == o.Size {
+		return s.markCompleted(ctx, t)
+	}
+	return apperr.Conflict("this upload was aborted; start a new upload")
+}
+
+// markCompleted records that the ticket's object is whole, after checking its size once more:
+// the commit charges the declared size, so the object must be exactly that.
+func (s *Service) markCompleted(ctx context.Context, t *ent.UploadTicket) error {
+	o := t.Objects[0]
+	head, err := s.store.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(sealedKey(o))})
+	if err != nil {
+		return apperr.Internal(err)
+	}
+	if got := aws.ToInt64(head.ContentLength); got != o.Size {
+		return apperr.Internal(fmt.Errorf("multipart upload %s completed with %d bytes, declared %d", t.ID, got, o.Size))
+	}
+	return s.scenes.MarkCompleted(ctx, t.ID)
+}
+
+// removeStoreUpload drops ticket t's store upload and any object it completed into.
+func (s *Service) removeStoreUpload(ctx context.Context, t *ent.UploadTicket) error {
+	key := sealedKey(t.Objects[0])
+	if err := s.abortStoreUpload(ctx, key, *t.MultipartUploadID); err != nil {
+		return apperr.Internal(err)
+	}
+	if _, err := s.store.Client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(key)}); err != nil {
+		return apperr.Internal(err)
+	}
+	return nil
 }

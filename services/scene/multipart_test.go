@@ -1,6 +1,7 @@
 package scene
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -56,4 +57,26 @@ func TestParseCompleteNamesEveryProblem(t *testing.T) {
 		require.Equal(t, 400, e.Status, body)
 		require.Contains(t, strings.Join(e.Issues, "; ")+" "+e.Message, want, body)
 	}
+}
+
+// checkParts is the complete's check against the store's listing: a part missing, of another
+// length or with another etag is named; a whole upload gives the store's part list in order.
+func TestCheckParts(t *testing.T) {
+	const size, ps = 2*MultipartPartBytes + 10, MultipartPartBytes
+	want := []completeRequest{{1, "a"}, {2, "b"}, {3, "c"}}
+	whole := map[int]storedPart{1: {PartNumber: 1, Etag: "a", Size: ps}, 2: {PartNumber: 2, Etag: "b", Size: ps},
+		3: {PartNumber: 3, Etag: "c", Size: 10}}
+	parts, issues := checkParts(want, whole, size, ps)
+	require.Empty(t, issues)
+	require.Len(t, parts, 3)
+	require.Equal(t, int32(3), *parts[2].PartNumber)
+	require.Equal(t, `"c"`, *parts[2].ETag)
+
+	broken := map[int]storedPart{1: {PartNumber: 1, Etag: "a", Size: ps - 1}, 3: {PartNumber: 3, Etag: "x", Size: 10}}
+	_, issues = checkParts(want, broken, size, ps)
+	require.Equal(t, []string{
+		fmt.Sprintf("parts: part 1 has %d bytes, expected %d", ps-1, ps),
+		"parts: part 2 was not uploaded",
+		"parts: part 3 has another etag than the one stored",
+	}, issues)
 }

@@ -8,13 +8,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
-	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
-	"github.com/splathost/splathost/internal/quota"
-	"github.com/splathost/splathost/internal/roomproto"
+	"github.com/splathost/splathost/internal/scenes"
 )
 
 // scenePatch is a validated PATCH body; nil fields are omitted (untouched).
@@ -137,7 +134,7 @@ func (s *Service) patchScene(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	plan, err := s.planSave(ctx, owner, caller.IntegrationID, id, p)
+	plan, err := s.planSave(ctx, owner, id, p)
 	if err != nil {
 		return err
 	}
@@ -152,182 +149,45 @@ func (s *Service) patchScene(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"status": "success", "splat": s.itemOf(sc, eu, caller.ProductSlug, eu)})
 }
 
-// updateScene applies a checked PATCH of owner's scene id in one transaction: the row lock,
-// the attached uploads of an editor save (plan), the fields, a clone's first publish (its slot
-// and caps), the webhook events and the change notice; after the commit it starts the events'
-// deliveries and a replaced thumbnail's purge.
+// updateScene applies a checked PATCH of owner's scene id (scenes.Store.Update), with the
+// attached uploads of an editor save (plan) under the same lock; after the commit it starts a
+// replaced thumbnail's purge and drops the scene's cached copies.
 func (s *Service) updateScene(ctx context.Context, accountID string, owner *ent.ExternalUser, id string, p *scenePatch, plan *savePlan) (*ent.Scene, error) {
-	var sc *ent.Scene
-	var purge *ent.AssetPurge
-	var hooks events.Batch
-	err := s.db.InTx(ctx, func(tx *ent.Tx) error {
-		// Lock order: the scene row, then (attached uploads, first publish of a clone) the
-		// customer and account rows — the same order DELETE takes.
-		cur, err := lockOwnedScene(ctx, tx, owner.IntegrationID, owner.ID, id)
-		if err != nil {
-			return err
-		}
-		up := cur.Update()
-		if purge, err = s.applySave(ctx, tx, cur, up, owner, accountID, p, plan); err != nil {
-			return err
-		}
-		p.apply(cur, up)
-		if p.visibility != nil && *p.visibility == "public" && cur.FirstPublishedAt == nil {
-			if err := firstPublish(ctx, tx, cur, accountID, up); err != nil {
-				return err
-			}
-			up.SetFirstPublishedAt(s.now())
-		}
-		if sc, err = up.Save(ctx); err != nil {
-			return err
-		}
-		if err := s.events.EmitSplat(ctx, tx, &hooks, events.SplatUpdated, sc, owner.ExternalUserID); err != nil {
-			return err
-		}
-		// Published: the scene became public (spec, Scene visibility: PATCH visibility 'public').
-		if cur.Visibility != scene.VisibilityPublic && sc.Visibility == scene.VisibilityPublic {
-			if err := s.events.EmitSplat(ctx, tx, &hooks, events.SplatPublished, sc, owner.ExternalUserID); err != nil {
-				return err
-			}
-		}
-		// The scene's multiplayer room learns of the save from here, never from a client: its
-		// draft is cleared and its participants get the stored scene, once this commits.
-		if p.changesRoom() {
-			q, args := roomproto.SceneSaved(owner.IntegrationID, id)
-			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-				return err
-			}
-		}
-		return sceneChanged(ctx, tx, owner.IntegrationID, id)
-	})
+	sc, purge, err := s.scenes.Update(ctx, accountID, owner, id, p.edit(),
+		func(ctx context.Context, tx *ent.Tx, cur *ent.Scene, up *ent.SceneUpdateOne) (*ent.AssetPurge, error) {
+			return s.applySave(ctx, tx, cur, up, owner, accountID, p, plan)
+		})
 	if err != nil {
 		return nil, err
 	}
-	s.events.Flush(ctx, &hooks)
 	s.startAssetPurge(ctx, purge)
 	s.invalidateScene(ctx, owner.IntegrationID, id)
 	return sc, nil
 }
 
-// changesRoom reports whether the PATCH writes a field the multiplayer room edits (a save or a
-// publish); a thumbnail alone (imageUrl) or allowEmbed/allowClone leave the room's draft as it is.
-func (p *scenePatch) changesRoom() bool {
-	return p.title != nil || p.description != nil || p.visibility != nil || p.allowComments != nil ||
-		p.allowReactions != nil || p.hasLevelData
-}
-
-// apply sets the PATCH's plain fields on up, and takes a featured scene off the curated set
-// when the PATCH makes it private or non-embeddable.
-func (p *scenePatch) apply(cur *ent.Scene, up *ent.SceneUpdateOne) {
-	if p.title != nil {
-		up.SetTitle(*p.title)
-	}
-	if p.description != nil {
-		up.SetDescription(*p.description)
-	}
-	if p.allowClone != nil {
-		up.SetAllowClone(*p.allowClone)
-	}
-	if p.allowComments != nil {
-		up.SetAllowComments(*p.allowComments)
-	}
-	if p.allowReactions != nil {
-		up.SetAllowReactions(*p.allowReactions)
-	}
-	if p.allowEmbed != nil {
-		up.SetAllowEmbed(*p.allowEmbed)
-	}
+// edit is the PATCH's change of the scene's own fields.
+func (p *scenePatch) edit() *scenes.Edit {
+	e := &scenes.Edit{Title: p.title, Description: p.description, AllowEmbed: p.allowEmbed, AllowClone: p.allowClone,
+		AllowComments: p.allowComments, AllowReactions: p.allowReactions, LevelData: p.levelData, HasLevelData: p.hasLevelData}
 	if p.visibility != nil {
-		up.SetVisibility(scene.Visibility(*p.visibility))
+		v := scene.Visibility(*p.visibility)
+		e.Visibility = &v
 	}
-	if p.hasLevelData && p.levelData == nil {
-		up.ClearLevelData()
-	} else if p.hasLevelData {
-		up.SetLevelData(p.levelData)
-	}
-	// A featured scene must stay featurable: making it private or non-embeddable takes it off
-	// the curated set (featuring it again needs a new PATCH featured true, which keeps the
-	// original featuredAt). Otherwise a private scene could be served from the featured list.
-	if cur.Featured && (p.visibility != nil && *p.visibility == "private" || p.allowEmbed != nil && !*p.allowEmbed) {
-		up.SetFeatured(false)
-	}
-}
-
-// firstPublish applies the spec's first publish of a clone: a clone holds no scene slot until it
-// is first made public, and then re-checks the scene caps (customer and account maxSplats) and
-// storage and consumes a slot for good (making it private again does not free it). Any other
-// scene already holds its slot; its first publish only records first_published_at.
-func firstPublish(ctx context.Context, tx *ent.Tx, sc *ent.Scene, accountID string, up *ent.SceneUpdateOne) error {
-	if sc.ClonedFromID == nil || sc.HoldsSplatSlot {
-		return nil
-	}
-	// A clone's bytes were charged when it was copied, so storage is re-checked with nothing
-	// extra: the customer (and, without overage, the account) must not be over its allocation.
-	u, a, err := quota.Reserve(ctx, tx, sc.OwnerID, accountID, quota.Charge{Slot: true})
-	if err != nil {
-		return err
-	}
-	if u.UsedBytes > u.LimitBytes {
-		return quota.StorageExceeded("customer", u.UsedBytes, u.LimitBytes, sc.FileSizeBytes)
-	}
-	if !a.Overage && a.UsedBytes > a.StorageBundleBytes {
-		return quota.StorageExceeded("account", a.UsedBytes, a.StorageBundleBytes, sc.FileSizeBytes)
-	}
-	up.SetHoldsSplatSlot(true)
-	return nil
+	return e
 }
 
 // feature sets or clears the integration-level curation flag. It needs only the keys: EU is
 // ignored for scoping, and any live scene of the integration qualifies.
 func (s *Service) feature(c *fiber.Ctx, caller *httpx.Caller, id string, featured bool) error {
 	ctx := c.UserContext()
-	var sc *ent.Scene
-	var hooks events.Batch
-	err := s.db.InTx(ctx, func(tx *ent.Tx) error {
-		// The row lock orders featuring against a concurrent PATCH that makes the scene private.
-		cur, err := tx.Scene.Query().
-			Where(scene.ID(id), scene.IntegrationID(caller.IntegrationID), scene.ArchivedAtIsNil()).
-			ForUpdate().Only(ctx)
-		if ent.IsNotFound(err) {
-			return errSceneNotFound()
-		}
-		if err != nil {
-			return err
-		}
-		switch {
-		case featured && (cur.Visibility != scene.VisibilityPublic || !cur.AllowEmbed):
-			return apperr.Conflict("only a public scene with embedding allowed can be featured")
-		case cur.Featured == featured:
-			// Idempotent: nothing changes, featuredAt and updatedAt included.
-			sc = cur
-			return nil
-		case featured:
-			up := cur.Update().SetFeatured(true)
-			if cur.FeaturedAt == nil {
-				// featuredAt records when the scene was first featured.
-				up.SetFeaturedAt(s.now())
-			}
-			sc, err = up.Save(ctx)
-		default:
-			sc, err = cur.Update().SetFeatured(false).Save(ctx)
-		}
-		if err != nil {
-			return err
-		}
-		if err := s.events.EmitSplat(ctx, tx, &hooks, events.SplatUpdated, sc, ""); err != nil {
-			return err
-		}
-		return sceneChanged(ctx, tx, caller.IntegrationID, id)
-	})
+	sc, err := s.scenes.Feature(ctx, caller.IntegrationID, id, featured)
 	if err != nil {
 		return err
 	}
-	s.events.Flush(ctx, &hooks)
 	s.invalidateScene(ctx, caller.IntegrationID, id)
-	ownerEU, err := s.db.Ent.ExternalUser.Query().Where(externaluser.ID(sc.OwnerID)).
-		Select(externaluser.FieldExternalUserID).String(ctx)
+	ownerEU, err := s.scenes.OwnerEU(ctx, sc.OwnerID)
 	if err != nil {
-		return apperr.Internal(err)
+		return err
 	}
 	return c.JSON(fiber.Map{"status": "success", "splat": s.itemOf(sc, ownerEU, caller.ProductSlug, callerEU(caller))})
 }

@@ -8,16 +8,13 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/ent/externaluser"
 	entscene "github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
-	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/routes"
 	splathost "github.com/splathost/splathost/sdk/go"
 	"github.com/splathost/splathost/workflows"
-	"github.com/splathost/splathost/workflows/contract"
 )
 
 // Operator routes of renditions (`splathostctl renditions list|retry`).
@@ -67,12 +64,7 @@ func (s *Service) listRenditions(c *fiber.Ctx) error {
 	if len(issues) > 0 {
 		return apperr.Invalid("invalid query", issues...)
 	}
-	q := s.db.Ent.Scene.Query().Where(entscene.ProcessingStateEQ(entscene.ProcessingState(state)))
-	if integ != "" {
-		q.Where(entscene.IntegrationID(integ))
-	}
-	rows, err := q.Select(itemColumns...).Order(ent.Desc(entscene.FieldCreatedAt), ent.Desc(entscene.FieldID)).Limit(limit).
-		WithOwner(func(oq *ent.ExternalUserQuery) { oq.Select(externaluser.FieldExternalUserID) }).All(c.UserContext())
+	rows, err := s.scenes.Renditions(c.UserContext(), entscene.ProcessingState(state), integ, limit)
 	if err != nil {
 		return err
 	}
@@ -96,31 +88,7 @@ func (s *Service) retryRendition(c *fiber.Ctx) error {
 		return errSceneNotFound()
 	}
 	ctx := c.UserContext()
-	var sc *ent.Scene
-	err := s.db.InTx(ctx, func(tx *ent.Tx) error {
-		cur, err := tx.Scene.Query().Where(entscene.ID(id)).ForUpdate().WithOwner().Only(ctx)
-		if ent.IsNotFound(err) {
-			return errSceneNotFound()
-		}
-		if err != nil {
-			return err
-		}
-		if _, ok := contract.RenditionFormat(string(cur.SplatType), cur.SplatURL); !ok {
-			return apperr.Conflict("this scene's upload has no rendition (only .ply, .splat and .ksplat files get one)")
-		}
-		folder := objectkeys.RenditionFolder(cur.IntegrationID, cur.OwnerID, cur.ID)
-		if cur.RenditionPrefix != nil {
-			folder = *cur.RenditionPrefix
-		}
-		if err := tx.Scene.UpdateOne(cur).SetUpdatedAt(cur.UpdatedAt).SetProcessingState(entscene.ProcessingStatePending).
-			ClearProcessingMessage().SetRenditionPrefix(folder).
-			SetRenditionQueue(s.clones.MediaTaskQueue).ClearRenditionStartedAt().Exec(ctx); err != nil {
-			return err
-		}
-		cur.ProcessingState, cur.ProcessingMessage, cur.RenditionPrefix = entscene.ProcessingStatePending, nil, &folder
-		sc = cur
-		return sceneChanged(ctx, tx, cur.IntegrationID, cur.ID)
-	})
+	sc, err := s.scenes.RetryRendition(ctx, id)
 	if err != nil {
 		return err
 	}

@@ -7,13 +7,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/ent/assetpurge"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
-	"github.com/splathost/splathost/internal/events"
 	"github.com/splathost/splathost/internal/httpx"
-	"github.com/splathost/splathost/internal/objectkeys"
-	"github.com/splathost/splathost/internal/quota"
 	"github.com/splathost/splathost/internal/scenes"
 	"github.com/splathost/splathost/workflows"
 )
@@ -56,18 +52,6 @@ func customerScene(c *fiber.Ctx) (*httpx.Caller, string, string, error) {
 // names no scene (404; scenes.ParseID).
 func SceneIDParam(c *fiber.Ctx) (string, error) {
 	return scenes.ParseID(c.Params("id"))
-}
-
-// lockOwnedScene locks a live scene of the integration owned by ownerID; anything else is the
-// 404 that never tells whether the scene exists.
-func lockOwnedScene(ctx context.Context, tx *ent.Tx, integrationID, ownerID, id string) (*ent.Scene, error) {
-	sc, err := tx.Scene.Query().
-		Where(scene.ID(id), scene.IntegrationID(integrationID), scene.OwnerID(ownerID), scene.ArchivedAtIsNil()).
-		ForUpdate().Only(ctx)
-	if ent.IsNotFound(err) {
-		return nil, errSceneNotFound()
-	}
-	return sc, err
 }
 
 // callerEU is the EU header when the caller sent one.
@@ -139,38 +123,10 @@ func (s *Service) deleteScene(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var purge *ent.AssetPurge
-	var hooks events.Batch
-	err = s.db.InTx(ctx, func(tx *ent.Tx) error {
-		// Lock order: the scene row, then release's customer → account. A concurrent second
-		// DELETE waits here and then finds no row, so the scene is released exactly once.
-		sc, err := lockOwnedScene(ctx, tx, caller.IntegrationID, owner.ID, id)
-		if err != nil {
-			return err
-		}
-		if err := tx.Scene.DeleteOneID(sc.ID).Exec(ctx); err != nil {
-			return err
-		}
-		if err := quota.Release(ctx, tx, sc.OwnerID, caller.AccountID, quota.Charge{Bytes: sc.FileSizeBytes, Slot: sc.HoldsSplatSlot}); err != nil {
-			return err
-		}
-		keys, prefixes := objectkeys.SceneObjects(sc.IntegrationID, sc.AssetKeys, sc.LodFolderKey, sc.RenditionPrefix)
-		purge, err = tx.AssetPurge.Create().SetKind(assetpurge.KindScene).SetIntegrationID(sc.IntegrationID).
-			SetOwnerRecordID(owner.ID).SetExternalUserID(owner.ExternalUserID).SetSceneID(sc.ID).
-			SetKeys(keys).SetPrefixes(prefixes).SetSceneCount(1).Save(ctx)
-		if err != nil {
-			return err
-		}
-		if err := s.events.Emit(ctx, tx, &hooks, sc.IntegrationID, events.SplatDeleted,
-			events.Value(events.SceneRef{SplatID: sc.ID, ExternalUserID: owner.ExternalUserID})); err != nil {
-			return err
-		}
-		return sceneChanged(ctx, tx, sc.IntegrationID, sc.ID)
-	})
+	purge, err := s.scenes.Delete(ctx, caller.AccountID, owner, id)
 	if err != nil {
 		return err
 	}
-	s.events.Flush(ctx, &hooks)
 	s.startAssetPurge(ctx, purge)
 	s.invalidateScene(context.WithoutCancel(ctx), caller.IntegrationID, id)
 	return c.JSON(fiber.Map{"status": "success"})

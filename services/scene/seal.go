@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/schema"
-	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/objectstore"
@@ -102,21 +100,4 @@ func (s *Service) verifySealed(ctx context.Context, field string, o schema.Uploa
 		return apperr.Invalid("upload does not match", field+": uploaded with another content type than declared")
 	}
 	return s.sniffObject(ctx, field, key, o.Size)
-}
-
-// lockUploads locks the ticket rows of ids (in id order, so two commits never wait on each
-// other in a cycle) for the caller's transaction, which seals and checks their uploads and
-// commits them: a ticket committed meanwhile is an *errUploadTaken.
-func lockUploads(ctx context.Context, tx *ent.Tx, ids []string) error {
-	free, err := tx.UploadTicket.Query().Where(uploadticket.IDIn(ids...), uploadticket.CommittedAtIsNil()).
-		Order(ent.Asc(uploadticket.FieldID)).ForUpdate().IDs(ctx)
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
-		if !slices.Contains(free, id) {
-			return &errUploadTaken{ticketID: id}
-		}
-	}
-	return nil
 }

@@ -43,6 +43,8 @@ type Service struct {
 	// events writes the webhook events of scene changes (commit, PATCH, featuring, DELETE) in
 	// their transactions.
 	events *events.Outbox
+	// scenes runs the transactional operations and reads of internal/scenes on s.db.
+	scenes *scenes.Store
 	// scoresDownUntil (unix ns) skips ClickHouse for a moment after a failed score query.
 	scoresDownUntil atomic.Int64
 }
@@ -57,6 +59,8 @@ func New(d *db.DB, store *objectstore.Store, log *slog.Logger, assetBase string,
 	s.events = &events.Outbox{Log: log, Render: func(sc *ent.Scene, ownerEU, productSlug string) any {
 		return s.itemOf(sc, ownerEU, productSlug, "")
 	}}
+	s.scenes = &scenes.Store{DB: d, Events: s.events, Now: func() time.Time { return s.now() },
+		Rendition: scenes.RenditionPolicy{MinBytes: clones.RenditionMinBytes, Queue: clones.MediaTaskQueue}}
 	return s
 }
 

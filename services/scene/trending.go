@@ -14,9 +14,6 @@ import (
 
 	"github.com/splathost/splathost/analytics"
 	"github.com/splathost/splathost/ent"
-	"github.com/splathost/splathost/ent/externaluser"
-	"github.com/splathost/splathost/ent/predicate"
-	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
 	splathost "github.com/splathost/splathost/sdk/go"
@@ -232,12 +229,6 @@ func cmpDesc(a, b int64) int {
 	return 1
 }
 
-// eligible are the trending rules: a live, public, embeddable scene of the integration.
-func eligible(integrationID string) []predicate.Scene {
-	return []predicate.Scene{scene.IntegrationID(integrationID), scene.VisibilityEQ(scene.VisibilityPublic),
-		scene.AllowEmbed(true), scene.ArchivedAtIsNil()}
-}
-
 // trending answers GET /api/v1/splats/trending: the integration's eligible scenes ranked by
 // uniqueViews × 3 + impressions over the window (ClickHouse daily rollup), ties broken by
 // all-time likes then views, backfilled with the all-time most viewed eligible scenes when
@@ -256,8 +247,19 @@ func (s *Service) trending(c *fiber.Ctx) error {
 	if s.views == nil {
 		return apperr.New(fiber.StatusServiceUnavailable, "trending is unavailable, retry with backoff")
 	}
-	ctx := c.UserContext()
 	since := trendingSince(s.now(), window)
+	items, windowCount, err := s.trendingItems(c.UserContext(), caller, window, since, limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"status": "success", "splats": items, "trending": splathost.TrendingInfo{
+		WindowDays: window, Since: httpx.ISOTime(since), Count: len(items), WindowCount: windowCount,
+	}})
+}
+
+// trendingItems are the best limit eligible scenes of the window as trending items, and how
+// many of them come from the window's ranking; the rest are the all-time backfill.
+func (s *Service) trendingItems(ctx context.Context, caller *httpx.Caller, window int, since time.Time, limit int) ([]splathost.TrendingSplat, int, error) {
 	top, err := s.rankWindow(ctx, caller.IntegrationID, window, since, limit)
 	if errors.Is(err, errScoresUnavailable) {
 		// ClickHouse is down or too slow: the ranking degrades to the all-time backfill (every
@@ -265,7 +267,7 @@ func (s *Service) trending(c *fiber.Ctx) error {
 		top, err = nil, nil
 	}
 	if err != nil {
-		return apperr.Internal(err)
+		return nil, 0, apperr.Internal(err)
 	}
 	items := make([]splathost.TrendingSplat, 0, limit)
 	eu := callerEU(caller)
@@ -277,21 +279,16 @@ func (s *Service) trending(c *fiber.Ctx) error {
 	}
 	windowCount := len(items)
 	if len(items) < limit {
-		// The standby's, when there is one (db.DB.Read): trending promises no read-your-writes.
-		rest, err := s.db.Read.Scene.Query().Where(eligible(caller.IntegrationID)...).Where(scene.IDNotIn(taken...)).
-			Select(itemColumns...).Order(ent.Desc(scene.FieldViewCount), ent.Asc(scene.FieldID)).Limit(limit - len(items)).
-			WithOwner(func(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldExternalUserID) }).All(ctx)
+		rest, err := s.scenes.MostViewed(ctx, caller.IntegrationID, taken, limit-len(items))
 		if err != nil {
-			return apperr.Internal(err)
+			return nil, 0, apperr.Internal(err)
 		}
 		for _, sc := range rest {
 			items = append(items, splathost.TrendingSplat{Splat: s.itemOf(sc, ownerEUOf(sc), caller.ProductSlug, eu),
 				Trending: splathost.TrendingScore{Source: sourceAllTime}})
 		}
 	}
-	return c.JSON(fiber.Map{"status": "success", "splats": items, "trending": splathost.TrendingInfo{
-		WindowDays: window, Since: httpx.ISOTime(since), Count: len(items), WindowCount: windowCount,
-	}})
+	return items, windowCount, nil
 }
 
 // rankWindow returns the best limit eligible scenes with activity since the given day (window
@@ -354,8 +351,7 @@ func (s *Service) eligibleTop(ctx context.Context, integrationID string, scores 
 		for i, sc := range chunk {
 			byID[sc.SceneID], ids[i] = sc, sc.SceneID
 		}
-		rows, err := s.db.Read.Scene.Query().Where(eligible(integrationID)...).Where(scene.IDIn(ids...)).
-			Select(itemColumns...).WithOwner(func(q *ent.ExternalUserQuery) { q.Select(externaluser.FieldExternalUserID) }).All(ctx)
+		rows, err := s.scenes.TrendingAmong(ctx, integrationID, ids)
 		if err != nil {
 			return nil, false, err
 		}

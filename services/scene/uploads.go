@@ -21,6 +21,7 @@ import (
 	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/internal/scenes"
 	"github.com/splathost/splathost/internal/uploadrules"
 )
 
@@ -72,6 +73,31 @@ func ticketPrefix(integrationID, ownerID, kind string) string {
 	return objectkeys.Folder(integrationID, ownerID, kind, ids.New()+ids.New()[8:])
 }
 
+// uploadTo is where an upload request's ticket goes: the caller's customer when they may upload
+// (uploader), and a fresh folder of kind for its objects.
+func (s *Service) uploadTo(ctx context.Context, caller *httpx.Caller, eu, kind string) (*ent.ExternalUser, string, error) {
+	owner, err := s.uploader(ctx, caller, eu)
+	if err != nil {
+		return nil, "", err
+	}
+	return owner, ticketPrefix(caller.IntegrationID, owner.ID, kind), nil
+}
+
+// uploadRequest is the prologue of an upload request whose body parse checks: the key caller
+// with its EU, the body, then (for a valid body only) where its ticket goes (uploadTo).
+func uploadRequest[T any](s *Service, c *fiber.Ctx, kind string, parse func([]byte) (T, error)) (T, *ent.ExternalUser, string, error) {
+	var body T
+	caller, eu, err := httpx.KeyCallerWithEU(c)
+	if err != nil {
+		return body, nil, "", err
+	}
+	if body, err = parse(c.Body()); err != nil {
+		return body, nil, "", err
+	}
+	owner, prefix, err := s.uploadTo(c.UserContext(), caller, eu, kind)
+	return body, owner, prefix, err
+}
+
 // Ticket kinds in keys: short, since keys are part of every asset URL.
 const (
 	kindFile   = "f"
@@ -109,28 +135,8 @@ func signingFailed(err error) error {
 // hands out their URLs (answer is its JSON; idempotency.Record keeps it for a keyed request).
 func (s *Service) saveTicket(ctx context.Context, owner *ent.ExternalUser, kind uploadticket.Kind, prefix string,
 	objects []schema.UploadObject, expires time.Time, answer any) (*idempotency.Recorded, error) {
-	var out *idempotency.Recorded
-	err := s.db.InTx(ctx, func(tx *ent.Tx) error {
-		if err := newTicket(tx.UploadTicket, owner, kind, prefix, objects, expires).Exec(ctx); err != nil {
-			return err
-		}
-		var err error
-		out, err = idempotency.Record(ctx, tx, http.StatusOK, answer)
-		return err
-	})
-	return out, err
-}
-
-// newTicket is the create builder of an upload ticket for objects, which a multipart upload
-// extends with its store state.
-func newTicket(tickets *ent.UploadTicketClient, owner *ent.ExternalUser, kind uploadticket.Kind, prefix string,
-	objects []schema.UploadObject, expires time.Time) *ent.UploadTicketCreate {
-	var total int64
-	for _, o := range objects {
-		total += o.Size
-	}
-	return tickets.Create().SetIntegrationID(owner.IntegrationID).SetOwnerID(owner.ID).
-		SetKind(kind).SetPrefix(prefix).SetObjects(objects).SetTotalBytes(total).SetExpiresAt(expires)
+	return s.scenes.CreateTicket(ctx, scenes.Ticket{Owner: owner, Kind: kind, Prefix: prefix, Objects: objects, Expires: expires},
+		func(*ent.UploadTicket) (any, error) { return answer, nil })
 }
 
 // uploadSplatFile answers POST /api/v1/uploads/splat-file: one signed PUT, or with multipart:
@@ -208,11 +214,10 @@ func singleUploadBody(c *fiber.Ctx, optional ...string) (caller *httpx.Caller, e
 // one) and answers its signed PUT: {status, uploadUrl, fileUrl, expiresAt}.
 func (s *Service) signSingleUpload(c *fiber.Ctx, caller *httpx.Caller, eu string, kind uploadticket.Kind, keyKind, name,
 	ctype string, size int64, window time.Duration) error {
-	owner, err := s.uploader(c.UserContext(), caller, eu)
+	owner, prefix, err := s.uploadTo(c.UserContext(), caller, eu, keyKind)
 	if err != nil {
 		return err
 	}
-	prefix := ticketPrefix(caller.IntegrationID, owner.ID, keyKind)
 	key := prefix + name
 	expires := s.now().Add(window)
 	uploadURL, err := s.presign(c.UserContext(), key, ctype, size, window)
@@ -230,13 +235,28 @@ func (s *Service) signSingleUpload(c *fiber.Ctx, caller *httpx.Caller, eu string
 // uploadSplatImages answers POST /api/v1/uploads/splat-images: signed PUT URLs for a thumbnail
 // and, optionally, its depth image, under one ticket.
 func (s *Service) uploadSplatImages(c *fiber.Ctx) error {
-	caller, eu, err := httpx.KeyCallerWithEU(c)
+	images, owner, prefix, err := uploadRequest(s, c, kindImages, parseImages)
 	if err != nil {
 		return err
 	}
-	f, err := httpx.DecodeObject(c.Body(), false)
+	expires := s.now().Add(imageWindow)
+	out, objects, err := s.signImages(c.UserContext(), prefix, images, expires)
 	if err != nil {
 		return err
+	}
+	recorded, err := s.saveTicket(c.UserContext(), owner, uploadticket.KindSplatImages, prefix, objects, expires, out)
+	if err != nil {
+		return err
+	}
+	return httpx.SendRecorded(c, recorded)
+}
+
+// parseImages validates a splat-images body: a thumbnail, a depth image or both, together at
+// most MaxImagesBytes. It returns them by name, nil when not requested.
+func parseImages(body []byte) (map[string]*schema.UploadObject, error) {
+	f, err := httpx.DecodeObject(body, false)
+	if err != nil {
+		return nil, err
 	}
 	f.Only("thumbnail", "depth")
 	thumb := imageRequest(f, "thumbnail", func(ct string) bool { _, ok := thumbnailTypes[ct]; return ok },
@@ -249,34 +269,30 @@ func (s *Service) uploadSplatImages(c *fiber.Ctx) error {
 		f.Issuef("body: both images together must be at most %d bytes", MaxImagesBytes)
 	}
 	if err := f.Err(); err != nil {
-		return err
+		return nil, err
 	}
-	owner, err := s.uploader(c.UserContext(), caller, eu)
-	if err != nil {
-		return err
-	}
-	prefix := ticketPrefix(caller.IntegrationID, owner.ID, kindImages)
-	expires := s.now().Add(imageWindow)
+	return map[string]*schema.UploadObject{"thumbnail": thumb, "depth": depth}, nil
+}
+
+// signImages keys the requested images under prefix and signs their uploads: the answer's
+// entry of each, and the ticket's objects.
+func (s *Service) signImages(ctx context.Context, prefix string, images map[string]*schema.UploadObject, expires time.Time) (fiber.Map, []schema.UploadObject, error) {
 	out := fiber.Map{"status": "success"}
 	var objects []schema.UploadObject
-	for name, img := range map[string]*schema.UploadObject{"thumbnail": thumb, "depth": depth} {
+	for name, img := range images {
 		if img == nil {
 			continue
 		}
 		ext := thumbnailTypes[img.ContentType]
 		img.Key = prefix + name + ext
-		u, err := s.presign(c.UserContext(), img.Key, img.ContentType, img.Size, imageWindow)
+		u, err := s.presign(ctx, img.Key, img.ContentType, img.Size, imageWindow)
 		if err != nil {
-			return signingFailed(err)
+			return nil, nil, signingFailed(err)
 		}
 		out[name] = fiber.Map{"uploadUrl": u, "fileUrl": s.url(img.Key), "expiresAt": httpx.ISOTime(expires)}
 		objects = append(objects, *img)
 	}
-	recorded, err := s.saveTicket(c.UserContext(), owner, uploadticket.KindSplatImages, prefix, objects, expires, out)
-	if err != nil {
-		return err
-	}
-	return httpx.SendRecorded(c, recorded)
+	return out, objects, nil
 }
 
 // imageRequest validates one {contentType, fileSize} image object; nil when absent or invalid.

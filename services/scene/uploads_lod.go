@@ -113,32 +113,10 @@ func validateLOD(files []lodUpload) []string {
 // uploadLODFolder answers POST /api/v1/uploads/lod-folder: one ticket and a signed PUT URL per
 // file of a validated streamed-SOG folder.
 func (s *Service) uploadLODFolder(c *fiber.Ctx) error {
-	caller, eu, err := httpx.KeyCallerWithEU(c)
+	files, owner, prefix, err := uploadRequest(s, c, kindLOD, parseLODFolder)
 	if err != nil {
 		return err
 	}
-	f, err := httpx.DecodeObject(c.Body(), false)
-	if err != nil {
-		return err
-	}
-	f.Only("files")
-	raw, _ := f.Raw("files")
-	f.Require("files")
-	if err := f.Err(); err != nil {
-		return err
-	}
-	files, err := decodeLODFiles(raw)
-	if err != nil {
-		return err
-	}
-	if issues := validateLOD(files); len(issues) > 0 {
-		return apperr.Invalid("validation failed", issues...)
-	}
-	owner, err := s.uploader(c.UserContext(), caller, eu)
-	if err != nil {
-		return err
-	}
-	prefix := ticketPrefix(caller.IntegrationID, owner.ID, kindLOD)
 	expires := s.now().Add(lodWindow)
 	uploads := make([]lodSigned, len(files))
 	objects := make([]schema.UploadObject, len(files))
@@ -150,14 +128,36 @@ func (s *Service) uploadLODFolder(c *fiber.Ctx) error {
 	if err := s.presignAll(c.UserContext(), uploads, objects); err != nil {
 		return signingFailed(err)
 	}
-	folderKey := strings.TrimSuffix(prefix, "/")
 	out, err := s.saveTicket(c.UserContext(), owner, uploadticket.KindLodFolder, prefix, objects, expires,
-		lodResponse{Status: "success", FolderKey: folderKey, ManifestURL: s.url(prefix + uploadrules.LODManifest),
+		lodResponse{Status: "success", FolderKey: strings.TrimSuffix(prefix, "/"), ManifestURL: s.url(prefix + uploadrules.LODManifest),
 			Uploads: uploads, ExpiresAt: httpx.ISOTime(expires)})
 	if err != nil {
 		return err
 	}
 	return httpx.SendRecorded(c, out)
+}
+
+// parseLODFolder validates a lod-folder body: {files: [...]}, a valid streamed-SOG folder
+// (validateLOD).
+func parseLODFolder(body []byte) ([]lodUpload, error) {
+	f, err := httpx.DecodeObject(body, false)
+	if err != nil {
+		return nil, err
+	}
+	f.Only("files")
+	raw, _ := f.Raw("files")
+	f.Require("files")
+	if err := f.Err(); err != nil {
+		return nil, err
+	}
+	files, err := decodeLODFiles(raw)
+	if err != nil {
+		return nil, err
+	}
+	if issues := validateLOD(files); len(issues) > 0 {
+		return nil, apperr.Invalid("validation failed", issues...)
+	}
+	return files, nil
 }
 
 // lodSigned is one signed upload of a lod-folder answer.
