@@ -129,16 +129,8 @@ func (t Tenant) mintSession(gatewayURL string, fields map[string]any) (string, e
 	for k, v := range fields {
 		req[k] = v
 	}
-	body, err := call(gatewayURL, http.MethodPost, "/api/editor/embed-sessions",
-		map[string]string{"Authorization": "Bearer " + t.SecretKey, externalUserHeader: t.ExternalUserID}, req, http.StatusCreated)
-	if err != nil {
-		return "", err
-	}
-	tok, _ := body["sessionToken"].(string)
-	if tok == "" {
-		return "", errors.New("mint: no sessionToken")
-	}
-	return tok, nil
+	return callID(gatewayURL, http.MethodPost, "/api/editor/embed-sessions",
+		map[string]string{"Authorization": "Bearer " + t.SecretKey, externalUserHeader: t.ExternalUserID}, req, http.StatusCreated, "sessionToken")
 }
 
 // roomConn dials the room of scene on the gateway at base and waits for its welcome.

@@ -87,19 +87,14 @@ func (r *runner) viewBeacons(ctx context.Context, st *testenv.Stack, mode string
 	gw := st.State.GatewayURL
 	fail := func(err error) { row.Err, lost.Err = err, err }
 	id, err := t.NewScene(gw)
+	var token string
 	if err == nil {
-		_, err = call(gw, http.MethodPatch, "/api/v1/splats/"+id, t.Headers(), map[string]any{"visibility": "public"}, http.StatusOK)
-	}
-	var minted map[string]any
-	if err == nil {
-		minted, err = call(gw, http.MethodPost, "/api/editor/embed-sessions", map[string]string{"Authorization": "Bearer " + t.SecretKey},
-			map[string]any{"publicKey": t.PublicKey, "type": "viewer", "splatId": id}, http.StatusCreated)
+		token, err = t.viewerSession(gw, id)
 	}
 	if err != nil {
 		fail(fmt.Errorf("view setup: %w", err))
 		return
 	}
-	token, _ := minted["sessionToken"].(string)
 	body, _ := json.Marshal(map[string]any{"splatId": id, "visitorId": "bench-visitor"})
 	headers := map[string]string{"Authorization": "Bearer " + token}
 	var checked atomic.Int64
