@@ -64,9 +64,7 @@ func (rl *rateLimitRows) all() []*Row { return append(append([]*Row(nil), rl.p50
 // scene's file (per client address, charged after the answer).
 func (r *runner) rateLimit(ctx context.Context, st *testenv.Stack, mode string, t Tenant, rl *rateLimitRows) {
 	fail := func(err error) {
-		for _, row := range rl.all() {
-			row.Err = err
-		}
+		failRows(err, rl.all()...)
 	}
 	gw := st.State.GatewayURL
 	id, err := t.NewScene(gw)

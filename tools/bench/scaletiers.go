@@ -88,9 +88,7 @@ func (r *runner) scaleTierRows(ctx context.Context) []Row {
 		ready.Value = float64(ts.st.State.ReadyMillis)
 	}
 	if err != nil {
-		for _, row := range append(all, &ready) {
-			row.Err = err
-		}
+		failRows(err, append(all, &ready)...)
 		return rows()
 	}
 	both := []Target{ts.onFirst[0], ts.onSecond}
