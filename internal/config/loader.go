@@ -13,6 +13,18 @@ import (
 
 type loader struct{ errs []string }
 
+// List splits a comma-separated setting (a cluster's node addresses, fallback endpoints, role
+// names), dropping blanks around and between the entries; nil when there is none.
+func List(s string) []string {
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 func (l *loader) sessionKeys(key string) []SessionKey {
 	v, ok := os.LookupEnv(key)
 	if !ok || strings.TrimSpace(v) == "" {
