@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"slices"
@@ -21,6 +20,7 @@ import (
 	"github.com/splathost/splathost/analytics"
 	"github.com/splathost/splathost/internal/embedsql"
 	"github.com/splathost/splathost/internal/testenv"
+	"github.com/splathost/splathost/tools/stack"
 )
 
 // BareViewsPath is the bare server's view beacon route (the product's path).
@@ -366,16 +366,8 @@ func clickhouseHTTP(ctx context.Context, base, query string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("clickhouse http %d: %s", resp.StatusCode, strings.TrimSpace(string(msg)))
-	}
-	return nil
+	_, err = stack.Expect200(req)
+	return err
 }
 
 func fmtDurations(ds []time.Duration) string {
