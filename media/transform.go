@@ -29,14 +29,8 @@ const splatTransformCLI = "media/node_modules/@playcanvas/splat-transform/bin/cl
 // under the working directory or beside the executable's bin/ folder (the layouts `make dev`
 // and a deployment image use).
 func FindSplatTransform(configured string) (string, error) {
-	if configured != "" {
-		if _, err := os.Stat(configured); err != nil {
-			return "", fmt.Errorf("SPLATHOST_SPLAT_TRANSFORM: %w", err)
-		}
-		return configured, nil
-	}
-	if p := findPinned(splatTransformCLI); p != "" {
-		return p, nil
+	if p, err := configuredOrPinned(configured, "SPLATHOST_SPLAT_TRANSFORM", splatTransformCLI); p != "" || err != nil {
+		return p, err
 	}
 	return "", errors.New("splat-transform is not installed: run `make deps` (or set SPLATHOST_SPLAT_TRANSFORM)")
 }

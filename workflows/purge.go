@@ -102,17 +102,29 @@ func PurgeCustomerAssets(ctx workflow.Context, in PurgeInput) (PurgeResult, erro
 	if in.PurgeID == "" || in.IntegrationID == "" || in.OwnerRecordID == "" {
 		return PurgeResult{}, temporal.NewNonRetryableApplicationError("purge id, integration id and external user record id are required", contract.ErrBadInput, nil)
 	}
-	dbCtx := workflow.WithActivityOptions(ctx, dbOptions)
-	closed, more, err := deleteSlices(ctx, in.PurgeID, &in.Offset, &in.Deleted)
+	again := func() error { return workflow.NewContinueAsNewError(ctx, PurgeCustomerAssets, in) }
+	if end, res, err := purgeSlices(ctx, in.PurgeID, &in.Offset, &in.Deleted, again); end {
+		return res, err
+	}
+	return closePurge(workflow.WithActivityOptions(ctx, dbOptions), in.PurgeID, in.Deleted)
+}
+
+// purgeSlices runs deleteSlices for a purge workflow and says whether the workflow ends there,
+// and with what: a failure closes the row (closeFailed), a row another run closed answers
+// AlreadyClosed, and a history grown long continues as new (again, called once the progress
+// is in the input). It does not end once every object is gone: the caller finishes the row.
+func purgeSlices(ctx workflow.Context, purgeID string, offset, deleted *int, again func() error) (bool, PurgeResult, error) {
+	closed, more, err := deleteSlices(ctx, purgeID, offset, deleted)
 	switch {
 	case err != nil:
-		return closeFailed(dbCtx, in.PurgeID, in.Deleted, err)
+		res, err := closeFailed(workflow.WithActivityOptions(ctx, dbOptions), purgeID, *deleted, err)
+		return true, res, err
 	case closed:
-		return PurgeResult{Deleted: in.Deleted, AlreadyClosed: true}, nil
+		return true, PurgeResult{Deleted: *deleted, AlreadyClosed: true}, nil
 	case more:
-		return PurgeResult{}, workflow.NewContinueAsNewError(ctx, PurgeCustomerAssets, in)
+		return true, PurgeResult{}, again()
 	}
-	return closePurge(dbCtx, in.PurgeID, in.Deleted)
+	return false, PurgeResult{}, nil
 }
 
 // deleteSlices deletes a row's objects a slice at a time from *offset on, adding what it

@@ -81,14 +81,9 @@ func PurgeAssets(ctx workflow.Context, in AssetPurgeInput) (PurgeResult, error) 
 		}
 	}
 	in.Prepared = true
-	closed, more, err := deleteSlices(ctx, in.PurgeID, &in.Offset, &in.Deleted)
-	switch {
-	case err != nil:
-		return closeFailed(dbCtx, in.PurgeID, in.Deleted, err)
-	case closed:
-		return PurgeResult{Deleted: in.Deleted, AlreadyClosed: true}, nil
-	case more:
-		return PurgeResult{}, workflow.NewContinueAsNewError(ctx, PurgeAssets, in)
+	again := func() error { return workflow.NewContinueAsNewError(ctx, PurgeAssets, in) }
+	if end, res, err := purgeSlices(ctx, in.PurgeID, &in.Offset, &in.Deleted, again); end {
+		return res, err
 	}
 	if in.Kind == PurgeKindScene && in.SceneID != "" {
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, viewOptions), contract.DeleteViews,

@@ -36,7 +36,8 @@ const redriveLimit = 200
 // RedriveInput is empty: the outbox says what to do.
 type RedriveInput struct{}
 
-// RedriveResult counts the purges started, and those found already running.
+// RedriveResult counts the workflows a re-drive started, and those found already running
+// under the same business id. Every re-drive answers with it.
 type RedriveResult struct {
 	Started int
 	Running int
@@ -48,57 +49,76 @@ type RedriveResult struct {
 // id the service uses, so a purge that is already running is found, not duplicated: customer
 // rows run PurgeCustomerAssets, scene DELETE and refused-commit rows PurgeAssets.
 func RedrivePurges(ctx workflow.Context, _ RedriveInput) (RedriveResult, error) {
-	var pending contract.PendingPurgesResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, dbOptions), contract.PendingPurges,
-		contract.PendingPurgesInput{MinAge: redriveMinAge, Limit: redriveLimit}).Get(ctx, &pending)
+	pending, err := pendingRows[contract.PendingPurgesResult](ctx, contract.PendingPurges,
+		contract.PendingPurgesInput{MinAge: redriveMinAge, Limit: redriveLimit})
 	if err != nil {
 		return RedriveResult{}, err
 	}
 	// Rows of a scene DELETE or a refused commit run PurgeAssets. Histories of before those kinds
 	// existed replay the customer purge for every row.
 	kinds := workflow.GetVersion(ctx, purgeKindsChange, workflow.DefaultVersion, 1)
-	// Start every child in one workflow task, then collect the outcomes: one round trip for the
-	// batch instead of one per row.
-	starts := make([]workflow.Future, len(pending.Purges))
-	for i, p := range pending.Purges {
+	return startAll(ctx, pending.Purges, func(p contract.PendingPurge) workflow.Future {
 		if kinds != workflow.DefaultVersion && (p.Kind == PurgeKindScene || p.Kind == PurgeKindUpload) {
 			in := AssetPurgeInput{PurgeID: p.PurgeID, Kind: p.Kind, IntegrationID: p.IntegrationID,
 				ExternalUserID: p.ExternalUserID, SceneID: p.SceneID}
-			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-				WorkflowID:            AssetPurgeWorkflowID(in),
-				ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
-				TypedSearchAttributes: assetPurgeSearchAttributes(in),
-			})
-			starts[i] = workflow.ExecuteChildWorkflow(cctx, PurgeAssets, in).GetChildWorkflowExecution()
-			continue
+			return startAbandoned(ctx, workflow.ChildWorkflowOptions{WorkflowID: AssetPurgeWorkflowID(in),
+				TypedSearchAttributes: assetPurgeSearchAttributes(in)}, PurgeAssets, in)
 		}
 		in := PurgeInput{PurgeID: p.PurgeID, IntegrationID: p.IntegrationID,
 			OwnerRecordID: p.OwnerRecordID, ExternalUserID: p.ExternalUserID}
-		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID:            PurgeWorkflowID(in.IntegrationID, in.OwnerRecordID),
-			ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
-			TypedSearchAttributes: purgeSearchAttributes(in),
-		})
-		starts[i] = workflow.ExecuteChildWorkflow(cctx, PurgeCustomerAssets, in).GetChildWorkflowExecution()
-	}
-	started, running := awaitStarts(ctx, starts, func(i int) []any { return []any{"purge", pending.Purges[i].PurgeID} })
-	return RedriveResult{Started: started, Running: running}, nil
+		return startAbandoned(ctx, workflow.ChildWorkflowOptions{WorkflowID: PurgeWorkflowID(in.IntegrationID, in.OwnerRecordID),
+			TypedSearchAttributes: purgeSearchAttributes(in)}, PurgeCustomerAssets, in)
+	}, func(p contract.PendingPurge) []any { return []any{"purge", p.PurgeID} }), nil
 }
 
-// awaitStarts waits for the starts of a re-drive's abandoned children and counts those started
-// and those already running (under the same business id); other failures are logged with
-// what names the child (the next re-drive tries again).
-func awaitStarts(ctx workflow.Context, starts []workflow.Future, names func(i int) []any) (started, running int) {
+// redrive is a re-drive whose start needs nothing but the rows: it reads them with the
+// activity named activity (rows picks them out of its answer R) and starts them (startAll).
+func redrive[R, P any](ctx workflow.Context, activity string, in any, rows func(R) []P,
+	start func(P) workflow.Future, name func(P) []any,
+) (RedriveResult, error) {
+	pending, err := pendingRows[R](ctx, activity, in)
+	if err != nil {
+		return RedriveResult{}, err
+	}
+	return startAll(ctx, rows(pending), start, name), nil
+}
+
+// pendingRows runs a re-drive's read of its outbox: the activity named activity, on the
+// database options, answering R.
+func pendingRows[R any](ctx workflow.Context, activity string, in any) (R, error) {
+	var rows R
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, dbOptions), activity, in).Get(ctx, &rows)
+	return rows, err
+}
+
+// startAll is the skeleton every re-drive shares. It starts one child per row in one workflow
+// task, then collects the outcomes (one round trip for the batch instead of one per row),
+// counting the children started and those already running under the same business id; other
+// failures are logged with what name gives for the row (the next re-drive tries again).
+func startAll[P any](ctx workflow.Context, rows []P, start func(P) workflow.Future, name func(P) []any) RedriveResult {
+	starts := make([]workflow.Future, len(rows))
+	for i, p := range rows {
+		starts[i] = start(p)
+	}
+	var res RedriveResult
 	for i, f := range starts {
 		err := f.Get(ctx, nil)
 		switch {
 		case temporal.IsWorkflowExecutionAlreadyStartedError(err):
-			running++
+			res.Running++
 		case err != nil:
-			workflow.GetLogger(ctx).Warn("re-drive: starting a workflow", append(names(i), "error", err)...)
+			workflow.GetLogger(ctx).Warn("re-drive: starting a workflow", append(name(rows[i]), "error", err)...)
 		default:
-			started++
+			res.Started++
 		}
 	}
-	return started, running
+	return res
+}
+
+// startAbandoned starts wf as a child that outlives its parent (a re-drive ends long before
+// the work it starts) and returns the future of the start alone; opts carries the business
+// id, which makes a child already running an "already started" outcome, not a duplicate.
+func startAbandoned(ctx workflow.Context, opts workflow.ChildWorkflowOptions, wf, in any) workflow.Future {
+	opts.ParentClosePolicy = enumspb.PARENT_CLOSE_POLICY_ABANDON
+	return workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), wf, in).GetChildWorkflowExecution()
 }

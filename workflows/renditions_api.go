@@ -50,14 +50,12 @@ func StartSceneRenditions(ctx context.Context, c client.Client, mediaTaskQueue s
 // startRenditionChild starts a scene's rendition as an abandoned child under the scene's
 // business id, on taskQueue (empty: the parent's), and returns the future of its start.
 func startRenditionChild(ctx workflow.Context, in RenditionInput, taskQueue string) workflow.Future {
-	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+	return startAbandoned(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            RenditionWorkflowID(in.SceneID),
 		TaskQueue:             taskQueue,
-		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		TypedSearchAttributes: renditionSearchAttributes(in),
-	})
-	return workflow.ExecuteChildWorkflow(cctx, SceneRenditionsWorkflow, in).GetChildWorkflowExecution()
+	}, SceneRenditionsWorkflow, in)
 }
 
 // Schedule of the rendition re-drive (kept by the API worker, run on the media task queue).
@@ -69,13 +67,10 @@ const (
 )
 
 // RenditionRedriveInput is empty: the scenes' processing_state says what to do.
-type RenditionRedriveInput struct{}
+type RenditionRedriveInput = RedriveInput
 
 // RenditionRedriveResult counts the renditions started, and those found already running.
-type RenditionRedriveResult struct {
-	Started int
-	Running int
-}
+type RenditionRedriveResult = RedriveResult
 
 // RedriveRenditions starts the rendition of every scene still pending a while after its commit:
 // the service died between its commit and the start, Temporal was unreachable then, or the
@@ -83,17 +78,9 @@ type RenditionRedriveResult struct {
 // child under the scene's business id, on this workflow's (the media) task queue, so one
 // already running is found, not duplicated.
 func RedriveRenditions(ctx workflow.Context, _ RenditionRedriveInput) (RenditionRedriveResult, error) {
-	var pending contract.PendingRenditionsResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, dbOptions), contract.PendingRenditions,
-		contract.PendingRenditionsInput{MinAge: redriveMinAge, Limit: redriveLimit}).Get(ctx, &pending)
-	if err != nil {
-		return RenditionRedriveResult{}, err
-	}
-	starts := make([]workflow.Future, len(pending.Scenes))
-	for i, p := range pending.Scenes {
-		in := RenditionInput{SceneID: p.SceneID, IntegrationID: p.IntegrationID, ExternalUserID: p.ExternalUserID}
-		starts[i] = startRenditionChild(ctx, in, "")
-	}
-	started, running := awaitStarts(ctx, starts, func(i int) []any { return []any{"scene", pending.Scenes[i].SceneID} })
-	return RenditionRedriveResult{Started: started, Running: running}, nil
+	return redrive(ctx, contract.PendingRenditions, contract.PendingRenditionsInput{MinAge: redriveMinAge, Limit: redriveLimit},
+		func(r contract.PendingRenditionsResult) []contract.PendingRendition { return r.Scenes },
+		func(p contract.PendingRendition) workflow.Future {
+			return startRenditionChild(ctx, RenditionInput{SceneID: p.SceneID, IntegrationID: p.IntegrationID, ExternalUserID: p.ExternalUserID}, "")
+		}, func(p contract.PendingRendition) []any { return []any{"scene", p.SceneID} })
 }

@@ -129,10 +129,7 @@ type RetentionRedriveInput struct {
 }
 
 // RetentionRedriveResult counts the timers started, and those found running already.
-type RetentionRedriveResult struct {
-	Started int
-	Running int
-}
+type RetentionRedriveResult = RedriveResult
 
 // retentionSearchAttributes are set on every retention timer, as StartSceneRetention does.
 func retentionSearchAttributes(in RetentionInput) temporal.SearchAttributes {
@@ -156,29 +153,17 @@ func RedriveRetention(ctx workflow.Context, in RetentionRedriveInput) (Retention
 		if err != nil {
 			return RetentionRedriveResult{Started: in.Started, Running: in.Running}, err
 		}
-		starts := make([]workflow.Future, len(res.Scenes))
-		for i, s := range res.Scenes {
+		done := startAll(ctx, res.Scenes, func(s contract.ArchivedScene) workflow.Future {
 			rin := RetentionInput{SceneID: s.SceneID, IntegrationID: s.IntegrationID,
 				OwnerRecordID: s.OwnerRecordID, ExternalUserID: s.ExternalUserID, ArchivedAt: s.ArchivedAt}
-			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+			return startAbandoned(ctx, workflow.ChildWorkflowOptions{
 				WorkflowID:            RetentionWorkflowID(rin.SceneID, rin.ArchivedAt),
-				ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 				WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 				TypedSearchAttributes: retentionSearchAttributes(rin),
-			})
-			starts[i] = workflow.ExecuteChildWorkflow(cctx, SceneRetentionWorkflow, rin).GetChildWorkflowExecution()
-		}
-		for i, f := range starts {
-			err := f.Get(ctx, nil)
-			switch {
-			case temporal.IsWorkflowExecutionAlreadyStartedError(err):
-				in.Running++
-			case err != nil:
-				workflow.GetLogger(ctx).Warn("re-driving a retention timer", "scene", res.Scenes[i].SceneID, "error", err)
-			default:
-				in.Started++
-			}
-		}
+			}, SceneRetentionWorkflow, rin)
+		}, func(s contract.ArchivedScene) []any { return []any{"scene", s.SceneID} })
+		in.Started += done.Started
+		in.Running += done.Running
 		if n := len(res.Scenes); n > 0 {
 			in.AfterArchivedAt, in.AfterID = res.Scenes[n-1].ArchivedAt, res.Scenes[n-1].SceneID
 		}

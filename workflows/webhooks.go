@@ -248,37 +248,26 @@ const (
 )
 
 // WebhookRedriveInput is empty: the outbox says what to do.
-type WebhookRedriveInput struct{}
+type WebhookRedriveInput = RedriveInput
 
 // WebhookRedriveResult counts the deliveries started, and those found already running.
-type WebhookRedriveResult struct {
-	Started int
-	Running int
-}
+type WebhookRedriveResult = RedriveResult
 
 // RedriveWebhooks starts the workflow of every pending delivery whose start is not recorded:
 // the writer died between its commit and the start, or Temporal was unreachable then. Each
 // starts as an abandoned child under the delivery's business id, so one already running is
 // found, not duplicated (its first attempt records the start).
 func RedriveWebhooks(ctx workflow.Context, _ WebhookRedriveInput) (WebhookRedriveResult, error) {
-	var pending contract.PendingWebhooksResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, dbOptions), contract.PendingWebhookDeliveries,
-		contract.PendingWebhooksInput{MinAge: webhookRedriveMinAge, Limit: webhookRedriveLimit}).Get(ctx, &pending)
-	if err != nil {
-		return WebhookRedriveResult{}, err
-	}
-	starts := make([]workflow.Future, len(pending.Deliveries))
-	for i, p := range pending.Deliveries {
-		in := WebhookDeliveryInput{DeliveryID: p.DeliveryID, IntegrationID: p.IntegrationID, WebhookID: p.WebhookID, Type: p.Type}
-		opts := webhookStartOptions("", in)
-		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID:            opts.ID,
-			ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
-			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			TypedSearchAttributes: opts.TypedSearchAttributes,
-		})
-		starts[i] = workflow.ExecuteChildWorkflow(cctx, WebhookDeliveryWorkflow, in).GetChildWorkflowExecution()
-	}
-	started, running := awaitStarts(ctx, starts, func(i int) []any { return []any{"delivery", pending.Deliveries[i].DeliveryID} })
-	return WebhookRedriveResult{Started: started, Running: running}, nil
+	in := contract.PendingWebhooksInput{MinAge: webhookRedriveMinAge, Limit: webhookRedriveLimit}
+	return redrive(ctx, contract.PendingWebhookDeliveries, in,
+		func(r contract.PendingWebhooksResult) []contract.PendingWebhook { return r.Deliveries },
+		func(p contract.PendingWebhook) workflow.Future {
+			in := WebhookDeliveryInput{DeliveryID: p.DeliveryID, IntegrationID: p.IntegrationID, WebhookID: p.WebhookID, Type: p.Type}
+			opts := webhookStartOptions("", in)
+			return startAbandoned(ctx, workflow.ChildWorkflowOptions{
+				WorkflowID:            opts.ID,
+				WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+				TypedSearchAttributes: opts.TypedSearchAttributes,
+			}, WebhookDeliveryWorkflow, in)
+		}, func(p contract.PendingWebhook) []any { return []any{"delivery", p.DeliveryID} })
 }

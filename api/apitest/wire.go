@@ -62,18 +62,10 @@ func (d *Document) CompareType(w WireType) []string {
 		}
 		out = append(out, p)
 	}
-	for _, path := range sortedKeys(anyMap(boolKeys(w.Allow))) {
+	for _, path := range sortedKeys(w.Allow) {
 		if !used[path] {
 			out = append(out, path+": allowed a difference, but there is none")
 		}
-	}
-	return out
-}
-
-func boolKeys(m map[string]string) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for k := range m {
-		out[k] = true
 	}
 	return out
 }
@@ -352,7 +344,7 @@ func (c *comparer) kind(t reflect.Type, s *shape, path string) {
 		}
 	}
 	if !s.allows(want) || (nonNull > 1 && !(want == "number" && nonNull == 2 && s.types["integer"])) {
-		c.fail(path, "the Go type %s is JSON %s; the schema allows %v", t, want, sortedKeys(anyMap(s.types)))
+		c.fail(path, "the Go type %s is JSON %s; the schema allows %v", t, want, sortedKeys(s.types))
 		return
 	}
 	switch want {
@@ -369,14 +361,6 @@ func (c *comparer) kind(t reflect.Type, s *shape, path string) {
 			c.kind(elem, c.shape(s.values), path+"{}")
 		}
 	}
-}
-
-func anyMap(m map[string]bool) map[string]any {
-	out := make(map[string]any, len(m))
-	for k := range m {
-		out[k] = true
-	}
-	return out
 }
 
 func join(path, name string) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -143,10 +144,10 @@ func (a *app) workflowsCommand() *cobra.Command {
 				row(w, "STATUS", r.Status)
 				row(w, "STARTED", timeOf(r.StartTime))
 				row(w, "CLOSED", timeOf(r.CloseTime))
-				for _, k := range sortedKeys(r.SearchAttributes) {
+				for _, k := range slices.Sorted(maps.Keys(r.SearchAttributes)) {
 					row(w, "SEARCH "+k, r.SearchAttributes[k])
 				}
-				for _, k := range sortedKeys(r.Memo) {
+				for _, k := range slices.Sorted(maps.Keys(r.Memo)) {
 					row(w, "MEMO "+k, r.Memo[k])
 				}
 				if c := r.Clone; c != nil {
@@ -286,15 +287,6 @@ func timeOf(t *time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format(time.RFC3339)
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // sweepResult is the run `sweep orphans` started.

@@ -18,12 +18,13 @@ import (
 type AssetPurge struct{ ent.Schema }
 
 // Mixin of the AssetPurge.
-func (AssetPurge) Mixin() []ent.Mixin { return []ent.Mixin{IDMixin{}, TimeMixin{}} }
+func (AssetPurge) Mixin() []ent.Mixin {
+	return []ent.Mixin{IDMixin{}, TimeMixin{}, IntegrationMixin{}}
+}
 
 // Fields of the AssetPurge.
 func (AssetPurge) Fields() []ent.Field {
 	return []ent.Field{
-		field.String("integration_id").MaxLen(24).NotEmpty().Immutable(),
 		// kind says which workflow runs the row and what it does before deleting (see above).
 		field.Enum("kind").Values("customer", "scene", "upload").Default("customer").Immutable(),
 		// owner_record_id and external_user_id name the deleted customer, or the owner of the

@@ -43,12 +43,13 @@ type CloneDraft struct {
 type CloneJob struct{ ent.Schema }
 
 // Mixin of the CloneJob.
-func (CloneJob) Mixin() []ent.Mixin { return []ent.Mixin{IDMixin{}, TimeMixin{}} }
+func (CloneJob) Mixin() []ent.Mixin {
+	return []ent.Mixin{IDMixin{}, TimeMixin{}, IntegrationMixin{}}
+}
 
 // Fields of the CloneJob.
 func (CloneJob) Fields() []ent.Field {
 	return []ent.Field{
-		field.String("integration_id").MaxLen(24).NotEmpty().Immutable(),
 		// No foreign keys: a customer deletion removes its jobs' rows itself (releasing their
 		// bytes with the customer's), and the job then finds its row gone and rolls back.
 		field.String("owner_id").MaxLen(24).NotEmpty().Immutable(),

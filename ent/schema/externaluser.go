@@ -11,12 +11,13 @@ import (
 type ExternalUser struct{ ent.Schema }
 
 // Mixin of the ExternalUser.
-func (ExternalUser) Mixin() []ent.Mixin { return []ent.Mixin{IDMixin{}, TimeMixin{}} }
+func (ExternalUser) Mixin() []ent.Mixin {
+	return []ent.Mixin{IDMixin{}, TimeMixin{}, IntegrationMixin{Ref: "external_users"}}
+}
 
 // Fields of the ExternalUser.
 func (ExternalUser) Fields() []ent.Field {
 	return []ent.Field{
-		field.String("integration_id").MaxLen(24).NotEmpty().Immutable(),
 		field.String("external_user_id").NotEmpty().Validate(MaxRunes(256)).Immutable(),
 		field.String("display_name").Optional().Nillable().Validate(MaxRunes(120)),
 		field.String("avatar_url").Optional().Nillable().Validate(MaxRunes(2048)),
@@ -39,7 +40,6 @@ func (ExternalUser) Fields() []ent.Field {
 // Edges of the ExternalUser.
 func (ExternalUser) Edges() []ent.Edge {
 	return []ent.Edge{
-		edge.From("integration", Integration.Type).Ref("external_users").Field("integration_id").Unique().Required().Immutable(),
 		edge.To("scenes", Scene.Type),
 		edge.To("upload_tickets", UploadTicket.Type),
 	}

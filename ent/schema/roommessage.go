@@ -14,11 +14,12 @@ import (
 // Rows are swept a minute after they were written; every listener has read them by then.
 type RoomMessage struct{ ent.Schema }
 
+// Mixin of the RoomMessage: the id Postgres assigns is what the NOTIFY carries.
+func (RoomMessage) Mixin() []ent.Mixin { return []ent.Mixin{SerialIDMixin{}} }
+
 // Fields of the RoomMessage.
 func (RoomMessage) Fields() []ent.Field {
 	return []ent.Field{
-		// id is assigned by Postgres (identity).
-		field.Int64("id"),
 		field.Text("payload").Immutable(),
 		field.Time("created_at").Default(time.Now).Immutable(),
 	}

@@ -18,12 +18,13 @@ type RemixedFrom struct {
 type Scene struct{ ent.Schema }
 
 // Mixin of the Scene.
-func (Scene) Mixin() []ent.Mixin { return []ent.Mixin{IDMixin{}, TimeMixin{}} }
+func (Scene) Mixin() []ent.Mixin {
+	return []ent.Mixin{IDMixin{}, TimeMixin{}, IntegrationMixin{Ref: "scenes"}}
+}
 
 // Fields of the Scene.
 func (Scene) Fields() []ent.Field {
 	return []ent.Field{
-		field.String("integration_id").MaxLen(24).NotEmpty().Immutable(),
 		field.String("owner_id").MaxLen(24).NotEmpty(),
 		field.String("title").Validate(MaxRunes(200)),
 		field.String("description").Validate(MaxRunes(2000)).Default(""),
@@ -97,7 +98,6 @@ func (Scene) Fields() []ent.Field {
 // Edges of the Scene.
 func (Scene) Edges() []ent.Edge {
 	return []ent.Edge{
-		edge.From("integration", Integration.Type).Ref("scenes").Field("integration_id").Unique().Required().Immutable(),
 		edge.From("owner", ExternalUser.Type).Ref("scenes").Field("owner_id").Unique().Required(),
 	}
 }

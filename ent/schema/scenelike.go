@@ -1,10 +1,7 @@
 package schema
 
 import (
-	"time"
-
 	"entgo.io/ent"
-	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
 )
 
@@ -14,15 +11,9 @@ import (
 // records (the DeleteSceneViews activity).
 type SceneLike struct{ ent.Schema }
 
-// Fields of the SceneLike.
-func (SceneLike) Fields() []ent.Field {
-	return []ent.Field{
-		field.Int64("id"),
-		field.String("integration_id").MaxLen(24).NotEmpty().Immutable(),
-		field.String("scene_id").MaxLen(24).NotEmpty().Immutable(),
-		field.String("visitor_id").NotEmpty().Immutable(),
-		field.Time("created_at").Default(time.Now).Immutable(),
-	}
+// Mixin of the SceneLike: a like is its visitor, its scene and when, nothing more.
+func (SceneLike) Mixin() []ent.Mixin {
+	return []ent.Mixin{SerialIDMixin{}, SceneVisitorMixin{}, CreatedAtMixin{}}
 }
 
 // Indexes of the SceneLike.

@@ -20,12 +20,13 @@ type UploadObject struct {
 type UploadTicket struct{ ent.Schema }
 
 // Mixin of the UploadTicket.
-func (UploadTicket) Mixin() []ent.Mixin { return []ent.Mixin{IDMixin{}, TimeMixin{}} }
+func (UploadTicket) Mixin() []ent.Mixin {
+	return []ent.Mixin{IDMixin{}, TimeMixin{}, IntegrationMixin{Ref: "upload_tickets"}}
+}
 
 // Fields of the UploadTicket.
 func (UploadTicket) Fields() []ent.Field {
 	return []ent.Field{
-		field.String("integration_id").MaxLen(24).NotEmpty().Immutable(),
 		field.String("owner_id").MaxLen(24).NotEmpty().Immutable(),
 		field.Enum("kind").Values("splat_file", "lod_folder", "splat_images", "audio").Immutable(),
 		// prefix is the unique key prefix every object of the ticket lives under.
@@ -50,7 +51,6 @@ func (UploadTicket) Fields() []ent.Field {
 // Edges of the UploadTicket.
 func (UploadTicket) Edges() []ent.Edge {
 	return []ent.Edge{
-		edge.From("integration", Integration.Type).Ref("upload_tickets").Field("integration_id").Unique().Required().Immutable(),
 		edge.From("owner", ExternalUser.Type).Ref("upload_tickets").Field("owner_id").Unique().Required().Immutable(),
 	}
 }

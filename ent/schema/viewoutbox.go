@@ -14,16 +14,12 @@ import (
 // foreign key: a row may outlive its scene (its view is then dropped with the scene's others).
 type ViewOutbox struct{ ent.Schema }
 
+// Mixin of the ViewOutbox: the id Postgres assigns keeps the rows in arrival order.
+func (ViewOutbox) Mixin() []ent.Mixin { return []ent.Mixin{SerialIDMixin{}, SceneVisitorMixin{}} }
+
 // Fields of the ViewOutbox.
 func (ViewOutbox) Fields() []ent.Field {
-	return []ent.Field{
-		// id is assigned by Postgres (identity), in arrival order.
-		field.Int64("id"),
-		field.String("integration_id").MaxLen(24).NotEmpty().Immutable(),
-		field.String("scene_id").MaxLen(24).NotEmpty().Immutable(),
-		field.String("visitor_id").NotEmpty().Immutable(),
-		field.Time("viewed_at").Immutable(),
-	}
+	return []ent.Field{field.Time("viewed_at").Immutable()}
 }
 
 // Indexes of the ViewOutbox.

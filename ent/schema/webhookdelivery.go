@@ -16,13 +16,14 @@ import (
 type WebhookDelivery struct{ ent.Schema }
 
 // Mixin of the WebhookDelivery.
-func (WebhookDelivery) Mixin() []ent.Mixin { return []ent.Mixin{IDMixin{}, TimeMixin{}} }
+func (WebhookDelivery) Mixin() []ent.Mixin {
+	return []ent.Mixin{IDMixin{}, TimeMixin{}, IntegrationMixin{}}
+}
 
 // Fields of the WebhookDelivery.
 func (WebhookDelivery) Fields() []ent.Field {
 	return []ent.Field{
 		// No foreign keys: the outbox must never block, or be blocked by, the rows it outlives.
-		field.String("integration_id").MaxLen(24).NotEmpty().Immutable(),
 		field.String("endpoint_id").MaxLen(24).NotEmpty().Immutable(),
 		field.String("type").MaxLen(64).NotEmpty().Immutable(),
 		field.Text("payload").NotEmpty().Immutable(),

@@ -17,12 +17,13 @@ import (
 type WebhookEndpoint struct{ ent.Schema }
 
 // Mixin of the WebhookEndpoint.
-func (WebhookEndpoint) Mixin() []ent.Mixin { return []ent.Mixin{IDMixin{}, TimeMixin{}} }
+func (WebhookEndpoint) Mixin() []ent.Mixin {
+	return []ent.Mixin{IDMixin{}, TimeMixin{}, IntegrationMixin{}}
+}
 
 // Fields of the WebhookEndpoint.
 func (WebhookEndpoint) Fields() []ent.Field {
 	return []ent.Field{
-		field.String("integration_id").MaxLen(24).NotEmpty().Immutable(),
 		field.String("url").MaxLen(2048).NotEmpty().Immutable(),
 		field.Strings("events").Optional(),
 		field.String("description").MaxLen(500).Default(""),

@@ -13,6 +13,18 @@ import (
 
 type loader struct{ errs []string }
 
+// List splits a comma-separated setting (a cluster's node addresses, fallback endpoints, role
+// names), dropping blanks around and between the entries; nil when there is none.
+func List(s string) []string {
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 func (l *loader) sessionKeys(key string) []SessionKey {
 	v, ok := os.LookupEnv(key)
 	if !ok || strings.TrimSpace(v) == "" {
@@ -47,55 +59,46 @@ func (l *loader) str(key, def string) string {
 	return def
 }
 
-func (l *loader) int(key string, def int) int {
+// setting reads key with conv: unset or empty keeps def; a value conv refuses (false) keeps def
+// and records that key must be want. Every typed reader below is one conv.
+func setting[T any](l *loader, key string, def T, want string, conv func(string) (T, bool)) T {
 	v, ok := os.LookupEnv(key)
 	if !ok || v == "" {
 		return def
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		l.errs = append(l.errs, key+" must be a positive integer")
+	x, ok := conv(v)
+	if !ok {
+		l.errs = append(l.errs, key+" must be "+want)
 		return def
 	}
-	return n
+	return x
+}
+
+func (l *loader) int(key string, def int) int {
+	return setting(l, key, def, "a positive integer", func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n > 0
+	})
 }
 
 // nonNegativeInt is int for settings where 0 is meaningful (off, none).
 func (l *loader) nonNegativeInt(key string, def int) int {
-	v, ok := os.LookupEnv(key)
-	if !ok || v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		l.errs = append(l.errs, key+" must be a non-negative integer")
-		return def
-	}
-	return n
+	return setting(l, key, def, "a non-negative integer", func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n >= 0
+	})
 }
 
 func (l *loader) bool(key string, def bool) bool {
-	v, ok := os.LookupEnv(key)
-	if !ok || v == "" {
-		return def
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		l.errs = append(l.errs, key+" must be true or false")
-		return def
-	}
-	return b
+	return setting(l, key, def, "true or false", func(v string) (bool, bool) {
+		b, err := strconv.ParseBool(v)
+		return b, err == nil
+	})
 }
 
 func (l *loader) dur(key string, def time.Duration) time.Duration {
-	v, ok := os.LookupEnv(key)
-	if !ok || v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		l.errs = append(l.errs, key+" must be a positive duration such as 10s")
-		return def
-	}
-	return d
+	return setting(l, key, def, "a positive duration such as 10s", func(v string) (time.Duration, bool) {
+		d, err := time.ParseDuration(v)
+		return d, err == nil && d > 0
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"strings"
 )
 
 // failoverDial wraps dial so that a connection the endpoint refuses (or cannot be dialled at
@@ -36,15 +35,4 @@ func failoverDial(dial func(ctx context.Context, network, addr string) (net.Conn
 		}
 		return nil, errors.Join(errs...)
 	}
-}
-
-// splitList splits a comma-separated list, dropping blanks.
-func splitList(list string) []string {
-	var out []string
-	for _, s := range strings.Split(list, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -45,7 +45,7 @@ func New(cfg config.Config) (*Store, error) {
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
 		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 			t.MaxIdleConns, t.MaxIdleConnsPerHost = maxIdleConns, maxIdleConns
-			if fallbacks := splitList(cfg.S3Fallbacks); len(fallbacks) > 0 {
+			if fallbacks := config.List(cfg.S3Fallbacks); len(fallbacks) > 0 {
 				t.DialContext = failoverDial(t.DialContext, fallbacks)
 			}
 		}),

@@ -79,15 +79,20 @@ var upstream = map[string]func(*config.Config) *string{
 	Session: func(c *config.Config) *string { return &c.SessionURL },
 }
 
-// extra is the replica i of bin on an address from free.
-func extra(base config.Config, bin string, i int, free func() (string, error)) (Proc, error) {
-	addr, err := free()
-	if err != nil {
-		return Proc{}, err
+// extras are the replicas 2 to n of bin (the first is the base process), each on an address
+// from free and otherwise configured as base.
+func extras(base config.Config, bin string, n int, free func() (string, error)) ([]Proc, error) {
+	var procs []Proc
+	for i := 2; i <= n; i++ {
+		addr, err := free()
+		if err != nil {
+			return nil, err
+		}
+		c := base
+		*listen[bin](&c) = addr
+		procs = append(procs, Proc{Name: bin + "-" + strconv.Itoa(i), Bin: bin, Addr: addr, Config: c})
 	}
-	c := base
-	*listen[bin](&c) = addr
-	return Proc{Name: bin + "-" + strconv.Itoa(i), Bin: bin, Addr: addr, Config: c}, nil
+	return procs, nil
 }
 
 // replicate plans n of each binary, every gateway on every service replica.
@@ -102,15 +107,13 @@ func replicate(base config.Config, n int, media bool, free func() (string, error
 		urls[svc] = []string{*field(&base)}
 	}
 	for _, bin := range bins {
-		for i := 2; i <= n; i++ {
-			p, err := extra(base, bin, i, free)
-			if err != nil {
-				return base, nil, err
-			}
-			procs = append(procs, p)
-			if _, ok := upstream[bin]; ok {
-				urls[bin] = append(urls[bin], "http://"+p.Addr)
-			}
+		replicas, err := extras(base, bin, n, free)
+		if err != nil {
+			return base, nil, err
+		}
+		procs = append(procs, replicas...)
+		if _, ok := upstream[bin]; ok {
+			urls[bin] = append(urls[bin], addrURLs(replicas)...)
 		}
 	}
 	for svc, field := range upstream {
@@ -121,36 +124,37 @@ func replicate(base config.Config, n int, media bool, free func() (string, error
 			*field(&procs[i].Config) = *field(&base)
 		}
 	}
-	for i := 2; i <= n; i++ {
-		p, err := extra(base, Gateway, i, free)
-		if err != nil {
-			return base, nil, err
-		}
-		procs = append(procs, p)
+	gateways, err := extras(base, Gateway, n, free)
+	if err != nil {
+		return base, nil, err
 	}
-	return base, procs, nil
+	return base, append(procs, gateways...), nil
 }
 
 // pin plans sessions session processes and gateways gateway processes, gateway i forwarding to
 // session i (modulo sessions).
 func pin(base config.Config, gateways, sessions int, free func() (string, error)) (config.Config, []Proc, error) {
-	var procs []Proc
-	sessionURLs := []string{base.SessionURL}
-	for i := 2; i <= sessions; i++ {
-		p, err := extra(base, Session, i, free)
-		if err != nil {
-			return base, nil, err
-		}
-		procs = append(procs, p)
-		sessionURLs = append(sessionURLs, "http://"+p.Addr)
+	sessionProcs, err := extras(base, Session, sessions, free)
+	if err != nil {
+		return base, nil, err
 	}
-	for i := 2; i <= gateways; i++ {
-		p, err := extra(base, Gateway, i, free)
-		if err != nil {
-			return base, nil, err
-		}
-		p.Config.SessionURL = sessionURLs[(i-1)%len(sessionURLs)]
-		procs = append(procs, p)
+	sessionURLs := append([]string{base.SessionURL}, addrURLs(sessionProcs)...)
+	gatewayProcs, err := extras(base, Gateway, gateways, free)
+	if err != nil {
+		return base, nil, err
 	}
-	return base, procs, nil
+	// Gateway i (from 2; gatewayProcs[i-2]) forwards to session i, modulo sessions.
+	for j := range gatewayProcs {
+		gatewayProcs[j].Config.SessionURL = sessionURLs[(j+1)%len(sessionURLs)]
+	}
+	return base, append(sessionProcs, gatewayProcs...), nil
+}
+
+// addrURLs are the HTTP base URLs of procs.
+func addrURLs(procs []Proc) []string {
+	urls := make([]string, len(procs))
+	for i, p := range procs {
+		urls[i] = "http://" + p.Addr
+	}
+	return urls
 }

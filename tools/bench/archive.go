@@ -1,11 +1,9 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -96,25 +94,12 @@ func commitScene(ctx context.Context, t Tenant, gw, eu string, file []byte, i in
 		return err
 	}
 	body, _ := json.Marshal(map[string]any{"title": fmt.Sprintf("archive %d", i), "splatUrl": fileURL})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, gw+"/api/v1/splats", bytes.NewReader(body))
+	status, raw, _, err := timedPost(ctx, gw+"/api/v1/splats", t.HeadersFor(eu), body)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range t.HeadersFor(eu) {
-		req.Header.Set(k, v)
-	}
-	resp, err := benchClient.Do(req)
-	if err != nil {
-		return err
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		if len(raw) > 300 {
-			raw = raw[:300]
-		}
-		return fmt.Errorf("commit %d: status %d: %s", i, resp.StatusCode, raw)
+	if status != http.StatusCreated {
+		return fmt.Errorf("commit %d: status %d: %s", i, status, clip(raw))
 	}
 	return nil
 }

@@ -210,10 +210,7 @@ func (c *cloneBench) send(ctx context.Context, method, path string, h map[string
 
 func brief(body map[string]any) string {
 	b, _ := json.Marshal(body)
-	if len(b) > 300 {
-		b = b[:300]
-	}
-	return string(b)
+	return string(clip(b))
 }
 
 // detail reads a scene through the gateway.

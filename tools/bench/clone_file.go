@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -39,14 +38,10 @@ func (c *cloneBench) fileClone(ctx context.Context, row *Row) error {
 	if !ok {
 		return fmt.Errorf("file URL %s is not under the asset base %s", fileURL, c.cfgAB)
 	}
-	body, err := call(c.gw, http.MethodPost, "/api/v1/splats", c.h,
-		map[string]any{"title": "Bench file clone source", "splatUrl": fileURL}, http.StatusCreated)
+	srcID, err := callID(c.gw, http.MethodPost, "/api/v1/splats", c.h,
+		map[string]any{"title": "Bench file clone source", "splatUrl": fileURL}, http.StatusCreated, "splatId")
 	if err != nil {
 		return fmt.Errorf("clone source commit: %w", err)
-	}
-	srcID, _ := body["splatId"].(string)
-	if srcID == "" {
-		return errors.New("clone source commit: no splatId")
 	}
 	setupTook := time.Since(setup)
 

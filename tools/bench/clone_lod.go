@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -91,13 +90,10 @@ func (c *cloneBench) lodSource(ctx context.Context) (id, prefix string, keys []s
 	}); err != nil {
 		return "", "", nil, fmt.Errorf("lod uploads: %w", err)
 	}
-	body, err := call(c.gw, http.MethodPost, "/api/v1/splats", c.h, map[string]any{"title": "Bench LOD clone source",
-		"splatType": "lod", "splatUrl": manifestURL, "lodFolderKey": folderKey}, http.StatusCreated)
+	id, err = callID(c.gw, http.MethodPost, "/api/v1/splats", c.h, map[string]any{"title": "Bench LOD clone source",
+		"splatType": "lod", "splatUrl": manifestURL, "lodFolderKey": folderKey}, http.StatusCreated, "splatId")
 	if err != nil {
-		return "", "", nil, err
-	}
-	if id, _ = body["splatId"].(string); id == "" {
-		return "", "", nil, errors.New("lod commit: no splatId")
+		return "", "", nil, fmt.Errorf("lod commit: %w", err)
 	}
 	// The scene's objects are the sealed copy of its upload folder (objectkeys.Sealed): what
 	// the clone job copies, so the bare copies copy it too.

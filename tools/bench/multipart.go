@@ -40,9 +40,7 @@ func (r *runner) multipartPhase(ctx context.Context, ready *Row, mr *multipartRo
 	if !r.phase(ctx, "allinone", ready, func(st *testenv.Stack) {
 		r.withTenant(st, "multipart", func(t Tenant) { r.multipart(ctx, st, t, mr) }, mr.all()...)
 	}) {
-		for _, row := range mr.all() {
-			row.Err = ready.Err
-		}
+		failRows(ready.Err, mr.all()...)
 	}
 }
 
@@ -51,9 +49,7 @@ func (r *runner) multipartPhase(ctx context.Context, ready *Row, mr *multipartRo
 // median of each. Neither commits: the commit is the same for both.
 func (r *runner) multipart(ctx context.Context, st *testenv.Stack, t Tenant, mr *multipartRows) {
 	fail := func(err error) {
-		for _, row := range mr.all() {
-			row.Err = err
-		}
+		failRows(err, mr.all()...)
 	}
 	c, err := splathost.New(st.State.GatewayURL, splathost.WithKeys(t.PublicKey, t.SecretKey))
 	if err != nil {

@@ -118,14 +118,20 @@ func (r *runner) memoryRows(ctx context.Context, st *testenv.Stack, mode string)
 
 func kibToMiB(k int64) float64 { return float64(k) / 1024 }
 
+// failRows marks every row of a measure failed with err: its stack or its set-up failed, so
+// none of them was measured.
+func failRows(err error, rows ...*Row) {
+	for _, row := range rows {
+		row.Err = err
+	}
+}
+
 // withTenant sets up the tenant of a phase's measures and runs them, or marks their rows failed
 // when the setup fails.
 func (r *runner) withTenant(st *testenv.Stack, mode string, measure func(Tenant), rows ...*Row) {
 	t, err := SetupTenant(st.State.GatewayURL, st.State.AdminToken, mode)
 	if err != nil {
-		for _, row := range rows {
-			row.Err = fmt.Errorf("tenant setup: %w", err)
-		}
+		failRows(fmt.Errorf("tenant setup: %w", err), rows...)
 		return
 	}
 	measure(t)

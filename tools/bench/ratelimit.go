@@ -64,22 +64,17 @@ func (rl *rateLimitRows) all() []*Row { return append(append([]*Row(nil), rl.p50
 // scene's file (per client address, charged after the answer).
 func (r *runner) rateLimit(ctx context.Context, st *testenv.Stack, mode string, t Tenant, rl *rateLimitRows) {
 	fail := func(err error) {
-		for _, row := range rl.all() {
-			row.Err = err
-		}
+		failRows(err, rl.all()...)
 	}
 	gw := st.State.GatewayURL
 	id, err := t.NewScene(gw)
-	var scene, minted map[string]any
+	var scene map[string]any
+	var token string
 	if err == nil {
-		_, err = call(gw, http.MethodPatch, "/api/v1/splats/"+id, t.Headers(), map[string]any{"visibility": "public"}, http.StatusOK)
+		token, err = t.viewerSession(gw, id)
 	}
 	if err == nil {
 		scene, err = call(gw, http.MethodGet, "/api/v1/splats/"+id, t.Headers(), nil, http.StatusOK)
-	}
-	if err == nil {
-		minted, err = call(gw, http.MethodPost, "/api/editor/embed-sessions", map[string]string{"Authorization": "Bearer " + t.SecretKey},
-			map[string]any{"publicKey": t.PublicKey, "type": "viewer", "splatId": id}, http.StatusCreated)
 	}
 	if err != nil {
 		fail(fmt.Errorf("rate limit setup: %w", err))
@@ -88,7 +83,6 @@ func (r *runner) rateLimit(ctx context.Context, st *testenv.Stack, mode string, 
 	splat, _ := scene["splat"].(map[string]any)
 	splatURL, _ := splat["splatUrl"].(string)
 	asset := strings.TrimPrefix(splatURL, gw)
-	token, _ := minted["sessionToken"].(string)
 	if !strings.HasPrefix(asset, "/assets/") || token == "" {
 		fail(fmt.Errorf("rate limit setup: splatUrl %q is not the gateway's public asset route, or no session", splatURL))
 		return

@@ -65,9 +65,7 @@ func (r *runner) roomPhase(ctx context.Context, ready *Row, rr *roomRows) {
 	if !r.coldPhase(ctx, "rooms", testenv.StackOptions{Services: "split", Gateways: 2, Sessions: 2}, ready, func(st *testenv.Stack) {
 		r.withTenant(st, "rooms", func(t Tenant) { r.rooms(ctx, st, t, rr) }, rr.all()...)
 	}) {
-		for _, row := range rr.all() {
-			row.Err = ready.Err
-		}
+		failRows(ready.Err, rr.all()...)
 	}
 }
 
@@ -75,17 +73,13 @@ func (r *runner) roomPhase(ctx context.Context, ready *Row, rr *roomRows) {
 // process.
 func (r *runner) rooms(ctx context.Context, st *testenv.Stack, t Tenant, rr *roomRows) {
 	if len(st.State.GatewayURLs) < 2 {
-		for _, row := range rr.all() {
-			row.Err = errors.New("the stack has one gateway: the runner needs --gateways 2 --sessions 2")
-		}
+		failRows(errors.New("the stack has one gateway: the runner needs --gateways 2 --sessions 2"), rr.all()...)
 		return
 	}
 	gw1, gw2 := st.State.GatewayURLs[0], st.State.GatewayURLs[1]
 	token, err := t.editorSession(gw1)
 	if err != nil {
-		for _, row := range rr.all() {
-			row.Err = err
-		}
+		failRows(err, rr.all()...)
 		return
 	}
 	log := r.o.Log.With("measure", "room")
@@ -129,16 +123,8 @@ func (t Tenant) mintSession(gatewayURL string, fields map[string]any) (string, e
 	for k, v := range fields {
 		req[k] = v
 	}
-	body, err := call(gatewayURL, http.MethodPost, "/api/editor/embed-sessions",
-		map[string]string{"Authorization": "Bearer " + t.SecretKey, externalUserHeader: t.ExternalUserID}, req, http.StatusCreated)
-	if err != nil {
-		return "", err
-	}
-	tok, _ := body["sessionToken"].(string)
-	if tok == "" {
-		return "", errors.New("mint: no sessionToken")
-	}
-	return tok, nil
+	return callID(gatewayURL, http.MethodPost, "/api/editor/embed-sessions",
+		map[string]string{"Authorization": "Bearer " + t.SecretKey, externalUserHeader: t.ExternalUserID}, req, http.StatusCreated, "sessionToken")
 }
 
 // roomConn dials the room of scene on the gateway at base and waits for its welcome.

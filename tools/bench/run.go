@@ -112,8 +112,9 @@ func Run(ctx context.Context, o Options) Report {
 		err = os.Chmod(dir, 0o755)
 	}
 	if err != nil {
-		for _, row := range append(append(append(append(append(append(measured, &readyCold, &readyWarm, &readyAll, &readyRooms), rooms.all()...), mp.all()...), ttff.all()...), hooks.all()...), limiter.all()...) {
-			row.Err = err
+		failRows(err, append(measured, &readyCold, &readyWarm, &readyAll, &readyRooms)...)
+		for _, rows := range [][]*Row{rooms.all(), mp.all(), ttff.all(), hooks.all(), limiter.all()} {
+			failRows(err, rows...)
 		}
 	} else {
 		r.dir = dir
@@ -121,24 +122,19 @@ func Run(ctx context.Context, o Options) Report {
 		if len(sizes) == 0 {
 			sizes = DefaultRenditionSizes
 		}
-		if o.RenditionsOnly {
-			rep.Rows = append(rep.Rows, r.renditionRows(ctx, sizes)...)
+		// done ends a run of one section with its rows.
+		done := func(rows ...Row) Report {
 			r.cleanup()
+			rep.Rows = append(rep.Rows, rows...)
 			rep.Problems = r.problems
 			rep.Elapsed = time.Since(start)
 			return rep
+		}
+		if o.RenditionsOnly {
+			return done(r.renditionRows(ctx, sizes)...)
 		}
 		// only ends a run of one section: its rows, then its stack's ready time.
-		only := func(rows []*Row, ready Row) Report {
-			r.cleanup()
-			for _, row := range rows {
-				rep.Rows = append(rep.Rows, *row)
-			}
-			rep.Rows = append(rep.Rows, ready)
-			rep.Problems = r.problems
-			rep.Elapsed = time.Since(start)
-			return rep
-		}
+		only := func(rows []*Row, ready Row) Report { return done(append(values(rows), ready)...) }
 		if o.MultipartOnly {
 			readyMP := Row{Name: "stack ready (allinone, multipart measure)", Unit: "ms"}
 			r.multipartPhase(ctx, &readyMP, mp)
@@ -180,34 +176,22 @@ func Run(ctx context.Context, o Options) Report {
 				r.withTenant(st, "trending", func(t Tenant) { r.trendingScale(ctx, st, t, &trendP50, &trendP99, &trendCold, &trendFresh) }, trend...)
 			})
 			if readyTrend.Err != nil {
-				for _, row := range trend {
-					row.Err = readyTrend.Err
-				}
+				failRows(readyTrend.Err, trend...)
 			}
 			return only(trend, readyTrend)
 		}
 		if o.ScaleOnly {
-			rep.Rows = append(rep.Rows, r.scaleTierRows(ctx)...)
-			r.cleanup()
-			rep.Problems = r.problems
-			rep.Elapsed = time.Since(start)
-			return rep
+			return done(r.scaleTierRows(ctx)...)
 		}
 		if o.ScaleoutOnly {
-			rep.Rows = append(rep.Rows, r.scaleoutRows(ctx)...)
-			r.cleanup()
-			rep.Problems = r.problems
-			rep.Elapsed = time.Since(start)
-			return rep
+			return done(r.scaleoutRows(ctx)...)
 		}
 		if o.RateLimitOnly {
 			readyRL := Row{Name: "stack ready (split, rate limiter measure)", Unit: "ms"}
 			if !r.phase(ctx, "split", &readyRL, func(st *testenv.Stack) {
 				r.withTenant(st, "ratelimit", func(t Tenant) { r.rateLimit(ctx, st, "split", t, limiter) }, limiter.all()...)
 			}) {
-				for _, row := range limiter.all() {
-					row.Err = readyRL.Err
-				}
+				failRows(readyRL.Err, limiter.all()...)
 			}
 			return only(limiter.all(), readyRL)
 		}
@@ -235,14 +219,7 @@ func Run(ctx context.Context, o Options) Report {
 					m.tput.Err, m.scene.Err, m.mint.Err = m.ready.Err, m.ready.Err, m.ready.Err
 				}
 			}
-			r.cleanup()
-			for _, row := range append(rows, &readyCold) {
-				rep.Rows = append(rep.Rows, *row)
-			}
-			rep.Rows = append(rep.Rows, readyAll)
-			rep.Problems = r.problems
-			rep.Elapsed = time.Since(start)
-			return rep
+			return done(append(values(rows), readyCold, readyAll)...)
 		}
 		// Phase 1, split on a fresh directory: cold ready time, idle memory, throughput.
 		coldOK := r.phase(ctx, "split", &readyCold, func(st *testenv.Stack) {
@@ -253,9 +230,7 @@ func Run(ctx context.Context, o Options) Report {
 		if !coldOK {
 			memSplit = []Row{{Name: "idle RSS (split)", Unit: "MiB", Goal: GoalStackRSS, Err: readyCold.Err}}
 			tputSplit.Err, sceneSplit.Err, mintSplit.Err = readyCold.Err, readyCold.Err, readyCold.Err
-			for _, row := range limiter.all() {
-				row.Err = readyCold.Err
-			}
+			failRows(readyCold.Err, limiter.all()...)
 		}
 		// Phase 2, the same directory again: the warm restart a developer sees every day.
 		if coldOK {
@@ -307,16 +282,10 @@ func Run(ctx context.Context, o Options) Report {
 
 	rep.Rows = append(rep.Rows, tputAll, tputSplit, sceneAll, sceneSplit, mintAll, mintSplit, viewsAll, lostAll, trendP50, trendP99, trendCold,
 		trendFresh, lodAll, commitsAll, overshootAll, idemAll, archiveWall, archiveRate, cloneLODAll, cloneFileAll, mp.single, mp.parts)
-	for _, row := range limiter.all() {
-		rep.Rows = append(rep.Rows, *row)
-	}
-	for _, row := range rooms.all() {
-		rep.Rows = append(rep.Rows, *row)
-	}
+	rep.Rows = append(rep.Rows, values(limiter.all())...)
+	rep.Rows = append(rep.Rows, values(rooms.all())...)
 	rep.Rows = append(rep.Rows, renditions...)
-	for _, row := range append(ttff.all(), hooks.all()...) {
-		rep.Rows = append(rep.Rows, *row)
-	}
+	rep.Rows = append(rep.Rows, values(append(ttff.all(), hooks.all()...))...)
 	rep.Rows = append(rep.Rows, scaleout...)
 	rep.Rows = append(rep.Rows, readyCold, readyWarm, readyAll, readyRooms)
 	rep.Rows = append(rep.Rows, memSplit...)
@@ -324,4 +293,13 @@ func Run(ctx context.Context, o Options) Report {
 	rep.Problems = r.problems
 	rep.Elapsed = time.Since(start)
 	return rep
+}
+
+// values copies the rows a section filled in through pointers into the report's order.
+func values(rows []*Row) []Row {
+	out := make([]Row, len(rows))
+	for i, row := range rows {
+		out[i] = *row
+	}
+	return out
 }

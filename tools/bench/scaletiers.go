@@ -88,9 +88,7 @@ func (r *runner) scaleTierRows(ctx context.Context) []Row {
 		ready.Value = float64(ts.st.State.ReadyMillis)
 	}
 	if err != nil {
-		for _, row := range append(all, &ready) {
-			row.Err = err
-		}
+		failRows(err, append(all, &ready)...)
 		return rows()
 	}
 	both := []Target{ts.onFirst[0], ts.onSecond}
@@ -311,15 +309,10 @@ func (r *runner) startTierStack(ctx context.Context) (*tierStack, error) {
 // viewerTargets sets the viewer session mint and the view beacon of tenant t's scene id (made
 // public) with their bodies.
 func (ts *tierStack) viewerTargets(gw string, t Tenant, id string) error {
-	if _, err := call(gw, http.MethodPatch, "/api/v1/splats/"+id, t.Headers(), map[string]any{"visibility": "public"}, http.StatusOK); err != nil {
-		return err
-	}
-	minted, err := call(gw, http.MethodPost, "/api/editor/embed-sessions", map[string]string{"Authorization": "Bearer " + t.SecretKey},
-		map[string]any{"publicKey": t.PublicKey, "type": "viewer", "splatId": id}, http.StatusCreated)
+	token, err := t.viewerSession(gw, id)
 	if err != nil {
 		return err
 	}
-	token, _ := minted["sessionToken"].(string)
 	ts.mintBody, _ = json.Marshal(map[string]any{"publicKey": t.PublicKey, "type": "viewer"})
 	ts.beaconBody, _ = json.Marshal(map[string]any{"splatId": id, "visitorId": "bench-visitor"})
 	ts.mint = Target{Path: BareMintPath, Headers: map[string]string{"Authorization": "Bearer " + t.SecretKey}}

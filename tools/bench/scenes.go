@@ -61,13 +61,23 @@ func call(base, method, path string, headers map[string]string, body any, want i
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	if resp.Status != want {
-		raw := resp.Raw
-		if len(raw) > 300 {
-			raw = raw[:300]
-		}
-		return nil, fmt.Errorf("%s %s: status %d, want %d: %s", method, path, resp.Status, want, raw)
+		return nil, fmt.Errorf("%s %s: status %d, want %d: %s", method, path, resp.Status, want, clip(resp.Raw))
 	}
 	return resp.Body, nil
+}
+
+// callID is call for a request whose answer names what it made (a scene's splatId, a session's
+// sessionToken): it returns that string field and fails when the answer lacks it.
+func callID(base, method, path string, headers map[string]string, body any, want int, field string) (string, error) {
+	answer, err := call(base, method, path, headers, body, want)
+	if err != nil {
+		return "", err
+	}
+	id, _ := answer[field].(string)
+	if id == "" {
+		return "", fmt.Errorf("%s %s: no %s in the answer", method, path, field)
+	}
+	return id, nil
 }
 
 // UploadSplat does the first two steps of the interface's upload for customer eu, as the e2e
@@ -113,16 +123,22 @@ func (t Tenant) NewScene(gatewayURL string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	body, err := call(gatewayURL, http.MethodPost, "/api/v1/splats", t.Headers(),
-		map[string]any{"title": "Bench scene", "description": "A scene the benchmark reads.", "splatUrl": fileURL}, http.StatusCreated)
+	return callID(gatewayURL, http.MethodPost, "/api/v1/splats", t.Headers(),
+		map[string]any{"title": "Bench scene", "description": "A scene the benchmark reads.", "splatUrl": fileURL}, http.StatusCreated, "splatId")
+}
+
+// viewerSession makes the tenant's scene id public and mints a viewer session of it, as a
+// visitor's page would (no customer header), returning its token (empty when the answer had
+// none): the set-up of every viewer-side measure.
+func (t Tenant) viewerSession(gatewayURL, id string) (string, error) {
+	_, err := call(gatewayURL, http.MethodPatch, "/api/v1/splats/"+id, t.Headers(), map[string]any{"visibility": "public"}, http.StatusOK)
 	if err != nil {
 		return "", err
 	}
-	id, _ := body["splatId"].(string)
-	if id == "" {
-		return "", errors.New("commit: no splatId")
-	}
-	return id, nil
+	minted, err := call(gatewayURL, http.MethodPost, "/api/editor/embed-sessions", map[string]string{"Authorization": "Bearer " + t.SecretKey},
+		map[string]any{"publicKey": t.PublicKey, "type": "viewer", "splatId": id}, http.StatusCreated)
+	token, _ := minted["sessionToken"].(string)
+	return token, err
 }
 
 // sceneRead measures P1: GET /api/v1/splats/{id} through the gateway against the bare server's
@@ -153,30 +169,12 @@ func lodRequestBody(n int) []byte {
 // lodRequest sends one lod-folder request and returns its wall time (until the whole answer is
 // read) and the answer's size; it checks the answer signs every file.
 func lodRequest(ctx context.Context, gatewayURL string, headers map[string]string, body []byte, files int) (time.Duration, int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, gatewayURL+"/api/v1/uploads/lod-folder", bytes.NewReader(body))
+	status, raw, took, err := timedPost(ctx, gatewayURL+"/api/v1/uploads/lod-folder", headers, body)
 	if err != nil {
 		return 0, 0, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	start := time.Now()
-	resp, err := benchClient.Do(req)
-	if err != nil {
-		return 0, 0, err
-	}
-	raw, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	took := time.Since(start)
-	if err != nil {
-		return 0, 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		if len(raw) > 300 {
-			raw = raw[:300]
-		}
-		return 0, 0, fmt.Errorf("lod-folder: status %d: %s", resp.StatusCode, raw)
+	if status != http.StatusOK {
+		return 0, 0, fmt.Errorf("lod-folder: status %d: %s", status, clip(raw))
 	}
 	var out splathost.FolderUpload // the SDK's, as a client decodes it
 	if err := json.Unmarshal(raw, &out); err != nil {
@@ -343,20 +341,36 @@ func customerUsage(ctx context.Context, pgURL, integrationID, eu string) (used, 
 // and how long the request took (the body is read, not decoded).
 func postCommit(ctx context.Context, gw string, headers map[string]string, title, fileURL string) (int, time.Duration, error) {
 	body, _ := json.Marshal(map[string]any{"title": title, "splatUrl": fileURL})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, gw+"/api/v1/splats", bytes.NewReader(body))
+	status, _, took, err := timedPost(ctx, gw+"/api/v1/splats", headers, body)
+	return status, took, err
+}
+
+// timedPost POSTs the JSON body to url with headers on the bench's client and returns the
+// answer's status and body, and the wall time until the whole answer was read: what the
+// measures that time one request (or check its status without decoding) share.
+func timedPost(ctx context.Context, url string, headers map[string]string, body []byte) (int, []byte, time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return 0, 0, err
+		return 0, nil, 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	t0 := time.Now()
+	start := time.Now()
 	resp, err := benchClient.Do(req)
 	if err != nil {
-		return 0, 0, err
+		return 0, nil, 0, err
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, time.Since(t0), nil
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, raw, time.Since(start), err
+}
+
+// clip cuts an answer body to what an error message should quote.
+func clip(raw []byte) []byte {
+	if len(raw) > 300 {
+		return raw[:300]
+	}
+	return raw
 }

@@ -97,11 +97,7 @@ func field(resp *testenv.Response, err error, status int, what, obj, key string)
 		return "", fmt.Errorf("%s: %w", what, err)
 	}
 	if resp.Status != status {
-		raw := resp.Raw
-		if len(raw) > 300 {
-			raw = raw[:300]
-		}
-		return "", fmt.Errorf("%s: status %d, want %d: %s", what, resp.Status, status, raw)
+		return "", fmt.Errorf("%s: status %d, want %d: %s", what, resp.Status, status, clip(resp.Raw))
 	}
 	m, _ := resp.Body[obj].(map[string]any)
 	v, _ := m[key].(string)

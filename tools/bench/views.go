@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"slices"
@@ -21,6 +20,7 @@ import (
 	"github.com/splathost/splathost/analytics"
 	"github.com/splathost/splathost/internal/embedsql"
 	"github.com/splathost/splathost/internal/testenv"
+	"github.com/splathost/splathost/tools/stack"
 )
 
 // BareViewsPath is the bare server's view beacon route (the product's path).
@@ -87,19 +87,14 @@ func (r *runner) viewBeacons(ctx context.Context, st *testenv.Stack, mode string
 	gw := st.State.GatewayURL
 	fail := func(err error) { row.Err, lost.Err = err, err }
 	id, err := t.NewScene(gw)
+	var token string
 	if err == nil {
-		_, err = call(gw, http.MethodPatch, "/api/v1/splats/"+id, t.Headers(), map[string]any{"visibility": "public"}, http.StatusOK)
-	}
-	var minted map[string]any
-	if err == nil {
-		minted, err = call(gw, http.MethodPost, "/api/editor/embed-sessions", map[string]string{"Authorization": "Bearer " + t.SecretKey},
-			map[string]any{"publicKey": t.PublicKey, "type": "viewer", "splatId": id}, http.StatusCreated)
+		token, err = t.viewerSession(gw, id)
 	}
 	if err != nil {
 		fail(fmt.Errorf("view setup: %w", err))
 		return
 	}
-	token, _ := minted["sessionToken"].(string)
 	body, _ := json.Marshal(map[string]any{"splatId": id, "visitorId": "bench-visitor"})
 	headers := map[string]string{"Authorization": "Bearer " + token}
 	var checked atomic.Int64
@@ -371,16 +366,8 @@ func clickhouseHTTP(ctx context.Context, base, query string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("clickhouse http %d: %s", resp.StatusCode, strings.TrimSpace(string(msg)))
-	}
-	return nil
+	_, err = stack.Expect200(req)
+	return err
 }
 
 func fmtDurations(ds []time.Duration) string {

@@ -49,15 +49,11 @@ func (r *runner) webhookPhase(ctx context.Context, ready *Row, wr *webhookRows) 
 	if !r.coldPhase(ctx, "webhooks", testenv.StackOptions{Services: "allinone"}, ready, func(st *testenv.Stack) {
 		r.withTenant(st, "webhooks", func(t Tenant) {
 			if err := r.webhooks(ctx, st, t, wr); err != nil {
-				for _, row := range wr.all() {
-					row.Err = err
-				}
+				failRows(err, wr.all()...)
 			}
 		}, wr.all()...)
 	}) {
-		for _, row := range wr.all() {
-			row.Err = ready.Err
-		}
+		failRows(ready.Err, wr.all()...)
 	}
 }
 

@@ -137,9 +137,6 @@ func (c *clickhouse) stopOrphan() error {
 
 // stop shuts the server down.
 func (c *clickhouse) stop(timeout time.Duration) error {
-	if c.proc == nil {
-		return nil
-	}
 	return c.proc.stop(timeout)
 }
 

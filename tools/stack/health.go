@@ -44,6 +44,22 @@ func waitHealthy(ctx context.Context, part string, proc *process, logPath string
 	}
 }
 
+// Expect200 sends req and returns the start of the answer (up to 4 KiB), failing unless the
+// status is 200, with the server's message: how the readiness checks here and the bench's
+// statements to an engine's HTTP interface read an answer.
+func Expect200(req *http.Request) ([]byte, error) {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return body, fmt.Errorf("%s %s: status %d: %s", req.Method, req.URL, resp.StatusCode, strings.TrimSpace(string(body)))
+	}
+	return body, nil
+}
+
 // httpCheck returns a check that wants status 200 from url and, when wantBody is not empty, a
 // body starting with it.
 func httpCheck(url, wantBody string) func(context.Context) error {
@@ -52,14 +68,9 @@ func httpCheck(url, wantBody string) func(context.Context) error {
 		if err != nil {
 			return err
 		}
-		resp, err := http.DefaultClient.Do(req)
+		body, err := Expect200(req)
 		if err != nil {
 			return err
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET %s: status %d: %s", url, resp.StatusCode, strings.TrimSpace(string(body)))
 		}
 		if wantBody != "" && !strings.HasPrefix(string(body), wantBody) {
 			return fmt.Errorf("GET %s: unexpected body %q", url, body)

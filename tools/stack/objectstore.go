@@ -177,8 +177,5 @@ func private(ctx context.Context, client *s3.Client, bucket string) error {
 
 // stop shuts the gateway down.
 func (o *objectStore) stop(timeout time.Duration) error {
-	if o.proc == nil {
-		return nil
-	}
 	return o.proc.stop(timeout)
 }

@@ -298,8 +298,5 @@ func isPostgresFor(pid int, dataDir string) bool {
 
 // stop shuts the server down with a fast shutdown: clients are disconnected, data is flushed.
 func (p *postgres) stop(timeout time.Duration) error {
-	if p.proc == nil {
-		return nil
-	}
 	return p.proc.stop(timeout)
 }

@@ -78,8 +78,12 @@ func (p *process) exitError(when string) error {
 	return fmt.Errorf("%s exited %s (%s); see %s:\n%s", p.spec.name, when, exitStatus(p), p.spec.logPath, logTailFrom(p.spec.logPath, p.logStart, 20))
 }
 
-// stop asks the child to exit with its stop signal and kills it once timeout has passed.
+// stop asks the child to exit with its stop signal and kills it once timeout has passed. A nil
+// process (an engine that never started) has nothing to stop.
 func (p *process) stop(timeout time.Duration) error {
+	if p == nil {
+		return nil
+	}
 	p.stopping.Store(true)
 	if p.Exited() {
 		return nil

@@ -179,8 +179,5 @@ func zkCommand(ctx context.Context, addr, cmd string) (string, error) {
 
 // stop shuts the server down.
 func (z *zookeeper) stop(timeout time.Duration) error {
-	if z.proc == nil {
-		return nil
-	}
 	return z.proc.stop(timeout)
 }

@@ -14,6 +14,8 @@ import (
 	"go.temporal.io/server/common/persistence/sql/sqlplugin/postgresql"
 	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
 	"go.temporal.io/server/common/primitives"
+
+	splathostconfig "github.com/splathost/splathost/internal/config"
 )
 
 // clusterName names the single local Temporal cluster.
@@ -64,7 +66,7 @@ func parseRoles(s string) ([]string, error) {
 		return slices.Clone(roleNames), nil
 	}
 	var out []string
-	for _, r := range splitList(s) {
+	for _, r := range splathostconfig.List(s) {
 		if !slices.Contains(roleNames, r) {
 			return nil, fmt.Errorf("--roles: unknown role %q (want all or a list of frontend, history, matching, worker)", r)
 		}

@@ -31,6 +31,8 @@ import (
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/dynamicconfig"
 	"go.temporal.io/server/temporal"
+
+	splathostconfig "github.com/splathost/splathost/internal/config"
 )
 
 func main() {
@@ -81,7 +83,7 @@ func parse(args []string) (cli, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	o.searchAttributes = splitList(attrs)
+	o.searchAttributes = splathostconfig.List(attrs)
 	if c.setup {
 		if o.postgres == "" {
 			return c, errors.New("setup: --postgres is required")
@@ -189,15 +191,4 @@ func newServer(o nodeOptions, logger temporalLogger) (temporal.Server, error) {
 		return nil, fmt.Errorf("build server: %w", err)
 	}
 	return server, nil
-}
-
-// splitList splits a comma list, dropping blanks.
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }

@@ -9,6 +9,8 @@ import (
 	uiserveroptions "github.com/temporalio/ui-server/v2/server/server_options"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
+
+	splathostconfig "github.com/splathost/splathost/internal/config"
 )
 
 // frontendsScheme is the gRPC resolver scheme of the UI's frontend list: the UI server dials
@@ -19,7 +21,7 @@ const frontendsScheme = "splathost-frontends"
 // uiTarget is the gRPC target the UI dials for a comma list of frontend addresses: the
 // address itself when there is one, else a target of a resolver registered here.
 func uiTarget(frontends string) (string, error) {
-	addrs := splitList(frontends)
+	addrs := splathostconfig.List(frontends)
 	switch len(addrs) {
 	case 0:
 		return "", fmt.Errorf("--ui-frontends: no address")

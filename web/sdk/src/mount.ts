@@ -1,8 +1,8 @@
 // Mounting an embed: the iframe, and the message channel with it (events in, commands out,
 // each only with the embed's window at the embed's origin).
 import {
-  EDITOR_SOURCE, HOST_SOURCE, VIEWER_SOURCE, type EditorEventMap, type EditorEventName, type HostMessage,
-  type Camera, type ViewerCommand, type ViewerEventMap, type ViewerEventName,
+  EDITOR_SOURCE, HOST_SOURCE, VIEWER_SOURCE, type EditorEventMap, type EditorEventName, type Envelope,
+  type HostMessageMap, type Camera, type ViewerCommandMap, type ViewerEventMap, type ViewerEventName,
 } from './protocol.ts';
 
 export interface MountOptions {
@@ -156,19 +156,26 @@ function mount(el: HTMLElement, kind: 'viewer' | 'editor', options: MountOptions
   return { iframe, ch: connect(el, iframe, origin, source) };
 }
 
+/** A typed sender of the host's messages of payload map M: it wraps each payload in the host's
+ * envelope, so a handle's commands name only their type and payload. */
+function hostSender<M>(send: (msg: unknown) => void) {
+  return <K extends keyof M & string>(type: K, payload: M[K]): void =>
+    send({ source: HOST_SOURCE, type, payload } satisfies Envelope<typeof HOST_SOURCE, K, M[K]>);
+}
+
 /** Mounts the viewer embed into el (the iframe fills it); relays its events and sends it
  * commands. */
 export function mountViewer(el: HTMLElement, options: MountOptions): ViewerHandle {
   const { iframe, ch } = mount(el, 'viewer', options, VIEWER_SOURCE);
-  const send = (msg: ViewerCommand) => ch.send(msg);
+  const send = hostSender<ViewerCommandMap>(ch.send);
   return {
     iframe,
     on: ch.on as ViewerHandle['on'],
     setCamera(camera) {
-      send({ source: HOST_SOURCE, type: 'setCamera', payload: camera });
+      send('setCamera', camera);
     },
     goToAnnotation(id) {
-      send({ source: HOST_SOURCE, type: 'goToAnnotation', payload: { id } });
+      send('goToAnnotation', { id });
     },
     destroy: ch.destroy,
   };
@@ -177,18 +184,18 @@ export function mountViewer(el: HTMLElement, options: MountOptions): ViewerHandl
 /** Mounts the editor embed into el and relays its events. */
 export function mountEditor(el: HTMLElement, options: MountOptions): EditorHandle {
   const { iframe, ch } = mount(el, 'editor', options, EDITOR_SOURCE);
-  const send = (msg: HostMessage) => ch.send(msg);
+  const send = hostSender<HostMessageMap>(ch.send);
   return {
     iframe,
     on: ch.on as EditorHandle['on'],
     openProject(splatId) {
-      send({ source: HOST_SOURCE, type: 'openProject', payload: { splatId } });
+      send('openProject', { splatId });
     },
     createProject() {
-      send({ source: HOST_SOURCE, type: 'createProject', payload: {} });
+      send('createProject', {});
     },
     updateSession(sessionToken) {
-      send({ source: HOST_SOURCE, type: 'updateSession', payload: { sessionToken } });
+      send('updateSession', { sessionToken });
     },
     destroy: ch.destroy,
   };

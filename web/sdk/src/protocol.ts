@@ -77,21 +77,18 @@ export interface Envelope<S extends string, T extends string, P> {
   payload: P;
 }
 
-export type EditorMessage = {
-  [K in EditorEventName]: Envelope<typeof EDITOR_SOURCE, K, EditorEventMap[K]>;
-}[EditorEventName];
+/** The union of the envelopes source S sends, one per message of its payload map M. */
+type MessageOf<S extends string, M> = {
+  [K in keyof M & string]: Envelope<S, K, M[K]>;
+}[keyof M & string];
 
-export type HostMessage = {
-  [K in HostMessageName]: Envelope<typeof HOST_SOURCE, K, HostMessageMap[K]>;
-}[HostMessageName];
+export type EditorMessage = MessageOf<typeof EDITOR_SOURCE, EditorEventMap>;
 
-export type ViewerMessage = {
-  [K in ViewerEventName]: Envelope<typeof VIEWER_SOURCE, K, ViewerEventMap[K]>;
-}[ViewerEventName];
+export type HostMessage = MessageOf<typeof HOST_SOURCE, HostMessageMap>;
 
-export type ViewerCommand = {
-  [K in ViewerCommandName]: Envelope<typeof HOST_SOURCE, K, ViewerCommandMap[K]>;
-}[ViewerCommandName];
+export type ViewerMessage = MessageOf<typeof VIEWER_SOURCE, ViewerEventMap>;
+
+export type ViewerCommand = MessageOf<typeof HOST_SOURCE, ViewerCommandMap>;
 
 export const VIEWER_EVENTS: readonly ViewerEventName[] = ['ready', 'annotation'];
 
