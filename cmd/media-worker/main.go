@@ -11,7 +11,6 @@ import (
 
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/httpx"
-	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/temporalconn"
 	"github.com/splathost/splathost/internal/worker"
 	"github.com/splathost/splathost/media"
@@ -21,19 +20,12 @@ func main() {
 	rt := boot.Init("media-worker", false)
 	defer rt.Close()
 	d := rt.DB()
-	store, err := objectstore.New(rt.Config)
-	if err != nil {
-		boot.Fatal(rt.Log, "object store", err)
-	}
+	store := rt.Store()
 	conv, err := media.Converter(rt.Ctx, rt.Config)
 	if err != nil {
 		boot.Fatal(rt.Log, "converter", err)
 	}
-	tc, err := temporalconn.Dial(rt.Config, rt.Log)
-	if err != nil {
-		boot.Fatal(rt.Log, "temporal", err)
-	}
-	defer tc.Close()
+	tc := rt.Temporal()
 	rt.ServeHealth(rt.Config.MediaHealthAddr, map[string]httpx.Check{
 		"temporal": temporalconn.Ready(tc), "postgres": d.Ping, "objectstore": store.Ready, "converter": worker.ConverterReady(conv),
 	})

@@ -4,10 +4,8 @@ package main
 import (
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/httpx"
-	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/routes"
 	"github.com/splathost/splathost/internal/scenes"
-	"github.com/splathost/splathost/internal/temporalconn"
 	"github.com/splathost/splathost/internal/webhookstart"
 	"github.com/splathost/splathost/services/scene"
 )
@@ -16,16 +14,9 @@ func main() {
 	rt := boot.Init("scene", true)
 	defer rt.Close()
 	d := rt.DB()
-	store, err := objectstore.New(rt.Config)
-	if err != nil {
-		boot.Fatal(rt.Log, "object store", err)
-	}
+	store := rt.Store()
 	views := rt.Views()
-	tc, err := temporalconn.Dial(rt.Config, rt.Log)
-	if err != nil {
-		boot.Fatal(rt.Log, "temporal", err)
-	}
-	defer tc.Close()
+	tc := rt.Temporal()
 	svc := scene.New(d, store, rt.Log, rt.Config.AssetBase(), scene.ClonesFrom(tc, rt.Config))
 	svc.UseViews(views)
 	svc.UseAssetURLs(scenes.NewAssetURLs(rt.Config))

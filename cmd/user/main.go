@@ -5,7 +5,6 @@ import (
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/routes"
-	"github.com/splathost/splathost/internal/temporalconn"
 	"github.com/splathost/splathost/internal/webhookstart"
 	"github.com/splathost/splathost/services/user"
 )
@@ -16,11 +15,7 @@ func main() {
 	d := rt.DB()
 	// A customer deletion starts the purge of its assets right after the commit; the client is
 	// lazy, so Temporal being down does not stop this service (the worker re-drives the purge).
-	tc, err := temporalconn.Dial(rt.Config, rt.Log)
-	if err != nil {
-		boot.Fatal(rt.Log, "temporal", err)
-	}
-	defer tc.Close()
+	tc := rt.Temporal()
 	// Gateways in other processes drop their cached integrations on the NOTIFY.
 	svc := user.New(d, rt.Log, nil, user.Temporal{Client: tc, TaskQueue: rt.Config.TaskQueue})
 	hooks, err := webhookstart.Registry(tc, rt.Config, d.Ent, rt.Log)

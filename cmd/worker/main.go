@@ -10,7 +10,6 @@ import (
 	"github.com/splathost/splathost/analytics"
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/httpx"
-	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/temporalconn"
 	"github.com/splathost/splathost/internal/worker"
 )
@@ -19,20 +18,13 @@ func main() {
 	rt := boot.Init("worker", false)
 	defer rt.Close()
 	d := rt.DB()
-	store, err := objectstore.New(rt.Config)
-	if err != nil {
-		boot.Fatal(rt.Log, "object store", err)
-	}
+	store := rt.Store()
 	views := rt.Views()
-	tc, err := temporalconn.Dial(rt.Config, rt.Log)
-	if err != nil {
-		boot.Fatal(rt.Log, "temporal", err)
-	}
-	defer tc.Close()
+	tc := rt.Temporal()
 	rt.ServeHealth(rt.Config.WorkerHealthAddr, map[string]httpx.Check{
 		"temporal": temporalconn.Ready(tc), "postgres": d.Ping, "objectstore": store.Ready, "clickhouse": views.Ping,
 	})
-	err = worker.Run(rt.Ctx, tc, rt.Config, worker.Deps{DB: d, Store: store, Views: views,
+	err := worker.Run(rt.Ctx, tc, rt.Config, worker.Deps{DB: d, Store: store, Views: views,
 		Streamer: &analytics.Streamer{Pool: d.Pool, Views: views, Log: rt.Log}, Log: rt.Log})
 	if err != nil && !errors.Is(err, context.Canceled) {
 		boot.Fatal(rt.Log, "worker", err)

@@ -4,9 +4,13 @@ import (
 	"context"
 	"log/slog"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/splathost/splathost/analytics"
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/db"
+	"github.com/splathost/splathost/internal/objectstore"
+	"github.com/splathost/splathost/internal/temporalconn"
 )
 
 // Runtime is what every binary starts from: its configuration, logger and a context cancelled
@@ -59,7 +63,27 @@ func (r *Runtime) Views() *analytics.Views {
 	return v
 }
 
-// Close releases everything Init, DB and Views opened, last opened first.
+// Store opens the object store or exits.
+func (r *Runtime) Store() *objectstore.Store {
+	s, err := objectstore.New(r.Config)
+	if err != nil {
+		Fatal(r.Log, "object store", err)
+	}
+	return s
+}
+
+// Temporal dials Temporal (lazily: a server that is down only fails the calls) or exits on a
+// bad address; Close closes the client.
+func (r *Runtime) Temporal() client.Client {
+	tc, err := temporalconn.Dial(r.Config, r.Log)
+	if err != nil {
+		Fatal(r.Log, "temporal", err)
+	}
+	r.stop = append(r.stop, tc.Close)
+	return tc
+}
+
+// Close releases everything Init, DB, Views and Temporal opened, last opened first.
 func (r *Runtime) Close() {
 	for i := len(r.stop) - 1; i >= 0; i-- {
 		r.stop[i]()
