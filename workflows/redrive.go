@@ -73,9 +73,9 @@ func RedrivePurges(ctx workflow.Context, _ RedriveInput) (RedriveResult, error) 
 			continue
 		}
 		in := PurgeInput{PurgeID: p.PurgeID, IntegrationID: p.IntegrationID,
-			OwnerRecordID: p.OwnerRecordID, ExternalUserID: p.ExternalUserID}
+			OwnerID: p.OwnerID, ExternalUserID: p.ExternalUserID}
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID:            PurgeWorkflowID(in.IntegrationID, in.OwnerRecordID),
+			WorkflowID:            PurgeWorkflowID(in.IntegrationID, in.OwnerID),
 			ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 			TypedSearchAttributes: purgeSearchAttributes(in),
 		})

@@ -159,7 +159,7 @@ func RedriveRetention(ctx workflow.Context, in RetentionRedriveInput) (Retention
 		starts := make([]workflow.Future, len(res.Scenes))
 		for i, s := range res.Scenes {
 			rin := RetentionInput{SceneID: s.SceneID, IntegrationID: s.IntegrationID,
-				OwnerRecordID: s.OwnerRecordID, ExternalUserID: s.ExternalUserID, ArchivedAt: s.ArchivedAt}
+				OwnerID: s.OwnerID, ExternalUserID: s.ExternalUserID, ArchivedAt: s.ArchivedAt}
 			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 				WorkflowID:            RetentionWorkflowID(rin.SceneID, rin.ArchivedAt),
 				ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,

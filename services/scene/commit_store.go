@@ -73,7 +73,7 @@ func (s *Service) createScene(ctx context.Context, accountID string, owner *ent.
 			_, err = idempotency.Record(ctx, tx, e.Status, e.Body())
 			return err
 		}
-		row := scenerow.New{IntegrationID: owner.IntegrationID, OwnerRecordID: owner.ID, Title: req.title,
+		row := scenerow.New{IntegrationID: owner.IntegrationID, OwnerID: owner.ID, Title: req.title,
 			Description: req.description, Visibility: scene.Visibility(req.visibility), SplatType: req.splatType,
 			SplatURL: req.splatURL, LodFolderKey: p.lodKey, LodFiles: p.lodFiles, ImageURL: req.imageURL,
 			InitialCameraPosition: req.cameraPosition, InitialCameraRotation: req.cameraRotation,
@@ -161,6 +161,6 @@ func (s *Service) uploadPurge(ctx context.Context, tx *ent.Tx, owner *ent.Extern
 		return nil, nil
 	}
 	return tx.AssetPurge.Create().SetKind(assetpurge.KindUpload).SetIntegrationID(integrationID).
-		SetOwnerRecordID(owner.ID).SetExternalUserID(owner.ExternalUserID).
+		SetOwnerID(owner.ID).SetExternalUserID(owner.ExternalUserID).
 		SetTicketIds(tickets).SetKeys(keys).Save(ctx)
 }

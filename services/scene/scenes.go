@@ -169,7 +169,7 @@ func (s *Service) deleteScene(c *fiber.Ctx) error {
 		}
 		keys, prefixes := objectkeys.SceneObjects(sc.IntegrationID, sc.AssetKeys, sc.LodFolderKey, sc.RenditionPrefix)
 		purge, err = tx.AssetPurge.Create().SetKind(assetpurge.KindScene).SetIntegrationID(sc.IntegrationID).
-			SetOwnerRecordID(owner.ID).SetExternalUserID(owner.ExternalUserID).SetSceneID(sc.ID).
+			SetOwnerID(owner.ID).SetExternalUserID(owner.ExternalUserID).SetSceneID(sc.ID).
 			SetKeys(keys).SetPrefixes(prefixes).SetSceneCount(1).Save(ctx)
 		if err != nil {
 			return err

@@ -195,7 +195,7 @@ func deleteCustomer(ctx context.Context, tx *ent.Tx, caller *httpx.Caller, eu st
 			return nil, err
 		}
 		keys, prefixes := sceneObjects(scenes)
-		del.purge, err = tx.AssetPurge.Create().SetIntegrationID(caller.IntegrationID).SetOwnerRecordID(u.ID).
+		del.purge, err = tx.AssetPurge.Create().SetIntegrationID(caller.IntegrationID).SetOwnerID(u.ID).
 			SetExternalUserID(u.ExternalUserID).SetKeys(keys).SetPrefixes(prefixes).SetSceneCount(len(scenes)).Save(ctx)
 		if err != nil {
 			return nil, err
@@ -235,7 +235,7 @@ func (s *Service) startPurge(ctx context.Context, p *ent.AssetPurge) {
 		return
 	}
 	in := workflows.PurgeInput{PurgeID: p.ID, IntegrationID: p.IntegrationID,
-		OwnerRecordID: p.OwnerRecordID, ExternalUserID: p.ExternalUserID}
+		OwnerID: p.OwnerID, ExternalUserID: p.ExternalUserID}
 	go func() {
 		ctx, cancel := context.WithTimeout(ctx, purgeStartTimeout)
 		defer cancel()

@@ -364,7 +364,7 @@ func (s *Service) applyRetentionTimers(ctx context.Context, caller *httpx.Caller
 	for _, t := range fx.start {
 		run(func() {
 			in := workflows.RetentionInput{SceneID: t.sceneID, IntegrationID: caller.IntegrationID,
-				OwnerRecordID: u.ID, ExternalUserID: u.ExternalUserID, ArchivedAt: t.archivedAt}
+				OwnerID: u.ID, ExternalUserID: u.ExternalUserID, ArchivedAt: t.archivedAt}
 			if err := workflows.StartSceneRetention(ctx, s.temporal.Client, s.temporal.TaskQueue, in); err != nil {
 				s.log.Warn("starting a scene's retention timer", "scene", t.sceneID, "error", err)
 			}
