@@ -74,7 +74,7 @@ func (s *Service) getAccount(c *fiber.Ctx) error {
 	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
-	a, err := s.account(c.UserContext(), c.Params("id"))
+	a, err := s.account(c.UserContext(), c.Params("accountId"))
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (s *Service) patchAccount(c *fiber.Ctx) error {
 	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
-	id := c.Params("id")
+	id := c.Params("accountId")
 	f, err := httpx.DecodeObject(c.Body(), false)
 	if err != nil {
 		return err
@@ -262,7 +262,7 @@ func (s *Service) getIntegration(c *fiber.Ctx) error {
 	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
-	in, err := s.integration(c.UserContext(), s.db.Ent.Integration, c.Params("id"), false)
+	in, err := s.integration(c.UserContext(), s.db.Ent.Integration, c.Params("integrationId"), false)
 	if err != nil {
 		return err
 	}
@@ -286,7 +286,7 @@ func (s *Service) patchIntegration(c *fiber.Ctx) error {
 	}
 	var out *ent.Integration
 	err = s.db.InTx(c.UserContext(), func(tx *ent.Tx) error {
-		in, err := s.integration(c.UserContext(), tx.Integration, c.Params("id"), true)
+		in, err := s.integration(c.UserContext(), tx.Integration, c.Params("integrationId"), true)
 		if err != nil {
 			return err
 		}
@@ -324,7 +324,7 @@ func (s *Service) rotateIntegration(c *fiber.Ctx) error {
 	_, secretKey := credentials.NewKeyPair()
 	var out *ent.Integration
 	err := s.db.InTx(c.UserContext(), func(tx *ent.Tx) error {
-		in, err := s.integration(c.UserContext(), tx.Integration, c.Params("id"), true)
+		in, err := s.integration(c.UserContext(), tx.Integration, c.Params("integrationId"), true)
 		if err != nil {
 			return err
 		}
@@ -348,7 +348,7 @@ func (s *Service) revokeIntegration(c *fiber.Ctx) error {
 		return err
 	}
 	err := s.db.InTx(c.UserContext(), func(tx *ent.Tx) error {
-		in, err := s.integration(c.UserContext(), tx.Integration, c.Params("id"), true)
+		in, err := s.integration(c.UserContext(), tx.Integration, c.Params("integrationId"), true)
 		if err != nil {
 			return err
 		}
@@ -374,7 +374,7 @@ func (s *Service) adminCustomerUsage(c *fiber.Ctx) error {
 	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
-	in, err := s.integration(c.UserContext(), s.db.Ent.Integration, c.Params("id"), false)
+	in, err := s.integration(c.UserContext(), s.db.Ent.Integration, c.Params("integrationId"), false)
 	if err != nil {
 		return err
 	}

@@ -55,10 +55,10 @@ func (s *Service) UseWebhooks(w Webhooks) {
 func (s *Service) registerWebhooks(r fiber.Router) {
 	r.Post(webhooksPath, s.createWebhook)
 	r.Get(webhooksPath, s.listWebhooks)
-	r.Delete(webhooksPath+"/:id", s.deleteWebhook)
-	r.Post(webhooksPath+"/:id/rotate", s.rotateWebhook)
-	r.Get(webhooksPath+"/:id/deliveries", s.listDeliveries)
-	r.Post(webhooksPath+"/:id/deliveries/:deliveryId/redeliver", s.redeliver)
+	r.Delete(webhooksPath+"/:webhookId", s.deleteWebhook)
+	r.Post(webhooksPath+"/:webhookId/rotate", s.rotateWebhook)
+	r.Get(webhooksPath+"/:webhookId/deliveries", s.listDeliveries)
+	r.Post(webhooksPath+"/:webhookId/deliveries/:deliveryId/redeliver", s.redeliver)
 }
 
 // renderWebhook renders an endpoint as the API shows it, as the Go SDK's Webhook its clients
@@ -93,7 +93,7 @@ func (s *Service) pathWebhook(c *fiber.Ctx) (*ent.WebhookEndpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.ownWebhook(c.UserContext(), caller, c.Params("id"))
+	return s.ownWebhook(c.UserContext(), caller, c.Params("webhookId"))
 }
 
 // ownWebhook loads a live endpoint of the caller's integration; anything else (malformed id,
