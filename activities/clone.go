@@ -53,19 +53,19 @@ func sourceFilesMissing(detail string) error {
 // transaction with the job's row. A retry finds the row and answers from it, so the storage is
 // reserved once.
 func (a *Activities) PrepareClone(ctx context.Context, in contract.PrepareCloneInput) (contract.PrepareCloneResult, error) {
-	if in.JobID == "" || in.SourceSceneID == "" || in.IntegrationID == "" || in.AccountID == "" || in.OwnerRecordID == "" {
+	if in.SplatID == "" || in.SourceSplatID == "" || in.IntegrationID == "" || in.AccountID == "" || in.OwnerID == "" {
 		return contract.PrepareCloneResult{}, badInput("PrepareClone: job, source, integration, account and owner are required")
 	}
-	if job, err := a.Ent.CloneJob.Get(ctx, in.JobID); err == nil {
+	if job, err := a.Ent.CloneJob.Get(ctx, in.SplatID); err == nil {
 		res := contract.PrepareCloneResult{Bytes: job.Bytes, TotalObjects: job.TotalObjects}
 		if err := json.Unmarshal(job.Plan, &res.Plan); err != nil {
-			return contract.PrepareCloneResult{}, fmt.Errorf("reading clone job %s's plan: %w", in.JobID, err)
+			return contract.PrepareCloneResult{}, fmt.Errorf("reading clone job %s's plan: %w", in.SplatID, err)
 		}
 		return res, nil
 	} else if !ent.IsNotFound(err) {
 		return contract.PrepareCloneResult{}, err
 	}
-	src, remix, err := db.CloneSourceOf(ctx, a.Ent, in.IntegrationID, in.OwnerRecordID, in.SourceSceneID)
+	src, remix, err := db.CloneSourceOf(ctx, a.Ent, in.IntegrationID, in.OwnerID, in.SourceSplatID)
 	if err != nil {
 		return contract.PrepareCloneResult{}, clientErrorOr(err)
 	}
@@ -83,21 +83,21 @@ func (a *Activities) PrepareClone(ctx context.Context, in contract.PrepareCloneI
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
 	// Lock order: customer, then account (quota.Reserve), as every writer of the counters.
-	if _, _, err := quota.Reserve(ctx, tx, in.OwnerRecordID, in.AccountID, quota.Charge{Bytes: bytes}); err != nil {
+	if _, _, err := quota.Reserve(ctx, tx, in.OwnerID, in.AccountID, quota.Charge{Bytes: bytes}); err != nil {
 		return contract.PrepareCloneResult{}, clientErrorOr(err)
 	}
 	planJSON, err := json.Marshal(plan)
 	if err != nil {
 		return contract.PrepareCloneResult{}, err
 	}
-	err = tx.CloneJob.Create().SetID(in.JobID).SetIntegrationID(in.IntegrationID).SetOwnerID(in.OwnerRecordID).
-		SetAccountID(in.AccountID).SetSourceSceneID(src.ID).SetBytes(bytes).SetTotalObjects(total).
+	err = tx.CloneJob.Create().SetID(in.SplatID).SetIntegrationID(in.IntegrationID).SetOwnerID(in.OwnerID).
+		SetAccountID(in.AccountID).SetSourceSplatID(src.ID).SetBytes(bytes).SetTotalObjects(total).
 		SetDraft(draft).SetPlan(planJSON).Exec(ctx)
 	if err != nil {
-		return contract.PrepareCloneResult{}, fmt.Errorf("recording clone job %s: %w", in.JobID, err)
+		return contract.PrepareCloneResult{}, fmt.Errorf("recording clone job %s: %w", in.SplatID, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return contract.PrepareCloneResult{}, fmt.Errorf("committing clone job %s: %w", in.JobID, err)
+		return contract.PrepareCloneResult{}, fmt.Errorf("committing clone job %s: %w", in.SplatID, err)
 	}
 	return contract.PrepareCloneResult{Bytes: bytes, TotalObjects: total, Plan: plan}, nil
 }

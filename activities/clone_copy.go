@@ -34,7 +34,7 @@ type copyItem struct {
 // source object that vanished fails the job with 409 SOURCE_FILES_MISSING; a cancellation (the
 // job was abandoned) stops the copies and returns.
 func (a *Activities) CopyCloneObjects(ctx context.Context, in contract.CopyCloneInput) (contract.CopyCloneResult, error) {
-	if in.JobID == "" || in.Concurrency <= 0 || !objectkeys.SafePrefix(in.Prefix) {
+	if in.SplatID == "" || in.Concurrency <= 0 || !objectkeys.SafePrefix(in.Prefix) {
 		return contract.CopyCloneResult{}, badInput("CopyCloneObjects: job, a positive concurrency and the job's folder are required")
 	}
 	for _, o := range in.Plan.Objects {

@@ -26,7 +26,7 @@ import (
 // answer finds the scene and answers the same. A job whose row is gone (its customer was
 // deleted) fails with 404, and the workflow removes the copies.
 func (a *Activities) FinalizeClone(ctx context.Context, in contract.FinalizeCloneInput) (contract.FinalizeCloneResult, error) {
-	if in.JobID == "" || in.OwnerRecordID == "" || in.AccountID == "" {
+	if in.SplatID == "" || in.OwnerID == "" || in.AccountID == "" {
 		return contract.FinalizeCloneResult{}, badInput("FinalizeClone: job, owner and account are required")
 	}
 	tx, err := a.Ent.Tx(ctx)
@@ -35,12 +35,12 @@ func (a *Activities) FinalizeClone(ctx context.Context, in contract.FinalizeClon
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
 	// Lock order: customer, then the job row (as the customer deletion and RollbackClone).
-	if _, err := tx.ExternalUser.Query().Where(externaluser.ID(in.OwnerRecordID)).ForUpdate().Only(ctx); err != nil {
-		return contract.FinalizeCloneResult{}, fmt.Errorf("locking customer %s: %w", in.OwnerRecordID, err)
+	if _, err := tx.ExternalUser.Query().Where(externaluser.ID(in.OwnerID)).ForUpdate().Only(ctx); err != nil {
+		return contract.FinalizeCloneResult{}, fmt.Errorf("locking customer %s: %w", in.OwnerID, err)
 	}
-	job, err := tx.CloneJob.Query().Where(clonejob.ID(in.JobID)).ForUpdate().Only(ctx)
+	job, err := tx.CloneJob.Query().Where(clonejob.ID(in.SplatID)).ForUpdate().Only(ctx)
 	if ent.IsNotFound(err) {
-		if n, err := tx.Scene.Query().Where(scene.ID(in.JobID)).Count(ctx); err != nil || n == 0 {
+		if n, err := tx.Scene.Query().Where(scene.ID(in.SplatID)).Count(ctx); err != nil || n == 0 {
 			if err != nil {
 				return contract.FinalizeCloneResult{}, err
 			}
@@ -50,10 +50,10 @@ func (a *Activities) FinalizeClone(ctx context.Context, in contract.FinalizeClon
 		if err != nil {
 			return contract.FinalizeCloneResult{}, err
 		}
-		return contract.FinalizeCloneResult{SplatID: in.JobID, Usage: contract.Usage(quota.AccountSnapshot(acct))}, nil
+		return contract.FinalizeCloneResult{SplatID: in.SplatID, Usage: contract.Usage(quota.AccountSnapshot(acct))}, nil
 	}
 	if err != nil {
-		return contract.FinalizeCloneResult{}, fmt.Errorf("locking clone job %s: %w", in.JobID, err)
+		return contract.FinalizeCloneResult{}, fmt.Errorf("locking clone job %s: %w", in.SplatID, err)
 	}
 	acct, err := recheckClone(ctx, tx, job)
 	if err != nil {
@@ -61,7 +61,7 @@ func (a *Activities) FinalizeClone(ctx context.Context, in contract.FinalizeClon
 	}
 	d := job.Draft
 	rendition := d.Rendition
-	row := scenerow.New{ID: job.ID, IntegrationID: job.IntegrationID, OwnerRecordID: job.OwnerID, Title: d.Title,
+	row := scenerow.New{ID: job.ID, IntegrationID: job.IntegrationID, OwnerID: job.OwnerID, Title: d.Title,
 		Description: d.Description, Visibility: scene.VisibilityPrivate, SplatType: d.SplatType, SplatURL: d.SplatURL,
 		LodFolderKey: d.LodFolderKey, LodFiles: d.LodFiles, ImageURL: d.ImageURL, ThumbnailDepthURL: d.ThumbnailDepthURL,
 		InitialCameraPosition: d.InitialCameraPosition, InitialCameraRotation: d.InitialCameraRotation,
@@ -70,7 +70,7 @@ func (a *Activities) FinalizeClone(ctx context.Context, in contract.FinalizeClon
 		row.RenditionPrefix = objectkeys.RenditionFolder(job.IntegrationID, job.OwnerID, job.ID)
 	}
 	create := scenerow.Create(tx.Scene, row).SetAllowEmbed(d.AllowEmbed).SetAllowComments(d.AllowComments).
-		SetAllowReactions(d.AllowReactions).SetAllowClone(false).SetClonedFromID(job.SourceSceneID).SetHoldsSplatSlot(false)
+		SetAllowReactions(d.AllowReactions).SetAllowClone(false).SetClonedFromID(job.SourceSplatID).SetHoldsSplatSlot(false)
 	sc, err := create.Save(ctx)
 	if err != nil {
 		return contract.FinalizeCloneResult{}, fmt.Errorf("creating the clone %s: %w", job.ID, err)
@@ -86,7 +86,7 @@ func (a *Activities) FinalizeClone(ctx context.Context, in contract.FinalizeClon
 		return contract.FinalizeCloneResult{}, err
 	}
 	if err := a.Events.Emit(ctx, tx, &hooks, job.IntegrationID, events.CloneSucceeded, events.Value(events.CloneSucceededData{
-		JobID: cloneJobID(ctx), SplatID: job.ID, SourceSplatID: job.SourceSceneID})); err != nil {
+		JobID: cloneJobID(ctx), SplatID: job.ID, SourceSplatID: job.SourceSplatID})); err != nil {
 		return contract.FinalizeCloneResult{}, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -138,13 +138,13 @@ func cloneJobID(ctx context.Context) string {
 // means the bytes were released already (or went with a deleted customer), so a retry is
 // harmless. A job that became a scene is never undone.
 func (a *Activities) RollbackClone(ctx context.Context, in contract.RollbackCloneInput) (contract.RollbackCloneResult, error) {
-	if in.JobID == "" || in.IntegrationID == "" || in.OwnerRecordID == "" {
+	if in.SplatID == "" || in.IntegrationID == "" || in.OwnerID == "" {
 		return contract.RollbackCloneResult{}, badInput("RollbackClone: job, integration and owner are required")
 	}
-	if n, err := a.Ent.Scene.Query().Where(scene.ID(in.JobID)).Count(ctx); err != nil || n > 0 {
+	if n, err := a.Ent.Scene.Query().Where(scene.ID(in.SplatID)).Count(ctx); err != nil || n > 0 {
 		return contract.RollbackCloneResult{}, err
 	}
-	del, err := a.DeleteObjects(ctx, contract.DeleteObjectsInput{Prefixes: []string{objectkeys.CloneFolder(in.IntegrationID, in.OwnerRecordID, in.JobID)}})
+	del, err := a.DeleteObjects(ctx, contract.DeleteObjectsInput{Prefixes: []string{objectkeys.CloneFolder(in.IntegrationID, in.OwnerID, in.SplatID)}})
 	if err != nil {
 		return contract.RollbackCloneResult{}, err
 	}
@@ -154,22 +154,22 @@ func (a *Activities) RollbackClone(ctx context.Context, in contract.RollbackClon
 		return out, err
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
-	if _, err := tx.ExternalUser.Query().Where(externaluser.ID(in.OwnerRecordID)).ForUpdate().Only(ctx); err != nil && !ent.IsNotFound(err) {
-		return out, fmt.Errorf("locking customer %s: %w", in.OwnerRecordID, err)
+	if _, err := tx.ExternalUser.Query().Where(externaluser.ID(in.OwnerID)).ForUpdate().Only(ctx); err != nil && !ent.IsNotFound(err) {
+		return out, fmt.Errorf("locking customer %s: %w", in.OwnerID, err)
 	}
 	// clone.failed is recorded once per job (EmitOnce, keyed by the job), whichever attempt of
 	// the rollback commits first.
 	var hooks events.Batch
-	failed := func(sourceSceneID string) error {
+	failed := func(sourceSplatID string) error {
 		msg := in.Message
 		if msg == "" {
 			msg = contract.CloneFailedMessage
 		}
 		jobID := cloneJobID(ctx)
-		return a.Events.EmitOnce(ctx, tx, &hooks, "clone.failed/"+in.JobID+"/"+jobID, in.IntegrationID, events.CloneFailed,
-			events.Value(events.CloneFailedData{JobID: jobID, SourceSplatID: sourceSceneID, Message: msg}))
+		return a.Events.EmitOnce(ctx, tx, &hooks, "clone.failed/"+in.SplatID+"/"+jobID, in.IntegrationID, events.CloneFailed,
+			events.Value(events.CloneFailedData{JobID: jobID, SourceSplatID: sourceSplatID, Message: msg}))
 	}
-	job, err := tx.CloneJob.Query().Where(clonejob.ID(in.JobID)).ForUpdate().Only(ctx)
+	job, err := tx.CloneJob.Query().Where(clonejob.ID(in.SplatID)).ForUpdate().Only(ctx)
 	if ent.IsNotFound(err) {
 		// Nothing was reserved (the job failed before it could) or an earlier attempt
 		// released it: the job is rolled back either way.
@@ -184,19 +184,19 @@ func (a *Activities) RollbackClone(ctx context.Context, in contract.RollbackClon
 		return out, nil
 	}
 	if err != nil {
-		return out, fmt.Errorf("locking clone job %s: %w", in.JobID, err)
+		return out, fmt.Errorf("locking clone job %s: %w", in.SplatID, err)
 	}
 	if err := quota.Release(ctx, tx, job.OwnerID, job.AccountID, quota.Charge{Bytes: job.Bytes}); err != nil {
-		return out, fmt.Errorf("releasing clone job %s: %w", in.JobID, err)
+		return out, fmt.Errorf("releasing clone job %s: %w", in.SplatID, err)
 	}
 	if err := tx.CloneJob.DeleteOneID(job.ID).Exec(ctx); err != nil {
-		return out, fmt.Errorf("deleting clone job %s: %w", in.JobID, err)
+		return out, fmt.Errorf("deleting clone job %s: %w", in.SplatID, err)
 	}
-	if err := failed(job.SourceSceneID); err != nil {
+	if err := failed(job.SourceSplatID); err != nil {
 		return out, err
 	}
 	if err := tx.Commit(); err != nil {
-		return out, fmt.Errorf("committing the rollback of clone job %s: %w", in.JobID, err)
+		return out, fmt.Errorf("committing the rollback of clone job %s: %w", in.SplatID, err)
 	}
 	a.Events.Flush(ctx, &hooks)
 	out.Released = job.Bytes

@@ -24,7 +24,7 @@ import (
 
 // planClone builds the new scene's draft and the copy plan from the source row.
 func (a *Activities) planClone(src *ent.Scene, remix bool, in contract.PrepareCloneInput) (*schema.CloneDraft, contract.ClonePlan, error) {
-	dst := objectkeys.CloneFolder(in.IntegrationID, in.OwnerRecordID, in.JobID)
+	dst := objectkeys.CloneFolder(in.IntegrationID, in.OwnerID, in.SplatID)
 	var plan contract.ClonePlan
 	mapped := map[string]string{} // source key → copy key, for URL rewriting
 	add := func(key string) (string, error) {

@@ -70,7 +70,7 @@ func TestPlanCloneRewritesEveryURL(t *testing.T) {
 		AllowEmbed: true, AllowComments: false, AllowReactions: true, AllowClone: true,
 		LevelData: map[string]any{"audio": []any{"http://s3/bucket/" + src + "audio/t3/wind.mp3", "https://cdn.example/x.mp3"},
 			"camera": map[string]any{"fov": 60.0}, "tile": "http://s3/bucket/" + lod + "/0/1.webp"}}
-	in := contract.PrepareCloneInput{JobID: cloneJob, IntegrationID: cloneInt, OwnerRecordID: cloneOwner, ClonedAt: time.Date(2026, 11, 2, 3, 4, 5, 0, time.UTC)}
+	in := contract.PrepareCloneInput{SplatID: cloneJob, IntegrationID: cloneInt, OwnerID: cloneOwner, ClonedAt: time.Date(2026, 11, 2, 3, 4, 5, 0, time.UTC)}
 	dst := "http://s3/bucket/" + objectkeys.CloneFolder(cloneInt, cloneOwner, cloneJob)
 
 	d, plan, err := a.planClone(sc, false, in)
@@ -125,7 +125,7 @@ func folderPlan(b *activitiestest.Bucket, n int) (contract.CopyCloneInput, []str
 		b.PutSized(objectkeys.Sealed(k), int64(i))
 		want = append(want, prefix+"lod-folder/t/"+k[len(srcFolder):])
 	}
-	return contract.CopyCloneInput{JobID: cloneJob, Prefix: prefix, TotalObjects: n + 1, Concurrency: 4, Plan: contract.ClonePlan{
+	return contract.CopyCloneInput{SplatID: cloneJob, Prefix: prefix, TotalObjects: n + 1, Concurrency: 4, Plan: contract.ClonePlan{
 		Objects:   []contract.ObjectCopy{{Src: "i/" + cloneInt + "/u/o/splat-images/t2/thumbnail.jpg", Dst: want[0], Size: 7}},
 		FolderSrc: srcFolder, FolderDst: prefix + "lod-folder/t/"}}, want
 }
@@ -313,7 +313,7 @@ func TestPlanCloneCopiesLevelDataAudioInEveryURLForm(t *testing.T) {
 	a := &Activities{AssetBase: "http://s3/bucket", PublicBase: "https://gw.example"}
 	src := "i/" + cloneInt + "/u/o/"
 	audioKey := src + "a/t4/audio.mp3"
-	in := contract.PrepareCloneInput{JobID: cloneJob, IntegrationID: cloneInt, OwnerRecordID: cloneOwner}
+	in := contract.PrepareCloneInput{SplatID: cloneJob, IntegrationID: cloneInt, OwnerID: cloneOwner}
 	dst := objectkeys.CloneFolder(cloneInt, cloneOwner, cloneJob)
 	for _, c := range []struct{ form, url, want string }{
 		{"stored", "http://s3/bucket/" + audioKey, "http://s3/bucket/" + dst + "a/t4/audio.mp3"},

@@ -76,7 +76,7 @@ func (a *Activities) PendingPurges(ctx context.Context, in contract.PendingPurge
 	rows, err := a.Ent.AssetPurge.Query().
 		Where(assetpurge.DoneAtIsNil(), assetpurge.CreatedAtLT(time.Now().Add(-in.MinAge))).
 		Order(ent.Asc(assetpurge.FieldCreatedAt)).Limit(in.Limit).
-		Select(assetpurge.FieldID, assetpurge.FieldIntegrationID, assetpurge.FieldOwnerRecordID, assetpurge.FieldExternalUserID,
+		Select(assetpurge.FieldID, assetpurge.FieldIntegrationID, assetpurge.FieldOwnerID, assetpurge.FieldExternalUserID,
 			assetpurge.FieldKind, assetpurge.FieldSceneID).
 		All(ctx)
 	if err != nil {
@@ -85,7 +85,7 @@ func (a *Activities) PendingPurges(ctx context.Context, in contract.PendingPurge
 	out := contract.PendingPurgesResult{Purges: make([]contract.PendingPurge, len(rows))}
 	for i, r := range rows {
 		out.Purges[i] = contract.PendingPurge{PurgeID: r.ID, IntegrationID: r.IntegrationID,
-			OwnerRecordID: r.OwnerRecordID, ExternalUserID: r.ExternalUserID, Kind: string(r.Kind)}
+			OwnerID: r.OwnerID, ExternalUserID: r.ExternalUserID, Kind: string(r.Kind)}
 		if r.SceneID != nil {
 			out.Purges[i].SceneID = *r.SceneID
 		}
@@ -134,7 +134,7 @@ func (a *Activities) ClaimUploads(ctx context.Context, in contract.ClaimUploadsI
 			return out, err
 		}
 		for _, t := range tickets {
-			if t.CommittedAt != nil || t.IntegrationID != p.IntegrationID || t.OwnerID != p.OwnerRecordID {
+			if t.CommittedAt != nil || t.IntegrationID != p.IntegrationID || t.OwnerID != p.OwnerID {
 				out.Kept++
 				continue
 			}
@@ -149,7 +149,7 @@ func (a *Activities) ClaimUploads(ctx context.Context, in contract.ClaimUploadsI
 			keys, prefixes, claimed = append(keys, k...), append(prefixes, pre...), append(claimed, t.ID)
 		}
 	}
-	keys, prefixes, err = unreferenced(ctx, tx, p.OwnerRecordID, keys, prefixes)
+	keys, prefixes, err = unreferenced(ctx, tx, p.OwnerID, keys, prefixes)
 	if err != nil {
 		return out, err
 	}

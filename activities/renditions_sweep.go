@@ -91,14 +91,14 @@ func (a *Activities) emptyOrphanRendition(ctx context.Context, integrationID, ex
 	purges, err := a.Ent.AssetPurge.Query().Where(assetpurge.Or(
 		assetpurge.SceneID(sceneID),
 		assetpurge.And(assetpurge.IntegrationID(integrationID), assetpurge.ExternalUserID(externalUserID)),
-	)).Select(assetpurge.FieldIntegrationID, assetpurge.FieldOwnerRecordID).All(ctx)
+	)).Select(assetpurge.FieldIntegrationID, assetpurge.FieldOwnerID).All(ctx)
 	if err != nil {
 		return 0, err
 	}
 	for _, p := range purges {
 		if p.IntegrationID == integrationID || integrationID == "" {
 			integrationID = p.IntegrationID
-			owners[p.OwnerRecordID] = true
+			owners[p.OwnerID] = true
 		}
 	}
 	live, err := a.Ent.ExternalUser.Query().Where(externaluser.IntegrationID(integrationID),

@@ -99,7 +99,7 @@ func (a *Activities) ArchivedScenes(ctx context.Context, in contract.ArchivedSce
 	}
 	out := contract.ArchivedScenesResult{Scenes: make([]contract.ArchivedScene, 0, len(rows)), Last: len(rows) < in.Limit}
 	for _, r := range rows {
-		s := contract.ArchivedScene{SceneID: r.ID, IntegrationID: r.IntegrationID, OwnerRecordID: r.OwnerID, ArchivedAt: *r.ArchivedAt}
+		s := contract.ArchivedScene{SceneID: r.ID, IntegrationID: r.IntegrationID, OwnerID: r.OwnerID, ArchivedAt: *r.ArchivedAt}
 		if r.Edges.Owner != nil {
 			s.ExternalUserID = r.Edges.Owner.ExternalUserID
 		}

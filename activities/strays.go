@@ -32,7 +32,7 @@ import (
 //     sealed copy);
 //   - a sealed folder (sealed-<upload kind>): its ticket is uncommitted (a commit in flight)
 //     or its scene exists;
-//   - clone: its scene (the job's id) or its clone job exists;
+//   - clone: its scene (the folder's id, the new scene's) or its clone job exists;
 //   - rendition: its scene exists;
 //   - anything else under i/: nothing writes it, so it goes.
 //

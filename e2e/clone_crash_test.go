@@ -74,13 +74,13 @@ func TestCloneSurvivesWorkerKill(t *testing.T) {
 	// one copy at a time keeps it running long enough to be killed in the middle.
 	queue := "clone-crash-" + ids.New()
 	first := workerProcess(t, queue, "worker-crash-1.log")
-	in := workflows.CloneInput{JobID: ids.New(), SourceSceneID: src["id"].(string), IntegrationID: a.IntegrationID,
-		AccountID: a.AccountID, OwnerRecordID: owner.ID, ExternalUserID: "crashy", ClonedAt: time.Now(),
+	in := workflows.CloneInput{SplatID: ids.New(), SourceSplatID: src["id"].(string), IntegrationID: a.IntegrationID,
+		AccountID: a.AccountID, OwnerID: owner.ID, ExternalUserID: "crashy", ClonedAt: time.Now(),
 		AbandonAfter: 10 * time.Minute, Concurrency: 1}
 	runID, err := workflows.StartClone(ctx, env.Process.Temporal, queue, in)
 	require.NoError(t, err)
 	wfID := workflows.CloneWorkflowID(a.IntegrationID, owner.ID)
-	prefix := objectkeys.CloneFolder(a.IntegrationID, owner.ID, in.JobID)
+	prefix := objectkeys.CloneFolder(a.IntegrationID, owner.ID, in.SplatID)
 	// What a client polling the job sees, all along (issue 12 point 13: it went 9 490 → 0 →
 	// success after a crash; it must never go back).
 	progress := watchCloneProgress(t, wfID, runID)
@@ -109,7 +109,7 @@ func TestCloneSurvivesWorkerKill(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, st.Running, "the job finished after the restart")
 	require.NoError(t, st.Err)
-	require.Equal(t, in.JobID, st.Result.SplatID)
+	require.Equal(t, in.SplatID, st.Result.SplatID)
 	seen := progress()
 	require.NotEmpty(t, seen)
 	require.True(t, slices.IsSorted(seen), "progress never goes back across the crash: %v", seen)
@@ -119,7 +119,7 @@ func TestCloneSurvivesWorkerKill(t *testing.T) {
 	after := listKeys(t, prefix)
 	require.Len(t, after, n, "no orphan object in the job's folder")
 	srcFolder := *mustScene(t, src["id"].(string)).LodFolderKey + "/"
-	dstFolder := *mustScene(t, in.JobID).LodFolderKey + "/"
+	dstFolder := *mustScene(t, in.SplatID).LodFolderKey + "/"
 	require.True(t, strings.HasPrefix(dstFolder, prefix))
 	requireSameFolder(t, srcFolder, dstFolder, n)
 	for k, at := range atKill {
@@ -242,13 +242,13 @@ func TestCloneFinalizeRechecksTheCustomer(t *testing.T) {
 			// changes.
 			queue := "clone-recheck-" + ids.New()
 			workerProcess(t, queue, "worker-recheck-"+tc.name+".log")
-			in := workflows.CloneInput{JobID: ids.New(), SourceSceneID: src["id"].(string), IntegrationID: a.IntegrationID,
-				AccountID: a.AccountID, OwnerRecordID: owner.ID, ExternalUserID: eu, ClonedAt: time.Now(),
+			in := workflows.CloneInput{SplatID: ids.New(), SourceSplatID: src["id"].(string), IntegrationID: a.IntegrationID,
+				AccountID: a.AccountID, OwnerID: owner.ID, ExternalUserID: eu, ClonedAt: time.Now(),
 				AbandonAfter: 10 * time.Minute, Concurrency: 1}
 			runID, err := workflows.StartClone(ctx, env.Process.Temporal, queue, in)
 			require.NoError(t, err)
 			wfID := workflows.CloneWorkflowID(a.IntegrationID, owner.ID)
-			prefix := objectkeys.CloneFolder(a.IntegrationID, owner.ID, in.JobID)
+			prefix := objectkeys.CloneFolder(a.IntegrationID, owner.ID, in.SplatID)
 			require.Eventually(t, func() bool { return len(listKeys(t, prefix)) >= 20 }, time.Minute, 10*time.Millisecond,
 				"the copy starts")
 			r := do(t, "PUT", "/api/v1/external-user", a.keys(eu), tc.change(src))
@@ -269,7 +269,7 @@ func TestCloneFinalizeRechecksTheCustomer(t *testing.T) {
 				require.Equal(t, "customer", e.Extra["scope"])
 			}
 
-			n, err := env.Process.DB.Ent.Scene.Query().Where(scene.ID(in.JobID)).Count(ctx)
+			n, err := env.Process.DB.Ent.Scene.Query().Where(scene.ID(in.SplatID)).Count(ctx)
 			require.NoError(t, err)
 			require.Zero(t, n, "no clone landed")
 			n, err = env.Process.DB.Ent.CloneJob.Query().Where(clonejob.OwnerID(owner.ID)).Count(ctx)

@@ -22,8 +22,8 @@ import (
 	"github.com/splathost/splathost/workflows"
 )
 
-// customerRecordID is the record id of tn's customer eu.
-func customerRecordID(t *testing.T, tn tenant, eu string) string {
+// ownerIDOf is the owner id (the record id) of tn's customer eu.
+func ownerIDOf(t *testing.T, tn tenant, eu string) string {
 	t.Helper()
 	var id string
 	require.NoError(t, env.Process.DB.Pool.QueryRow(context.Background(),
@@ -33,11 +33,11 @@ func customerRecordID(t *testing.T, tn tenant, eu string) string {
 
 // openPurges counts the customer's asset_purges rows of kind that are not closed yet, and all of
 // them.
-func openPurges(t *testing.T, recordID, kind string) (open, all int) {
+func openPurges(t *testing.T, ownerID, kind string) (open, all int) {
 	t.Helper()
 	require.NoError(t, env.Process.DB.Pool.QueryRow(context.Background(),
-		`SELECT count(*) FILTER (WHERE done_at IS NULL), count(*) FROM asset_purges WHERE owner_record_id = $1 AND kind = $2`,
-		recordID, kind).Scan(&open, &all))
+		`SELECT count(*) FILTER (WHERE done_at IS NULL), count(*) FROM asset_purges WHERE owner_id = $1 AND kind = $2`,
+		ownerID, kind).Scan(&open, &all))
 	return open, all
 }
 
@@ -52,7 +52,7 @@ func TestRefusedConcurrentCommitsKeepTheWinnersFiles(t *testing.T) {
 	a := newTenant(t)
 	const n = 6
 	ensureCustomer(t, a, "racer", map[string]any{"maxSplats": 1})
-	recordID := customerRecordID(t, a, "racer")
+	ownerID := ownerIDOf(t, a, "racer")
 	fileURL := uploadSplat(t, a, "racer", splatBytes(4))
 	key := keyOf(t, fileURL)
 
@@ -60,7 +60,7 @@ func TestRefusedConcurrentCommitsKeepTheWinnersFiles(t *testing.T) {
 	lock, err := env.Process.DB.Pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = lock.Rollback(ctx) }()
-	_, err = lock.Exec(ctx, `SELECT 1 FROM external_users WHERE id = $1 FOR UPDATE`, recordID)
+	_, err = lock.Exec(ctx, `SELECT 1 FROM external_users WHERE id = $1 FOR UPDATE`, ownerID)
 	require.NoError(t, err)
 
 	statuses := make([]int, n)
@@ -103,7 +103,7 @@ func TestRefusedConcurrentCommitsKeepTheWinnersFiles(t *testing.T) {
 			require.Equal(t, winner, bodies[i]["splatId"], "the 409 names the winner's scene")
 		}
 	}
-	_, purges := openPurges(t, recordID, "upload")
+	_, purges := openPurges(t, ownerID, "upload")
 	require.Zero(t, purges, "no commit was refused, so no cleanup runs")
 	st := store(t)
 	require.True(t, objectExists(t, st, key), "the winner's file is still in the store")
@@ -122,18 +122,18 @@ func TestRefusedConcurrentCommitsKeepTheWinnersFiles(t *testing.T) {
 func TestRefusedCommitRemovesItsUncommittedUpload(t *testing.T) {
 	a := newTenant(t)
 	ensureCustomer(t, a, "tight", map[string]any{"limitBytes": 100})
-	recordID := customerRecordID(t, a, "tight")
+	ownerID := ownerIDOf(t, a, "tight")
 	fileURL := uploadSplat(t, a, "tight", splatBytes(4)) // 128 bytes > 100
 	r := do(t, "POST", "/api/v1/splats", a.keys("tight"), map[string]any{"title": "t", "splatUrl": fileURL})
 	requireEnvelope(t, r, 413)
 	st := store(t)
 	require.Eventually(t, func() bool {
-		open, all := openPurges(t, recordID, "upload")
+		open, all := openPurges(t, ownerID, "upload")
 		return all == 1 && open == 0 && objectGone(t, st, keyOf(t, fileURL))
 	}, eventuallyWait, 50*time.Millisecond)
 	var tickets int
 	require.NoError(t, env.Process.DB.Pool.QueryRow(context.Background(),
-		`SELECT count(*) FROM upload_tickets WHERE owner_id = $1`, recordID).Scan(&tickets))
+		`SELECT count(*) FROM upload_tickets WHERE owner_id = $1`, ownerID).Scan(&tickets))
 	require.Zero(t, tickets, "the claimed ticket is gone")
 	// A retry finds no upload: a 4xx, never a scene without its file.
 	r = do(t, "POST", "/api/v1/splats", a.keys("tight"), map[string]any{"title": "t", "splatUrl": fileURL})
@@ -293,10 +293,10 @@ func TestDeleteLODSceneAnswersAtOncePurgesEventually(t *testing.T) {
 func TestSceneDeleteRedriveFinishesForgottenPurge(t *testing.T) {
 	a := newTenant(t)
 	ensureCustomer(t, a, "crashed", nil)
-	recordID := customerRecordID(t, a, "crashed")
+	ownerID := ownerIDOf(t, a, "crashed")
 	ctx := context.Background()
 	st := store(t)
-	base := "i/" + a.IntegrationID + "/u/" + recordID
+	base := "i/" + a.IntegrationID + "/u/" + ownerID
 	key := base + "/splat_file/" + ids.New() + "/scene.splat"
 	folder := base + "/lod_folder/" + ids.New() + "/"
 	put := func(k string) {
@@ -308,20 +308,20 @@ func TestSceneDeleteRedriveFinishesForgottenPurge(t *testing.T) {
 	}
 	sceneID, scenePurge := ids.New(), ids.New()
 	_, err := env.Process.DB.Pool.Exec(ctx, `INSERT INTO asset_purges (id, created_at, updated_at, kind, integration_id,
-		owner_record_id, external_user_id, keys, prefixes, scene_id, scene_count)
+		owner_id, external_user_id, keys, prefixes, scene_id, scene_count)
 		VALUES ($1, now() - interval '5 minutes', now(), 'scene', $2, $3, 'crashed', $4, $5, $6, 1)`,
-		scenePurge, a.IntegrationID, recordID, `["`+key+`"]`, `["`+folder+`"]`, sceneID)
+		scenePurge, a.IntegrationID, ownerID, `["`+key+`"]`, `["`+folder+`"]`, sceneID)
 	require.NoError(t, err)
 
 	// A refused commit's upload: an uncommitted ticket and its object.
 	fileURL := uploadSplat(t, a, "crashed", splatBytes(1))
 	var ticketID string
-	require.NoError(t, env.Process.DB.Pool.QueryRow(ctx, `SELECT id FROM upload_tickets WHERE owner_id = $1`, recordID).Scan(&ticketID))
+	require.NoError(t, env.Process.DB.Pool.QueryRow(ctx, `SELECT id FROM upload_tickets WHERE owner_id = $1`, ownerID).Scan(&ticketID))
 	uploadPurge := ids.New()
 	_, err = env.Process.DB.Pool.Exec(ctx, `INSERT INTO asset_purges (id, created_at, updated_at, kind, integration_id,
-		owner_record_id, external_user_id, ticket_ids)
+		owner_id, external_user_id, ticket_ids)
 		VALUES ($1, now() - interval '5 minutes', now(), 'upload', $2, $3, 'crashed', $4)`,
-		uploadPurge, a.IntegrationID, recordID, `["`+ticketID+`"]`)
+		uploadPurge, a.IntegrationID, ownerID, `["`+ticketID+`"]`)
 	require.NoError(t, err)
 
 	run, err := env.Process.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
@@ -333,8 +333,8 @@ func TestSceneDeleteRedriveFinishesForgottenPurge(t *testing.T) {
 		return objectGone(t, st, key) && len(objectsUnder(t, st, folder)) == 0 && objectGone(t, st, keyOf(t, fileURL))
 	}, eventuallyWait, 50*time.Millisecond)
 	require.Eventually(t, func() bool {
-		open, _ := openPurges(t, recordID, "scene")
-		openU, _ := openPurges(t, recordID, "upload")
+		open, _ := openPurges(t, ownerID, "scene")
+		openU, _ := openPurges(t, ownerID, "upload")
 		return open == 0 && openU == 0
 	}, eventuallyWait, 50*time.Millisecond)
 	var deleted int
@@ -349,20 +349,20 @@ func TestSceneDeleteRedriveFinishesForgottenPurge(t *testing.T) {
 func TestUploadPurgeNeverDeletesWhatAScenesNames(t *testing.T) {
 	a := newTenant(t)
 	sc := commitScene(t, a, "keeper", 2)
-	recordID := customerRecordID(t, a, "keeper")
+	ownerID := ownerIDOf(t, a, "keeper")
 	live := keyOf(t, sc["splatUrl"].(string))
 	var committed string
 	ctx := context.Background()
 	require.NoError(t, env.Process.DB.Pool.QueryRow(ctx, `SELECT id FROM upload_tickets WHERE scene_id = $1`, sc["id"]).Scan(&committed))
-	stray := "i/" + a.IntegrationID + "/u/" + recordID + "/splat_images/" + ids.New() + "/depth.png"
+	stray := "i/" + a.IntegrationID + "/u/" + ownerID + "/splat_images/" + ids.New() + "/depth.png"
 	st := store(t)
 	_, err := st.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(stray), Body: strings.NewReader("x")})
 	require.NoError(t, err)
 	purgeID := ids.New()
 	_, err = env.Process.DB.Pool.Exec(ctx, `INSERT INTO asset_purges (id, created_at, updated_at, kind, integration_id,
-		owner_record_id, external_user_id, keys, ticket_ids)
+		owner_id, external_user_id, keys, ticket_ids)
 		VALUES ($1, now(), now(), 'upload', $2, $3, 'keeper', $4, $5)`,
-		purgeID, a.IntegrationID, recordID, `["`+live+`", "`+stray+`"]`, `["`+committed+`"]`)
+		purgeID, a.IntegrationID, ownerID, `["`+live+`", "`+stray+`"]`, `["`+committed+`"]`)
 	require.NoError(t, err)
 	in := workflows.AssetPurgeInput{PurgeID: purgeID, Kind: workflows.PurgeKindUpload, IntegrationID: a.IntegrationID, ExternalUserID: "keeper"}
 	run, err := workflows.StartAssetPurge(ctx, env.Process.Temporal, env.Config.TaskQueue, in)

@@ -85,12 +85,12 @@ func searchAttribute(t *testing.T, d *workflowservice.DescribeWorkflowExecutionR
 
 // purgeClosed reports whether the customer's outbox row is closed, and how many objects it
 // recorded.
-func purgeClosed(t *testing.T, recordID string) (bool, int) {
+func purgeClosed(t *testing.T, ownerID string) (bool, int) {
 	t.Helper()
 	var open, deleted int
 	require.NoError(t, env.Process.DB.Pool.QueryRow(context.Background(),
 		`SELECT count(*) FILTER (WHERE done_at IS NULL), coalesce(sum(deleted_objects), 0) FROM asset_purges
-		 WHERE owner_record_id = $1`, recordID).Scan(&open, &deleted))
+		 WHERE owner_id = $1`, ownerID).Scan(&open, &deleted))
 	return open == 0, deleted
 }
 
@@ -128,7 +128,7 @@ func TestDeleteCustomerCascadesAndPurgesAssets(t *testing.T) {
 	require.Equal(t, "active", rec["billingState"])
 	require.EqualValues(t, 0, rec["usedBytes"])
 	require.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`, rec["deletedAt"])
-	recordID := rec["id"].(string)
+	ownerID := rec["id"].(string)
 
 	// The soft-deleted record stays readable, reporting 'deleted'.
 	g := do(t, "GET", "/api/v1/external-user", a.keys("leaver"), nil)
@@ -152,12 +152,12 @@ func TestDeleteCustomerCascadesAndPurgesAssets(t *testing.T) {
 	for _, k := range keys {
 		require.Eventually(t, func() bool { return objectGone(t, st, k) }, 30*time.Second, 50*time.Millisecond, k)
 	}
-	require.Eventually(t, func() bool { done, _ := purgeClosed(t, recordID); return done }, 30*time.Second, 50*time.Millisecond)
-	_, deleted := purgeClosed(t, recordID)
+	require.Eventually(t, func() bool { done, _ := purgeClosed(t, ownerID); return done }, 30*time.Second, 50*time.Millisecond)
+	_, deleted := purgeClosed(t, ownerID)
 	require.Equal(t, 6, deleted, "three files, each its upload key and its sealed copy")
 
 	// It is visible in Temporal under its business id, with the search attributes.
-	wid := workflows.PurgeWorkflowID(a.IntegrationID, recordID)
+	wid := workflows.PurgeWorkflowID(a.IntegrationID, ownerID)
 	ctx := context.Background()
 	require.Eventually(t, func() bool {
 		d, err := env.Process.Temporal.DescribeWorkflowExecution(ctx, wid, "")
@@ -257,22 +257,22 @@ func lodType(p string) string {
 func TestPurgeRedriveStartsForgottenPurges(t *testing.T) {
 	a := newTenant(t)
 	ensureCustomer(t, a, "crashed", nil)
-	var recordID string
+	var ownerID string
 	ctx := context.Background()
 	require.NoError(t, env.Process.DB.Pool.QueryRow(ctx, `SELECT id FROM external_users WHERE integration_id = $1 AND external_user_id = 'crashed'`,
-		a.IntegrationID).Scan(&recordID))
+		a.IntegrationID).Scan(&ownerID))
 	st := store(t)
-	key := "i/" + a.IntegrationID + "/u/" + recordID + "/splat_file/" + ids.New() + "/scene.splat"
-	folder := "i/" + a.IntegrationID + "/u/" + recordID + "/lod_folder/" + ids.New() + "/"
+	key := "i/" + a.IntegrationID + "/u/" + ownerID + "/splat_file/" + ids.New() + "/scene.splat"
+	folder := "i/" + a.IntegrationID + "/u/" + ownerID + "/lod_folder/" + ids.New() + "/"
 	for _, k := range []string{key, folder + "lod-meta.json", folder + "0_0/means_l.webp"} {
 		_, err := st.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(k), Body: strings.NewReader("x")})
 		require.NoError(t, err)
 	}
 	purgeID := ids.New()
 	_, err := env.Process.DB.Pool.Exec(ctx, `INSERT INTO asset_purges (id, created_at, updated_at, integration_id,
-		owner_record_id, external_user_id, keys, prefixes, scene_count)
+		owner_id, external_user_id, keys, prefixes, scene_count)
 		VALUES ($1, now() - interval '5 minutes', now(), $2, $3, 'crashed', $4, $5, 2)`,
-		purgeID, a.IntegrationID, recordID, `["`+key+`"]`, `["`+folder+`"]`)
+		purgeID, a.IntegrationID, ownerID, `["`+key+`"]`, `["`+folder+`"]`)
 	require.NoError(t, err)
 
 	run, err := env.Process.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
@@ -284,8 +284,8 @@ func TestPurgeRedriveStartsForgottenPurges(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return objectGone(t, st, key) && len(objectsUnder(t, st, folder)) == 0
 	}, 30*time.Second, 50*time.Millisecond)
-	require.Eventually(t, func() bool { done, _ := purgeClosed(t, recordID); return done }, 30*time.Second, 50*time.Millisecond)
-	_, deleted := purgeClosed(t, recordID)
+	require.Eventually(t, func() bool { done, _ := purgeClosed(t, ownerID); return done }, 30*time.Second, 50*time.Millisecond)
+	_, deleted := purgeClosed(t, ownerID)
 	require.Equal(t, 3, deleted)
 }
 

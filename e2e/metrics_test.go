@@ -77,7 +77,7 @@ func TestMetrics(t *testing.T) {
 		return after[`splathost_views_ingested_total`] > before[`splathost_views_ingested_total`]
 	}, eventuallyWait, 200*time.Millisecond)
 	rose(after, `splathost_http_requests_total{method="POST", route="/api/v1/splats", service="gateway", status="201"}`)
-	rose(after, `splathost_http_requests_total{method="POST", route="/api/v1/splats/:id/clone", service="gateway", status="413"}`)
+	rose(after, `splathost_http_requests_total{method="POST", route="/api/v1/splats/:splatId/clone", service="gateway", status="413"}`)
 	rose(after, `splathost_http_requests_total{method="GET", route="/metrics", service="gateway", status="401"}`)
 	rose(after, `splathost_quota_rejections_total{dimension="storageBytes", scope="customer"}`)
 	rose(after, `splathost_clone_jobs_total{state="started"}`)

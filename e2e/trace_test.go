@@ -32,7 +32,7 @@ func TestTraceFollowsACloneIntoTheWorkflow(t *testing.T) {
 	h["traceparent"] = "00-" + hex.EncodeToString(tid[:]) + "-" + hex.EncodeToString(parent[:]) + "-01"
 	requireCloneSuccess(t, do(t, "POST", clonePath(src["id"].(string)), h, nil), 201, src)
 
-	want := []string{"POST /api/v1/splats/:id/clone", "StartWorkflow:CloneScene", "RunWorkflow:CloneScene",
+	want := []string{"POST /api/v1/splats/:splatId/clone", "StartWorkflow:CloneScene", "RunWorkflow:CloneScene",
 		"StartActivity:PrepareClone", "RunActivity:PrepareClone", "RunActivity:CopyCloneObjects", "RunActivity:FinalizeClone"}
 	var spans []sdktrace.ReadOnlySpan
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -52,7 +52,7 @@ func TestTraceFollowsACloneIntoTheWorkflow(t *testing.T) {
 	}
 	for _, s := range spans {
 		require.True(t, ids[s.Parent().SpanID()], "%s hangs off a span of the same trace", s.Name())
-		if s.Name() == "POST /api/v1/splats/:id/clone" {
+		if s.Name() == "POST /api/v1/splats/:splatId/clone" {
 			require.Equal(t, parent, s.Parent().SpanID(), "the server span continues the caller's span")
 		}
 	}

@@ -26,8 +26,8 @@ type AssetPurge struct {
 	IntegrationID string `json:"integration_id,omitempty"`
 	// Kind holds the value of the "kind" field.
 	Kind assetpurge.Kind `json:"kind,omitempty"`
-	// OwnerRecordID holds the value of the "owner_record_id" field.
-	OwnerRecordID string `json:"owner_record_id,omitempty"`
+	// OwnerID holds the value of the "owner_id" field.
+	OwnerID string `json:"owner_id,omitempty"`
 	// ExternalUserID holds the value of the "external_user_id" field.
 	ExternalUserID string `json:"external_user_id,omitempty"`
 	// Keys holds the value of the "keys" field.
@@ -60,7 +60,7 @@ func (*AssetPurge) scanValues(columns []string) ([]any, error) {
 			values[i] = new([]byte)
 		case assetpurge.FieldSceneCount, assetpurge.FieldDeletedObjects:
 			values[i] = new(sql.NullInt64)
-		case assetpurge.FieldID, assetpurge.FieldIntegrationID, assetpurge.FieldKind, assetpurge.FieldOwnerRecordID, assetpurge.FieldExternalUserID, assetpurge.FieldSceneID, assetpurge.FieldFailure:
+		case assetpurge.FieldID, assetpurge.FieldIntegrationID, assetpurge.FieldKind, assetpurge.FieldOwnerID, assetpurge.FieldExternalUserID, assetpurge.FieldSceneID, assetpurge.FieldFailure:
 			values[i] = new(sql.NullString)
 		case assetpurge.FieldCreatedAt, assetpurge.FieldUpdatedAt, assetpurge.FieldPreparedAt, assetpurge.FieldDoneAt:
 			values[i] = new(sql.NullTime)
@@ -109,11 +109,11 @@ func (_m *AssetPurge) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.Kind = assetpurge.Kind(value.String)
 			}
-		case assetpurge.FieldOwnerRecordID:
+		case assetpurge.FieldOwnerID:
 			if value, ok := values[i].(*sql.NullString); !ok {
-				return fmt.Errorf("unexpected type %T for field owner_record_id", values[i])
+				return fmt.Errorf("unexpected type %T for field owner_id", values[i])
 			} else if value.Valid {
-				_m.OwnerRecordID = value.String
+				_m.OwnerID = value.String
 			}
 		case assetpurge.FieldExternalUserID:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -233,8 +233,8 @@ func (_m *AssetPurge) String() string {
 	builder.WriteString("kind=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Kind))
 	builder.WriteString(", ")
-	builder.WriteString("owner_record_id=")
-	builder.WriteString(_m.OwnerRecordID)
+	builder.WriteString("owner_id=")
+	builder.WriteString(_m.OwnerID)
 	builder.WriteString(", ")
 	builder.WriteString("external_user_id=")
 	builder.WriteString(_m.ExternalUserID)

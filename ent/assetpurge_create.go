@@ -71,9 +71,9 @@ func (_c *AssetPurgeCreate) SetNillableKind(v *assetpurge.Kind) *AssetPurgeCreat
 	return _c
 }
 
-// SetOwnerRecordID sets the "owner_record_id" field.
-func (_c *AssetPurgeCreate) SetOwnerRecordID(v string) *AssetPurgeCreate {
-	_c.mutation.SetOwnerRecordID(v)
+// SetOwnerID sets the "owner_id" field.
+func (_c *AssetPurgeCreate) SetOwnerID(v string) *AssetPurgeCreate {
+	_c.mutation.SetOwnerID(v)
 	return _c
 }
 
@@ -284,12 +284,12 @@ func (_c *AssetPurgeCreate) check() error {
 			return &ValidationError{Name: "kind", err: fmt.Errorf(`ent: validator failed for field "AssetPurge.kind": %w`, err)}
 		}
 	}
-	if _, ok := _c.mutation.OwnerRecordID(); !ok {
-		return &ValidationError{Name: "owner_record_id", err: errors.New(`ent: missing required field "AssetPurge.owner_record_id"`)}
+	if _, ok := _c.mutation.OwnerID(); !ok {
+		return &ValidationError{Name: "owner_id", err: errors.New(`ent: missing required field "AssetPurge.owner_id"`)}
 	}
-	if v, ok := _c.mutation.OwnerRecordID(); ok {
-		if err := assetpurge.OwnerRecordIDValidator(v); err != nil {
-			return &ValidationError{Name: "owner_record_id", err: fmt.Errorf(`ent: validator failed for field "AssetPurge.owner_record_id": %w`, err)}
+	if v, ok := _c.mutation.OwnerID(); ok {
+		if err := assetpurge.OwnerIDValidator(v); err != nil {
+			return &ValidationError{Name: "owner_id", err: fmt.Errorf(`ent: validator failed for field "AssetPurge.owner_id": %w`, err)}
 		}
 	}
 	if _, ok := _c.mutation.ExternalUserID(); !ok {
@@ -368,9 +368,9 @@ func (_c *AssetPurgeCreate) createSpec() (*AssetPurge, *sqlgraph.CreateSpec) {
 		_spec.SetField(assetpurge.FieldKind, field.TypeEnum, value)
 		_node.Kind = value
 	}
-	if value, ok := _c.mutation.OwnerRecordID(); ok {
-		_spec.SetField(assetpurge.FieldOwnerRecordID, field.TypeString, value)
-		_node.OwnerRecordID = value
+	if value, ok := _c.mutation.OwnerID(); ok {
+		_spec.SetField(assetpurge.FieldOwnerID, field.TypeString, value)
+		_node.OwnerID = value
 	}
 	if value, ok := _c.mutation.ExternalUserID(); ok {
 		_spec.SetField(assetpurge.FieldExternalUserID, field.TypeString, value)
@@ -610,8 +610,8 @@ func (u *AssetPurgeUpsertOne) UpdateNewValues() *AssetPurgeUpsertOne {
 		if _, exists := u.create.mutation.Kind(); exists {
 			s.SetIgnore(assetpurge.FieldKind)
 		}
-		if _, exists := u.create.mutation.OwnerRecordID(); exists {
-			s.SetIgnore(assetpurge.FieldOwnerRecordID)
+		if _, exists := u.create.mutation.OwnerID(); exists {
+			s.SetIgnore(assetpurge.FieldOwnerID)
 		}
 		if _, exists := u.create.mutation.ExternalUserID(); exists {
 			s.SetIgnore(assetpurge.FieldExternalUserID)
@@ -988,8 +988,8 @@ func (u *AssetPurgeUpsertBulk) UpdateNewValues() *AssetPurgeUpsertBulk {
 			if _, exists := b.mutation.Kind(); exists {
 				s.SetIgnore(assetpurge.FieldKind)
 			}
-			if _, exists := b.mutation.OwnerRecordID(); exists {
-				s.SetIgnore(assetpurge.FieldOwnerRecordID)
+			if _, exists := b.mutation.OwnerID(); exists {
+				s.SetIgnore(assetpurge.FieldOwnerID)
 			}
 			if _, exists := b.mutation.ExternalUserID(); exists {
 				s.SetIgnore(assetpurge.FieldExternalUserID)

@@ -29,8 +29,8 @@ type CloneJob struct {
 	OwnerID string `json:"owner_id,omitempty"`
 	// AccountID holds the value of the "account_id" field.
 	AccountID string `json:"account_id,omitempty"`
-	// SourceSceneID holds the value of the "source_scene_id" field.
-	SourceSceneID string `json:"source_scene_id,omitempty"`
+	// SourceSplatID holds the value of the "source_splat_id" field.
+	SourceSplatID string `json:"source_splat_id,omitempty"`
 	// Bytes holds the value of the "bytes" field.
 	Bytes int64 `json:"bytes,omitempty"`
 	// TotalObjects holds the value of the "total_objects" field.
@@ -51,7 +51,7 @@ func (*CloneJob) scanValues(columns []string) ([]any, error) {
 			values[i] = new([]byte)
 		case clonejob.FieldBytes, clonejob.FieldTotalObjects:
 			values[i] = new(sql.NullInt64)
-		case clonejob.FieldID, clonejob.FieldIntegrationID, clonejob.FieldOwnerID, clonejob.FieldAccountID, clonejob.FieldSourceSceneID:
+		case clonejob.FieldID, clonejob.FieldIntegrationID, clonejob.FieldOwnerID, clonejob.FieldAccountID, clonejob.FieldSourceSplatID:
 			values[i] = new(sql.NullString)
 		case clonejob.FieldCreatedAt, clonejob.FieldUpdatedAt:
 			values[i] = new(sql.NullTime)
@@ -106,11 +106,11 @@ func (_m *CloneJob) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.AccountID = value.String
 			}
-		case clonejob.FieldSourceSceneID:
+		case clonejob.FieldSourceSplatID:
 			if value, ok := values[i].(*sql.NullString); !ok {
-				return fmt.Errorf("unexpected type %T for field source_scene_id", values[i])
+				return fmt.Errorf("unexpected type %T for field source_splat_id", values[i])
 			} else if value.Valid {
-				_m.SourceSceneID = value.String
+				_m.SourceSplatID = value.String
 			}
 		case clonejob.FieldBytes:
 			if value, ok := values[i].(*sql.NullInt64); !ok {
@@ -191,8 +191,8 @@ func (_m *CloneJob) String() string {
 	builder.WriteString("account_id=")
 	builder.WriteString(_m.AccountID)
 	builder.WriteString(", ")
-	builder.WriteString("source_scene_id=")
-	builder.WriteString(_m.SourceSceneID)
+	builder.WriteString("source_splat_id=")
+	builder.WriteString(_m.SourceSplatID)
 	builder.WriteString(", ")
 	builder.WriteString("bytes=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Bytes))

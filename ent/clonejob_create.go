@@ -71,9 +71,9 @@ func (_c *CloneJobCreate) SetAccountID(v string) *CloneJobCreate {
 	return _c
 }
 
-// SetSourceSceneID sets the "source_scene_id" field.
-func (_c *CloneJobCreate) SetSourceSceneID(v string) *CloneJobCreate {
-	_c.mutation.SetSourceSceneID(v)
+// SetSourceSplatID sets the "source_splat_id" field.
+func (_c *CloneJobCreate) SetSourceSplatID(v string) *CloneJobCreate {
+	_c.mutation.SetSourceSplatID(v)
 	return _c
 }
 
@@ -196,12 +196,12 @@ func (_c *CloneJobCreate) check() error {
 			return &ValidationError{Name: "account_id", err: fmt.Errorf(`ent: validator failed for field "CloneJob.account_id": %w`, err)}
 		}
 	}
-	if _, ok := _c.mutation.SourceSceneID(); !ok {
-		return &ValidationError{Name: "source_scene_id", err: errors.New(`ent: missing required field "CloneJob.source_scene_id"`)}
+	if _, ok := _c.mutation.SourceSplatID(); !ok {
+		return &ValidationError{Name: "source_splat_id", err: errors.New(`ent: missing required field "CloneJob.source_splat_id"`)}
 	}
-	if v, ok := _c.mutation.SourceSceneID(); ok {
-		if err := clonejob.SourceSceneIDValidator(v); err != nil {
-			return &ValidationError{Name: "source_scene_id", err: fmt.Errorf(`ent: validator failed for field "CloneJob.source_scene_id": %w`, err)}
+	if v, ok := _c.mutation.SourceSplatID(); ok {
+		if err := clonejob.SourceSplatIDValidator(v); err != nil {
+			return &ValidationError{Name: "source_splat_id", err: fmt.Errorf(`ent: validator failed for field "CloneJob.source_splat_id": %w`, err)}
 		}
 	}
 	if _, ok := _c.mutation.Bytes(); !ok {
@@ -287,9 +287,9 @@ func (_c *CloneJobCreate) createSpec() (*CloneJob, *sqlgraph.CreateSpec) {
 		_spec.SetField(clonejob.FieldAccountID, field.TypeString, value)
 		_node.AccountID = value
 	}
-	if value, ok := _c.mutation.SourceSceneID(); ok {
-		_spec.SetField(clonejob.FieldSourceSceneID, field.TypeString, value)
-		_node.SourceSceneID = value
+	if value, ok := _c.mutation.SourceSplatID(); ok {
+		_spec.SetField(clonejob.FieldSourceSplatID, field.TypeString, value)
+		_node.SourceSplatID = value
 	}
 	if value, ok := _c.mutation.Bytes(); ok {
 		_spec.SetField(clonejob.FieldBytes, field.TypeInt64, value)
@@ -400,8 +400,8 @@ func (u *CloneJobUpsertOne) UpdateNewValues() *CloneJobUpsertOne {
 		if _, exists := u.create.mutation.AccountID(); exists {
 			s.SetIgnore(clonejob.FieldAccountID)
 		}
-		if _, exists := u.create.mutation.SourceSceneID(); exists {
-			s.SetIgnore(clonejob.FieldSourceSceneID)
+		if _, exists := u.create.mutation.SourceSplatID(); exists {
+			s.SetIgnore(clonejob.FieldSourceSplatID)
 		}
 		if _, exists := u.create.mutation.Bytes(); exists {
 			s.SetIgnore(clonejob.FieldBytes)
@@ -655,8 +655,8 @@ func (u *CloneJobUpsertBulk) UpdateNewValues() *CloneJobUpsertBulk {
 			if _, exists := b.mutation.AccountID(); exists {
 				s.SetIgnore(clonejob.FieldAccountID)
 			}
-			if _, exists := b.mutation.SourceSceneID(); exists {
-				s.SetIgnore(clonejob.FieldSourceSceneID)
+			if _, exists := b.mutation.SourceSplatID(); exists {
+				s.SetIgnore(clonejob.FieldSourceSplatID)
 			}
 			if _, exists := b.mutation.Bytes(); exists {
 				s.SetIgnore(clonejob.FieldBytes)

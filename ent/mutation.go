@@ -1082,7 +1082,7 @@ type AssetPurgeMutation struct {
 	updated_at         *time.Time
 	integration_id     *string
 	kind               *assetpurge.Kind
-	owner_record_id    *string
+	owner_id           *string
 	external_user_id   *string
 	keys               *[]string
 	appendkeys         []string
@@ -1352,40 +1352,40 @@ func (m *AssetPurgeMutation) ResetKind() {
 	m.kind = nil
 }
 
-// SetOwnerRecordID sets the "owner_record_id" field.
-func (m *AssetPurgeMutation) SetOwnerRecordID(s string) {
-	m.owner_record_id = &s
+// SetOwnerID sets the "owner_id" field.
+func (m *AssetPurgeMutation) SetOwnerID(s string) {
+	m.owner_id = &s
 }
 
-// OwnerRecordID returns the value of the "owner_record_id" field in the mutation.
-func (m *AssetPurgeMutation) OwnerRecordID() (r string, exists bool) {
-	v := m.owner_record_id
+// OwnerID returns the value of the "owner_id" field in the mutation.
+func (m *AssetPurgeMutation) OwnerID() (r string, exists bool) {
+	v := m.owner_id
 	if v == nil {
 		return
 	}
 	return *v, true
 }
 
-// OldOwnerRecordID returns the old "owner_record_id" field's value of the AssetPurge entity.
+// OldOwnerID returns the old "owner_id" field's value of the AssetPurge entity.
 // If the AssetPurge object wasn't provided to the builder, the object is fetched from the database.
 // An error is returned if the mutation operation is not UpdateOne, or the database query fails.
-func (m *AssetPurgeMutation) OldOwnerRecordID(ctx context.Context) (v string, err error) {
+func (m *AssetPurgeMutation) OldOwnerID(ctx context.Context) (v string, err error) {
 	if !m.op.Is(OpUpdateOne) {
-		return v, errors.New("OldOwnerRecordID is only allowed on UpdateOne operations")
+		return v, errors.New("OldOwnerID is only allowed on UpdateOne operations")
 	}
 	if m.id == nil || m.oldValue == nil {
-		return v, errors.New("OldOwnerRecordID requires an ID field in the mutation")
+		return v, errors.New("OldOwnerID requires an ID field in the mutation")
 	}
 	oldValue, err := m.oldValue(ctx)
 	if err != nil {
-		return v, fmt.Errorf("querying old value for OldOwnerRecordID: %w", err)
+		return v, fmt.Errorf("querying old value for OldOwnerID: %w", err)
 	}
-	return oldValue.OwnerRecordID, nil
+	return oldValue.OwnerID, nil
 }
 
-// ResetOwnerRecordID resets all changes to the "owner_record_id" field.
-func (m *AssetPurgeMutation) ResetOwnerRecordID() {
-	m.owner_record_id = nil
+// ResetOwnerID resets all changes to the "owner_id" field.
+func (m *AssetPurgeMutation) ResetOwnerID() {
+	m.owner_id = nil
 }
 
 // SetExternalUserID sets the "external_user_id" field.
@@ -1974,8 +1974,8 @@ func (m *AssetPurgeMutation) Fields() []string {
 	if m.kind != nil {
 		fields = append(fields, assetpurge.FieldKind)
 	}
-	if m.owner_record_id != nil {
-		fields = append(fields, assetpurge.FieldOwnerRecordID)
+	if m.owner_id != nil {
+		fields = append(fields, assetpurge.FieldOwnerID)
 	}
 	if m.external_user_id != nil {
 		fields = append(fields, assetpurge.FieldExternalUserID)
@@ -2023,8 +2023,8 @@ func (m *AssetPurgeMutation) Field(name string) (ent.Value, bool) {
 		return m.IntegrationID()
 	case assetpurge.FieldKind:
 		return m.Kind()
-	case assetpurge.FieldOwnerRecordID:
-		return m.OwnerRecordID()
+	case assetpurge.FieldOwnerID:
+		return m.OwnerID()
 	case assetpurge.FieldExternalUserID:
 		return m.ExternalUserID()
 	case assetpurge.FieldKeys:
@@ -2062,8 +2062,8 @@ func (m *AssetPurgeMutation) OldField(ctx context.Context, name string) (ent.Val
 		return m.OldIntegrationID(ctx)
 	case assetpurge.FieldKind:
 		return m.OldKind(ctx)
-	case assetpurge.FieldOwnerRecordID:
-		return m.OldOwnerRecordID(ctx)
+	case assetpurge.FieldOwnerID:
+		return m.OldOwnerID(ctx)
 	case assetpurge.FieldExternalUserID:
 		return m.OldExternalUserID(ctx)
 	case assetpurge.FieldKeys:
@@ -2121,12 +2121,12 @@ func (m *AssetPurgeMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetKind(v)
 		return nil
-	case assetpurge.FieldOwnerRecordID:
+	case assetpurge.FieldOwnerID:
 		v, ok := value.(string)
 		if !ok {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
-		m.SetOwnerRecordID(v)
+		m.SetOwnerID(v)
 		return nil
 	case assetpurge.FieldExternalUserID:
 		v, ok := value.(string)
@@ -2331,8 +2331,8 @@ func (m *AssetPurgeMutation) ResetField(name string) error {
 	case assetpurge.FieldKind:
 		m.ResetKind()
 		return nil
-	case assetpurge.FieldOwnerRecordID:
-		m.ResetOwnerRecordID()
+	case assetpurge.FieldOwnerID:
+		m.ResetOwnerID()
 		return nil
 	case assetpurge.FieldExternalUserID:
 		m.ResetExternalUserID()
@@ -2427,7 +2427,7 @@ type CloneJobMutation struct {
 	integration_id   *string
 	owner_id         *string
 	account_id       *string
-	source_scene_id  *string
+	source_splat_id  *string
 	bytes            *int64
 	addbytes         *int64
 	total_objects    *int
@@ -2725,40 +2725,40 @@ func (m *CloneJobMutation) ResetAccountID() {
 	m.account_id = nil
 }
 
-// SetSourceSceneID sets the "source_scene_id" field.
-func (m *CloneJobMutation) SetSourceSceneID(s string) {
-	m.source_scene_id = &s
+// SetSourceSplatID sets the "source_splat_id" field.
+func (m *CloneJobMutation) SetSourceSplatID(s string) {
+	m.source_splat_id = &s
 }
 
-// SourceSceneID returns the value of the "source_scene_id" field in the mutation.
-func (m *CloneJobMutation) SourceSceneID() (r string, exists bool) {
-	v := m.source_scene_id
+// SourceSplatID returns the value of the "source_splat_id" field in the mutation.
+func (m *CloneJobMutation) SourceSplatID() (r string, exists bool) {
+	v := m.source_splat_id
 	if v == nil {
 		return
 	}
 	return *v, true
 }
 
-// OldSourceSceneID returns the old "source_scene_id" field's value of the CloneJob entity.
+// OldSourceSplatID returns the old "source_splat_id" field's value of the CloneJob entity.
 // If the CloneJob object wasn't provided to the builder, the object is fetched from the database.
 // An error is returned if the mutation operation is not UpdateOne, or the database query fails.
-func (m *CloneJobMutation) OldSourceSceneID(ctx context.Context) (v string, err error) {
+func (m *CloneJobMutation) OldSourceSplatID(ctx context.Context) (v string, err error) {
 	if !m.op.Is(OpUpdateOne) {
-		return v, errors.New("OldSourceSceneID is only allowed on UpdateOne operations")
+		return v, errors.New("OldSourceSplatID is only allowed on UpdateOne operations")
 	}
 	if m.id == nil || m.oldValue == nil {
-		return v, errors.New("OldSourceSceneID requires an ID field in the mutation")
+		return v, errors.New("OldSourceSplatID requires an ID field in the mutation")
 	}
 	oldValue, err := m.oldValue(ctx)
 	if err != nil {
-		return v, fmt.Errorf("querying old value for OldSourceSceneID: %w", err)
+		return v, fmt.Errorf("querying old value for OldSourceSplatID: %w", err)
 	}
-	return oldValue.SourceSceneID, nil
+	return oldValue.SourceSplatID, nil
 }
 
-// ResetSourceSceneID resets all changes to the "source_scene_id" field.
-func (m *CloneJobMutation) ResetSourceSceneID() {
-	m.source_scene_id = nil
+// ResetSourceSplatID resets all changes to the "source_splat_id" field.
+func (m *CloneJobMutation) ResetSourceSplatID() {
+	m.source_splat_id = nil
 }
 
 // SetBytes sets the "bytes" field.
@@ -3010,8 +3010,8 @@ func (m *CloneJobMutation) Fields() []string {
 	if m.account_id != nil {
 		fields = append(fields, clonejob.FieldAccountID)
 	}
-	if m.source_scene_id != nil {
-		fields = append(fields, clonejob.FieldSourceSceneID)
+	if m.source_splat_id != nil {
+		fields = append(fields, clonejob.FieldSourceSplatID)
 	}
 	if m.bytes != nil {
 		fields = append(fields, clonejob.FieldBytes)
@@ -3043,8 +3043,8 @@ func (m *CloneJobMutation) Field(name string) (ent.Value, bool) {
 		return m.OwnerID()
 	case clonejob.FieldAccountID:
 		return m.AccountID()
-	case clonejob.FieldSourceSceneID:
-		return m.SourceSceneID()
+	case clonejob.FieldSourceSplatID:
+		return m.SourceSplatID()
 	case clonejob.FieldBytes:
 		return m.Bytes()
 	case clonejob.FieldTotalObjects:
@@ -3072,8 +3072,8 @@ func (m *CloneJobMutation) OldField(ctx context.Context, name string) (ent.Value
 		return m.OldOwnerID(ctx)
 	case clonejob.FieldAccountID:
 		return m.OldAccountID(ctx)
-	case clonejob.FieldSourceSceneID:
-		return m.OldSourceSceneID(ctx)
+	case clonejob.FieldSourceSplatID:
+		return m.OldSourceSplatID(ctx)
 	case clonejob.FieldBytes:
 		return m.OldBytes(ctx)
 	case clonejob.FieldTotalObjects:
@@ -3126,12 +3126,12 @@ func (m *CloneJobMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetAccountID(v)
 		return nil
-	case clonejob.FieldSourceSceneID:
+	case clonejob.FieldSourceSplatID:
 		v, ok := value.(string)
 		if !ok {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
-		m.SetSourceSceneID(v)
+		m.SetSourceSplatID(v)
 		return nil
 	case clonejob.FieldBytes:
 		v, ok := value.(int64)
@@ -3252,8 +3252,8 @@ func (m *CloneJobMutation) ResetField(name string) error {
 	case clonejob.FieldAccountID:
 		m.ResetAccountID()
 		return nil
-	case clonejob.FieldSourceSceneID:
-		m.ResetSourceSceneID()
+	case clonejob.FieldSourceSplatID:
+		m.ResetSourceSplatID()
 		return nil
 	case clonejob.FieldBytes:
 		m.ResetBytes()

@@ -139,18 +139,18 @@ func init() {
 			return nil
 		}
 	}()
-	// assetpurgeDescOwnerRecordID is the schema descriptor for owner_record_id field.
-	assetpurgeDescOwnerRecordID := assetpurgeFields[1].Descriptor()
-	// assetpurge.OwnerRecordIDValidator is a validator for the "owner_record_id" field. It is called by the builders before save.
-	assetpurge.OwnerRecordIDValidator = func() func(string) error {
-		validators := assetpurgeDescOwnerRecordID.Validators
+	// assetpurgeDescOwnerID is the schema descriptor for owner_id field.
+	assetpurgeDescOwnerID := assetpurgeFields[1].Descriptor()
+	// assetpurge.OwnerIDValidator is a validator for the "owner_id" field. It is called by the builders before save.
+	assetpurge.OwnerIDValidator = func() func(string) error {
+		validators := assetpurgeDescOwnerID.Validators
 		fns := [...]func(string) error{
 			validators[0].(func(string) error),
 			validators[1].(func(string) error),
 		}
-		return func(owner_record_id string) error {
+		return func(owner_id string) error {
 			for _, fn := range fns {
-				if err := fn(owner_record_id); err != nil {
+				if err := fn(owner_id); err != nil {
 					return err
 				}
 			}
@@ -266,18 +266,18 @@ func init() {
 			return nil
 		}
 	}()
-	// clonejobDescSourceSceneID is the schema descriptor for source_scene_id field.
-	clonejobDescSourceSceneID := clonejobFields[2].Descriptor()
-	// clonejob.SourceSceneIDValidator is a validator for the "source_scene_id" field. It is called by the builders before save.
-	clonejob.SourceSceneIDValidator = func() func(string) error {
-		validators := clonejobDescSourceSceneID.Validators
+	// clonejobDescSourceSplatID is the schema descriptor for source_splat_id field.
+	clonejobDescSourceSplatID := clonejobFields[2].Descriptor()
+	// clonejob.SourceSplatIDValidator is a validator for the "source_splat_id" field. It is called by the builders before save.
+	clonejob.SourceSplatIDValidator = func() func(string) error {
+		validators := clonejobDescSourceSplatID.Validators
 		fns := [...]func(string) error{
 			validators[0].(func(string) error),
 			validators[1].(func(string) error),
 		}
-		return func(source_scene_id string) error {
+		return func(source_splat_id string) error {
 			for _, fn := range fns {
-				if err := fn(source_scene_id); err != nil {
+				if err := fn(source_splat_id); err != nil {
 					return err
 				}
 			}

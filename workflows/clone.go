@@ -35,14 +35,16 @@ const cloneRenditionsChange = "clone-renditions"
 // ErrCloneAbandoned is the failure of a job nobody polled for its AbandonAfter.
 const ErrCloneAbandoned = "CLONE_ABANDONED"
 
-// CloneInput is one clone job. JobID is the id the new scene gets (and names the job's folder);
-// the API's jobId is the workflow run id.
+// CloneInput is one clone job. SplatID is the id the new scene gets (and names the job's
+// folder and its clone_jobs row); the API's jobId is the workflow run id, never this. The JSON
+// keys of SplatID, SourceSplatID and OwnerID are their old names (JobID, SourceSceneID,
+// OwnerRecordID), so the histories of jobs already recorded still read.
 type CloneInput struct {
-	JobID          string
-	SourceSceneID  string
+	SplatID        string `json:"JobID"`
+	SourceSplatID  string `json:"SourceSceneID"`
 	IntegrationID  string
 	AccountID      string
-	OwnerRecordID  string
+	OwnerID        string `json:"OwnerRecordID"`
 	ExternalUserID string
 	ClonedAt       time.Time
 	// AbandonAfter is how long the job runs without a poll before it is abandoned.
@@ -85,8 +87,8 @@ var (
 // the reservation released, and no scene is left. Progress shows in the memo (phase,
 // totalObjects), the current details and the copy's heartbeat.
 func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
-	if in.JobID == "" || in.SourceSceneID == "" || in.IntegrationID == "" || in.AccountID == "" ||
-		in.OwnerRecordID == "" || in.AbandonAfter <= 0 || in.Concurrency <= 0 {
+	if in.SplatID == "" || in.SourceSplatID == "" || in.IntegrationID == "" || in.AccountID == "" ||
+		in.OwnerID == "" || in.AbandonAfter <= 0 || in.Concurrency <= 0 {
 		return CloneResult{}, temporal.NewNonRetryableApplicationError("clone input incomplete", contract.ErrBadInput, nil)
 	}
 	lastPoll := workflow.Now(ctx)
@@ -99,7 +101,7 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 	})
 	total := 0
 	phase := func(ctx workflow.Context, p string) {
-		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** — clone of scene %s into %s (%d objects)", p, in.SourceSceneID, in.JobID, total))
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** — clone of scene %s into %s (%d objects)", p, in.SourceSplatID, in.SplatID, total))
 		// The memo is only for display; failing to write it must not fail the job.
 		_ = workflow.UpsertMemo(ctx, map[string]any{"phase": p, "totalObjects": total})
 	}
@@ -109,8 +111,8 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 		defer cancel()
 		phase(dctx, ClonePhaseRollingBack)
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, rollbackOptions), contract.RollbackClone,
-			contract.RollbackCloneInput{JobID: in.JobID, IntegrationID: in.IntegrationID, OwnerRecordID: in.OwnerRecordID,
-				SourceSplatID: in.SourceSceneID, Message: cloneFailureMessage(cause)}).Get(dctx, nil)
+			contract.RollbackCloneInput{SplatID: in.SplatID, IntegrationID: in.IntegrationID, OwnerID: in.OwnerID,
+				SourceSplatID: in.SourceSplatID, Message: cloneFailureMessage(cause)}).Get(dctx, nil)
 		if err != nil {
 			return CloneResult{}, err
 		}
@@ -121,8 +123,8 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 	phase(ctx, ClonePhasePreparing)
 	var prep contract.PrepareCloneResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, prepareOptions), contract.PrepareClone, contract.PrepareCloneInput{
-		JobID: in.JobID, SourceSceneID: in.SourceSceneID, IntegrationID: in.IntegrationID, AccountID: in.AccountID,
-		OwnerRecordID: in.OwnerRecordID, ClonedAt: in.ClonedAt,
+		SplatID: in.SplatID, SourceSplatID: in.SourceSplatID, IntegrationID: in.IntegrationID, AccountID: in.AccountID,
+		OwnerID: in.OwnerID, ClonedAt: in.ClonedAt,
 	}).Get(ctx, &prep)
 	if err != nil {
 		return rollback(err)
@@ -133,7 +135,7 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 	copyCtx, cancelCopy := workflow.WithCancel(workflow.WithActivityOptions(ctx, copyOptions))
 	defer cancelCopy()
 	copied := workflow.ExecuteActivity(copyCtx, contract.CopyCloneObjects, contract.CopyCloneInput{
-		JobID: in.JobID, Prefix: objectkeys.CloneFolder(in.IntegrationID, in.OwnerRecordID, in.JobID),
+		SplatID: in.SplatID, Prefix: objectkeys.CloneFolder(in.IntegrationID, in.OwnerID, in.SplatID),
 		Plan: prep.Plan, TotalObjects: prep.TotalObjects, Concurrency: in.Concurrency,
 	})
 	abandoned := false
@@ -169,7 +171,7 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 	phase(ctx, ClonePhaseFinalizing)
 	var fin contract.FinalizeCloneResult
 	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, finalizeOptions), contract.FinalizeClone, contract.FinalizeCloneInput{
-		JobID: in.JobID, OwnerRecordID: in.OwnerRecordID, AccountID: in.AccountID,
+		SplatID: in.SplatID, OwnerID: in.OwnerID, AccountID: in.AccountID,
 	}).Get(ctx, &fin)
 	if err != nil {
 		return rollback(err)
@@ -185,7 +187,7 @@ func CloneScene(ctx workflow.Context, in CloneInput) (CloneResult, error) {
 		}
 	}
 	phase(ctx, ClonePhaseSucceeded)
-	return CloneResult{SplatID: fin.SplatID, SourceSplatID: in.SourceSceneID, Usage: fin.Usage}, nil
+	return CloneResult{SplatID: fin.SplatID, SourceSplatID: in.SourceSplatID, Usage: fin.Usage}, nil
 }
 
 // cloneFailureMessage is the message of clone.failed: the client envelope's message when the

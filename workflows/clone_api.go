@@ -25,8 +25,8 @@ var SASourceSplatID = temporal.NewSearchAttributeKeyKeyword("sourceSplatId")
 // customer's record id, which is short and safe whatever the integrator's id holds). At most
 // one job runs per key — the spec's one clone at a time per customer — and a finished job frees
 // it for the next.
-func CloneWorkflowID(integrationID, ownerRecordID string) string {
-	return "clone/" + integrationID + "/" + ownerRecordID
+func CloneWorkflowID(integrationID, ownerID string) string {
+	return "clone/" + integrationID + "/" + ownerID
 }
 
 // CloneInProgress is StartClone's error when the customer already has a job running.
@@ -43,7 +43,7 @@ func (e *CloneInProgress) Error() string {
 // StartClone starts a clone job and returns its job id (the run id). A job already running for
 // the customer gives *CloneInProgress naming it.
 func StartClone(ctx context.Context, c client.Client, taskQueue string, in CloneInput) (string, error) {
-	id := CloneWorkflowID(in.IntegrationID, in.OwnerRecordID)
+	id := CloneWorkflowID(in.IntegrationID, in.OwnerID)
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                taskQueue,
@@ -51,11 +51,11 @@ func StartClone(ctx context.Context, c client.Client, taskQueue string, in Clone
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		// Without it the SDK hands back the running job as if it were this one.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		Memo:                                     map[string]any{"sourceSplatId": in.SourceSceneID, "splatId": in.JobID, "phase": ClonePhasePreparing},
+		Memo:                                     map[string]any{"sourceSplatId": in.SourceSplatID, "splatId": in.SplatID, "phase": ClonePhasePreparing},
 		TypedSearchAttributes: temporal.NewSearchAttributes(SAIntegrationID.ValueSet(in.IntegrationID),
-			SAExternalUserID.ValueSet(in.ExternalUserID), SASourceSplatID.ValueSet(in.SourceSceneID),
-			SASplatID.ValueSet(in.JobID)),
-		StaticSummary: fmt.Sprintf("Clone of scene %s into %s", in.SourceSceneID, in.JobID),
+			SAExternalUserID.ValueSet(in.ExternalUserID), SASourceSplatID.ValueSet(in.SourceSplatID),
+			SASplatID.ValueSet(in.SplatID)),
+		StaticSummary: fmt.Sprintf("Clone of scene %s into %s", in.SourceSplatID, in.SplatID),
 	}, CloneSceneWorkflow, in)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &already) {
@@ -74,7 +74,7 @@ func StartClone(ctx context.Context, c client.Client, taskQueue string, in Clone
 }
 
 // CloneRunOf returns the run id of the customer's latest clone job when that job makes the scene
-// splatID (CloneInput.JobID), or ErrCloneNotFound: a keyed retry finds the job its first request
+// splatID (CloneInput.SplatID), or ErrCloneNotFound: a keyed retry finds the job its first request
 // started rather than starting a second.
 func CloneRunOf(ctx context.Context, c client.Client, workflowID, splatID string) (string, error) {
 	d, err := c.DescribeWorkflowExecution(ctx, workflowID, "")

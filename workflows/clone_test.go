@@ -18,8 +18,8 @@ import (
 	"github.com/splathost/splathost/workflows/contract"
 )
 
-var testClone = CloneInput{JobID: "cccccccccccccccccccccccc", SourceSceneID: "ssssssssssssssssssssssss"[:24],
-	IntegrationID: testIntegration, AccountID: "aaaaaaaaaaaaaaaaaaaaaaaa", OwnerRecordID: testRecord,
+var testClone = CloneInput{SplatID: "cccccccccccccccccccccccc", SourceSplatID: "ssssssssssssssssssssssss"[:24],
+	IntegrationID: testIntegration, AccountID: "aaaaaaaaaaaaaaaaaaaaaaaa", OwnerID: testRecord,
 	ExternalUserID: "customer-1", ClonedAt: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC),
 	AbandonAfter: 3 * time.Minute, Concurrency: 8}
 
@@ -49,7 +49,7 @@ func newCloneEnv(t *testing.T, copyTakes ...time.Duration) *cloneEnv {
 	e.OnActivity(e.a.PrepareClone, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in contract.PrepareCloneInput) (contract.PrepareCloneResult, error) {
 			e.prepares++
-			require.Equal(t, testClone.JobID, in.JobID)
+			require.Equal(t, testClone.SplatID, in.SplatID)
 			if e.prepareErr != nil {
 				return contract.PrepareCloneResult{}, e.prepareErr
 			}
@@ -63,7 +63,7 @@ func newCloneEnv(t *testing.T, copyTakes ...time.Duration) *cloneEnv {
 		func(ctx context.Context, in contract.CopyCloneInput) (contract.CopyCloneResult, error) {
 			e.copies++
 			require.Equal(t, testPlan, in.Plan)
-			require.Equal(t, objectkeys.CloneFolder(testIntegration, testRecord, testClone.JobID), in.Prefix)
+			require.Equal(t, objectkeys.CloneFolder(testIntegration, testRecord, testClone.SplatID), in.Prefix)
 			if e.copyErr != nil {
 				err := e.copyErr
 				if e.copies > 1 {
@@ -79,7 +79,7 @@ func newCloneEnv(t *testing.T, copyTakes ...time.Duration) *cloneEnv {
 			if e.finalErr != nil {
 				return contract.FinalizeCloneResult{}, e.finalErr
 			}
-			return contract.FinalizeCloneResult{SplatID: in.JobID, Usage: testUsage}, nil
+			return contract.FinalizeCloneResult{SplatID: in.SplatID, Usage: testUsage}, nil
 		})
 	e.OnActivity(e.a.RollbackClone, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in contract.RollbackCloneInput) (contract.RollbackCloneResult, error) {
@@ -87,8 +87,8 @@ func newCloneEnv(t *testing.T, copyTakes ...time.Duration) *cloneEnv {
 			// Message is why the job failed (clone.failed's), which each test's failure sets.
 			require.NotEmpty(t, in.Message)
 			in.Message = ""
-			require.Equal(t, contract.RollbackCloneInput{JobID: testClone.JobID, IntegrationID: testIntegration, OwnerRecordID: testRecord,
-				SourceSplatID: testClone.SourceSceneID}, in)
+			require.Equal(t, contract.RollbackCloneInput{SplatID: testClone.SplatID, IntegrationID: testIntegration, OwnerID: testRecord,
+				SourceSplatID: testClone.SourceSplatID}, in)
 			return contract.RollbackCloneResult{Released: 10}, nil
 		})
 	return e
@@ -105,7 +105,7 @@ func TestCloneSucceeds(t *testing.T) {
 	require.NoError(t, e.GetWorkflowError())
 	var res CloneResult
 	require.NoError(t, e.GetWorkflowResult(&res))
-	require.Equal(t, CloneResult{SplatID: testClone.JobID, SourceSplatID: testClone.SourceSceneID, Usage: testUsage}, res)
+	require.Equal(t, CloneResult{SplatID: testClone.SplatID, SourceSplatID: testClone.SourceSplatID, Usage: testUsage}, res)
 	require.Equal(t, [4]int{1, 1, 1, 0}, [4]int{e.prepares, e.copies, e.finals, e.rollbacks})
 }
 

@@ -31,9 +31,9 @@ const purgeSlice = 1000
 type PurgeInput struct {
 	PurgeID       string
 	IntegrationID string
-	// OwnerRecordID is the customer's record id (scenes.owner_id); its JSON key is its old
+	// OwnerID is the customer's record id (scenes.owner_id); its JSON key is its old
 	// name, so recorded histories replay.
-	OwnerRecordID  string `json:"ExternalUserRecordID"`
+	OwnerID        string `json:"ExternalUserRecordID"`
 	ExternalUserID string
 	Offset         int
 	Deleted        int
@@ -49,8 +49,8 @@ type PurgeResult struct {
 
 // PurgeWorkflowID is the business key of a customer's purge. A second deletion of the same
 // customer (provisioned again in between) reuses it: it starts once the first has closed.
-func PurgeWorkflowID(integrationID, ownerRecordID string) string {
-	return "purge-customer/" + integrationID + "/" + ownerRecordID
+func PurgeWorkflowID(integrationID, ownerID string) string {
+	return "purge-customer/" + integrationID + "/" + ownerID
 }
 
 // purgeSearchAttributes are set when a purge starts, by the service or by the re-drive.
@@ -63,7 +63,7 @@ func purgeSearchAttributes(in PurgeInput) temporal.SearchAttributes {
 // row, the re-drive starts this one after it closes.
 func StartPurge(ctx context.Context, c client.Client, taskQueue string, in PurgeInput) (client.WorkflowRun, error) {
 	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                    PurgeWorkflowID(in.IntegrationID, in.OwnerRecordID),
+		ID:                    PurgeWorkflowID(in.IntegrationID, in.OwnerID),
 		TaskQueue:             taskQueue,
 		TypedSearchAttributes: purgeSearchAttributes(in),
 	}, PurgeCustomerAssets, in)
@@ -99,7 +99,7 @@ var dbOptions = workflow.ActivityOptions{
 // process closes the row with the failure (the re-drive must not restart it forever) and fails
 // the workflow, so an operator sees it.
 func PurgeCustomerAssets(ctx workflow.Context, in PurgeInput) (PurgeResult, error) {
-	if in.PurgeID == "" || in.IntegrationID == "" || in.OwnerRecordID == "" {
+	if in.PurgeID == "" || in.IntegrationID == "" || in.OwnerID == "" {
 		return PurgeResult{}, temporal.NewNonRetryableApplicationError("purge id, integration id and external user record id are required", contract.ErrBadInput, nil)
 	}
 	again := func() error { return workflow.NewContinueAsNewError(ctx, PurgeCustomerAssets, in) }

@@ -22,7 +22,7 @@ const (
 )
 
 var testPurge = PurgeInput{PurgeID: "cccccccccccccccccccccccc", IntegrationID: testIntegration,
-	OwnerRecordID: testRecord, ExternalUserID: "customer-1"}
+	OwnerID: testRecord, ExternalUserID: "customer-1"}
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 

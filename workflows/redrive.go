@@ -65,8 +65,8 @@ func RedrivePurges(ctx workflow.Context, _ RedriveInput) (RedriveResult, error) 
 				TypedSearchAttributes: assetPurgeSearchAttributes(in)}, PurgeAssets, in)
 		}
 		in := PurgeInput{PurgeID: p.PurgeID, IntegrationID: p.IntegrationID,
-			OwnerRecordID: p.OwnerRecordID, ExternalUserID: p.ExternalUserID}
-		return startAbandoned(ctx, workflow.ChildWorkflowOptions{WorkflowID: PurgeWorkflowID(in.IntegrationID, in.OwnerRecordID),
+			OwnerID: p.OwnerID, ExternalUserID: p.ExternalUserID}
+		return startAbandoned(ctx, workflow.ChildWorkflowOptions{WorkflowID: PurgeWorkflowID(in.IntegrationID, in.OwnerID),
 			TypedSearchAttributes: purgeSearchAttributes(in)}, PurgeCustomerAssets, in)
 	}, func(p contract.PendingPurge) []any { return []any{"purge", p.PurgeID} }), nil
 }

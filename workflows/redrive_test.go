@@ -15,12 +15,12 @@ import (
 
 func TestRedriveStartsEveryOpenPurgeUnderItsBusinessID(t *testing.T) {
 	env, a := newEnv(t)
-	other := contract.PendingPurge{PurgeID: "p2", IntegrationID: testIntegration, OwnerRecordID: "dddddddddddddddddddddddd", ExternalUserID: "customer-2"}
+	other := contract.PendingPurge{PurgeID: "p2", IntegrationID: testIntegration, OwnerID: "dddddddddddddddddddddddd", ExternalUserID: "customer-2"}
 	// p3 is a second deletion of the first customer: its purge waits until p1's has closed.
-	again := contract.PendingPurge{PurgeID: "p3", IntegrationID: testIntegration, OwnerRecordID: testRecord, ExternalUserID: "customer-1"}
+	again := contract.PendingPurge{PurgeID: "p3", IntegrationID: testIntegration, OwnerID: testRecord, ExternalUserID: "customer-1"}
 	env.OnActivity(a.PendingPurges, mock.Anything, contract.PendingPurgesInput{MinAge: redriveMinAge, Limit: redriveLimit}).Return(
 		contract.PendingPurgesResult{Purges: []contract.PendingPurge{
-			{PurgeID: testPurge.PurgeID, IntegrationID: testIntegration, OwnerRecordID: testRecord, ExternalUserID: "customer-1"},
+			{PurgeID: testPurge.PurgeID, IntegrationID: testIntegration, OwnerID: testRecord, ExternalUserID: "customer-1"},
 			other, again,
 		}}, nil)
 	started := map[string]PurgeInput{}
@@ -40,8 +40,8 @@ func TestRedriveStartsEveryOpenPurgeUnderItsBusinessID(t *testing.T) {
 	require.Equal(t, RedriveResult{Started: 2, Running: 1}, res)
 	require.Equal(t, map[string]PurgeInput{
 		PurgeWorkflowID(testIntegration, testRecord): testPurge,
-		PurgeWorkflowID(testIntegration, other.OwnerRecordID): {PurgeID: "p2", IntegrationID: testIntegration,
-			OwnerRecordID: other.OwnerRecordID, ExternalUserID: "customer-2"},
+		PurgeWorkflowID(testIntegration, other.OwnerID): {PurgeID: "p2", IntegrationID: testIntegration,
+			OwnerID: other.OwnerID, ExternalUserID: "customer-2"},
 	}, started)
 }
 

@@ -155,7 +155,7 @@ func RedriveRetention(ctx workflow.Context, in RetentionRedriveInput) (Retention
 		}
 		done := startAll(ctx, res.Scenes, func(s contract.ArchivedScene) workflow.Future {
 			rin := RetentionInput{SceneID: s.SceneID, IntegrationID: s.IntegrationID,
-				OwnerRecordID: s.OwnerRecordID, ExternalUserID: s.ExternalUserID, ArchivedAt: s.ArchivedAt}
+				OwnerID: s.OwnerID, ExternalUserID: s.ExternalUserID, ArchivedAt: s.ArchivedAt}
 			return startAbandoned(ctx, workflow.ChildWorkflowOptions{
 				WorkflowID:            RetentionWorkflowID(rin.SceneID, rin.ArchivedAt),
 				WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,

@@ -22,7 +22,7 @@ const day = 24 * time.Hour
 var testArchivedAt = time.Date(2026, 3, 1, 10, 30, 0, 123456000, time.UTC)
 
 var testRetention = RetentionInput{SceneID: "dddddddddddddddddddddddd", IntegrationID: testIntegration,
-	OwnerRecordID: testRecord, ExternalUserID: "customer-1", ArchivedAt: testArchivedAt}
+	OwnerID: testRecord, ExternalUserID: "customer-1", ArchivedAt: testArchivedAt}
 
 // newRetentionEnv starts the test clock at the archiving and mocks PurgeArchivedScene with
 // result; it returns the inputs the activity was called with.
@@ -150,7 +150,7 @@ func TestRedriveRetentionStartsEveryArchivedScene(t *testing.T) {
 	var all []contract.ArchivedScene
 	for i := range retentionPage + 5 {
 		all = append(all, contract.ArchivedScene{SceneID: testRetention.SceneID[:20] + string(rune('a'+i/26%26)) + string(rune('a'+i%26)) + "zz",
-			IntegrationID: testIntegration, OwnerRecordID: testRecord, ExternalUserID: "customer-1",
+			IntegrationID: testIntegration, OwnerID: testRecord, ExternalUserID: "customer-1",
 			ArchivedAt: testArchivedAt.Add(time.Duration(i) * time.Second)})
 	}
 	var pages []contract.ArchivedScenesInput
@@ -182,6 +182,6 @@ func TestRedriveRetentionStartsEveryArchivedScene(t *testing.T) {
 	require.Len(t, started, len(all))
 	for _, sc := range all {
 		require.Equal(t, RetentionInput{SceneID: sc.SceneID, IntegrationID: sc.IntegrationID,
-			OwnerRecordID: sc.OwnerRecordID, ExternalUserID: sc.ExternalUserID, ArchivedAt: sc.ArchivedAt}, started[sc.SceneID])
+			OwnerID: sc.OwnerID, ExternalUserID: sc.ExternalUserID, ArchivedAt: sc.ArchivedAt}, started[sc.SceneID])
 	}
 }

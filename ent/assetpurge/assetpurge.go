@@ -22,8 +22,8 @@ const (
 	FieldIntegrationID = "integration_id"
 	// FieldKind holds the string denoting the kind field in the database.
 	FieldKind = "kind"
-	// FieldOwnerRecordID holds the string denoting the owner_record_id field in the database.
-	FieldOwnerRecordID = "owner_record_id"
+	// FieldOwnerID holds the string denoting the owner_id field in the database.
+	FieldOwnerID = "owner_id"
 	// FieldExternalUserID holds the string denoting the external_user_id field in the database.
 	FieldExternalUserID = "external_user_id"
 	// FieldKeys holds the string denoting the keys field in the database.
@@ -55,7 +55,7 @@ var Columns = []string{
 	FieldUpdatedAt,
 	FieldIntegrationID,
 	FieldKind,
-	FieldOwnerRecordID,
+	FieldOwnerID,
 	FieldExternalUserID,
 	FieldKeys,
 	FieldPrefixes,
@@ -87,8 +87,8 @@ var (
 	UpdateDefaultUpdatedAt func() time.Time
 	// IntegrationIDValidator is a validator for the "integration_id" field. It is called by the builders before save.
 	IntegrationIDValidator func(string) error
-	// OwnerRecordIDValidator is a validator for the "owner_record_id" field. It is called by the builders before save.
-	OwnerRecordIDValidator func(string) error
+	// OwnerIDValidator is a validator for the "owner_id" field. It is called by the builders before save.
+	OwnerIDValidator func(string) error
 	// ExternalUserIDValidator is a validator for the "external_user_id" field. It is called by the builders before save.
 	ExternalUserIDValidator func(string) error
 	// SceneIDValidator is a validator for the "scene_id" field. It is called by the builders before save.
@@ -158,9 +158,9 @@ func ByKind(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldKind, opts...).ToFunc()
 }
 
-// ByOwnerRecordID orders the results by the owner_record_id field.
-func ByOwnerRecordID(opts ...sql.OrderTermOption) OrderOption {
-	return sql.OrderByField(FieldOwnerRecordID, opts...).ToFunc()
+// ByOwnerID orders the results by the owner_id field.
+func ByOwnerID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldOwnerID, opts...).ToFunc()
 }
 
 // ByExternalUserID orders the results by the external_user_id field.

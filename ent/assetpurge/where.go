@@ -79,9 +79,9 @@ func IntegrationID(v string) predicate.AssetPurge {
 	return predicate.AssetPurge(sql.FieldEQ(FieldIntegrationID, v))
 }
 
-// OwnerRecordID applies equality check predicate on the "owner_record_id" field. It's identical to OwnerRecordIDEQ.
-func OwnerRecordID(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldEQ(FieldOwnerRecordID, v))
+// OwnerID applies equality check predicate on the "owner_id" field. It's identical to OwnerIDEQ.
+func OwnerID(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldEQ(FieldOwnerID, v))
 }
 
 // ExternalUserID applies equality check predicate on the "external_user_id" field. It's identical to ExternalUserIDEQ.
@@ -284,69 +284,69 @@ func KindNotIn(vs ...Kind) predicate.AssetPurge {
 	return predicate.AssetPurge(sql.FieldNotIn(FieldKind, vs...))
 }
 
-// OwnerRecordIDEQ applies the EQ predicate on the "owner_record_id" field.
-func OwnerRecordIDEQ(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldEQ(FieldOwnerRecordID, v))
+// OwnerIDEQ applies the EQ predicate on the "owner_id" field.
+func OwnerIDEQ(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldEQ(FieldOwnerID, v))
 }
 
-// OwnerRecordIDNEQ applies the NEQ predicate on the "owner_record_id" field.
-func OwnerRecordIDNEQ(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldNEQ(FieldOwnerRecordID, v))
+// OwnerIDNEQ applies the NEQ predicate on the "owner_id" field.
+func OwnerIDNEQ(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldNEQ(FieldOwnerID, v))
 }
 
-// OwnerRecordIDIn applies the In predicate on the "owner_record_id" field.
-func OwnerRecordIDIn(vs ...string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldIn(FieldOwnerRecordID, vs...))
+// OwnerIDIn applies the In predicate on the "owner_id" field.
+func OwnerIDIn(vs ...string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldIn(FieldOwnerID, vs...))
 }
 
-// OwnerRecordIDNotIn applies the NotIn predicate on the "owner_record_id" field.
-func OwnerRecordIDNotIn(vs ...string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldNotIn(FieldOwnerRecordID, vs...))
+// OwnerIDNotIn applies the NotIn predicate on the "owner_id" field.
+func OwnerIDNotIn(vs ...string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldNotIn(FieldOwnerID, vs...))
 }
 
-// OwnerRecordIDGT applies the GT predicate on the "owner_record_id" field.
-func OwnerRecordIDGT(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldGT(FieldOwnerRecordID, v))
+// OwnerIDGT applies the GT predicate on the "owner_id" field.
+func OwnerIDGT(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldGT(FieldOwnerID, v))
 }
 
-// OwnerRecordIDGTE applies the GTE predicate on the "owner_record_id" field.
-func OwnerRecordIDGTE(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldGTE(FieldOwnerRecordID, v))
+// OwnerIDGTE applies the GTE predicate on the "owner_id" field.
+func OwnerIDGTE(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldGTE(FieldOwnerID, v))
 }
 
-// OwnerRecordIDLT applies the LT predicate on the "owner_record_id" field.
-func OwnerRecordIDLT(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldLT(FieldOwnerRecordID, v))
+// OwnerIDLT applies the LT predicate on the "owner_id" field.
+func OwnerIDLT(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldLT(FieldOwnerID, v))
 }
 
-// OwnerRecordIDLTE applies the LTE predicate on the "owner_record_id" field.
-func OwnerRecordIDLTE(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldLTE(FieldOwnerRecordID, v))
+// OwnerIDLTE applies the LTE predicate on the "owner_id" field.
+func OwnerIDLTE(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldLTE(FieldOwnerID, v))
 }
 
-// OwnerRecordIDContains applies the Contains predicate on the "owner_record_id" field.
-func OwnerRecordIDContains(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldContains(FieldOwnerRecordID, v))
+// OwnerIDContains applies the Contains predicate on the "owner_id" field.
+func OwnerIDContains(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldContains(FieldOwnerID, v))
 }
 
-// OwnerRecordIDHasPrefix applies the HasPrefix predicate on the "owner_record_id" field.
-func OwnerRecordIDHasPrefix(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldHasPrefix(FieldOwnerRecordID, v))
+// OwnerIDHasPrefix applies the HasPrefix predicate on the "owner_id" field.
+func OwnerIDHasPrefix(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldHasPrefix(FieldOwnerID, v))
 }
 
-// OwnerRecordIDHasSuffix applies the HasSuffix predicate on the "owner_record_id" field.
-func OwnerRecordIDHasSuffix(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldHasSuffix(FieldOwnerRecordID, v))
+// OwnerIDHasSuffix applies the HasSuffix predicate on the "owner_id" field.
+func OwnerIDHasSuffix(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldHasSuffix(FieldOwnerID, v))
 }
 
-// OwnerRecordIDEqualFold applies the EqualFold predicate on the "owner_record_id" field.
-func OwnerRecordIDEqualFold(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldEqualFold(FieldOwnerRecordID, v))
+// OwnerIDEqualFold applies the EqualFold predicate on the "owner_id" field.
+func OwnerIDEqualFold(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldEqualFold(FieldOwnerID, v))
 }
 
-// OwnerRecordIDContainsFold applies the ContainsFold predicate on the "owner_record_id" field.
-func OwnerRecordIDContainsFold(v string) predicate.AssetPurge {
-	return predicate.AssetPurge(sql.FieldContainsFold(FieldOwnerRecordID, v))
+// OwnerIDContainsFold applies the ContainsFold predicate on the "owner_id" field.
+func OwnerIDContainsFold(v string) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldContainsFold(FieldOwnerID, v))
 }
 
 // ExternalUserIDEQ applies the EQ predicate on the "external_user_id" field.

@@ -23,8 +23,8 @@ const (
 	FieldOwnerID = "owner_id"
 	// FieldAccountID holds the string denoting the account_id field in the database.
 	FieldAccountID = "account_id"
-	// FieldSourceSceneID holds the string denoting the source_scene_id field in the database.
-	FieldSourceSceneID = "source_scene_id"
+	// FieldSourceSplatID holds the string denoting the source_splat_id field in the database.
+	FieldSourceSplatID = "source_splat_id"
 	// FieldBytes holds the string denoting the bytes field in the database.
 	FieldBytes = "bytes"
 	// FieldTotalObjects holds the string denoting the total_objects field in the database.
@@ -45,7 +45,7 @@ var Columns = []string{
 	FieldIntegrationID,
 	FieldOwnerID,
 	FieldAccountID,
-	FieldSourceSceneID,
+	FieldSourceSplatID,
 	FieldBytes,
 	FieldTotalObjects,
 	FieldDraft,
@@ -75,8 +75,8 @@ var (
 	OwnerIDValidator func(string) error
 	// AccountIDValidator is a validator for the "account_id" field. It is called by the builders before save.
 	AccountIDValidator func(string) error
-	// SourceSceneIDValidator is a validator for the "source_scene_id" field. It is called by the builders before save.
-	SourceSceneIDValidator func(string) error
+	// SourceSplatIDValidator is a validator for the "source_splat_id" field. It is called by the builders before save.
+	SourceSplatIDValidator func(string) error
 	// BytesValidator is a validator for the "bytes" field. It is called by the builders before save.
 	BytesValidator func(int64) error
 	// TotalObjectsValidator is a validator for the "total_objects" field. It is called by the builders before save.
@@ -120,9 +120,9 @@ func ByAccountID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldAccountID, opts...).ToFunc()
 }
 
-// BySourceSceneID orders the results by the source_scene_id field.
-func BySourceSceneID(opts ...sql.OrderTermOption) OrderOption {
-	return sql.OrderByField(FieldSourceSceneID, opts...).ToFunc()
+// BySourceSplatID orders the results by the source_splat_id field.
+func BySourceSplatID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldSourceSplatID, opts...).ToFunc()
 }
 
 // ByBytes orders the results by the bytes field.

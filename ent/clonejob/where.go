@@ -89,9 +89,9 @@ func AccountID(v string) predicate.CloneJob {
 	return predicate.CloneJob(sql.FieldEQ(FieldAccountID, v))
 }
 
-// SourceSceneID applies equality check predicate on the "source_scene_id" field. It's identical to SourceSceneIDEQ.
-func SourceSceneID(v string) predicate.CloneJob {
-	return predicate.CloneJob(sql.FieldEQ(FieldSourceSceneID, v))
+// SourceSplatID applies equality check predicate on the "source_splat_id" field. It's identical to SourceSplatIDEQ.
+func SourceSplatID(v string) predicate.CloneJob {
+	return predicate.CloneJob(sql.FieldEQ(FieldSourceSplatID, v))
 }
 
 // Bytes applies equality check predicate on the "bytes" field. It's identical to BytesEQ.
@@ -379,69 +379,69 @@ func AccountIDContainsFold(v string) predicate.CloneJob {
 	return predicate.CloneJob(sql.FieldContainsFold(FieldAccountID, v))
 }
 
-// SourceSceneIDEQ applies the EQ predicate on the "source_scene_id" field.
-func SourceSceneIDEQ(v string) predicate.CloneJob {
-	return predicate.CloneJob(sql.FieldEQ(FieldSourceSceneID, v))
+// SourceSplatIDEQ applies the EQ predicate on the "source_splat_id" field.
+func SourceSplatIDEQ(v string) predicate.CloneJob {
+	return predicate.CloneJob(sql.FieldEQ(FieldSourceSplatID, v))
 }
 
-// SourceSceneIDNEQ applies the NEQ predicate on the "source_scene_id" field.
-func SourceSceneIDNEQ(v string) predicate.CloneJob {
-	return predicate.CloneJob(sql.FieldNEQ(FieldSourceSceneID, v))
+// SourceSplatIDNEQ applies the NEQ predicate on the "source_splat_id" field.
+func SourceSplatIDNEQ(v string) predicate.CloneJob {
+	return predicate.CloneJob(sql.FieldNEQ(FieldSourceSplatID, v))
 }
 
-// SourceSceneIDIn applies the In predicate on the "source_scene_id" field.
-func SourceSceneIDIn(vs ...string) predicate.CloneJob {
-	return predicate.CloneJob(sql.FieldIn(FieldSourceSceneID, vs...))
+// SourceSplatIDIn applies the In predicate on the "source_splat_id" field.
+func SourceSplatIDIn(vs ...string) predicate.CloneJob {
+	return predicate.CloneJob(sql.FieldIn(FieldSourceSplatID, vs...))
 }
 
-// SourceSceneIDNotIn applies the NotIn predicate on the "source_scene_id" field.
-func SourceSceneIDNotIn(vs ...string) predicate.CloneJob {
-	return predicate.CloneJob(sql.FieldNotIn(FieldSourceSceneID, vs...))
+// SourceSplatIDNotIn applies the NotIn predicate on the "source_splat_id" field.
+func SourceSplatIDNotIn(vs ...string) predicate.CloneJob {
+	return predicate.CloneJob(sql.FieldNotIn(FieldSourceSplatID, vs...))
 }
 
-// SourceSceneIDGT applies the GT predicate on the "source_scene_id" field.
-func SourceSceneIDGT(v string) predicate.CloneJob {
-	return predicate.CloneJob(sql.FieldGT(FieldSourceSceneID, v))
+// SourceSplatIDGT applies the GT predicate on the "source_splat_id" field.
+func SourceSplatIDGT(v string) predicate.CloneJob {
+	return predicate.CloneJob(sql.FieldGT(FieldSourceSplatID, v))
 }
 
-// SourceSceneIDGTE applies the GTE predicate on the "source_scene_id" field.
-func SourceSceneIDGTE(v string) predicate.CloneJob {
-	return predicate.CloneJob(sql.FieldGTE(FieldSourceSceneID, v))
+// SourceSplatIDGTE applies the GTE predicate on the "source_splat_id" field.
+func SourceSplatIDGTE(v string) predicate.CloneJob {
+	return predicate.CloneJob(sql.FieldGTE(FieldSourceSplatID, v))
 }
 
-// SourceSceneIDLT applies the LT predicate on the "source_scene_id" field.
-func SourceSceneIDLT(v string) predicate.CloneJob {
-	return predicate.CloneJob(sql.FieldLT(FieldSourceSceneID, v))
+// SourceSplatIDLT applies the LT predicate on the "source_splat_id" field.
+func SourceSplatIDLT(v string) predicate.CloneJob {
+	return predicate.CloneJob(sql.FieldLT(FieldSourceSplatID, v))
 }
 
-// SourceSceneIDLTE applies the LTE predicate on the "source_scene_id" field.
-func SourceSceneIDLTE(v string) predicate.CloneJob {
-	return predicate.CloneJob(sql.FieldLTE(FieldSourceSceneID, v))
+// SourceSplatIDLTE applies the LTE predicate on the "source_splat_id" field.
+func SourceSplatIDLTE(v string) predicate.CloneJob {
+	return predicate.CloneJob(sql.FieldLTE(FieldSourceSplatID, v))
 }
 
-// SourceSceneIDContains applies the Contains predicate on the "source_scene_id" field.
-func SourceSceneIDContains(v string) predicate.CloneJob {
-	return predicate.CloneJob(sql.FieldContains(FieldSourceSceneID, v))
+// SourceSplatIDContains applies the Contains predicate on the "source_splat_id" field.
+func SourceSplatIDContains(v string) predicate.CloneJob {
+	return predicate.CloneJob(sql.FieldContains(FieldSourceSplatID, v))
 }
 
-// SourceSceneIDHasPrefix applies the HasPrefix predicate on the "source_scene_id" field.
-func SourceSceneIDHasPrefix(v string) predicate.CloneJob {
-	return predicate.CloneJob(sql.FieldHasPrefix(FieldSourceSceneID, v))
+// SourceSplatIDHasPrefix applies the HasPrefix predicate on the "source_splat_id" field.
+func SourceSplatIDHasPrefix(v string) predicate.CloneJob {
+	return predicate.CloneJob(sql.FieldHasPrefix(FieldSourceSplatID, v))
 }
 
-// SourceSceneIDHasSuffix applies the HasSuffix predicate on the "source_scene_id" field.
-func SourceSceneIDHasSuffix(v string) predicate.CloneJob {
-	return predicate.CloneJob(sql.FieldHasSuffix(FieldSourceSceneID, v))
+// SourceSplatIDHasSuffix applies the HasSuffix predicate on the "source_splat_id" field.
+func SourceSplatIDHasSuffix(v string) predicate.CloneJob {
+	return predicate.CloneJob(sql.FieldHasSuffix(FieldSourceSplatID, v))
 }
 
-// SourceSceneIDEqualFold applies the EqualFold predicate on the "source_scene_id" field.
-func SourceSceneIDEqualFold(v string) predicate.CloneJob {
-	return predicate.CloneJob(sql.FieldEqualFold(FieldSourceSceneID, v))
+// SourceSplatIDEqualFold applies the EqualFold predicate on the "source_splat_id" field.
+func SourceSplatIDEqualFold(v string) predicate.CloneJob {
+	return predicate.CloneJob(sql.FieldEqualFold(FieldSourceSplatID, v))
 }
 
-// SourceSceneIDContainsFold applies the ContainsFold predicate on the "source_scene_id" field.
-func SourceSceneIDContainsFold(v string) predicate.CloneJob {
-	return predicate.CloneJob(sql.FieldContainsFold(FieldSourceSceneID, v))
+// SourceSplatIDContainsFold applies the ContainsFold predicate on the "source_splat_id" field.
+func SourceSplatIDContainsFold(v string) predicate.CloneJob {
+	return predicate.CloneJob(sql.FieldContainsFold(FieldSourceSplatID, v))
 }
 
 // BytesEQ applies the EQ predicate on the "bytes" field.

@@ -27,11 +27,11 @@ func (AssetPurge) Fields() []ent.Field {
 	return []ent.Field{
 		// kind says which workflow runs the row and what it does before deleting (see above).
 		field.Enum("kind").Values("customer", "scene", "upload").Default("customer").Immutable(),
-		// owner_record_id and external_user_id name the deleted customer, or the owner of the
-		// scene or uploads (its record id, scenes.owner_id, and the integrator's id); the
+		// owner_id and external_user_id name the deleted customer, or the owner of the scene or
+		// uploads (its record id, as in scenes.owner_id, and the integrator's id); the
 		// customer purge's workflow id and every purge's search attributes come from them. No
 		// foreign keys: the outbox must never block or be blocked by the rows it outlives.
-		field.String("owner_record_id").MaxLen(24).NotEmpty().Immutable(),
+		field.String("owner_id").MaxLen(24).NotEmpty().Immutable(),
 		field.String("external_user_id").NotEmpty().Immutable(),
 		// keys are single objects to delete; prefixes are folders (LOD scenes) to list and empty.
 		// An upload purge fills them in when it claims its uploads (prepared_at).

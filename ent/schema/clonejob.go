@@ -54,7 +54,7 @@ func (CloneJob) Fields() []ent.Field {
 		// bytes with the customer's), and the job then finds its row gone and rolls back.
 		field.String("owner_id").MaxLen(24).NotEmpty().Immutable(),
 		field.String("account_id").MaxLen(24).NotEmpty().Immutable(),
-		field.String("source_scene_id").MaxLen(24).NotEmpty().Immutable(),
+		field.String("source_splat_id").MaxLen(24).NotEmpty().Immutable(),
 		field.Int64("bytes").NonNegative().Immutable(),
 		field.Int("total_objects").NonNegative().Immutable(),
 		field.JSON("draft", &CloneDraft{}).Immutable(),

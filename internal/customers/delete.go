@@ -120,7 +120,7 @@ func deleteCustomer(ctx context.Context, tx *ent.Tx, k Key, now time.Time) (*Del
 			return nil, err
 		}
 		keys, prefixes := sceneObjects(scenes)
-		del.Purge, err = tx.AssetPurge.Create().SetIntegrationID(k.IntegrationID).SetOwnerRecordID(u.ID).
+		del.Purge, err = tx.AssetPurge.Create().SetIntegrationID(k.IntegrationID).SetOwnerID(u.ID).
 			SetExternalUserID(u.ExternalUserID).SetKeys(keys).SetPrefixes(prefixes).SetSceneCount(len(scenes)).Save(ctx)
 		if err != nil {
 			return nil, err

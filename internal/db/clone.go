@@ -14,7 +14,7 @@ import (
 // Remix; any other scene of another owner is 403. The owner edge is loaded (the remix names
 // its owner). The scene API checks this before it starts a job, and the job checks it again
 // when it reserves, since the source may change in between.
-func CloneSourceOf(ctx context.Context, c *ent.Client, integrationID, ownerRecordID, sceneID string) (src *ent.Scene, remix bool, err error) {
+func CloneSourceOf(ctx context.Context, c *ent.Client, integrationID, ownerID, sceneID string) (src *ent.Scene, remix bool, err error) {
 	src, err = c.Scene.Query().Where(scene.ID(sceneID), scene.IntegrationID(integrationID), scene.ArchivedAtIsNil()).
 		WithOwner().Only(ctx)
 	if ent.IsNotFound(err) {
@@ -24,7 +24,7 @@ func CloneSourceOf(ctx context.Context, c *ent.Client, integrationID, ownerRecor
 		return nil, false, err
 	}
 	switch {
-	case src.OwnerID == ownerRecordID:
+	case src.OwnerID == ownerID:
 		return src, false, nil
 	case src.Visibility == scene.VisibilityPublic && src.AllowClone:
 		return src, true, nil

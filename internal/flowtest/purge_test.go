@@ -29,7 +29,7 @@ const (
 )
 
 var testPurge = workflows.PurgeInput{PurgeID: "cccccccccccccccccccccccc", IntegrationID: testIntegration,
-	OwnerRecordID: testRecord, ExternalUserID: "customer-1"}
+	OwnerID: testRecord, ExternalUserID: "customer-1"}
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 

@@ -4,14 +4,14 @@ import "strings"
 
 // Key is an object key (or folder) of the scene key space, in its parts:
 //
-//	i/<Integration>/u/<Customer>/<Kind>/<ID>/<Rest>
+//	i/<Integration>/u/<Owner>/<Kind>/<ID>/<Rest>
 //
 // Kind is an upload kind, a sealed one (SealedKindPrefix + upload kind), KindClone or
-// KindRendition; ID names the folder (the upload ticket's folder id, the clone job, the scene);
+// KindRendition; ID names the folder (the upload ticket's folder id, the clone's new scene, the scene);
 // Rest is the path inside the folder: "" for the folder itself, ending in a slash for a folder
 // below it. A clone's copy keeps the source's <kind>/<id>/<rest> as its Rest (Source).
 type Key struct {
-	Integration, Customer, Kind, ID, Rest string
+	Integration, Owner, Kind, ID, Rest string
 }
 
 // Parse reads a key or a folder (ending in a slash) of the layout into its parts. Anything else
@@ -29,7 +29,7 @@ func Parse(key string) (Key, bool) {
 			return Key{}, false
 		}
 	}
-	return Key{Integration: segs[1], Customer: segs[3], Kind: segs[4], ID: segs[5], Rest: strings.Join(segs[6:], "/")}, true
+	return Key{Integration: segs[1], Owner: segs[3], Kind: segs[4], ID: segs[5], Rest: strings.Join(segs[6:], "/")}, true
 }
 
 // String is the key again (Parse(k.String()) gives k back).
@@ -38,12 +38,12 @@ func (k Key) String() string { return k.Folder() + k.Rest }
 // Folder is the folder the key lies in (Folder of its first six segments): one upload's, one
 // clone job's or one scene's renditions. Each belongs to one scene, so it is what an asset
 // signature covers and what the owner lookup starts from.
-func (k Key) Folder() string { return Folder(k.Integration, k.Customer, k.Kind, k.ID) }
+func (k Key) Folder() string { return Folder(k.Integration, k.Owner, k.Kind, k.ID) }
 
 // BelongsTo reports whether the key lies in the customer's own key space: the tenancy check of
 // a parsed key (whole segments compared, so customer O never owns O2's keys).
-func (k Key) BelongsTo(integrationID, customerRecordID string) bool {
-	return k.Integration == integrationID && k.Customer == customerRecordID
+func (k Key) BelongsTo(integrationID, ownerID string) bool {
+	return k.Integration == integrationID && k.Owner == ownerID
 }
 
 // IsFolder reports whether k names a folder (its key ends in a slash) rather than an object.
@@ -65,5 +65,5 @@ func (k Key) Source() (Key, bool) {
 	if !ok1 || !ok2 {
 		return Key{}, false
 	}
-	return Key{Integration: k.Integration, Customer: k.Customer, Kind: kind, ID: id, Rest: rest}, true
+	return Key{Integration: k.Integration, Owner: k.Owner, Kind: kind, ID: id, Rest: rest}, true
 }

@@ -17,16 +17,16 @@ type New struct {
 	// or a clone's copies are named by it); empty lets the insert choose.
 	ID            string
 	IntegrationID string
-	// OwnerRecordID is the owning customer's record id (scenes.owner_id).
-	OwnerRecordID string
-	Title         string
-	Description   string
-	Visibility    scene.Visibility
-	SplatType     string
-	SplatURL      string
-	LodFolderKey  *string
-	LodFiles      *int
-	ImageURL      string
+	// OwnerID is the owning customer's record id (scenes.owner_id).
+	OwnerID      string
+	Title        string
+	Description  string
+	Visibility   scene.Visibility
+	SplatType    string
+	SplatURL     string
+	LodFolderKey *string
+	LodFiles     *int
+	ImageURL     string
 	// ThumbnailDepthURL is the depth image, nil when there is none.
 	ThumbnailDepthURL     *string
 	InitialCameraPosition []float64
@@ -51,7 +51,7 @@ type New struct {
 // Create returns the insert of n through scenes (a transaction's tx.Scene); the caller sets what
 // only its path knows (the clone's flags, a commit's first publication) and saves it.
 func Create(scenes *ent.SceneClient, n New) *ent.SceneCreate {
-	c := scenes.Create().SetIntegrationID(n.IntegrationID).SetOwnerID(n.OwnerRecordID).
+	c := scenes.Create().SetIntegrationID(n.IntegrationID).SetOwnerID(n.OwnerID).
 		SetTitle(n.Title).SetDescription(n.Description).SetVisibility(n.Visibility).
 		SetSplatType(scene.SplatType(n.SplatType)).SetSplatURL(n.SplatURL).
 		SetNillableLodFolderKey(n.LodFolderKey).SetNillableLodFiles(n.LodFiles).SetImageURL(n.ImageURL).

@@ -13,7 +13,7 @@ import (
 // The builder only fills a mutation, so the test reads the mutation back without a database.
 func TestCreateSetsEveryGivenColumn(t *testing.T) {
 	lod, files, depth := "i/x/u/y/lod/z/", 7, "https://cdn/depth.png"
-	n := New{ID: "scene1", IntegrationID: "int1", OwnerRecordID: "cust1", Title: "t", Description: "d",
+	n := New{ID: "scene1", IntegrationID: "int1", OwnerID: "cust1", Title: "t", Description: "d",
 		Visibility: scene.VisibilityPublic, SplatType: "lod", SplatURL: "https://cdn/s/", LodFolderKey: &lod,
 		LodFiles: &files, ImageURL: "https://cdn/i.png", ThumbnailDepthURL: &depth,
 		InitialCameraPosition: []float64{1, 2, 3}, InitialCameraRotation: []float64{4, 5, 6},
@@ -48,7 +48,7 @@ func TestCreateSetsEveryGivenColumn(t *testing.T) {
 
 // What is absent stays unset, so the column keeps its default (NULL, skipped, a generated id).
 func TestCreateLeavesAbsentColumnsToTheirDefaults(t *testing.T) {
-	m := Create(ent.NewClient().Scene, New{IntegrationID: "int1", OwnerRecordID: "cust1", Title: "t",
+	m := Create(ent.NewClient().Scene, New{IntegrationID: "int1", OwnerID: "cust1", Title: "t",
 		Visibility: scene.VisibilityPrivate, SplatType: "file", SplatURL: "https://cdn/s.ply"}).Mutation()
 	_, ok := m.ID()
 	require.False(t, ok, "id")

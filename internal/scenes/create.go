@@ -43,7 +43,7 @@ func PlanRendition(row *scenerow.New, r RenditionPolicy) {
 		return
 	}
 	row.ID = ids.New()
-	row.RenditionPrefix = objectkeys.RenditionFolder(row.IntegrationID, row.OwnerRecordID, row.ID)
+	row.RenditionPrefix = objectkeys.RenditionFolder(row.IntegrationID, row.OwnerID, row.ID)
 	row.RenditionQueue = r.Queue
 }
 
@@ -82,7 +82,7 @@ func UploadPurge(ctx context.Context, tx *ent.Tx, owner *ent.ExternalUser, ticke
 		return nil, nil
 	}
 	return tx.AssetPurge.Create().SetKind(assetpurge.KindUpload).SetIntegrationID(owner.IntegrationID).
-		SetOwnerRecordID(owner.ID).SetExternalUserID(owner.ExternalUserID).
+		SetOwnerID(owner.ID).SetExternalUserID(owner.ExternalUserID).
 		SetTicketIds(tickets).SetKeys(keys).Save(ctx)
 }
 

@@ -40,7 +40,7 @@ func (s *Store) Delete(ctx context.Context, accountID string, owner *ent.Externa
 			keys, prefixes := objectkeys.SceneObjects(sc.IntegrationID, sc.AssetKeys, sc.LodFolderKey, sc.RenditionPrefix)
 			var err error
 			purge, err = tx.AssetPurge.Create().SetKind(assetpurge.KindScene).SetIntegrationID(sc.IntegrationID).
-				SetOwnerRecordID(owner.ID).SetExternalUserID(owner.ExternalUserID).SetSceneID(sc.ID).
+				SetOwnerID(owner.ID).SetExternalUserID(owner.ExternalUserID).SetSceneID(sc.ID).
 				SetKeys(keys).SetPrefixes(prefixes).SetSceneCount(1).Save(ctx)
 			if err != nil {
 				return err

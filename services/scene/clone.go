@@ -84,8 +84,8 @@ func (s *Service) clone(c *fiber.Ctx) error {
 	}
 	wfID := workflows.CloneWorkflowID(caller.IntegrationID, owner.ID)
 	jobID, err := s.startClone(ctx, wfID, workflows.CloneInput{
-		JobID: ids.New(), SourceSceneID: id, IntegrationID: caller.IntegrationID, AccountID: caller.AccountID,
-		OwnerRecordID: owner.ID, ExternalUserID: eu, ClonedAt: s.now(),
+		SplatID: ids.New(), SourceSplatID: id, IntegrationID: caller.IntegrationID, AccountID: caller.AccountID,
+		OwnerID: owner.ID, ExternalUserID: eu, ClonedAt: s.now(),
 		AbandonAfter: s.clones.AbandonAfter, Concurrency: s.clones.Concurrency, MediaTaskQueue: s.clones.MediaTaskQueue,
 	})
 	if err != nil {
@@ -140,7 +140,7 @@ func (s *Service) startClone(ctx context.Context, wfID string, in workflows.Clon
 // startOrFindClone is startClone's start, or for a keyed request its find.
 func (s *Service) startOrFindClone(ctx context.Context, wfID string, in workflows.CloneInput) (string, error) {
 	if stable, ok := idempotency.StableID(ctx); ok {
-		in.JobID = stable
+		in.SplatID = stable
 		runID, err := workflows.CloneRunOf(ctx, s.clones.Client, wfID, stable)
 		if err == nil {
 			return runID, nil

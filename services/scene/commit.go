@@ -144,7 +144,7 @@ func (s *Service) commit(c *fiber.Ctx) error {
 // spent ticket) and drops the cached list pages.
 func (s *Service) createScene(ctx context.Context, accountID string, owner *ent.ExternalUser, req *commitRequest, p *commitPlan,
 	answer func(*ent.Scene, *ent.Account) any) (*idempotency.Recorded, error) {
-	row := scenerow.New{IntegrationID: owner.IntegrationID, OwnerRecordID: owner.ID, Title: req.title,
+	row := scenerow.New{IntegrationID: owner.IntegrationID, OwnerID: owner.ID, Title: req.title,
 		Description: req.description, Visibility: scene.Visibility(req.visibility), SplatType: req.splatType,
 		SplatURL: req.splatURL, LodFolderKey: p.lodKey, LodFiles: p.lodFiles, ImageURL: req.imageURL,
 		InitialCameraPosition: req.cameraPosition, InitialCameraRotation: req.cameraRotation,

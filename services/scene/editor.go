@@ -18,7 +18,7 @@ const editorPrefix = "/api/embed/editor"
 // registerEditor mounts the editor embed's routes. Each is its v1 handler behind editorScope,
 // so a scoped editor session acts exactly as the v1 route with its EU.
 func (s *Service) registerEditor(r fiber.Router) {
-	r.Patch(editorPrefix+"/splats/:id", editorScope, s.patchScene)
+	r.Patch(editorPrefix+"/splats/:splatId", editorScope, s.patchScene)
 	r.Post(editorPrefix+"/uploads/splat-file", editorScope, s.uploadSplatFile)
 	r.Get(editorPrefix+"/uploads/splat-file/:uploadId", editorScope, s.getMultipart)
 	r.Post(editorPrefix+"/uploads/splat-file/:uploadId/complete", editorScope, s.completeMultipart)
@@ -27,8 +27,8 @@ func (s *Service) registerEditor(r fiber.Router) {
 	r.Post(editorPrefix+"/uploads/splat-images", editorScope, s.uploadSplatImages)
 	r.Post(editorPrefix+"/uploads/audio", editorScope, s.uploadAudio)
 	r.Post(editorPrefix+"/splats", editorScope, s.commit)
-	r.Post(editorPrefix+"/splats/:id/clone", editorScope, s.clone)
-	r.Get(editorPrefix+"/splats/:id/clone/:jobId", editorScope, s.pollClone)
+	r.Post(editorPrefix+"/splats/:splatId/clone", editorScope, s.clone)
+	r.Get(editorPrefix+"/splats/:splatId/clone/:jobId", editorScope, s.pollClone)
 }
 
 // editorScope admits an editor session scoped to a customer to the v1 handler behind it. A

@@ -23,12 +23,12 @@ const (
 // registerScenes mounts the scene read, update and delete routes.
 func (s *Service) registerScenes(r fiber.Router) {
 	r.Get("/api/v1/splats", s.listScenes)
-	// Before /:id: otherwise "trending" is taken for a scene id (and answered 404).
+	// Before /:splatId: otherwise "trending" is taken for a scene id (and answered 404).
 	r.Get("/api/v1/splats/trending", s.trending)
-	r.Get("/api/v1/splats/:id", s.getScene)
-	r.Get("/api/v1/splats/:id/analytics", s.getAnalytics)
-	r.Patch("/api/v1/splats/:id", s.patchScene)
-	r.Delete("/api/v1/splats/:id", s.deleteScene)
+	r.Get("/api/v1/splats/:splatId", s.getScene)
+	r.Get("/api/v1/splats/:splatId/analytics", s.getAnalytics)
+	r.Patch("/api/v1/splats/:splatId", s.patchScene)
+	r.Delete("/api/v1/splats/:splatId", s.deleteScene)
 }
 
 // errSceneNotFound is every "no such scene for you" answer (scenes.ErrNotFound).
@@ -48,10 +48,10 @@ func customerScene(c *fiber.Ctx) (*httpx.Caller, string, string, error) {
 	return caller, eu, id, nil
 }
 
-// SceneIDParam returns the path's :id scene id, lower-cased; anything but 24 hex characters
+// SceneIDParam returns the path's :splatId scene id, lower-cased; anything but 24 hex characters
 // names no scene (404; scenes.ParseID).
 func SceneIDParam(c *fiber.Ctx) (string, error) {
-	return scenes.ParseID(c.Params("id"))
+	return scenes.ParseID(c.Params("splatId"))
 }
 
 // callerEU is the EU header when the caller sent one.

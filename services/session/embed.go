@@ -38,7 +38,7 @@ func sessionScene(c *fiber.Ctx) (*session, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	id, err := scenes.ParseID(c.Params("id"))
+	id, err := scenes.ParseID(c.Params("splatId"))
 	if err != nil {
 		return nil, "", err
 	}

@@ -46,9 +46,9 @@ func New(d *db.DB, log *slog.Logger, keys *sessiontoken.Keys) *Service {
 // gateway in-process, or httpx.TrustSignedCaller in a service binary).
 func (s *Service) Register(r fiber.Router) {
 	r.Post("/api/editor/embed-sessions", s.mint)
-	r.Get("/api/embed/splats/:id", s.getScene)
-	r.Post("/api/embed/splats/:id/like", s.like)
-	r.Delete("/api/embed/splats/:id/like", s.unlike)
+	r.Get("/api/embed/splats/:splatId", s.getScene)
+	r.Post("/api/embed/splats/:splatId/like", s.like)
+	r.Delete("/api/embed/splats/:splatId/like", s.unlike)
 	r.Post("/api/embed/views", s.recordView)
 	r.Get(roomproto.Path, s.room)
 	// httpx.Page again (the gateway marks them too): a split session service answers its own

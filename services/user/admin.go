@@ -68,7 +68,7 @@ func (s *Service) getAccount(c *fiber.Ctx) error {
 	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
-	a, err := s.store().Account(c.UserContext(), c.Params("id"))
+	a, err := s.store().Account(c.UserContext(), c.Params("accountId"))
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func (s *Service) patchAccount(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out, planChanged, err := s.store().UpdateAccount(c.UserContext(), c.Params("id"), p.Apply)
+	out, planChanged, err := s.store().UpdateAccount(c.UserContext(), c.Params("accountId"), p.Apply)
 	if err != nil {
 		return err
 	}
@@ -196,7 +196,7 @@ func (s *Service) getIntegration(c *fiber.Ctx) error {
 	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
-	in, err := s.store().Integration(c.UserContext(), c.Params("id"))
+	in, err := s.store().Integration(c.UserContext(), c.Params("integrationId"))
 	if err != nil {
 		return err
 	}
@@ -223,7 +223,7 @@ func (s *Service) patchIntegration(c *fiber.Ctx) error {
 	if err := f.Err(); err != nil {
 		return err
 	}
-	out, err := s.store().UpdateIntegration(c.UserContext(), c.Params("id"), func(in *customers.Integration) error {
+	out, err := s.store().UpdateIntegration(c.UserContext(), c.Params("integrationId"), func(in *customers.Integration) error {
 		p.Apply(in)
 		return nil
 	})
@@ -245,7 +245,7 @@ func (s *Service) rotateIntegration(c *fiber.Ctx) error {
 		return err
 	}
 	_, secretKey := credentials.NewKeyPair()
-	out, err := s.store().UpdateIntegration(c.UserContext(), c.Params("id"), func(in *customers.Integration) error {
+	out, err := s.store().UpdateIntegration(c.UserContext(), c.Params("integrationId"), func(in *customers.Integration) error {
 		if in.RevokedAt != nil {
 			return apperr.Gone("integration revoked")
 		}
@@ -260,7 +260,7 @@ func (s *Service) revokeIntegration(c *fiber.Ctx) error {
 		return err
 	}
 	now := time.Now()
-	_, err := s.store().UpdateIntegration(c.UserContext(), c.Params("id"), func(in *customers.Integration) error {
+	_, err := s.store().UpdateIntegration(c.UserContext(), c.Params("integrationId"), func(in *customers.Integration) error {
 		if in.RevokedAt != nil {
 			return customers.Unchanged // revoking twice is harmless; the first time stands
 		}
@@ -281,7 +281,7 @@ func (s *Service) adminCustomerUsage(c *fiber.Ctx) error {
 	if err := httpx.RequireAdmin(c); err != nil {
 		return err
 	}
-	in, err := s.store().Integration(c.UserContext(), c.Params("id"))
+	in, err := s.store().Integration(c.UserContext(), c.Params("integrationId"))
 	if err != nil {
 		return err
 	}

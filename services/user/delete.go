@@ -85,7 +85,7 @@ func (s *Service) startPurge(ctx context.Context, p *ent.AssetPurge) {
 		return
 	}
 	in := workflows.PurgeInput{PurgeID: p.ID, IntegrationID: p.IntegrationID,
-		OwnerRecordID: p.OwnerRecordID, ExternalUserID: p.ExternalUserID}
+		OwnerID: p.OwnerID, ExternalUserID: p.ExternalUserID}
 	go func() {
 		ctx, cancel := context.WithTimeout(ctx, purgeStartTimeout)
 		defer cancel()

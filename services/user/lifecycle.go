@@ -53,7 +53,7 @@ func (s *Service) applyRetentionTimers(ctx context.Context, integrationID string
 	for _, t := range put.Start {
 		run(func() {
 			in := workflows.RetentionInput{SceneID: t.SceneID, IntegrationID: integrationID,
-				OwnerRecordID: u.ID, ExternalUserID: u.ExternalUserID, ArchivedAt: t.ArchivedAt}
+				OwnerID: u.ID, ExternalUserID: u.ExternalUserID, ArchivedAt: t.ArchivedAt}
 			if err := workflows.StartSceneRetention(ctx, s.temporal.Client, s.temporal.TaskQueue, in); err != nil {
 				s.log.Warn("starting a scene's retention timer", "scene", t.SceneID, "error", err)
 			}

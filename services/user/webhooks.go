@@ -44,10 +44,10 @@ func (s *Service) UseWebhooks(w webhooks.Registry) {
 func (s *Service) registerWebhooks(r fiber.Router) {
 	r.Post(webhooksPath, s.createWebhook)
 	r.Get(webhooksPath, s.listWebhooks)
-	r.Delete(webhooksPath+"/:id", s.deleteWebhook)
-	r.Post(webhooksPath+"/:id/rotate", s.rotateWebhook)
-	r.Get(webhooksPath+"/:id/deliveries", s.listDeliveries)
-	r.Post(webhooksPath+"/:id/deliveries/:deliveryId/redeliver", s.redeliver)
+	r.Delete(webhooksPath+"/:webhookId", s.deleteWebhook)
+	r.Post(webhooksPath+"/:webhookId/rotate", s.rotateWebhook)
+	r.Get(webhooksPath+"/:webhookId/deliveries", s.listDeliveries)
+	r.Post(webhooksPath+"/:webhookId/deliveries/:deliveryId/redeliver", s.redeliver)
 }
 
 // renderWebhook renders an endpoint as the API shows it, as the Go SDK's Webhook its clients
@@ -80,7 +80,7 @@ func (s *Service) pathWebhook(c *fiber.Ctx) (*ent.WebhookEndpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.store().Webhook(c.UserContext(), caller.IntegrationID, c.Params("id"))
+	return s.store().Webhook(c.UserContext(), caller.IntegrationID, c.Params("webhookId"))
 }
 
 func (s *Service) createWebhook(c *fiber.Ctx) error {

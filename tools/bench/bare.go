@@ -168,13 +168,13 @@ func RunBareServer(ctx context.Context, o BareServerOptions, stdout io.Writer) e
 		return c.JSON(bareUserAnswer{Status: "success", ExternalUser: &u})
 	})
 
-	app.Get(BareScenePath+":id", func(c *fiber.Ctx) error {
+	app.Get(BareScenePath+":splatId", func(c *fiber.Ctx) error {
 		in, eu, err := auth.keys(c)
 		if err != nil {
 			return refuse(c, err)
 		}
 		var sc bareScene
-		err = pool.QueryRow(c.UserContext(), BareSceneQuery, c.Params("id"), in.id).Scan(
+		err = pool.QueryRow(c.UserContext(), BareSceneQuery, c.Params("splatId"), in.id).Scan(
 			&sc.ID, &sc.Title, &sc.Description, &sc.ImageURL, &sc.SplatURL, &sc.Visibility, &sc.AllowEmbed,
 			&sc.AllowComments, &sc.AllowReactions, &sc.AllowClone, &sc.RemixedFrom, &sc.SplatType, &sc.ExternalUserID,
 			&sc.ViewCount, &sc.LikeCount, &sc.FileSizeBytes, &sc.Featured, &sc.FeaturedAt, &sc.CreatedAt, &sc.UpdatedAt,

@@ -4,13 +4,15 @@ import (
 	"time"
 )
 
-// PrepareCloneInput names one clone job: JobID is the id the new scene will get.
+// PrepareCloneInput names one clone job: SplatID is the id the new scene will get (and its
+// clone_jobs row's). In this file SplatID, SourceSplatID and OwnerID keep their old JSON keys
+// (JobID, SourceSceneID, OwnerRecordID), so recorded histories still read.
 type PrepareCloneInput struct {
-	JobID         string
-	SourceSceneID string
+	SplatID       string `json:"JobID"`
+	SourceSplatID string `json:"SourceSceneID"`
 	IntegrationID string
 	AccountID     string
-	OwnerRecordID string
+	OwnerID       string `json:"OwnerRecordID"`
 	// ClonedAt is when the clone was asked for (the remix's clonedAt).
 	ClonedAt time.Time
 }
@@ -25,7 +27,7 @@ type PrepareCloneResult struct {
 // CopyCloneInput is one job's copy: the plan PrepareClone made, the job's folder (Prefix) and
 // how many copies run at once.
 type CopyCloneInput struct {
-	JobID        string
+	SplatID      string `json:"JobID"`
 	Prefix       string
 	Plan         ClonePlan
 	TotalObjects int
@@ -48,9 +50,9 @@ type CopyCloneResult struct {
 
 // FinalizeCloneInput names the job whose copy is complete.
 type FinalizeCloneInput struct {
-	JobID         string
-	OwnerRecordID string
-	AccountID     string
+	SplatID   string `json:"JobID"`
+	OwnerID   string `json:"OwnerRecordID"`
+	AccountID string
 }
 
 // FinalizeCloneResult is the new scene and the account storage meter after the clone.
@@ -63,9 +65,9 @@ type FinalizeCloneResult struct {
 
 // RollbackCloneInput names the job to undo; Message is why it failed, for clone.failed.
 type RollbackCloneInput struct {
-	JobID         string
+	SplatID       string `json:"JobID"`
 	IntegrationID string
-	OwnerRecordID string
+	OwnerID       string `json:"OwnerRecordID"`
 	SourceSplatID string
 	Message       string
 }

@@ -49,9 +49,9 @@ type PendingPurgesInput struct {
 type PendingPurge struct {
 	PurgeID       string
 	IntegrationID string
-	// OwnerRecordID is the customer's record id (scenes.owner_id); its JSON key is its old
+	// OwnerID is the customer's record id (scenes.owner_id); its JSON key is its old
 	// name, so recorded histories replay.
-	OwnerRecordID  string `json:"ExternalUserRecordID"`
+	OwnerID        string `json:"ExternalUserRecordID"`
 	ExternalUserID string
 	Kind           string
 	SceneID        string

@@ -40,9 +40,9 @@ type ArchivedScenesInput struct {
 type ArchivedScene struct {
 	SceneID       string
 	IntegrationID string
-	// OwnerRecordID is the customer's record id (scenes.owner_id); its JSON key is its old
+	// OwnerID is the customer's record id (scenes.owner_id); its JSON key is its old
 	// name, so recorded histories replay.
-	OwnerRecordID  string `json:"ExternalUserRecordID"`
+	OwnerID        string `json:"ExternalUserRecordID"`
 	ExternalUserID string
 	ArchivedAt     time.Time
 }
