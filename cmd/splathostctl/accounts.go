@@ -96,34 +96,24 @@ func (a *app) accountsCommand() *cobra.Command {
 		}),
 	}
 	af.register(create, true)
-	get := &cobra.Command{
-		Use:   "get <accountId>",
-		Short: "Show an account",
-		Args:  cobra.ExactArgs(1),
-		RunE: a.runSDK(func(cmd *cobra.Command, args []string, c *splathost.Client) error {
-			acct, err := c.GetAccount(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return a.printAccount(acct)
-		}),
-	}
-	update := &cobra.Command{
-		Use:   "update <accountId>",
-		Short: "Change an account; only the flags given are changed",
-		Args:  cobra.ExactArgs(1),
-		RunE: a.runSDK(func(cmd *cobra.Command, args []string, c *splathost.Client) error {
-			u, err := af.update(cmd)
-			if err != nil {
-				return err
-			}
-			acct, err := c.UpdateAccount(cmd.Context(), args[0], u)
-			if err != nil {
-				return err
-			}
-			return a.printAccount(acct)
-		}),
-	}
+	get := a.byID("get <accountId>", "Show an account", func(cmd *cobra.Command, c *splathost.Client, id string) error {
+		acct, err := c.GetAccount(cmd.Context(), id)
+		if err != nil {
+			return err
+		}
+		return a.printAccount(acct)
+	})
+	update := a.byID("update <accountId>", "Change an account; only the flags given are changed", func(cmd *cobra.Command, c *splathost.Client, id string) error {
+		u, err := af.update(cmd)
+		if err != nil {
+			return err
+		}
+		acct, err := c.UpdateAccount(cmd.Context(), id, u)
+		if err != nil {
+			return err
+		}
+		return a.printAccount(acct)
+	})
 	af.register(update, false)
 	cmd.AddCommand(create, get, update)
 	return cmd

@@ -36,27 +36,21 @@ func (a *app) integrationsCommand() *cobra.Command {
 	_ = create.MarkFlagRequired("account")
 	_ = create.MarkFlagRequired("product-slug")
 
-	byID := func(use, short string, run func(cmd *cobra.Command, c *splathost.Client, id string) error) *cobra.Command {
-		return &cobra.Command{Use: use + " <integrationId>", Short: short, Args: cobra.ExactArgs(1),
-			RunE: a.runSDK(func(cmd *cobra.Command, args []string, c *splathost.Client) error {
-				return run(cmd, c, args[0])
-			})}
-	}
-	get := byID("get", "Show an integration (without its secret)", func(cmd *cobra.Command, c *splathost.Client, id string) error {
+	get := a.byID("get <integrationId>", "Show an integration (without its secret)", func(cmd *cobra.Command, c *splathost.Client, id string) error {
 		in, err := c.GetIntegration(cmd.Context(), id)
 		if err != nil {
 			return err
 		}
 		return a.printIntegration(in)
 	})
-	rotate := byID("rotate", "Issue a new secret key; the old one stops working at once", func(cmd *cobra.Command, c *splathost.Client, id string) error {
+	rotate := a.byID("rotate <integrationId>", "Issue a new secret key; the old one stops working at once", func(cmd *cobra.Command, c *splathost.Client, id string) error {
 		in, err := c.RotateIntegration(cmd.Context(), id)
 		if err != nil {
 			return err
 		}
 		return a.printIntegration(in)
 	})
-	revoke := byID("revoke", "Revoke an integration for good: its keys answer 410", func(cmd *cobra.Command, c *splathost.Client, id string) error {
+	revoke := a.byID("revoke <integrationId>", "Revoke an integration for good: its keys answer 410", func(cmd *cobra.Command, c *splathost.Client, id string) error {
 		if err := c.RevokeIntegration(cmd.Context(), id); err != nil {
 			return err
 		}

@@ -125,6 +125,15 @@ func (a *app) runSDK(body func(cmd *cobra.Command, args []string, c *splathost.C
 	}
 }
 
+// byID is a command on one resource: use names it and its id argument ("get <accountId>"),
+// and run gets the SDK client and that id.
+func (a *app) byID(use, short string, run func(cmd *cobra.Command, c *splathost.Client, id string) error) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(1),
+		RunE: a.runSDK(func(cmd *cobra.Command, args []string, c *splathost.Client) error {
+			return run(cmd, c, args[0])
+		})}
+}
+
 // print writes v as JSON with --json, else the table that table draws.
 func (a *app) print(v any, table func(w *tabwriter.Writer)) error {
 	if a.json {
