@@ -114,10 +114,15 @@ func (a *app) sdk(opts ...splathost.Option) (*splathost.Client, error) {
 		splathost.WithUserAgent("splathostctl")}, opts...)...)
 }
 
-// runSDK adapts a command body that needs the SDK client to cobra's RunE.
+// runSDK adapts a command body that needs the operator's SDK client to cobra's RunE.
 func (a *app) runSDK(body func(cmd *cobra.Command, args []string, c *splathost.Client) error) func(*cobra.Command, []string) error {
+	return a.runWith(func() (*splathost.Client, error) { return a.sdk() }, body)
+}
+
+// runWith adapts a command body that needs the SDK client client makes to cobra's RunE.
+func (a *app) runWith(client func() (*splathost.Client, error), body func(cmd *cobra.Command, args []string, c *splathost.Client) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		c, err := a.sdk()
+		c, err := client()
 		if err != nil {
 			return err
 		}
