@@ -88,48 +88,30 @@ func (a *app) accountsCommand() *cobra.Command {
 			if n, ok := u.MaxSplats.Get(); ok {
 				in.MaxSplats = &n
 			}
-			acct, err := c.CreateAccount(cmd.Context(), in)
-			if err != nil {
-				return err
-			}
-			return a.printAccount(acct)
+			return a.printAccount(c.CreateAccount(cmd.Context(), in))
 		}),
 	}
 	af.register(create, true)
-	get := &cobra.Command{
-		Use:   "get <accountId>",
-		Short: "Show an account",
-		Args:  cobra.ExactArgs(1),
-		RunE: a.runSDK(func(cmd *cobra.Command, args []string, c *splathost.Client) error {
-			acct, err := c.GetAccount(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return a.printAccount(acct)
-		}),
-	}
-	update := &cobra.Command{
-		Use:   "update <accountId>",
-		Short: "Change an account; only the flags given are changed",
-		Args:  cobra.ExactArgs(1),
-		RunE: a.runSDK(func(cmd *cobra.Command, args []string, c *splathost.Client) error {
-			u, err := af.update(cmd)
-			if err != nil {
-				return err
-			}
-			acct, err := c.UpdateAccount(cmd.Context(), args[0], u)
-			if err != nil {
-				return err
-			}
-			return a.printAccount(acct)
-		}),
-	}
+	get := a.byID("get <accountId>", "Show an account", func(cmd *cobra.Command, c *splathost.Client, id string) error {
+		return a.printAccount(c.GetAccount(cmd.Context(), id))
+	})
+	update := a.byID("update <accountId>", "Change an account; only the flags given are changed", func(cmd *cobra.Command, c *splathost.Client, id string) error {
+		u, err := af.update(cmd)
+		if err != nil {
+			return err
+		}
+		return a.printAccount(c.UpdateAccount(cmd.Context(), id, u))
+	})
 	af.register(update, false)
 	cmd.AddCommand(create, get, update)
 	return cmd
 }
 
-func (a *app) printAccount(acct *splathost.Account) error {
+// printAccount prints acct, the answer of an SDK call, or returns the call's err.
+func (a *app) printAccount(acct *splathost.Account, err error) error {
+	if err != nil {
+		return err
+	}
 	return a.print(acct, func(w *tabwriter.Writer) {
 		row(w, "ID", "NAME", "PLAN", "STORAGE BUNDLE", "USED", "MAX SPLATS", "SPLATS", "OVERAGE")
 		row(w, acct.ID, acct.Name, acct.Plan, acct.StorageBundleBytes, acct.UsedBytes, orNone(acct.MaxSplats), acct.SplatCount, acct.Overage)

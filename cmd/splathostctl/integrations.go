@@ -19,12 +19,8 @@ func (a *app) integrationsCommand() *cobra.Command {
 		Short: "Create an integration; its secret key is shown only now",
 		Args:  cobra.NoArgs,
 		RunE: a.runSDK(func(cmd *cobra.Command, _ []string, c *splathost.Client) error {
-			in, err := c.CreateIntegration(cmd.Context(), splathost.NewIntegration{AccountID: accountID, ProductSlug: slug,
-				Capabilities: caps, RestAccess: &rest, FrameAncestors: frames})
-			if err != nil {
-				return err
-			}
-			return a.printIntegration(in)
+			return a.printIntegration(c.CreateIntegration(cmd.Context(), splathost.NewIntegration{AccountID: accountID, ProductSlug: slug,
+				Capabilities: caps, RestAccess: &rest, FrameAncestors: frames}))
 		}),
 	}
 	f := create.Flags()
@@ -36,41 +32,27 @@ func (a *app) integrationsCommand() *cobra.Command {
 	_ = create.MarkFlagRequired("account")
 	_ = create.MarkFlagRequired("product-slug")
 
-	byID := func(use, short string, run func(cmd *cobra.Command, c *splathost.Client, id string) error) *cobra.Command {
-		return &cobra.Command{Use: use + " <integrationId>", Short: short, Args: cobra.ExactArgs(1),
-			RunE: a.runSDK(func(cmd *cobra.Command, args []string, c *splathost.Client) error {
-				return run(cmd, c, args[0])
-			})}
-	}
-	get := byID("get", "Show an integration (without its secret)", func(cmd *cobra.Command, c *splathost.Client, id string) error {
-		in, err := c.GetIntegration(cmd.Context(), id)
-		if err != nil {
-			return err
-		}
-		return a.printIntegration(in)
+	get := a.byID("get <integrationId>", "Show an integration (without its secret)", func(cmd *cobra.Command, c *splathost.Client, id string) error {
+		return a.printIntegration(c.GetIntegration(cmd.Context(), id))
 	})
-	rotate := byID("rotate", "Issue a new secret key; the old one stops working at once", func(cmd *cobra.Command, c *splathost.Client, id string) error {
-		in, err := c.RotateIntegration(cmd.Context(), id)
-		if err != nil {
-			return err
-		}
-		return a.printIntegration(in)
+	rotate := a.byID("rotate <integrationId>", "Issue a new secret key; the old one stops working at once", func(cmd *cobra.Command, c *splathost.Client, id string) error {
+		return a.printIntegration(c.RotateIntegration(cmd.Context(), id))
 	})
-	revoke := byID("revoke", "Revoke an integration for good: its keys answer 410", func(cmd *cobra.Command, c *splathost.Client, id string) error {
+	revoke := a.byID("revoke <integrationId>", "Revoke an integration for good: its keys answer 410", func(cmd *cobra.Command, c *splathost.Client, id string) error {
 		if err := c.RevokeIntegration(cmd.Context(), id); err != nil {
 			return err
 		}
-		in, err := c.GetIntegration(cmd.Context(), id)
-		if err != nil {
-			return err
-		}
-		return a.printIntegration(in)
+		return a.printIntegration(c.GetIntegration(cmd.Context(), id))
 	})
 	cmd.AddCommand(create, get, rotate, revoke)
 	return cmd
 }
 
-func (a *app) printIntegration(in *splathost.Integration) error {
+// printIntegration prints in, the answer of an SDK call, or returns the call's err.
+func (a *app) printIntegration(in *splathost.Integration, err error) error {
+	if err != nil {
+		return err
+	}
 	return a.print(in, func(w *tabwriter.Writer) {
 		row(w, "ID", "ACCOUNT", "PRODUCT", "CAPABILITIES", "REST", "PUBLIC KEY", "REVOKED")
 		row(w, in.ID, in.AccountID, in.ProductSlug, strings.Join(in.Capabilities, ","), in.RestAccess, in.PublicKey, in.Revoked)

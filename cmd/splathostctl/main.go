@@ -114,15 +114,29 @@ func (a *app) sdk(opts ...splathost.Option) (*splathost.Client, error) {
 		splathost.WithUserAgent("splathostctl")}, opts...)...)
 }
 
-// runSDK adapts a command body that needs the SDK client to cobra's RunE.
+// runSDK adapts a command body that needs the operator's SDK client to cobra's RunE.
 func (a *app) runSDK(body func(cmd *cobra.Command, args []string, c *splathost.Client) error) func(*cobra.Command, []string) error {
+	return a.runWith(func() (*splathost.Client, error) { return a.sdk() }, body)
+}
+
+// runWith adapts a command body that needs the SDK client client makes to cobra's RunE.
+func (a *app) runWith(client func() (*splathost.Client, error), body func(cmd *cobra.Command, args []string, c *splathost.Client) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		c, err := a.sdk()
+		c, err := client()
 		if err != nil {
 			return err
 		}
 		return body(cmd, args, c)
 	}
+}
+
+// byID is a command on one resource: use names it and its id argument ("get <accountId>"),
+// and run gets the SDK client and that id.
+func (a *app) byID(use, short string, run func(cmd *cobra.Command, c *splathost.Client, id string) error) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(1),
+		RunE: a.runSDK(func(cmd *cobra.Command, args []string, c *splathost.Client) error {
+			return run(cmd, c, args[0])
+		})}
 }
 
 // print writes v as JSON with --json, else the table that table draws.

@@ -36,12 +36,9 @@ func (a *app) renditionsCommand() *cobra.Command {
 	fl.StringVar(&f.State, "state", "failed", "pending, ready, failed or skipped")
 	fl.StringVar(&f.IntegrationID, "integration", "", "only this integration's scenes")
 	fl.IntVar(&f.Limit, "limit", 50, "at most this many (1-200)")
-	retry := &cobra.Command{
-		Use:   "retry <splatId>",
-		Short: "Build a scene's rendition again (it is pending until the new run ends)",
-		Args:  cobra.ExactArgs(1),
-		RunE: a.runSDK(func(cmd *cobra.Command, args []string, c *splathost.Client) error {
-			r, err := c.RetryRendition(cmd.Context(), args[0])
+	retry := a.byID("retry <splatId>", "Build a scene's rendition again (it is pending until the new run ends)",
+		func(cmd *cobra.Command, c *splathost.Client, id string) error {
+			r, err := c.RetryRendition(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -49,8 +46,7 @@ func (a *app) renditionsCommand() *cobra.Command {
 				row(w, "SPLAT", "STATE", "WORKFLOW")
 				row(w, r.SplatID, r.State, r.WorkflowID)
 			})
-		}),
-	}
+		})
 	cmd.AddCommand(list, retry)
 	return cmd
 }

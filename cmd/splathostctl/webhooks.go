@@ -25,61 +25,41 @@ func (a *app) webhooksCommand() *cobra.Command {
 		})
 	}
 	list := &cobra.Command{Use: "list", Short: "List the endpoints", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := client()
-			if err != nil {
-				return err
-			}
+		RunE: a.runWith(client, func(cmd *cobra.Command, _ []string, c *splathost.Client) error {
 			hooks, err := c.ListWebhooks(cmd.Context())
 			if err != nil {
 				return err
 			}
 			return printHooks(hooks)
-		}}
+		})}
 	var in splathost.WebhookInput
 	create := &cobra.Command{Use: "create <url>", Short: "Register an endpoint (its secret is shown once)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := client()
-			if err != nil {
-				return err
-			}
+		RunE: a.runWith(client, func(cmd *cobra.Command, args []string, c *splathost.Client) error {
 			in.URL = args[0]
 			h, err := c.CreateWebhook(cmd.Context(), in)
 			if err != nil {
 				return err
 			}
 			return printHooks([]splathost.Webhook{*h})
-		}}
+		})}
 	create.Flags().StringSliceVar(&in.Events, "events", nil, "event types (default: every type)")
 	create.Flags().StringVar(&in.Description, "description", "", "a note for yourself")
 	rotate := &cobra.Command{Use: "rotate <webhookId>", Short: "Issue a new secret (the old one signs too for 24 h)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := client()
-			if err != nil {
-				return err
-			}
+		RunE: a.runWith(client, func(cmd *cobra.Command, args []string, c *splathost.Client) error {
 			h, err := c.RotateWebhook(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			return printHooks([]splathost.Webhook{*h})
-		}}
+		})}
 	remove := &cobra.Command{Use: "delete <webhookId>", Short: "Delete an endpoint", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := client()
-			if err != nil {
-				return err
-			}
+		RunE: a.runWith(client, func(cmd *cobra.Command, args []string, c *splathost.Client) error {
 			return c.DeleteWebhook(cmd.Context(), args[0])
-		}}
+		})}
 	var limit int
 	var cursor string
 	deliveries := &cobra.Command{Use: "deliveries <webhookId>", Short: "Show an endpoint's delivery log, newest first", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := client()
-			if err != nil {
-				return err
-			}
+		RunE: a.runWith(client, func(cmd *cobra.Command, args []string, c *splathost.Client) error {
 			page, err := c.WebhookDeliveryLog(cmd.Context(), args[0], limit, cursor)
 			if err != nil {
 				return err
@@ -97,17 +77,13 @@ func (a *app) webhooksCommand() *cobra.Command {
 					row(w, "next page: --cursor "+*page.NextCursor)
 				}
 			})
-		}}
+		})}
 	deliveries.Flags().IntVar(&limit, "limit", 20, "rows per page (1-100)")
 	deliveries.Flags().StringVar(&cursor, "cursor", "", "the previous page's next cursor")
 	redeliver := &cobra.Command{Use: "redeliver <webhookId> <deliveryId>", Short: "Send a delivery again now", Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := client()
-			if err != nil {
-				return err
-			}
+		RunE: a.runWith(client, func(cmd *cobra.Command, args []string, c *splathost.Client) error {
 			return c.RedeliverWebhook(cmd.Context(), args[0], args[1])
-		}}
+		})}
 	cmd.AddCommand(list, create, rotate, remove, deliveries, redeliver)
 	return cmd
 }

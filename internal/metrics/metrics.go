@@ -18,10 +18,9 @@ var Registry = prometheus.NewRegistry()
 
 var (
 	// HTTPRequests counts answered requests by service, route template, method and status.
-	HTTPRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "splathost_http_requests_total",
-		Help: "HTTP requests answered, by service, route template, method and status code.",
-	}, []string{"service", "route", "method", "status"})
+	HTTPRequests = counterVec("splathost_http_requests_total",
+		"HTTP requests answered, by service, route template, method and status code.",
+		"service", "route", "method", "status")
 	// HTTPDuration is request latency by service, route template and method.
 	HTTPDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "splathost_http_request_duration_seconds",
@@ -30,33 +29,36 @@ var (
 	}, []string{"service", "route", "method"})
 	// QuotaRejections counts requests refused by a quota, by dimension (storageBytes,
 	// splatCount, cloning) and scope (customer, account, plan).
-	QuotaRejections = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "splathost_quota_rejections_total",
-		Help: "Requests refused by a quota or plan limit, by dimension and scope.",
-	}, []string{"dimension", "scope"})
+	QuotaRejections = counterVec("splathost_quota_rejections_total",
+		"Requests refused by a quota or plan limit, by dimension and scope.",
+		"dimension", "scope")
 	// CloneJobs counts clone jobs by what happened to them: started, rejected (one already
 	// running for the customer), succeeded, rolled_back.
-	CloneJobs = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "splathost_clone_jobs_total",
-		Help: "Clone jobs by state reached: started, rejected, succeeded, rolled_back.",
-	}, []string{"state"})
+	CloneJobs = counterVec("splathost_clone_jobs_total",
+		"Clone jobs by state reached: started, rejected, succeeded, rolled_back.",
+		"state")
 	// ViewsAccepted counts view beacons accepted into the outbox.
-	ViewsAccepted = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "splathost_views_accepted_total",
-		Help: "View beacons accepted (written to the Postgres outbox).",
-	})
+	ViewsAccepted = counter("splathost_views_accepted_total",
+		"View beacons accepted (written to the Postgres outbox).")
 	// RenditionStarts counts the rendition workflows the dispatcher started (or found running),
 	// and the starts that failed (the scene stays pending and the dispatcher backs off).
-	RenditionStarts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "splathost_rendition_starts_total",
-		Help: "Rendition workflow starts by the dispatcher, by outcome: started (or already running), error.",
-	}, []string{"outcome"})
+	RenditionStarts = counterVec("splathost_rendition_starts_total",
+		"Rendition workflow starts by the dispatcher, by outcome: started (or already running), error.",
+		"outcome")
 	// ViewsIngested counts view events the streamer stored in ClickHouse.
-	ViewsIngested = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "splathost_views_ingested_total",
-		Help: "View events inserted into ClickHouse by the streamer.",
-	})
+	ViewsIngested = counter("splathost_views_ingested_total",
+		"View events inserted into ClickHouse by the streamer.")
 )
+
+// counterVec is a counter series by labels.
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+// counter is a counter without labels.
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
 
 func init() {
 	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

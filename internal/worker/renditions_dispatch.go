@@ -257,21 +257,24 @@ func pickFair(inFlight map[string]int, cands []candidate, free int) []candidate 
 // registerRenditionBacklog exports the renditions still pending, deployment-wide: how many,
 // and the age of the oldest (since its commit), so an alert sees the pipeline falling behind.
 func registerRenditionBacklog(pool *pgxpool.Pool) {
-	read := func(q string) func() (float64, error) {
-		return func() (float64, error) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			var v float64
-			err := pool.QueryRow(ctx, q).Scan(&v)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return 0, nil
-			}
-			return v, err
-		}
-	}
 	metrics.Gauge("splathost_renditions_pending", "Scenes whose rendition is pending (not yet ready, failed or skipped).",
-		read(`SELECT count(*)::float8 FROM scenes WHERE processing_state = 'pending'`))
+		pgGauge(pool, `SELECT count(*)::float8 FROM scenes WHERE processing_state = 'pending'`))
 	metrics.Gauge("splathost_renditions_pending_oldest_seconds",
 		"Age in seconds of the oldest scene whose rendition is pending, since its commit (0: none pending).",
-		read(`SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 FROM scenes WHERE processing_state = 'pending'`))
+		pgGauge(pool, `SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 FROM scenes WHERE processing_state = 'pending'`))
+}
+
+// pgGauge reads a gauge's value with query q (one float8, or no row for 0) at scrape time,
+// bounded so a slow database cannot hold the scrape.
+func pgGauge(pool *pgxpool.Pool, q string) func() (float64, error) {
+	return func() (float64, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var v float64
+		err := pool.QueryRow(ctx, q).Scan(&v)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, nil
+		}
+		return v, err
+	}
 }

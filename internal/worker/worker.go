@@ -117,13 +117,7 @@ func waitHealthy(ctx context.Context, c client.Client, log *slog.Logger) error {
 // time: every worker reports the same figure, the deployment's, not its own share.
 func registerBacklogs(d *db.DB) {
 	count := func(table string) func() (float64, error) {
-		return func() (float64, error) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			var n int64
-			err := d.Pool.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n)
-			return float64(n), err
-		}
+		return pgGauge(d.Pool, "SELECT count(*)::float8 FROM "+table)
 	}
 	metrics.Gauge("splathost_clone_jobs_in_flight", "Clone jobs holding a storage reservation (copying or rolling back).",
 		count("clone_jobs"))

@@ -88,65 +88,63 @@ type IntegrationUpdate struct {
 	FrameAncestors *[]string `json:"frameAncestors,omitempty"`
 }
 
-type accountEnvelope struct {
-	Account *Account `json:"account"`
+// account makes an operator call answered with {account}.
+func (c *Client) account(ctx context.Context, cl call) (*Account, error) {
+	var out struct {
+		Account *Account `json:"account"`
+	}
+	cl.auth = authAdmin
+	_, err := c.do(ctx, cl, &out)
+	return out.Account, err
 }
 
-type integrationEnvelope struct {
-	Integration *Integration `json:"integration"`
+// integration makes an operator call answered with {integration}.
+func (c *Client) integration(ctx context.Context, cl call) (*Integration, error) {
+	var out struct {
+		Integration *Integration `json:"integration"`
+	}
+	cl.auth = authAdmin
+	_, err := c.do(ctx, cl, &out)
+	return out.Integration, err
 }
 
 // CreateAccount creates an account (POST /admin/v1/accounts). Not retried: a lost answer
 // would leave a second account behind a retry.
 func (c *Client) CreateAccount(ctx context.Context, a NewAccount) (*Account, error) {
-	var out accountEnvelope
-	_, err := c.do(ctx, call{method: http.MethodPost, path: "/admin/v1/accounts", auth: authAdmin, body: a}, &out)
-	return out.Account, err
+	return c.account(ctx, call{method: http.MethodPost, path: "/admin/v1/accounts", body: a})
 }
 
 // GetAccount returns an account (GET /admin/v1/accounts/{id}).
 func (c *Client) GetAccount(ctx context.Context, id string) (*Account, error) {
-	var out accountEnvelope
-	_, err := c.do(ctx, call{method: http.MethodGet, path: "/admin/v1/accounts/" + pathEscape(id), auth: authAdmin}, &out)
-	return out.Account, err
+	return c.account(ctx, call{method: http.MethodGet, path: "/admin/v1/accounts/" + pathEscape(id)})
 }
 
 // UpdateAccount changes an account (PATCH /admin/v1/accounts/{id}).
 func (c *Client) UpdateAccount(ctx context.Context, id string, u AccountUpdate) (*Account, error) {
-	var out accountEnvelope
-	_, err := c.do(ctx, call{method: http.MethodPatch, path: "/admin/v1/accounts/" + pathEscape(id), auth: authAdmin, body: u}, &out)
-	return out.Account, err
+	return c.account(ctx, call{method: http.MethodPatch, path: "/admin/v1/accounts/" + pathEscape(id), body: u})
 }
 
 // CreateIntegration creates an integration and its key pair (POST /admin/v1/integrations).
 // The answer is the only time the secret is shown; it is not retried for that reason.
 func (c *Client) CreateIntegration(ctx context.Context, in NewIntegration) (*Integration, error) {
-	var out integrationEnvelope
-	_, err := c.do(ctx, call{method: http.MethodPost, path: "/admin/v1/integrations", auth: authAdmin, body: in}, &out)
-	return out.Integration, err
+	return c.integration(ctx, call{method: http.MethodPost, path: "/admin/v1/integrations", body: in})
 }
 
 // GetIntegration returns an integration without its secret (GET /admin/v1/integrations/{id}).
 func (c *Client) GetIntegration(ctx context.Context, id string) (*Integration, error) {
-	var out integrationEnvelope
-	_, err := c.do(ctx, call{method: http.MethodGet, path: "/admin/v1/integrations/" + pathEscape(id), auth: authAdmin}, &out)
-	return out.Integration, err
+	return c.integration(ctx, call{method: http.MethodGet, path: "/admin/v1/integrations/" + pathEscape(id)})
 }
 
 // UpdateIntegration changes an integration (PATCH /admin/v1/integrations/{id}).
 func (c *Client) UpdateIntegration(ctx context.Context, id string, u IntegrationUpdate) (*Integration, error) {
-	var out integrationEnvelope
-	_, err := c.do(ctx, call{method: http.MethodPatch, path: "/admin/v1/integrations/" + pathEscape(id), auth: authAdmin, body: u}, &out)
-	return out.Integration, err
+	return c.integration(ctx, call{method: http.MethodPatch, path: "/admin/v1/integrations/" + pathEscape(id), body: u})
 }
 
 // RotateIntegration issues a new secret key and returns it; the old one stops working
 // (POST /admin/v1/integrations/{id}/rotate). Not retried: a retry would rotate again and the
 // secret of the lost answer would never be seen.
 func (c *Client) RotateIntegration(ctx context.Context, id string) (*Integration, error) {
-	var out integrationEnvelope
-	_, err := c.do(ctx, call{method: http.MethodPost, path: "/admin/v1/integrations/" + pathEscape(id) + "/rotate", auth: authAdmin}, &out)
-	return out.Integration, err
+	return c.integration(ctx, call{method: http.MethodPost, path: "/admin/v1/integrations/" + pathEscape(id) + "/rotate"})
 }
 
 // RevokeIntegration revokes an integration for good: every call with its keys answers 410

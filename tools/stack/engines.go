@@ -94,10 +94,8 @@ func (s *Stack) superviseEngine(e *engine) {
 			}
 			clearGroup(p.Pid(), 10*time.Second)
 			for {
-				select {
-				case <-s.stopping:
+				if !s.pause(wait) {
 					return
-				case <-time.After(wait):
 				}
 				backoff = min(2*backoff, restartMax)
 				t0 := time.Now()

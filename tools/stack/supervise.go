@@ -41,10 +41,8 @@ func (s *Stack) supervise(svc *service) {
 				"ranFor", time.Since(p.started).Round(time.Millisecond).String(), "restartIn", backoff.String(),
 				"restarts", restarts, "log", p.spec.logPath)
 			for {
-				select {
-				case <-s.stopping:
+				if !s.pause(backoff) {
 					return
-				case <-time.After(backoff):
 				}
 				backoff = min(2*backoff, restartMax)
 				s.supMu.Lock()
@@ -109,6 +107,16 @@ func exitStatus(p *process) string {
 		return "exit status 0"
 	}
 	return p.Err().Error()
+}
+
+// pause waits d before a restart; false if Stop began meanwhile (the restart is abandoned).
+func (s *Stack) pause(d time.Duration) bool {
+	select {
+	case <-s.stopping:
+		return false
+	case <-time.After(d):
+		return true
+	}
 }
 
 // shuttingDown reports whether Stop has begun.

@@ -149,45 +149,43 @@ function connect(el: HTMLElement, iframe: HTMLIFrameElement, origin: string, sou
   };
 }
 
-/** One embed's iframe in el, and the message channel with it. */
-function mount(el: HTMLElement, kind: 'viewer' | 'editor', options: MountOptions, source: string) {
-  const { origin, src } = embedUrl(kind, options, hostOriginOf(el));
-  const iframe = createFrame(el, kind, src, options.title);
-  return { iframe, ch: connect(el, iframe, origin, source) };
-}
-
 /** A typed sender of the host's messages of payload map M: it wraps each payload in the host's
  * envelope, so a handle's commands name only their type and payload. */
-function hostSender<M>(send: (msg: unknown) => void) {
-  return <K extends keyof M & string>(type: K, payload: M[K]): void =>
-    send({ source: HOST_SOURCE, type, payload } satisfies Envelope<typeof HOST_SOURCE, K, M[K]>);
+type HostSend<M> = <K extends keyof M & string>(type: K, payload: M[K]) => void;
+
+/** Mounts one embed's iframe in el and builds its handle H: the iframe, its events and destroy
+ * from the message channel, and the commands `commands` makes from a sender of M. */
+function mountHandle<H extends EmbedHandle & { on: unknown }, M>(
+  el: HTMLElement,
+  kind: 'viewer' | 'editor',
+  options: MountOptions,
+  source: string,
+  commands: (send: HostSend<M>) => Omit<H, keyof EmbedHandle | 'on'>,
+): H {
+  const { origin, src } = embedUrl(kind, options, hostOriginOf(el));
+  const iframe = createFrame(el, kind, src, options.title);
+  const ch = connect(el, iframe, origin, source);
+  const send: HostSend<M> = (type, payload) =>
+    ch.send({ source: HOST_SOURCE, type, payload } satisfies Envelope<typeof HOST_SOURCE, typeof type, M[typeof type]>);
+  return { ...commands(send), iframe, on: ch.on, destroy: ch.destroy } as unknown as H;
 }
 
 /** Mounts the viewer embed into el (the iframe fills it); relays its events and sends it
  * commands. */
 export function mountViewer(el: HTMLElement, options: MountOptions): ViewerHandle {
-  const { iframe, ch } = mount(el, 'viewer', options, VIEWER_SOURCE);
-  const send = hostSender<ViewerCommandMap>(ch.send);
-  return {
-    iframe,
-    on: ch.on as ViewerHandle['on'],
+  return mountHandle<ViewerHandle, ViewerCommandMap>(el, 'viewer', options, VIEWER_SOURCE, (send) => ({
     setCamera(camera) {
       send('setCamera', camera);
     },
     goToAnnotation(id) {
       send('goToAnnotation', { id });
     },
-    destroy: ch.destroy,
-  };
+  }));
 }
 
 /** Mounts the editor embed into el and relays its events. */
 export function mountEditor(el: HTMLElement, options: MountOptions): EditorHandle {
-  const { iframe, ch } = mount(el, 'editor', options, EDITOR_SOURCE);
-  const send = hostSender<HostMessageMap>(ch.send);
-  return {
-    iframe,
-    on: ch.on as EditorHandle['on'],
+  return mountHandle<EditorHandle, HostMessageMap>(el, 'editor', options, EDITOR_SOURCE, (send) => ({
     openProject(splatId) {
       send('openProject', { splatId });
     },
@@ -197,6 +195,5 @@ export function mountEditor(el: HTMLElement, options: MountOptions): EditorHandl
     updateSession(sessionToken) {
       send('updateSession', { sessionToken });
     },
-    destroy: ch.destroy,
-  };
+  }));
 }
