@@ -10,9 +10,9 @@ WORKFLOWCHECK_VERSION := v0.6.0
 WORKFLOWCHECK := $(TOOLS_CACHE)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowcheck
 export SPLATHOST_VERSITYGW := $(VERSITYGW)
 PHASE := tools/phase
-# The engines we build from source (versitygw, the Temporal node) link without DWARF: nobody
+# The engines we build from source (versitygw, the Temporal node) link without DWARF (-w): nobody
 # steps through them in a debugger, and their links are a good part of a cold set-up.
-TOOL_LDFLAGS := -ldflags='-s -w'
+TOOL_LDFLAGS := -ldflags=-w
 PRODUCT_COMPILED := bin/phases/.product-compiled
 # The Temporal server (tools/cmd/temporal-node, every role and the UI) is built once per set of
 # its sources and dependencies into the tools cache, so a product change never relinks it;
