@@ -112,11 +112,7 @@ func allParts(size, partSize int64) []int {
 // that is not a multipart upload of this integration and customer is the same 404, so the
 // answer never tells whether another tenant's upload exists.
 func (s *Service) multipartTicket(c *fiber.Ctx) (*ent.UploadTicket, error) {
-	caller, eu, err := httpx.KeyCallerWithEU(c)
-	if err != nil {
-		return nil, err
-	}
-	owner, err := s.uploader(c.UserContext(), caller, eu)
+	owner, err := s.keyCustomer(c, (*Service).uploader)
 	if err != nil {
 		return nil, err
 	}

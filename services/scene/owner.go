@@ -3,6 +3,8 @@ package scene
 import (
 	"context"
 
+	"github.com/gofiber/fiber/v2"
+
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/internal/apperr"
@@ -46,4 +48,37 @@ func (s *Service) committer(ctx context.Context, caller *httpx.Caller, eu string
 // customer answers the scene's 404, so the answer never tells whether the customer exists.
 func (s *Service) sceneOwner(ctx context.Context, caller *httpx.Caller, eu string) (*ent.ExternalUser, error) {
 	return s.customerOr(ctx, caller, eu, errSceneNotFound(), nil)
+}
+
+// ownerRule is one of the checks above that find the caller's customer for a route: each
+// answers its own status for a missing or inactive customer.
+type ownerRule func(s *Service, ctx context.Context, caller *httpx.Caller, eu string) (*ent.ExternalUser, error)
+
+// keyCustomer is the prologue of a customer route without a scene: the key caller with its EU
+// (400 without), then their customer by rule.
+func (s *Service) keyCustomer(c *fiber.Ctx, rule ownerRule) (*ent.ExternalUser, error) {
+	caller, eu, err := httpx.KeyCallerWithEU(c)
+	if err != nil {
+		return nil, err
+	}
+	return rule(s, c.UserContext(), caller, eu)
+}
+
+// sceneCall is a customer's request on one scene: the key caller, its EU, the path's scene id
+// and the customer the route's rule found.
+type sceneCall struct {
+	caller *httpx.Caller
+	eu, id string
+	owner  *ent.ExternalUser
+}
+
+// customerOnScene is customerScene, then the customer by rule: the id is checked first, so a
+// malformed one answers 404 whatever the customer.
+func (s *Service) customerOnScene(c *fiber.Ctx, rule ownerRule) (sceneCall, error) {
+	caller, eu, id, err := customerScene(c)
+	if err != nil {
+		return sceneCall{}, err
+	}
+	owner, err := rule(s, c.UserContext(), caller, eu)
+	return sceneCall{caller: caller, eu: eu, id: id, owner: owner}, err
 }
