@@ -198,34 +198,21 @@ func parseComplete(body []byte, count int) ([]completeRequest, error) {
 	}
 	out := make([]completeRequest, 0, count)
 	seen := make(map[int]bool, count)
-	var issues []string
-	for i, item := range items {
-		sub, err := httpx.DecodeObject(item, false)
-		if err != nil {
-			issues = append(issues, fmt.Sprintf("parts[%d]: must be an object {partNumber, etag}", i))
-		} else {
-			sub.Only("partNumber", "etag")
-			sub.Require("partNumber", "etag")
-			n, okN := sub.Int("partNumber", 1, int64(count))
-			etag, okE := sub.String("etag", 1, maxEtag)
-			if okN && seen[int(n)] {
-				sub.Issuef("partNumber: part %d is named twice", n)
-			}
-			if err := sub.Err(); err != nil {
-				for _, issue := range apperr.From(err).Issues {
-					issues = append(issues, fmt.Sprintf("parts[%d].%s", i, issue))
-				}
-			} else if okN && okE {
-				seen[int(n)] = true
-				out = append(out, completeRequest{n: int(n), etag: strings.Trim(etag, `"`)})
-			}
+	err = eachObject(items, "parts", "must be an object {partNumber, etag}", func(_ int, sub *httpx.Fields) {
+		sub.Only("partNumber", "etag")
+		sub.Require("partNumber", "etag")
+		n, okN := sub.Int("partNumber", 1, int64(count))
+		etag, okE := sub.String("etag", 1, maxEtag)
+		if okN && seen[int(n)] {
+			sub.Issuef("partNumber: part %d is named twice", n)
 		}
-		if len(issues) >= maxIssues {
-			break
+		if sub.Err() == nil && okN && okE {
+			seen[int(n)] = true
+			out = append(out, completeRequest{n: int(n), etag: strings.Trim(etag, `"`)})
 		}
-	}
-	if len(issues) > 0 {
-		return nil, apperr.Invalid("validation failed", issues...)
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b completeRequest) int { return a.n - b.n })
 	return out, nil

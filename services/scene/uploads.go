@@ -2,6 +2,7 @@ package scene
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path"
@@ -324,4 +325,31 @@ func imageRequest(f *httpx.Fields, name string, typeOK func(string) bool, typePr
 		return nil
 	}
 	return &schema.UploadObject{ContentType: ct, Size: size}
+}
+
+// eachObject decodes items, each a JSON object, with parse (i is the item's index). The problems
+// come back together as one 400, each under the item (name[i].field: …, or name[i]: notObject
+// for an item that is not an object), at most maxIssues of them.
+func eachObject(items []json.RawMessage, name, notObject string, parse func(i int, sub *httpx.Fields)) error {
+	var issues []string
+	for i, item := range items {
+		sub, err := httpx.DecodeObject(item, false)
+		if err != nil {
+			issues = append(issues, fmt.Sprintf("%s[%d]: %s", name, i, notObject))
+		} else {
+			parse(i, sub)
+			if err := sub.Err(); err != nil {
+				for _, issue := range apperr.From(err).Issues {
+					issues = append(issues, fmt.Sprintf("%s[%d].%s", name, i, issue))
+				}
+			}
+		}
+		if len(issues) >= maxIssues {
+			break
+		}
+	}
+	if len(issues) > 0 {
+		return apperr.Invalid("validation failed", issues...)
+	}
+	return nil
 }
