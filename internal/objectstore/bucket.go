@@ -35,6 +35,26 @@ type Bucket struct {
 	Name string
 }
 
+// Stat is what a HEAD tells of one object.
+type Stat struct {
+	Size        int64
+	ContentType string
+}
+
+// Head returns key's Stat; found is false, with a nil error, when there is no such object (a
+// missing object is an answer for every caller, not a failure).
+func (b Bucket) Head(ctx context.Context, key string) (st Stat, found bool, err error) {
+	out, err := b.API.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.Name), Key: aws.String(key)})
+	var nf *s3types.NotFound
+	if errors.As(err, &nf) {
+		return Stat{}, false, nil
+	}
+	if err != nil {
+		return Stat{}, false, err
+	}
+	return Stat{Size: aws.ToInt64(out.ContentLength), ContentType: aws.ToString(out.ContentType)}, true, nil
+}
+
 // ListFolder lists prefix a page at a time (1000 keys, the S3 maximum), in key order. It lists
 // after the last key seen rather than with a continuation token, which stays valid however the
 // store treats deletions under a running listing (EmptyPrefix deletes each page it is given).

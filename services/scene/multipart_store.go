@@ -157,8 +157,8 @@ func (s *Service) completeUpload(ctx context.Context, t *ent.UploadTicket, want 
 // the object (success), or the upload was aborted (409).
 func (s *Service) completedElsewhere(ctx context.Context, t *ent.UploadTicket) error {
 	o := t.Objects[0]
-	head, err := s.store.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(sealedKey(o))})
-	if err == nil && aws.ToInt64(head.ContentLength) == o.Size {
+	st, found, err := s.bucket().Head(ctx, sealedKey(o))
+	if err == nil && found && st.Size == o.Size {
 		return s.markCompleted(ctx, t)
 	}
 	return apperr.Conflict("this upload was aborted; start a new upload")
@@ -168,12 +168,15 @@ func (s *Service) completedElsewhere(ctx context.Context, t *ent.UploadTicket) e
 // the commit charges the declared size, so the object must be exactly that.
 func (s *Service) markCompleted(ctx context.Context, t *ent.UploadTicket) error {
 	o := t.Objects[0]
-	head, err := s.store.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(sealedKey(o))})
+	st, found, err := s.bucket().Head(ctx, sealedKey(o))
+	if err == nil && !found {
+		err = fmt.Errorf("multipart upload %s completed, but its object is not in the store", t.ID)
+	}
 	if err != nil {
 		return apperr.Internal(err)
 	}
-	if got := aws.ToInt64(head.ContentLength); got != o.Size {
-		return apperr.Internal(fmt.Errorf("multipart upload %s completed with %d bytes, declared %d", t.ID, got, o.Size))
+	if st.Size != o.Size {
+		return apperr.Internal(fmt.Errorf("multipart upload %s completed with %d bytes, declared %d", t.ID, st.Size, o.Size))
 	}
 	return s.scenes.MarkCompleted(ctx, t.ID)
 }
