@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 )
 
 // API is the part of the S3 API the workers use. *s3.Client implements it; tests substitute an
@@ -53,6 +54,25 @@ func (b Bucket) Head(ctx context.Context, key string) (st Stat, found bool, err 
 		return Stat{}, false, err
 	}
 	return Stat{Size: aws.ToInt64(out.ContentLength), ContentType: aws.ToString(out.ContentType)}, true, nil
+}
+
+// AbortUpload aborts the multipart upload uploadID of key with the parts it holds; an upload
+// already gone (completed or aborted) is success, so a retry or a second party may run it too.
+func (b Bucket) AbortUpload(ctx context.Context, key, uploadID string) error {
+	_, err := b.API.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(b.Name),
+		Key: aws.String(key), UploadId: aws.String(uploadID)})
+	if NoSuchUpload(err) {
+		return nil
+	}
+	return err
+}
+
+// NoSuchUpload reports the store's answer for a multipart upload that no longer exists (a typed
+// error from S3, an error code from stores the SDK does not model).
+func NoSuchUpload(err error) bool {
+	var nsu *s3types.NoSuchUpload
+	var api smithy.APIError
+	return errors.As(err, &nsu) || errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload"
 }
 
 // ListFolder lists prefix a page at a time (1000 keys, the S3 maximum), in key order. It lists

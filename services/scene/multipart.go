@@ -18,6 +18,7 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/scenes"
 )
 
@@ -148,7 +149,7 @@ func (s *Service) getMultipart(c *fiber.Ctx) error {
 		return c.JSON(out)
 	}
 	stored, err := s.listStoredParts(c.UserContext(), t)
-	if noSuchUpload(err) {
+	if objectstore.NoSuchUpload(err) {
 		return apperr.Conflict("this upload was aborted; start a new upload")
 	}
 	if err != nil {
