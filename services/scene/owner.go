@@ -64,12 +64,34 @@ func (s *Service) keyCustomer(c *fiber.Ctx, rule ownerRule) (*ent.ExternalUser, 
 	return rule(s, c.UserContext(), caller, eu)
 }
 
-// sceneCall is a customer's request on one scene: the key caller, its EU, the path's scene id
-// and the customer the route's rule found.
-type sceneCall struct {
+// customerCall is who a customer route acts for: the key caller, its EU and the customer the
+// route's rule found.
+type customerCall struct {
 	caller *httpx.Caller
-	eu, id string
+	eu     string
 	owner  *ent.ExternalUser
+}
+
+// customerBody is the prologue of a customer route with a body: the key caller with its EU,
+// the body by parse, then (for a valid body only, so a bad body is its 400 whoever sends it)
+// the customer by rule.
+func customerBody[T any](s *Service, c *fiber.Ctx, parse func(body []byte, caller *httpx.Caller) (T, error), rule ownerRule) (T, customerCall, error) {
+	var body T
+	caller, eu, err := httpx.KeyCallerWithEU(c)
+	if err != nil {
+		return body, customerCall{}, err
+	}
+	if body, err = parse(c.Body(), caller); err != nil {
+		return body, customerCall{}, err
+	}
+	owner, err := rule(s, c.UserContext(), caller, eu)
+	return body, customerCall{caller: caller, eu: eu, owner: owner}, err
+}
+
+// sceneCall is a customer's request on one scene: customerCall and the path's scene id.
+type sceneCall struct {
+	customerCall
+	id string
 }
 
 // customerOnScene is customerScene, then the customer by rule: the id is checked first, so a
@@ -80,5 +102,5 @@ func (s *Service) customerOnScene(c *fiber.Ctx, rule ownerRule) (sceneCall, erro
 		return sceneCall{}, err
 	}
 	owner, err := rule(s, c.UserContext(), caller, eu)
-	return sceneCall{caller: caller, eu: eu, id: id, owner: owner}, err
+	return sceneCall{customerCall{caller: caller, eu: eu, owner: owner}, id}, err
 }

@@ -84,19 +84,14 @@ func (s *Service) uploadTo(ctx context.Context, caller *httpx.Caller, eu, kind s
 	return owner, ticketPrefix(caller.IntegrationID, owner.ID, kind), nil
 }
 
-// uploadRequest is the prologue of an upload request whose body parse checks: the key caller
-// with its EU, the body, then (for a valid body only) where its ticket goes (uploadTo).
+// uploadRequest is the prologue of an upload request whose body parse checks (customerBody with
+// the uploader rule), with the folder of kind its ticket goes to.
 func uploadRequest[T any](s *Service, c *fiber.Ctx, kind string, parse func([]byte) (T, error)) (T, *ent.ExternalUser, string, error) {
-	var body T
-	caller, eu, err := httpx.KeyCallerWithEU(c)
+	body, call, err := customerBody(s, c, func(b []byte, _ *httpx.Caller) (T, error) { return parse(b) }, (*Service).uploader)
 	if err != nil {
 		return body, nil, "", err
 	}
-	if body, err = parse(c.Body()); err != nil {
-		return body, nil, "", err
-	}
-	owner, prefix, err := s.uploadTo(c.UserContext(), caller, eu, kind)
-	return body, owner, prefix, err
+	return body, call.owner, ticketPrefix(call.caller.IntegrationID, call.owner.ID, kind), nil
 }
 
 // Ticket kinds in keys: short, since keys are part of every asset URL.
