@@ -2,15 +2,10 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/smithy-go"
 	"go.temporal.io/sdk/activity"
 
 	"github.com/splathost/splathost/ent"
@@ -95,14 +90,10 @@ func (a *Activities) abortMultipart(ctx context.Context, t *ent.UploadTicket) er
 	if t.MultipartUploadID == nil || len(t.Objects) != 1 || !strings.HasPrefix(t.Objects[0].Key, t.Prefix) {
 		return nil
 	}
-	_, err := a.Objects.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(a.Bucket),
-		Key: aws.String(objectkeys.Sealed(t.Objects[0].Key)), UploadId: t.MultipartUploadID})
-	var nsu *s3types.NoSuchUpload
-	var api smithy.APIError
-	if err == nil || errors.As(err, &nsu) || errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload" {
-		return nil
+	if err := a.bucket().AbortUpload(ctx, objectkeys.Sealed(t.Objects[0].Key), *t.MultipartUploadID); err != nil {
+		return fmt.Errorf("aborting the multipart upload of ticket %s: %w", t.ID, err)
 	}
-	return fmt.Errorf("aborting the multipart upload of ticket %s: %w", t.ID, err)
+	return nil
 }
 
 // ticketObjects returns what to delete for a ticket: its declared keys and their sealed copies, and for a LOD folder the

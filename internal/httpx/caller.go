@@ -363,6 +363,15 @@ func RequireAdmin(c *fiber.Ctx) error {
 	return nil
 }
 
+// AdminOnly is RequireAdmin as the first handler of an operator route, so the handlers behind it
+// start with the caller already checked.
+func AdminOnly(c *fiber.Ctx) error {
+	if err := RequireAdmin(c); err != nil {
+		return err
+	}
+	return c.Next()
+}
+
 // SendRecorded sends the answer a keyed request's transaction recorded with its effect
 // (idempotency.Record), so the answer the client gets is the one a retry would replay.
 func SendRecorded(c *fiber.Ctx, r *idempotency.Recorded) error {

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 )
 
 // API is the part of the S3 API the workers use. *s3.Client implements it; tests substitute an
@@ -33,6 +34,45 @@ const Batch = 1000
 type Bucket struct {
 	API  API
 	Name string
+}
+
+// Stat is what a HEAD tells of one object.
+type Stat struct {
+	Size        int64
+	ContentType string
+}
+
+// Head returns key's Stat; found is false, with a nil error, when there is no such object (a
+// missing object is an answer for every caller, not a failure).
+func (b Bucket) Head(ctx context.Context, key string) (st Stat, found bool, err error) {
+	out, err := b.API.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.Name), Key: aws.String(key)})
+	var nf *s3types.NotFound
+	if errors.As(err, &nf) {
+		return Stat{}, false, nil
+	}
+	if err != nil {
+		return Stat{}, false, err
+	}
+	return Stat{Size: aws.ToInt64(out.ContentLength), ContentType: aws.ToString(out.ContentType)}, true, nil
+}
+
+// AbortUpload aborts the multipart upload uploadID of key with the parts it holds; an upload
+// already gone (completed or aborted) is success, so a retry or a second party may run it too.
+func (b Bucket) AbortUpload(ctx context.Context, key, uploadID string) error {
+	_, err := b.API.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(b.Name),
+		Key: aws.String(key), UploadId: aws.String(uploadID)})
+	if NoSuchUpload(err) {
+		return nil
+	}
+	return err
+}
+
+// NoSuchUpload reports the store's answer for a multipart upload that no longer exists (a typed
+// error from S3, an error code from stores the SDK does not model).
+func NoSuchUpload(err error) bool {
+	var nsu *s3types.NoSuchUpload
+	var api smithy.APIError
+	return errors.As(err, &nsu) || errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload"
 }
 
 // ListFolder lists prefix a page at a time (1000 keys, the S3 maximum), in key order. It lists

@@ -2,16 +2,11 @@ package scene
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"path"
 	"slices"
 	"strings"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/uploadticket"
@@ -209,16 +204,14 @@ func (s *Service) released(plan *savePlan, sc *ent.Scene) []string {
 // storedSize is an object's size in the store; a missing object releases nothing (its bytes
 // were never there to free, or a purge already took them).
 func (s *Service) storedSize(ctx context.Context, key string) (int64, error) {
-	head, err := s.store.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(objectkeys.Sealed(key))})
-	var nf *s3types.NotFound
-	if errors.As(err, &nf) {
-		s.log.Warn("a released scene object is already gone; nothing to release for it", "key", key)
-		return 0, nil
-	}
+	st, found, err := s.bucket().Head(ctx, objectkeys.Sealed(key))
 	if err != nil {
 		return 0, apperr.Internal(err)
 	}
-	return aws.ToInt64(head.ContentLength), nil
+	if !found {
+		s.log.Warn("a released scene object is already gone; nothing to release for it", "key", key)
+	}
+	return st.Size, nil
 }
 
 // applySave applies a plan to the locked scene cur inside the PATCH's transaction: release what

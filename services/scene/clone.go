@@ -66,15 +66,11 @@ func (s *Service) cloner(ctx context.Context, caller *httpx.Caller, eu string) (
 // for it up to the time budget — 201 with the result when it is done, 202 with the job to poll
 // otherwise; a job that failed within the budget answers its error.
 func (s *Service) clone(c *fiber.Ctx) error {
-	caller, eu, id, err := customerScene(c)
+	call, err := s.customerOnScene(c, (*Service).cloner)
 	if err != nil {
 		return err
 	}
-	ctx := c.UserContext()
-	owner, err := s.cloner(ctx, caller, eu)
-	if err != nil {
-		return err
-	}
+	ctx, caller, eu, id, owner := c.UserContext(), call.caller, call.eu, call.id, call.owner
 	if owner.Status != externaluser.StatusActive {
 		return apperr.Unauthorized("external user is inactive")
 	}

@@ -111,19 +111,14 @@ func vec3(f *httpx.Fields, name string) []float64 {
 // commit handles POST /api/v1/splats and the editor's commit: the body's rules, the uploads it
 // names (planCommit), the scene with its charge and events (createScene), the 201.
 func (s *Service) commit(c *fiber.Ctx) error {
-	caller, eu, err := httpx.KeyCallerWithEU(c)
+	parse := func(body []byte, caller *httpx.Caller) (*commitRequest, error) {
+		return parseCommit(body, caller.IsSession())
+	}
+	req, call, err := customerBody(s, c, parse, (*Service).committer)
 	if err != nil {
 		return err
 	}
-	req, err := parseCommit(c.Body(), caller.IsSession())
-	if err != nil {
-		return err
-	}
-	ctx := c.UserContext()
-	owner, err := s.committer(ctx, caller, eu)
-	if err != nil {
-		return err
-	}
+	ctx, caller, eu, owner := c.UserContext(), call.caller, call.eu, call.owner
 	plan, err := s.planCommit(ctx, req, owner)
 	if err != nil {
 		return err

@@ -17,7 +17,6 @@ import (
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/objectkeys"
-	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/uploadrules"
 )
 
@@ -213,7 +212,7 @@ func (s *Service) verifyFolder(ctx context.Context, t *ent.UploadTicket) error {
 	}
 	sealed := objectkeys.Sealed(t.Prefix)
 	sizes := make(map[string]int64, len(t.Objects))
-	err = objectstore.Bucket{API: s.store.Client, Name: s.store.Bucket}.ListFolder(ctx, sealed, func(page []s3types.Object) error {
+	err = s.bucket().ListFolder(ctx, sealed, func(page []s3types.Object) error {
 		for _, o := range page {
 			sizes[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/scenes"
 )
 
@@ -112,11 +113,7 @@ func allParts(size, partSize int64) []int {
 // that is not a multipart upload of this integration and customer is the same 404, so the
 // answer never tells whether another tenant's upload exists.
 func (s *Service) multipartTicket(c *fiber.Ctx) (*ent.UploadTicket, error) {
-	caller, eu, err := httpx.KeyCallerWithEU(c)
-	if err != nil {
-		return nil, err
-	}
-	owner, err := s.uploader(c.UserContext(), caller, eu)
+	owner, err := s.keyCustomer(c, (*Service).uploader)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +149,7 @@ func (s *Service) getMultipart(c *fiber.Ctx) error {
 		return c.JSON(out)
 	}
 	stored, err := s.listStoredParts(c.UserContext(), t)
-	if noSuchUpload(err) {
+	if objectstore.NoSuchUpload(err) {
 		return apperr.Conflict("this upload was aborted; start a new upload")
 	}
 	if err != nil {
@@ -202,34 +199,21 @@ func parseComplete(body []byte, count int) ([]completeRequest, error) {
 	}
 	out := make([]completeRequest, 0, count)
 	seen := make(map[int]bool, count)
-	var issues []string
-	for i, item := range items {
-		sub, err := httpx.DecodeObject(item, false)
-		if err != nil {
-			issues = append(issues, fmt.Sprintf("parts[%d]: must be an object {partNumber, etag}", i))
-		} else {
-			sub.Only("partNumber", "etag")
-			sub.Require("partNumber", "etag")
-			n, okN := sub.Int("partNumber", 1, int64(count))
-			etag, okE := sub.String("etag", 1, maxEtag)
-			if okN && seen[int(n)] {
-				sub.Issuef("partNumber: part %d is named twice", n)
-			}
-			if err := sub.Err(); err != nil {
-				for _, issue := range apperr.From(err).Issues {
-					issues = append(issues, fmt.Sprintf("parts[%d].%s", i, issue))
-				}
-			} else if okN && okE {
-				seen[int(n)] = true
-				out = append(out, completeRequest{n: int(n), etag: strings.Trim(etag, `"`)})
-			}
+	err = eachObject(items, "parts", "must be an object {partNumber, etag}", func(_ int, sub *httpx.Fields) {
+		sub.Only("partNumber", "etag")
+		sub.Require("partNumber", "etag")
+		n, okN := sub.Int("partNumber", 1, int64(count))
+		etag, okE := sub.String("etag", 1, maxEtag)
+		if okN && seen[int(n)] {
+			sub.Issuef("partNumber: part %d is named twice", n)
 		}
-		if len(issues) >= maxIssues {
-			break
+		if sub.Err() == nil && okN && okE {
+			seen[int(n)] = true
+			out = append(out, completeRequest{n: int(n), etag: strings.Trim(etag, `"`)})
 		}
-	}
-	if len(issues) > 0 {
-		return nil, apperr.Invalid("validation failed", issues...)
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b completeRequest) int { return a.n - b.n })
 	return out, nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/uploadrules"
 )
 
@@ -66,27 +67,9 @@ func (s *Service) signParts(ctx context.Context, t *ent.UploadTicket, numbers []
 func (s *Service) abortQuietly(key, uploadID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := s.abortStoreUpload(ctx, key, uploadID); err != nil {
+	if err := s.bucket().AbortUpload(ctx, key, uploadID); err != nil {
 		s.log.Warn("multipart upload not aborted", "key", key, "err", err)
 	}
-}
-
-// abortStoreUpload aborts the store's multipart upload; one already gone (completed or aborted)
-// is success.
-func (s *Service) abortStoreUpload(ctx context.Context, key, uploadID string) error {
-	_, err := s.store.Client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(s.store.Bucket),
-		Key: aws.String(key), UploadId: aws.String(uploadID)})
-	if noSuchUpload(err) {
-		return nil
-	}
-	return err
-}
-
-// noSuchUpload reports the store's answer for a multipart upload that no longer exists.
-func noSuchUpload(err error) bool {
-	var nsu *s3types.NoSuchUpload
-	var api smithy.APIError
-	return errors.As(err, &nsu) || errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload"
 }
 
 // listStoredParts lists every part the store holds for the ticket's upload, by part number.
@@ -127,7 +110,7 @@ func (s *Service) createStoreUpload(ctx context.Context, key, ctype string) (str
 func (s *Service) completeUpload(ctx context.Context, t *ent.UploadTicket, want []completeRequest) error {
 	o := t.Objects[0]
 	stored, err := s.listStoredParts(ctx, t)
-	if noSuchUpload(err) {
+	if objectstore.NoSuchUpload(err) {
 		return s.completedElsewhere(ctx, t)
 	}
 	if err != nil {
@@ -139,7 +122,7 @@ func (s *Service) completeUpload(ctx context.Context, t *ent.UploadTicket, want 
 	}
 	_, err = s.store.Client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(s.store.Bucket),
 		Key: aws.String(sealedKey(o)), UploadId: t.MultipartUploadID, MultipartUpload: &s3types.CompletedMultipartUpload{Parts: parts}})
-	if noSuchUpload(err) {
+	if objectstore.NoSuchUpload(err) {
 		return s.completedElsewhere(ctx, t)
 	}
 	var api smithy.APIError
@@ -157,8 +140,8 @@ func (s *Service) completeUpload(ctx context.Context, t *ent.UploadTicket, want 
 // the object (success), or the upload was aborted (409).
 func (s *Service) completedElsewhere(ctx context.Context, t *ent.UploadTicket) error {
 	o := t.Objects[0]
-	head, err := s.store.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(sealedKey(o))})
-	if err == nil && aws.ToInt64(head.ContentLength) == o.Size {
+	st, found, err := s.bucket().Head(ctx, sealedKey(o))
+	if err == nil && found && st.Size == o.Size {
 		return s.markCompleted(ctx, t)
 	}
 	return apperr.Conflict("this upload was aborted; start a new upload")
@@ -168,12 +151,15 @@ func (s *Service) completedElsewhere(ctx context.Context, t *ent.UploadTicket) e
 // the commit charges the declared size, so the object must be exactly that.
 func (s *Service) markCompleted(ctx context.Context, t *ent.UploadTicket) error {
 	o := t.Objects[0]
-	head, err := s.store.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(sealedKey(o))})
+	st, found, err := s.bucket().Head(ctx, sealedKey(o))
+	if err == nil && !found {
+		err = fmt.Errorf("multipart upload %s completed, but its object is not in the store", t.ID)
+	}
 	if err != nil {
 		return apperr.Internal(err)
 	}
-	if got := aws.ToInt64(head.ContentLength); got != o.Size {
-		return apperr.Internal(fmt.Errorf("multipart upload %s completed with %d bytes, declared %d", t.ID, got, o.Size))
+	if st.Size != o.Size {
+		return apperr.Internal(fmt.Errorf("multipart upload %s completed with %d bytes, declared %d", t.ID, st.Size, o.Size))
 	}
 	return s.scenes.MarkCompleted(ctx, t.ID)
 }
@@ -181,7 +167,7 @@ func (s *Service) markCompleted(ctx context.Context, t *ent.UploadTicket) error 
 // removeStoreUpload drops ticket t's store upload and any object it completed into.
 func (s *Service) removeStoreUpload(ctx context.Context, t *ent.UploadTicket) error {
 	key := sealedKey(t.Objects[0])
-	if err := s.abortStoreUpload(ctx, key, *t.MultipartUploadID); err != nil {
+	if err := s.bucket().AbortUpload(ctx, key, *t.MultipartUploadID); err != nil {
 		return apperr.Internal(err)
 	}
 	if _, err := s.store.Client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(key)}); err != nil {

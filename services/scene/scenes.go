@@ -114,21 +114,17 @@ func visibleTo(sc *ent.Scene, caller *httpx.Caller) bool {
 // else in the API: the billing lifecycle owns them (their counters were released when they were
 // archived).
 func (s *Service) deleteScene(c *fiber.Ctx) error {
-	caller, eu, id, err := customerScene(c)
+	call, err := s.customerOnScene(c, (*Service).sceneOwner)
 	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	owner, err := s.sceneOwner(ctx, caller, eu)
-	if err != nil {
-		return err
-	}
-	purge, err := s.scenes.Delete(ctx, caller.AccountID, owner, id)
+	purge, err := s.scenes.Delete(ctx, call.caller.AccountID, call.owner, call.id)
 	if err != nil {
 		return err
 	}
 	s.startAssetPurge(ctx, purge)
-	s.invalidateScene(context.WithoutCancel(ctx), caller.IntegrationID, id)
+	s.invalidateScene(context.WithoutCancel(ctx), call.caller.IntegrationID, call.id)
 	return c.JSON(fiber.Map{"status": "success"})
 }
 

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	"golang.org/x/sync/errgroup"
@@ -33,6 +31,11 @@ import (
 // sealParallelism bounds the copies of one LOD folder in flight (the store's CopyObject is
 // the cost: about 600-750 objects/s with 16 workers on versitygw).
 const sealParallelism = 16
+
+// bucket is the asset bucket's shared operations (objectstore.Bucket).
+func (s *Service) bucket() objectstore.Bucket {
+	return objectstore.Bucket{API: s.store.Client, Name: s.store.Bucket}
+}
 
 // sealedKey is where the committed bytes of an upload object live.
 func sealedKey(o schema.UploadObject) string { return objectkeys.Sealed(o.Key) }
@@ -85,18 +88,17 @@ func isNoSuchKey(err error) bool {
 // starts like its format.
 func (s *Service) verifySealed(ctx context.Context, field string, o schema.UploadObject) error {
 	key := sealedKey(o)
-	head, err := s.store.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(key)})
-	var nf *s3types.NotFound
-	if errors.As(err, &nf) {
-		return apperr.Invalid("upload not found", field+": nothing was uploaded to this URL")
-	}
+	st, found, err := s.bucket().Head(ctx, key)
 	if err != nil {
 		return apperr.Internal(err)
 	}
-	if aws.ToInt64(head.ContentLength) != o.Size {
-		return apperr.Invalid("upload does not match", fmt.Sprintf("%s: uploaded %d bytes, declared %d", field, aws.ToInt64(head.ContentLength), o.Size))
+	if !found {
+		return apperr.Invalid("upload not found", field+": nothing was uploaded to this URL")
 	}
-	if aws.ToString(head.ContentType) != o.ContentType {
+	if st.Size != o.Size {
+		return apperr.Invalid("upload does not match", fmt.Sprintf("%s: uploaded %d bytes, declared %d", field, st.Size, o.Size))
+	}
+	if st.ContentType != o.ContentType {
 		return apperr.Invalid("upload does not match", field+": uploaded with another content type than declared")
 	}
 	return s.sniffObject(ctx, field, key, o.Size)

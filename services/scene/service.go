@@ -15,6 +15,7 @@ import (
 	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/events"
+	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/scenes"
 )
@@ -85,8 +86,8 @@ func (s *Service) Register(r fiber.Router) {
 	r.Post("/api/v1/splats", s.commit)
 	r.Post("/api/v1/splats/:splatId/clone", s.clone)
 	r.Get("/api/v1/splats/:splatId/clone/:jobId", s.pollClone)
-	r.Get(renditionsAdminPath, s.listRenditions)
-	r.Post(renditionsAdminPath+"/:splatId/retry", s.retryRendition)
+	r.Get(renditionsAdminPath, httpx.AdminOnly, s.listRenditions)
+	r.Post(renditionsAdminPath+"/:splatId/retry", httpx.AdminOnly, s.retryRendition)
 	s.registerAssets(r)
 	s.registerScenes(r)
 	s.registerEditor(r)

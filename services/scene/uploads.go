@@ -2,6 +2,7 @@ package scene
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path"
@@ -83,19 +84,14 @@ func (s *Service) uploadTo(ctx context.Context, caller *httpx.Caller, eu, kind s
 	return owner, ticketPrefix(caller.IntegrationID, owner.ID, kind), nil
 }
 
-// uploadRequest is the prologue of an upload request whose body parse checks: the key caller
-// with its EU, the body, then (for a valid body only) where its ticket goes (uploadTo).
+// uploadRequest is the prologue of an upload request whose body parse checks (customerBody with
+// the uploader rule), with the folder of kind its ticket goes to.
 func uploadRequest[T any](s *Service, c *fiber.Ctx, kind string, parse func([]byte) (T, error)) (T, *ent.ExternalUser, string, error) {
-	var body T
-	caller, eu, err := httpx.KeyCallerWithEU(c)
+	body, call, err := customerBody(s, c, func(b []byte, _ *httpx.Caller) (T, error) { return parse(b) }, (*Service).uploader)
 	if err != nil {
 		return body, nil, "", err
 	}
-	if body, err = parse(c.Body()); err != nil {
-		return body, nil, "", err
-	}
-	owner, prefix, err := s.uploadTo(c.UserContext(), caller, eu, kind)
-	return body, owner, prefix, err
+	return body, call.owner, ticketPrefix(call.caller.IntegrationID, call.owner.ID, kind), nil
 }
 
 // Ticket kinds in keys: short, since keys are part of every asset URL.
@@ -324,4 +320,31 @@ func imageRequest(f *httpx.Fields, name string, typeOK func(string) bool, typePr
 		return nil
 	}
 	return &schema.UploadObject{ContentType: ct, Size: size}
+}
+
+// eachObject decodes items, each a JSON object, with parse (i is the item's index). The problems
+// come back together as one 400, each under the item (name[i].field: …, or name[i]: notObject
+// for an item that is not an object), at most maxIssues of them.
+func eachObject(items []json.RawMessage, name, notObject string, parse func(i int, sub *httpx.Fields)) error {
+	var issues []string
+	for i, item := range items {
+		sub, err := httpx.DecodeObject(item, false)
+		if err != nil {
+			issues = append(issues, fmt.Sprintf("%s[%d]: %s", name, i, notObject))
+		} else {
+			parse(i, sub)
+			if err := sub.Err(); err != nil {
+				for _, issue := range apperr.From(err).Issues {
+					issues = append(issues, fmt.Sprintf("%s[%d].%s", name, i, issue))
+				}
+			}
+		}
+		if len(issues) >= maxIssues {
+			break
+		}
+	}
+	if len(issues) > 0 {
+		return apperr.Invalid("validation failed", issues...)
+	}
+	return nil
 }

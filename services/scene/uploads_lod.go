@@ -210,28 +210,14 @@ func decodeLODFiles(raw []byte) ([]lodUpload, error) {
 		return nil, apperr.Invalid("validation failed", fmt.Sprintf("files: must have %d to %d entries", uploadrules.MinLODFiles, uploadrules.MaxLODFiles))
 	}
 	out := make([]lodUpload, len(items))
-	var issues []string
-	for i, item := range items {
-		sub, err := httpx.DecodeObject(item, false)
-		if err != nil {
-			issues = append(issues, fmt.Sprintf("files[%d]: must be an object", i))
-		} else {
-			sub.Only("relativePath", "contentType", "fileSize")
-			out[i].RelativePath, _ = sub.String("relativePath", 0, math.MaxInt32)
-			out[i].ContentType, _ = sub.String("contentType", 0, 100)
-			out[i].FileSize, _ = sub.Int("fileSize", 0, math.MaxInt64)
-			if err := sub.Err(); err != nil {
-				for _, issue := range apperr.From(err).Issues {
-					issues = append(issues, fmt.Sprintf("files[%d].%s", i, issue))
-				}
-			}
-		}
-		if len(issues) >= maxIssues {
-			break
-		}
-	}
-	if len(issues) > 0 {
-		return nil, apperr.Invalid("validation failed", issues...)
+	err = eachObject(items, "files", "must be an object", func(i int, sub *httpx.Fields) {
+		sub.Only("relativePath", "contentType", "fileSize")
+		out[i].RelativePath, _ = sub.String("relativePath", 0, math.MaxInt32)
+		out[i].ContentType, _ = sub.String("contentType", 0, 100)
+		out[i].FileSize, _ = sub.Int("fileSize", 0, math.MaxInt64)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/events"
+	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/webhooks"
 )
 
@@ -55,13 +56,14 @@ func (s *Service) Register(r fiber.Router) {
 	r.Get("/api/v1/external-user/usage", s.getUsage)
 	s.registerWebhooks(r)
 
-	r.Post("/admin/v1/accounts", s.createAccount)
-	r.Get("/admin/v1/accounts/:accountId", s.getAccount)
-	r.Patch("/admin/v1/accounts/:accountId", s.patchAccount)
-	r.Post("/admin/v1/integrations", s.createIntegration)
-	r.Get("/admin/v1/integrations/:integrationId", s.getIntegration)
-	r.Patch("/admin/v1/integrations/:integrationId", s.patchIntegration)
-	r.Post("/admin/v1/integrations/:integrationId/rotate", s.rotateIntegration)
-	r.Post("/admin/v1/integrations/:integrationId/revoke", s.revokeIntegration)
-	r.Get("/admin/v1/integrations/:integrationId/customers/:externalUserId/usage", s.adminCustomerUsage)
+	// The operator's routes: httpx.AdminOnly refuses any other caller before the handler runs.
+	r.Post("/admin/v1/accounts", httpx.AdminOnly, s.createAccount)
+	r.Get("/admin/v1/accounts/:accountId", httpx.AdminOnly, s.getAccount)
+	r.Patch("/admin/v1/accounts/:accountId", httpx.AdminOnly, s.patchAccount)
+	r.Post("/admin/v1/integrations", httpx.AdminOnly, s.createIntegration)
+	r.Get("/admin/v1/integrations/:integrationId", httpx.AdminOnly, s.getIntegration)
+	r.Patch("/admin/v1/integrations/:integrationId", httpx.AdminOnly, s.patchIntegration)
+	r.Post("/admin/v1/integrations/:integrationId/rotate", httpx.AdminOnly, s.rotateIntegration)
+	r.Post("/admin/v1/integrations/:integrationId/revoke", httpx.AdminOnly, s.revokeIntegration)
+	r.Get("/admin/v1/integrations/:integrationId/customers/:externalUserId/usage", httpx.AdminOnly, s.adminCustomerUsage)
 }
