@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -17,6 +18,10 @@ import (
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/workflows/contract"
 )
+
+// storeCallTimeout bounds one copy or HEAD that the copy waits for rather than cancels: a
+// CopyObject of the largest object (2 GiB) inside the store takes seconds, not minutes.
+const storeCallTimeout = 10 * time.Minute
 
 // copyItem is one object to copy. verify asks for a HEAD of the copy: the single objects of a
 // plan were measured (and charged) by PrepareClone, possibly long before the copy.
@@ -72,6 +77,11 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in contract.CopyClone
 		}
 	}
 	floor = min(max(floor, len(done)), in.TotalObjects)
+	// A store call in flight is never cancelled, only waited for: S3 finishes a CopyObject whose
+	// client went away, so a copy cancelled at the first failure (or at the job's abandonment)
+	// could land after this attempt returned and after the rollback emptied the job's folder,
+	// leaving bytes nobody is charged for. The failure stops the queue; the calls end on their own.
+	storeCtx := context.WithoutCancel(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The queue holds a whole listing page beyond the copies in flight, so the next page is
@@ -115,12 +125,12 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in contract.CopyClone
 					step(false)
 					continue
 				}
-				if err := a.copyObject(ctx, it.src, it.dst); err != nil {
+				if err := a.copyObject(storeCtx, it.src, it.dst); err != nil {
 					fail(err)
 					continue // drain: the producer stops on the cancellation
 				}
 				if it.verify {
-					if err := a.verifyCopy(ctx, it); err != nil {
+					if err := a.verifyCopy(storeCtx, it); err != nil {
 						fail(err)
 						continue
 					}
@@ -188,6 +198,8 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in contract.CopyClone
 // source rewritten at another size in between is refused (the job rolls back) rather than held
 // at a size nobody is charged for.
 func (a *Activities) verifyCopy(ctx context.Context, it copyItem) error {
+	ctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
+	defer cancel()
 	head, err := a.Objects.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(a.Bucket), Key: aws.String(it.dst)})
 	if err != nil {
 		return fmt.Errorf("checking the copy %s: %w", it.dst, err)
@@ -213,6 +225,8 @@ func folderMismatch(files int, bytes int64, wantFiles int, wantBytes int64) erro
 // copyObject copies src to dst inside the bucket. Objects are at most 2 GiB (the single-file
 // maximum; LOD files are at most 50 MiB), well under CopyObject's 5 GiB limit.
 func (a *Activities) copyObject(ctx context.Context, src, dst string) error {
+	ctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
+	defer cancel()
 	_, err := a.Objects.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(a.Bucket), Key: aws.String(dst),
 		CopySource: aws.String(objectkeys.CopySource(a.Bucket, src)), MetadataDirective: s3types.MetadataDirectiveCopy})
 	var api smithy.APIError

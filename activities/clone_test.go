@@ -221,6 +221,28 @@ func TestCopyCloneObjectsSourceMissing(t *testing.T) {
 	require.Equal(t, "SOURCE_FILES_MISSING", e.Extra["code"])
 }
 
+// TestCopyCloneObjectsLeavesNoCopyInFlight: when one copy fails, the copies already sent are
+// waited for, not cancelled: the store would finish a cancelled CopyObject anyway, after the
+// attempt returned and the rollback emptied the job's folder (a leftover CI once saw). So
+// nothing lands in the folder once the attempt has returned.
+func TestCopyCloneObjectsLeavesNoCopyInFlight(t *testing.T) {
+	b := &activitiestest.Bucket{CopyLatency: 150 * time.Millisecond}
+	in, _ := folderPlan(b, 20)
+	b.FailCopy = func(call int, _ string) error {
+		if call == 3 {
+			time.Sleep(20 * time.Millisecond) // the other copies are on their way
+			return errors.New("the store refused one copy")
+		}
+		return nil
+	}
+	err := runCopy(b, in)
+	require.ErrorContains(t, err, "refused one copy")
+	atReturn := b.Keys(in.Prefix)
+	require.NotEmpty(t, atReturn, "the copies in flight when the copy failed were waited for")
+	time.Sleep(3 * b.CopyLatency)
+	require.Equal(t, atReturn, b.Keys(in.Prefix), "no copy lands after the attempt returned")
+}
+
 // TestCopyCloneObjectsChecksTheRecordedFolder: a plan made from the file count recorded at
 // commit (no listing of its own) relies on the copy's listing, which fails the job with 409
 // SOURCE_FILES_MISSING when the folder holds fewer files or bytes than recorded, and copies the

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -31,6 +32,10 @@ type Bucket struct {
 	// FailCopy, when set, runs before every CopyObject call (numbered from 1) with its
 	// destination key; an error it returns fails the call before anything is copied.
 	FailCopy func(call int, dst string) error
+	// CopyLatency, when set, is how long the store takes to copy an object. A caller that gives
+	// up sooner (its context ends) gets its error at once, but the copy still lands when the
+	// latency is over, as an S3 server finishes a request whose client went away.
+	CopyLatency time.Duration
 	// copyCalls numbers the CopyObject calls as they start: concurrent copies must never share
 	// a number (counting finished copies would let two calls both be "the 1200th").
 	copyCalls int
@@ -174,11 +179,11 @@ func (b *Bucket) HeadObject(_ context.Context, in *s3.HeadObjectInput, _ ...func
 
 // CopyObject copies CopySource ("bucket/key", URL-encoded as S3 requires) to Key, or fails
 // with NoSuchKey when the source is absent.
-func (b *Bucket) CopyObject(_ context.Context, in *s3.CopyObjectInput, _ ...func(*s3.Options)) (*s3.CopyObjectOutput, error) {
+func (b *Bucket) CopyObject(ctx context.Context, in *s3.CopyObjectInput, _ ...func(*s3.Options)) (*s3.CopyObjectOutput, error) {
 	dst := aws.ToString(in.Key)
 	b.mu.Lock()
 	b.copyCalls++
-	call, fail := b.copyCalls, b.FailCopy
+	call, fail, latency := b.copyCalls, b.FailCopy, b.CopyLatency
 	b.mu.Unlock()
 	if fail != nil {
 		if err := fail(call, dst); err != nil {
@@ -190,6 +195,29 @@ func (b *Bucket) CopyObject(_ context.Context, in *s3.CopyObjectInput, _ ...func
 		return nil, err
 	}
 	_, key, _ := strings.Cut(src, "/")
+	if latency <= 0 {
+		return b.copy(key, dst)
+	}
+	// The server's side of the call runs to its end whatever the client does.
+	landed := make(chan error, 1)
+	go func() {
+		time.Sleep(latency)
+		_, err := b.copy(key, dst)
+		landed <- err
+	}()
+	select {
+	case err := <-landed:
+		if err != nil {
+			return nil, err
+		}
+		return &s3.CopyObjectOutput{}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// copy stores a copy of key at dst.
+func (b *Bucket) copy(key, dst string) (*s3.CopyObjectOutput, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	size, ok := b.objects[key]
