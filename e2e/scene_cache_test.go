@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -152,12 +153,12 @@ func TestSceneCacheFollowsChangesInEveryProcess(t *testing.T) {
 		require.Equal(t, "alice", s["externalUserId"])
 	}
 
-	// A PATCH through the main gateway: that process answers from the new state at once, the
-	// other one as soon as the NOTIFY arrives.
+	// A PATCH through the main gateway: every process answers from the new state at once (the
+	// other one's read waits for the change's NOTIFY: db.Barrier).
 	r := do(t, "PATCH", splatPath(id), a.keys("alice"), map[string]any{"title": "Renamed", "visibility": "public"})
 	require.Equal(t, 200, r.Status, string(r.Raw))
 	require.Equal(t, "Renamed", titleAt(t, env.URL, a, "alice", id))
-	require.Eventually(t, func() bool { return titleAt(t, other.url, a, "alice", id) == "Renamed" }, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, "Renamed", titleAt(t, other.url, a, "alice", id), "read-your-writes in another process")
 	for _, base := range []string{env.URL, other.url} {
 		status, s := sceneAt(t, base, a, "bob", id)
 		require.Equal(t, 200, status, "public now")
@@ -173,17 +174,31 @@ func TestSceneCacheFollowsChangesInEveryProcess(t *testing.T) {
 	r = doAt(t, other.url, "PATCH", splatPath(id), a.keys("alice"), map[string]any{"title": "From afar"})
 	require.Equal(t, 200, r.Status, string(r.Raw))
 	require.Equal(t, "From afar", titleAt(t, other.url, a, "alice", id))
-	require.Eventually(t, func() bool { return titleAt(t, env.URL, a, "alice", id) == "From afar" }, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, "From afar", titleAt(t, env.URL, a, "alice", id))
 
 	// Featuring is a change too.
 	r = do(t, "PATCH", splatPath(id), a.keys(""), map[string]any{"featured": true})
 	require.Equal(t, 200, r.Status, string(r.Raw))
-	require.Eventually(t, func() bool {
-		_, s := sceneAt(t, other.url, a, "", id)
-		return s["featured"] == true
-	}, 5*time.Second, 10*time.Millisecond)
-	_, s := sceneAt(t, env.URL, a, "", id)
+	_, s := sceneAt(t, other.url, a, "", id)
 	require.Equal(t, true, s["featured"])
+	_, s = sceneAt(t, env.URL, a, "", id)
+	require.Equal(t, true, s["featured"])
+
+	// A change made by another service (the customer's billing lifecycle, in the user service)
+	// is read at once too: suspended keeping nothing archives the scene (404), active restores it.
+	for _, st := range []struct {
+		body   map[string]any
+		status int
+	}{
+		{map[string]any{"billingState": "suspended", "keepSplatIds": []string{}, "limitBytes": 1 << 30, "maxSplats": 10}, 404},
+		{map[string]any{"billingState": "active", "status": "active", "limitBytes": 1 << 30, "maxSplats": 10}, 200},
+	} {
+		lifecyclePut(t, a, "alice", st.body)
+		for _, base := range []string{other.url, env.URL} {
+			status, _ := sceneAt(t, base, a, "alice", id)
+			require.Equal(t, st.status, status, "after %v", st.body)
+		}
+	}
 
 	// A failed change changes nothing anywhere.
 	requireEnvelope(t, do(t, "PATCH", splatPath(id), a.keys("alice"), map[string]any{"title": ""}), 400)
@@ -192,18 +207,45 @@ func TestSceneCacheFollowsChangesInEveryProcess(t *testing.T) {
 
 	// DELETE: 404 everywhere.
 	require.Equal(t, 200, do(t, "DELETE", splatPath(id), a.keys("alice"), nil).Status)
-	for _, eu := range []string{"alice", "bob", ""} {
-		status, _ := sceneAt(t, env.URL, a, eu, id)
-		require.Equal(t, 404, status, "deleted, for %q", eu)
-	}
-	require.Eventually(t, func() bool {
+	for _, base := range []string{env.URL, other.url} {
 		for _, eu := range []string{"alice", "bob", ""} {
-			if status, _ := sceneAt(t, other.url, a, eu, id); status != 404 {
-				return false
-			}
+			status, _ := sceneAt(t, base, a, eu, id)
+			require.Equal(t, 404, status, "deleted, for %q", eu)
 		}
-		return true
-	}, 5*time.Second, 10*time.Millisecond)
+	}
+}
+
+// warmScene starts another scene process and, in a new tenant, a scene of customer eu read once
+// through that process, so that it holds the row in its cache.
+func warmScene(t *testing.T, eu string) (*sceneProcess, tenant, string) {
+	t.Helper()
+	other := startSceneProcess(t)
+	a := newTenant(t)
+	id := newScene(t, a, eu, 1)["id"].(string)
+	settle(t, other)
+	require.Equal(t, "Scene "+eu, titleAt(t, other.url, a, eu, id))
+	return other, a, id
+}
+
+// TestSceneCacheNeverServesAChangeItWasNotToldOf: with the other process's LISTEN connection
+// frozen (its Postgres backend stopped: the change's NOTIFY cannot reach it), a read right
+// after a change committed elsewhere still answers the new state: the hit waits for its
+// barrier, which cannot come back either, and the read goes to the database.
+func TestSceneCacheNeverServesAChangeItWasNotToldOf(t *testing.T) {
+	other, a, id := warmScene(t, "frozen")
+	loads := other.svc.CacheLoads()
+	require.Equal(t, "Scene frozen", titleAt(t, other.url, a, "frozen", id))
+	require.Equal(t, loads, other.svc.CacheLoads(), "cached")
+
+	pid := int(other.svc.CacheListenerBackend())
+	require.NotZero(t, pid)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	r := do(t, "PATCH", splatPath(id), a.keys("frozen"), map[string]any{"title": "Changed"})
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	require.True(t, other.svc.CacheLive(), "the frozen connection is not noticed yet")
+	require.Equal(t, "Changed", titleAt(t, other.url, a, "frozen", id), "never the cached row")
+	require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
 }
 
 func TestSceneCacheListPagesFollowCommits(t *testing.T) {
@@ -233,10 +275,8 @@ func TestSceneCacheListPagesFollowCommits(t *testing.T) {
 	for _, q := range []struct{ eu, query string }{{"lister", ""}, {"", ""}} {
 		ids, _ := idsAt(t, env.URL, a, q.eu, q.query)
 		require.Equal(t, second, ids[0], "newest first, at once in the committing process")
-		require.Eventually(t, func() bool {
-			ids, _ := idsAt(t, other.url, a, q.eu, q.query)
-			return len(ids) > 0 && ids[0] == second
-		}, 5*time.Second, 10*time.Millisecond)
+		ids, _ = idsAt(t, other.url, a, q.eu, q.query)
+		require.Equal(t, second, ids[0], "and at once in the other one")
 	}
 	ids, _ := idsAt(t, other.url, a, "", "limit=1")
 	require.Equal(t, []string{second}, ids)
@@ -245,31 +285,25 @@ func TestSceneCacheListPagesFollowCommits(t *testing.T) {
 	r := do(t, "PATCH", splatPath(first), a.keys("lister"), map[string]any{"title": "Edited"})
 	require.Equal(t, 200, r.Status, string(r.Raw))
 	for _, base := range []string{env.URL, other.url} {
-		require.Eventually(t, func() bool {
-			ids, titles := idsAt(t, base, a, "lister", "sort=updatedAt&dir=asc")
-			return len(ids) == 2 && ids[1] == first && titles[1] == "Edited"
-		}, 5*time.Second, 10*time.Millisecond)
+		ids, titles := idsAt(t, base, a, "lister", "sort=updatedAt&dir=asc")
+		require.Equal(t, []string{first, "Edited"}, []string{ids[len(ids)-1], titles[len(titles)-1]})
+		require.Len(t, ids, 2)
 	}
 
 	// A delete removes it from every page.
-	require.Equal(t, 200, do(t, "DELETE", splatPath(second), a.keys("lister"), nil).Status)
-	ids, _ = idsAt(t, env.URL, a, "lister", "")
-	require.Equal(t, []string{first}, ids)
-	require.Eventually(t, func() bool {
-		ids, _ := idsAt(t, other.url, a, "lister", "")
-		return len(ids) == 1 && ids[0] == first
-	}, 5*time.Second, 10*time.Millisecond)
+	r = do(t, "DELETE", splatPath(second), a.keys("lister"), nil)
+	require.Equal(t, 200, r.Status, string(r.Raw))
+	for _, base := range []string{env.URL, other.url} {
+		ids, _ = idsAt(t, base, a, "lister", "")
+		require.Equal(t, []string{first}, ids)
+	}
 }
 
 // TestSceneCacheFlushesWhenItsListenerReconnects: a change the cache was never told about (one
 // made behind the product's back, without a NOTIFY) is served stale only while the listener
 // holds; when its connection drops the cache is bypassed, and on reconnect it is flushed.
 func TestSceneCacheFlushesWhenItsListenerReconnects(t *testing.T) {
-	other := startSceneProcess(t)
-	a := newTenant(t)
-	id := newScene(t, a, "quiet", 1)["id"].(string)
-	settle(t, other)
-	require.Equal(t, "Scene quiet", titleAt(t, other.url, a, "quiet", id))
+	other, a, id := warmScene(t, "quiet")
 	_, err := env.Process.DB.Pool.Exec(context.Background(), `UPDATE scenes SET title = 'Changed quietly' WHERE id = $1`, id)
 	require.NoError(t, err)
 	require.Equal(t, "Scene quiet", titleAt(t, other.url, a, "quiet", id), "no NOTIFY, so the cached row is still served")

@@ -39,6 +39,9 @@ type Listener struct {
 	Log     *slog.Logger
 	// HealthEvery and HealthTimeout override DefaultHealthEvery and DefaultHealthTimeout.
 	HealthEvery, HealthTimeout time.Duration
+	// Barrier, if not nil, is heard on the same connection: its Wait then returns only once
+	// OnNotify has handled every notification committed before the Wait.
+	Barrier *Barrier
 }
 
 // Listen keeps a LISTEN connection open until ctx ends, reconnecting with backoff. It returns
@@ -90,6 +93,12 @@ func listenOnce(ctx context.Context, pool *pgxpool.Pool, l Listener) error {
 		_ = conn.Close(closeCtx)
 	}()
 	if err := exec(ctx, l.HealthTimeout, func(ctx context.Context) error {
+		// The barrier's channel first, so pg_stat_activity shows the cache's own LISTEN.
+		if l.Barrier != nil {
+			if _, err := conn.Exec(ctx, "LISTEN "+l.Barrier.channel); err != nil {
+				return err
+			}
+		}
 		_, err := conn.Exec(ctx, "LISTEN "+l.Channel)
 		return err
 	}); err != nil {
@@ -118,6 +127,10 @@ func listenOnce(ctx context.Context, pool *pgxpool.Pool, l Listener) error {
 			}); err != nil {
 				return err
 			}
+			continue
+		}
+		if l.Barrier != nil && n.Channel == l.Barrier.channel {
+			l.Barrier.heard(n.Payload)
 			continue
 		}
 		l.OnNotify(n.Payload)

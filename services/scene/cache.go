@@ -127,7 +127,9 @@ type sceneEntry struct {
 // a change drops the scene's entry and every list page of its integration, which keeps list
 // caching correct without tracking which page holds which scene (and cheap to reason about when
 // view counts start changing often). While the LISTEN connection is down the cache is bypassed,
-// because a missed notification would serve a changed or deleted scene.
+// because a missed notification would serve a changed or deleted scene. A hit is served only
+// after the barrier's round trip (db.Barrier), so a change another process committed before the
+// read is never missed because its notification was still on its way.
 //
 // Cached rows are shared by every caller and never modified: scoping (integration, archived,
 // visibility for an EU) and everything caller-dependent is decided per request.
@@ -144,16 +146,31 @@ type sceneCache struct {
 	listCost int64  // sum of the cached pages' cost
 	gen      uint64 // bumped on every invalidation and flush; loads that raced one are not cached
 	live     atomic.Bool
-	loads    atomic.Int64 // database reads through the cache, for tests and metrics
-	notices  atomic.Int64 // notifications applied, so a test can wait for one
+	backend  atomic.Uint32 // backend pid of the LISTEN connection, for tests and diagnostics
+	// barrier makes a hit wait until the changes committed before the read have been applied
+	// (read-your-writes across processes); nil in the unit tests, which have no database.
+	barrier *db.Barrier
+	loads   atomic.Int64 // database reads through the cache, for tests and metrics
+	notices atomic.Int64 // notifications applied, so a test can wait for one
 
 	// maxSceneBytes and maxListBytes bound sceneCost and listCost.
 	maxSceneBytes, maxListBytes int64
 }
 
 func newSceneCache(pool *pgxpool.Pool, log *slog.Logger) *sceneCache {
-	return &sceneCache{pool: pool, log: log, scenes: map[string]sceneEntry{}, lists: map[string]map[string]*scenePage{},
+	c := &sceneCache{pool: pool, log: log, scenes: map[string]sceneEntry{}, lists: map[string]map[string]*scenePage{},
 		maxSceneBytes: maxCachedSceneBytes, maxListBytes: maxCachedListBytes}
+	if pool != nil {
+		c.barrier = db.NewBarrier(pool)
+	}
+	return c
+}
+
+// current says whether a hit may be served: once every change committed before the read has
+// been applied (a client that saw another process's 2xx for a change must not read the old
+// row here). False when that cannot be known in time: the caller reads the database.
+func (c *sceneCache) current(ctx context.Context) bool {
+	return c.barrier == nil || c.barrier.Wait(ctx) == nil
 }
 
 // scene returns the scene with id, from memory when possible; nil when there is none. Rows
@@ -165,7 +182,14 @@ func (c *sceneCache) scene(ctx context.Context, id string, load func(context.Con
 		return load(ctx, id)
 	}
 	c.mu.RLock()
-	e, ok := c.scenes[id]
+	_, ok := c.scenes[id]
+	c.mu.RUnlock()
+	if ok && !c.current(ctx) {
+		c.loads.Add(1)
+		return load(ctx, id)
+	}
+	c.mu.RLock()
+	e, ok := c.scenes[id] // again: the wait may have applied a change that dropped it
 	gen := c.gen
 	c.mu.RUnlock()
 	if ok {
@@ -211,7 +235,14 @@ func (c *sceneCache) page(ctx context.Context, integrationID, key string, load f
 		return load(ctx)
 	}
 	c.mu.RLock()
-	p, ok := c.lists[integrationID][key]
+	_, ok := c.lists[integrationID][key]
+	c.mu.RUnlock()
+	if ok && !c.current(ctx) {
+		c.loads.Add(1)
+		return load(ctx)
+	}
+	c.mu.RLock()
+	p, ok := c.lists[integrationID][key] // again: the wait may have applied a change that dropped it
 	gen := c.gen
 	c.mu.RUnlock()
 	if ok {
@@ -307,7 +338,8 @@ func (c *sceneCache) notified(payload string) {
 // listen keeps the cache's LISTEN connection until ctx ends: every notification drops what it
 // names, every (re)connect flushes everything.
 func (c *sceneCache) listen(ctx context.Context) {
-	db.Listen(ctx, c.pool, db.Listener{Channel: pgnotify.ScenesChannel, OnConnect: c.flush, OnNotify: c.notified, Live: &c.live, Log: c.log})
+	db.Listen(ctx, c.pool, db.Listener{Channel: pgnotify.ScenesChannel, OnConnect: c.flush, OnNotify: c.notified, Live: &c.live,
+		Log: c.log, Barrier: c.barrier, Backend: &c.backend})
 }
 
 // pageKey is the cache key of a list page within its integration: the EU filter and the
@@ -353,6 +385,10 @@ func (s *Service) Listen(ctx context.Context) { s.cache.listen(ctx) }
 
 // CacheLive reports whether the scene cache is in use (its LISTEN connection is up).
 func (s *Service) CacheLive() bool { return s.cache.live.Load() }
+
+// CacheListenerBackend is the Postgres backend pid of the cache's LISTEN connection (0 while
+// there is none).
+func (s *Service) CacheListenerBackend() uint32 { return s.cache.backend.Load() }
 
 // CacheNotices is how many change notifications the cache has applied.
 func (s *Service) CacheNotices() int64 { return s.cache.notices.Load() }
