@@ -41,9 +41,12 @@ func cloneKey(src, integrationID, dst string) (string, bool) {
 	return dst + k.Path(), true
 }
 
+// codeSourceFilesMissing is the code of the spec's 409 for a source whose stored files are gone.
+const codeSourceFilesMissing = "SOURCE_FILES_MISSING"
+
 // sourceFilesMissing is the spec's 409 for a source whose stored files are gone.
 func sourceFilesMissing(detail string) error {
-	return apperr.Conflict("source files missing from storage: "+detail).With("code", "SOURCE_FILES_MISSING")
+	return apperr.Conflict("source files missing from storage: "+detail).With("code", codeSourceFilesMissing)
 }
 
 // PrepareClone checks the source again, plans the copy (every object of the scene: the file or

@@ -14,6 +14,8 @@ import (
 	"github.com/aws/smithy-go"
 	"go.temporal.io/sdk/activity"
 
+	"github.com/splathost/splathost/ent/clonejob"
+	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/workflows/contract"
@@ -186,12 +188,31 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in contract.CopyClone
 	}()
 	wg.Wait()
 	if firstErr != nil {
-		return res, clientErrorOr(firstErr)
+		return res, clientErrorOr(a.whyMissing(storeCtx, in.SplatID, firstErr))
 	}
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// whyMissing tells a source that vanished because its customer was deleted (the deletion
+// releases the job's row, then purges the customer's objects, possibly under the copy) from
+// one whose files are gone while its scene lives: the first is the 404 FinalizeClone gives a
+// released job, the second the spec's 409 SOURCE_FILES_MISSING. Other errors pass through.
+// Without a database (the unit tests of the copy) the 409 stands.
+func (a *Activities) whyMissing(ctx context.Context, jobID string, err error) error {
+	var e *apperr.Error
+	if a.Ent == nil || !errors.As(err, &e) || e.Extra["code"] != codeSourceFilesMissing {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	held, qerr := a.Ent.CloneJob.Query().Where(clonejob.ID(jobID)).Exist(ctx)
+	if qerr != nil || held {
+		return err
+	}
+	return apperr.NotFound("external user not found")
 }
 
 // verifyCopy checks a copied single object has the size PrepareClone measured and reserved: a

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/ent"
@@ -174,6 +176,53 @@ func mustScene(t *testing.T, id string) *ent.Scene {
 	sc, err := env.Process.DB.Ent.Scene.Get(context.Background(), id)
 	require.NoError(t, err)
 	return sc
+}
+
+// TestCloneWhoseSourceWentWithItsCustomer: a customer deletion releases the clone's job row,
+// then purges the customer's objects, possibly under the copy. The copy that then misses a
+// source answers as FinalizeClone does for a released job (404), not 409 SOURCE_FILES_MISSING,
+// which is for a source scene that lives on without its files. Here the release is the row's
+// deletion while the copy runs, and a tile is gone before the job starts, so the copy always
+// misses it.
+func TestCloneWhoseSourceWentWithItsCustomer(t *testing.T) {
+	a := newTenant(t)
+	src := lodScene(t, a, "released", 1000)
+	ctx := context.Background()
+	owner := customerRecord(t, a, "released")
+	sc := mustScene(t, src["id"].(string))
+	st := store(t)
+	for k := range listKeys(t, objectkeys.Sealed(*sc.LodFolderKey+"/")) {
+		if strings.HasSuffix(k, ".webp") {
+			_, err := st.Client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(k)})
+			require.NoError(t, err)
+			break
+		}
+	}
+	h := a.keys("released")
+	h["Prefer"] = "respond-async"
+	r := do(t, "POST", clonePath(sc.ID), h, nil)
+	require.Equal(t, 202, r.Status, string(r.Raw))
+	jobID := r.Body["jobId"].(string)
+	var released int
+	require.Eventually(t, func() bool {
+		n, err := env.Process.DB.Ent.CloneJob.Delete().Where(clonejob.OwnerID(owner.ID)).Exec(ctx)
+		require.NoError(t, err)
+		released += n
+		return released > 0
+	}, time.Minute, time.Millisecond, "the job's reservation")
+
+	wfID := workflows.CloneWorkflowID(a.IntegrationID, owner.ID)
+	wait, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	workflows.WaitClone(wait, env.Process.Temporal, wfID, jobID)
+	res, err := workflows.DescribeClone(ctx, env.Process.Temporal, wfID, jobID)
+	require.NoError(t, err)
+	e := wfcontract.ClientErrorOf(res.Err)
+	require.NotNil(t, e, "%v", res.Err)
+	require.Equal(t, 404, e.Status, "%v", res.Err)
+	require.Eventually(t, func() bool {
+		return len(listKeys(t, "i/"+a.IntegrationID+"/u/"+owner.ID+"/clone/")) == 0
+	}, 30*time.Second, 100*time.Millisecond, "no copy is left")
 }
 
 // TestCloneOfADeletedCustomerRollsBack deletes the customer while its clone is copying: the

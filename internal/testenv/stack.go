@@ -70,10 +70,45 @@ type Stack struct {
 // it to reach the runner too, the caller's own stop would be the runner's second signal, which
 // makes it exit at once without stopping Postgres and the rest in order. If the caller dies, the
 // runner gets SIGTERM and still stops everything cleanly.
+//
+// The runner picks free ports and binds them a moment later; other test binaries start stacks
+// beside this one, so a port can be taken in between. A start in a directory that was empty is
+// then tried again, twice at most, on new ports in the emptied directory (a directory that held
+// data is the caller's warm restart: its error is returned as it is).
 func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	if o.Dir == "" {
 		return nil, errors.New("no stack directory")
 	}
+	entries, err := os.ReadDir(o.Dir)
+	fresh := err == nil && len(entries) == 0
+	for attempt := 0; ; attempt++ {
+		s, err := startStack(ctx, o)
+		if err == nil || !fresh || attempt == 2 || !portTaken(o.Dir, err) {
+			return s, err
+		}
+		fmt.Fprintln(os.Stderr, "testenv: the stack lost a port to another process as it started; starting it again on new ports")
+		if err := emptyDir(o.Dir); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// emptyDir removes everything inside dir, keeping dir (and its mode) itself.
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startStack is one attempt of StartStack.
+func startStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	runner := o.Runner
 	if runner == "" {
 		var err error

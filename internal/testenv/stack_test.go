@@ -140,6 +140,60 @@ func TestStartStackRunnerExitsEarly(t *testing.T) {
 	}
 }
 
+// TestStartStackRetriesALostPort: a runner that lost a port to another process (the bind error
+// in its log) is started again on new ports in its emptied directory, twice at most; a
+// directory that held data before the start (a warm restart) is never emptied.
+func TestStartStackRetriesALostPort(t *testing.T) {
+	count := filepath.Join(t.TempDir(), "attempts")
+	runner := fakeRunner(t, `dir=$(dirname "$sf")
+n=$(($(cat `+count+` 2>/dev/null || echo 0) + 1)); echo $n > `+count+`
+if [ -e "$dir/leftover" ]; then echo "the directory was not emptied"; exit 4; fi
+if [ $n -le FAILS ]; then touch "$dir/leftover"; echo "listen tcp 127.0.0.1:9: bind: address already in use"; exit 1; fi
+writeState '{"gatewayUrl":"http://g","adminToken":"tok","processes":[{"name":"stack","pid":'$$'}]}'
+`+serveUntilTerm)
+	attempts := func() string {
+		b, _ := os.ReadFile(count)
+		return strings.TrimSpace(string(b))
+	}
+	for _, tc := range []struct {
+		fails        string
+		warm, starts bool
+		attempts     string
+	}{
+		{"2", false, true, "3"},
+		{"3", false, false, "3"},
+		{"1", true, false, "1"},
+	} {
+		os.Remove(count)
+		script, err := os.ReadFile(runner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := filepath.Join(t.TempDir(), "fake-stack")
+		if err := os.WriteFile(r, []byte(strings.ReplaceAll(string(script), "FAILS", tc.fails)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		o := fakeOptions(t, r)
+		if tc.warm {
+			if err := os.WriteFile(filepath.Join(o.Dir, "postgres.data"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err := StartStack(t.Context(), o)
+		if (err == nil) != tc.starts || attempts() != tc.attempts {
+			t.Fatalf("%+v: err %v after %s attempts", tc, err, attempts())
+		}
+		if s != nil {
+			if err := s.Stop(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(o.Dir, "postgres.data")); tc.warm && err != nil {
+			t.Fatalf("a warm directory lost its data: %v", err)
+		}
+	}
+}
+
 func TestStartStackRejectsIncompleteState(t *testing.T) {
 	_, err := StartStack(t.Context(), fakeOptions(t, fakeRunner(t, `writeState '{"gatewayUrl":"http://g","adminToken":"tok"}'
 `+serveUntilTerm)))

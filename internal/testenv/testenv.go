@@ -107,35 +107,24 @@ func Start() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	var dir string
-	var stack *Stack
-	// The runner picks free ports and binds them a moment later; test binaries of other
-	// packages start stacks beside this one, so a port can be taken in between. Such a start is
-	// tried again, on new ports in a new directory.
-	for attempt := 0; ; attempt++ {
-		if dir, err = os.MkdirTemp("", "splathost-test-"); err != nil {
-			return nil, err
-		}
-		// Postgres runs as the postgres user and must reach its data directory.
-		if err := os.Chmod(dir, 0o755); err != nil {
-			return nil, err
-		}
-		o := StackOptions{Dir: dir, Services: "none", Cluster: os.Getenv(ClusterEnv) == "1"}
-		if o.Cluster {
-			// The runner stops the four ClickHouse nodes one after the other, each up to 20 s
-			// after a loaded run (its ON CLUSTER mutations queued); killed at 30 s it leaves the
-			// last one running (seen after make chaos-cluster).
-			o.StopTimeout = 2 * time.Minute
-		}
-		stack, err = StartStack(context.Background(), o)
-		if err == nil {
-			break
-		}
-		if attempt == 2 || !portTaken(dir, err) {
-			return nil, err
-		}
-		fmt.Fprintln(os.Stderr, "testenv: the stack lost a port to another process as it started; starting it again on new ports")
-		_ = os.RemoveAll(dir)
+	dir, err := os.MkdirTemp("", "splathost-test-")
+	if err != nil {
+		return nil, err
+	}
+	// Postgres runs as the postgres user and must reach its data directory.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
+	o := StackOptions{Dir: dir, Services: "none", Cluster: os.Getenv(ClusterEnv) == "1"}
+	if o.Cluster {
+		// The runner stops the four ClickHouse nodes one after the other, each up to 20 s
+		// after a loaded run (its ON CLUSTER mutations queued); killed at 30 s it leaves the
+		// last one running (seen after make chaos-cluster).
+		o.StopTimeout = 2 * time.Minute
+	}
+	stack, err := StartStack(context.Background(), o)
+	if err != nil {
+		return nil, err
 	}
 	e := &Env{State: stack.State, Dir: dir, stack: stack, Config: stack.State.Config()}
 	// Only scenes of 256 KiB and more get a rendition here: the suite commits hundreds of tiny

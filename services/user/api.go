@@ -148,7 +148,7 @@ func (s *Service) putExternalUser(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	put, err := s.store().Put(ctx, customerKey(caller, eu), p, func(u *ent.ExternalUser) any {
 		v := viewOf(u, caller.ProductSlug)
-		return externalUserResponse{Status: "success", ExternalUser: &v}
+		return customers.Answer{Status: "success", ExternalUser: &v}
 	})
 	if err != nil {
 		return err
@@ -167,7 +167,7 @@ func (s *Service) getExternalUser(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(externalUserResponse{Status: "success", ExternalUser: v})
+	return c.JSON(customers.Answer{Status: "success", ExternalUser: v})
 }
 
 func (s *Service) getUsage(c *fiber.Ctx) error {
@@ -193,9 +193,4 @@ func (s *Service) writeUsage(c *fiber.Ctx, caller *httpx.Caller, eu string) erro
 		"storage": quota.SnapshotOf(v.UsedBytes, v.LimitBytes),
 		"splats":  fiber.Map{"used": used, "limit": v.MaxSplats},
 	}})
-}
-
-type externalUserResponse struct {
-	Status       string        `json:"status"`
-	ExternalUser *customerView `json:"externalUser"`
 }

@@ -5,39 +5,19 @@ import (
 	"encoding/json"
 
 	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/internal/customers"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/quota"
 )
 
-// customerView is the interface's externalUser record.
-type customerView struct {
-	ID             string          `json:"id"`
-	IntegrationID  string          `json:"integrationId"`
-	ExternalUserID string          `json:"externalUserId"`
-	ProductSlug    string          `json:"productSlug"`
-	DisplayName    *string         `json:"displayName"`
-	AvatarURL      *string         `json:"avatarUrl"`
-	EmailHash      *string         `json:"emailHash"`
-	Metadata       json.RawMessage `json:"metadata"`
-	Status         string          `json:"status"`
-	BillingState   string          `json:"billingState"`
-	UsedBytes      int64           `json:"usedBytes"`
-	LimitBytes     int64           `json:"limitBytes"`
-	MaxSplats      *int64          `json:"maxSplats"`
-	RemainingBytes int64           `json:"remainingBytes"`
-	PercentUsed    float64         `json:"percentUsed"`
-	DeletedAt      *string         `json:"deletedAt"`
-	CreatedAt      string          `json:"createdAt"`
-	UpdatedAt      string          `json:"updatedAt"`
-}
-
-func viewOf(u *ent.ExternalUser, productSlug string) customerView {
+// viewOf renders the customer u as the interface's record.
+func viewOf(u *ent.ExternalUser, productSlug string) customers.View {
 	var meta json.RawMessage
 	if u.Metadata != nil {
 		meta, _ = json.Marshal(u.Metadata) // a map of JSON scalars always marshals
 	}
 	st := quota.SnapshotOf(u.UsedBytes, u.LimitBytes)
-	return customerView{
+	return customers.View{
 		ID: u.ID, IntegrationID: u.IntegrationID, ExternalUserID: u.ExternalUserID, ProductSlug: productSlug,
 		DisplayName: u.DisplayName, AvatarURL: u.AvatarURL, EmailHash: u.EmailHash, Metadata: meta,
 		Status: string(u.Status), BillingState: string(u.BillingState), UsedBytes: u.UsedBytes,
@@ -48,13 +28,13 @@ func viewOf(u *ent.ExternalUser, productSlug string) customerView {
 }
 
 // loadCustomer returns the customer of the caller's integration named eu, rendered, or a 404.
-func (s *Service) loadCustomer(ctx context.Context, caller *httpx.Caller, eu string) (*customerView, error) {
+func (s *Service) loadCustomer(ctx context.Context, caller *httpx.Caller, eu string) (*customers.View, error) {
 	r, err := s.store().Customer(ctx, caller.IntegrationID, eu)
 	if err != nil {
 		return nil, err
 	}
 	st := quota.SnapshotOf(r.UsedBytes, r.LimitBytes)
-	return &customerView{ID: r.ID, IntegrationID: caller.IntegrationID, ExternalUserID: r.ExternalUserID,
+	return &customers.View{ID: r.ID, IntegrationID: caller.IntegrationID, ExternalUserID: r.ExternalUserID,
 		ProductSlug: caller.ProductSlug, DisplayName: r.DisplayName, AvatarURL: r.AvatarURL, EmailHash: r.EmailHash,
 		Metadata: r.Metadata, Status: r.Status, BillingState: r.BillingState, UsedBytes: r.UsedBytes,
 		LimitBytes: r.LimitBytes, MaxSplats: r.MaxSplats, RemainingBytes: st.RemainingBytes, PercentUsed: st.PercentUsed,

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/splathost/splathost/api/apitest"
+	"github.com/splathost/splathost/internal/customers"
 )
 
 // TestAnswerTypesMatchTheDocument holds the customer record this service writes (scanned from pgx,
@@ -11,5 +12,5 @@ import (
 // (names, JSON types, nullability, every required member always sent); the e2e conformance test
 // sees only the answers its requests happen to get.
 func TestAnswerTypesMatchTheDocument(t *testing.T) {
-	apitest.RequireWireTypes(t, apitest.WireType{Value: customerView{}, Pointer: "/components/schemas/ExternalUser", Dir: apitest.Encoded})
+	apitest.RequireWireTypes(t, apitest.WireType{Value: customers.View{}, Pointer: "/components/schemas/ExternalUser", Dir: apitest.Encoded})
 }

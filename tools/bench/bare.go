@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/splathost/splathost/internal/customers"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/quota"
 	"github.com/splathost/splathost/internal/spawn"
@@ -41,30 +42,6 @@ const externalUserHeader = "X-Service-External-User-Id"
 
 // BarePath is the bare server's route.
 const BarePath = "/api/v1/external-user"
-
-// bareUser is one external_users row as the bare server returns it: the product's record,
-// field for field (the product slug, the quota snapshot, ISO times), so both sides encode the
-// same answer.
-type bareUser struct {
-	ID             string          `json:"id"`
-	IntegrationID  string          `json:"integrationId"`
-	ExternalUserID string          `json:"externalUserId"`
-	ProductSlug    string          `json:"productSlug"`
-	DisplayName    *string         `json:"displayName"`
-	AvatarURL      *string         `json:"avatarUrl"`
-	EmailHash      *string         `json:"emailHash"`
-	Metadata       json.RawMessage `json:"metadata"`
-	Status         string          `json:"status"`
-	BillingState   string          `json:"billingState"`
-	UsedBytes      int64           `json:"usedBytes"`
-	LimitBytes     int64           `json:"limitBytes"`
-	MaxSplats      *int64          `json:"maxSplats"`
-	RemainingBytes int64           `json:"remainingBytes"`
-	PercentUsed    float64         `json:"percentUsed"`
-	DeletedAt      *string         `json:"deletedAt"`
-	CreatedAt      string          `json:"createdAt"`
-	UpdatedAt      string          `json:"updatedAt"`
-}
 
 // BareSceneQuery is the bare server's scene read: the columns GET /api/v1/splats/{id} returns
 // (the owner's external user id joined in), by id within the caller's integration.
@@ -114,12 +91,6 @@ type BareServerOptions struct {
 	PoolSize int
 }
 
-// bareUserAnswer is the bare customer read's 200 body; a struct, as the product's.
-type bareUserAnswer struct {
-	Status       string    `json:"status"`
-	ExternalUser *bareUser `json:"externalUser"`
-}
-
 // RunBareServer serves GET BarePath and GET BareScenePath{id}, each authenticated like the
 // gateway (bareAuth) with one pgx query and a JSON response, POST BareMintPath (authentication,
 // body, claims and signing) and POST BareViewsPath (the outbox insert),
@@ -148,7 +119,7 @@ func RunBareServer(ctx context.Context, o BareServerOptions, stdout io.Writer) e
 		if err != nil {
 			return refuse(c, err)
 		}
-		u := bareUser{ProductSlug: in.productSlug}
+		u := customers.View{ProductSlug: in.productSlug}
 		var deleted *time.Time
 		var created, updated time.Time
 		err = pool.QueryRow(c.UserContext(), BareQuery, in.id, eu).Scan(
@@ -165,7 +136,7 @@ func RunBareServer(ctx context.Context, o BareServerOptions, stdout io.Writer) e
 		st := quota.SnapshotOf(u.UsedBytes, u.LimitBytes)
 		u.RemainingBytes, u.PercentUsed = st.RemainingBytes, st.PercentUsed
 		u.DeletedAt, u.CreatedAt, u.UpdatedAt = httpx.ISOTimePtr(deleted), httpx.ISOTime(created), httpx.ISOTime(updated)
-		return c.JSON(bareUserAnswer{Status: "success", ExternalUser: &u})
+		return c.JSON(customers.Answer{Status: "success", ExternalUser: &u})
 	})
 
 	app.Get(BareScenePath+":splatId", func(c *fiber.Ctx) error {
