@@ -68,29 +68,35 @@ func (a *Activities) ClosePurge(ctx context.Context, in contract.ClosePurgeInput
 	return contract.ClosePurgeResult{Closed: n == 1}, nil
 }
 
-// PendingPurges lists the outbox rows the re-drive must (re)start.
+// PendingPurges lists the outbox rows the re-drive must (re)start: the open rows older than
+// MinAge offered least recently (never offered first, then oldest offer, then oldest row), at
+// most Limit, and marks them offered. Oldest-first alone would let Limit rows whose purges run
+// for long (each offer finds them running: a ClickHouse outage holds scene purges in
+// DeleteViews) keep every later row, whose start a crash lost, from ever being re-driven; the
+// rotation reaches every open row within ceil(open / Limit) runs. Rows another run is offering
+// at the same moment are skipped, not waited for.
 func (a *Activities) PendingPurges(ctx context.Context, in contract.PendingPurgesInput) (contract.PendingPurgesResult, error) {
 	if in.Limit <= 0 || in.MinAge < 0 {
 		return contract.PendingPurgesResult{}, badInput("PendingPurges: limit > 0 and min age >= 0 are required")
 	}
-	rows, err := a.Ent.AssetPurge.Query().
-		Where(assetpurge.DoneAtIsNil(), assetpurge.CreatedAtLT(time.Now().Add(-in.MinAge))).
-		Order(ent.Asc(assetpurge.FieldCreatedAt)).Limit(in.Limit).
-		Select(assetpurge.FieldID, assetpurge.FieldIntegrationID, assetpurge.FieldOwnerID, assetpurge.FieldExternalUserID,
-			assetpurge.FieldKind, assetpurge.FieldSceneID).
-		All(ctx)
+	rows, err := a.Ent.QueryContext(ctx, `UPDATE asset_purges SET redriven_at = now() WHERE id IN (
+		SELECT id FROM asset_purges WHERE done_at IS NULL AND created_at < $1
+		ORDER BY redriven_at NULLS FIRST, created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)
+		RETURNING id, integration_id, owner_id, external_user_id, kind, coalesce(scene_id, '')`,
+		time.Now().Add(-in.MinAge), in.Limit)
 	if err != nil {
 		return contract.PendingPurgesResult{}, err
 	}
-	out := contract.PendingPurgesResult{Purges: make([]contract.PendingPurge, len(rows))}
-	for i, r := range rows {
-		out.Purges[i] = contract.PendingPurge{PurgeID: r.ID, IntegrationID: r.IntegrationID,
-			OwnerID: r.OwnerID, ExternalUserID: r.ExternalUserID, Kind: string(r.Kind)}
-		if r.SceneID != nil {
-			out.Purges[i].SceneID = *r.SceneID
+	defer rows.Close()
+	var out contract.PendingPurgesResult
+	for rows.Next() {
+		var p contract.PendingPurge
+		if err := rows.Scan(&p.PurgeID, &p.IntegrationID, &p.OwnerID, &p.ExternalUserID, &p.Kind, &p.SceneID); err != nil {
+			return contract.PendingPurgesResult{}, err
 		}
+		out.Purges = append(out.Purges, p)
 	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // ClaimUploads decides, at run time, which uploads of a refused commit may go. In one

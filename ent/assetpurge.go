@@ -47,7 +47,9 @@ type AssetPurge struct {
 	// DeletedObjects holds the value of the "deleted_objects" field.
 	DeletedObjects int `json:"deleted_objects,omitempty"`
 	// Failure holds the value of the "failure" field.
-	Failure      *string `json:"failure,omitempty"`
+	Failure *string `json:"failure,omitempty"`
+	// RedrivenAt holds the value of the "redriven_at" field.
+	RedrivenAt   *time.Time `json:"redriven_at,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -62,7 +64,7 @@ func (*AssetPurge) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullInt64)
 		case assetpurge.FieldID, assetpurge.FieldIntegrationID, assetpurge.FieldKind, assetpurge.FieldOwnerID, assetpurge.FieldExternalUserID, assetpurge.FieldSceneID, assetpurge.FieldFailure:
 			values[i] = new(sql.NullString)
-		case assetpurge.FieldCreatedAt, assetpurge.FieldUpdatedAt, assetpurge.FieldPreparedAt, assetpurge.FieldDoneAt:
+		case assetpurge.FieldCreatedAt, assetpurge.FieldUpdatedAt, assetpurge.FieldPreparedAt, assetpurge.FieldDoneAt, assetpurge.FieldRedrivenAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -185,6 +187,13 @@ func (_m *AssetPurge) assignValues(columns []string, values []any) error {
 				_m.Failure = new(string)
 				*_m.Failure = value.String
 			}
+		case assetpurge.FieldRedrivenAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field redriven_at", values[i])
+			} else if value.Valid {
+				_m.RedrivenAt = new(time.Time)
+				*_m.RedrivenAt = value.Time
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -272,6 +281,11 @@ func (_m *AssetPurge) String() string {
 	if v := _m.Failure; v != nil {
 		builder.WriteString("failure=")
 		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.RedrivenAt; v != nil {
+		builder.WriteString("redriven_at=")
+		builder.WriteString(v.Format(time.ANSIC))
 	}
 	builder.WriteByte(')')
 	return builder.String()

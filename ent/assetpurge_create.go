@@ -185,6 +185,20 @@ func (_c *AssetPurgeCreate) SetNillableFailure(v *string) *AssetPurgeCreate {
 	return _c
 }
 
+// SetRedrivenAt sets the "redriven_at" field.
+func (_c *AssetPurgeCreate) SetRedrivenAt(v time.Time) *AssetPurgeCreate {
+	_c.mutation.SetRedrivenAt(v)
+	return _c
+}
+
+// SetNillableRedrivenAt sets the "redriven_at" field if the given value is not nil.
+func (_c *AssetPurgeCreate) SetNillableRedrivenAt(v *time.Time) *AssetPurgeCreate {
+	if v != nil {
+		_c.SetRedrivenAt(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *AssetPurgeCreate) SetID(v string) *AssetPurgeCreate {
 	_c.mutation.SetID(v)
@@ -412,6 +426,10 @@ func (_c *AssetPurgeCreate) createSpec() (*AssetPurge, *sqlgraph.CreateSpec) {
 		_spec.SetField(assetpurge.FieldFailure, field.TypeString, value)
 		_node.Failure = &value
 	}
+	if value, ok := _c.mutation.RedrivenAt(); ok {
+		_spec.SetField(assetpurge.FieldRedrivenAt, field.TypeTime, value)
+		_node.RedrivenAt = &value
+	}
 	return _node, _spec
 }
 
@@ -581,6 +599,24 @@ func (u *AssetPurgeUpsert) UpdateFailure() *AssetPurgeUpsert {
 // ClearFailure clears the value of the "failure" field.
 func (u *AssetPurgeUpsert) ClearFailure() *AssetPurgeUpsert {
 	u.SetNull(assetpurge.FieldFailure)
+	return u
+}
+
+// SetRedrivenAt sets the "redriven_at" field.
+func (u *AssetPurgeUpsert) SetRedrivenAt(v time.Time) *AssetPurgeUpsert {
+	u.Set(assetpurge.FieldRedrivenAt, v)
+	return u
+}
+
+// UpdateRedrivenAt sets the "redriven_at" field to the value that was provided on create.
+func (u *AssetPurgeUpsert) UpdateRedrivenAt() *AssetPurgeUpsert {
+	u.SetExcluded(assetpurge.FieldRedrivenAt)
+	return u
+}
+
+// ClearRedrivenAt clears the value of the "redriven_at" field.
+func (u *AssetPurgeUpsert) ClearRedrivenAt() *AssetPurgeUpsert {
+	u.SetNull(assetpurge.FieldRedrivenAt)
 	return u
 }
 
@@ -793,6 +829,27 @@ func (u *AssetPurgeUpsertOne) UpdateFailure() *AssetPurgeUpsertOne {
 func (u *AssetPurgeUpsertOne) ClearFailure() *AssetPurgeUpsertOne {
 	return u.Update(func(s *AssetPurgeUpsert) {
 		s.ClearFailure()
+	})
+}
+
+// SetRedrivenAt sets the "redriven_at" field.
+func (u *AssetPurgeUpsertOne) SetRedrivenAt(v time.Time) *AssetPurgeUpsertOne {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.SetRedrivenAt(v)
+	})
+}
+
+// UpdateRedrivenAt sets the "redriven_at" field to the value that was provided on create.
+func (u *AssetPurgeUpsertOne) UpdateRedrivenAt() *AssetPurgeUpsertOne {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.UpdateRedrivenAt()
+	})
+}
+
+// ClearRedrivenAt clears the value of the "redriven_at" field.
+func (u *AssetPurgeUpsertOne) ClearRedrivenAt() *AssetPurgeUpsertOne {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.ClearRedrivenAt()
 	})
 }
 
@@ -1172,6 +1229,27 @@ func (u *AssetPurgeUpsertBulk) UpdateFailure() *AssetPurgeUpsertBulk {
 func (u *AssetPurgeUpsertBulk) ClearFailure() *AssetPurgeUpsertBulk {
 	return u.Update(func(s *AssetPurgeUpsert) {
 		s.ClearFailure()
+	})
+}
+
+// SetRedrivenAt sets the "redriven_at" field.
+func (u *AssetPurgeUpsertBulk) SetRedrivenAt(v time.Time) *AssetPurgeUpsertBulk {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.SetRedrivenAt(v)
+	})
+}
+
+// UpdateRedrivenAt sets the "redriven_at" field to the value that was provided on create.
+func (u *AssetPurgeUpsertBulk) UpdateRedrivenAt() *AssetPurgeUpsertBulk {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.UpdateRedrivenAt()
+	})
+}
+
+// ClearRedrivenAt clears the value of the "redriven_at" field.
+func (u *AssetPurgeUpsertBulk) ClearRedrivenAt() *AssetPurgeUpsertBulk {
+	return u.Update(func(s *AssetPurgeUpsert) {
+		s.ClearRedrivenAt()
 	})
 }
 

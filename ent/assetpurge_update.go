@@ -153,6 +153,26 @@ func (_u *AssetPurgeUpdate) ClearFailure() *AssetPurgeUpdate {
 	return _u
 }
 
+// SetRedrivenAt sets the "redriven_at" field.
+func (_u *AssetPurgeUpdate) SetRedrivenAt(v time.Time) *AssetPurgeUpdate {
+	_u.mutation.SetRedrivenAt(v)
+	return _u
+}
+
+// SetNillableRedrivenAt sets the "redriven_at" field if the given value is not nil.
+func (_u *AssetPurgeUpdate) SetNillableRedrivenAt(v *time.Time) *AssetPurgeUpdate {
+	if v != nil {
+		_u.SetRedrivenAt(*v)
+	}
+	return _u
+}
+
+// ClearRedrivenAt clears the value of the "redriven_at" field.
+func (_u *AssetPurgeUpdate) ClearRedrivenAt() *AssetPurgeUpdate {
+	_u.mutation.ClearRedrivenAt()
+	return _u
+}
+
 // Mutation returns the AssetPurgeMutation object of the builder.
 func (_u *AssetPurgeUpdate) Mutation() *AssetPurgeMutation {
 	return _u.mutation
@@ -263,6 +283,12 @@ func (_u *AssetPurgeUpdate) sqlSave(ctx context.Context) (_node int, err error) 
 	}
 	if _u.mutation.FailureCleared() {
 		_spec.ClearField(assetpurge.FieldFailure, field.TypeString)
+	}
+	if value, ok := _u.mutation.RedrivenAt(); ok {
+		_spec.SetField(assetpurge.FieldRedrivenAt, field.TypeTime, value)
+	}
+	if _u.mutation.RedrivenAtCleared() {
+		_spec.ClearField(assetpurge.FieldRedrivenAt, field.TypeTime)
 	}
 	_spec.AddModifiers(_u.modifiers...)
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
@@ -409,6 +435,26 @@ func (_u *AssetPurgeUpdateOne) ClearFailure() *AssetPurgeUpdateOne {
 	return _u
 }
 
+// SetRedrivenAt sets the "redriven_at" field.
+func (_u *AssetPurgeUpdateOne) SetRedrivenAt(v time.Time) *AssetPurgeUpdateOne {
+	_u.mutation.SetRedrivenAt(v)
+	return _u
+}
+
+// SetNillableRedrivenAt sets the "redriven_at" field if the given value is not nil.
+func (_u *AssetPurgeUpdateOne) SetNillableRedrivenAt(v *time.Time) *AssetPurgeUpdateOne {
+	if v != nil {
+		_u.SetRedrivenAt(*v)
+	}
+	return _u
+}
+
+// ClearRedrivenAt clears the value of the "redriven_at" field.
+func (_u *AssetPurgeUpdateOne) ClearRedrivenAt() *AssetPurgeUpdateOne {
+	_u.mutation.ClearRedrivenAt()
+	return _u
+}
+
 // Mutation returns the AssetPurgeMutation object of the builder.
 func (_u *AssetPurgeUpdateOne) Mutation() *AssetPurgeMutation {
 	return _u.mutation
@@ -549,6 +595,12 @@ func (_u *AssetPurgeUpdateOne) sqlSave(ctx context.Context) (_node *AssetPurge, 
 	}
 	if _u.mutation.FailureCleared() {
 		_spec.ClearField(assetpurge.FieldFailure, field.TypeString)
+	}
+	if value, ok := _u.mutation.RedrivenAt(); ok {
+		_spec.SetField(assetpurge.FieldRedrivenAt, field.TypeTime, value)
+	}
+	if _u.mutation.RedrivenAtCleared() {
+		_spec.ClearField(assetpurge.FieldRedrivenAt, field.TypeTime)
 	}
 	_spec.AddModifiers(_u.modifiers...)
 	_node = &AssetPurge{config: _u.config}

@@ -1098,6 +1098,7 @@ type AssetPurgeMutation struct {
 	deleted_objects    *int
 	adddeleted_objects *int
 	failure            *string
+	redriven_at        *time.Time
 	clearedFields      map[string]struct{}
 	done               bool
 	oldValue           func(context.Context) (*AssetPurge, error)
@@ -1927,6 +1928,55 @@ func (m *AssetPurgeMutation) ResetFailure() {
 	delete(m.clearedFields, assetpurge.FieldFailure)
 }
 
+// SetRedrivenAt sets the "redriven_at" field.
+func (m *AssetPurgeMutation) SetRedrivenAt(t time.Time) {
+	m.redriven_at = &t
+}
+
+// RedrivenAt returns the value of the "redriven_at" field in the mutation.
+func (m *AssetPurgeMutation) RedrivenAt() (r time.Time, exists bool) {
+	v := m.redriven_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRedrivenAt returns the old "redriven_at" field's value of the AssetPurge entity.
+// If the AssetPurge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetPurgeMutation) OldRedrivenAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRedrivenAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRedrivenAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRedrivenAt: %w", err)
+	}
+	return oldValue.RedrivenAt, nil
+}
+
+// ClearRedrivenAt clears the value of the "redriven_at" field.
+func (m *AssetPurgeMutation) ClearRedrivenAt() {
+	m.redriven_at = nil
+	m.clearedFields[assetpurge.FieldRedrivenAt] = struct{}{}
+}
+
+// RedrivenAtCleared returns if the "redriven_at" field was cleared in this mutation.
+func (m *AssetPurgeMutation) RedrivenAtCleared() bool {
+	_, ok := m.clearedFields[assetpurge.FieldRedrivenAt]
+	return ok
+}
+
+// ResetRedrivenAt resets all changes to the "redriven_at" field.
+func (m *AssetPurgeMutation) ResetRedrivenAt() {
+	m.redriven_at = nil
+	delete(m.clearedFields, assetpurge.FieldRedrivenAt)
+}
+
 // Where appends a list predicates to the AssetPurgeMutation builder.
 func (m *AssetPurgeMutation) Where(ps ...predicate.AssetPurge) {
 	m.predicates = append(m.predicates, ps...)
@@ -1961,7 +2011,7 @@ func (m *AssetPurgeMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *AssetPurgeMutation) Fields() []string {
-	fields := make([]string, 0, 15)
+	fields := make([]string, 0, 16)
 	if m.created_at != nil {
 		fields = append(fields, assetpurge.FieldCreatedAt)
 	}
@@ -2007,6 +2057,9 @@ func (m *AssetPurgeMutation) Fields() []string {
 	if m.failure != nil {
 		fields = append(fields, assetpurge.FieldFailure)
 	}
+	if m.redriven_at != nil {
+		fields = append(fields, assetpurge.FieldRedrivenAt)
+	}
 	return fields
 }
 
@@ -2045,6 +2098,8 @@ func (m *AssetPurgeMutation) Field(name string) (ent.Value, bool) {
 		return m.DeletedObjects()
 	case assetpurge.FieldFailure:
 		return m.Failure()
+	case assetpurge.FieldRedrivenAt:
+		return m.RedrivenAt()
 	}
 	return nil, false
 }
@@ -2084,6 +2139,8 @@ func (m *AssetPurgeMutation) OldField(ctx context.Context, name string) (ent.Val
 		return m.OldDeletedObjects(ctx)
 	case assetpurge.FieldFailure:
 		return m.OldFailure(ctx)
+	case assetpurge.FieldRedrivenAt:
+		return m.OldRedrivenAt(ctx)
 	}
 	return nil, fmt.Errorf("unknown AssetPurge field %s", name)
 }
@@ -2198,6 +2255,13 @@ func (m *AssetPurgeMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetFailure(v)
 		return nil
+	case assetpurge.FieldRedrivenAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRedrivenAt(v)
+		return nil
 	}
 	return fmt.Errorf("unknown AssetPurge field %s", name)
 }
@@ -2276,6 +2340,9 @@ func (m *AssetPurgeMutation) ClearedFields() []string {
 	if m.FieldCleared(assetpurge.FieldFailure) {
 		fields = append(fields, assetpurge.FieldFailure)
 	}
+	if m.FieldCleared(assetpurge.FieldRedrivenAt) {
+		fields = append(fields, assetpurge.FieldRedrivenAt)
+	}
 	return fields
 }
 
@@ -2310,6 +2377,9 @@ func (m *AssetPurgeMutation) ClearField(name string) error {
 		return nil
 	case assetpurge.FieldFailure:
 		m.ClearFailure()
+		return nil
+	case assetpurge.FieldRedrivenAt:
+		m.ClearRedrivenAt()
 		return nil
 	}
 	return fmt.Errorf("unknown AssetPurge nullable field %s", name)
@@ -2363,6 +2433,9 @@ func (m *AssetPurgeMutation) ResetField(name string) error {
 		return nil
 	case assetpurge.FieldFailure:
 		m.ResetFailure()
+		return nil
+	case assetpurge.FieldRedrivenAt:
+		m.ResetRedrivenAt()
 		return nil
 	}
 	return fmt.Errorf("unknown AssetPurge field %s", name)

@@ -44,6 +44,8 @@ const (
 	FieldDeletedObjects = "deleted_objects"
 	// FieldFailure holds the string denoting the failure field in the database.
 	FieldFailure = "failure"
+	// FieldRedrivenAt holds the string denoting the redriven_at field in the database.
+	FieldRedrivenAt = "redriven_at"
 	// Table holds the table name of the assetpurge in the database.
 	Table = "asset_purges"
 )
@@ -66,6 +68,7 @@ var Columns = []string{
 	FieldDoneAt,
 	FieldDeletedObjects,
 	FieldFailure,
+	FieldRedrivenAt,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -196,4 +199,9 @@ func ByDeletedObjects(opts ...sql.OrderTermOption) OrderOption {
 // ByFailure orders the results by the failure field.
 func ByFailure(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldFailure, opts...).ToFunc()
+}
+
+// ByRedrivenAt orders the results by the redriven_at field.
+func ByRedrivenAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldRedrivenAt, opts...).ToFunc()
 }

@@ -119,6 +119,11 @@ func Failure(v string) predicate.AssetPurge {
 	return predicate.AssetPurge(sql.FieldEQ(FieldFailure, v))
 }
 
+// RedrivenAt applies equality check predicate on the "redriven_at" field. It's identical to RedrivenAtEQ.
+func RedrivenAt(v time.Time) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldEQ(FieldRedrivenAt, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.AssetPurge {
 	return predicate.AssetPurge(sql.FieldEQ(FieldCreatedAt, v))
@@ -772,6 +777,56 @@ func FailureEqualFold(v string) predicate.AssetPurge {
 // FailureContainsFold applies the ContainsFold predicate on the "failure" field.
 func FailureContainsFold(v string) predicate.AssetPurge {
 	return predicate.AssetPurge(sql.FieldContainsFold(FieldFailure, v))
+}
+
+// RedrivenAtEQ applies the EQ predicate on the "redriven_at" field.
+func RedrivenAtEQ(v time.Time) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldEQ(FieldRedrivenAt, v))
+}
+
+// RedrivenAtNEQ applies the NEQ predicate on the "redriven_at" field.
+func RedrivenAtNEQ(v time.Time) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldNEQ(FieldRedrivenAt, v))
+}
+
+// RedrivenAtIn applies the In predicate on the "redriven_at" field.
+func RedrivenAtIn(vs ...time.Time) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldIn(FieldRedrivenAt, vs...))
+}
+
+// RedrivenAtNotIn applies the NotIn predicate on the "redriven_at" field.
+func RedrivenAtNotIn(vs ...time.Time) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldNotIn(FieldRedrivenAt, vs...))
+}
+
+// RedrivenAtGT applies the GT predicate on the "redriven_at" field.
+func RedrivenAtGT(v time.Time) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldGT(FieldRedrivenAt, v))
+}
+
+// RedrivenAtGTE applies the GTE predicate on the "redriven_at" field.
+func RedrivenAtGTE(v time.Time) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldGTE(FieldRedrivenAt, v))
+}
+
+// RedrivenAtLT applies the LT predicate on the "redriven_at" field.
+func RedrivenAtLT(v time.Time) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldLT(FieldRedrivenAt, v))
+}
+
+// RedrivenAtLTE applies the LTE predicate on the "redriven_at" field.
+func RedrivenAtLTE(v time.Time) predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldLTE(FieldRedrivenAt, v))
+}
+
+// RedrivenAtIsNil applies the IsNil predicate on the "redriven_at" field.
+func RedrivenAtIsNil() predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldIsNull(FieldRedrivenAt))
+}
+
+// RedrivenAtNotNil applies the NotNil predicate on the "redriven_at" field.
+func RedrivenAtNotNil() predicate.AssetPurge {
+	return predicate.AssetPurge(sql.FieldNotNull(FieldRedrivenAt))
 }
 
 // And groups predicates with the AND operator between them.

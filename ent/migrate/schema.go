@@ -45,6 +45,7 @@ var (
 		{Name: "done_at", Type: field.TypeTime, Nullable: true},
 		{Name: "deleted_objects", Type: field.TypeInt, Default: 0},
 		{Name: "failure", Type: field.TypeString, Nullable: true},
+		{Name: "redriven_at", Type: field.TypeTime, Nullable: true},
 	}
 	// AssetPurgesTable holds the schema information for the "asset_purges" table.
 	AssetPurgesTable = &schema.Table{

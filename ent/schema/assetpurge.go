@@ -52,6 +52,10 @@ func (AssetPurge) Fields() []ent.Field {
 		field.Time("done_at").Optional().Nillable(),
 		field.Int("deleted_objects").Default(0),
 		field.String("failure").Optional().Nillable(),
+		// redriven_at is when the re-drive last offered the row: each run takes the open rows
+		// offered least recently (never first), so rows whose purges are running for long (a
+		// ClickHouse outage) never keep a row whose start was lost from being re-driven.
+		field.Time("redriven_at").Optional().Nillable(),
 	}
 }
 
