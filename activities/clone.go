@@ -10,6 +10,7 @@ import (
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/quota"
+	splathost "github.com/splathost/splathost/sdk/go"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -41,12 +42,9 @@ func cloneKey(src, integrationID, dst string) (string, bool) {
 	return dst + k.Path(), true
 }
 
-// codeSourceFilesMissing is the code of the spec's 409 for a source whose stored files are gone.
-const codeSourceFilesMissing = "SOURCE_FILES_MISSING"
-
 // sourceFilesMissing is the spec's 409 for a source whose stored files are gone.
 func sourceFilesMissing(detail string) error {
-	return apperr.Conflict("source files missing from storage: "+detail).With("code", codeSourceFilesMissing)
+	return apperr.Conflict("source files missing from storage: "+detail).With("code", splathost.CodeSourceFilesMissing)
 }
 
 // PrepareClone checks the source again, plans the copy (every object of the scene: the file or

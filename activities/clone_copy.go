@@ -18,6 +18,7 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/objectstore"
+	splathost "github.com/splathost/splathost/sdk/go"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
@@ -203,7 +204,7 @@ func (a *Activities) CopyCloneObjects(ctx context.Context, in contract.CopyClone
 // Without a database (the unit tests of the copy) the 409 stands.
 func (a *Activities) whyMissing(ctx context.Context, jobID string, err error) error {
 	var e *apperr.Error
-	if a.Ent == nil || !errors.As(err, &e) || e.Extra["code"] != codeSourceFilesMissing {
+	if a.Ent == nil || !errors.As(err, &e) || e.Extra["code"] != splathost.CodeSourceFilesMissing {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)

@@ -178,6 +178,30 @@ func mustScene(t *testing.T, id string) *ent.Scene {
 	return sc
 }
 
+// startCloneJob starts a clone of srcID as a job (Prefer: respond-async) and returns its id.
+func startCloneJob(t *testing.T, tn tenant, eu, srcID string) string {
+	t.Helper()
+	h := tn.keys(eu)
+	h["Prefer"] = "respond-async"
+	r := do(t, "POST", clonePath(srcID), h, nil)
+	require.Equal(t, 202, r.Status, string(r.Raw))
+	return r.Body["jobId"].(string)
+}
+
+// endedClone waits (up to 2 minutes) for the clone job of the customer record ownerID to end
+// and returns its final state.
+func endedClone(t *testing.T, tn tenant, ownerID, jobID string) *workflows.CloneState {
+	t.Helper()
+	wfID := workflows.CloneWorkflowID(tn.IntegrationID, ownerID)
+	wait, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	workflows.WaitClone(wait, env.Process.Temporal, wfID, jobID)
+	st, err := workflows.DescribeClone(context.Background(), env.Process.Temporal, wfID, jobID)
+	require.NoError(t, err)
+	require.False(t, st.Running)
+	return st
+}
+
 // TestCloneWhoseSourceWentWithItsCustomer: a customer deletion releases the clone's job row,
 // then purges the customer's objects, possibly under the copy. The copy that then misses a
 // source answers as FinalizeClone does for a released job (404), not 409 SOURCE_FILES_MISSING,
@@ -198,11 +222,7 @@ func TestCloneWhoseSourceWentWithItsCustomer(t *testing.T) {
 			break
 		}
 	}
-	h := a.keys("released")
-	h["Prefer"] = "respond-async"
-	r := do(t, "POST", clonePath(sc.ID), h, nil)
-	require.Equal(t, 202, r.Status, string(r.Raw))
-	jobID := r.Body["jobId"].(string)
+	jobID := startCloneJob(t, a, "released", sc.ID)
 	var released int
 	require.Eventually(t, func() bool {
 		n, err := env.Process.DB.Ent.CloneJob.Delete().Where(clonejob.OwnerID(owner.ID)).Exec(ctx)
@@ -211,12 +231,7 @@ func TestCloneWhoseSourceWentWithItsCustomer(t *testing.T) {
 		return released > 0
 	}, time.Minute, time.Millisecond, "the job's reservation")
 
-	wfID := workflows.CloneWorkflowID(a.IntegrationID, owner.ID)
-	wait, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	workflows.WaitClone(wait, env.Process.Temporal, wfID, jobID)
-	res, err := workflows.DescribeClone(ctx, env.Process.Temporal, wfID, jobID)
-	require.NoError(t, err)
+	res := endedClone(t, a, owner.ID, jobID)
 	e := wfcontract.ClientErrorOf(res.Err)
 	require.NotNil(t, e, "%v", res.Err)
 	require.Equal(t, 404, e.Status, "%v", res.Err)
@@ -233,21 +248,11 @@ func TestCloneOfADeletedCustomerRollsBack(t *testing.T) {
 	src := lodScene(t, a, "leaving", 1000)
 	ctx := context.Background()
 	owner := customerRecord(t, a, "leaving")
-	h := a.keys("leaving")
-	h["Prefer"] = "respond-async"
-	r := do(t, "POST", clonePath(src["id"].(string)), h, nil)
-	require.Equal(t, 202, r.Status, string(r.Raw))
-	jobID := r.Body["jobId"].(string)
+	jobID := startCloneJob(t, a, "leaving", src["id"].(string))
 	requireDeleted := do(t, "DELETE", "/api/v1/external-user", a.keys("leaving"), nil)
 	require.Equal(t, 200, requireDeleted.Status, string(requireDeleted.Raw))
 
-	wfID := workflows.CloneWorkflowID(a.IntegrationID, owner.ID)
-	wait, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	workflows.WaitClone(wait, env.Process.Temporal, wfID, jobID)
-	st, err := workflows.DescribeClone(ctx, env.Process.Temporal, wfID, jobID)
-	require.NoError(t, err)
-	require.False(t, st.Running)
+	st := endedClone(t, a, owner.ID, jobID)
 	e := wfcontract.ClientErrorOf(st.Err)
 	require.NotNil(t, e, "%v", st.Err)
 	// Where the deletion lands decides the answer: before the reservation, the reservation
