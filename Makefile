@@ -76,13 +76,16 @@ $(MEDIA_INSTALLED): media/package-lock.json $(MEDIA_NODE_INSTALLED)
 	@$(PHASE) "npm: media converter" sh -c 'cd media && PATH="$(MEDIA_NODE_BIN):$$PATH" npm ci --no-audit --no-fund --ignore-scripts'
 	@touch $@
 
-$(WORKFLOWCHECK):
+$(WORKFLOWCHECK): | $(if $(TIMING),bin/e2e.test)
 	@mkdir -p $(dir $@)
-	@$(PHASE) "build: workflowcheck" env GOBIN=$(dir $@) GOWORK=off go install go.temporal.io/sdk/contrib/tools/workflowcheck@$(WORKFLOWCHECK_VERSION)
+	@$(PHASE) "build: workflowcheck" nice env GOBIN=$(dir $@) GOWORK=off go install go.temporal.io/sdk/contrib/tools/workflowcheck@$(WORKFLOWCHECK_VERSION)
 
+# versitygw builds beside the product's compile, the critical path of a cold set-up, at the
+# lowest CPU priority: on two cores it takes what the compile leaves (the compile's link steps,
+# its single-package tail) instead of halving it.
 $(VERSITYGW):
 	@mkdir -p $(dir $@)
-	@$(PHASE) "build: versitygw" env GOBIN=$(dir $@) GOWORK=off go install $(TOOL_LDFLAGS) github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+	@$(PHASE) "build: versitygw" nice -n 19 env GOBIN=$(dir $@) GOWORK=off go install $(TOOL_LDFLAGS) github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 
 ## web: install the npm workspace when its lock changed, then build web/dist (typecheck included).
 web: $(WEB_BUILT)
@@ -150,14 +153,17 @@ dev-cluster: setup cluster-deps
 migrate: bin/splathost
 	bin/splathost migrate
 
-## test: after the set-up (make setup, with its timeline), vet the three modules (product, tools,
-## Go SDK), the web tests, workflowcheck, the unit
-## tests (with the Helm chart's render test, tools/deploy) and the integration tests (e2e, the
-## browser tests included), all at once: the e2e binary is built once and runs as E2E_SHARDS
-## processes, each with its own stack, its tests split by their last durations; the steps off
-## that critical path run under nice. bin/testrun prints each step's time and the slowest ten
+## test: after the set-up (make setup, with its timeline), the integration tests (e2e, the
+## browser tests included) and, beside them, vet of the three modules (product, tools, Go SDK)
+## then the unit tests (with the Helm chart's render test, tools/deploy), the web tests and
+## workflowcheck. The e2e binary is built first, alone (the critical path); it then runs as
+## E2E_SHARDS processes, each with its own stack, its tests split by their last durations, while
+## the other steps run under nice. Vet and the unit tests run one after the other, so the
+## packages they share compile once. bin/testrun prints each step's time and the slowest ten
 ## tests at the end; bin/test/ keeps every step's go test -json (docs/testing.md).
-E2E_SHARDS ?= 3
+# One shard per core and one more: the shards mostly wait on their stacks (docs/testing.md).
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+E2E_SHARDS ?= $(shell echo $$(( $(NPROC) + 1 )))
 E2E_RUN ?= .
 TEST_OUT := bin/test
 E2E_DURATIONS := $(HOME)/.cache/splathost/e2e-durations.txt
@@ -168,10 +174,10 @@ timed = $(if $(TIMING),$(CURDIR)/bin/testrun step -out $(CURDIR)/$(TEST_OUT) -na
 test: bin/testrun
 	@rm -rf $(TEST_OUT) && mkdir -p $(TEST_OUT)
 	@$(MAKE) --no-print-directory setup && \
-	$(MAKE) --no-print-directory -j8 TIMING=1 test-e2e test-vet test-unit test-web test-workflowcheck; \
+	$(MAKE) --no-print-directory -j4 TIMING=1 test-e2e test-vet-unit test-web test-workflowcheck; \
 	rc=$$?; bin/testrun report $(TEST_OUT); exit $$rc
 
-.PHONY: test-e2e test-vet test-unit test-web test-workflowcheck
+.PHONY: test-e2e test-vet test-unit test-vet-unit test-web test-workflowcheck
 test-e2e: build bin/e2e.test bin/testrun
 	bin/testrun e2e -out $(TEST_OUT) -bin bin/e2e.test -dir e2e -pkg github.com/splathost/splathost/e2e -shards $(E2E_SHARDS) -run '$(E2E_RUN)' \
 		-durations e2e/testdata/durations.txt,$(E2E_DURATIONS) -save $(E2E_DURATIONS) -- -test.timeout=30m
@@ -183,12 +189,17 @@ test-vet: $(WEB_BUILT)
 test-unit: $(WEB_BUILT)
 	$(call timed,unit,$(if $(TIMING),-json)) nice go test $(if $(TIMING),-json) -count=1 -timeout 30m -tags e2e $(UNIT_PKGS)
 
+# Under make test: after the e2e binary is built (order-only), vet then the unit tests, both
+# run even when vet fails.
+test-vet-unit: $(WEB_BUILT) | bin/e2e.test
+	@rc=0; $(MAKE) --no-print-directory test-vet || rc=1; $(MAKE) --no-print-directory test-unit || rc=1; exit $$rc
+
 # npm test's pretest rebuilds web/dist/sdk, which Go builds running beside it embed: the full
 # build already made it, so the pretest is skipped.
-test-web: $(WEB_BUILT)
+test-web: $(WEB_BUILT) | $(if $(TIMING),bin/e2e.test)
 	$(call timed,web-test) nice npm --prefix web test --ignore-scripts
 
-test-workflowcheck: $(WORKFLOWCHECK)
+test-workflowcheck: $(WORKFLOWCHECK) | $(if $(TIMING),bin/e2e.test)
 	$(call timed,workflowcheck) nice $(WORKFLOWCHECK) ./workflows/...
 
 bin/testrun: $(wildcard tools/cmd/testrun/*.go)

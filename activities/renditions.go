@@ -31,24 +31,29 @@ type RenditionSettings struct {
 	LODMin int
 	// WorkDir holds each conversion's scratch folder (the OS temp dir when empty).
 	WorkDir string
-	// slots bounds the conversions running at once in this process.
-	slots chan struct{}
+	// Lanes picks a conversion's lane by its upload's size.
+	Lanes contract.Lanes
+	// slots bound the conversions running at once in this process, per lane: a small scene
+	// waits only for other small ones, never for a large scan's conversion.
+	slots map[contract.Lane]chan struct{}
 }
 
-// NewRenditionSettings returns the settings of a media worker that runs at most concurrency
-// conversions at once.
-func NewRenditionSettings(t media.Transform, lodMin int, workDir string, concurrency int) *RenditionSettings {
-	return &RenditionSettings{Transform: t, LODMin: lodMin, WorkDir: workDir, slots: make(chan struct{}, max(1, concurrency))}
+// NewRenditionSettings returns the settings of a media worker that runs at most large
+// conversions of the large lane and small of the small lane at once.
+func NewRenditionSettings(t media.Transform, lodMin int, workDir string, lanes contract.Lanes, large, small int) *RenditionSettings {
+	return &RenditionSettings{Transform: t, LODMin: lodMin, WorkDir: workDir, Lanes: lanes, slots: map[contract.Lane]chan struct{}{
+		contract.LaneLarge: make(chan struct{}, max(1, large)), contract.LaneSmall: make(chan struct{}, max(1, small))}}
 }
 
-// acquire waits for a conversion slot (or ctx); the returned func gives it back.
-func (s *RenditionSettings) acquire(ctx context.Context) (func(), error) {
-	if s.slots == nil {
+// acquire waits for a conversion slot of lane (or ctx); the returned func gives it back.
+func (s *RenditionSettings) acquire(ctx context.Context, lane contract.Lane) (func(), error) {
+	slots := s.slots[lane]
+	if slots == nil {
 		return func() {}, nil
 	}
 	select {
-	case s.slots <- struct{}{}:
-		return func() { <-s.slots }, nil
+	case slots <- struct{}{}:
+		return func() { <-slots }, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -80,7 +85,7 @@ func (a *Activities) PrepareRendition(ctx context.Context, in contract.PrepareRe
 	// The committed copy (objectkeys.Sealed), not the upload: a PUT after the commit must not
 	// reach the rendition either.
 	out := contract.PrepareRenditionResult{RenditionSource: contract.RenditionSource{SourceKey: objectkeys.Sealed(key), Format: format, Folder: *sc.RenditionPrefix,
-		Poster: sc.ImageURL == ""}}
+		SourceBytes: sc.FileSizeBytes, Poster: sc.ImageURL == ""}}
 	out.Orientation, out.Camera, out.Background = levelView(sc.LevelData)
 	return out, nil
 }
@@ -223,27 +228,36 @@ func trimMessage(s string) string {
 	return s[:cut] + ellipsis
 }
 
-// PendingRenditions lists the scenes whose rendition is still pending: the outbox the
-// rendition re-drive works from.
+// PendingRenditions lists the scenes whose rendition is still pending after MinAge: the outbox
+// the rendition re-drive works from. It takes those started or offered least recently (never
+// first, then the oldest start, then the oldest scene), at most Limit, and marks them started
+// (rendition_started_at, which the dispatcher reads too), FOR UPDATE SKIP LOCKED. Oldest-first
+// alone let Limit scenes whose conversions run long (each offer finds them running) keep a
+// later scene, whose start was lost, from ever being re-driven; the rotation reaches every
+// pending scene within ceil(pending / Limit) runs, as PendingPurges does for purges.
 func (a *Activities) PendingRenditions(ctx context.Context, in contract.PendingRenditionsInput) (contract.PendingRenditionsResult, error) {
-	if in.Limit <= 0 {
-		return contract.PendingRenditionsResult{}, badInput("PendingRenditions needs a limit")
+	if in.Limit <= 0 || in.MinAge < 0 {
+		return contract.PendingRenditionsResult{}, badInput("PendingRenditions: limit > 0 and min age >= 0 are required")
 	}
-	rows, err := a.Ent.Scene.Query().
-		Where(scene.ProcessingStateEQ(scene.ProcessingStatePending), scene.UpdatedAtLT(time.Now().Add(-in.MinAge))).
-		Order(ent.Asc(scene.FieldUpdatedAt)).Limit(in.Limit).WithOwner().All(ctx)
+	rows, err := a.Ent.QueryContext(ctx, `UPDATE scenes s SET rendition_started_at = now() WHERE s.id IN (
+			SELECT id FROM scenes WHERE processing_state = 'pending' AND updated_at < $1
+			ORDER BY rendition_started_at NULLS FIRST, updated_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)
+		RETURNING s.id, s.integration_id,
+			coalesce((SELECT eu.external_user_id FROM external_users eu WHERE eu.id = s.owner_id), '')`,
+		time.Now().Add(-in.MinAge), in.Limit)
 	if err != nil {
 		return contract.PendingRenditionsResult{}, err
 	}
+	defer rows.Close()
 	var out contract.PendingRenditionsResult
-	for _, sc := range rows {
-		p := contract.PendingRendition{SceneID: sc.ID, IntegrationID: sc.IntegrationID}
-		if sc.Edges.Owner != nil {
-			p.ExternalUserID = sc.Edges.Owner.ExternalUserID
+	for rows.Next() {
+		var p contract.PendingRendition
+		if err := rows.Scan(&p.SceneID, &p.IntegrationID, &p.ExternalUserID); err != nil {
+			return contract.PendingRenditionsResult{}, err
 		}
 		out.Scenes = append(out.Scenes, p)
 	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // renditionFailure turns a conversion error into the rendition's message and whether it is

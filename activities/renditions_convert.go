@@ -38,8 +38,9 @@ func (a *Activities) ConvertRendition(ctx context.Context, in contract.ConvertRe
 	// alive, not lost.
 	beat := newHeartbeat(ctx)
 	defer beat.stop()
-	beat.set("queued", "")
-	release, err := a.Renditions.acquire(ctx)
+	lane := a.Renditions.Lanes.Of(in.SourceBytes)
+	beat.set("queued", "lane "+string(lane))
+	release, err := a.Renditions.acquire(ctx, lane)
 	if err != nil {
 		return contract.ConvertRenditionResult{}, err
 	}

@@ -170,7 +170,7 @@ func renditionScene(t *testing.T, d *demoHost, g fixtures.Gen) string {
 	var b bytes.Buffer
 	require.NoError(t, g.WriteTrainingPLY(&b, formatSplats*4, 3))
 	id := commitFile(t, tn, eu, "stand-training.ply", "application/ply", b.Bytes(), nil)["id"].(string)
-	p := processingOf(waitProcessing(t, tn, eu, id, 2*time.Minute))
+	p := processingOf(waitProcessing(t, tn, eu, id))
 	require.Equal(t, "ready", p["state"], "%v", p)
 	return id
 }
@@ -211,7 +211,7 @@ const streamedGaussians = 1_000_000
 // the upload.
 func (s streamedScene) ready(t *testing.T, d *demoHost) string {
 	t.Helper()
-	got := waitProcessing(t, d.tenant(), d.State.Customer, s.id, 6*time.Minute)
+	got := waitProcessing(t, d.tenant(), d.State.Customer, s.id)
 	p := processingOf(got)
 	require.Equal(t, "ready", p["state"], "%v", p)
 	require.Equal(t, "lod", p["renditionType"])

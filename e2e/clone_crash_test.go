@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	osexec "os/exec"
@@ -87,14 +88,14 @@ func TestCloneSurvivesWorkerKill(t *testing.T) {
 	// success after a crash; it must never go back).
 	progress := watchCloneProgress(t, wfID, runID)
 
-	require.Eventually(t, func() bool { return len(listKeys(t, prefix)) >= 100 }, time.Minute, 10*time.Millisecond,
-		"the copy starts")
+	eventually(t, "the copy starts", func() bool { return len(listKeys(t, prefix)) >= 100 },
+		func() string { return workflowMark(wfID) })
 	// Killed once a poll has shown progress (the SDK sends a heartbeat at once, then one per
 	// 4 s), so a retry starting again from 0 would show as a step back.
-	require.Eventually(t, func() bool {
+	eventually(t, "a poll shows progress", func() bool {
 		st, err := workflows.DescribeClone(ctx, env.Process.Temporal, wfID, runID)
 		return err == nil && st.Copied > 0
-	}, time.Minute, 20*time.Millisecond, "a poll shows progress")
+	}, func() string { return fmt.Sprint(len(listKeys(t, prefix)), workflowMark(wfID)) })
 	require.NoError(t, first.Process.Kill())
 	_ = first.Wait()
 	atKill := listKeys(t, prefix)
@@ -104,12 +105,7 @@ func TestCloneSurvivesWorkerKill(t *testing.T) {
 	require.True(t, st.Running)
 
 	workerProcess(t, queue, "worker-crash-2.log")
-	wait, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	workflows.WaitClone(wait, env.Process.Temporal, wfID, runID)
-	st, err = workflows.DescribeClone(ctx, env.Process.Temporal, wfID, runID)
-	require.NoError(t, err)
-	require.False(t, st.Running, "the job finished after the restart")
+	st = waitCloneJob(t, wfID, runID)
 	require.NoError(t, st.Err)
 	require.Equal(t, in.SplatID, st.Result.SplatID)
 	seen := progress()
@@ -188,18 +184,11 @@ func startCloneJob(t *testing.T, tn tenant, eu, srcID string) string {
 	return r.Body["jobId"].(string)
 }
 
-// endedClone waits (up to 2 minutes) for the clone job of the customer record ownerID to end
-// and returns its final state.
+// endedClone waits for the clone job of the customer record ownerID to end (waitCloneJob) and
+// returns its final state.
 func endedClone(t *testing.T, tn tenant, ownerID, jobID string) *workflows.CloneState {
 	t.Helper()
-	wfID := workflows.CloneWorkflowID(tn.IntegrationID, ownerID)
-	wait, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	workflows.WaitClone(wait, env.Process.Temporal, wfID, jobID)
-	st, err := workflows.DescribeClone(context.Background(), env.Process.Temporal, wfID, jobID)
-	require.NoError(t, err)
-	require.False(t, st.Running)
-	return st
+	return waitCloneJob(t, workflows.CloneWorkflowID(tn.IntegrationID, ownerID), jobID)
 }
 
 // TestCloneWhoseSourceWentWithItsCustomer: a customer deletion releases the clone's job row,
@@ -235,9 +224,9 @@ func TestCloneWhoseSourceWentWithItsCustomer(t *testing.T) {
 	e := wfcontract.ClientErrorOf(res.Err)
 	require.NotNil(t, e, "%v", res.Err)
 	require.Equal(t, 404, e.Status, "%v", res.Err)
-	require.Eventually(t, func() bool {
+	eventually(t, "no copy is left", func() bool {
 		return len(listKeys(t, "i/"+a.IntegrationID+"/u/"+owner.ID+"/clone/")) == 0
-	}, 30*time.Second, 100*time.Millisecond, "no copy is left")
+	}, func() string { return purgeMark(t, a.IntegrationID) })
 }
 
 // TestCloneOfADeletedCustomerRollsBack deletes the customer while its clone is copying: the
@@ -303,18 +292,13 @@ func TestCloneFinalizeRechecksTheCustomer(t *testing.T) {
 			require.NoError(t, err)
 			wfID := workflows.CloneWorkflowID(a.IntegrationID, owner.ID)
 			prefix := objectkeys.CloneFolder(a.IntegrationID, owner.ID, in.SplatID)
-			require.Eventually(t, func() bool { return len(listKeys(t, prefix)) >= 20 }, time.Minute, 10*time.Millisecond,
-				"the copy starts")
+			eventually(t, "the copy starts", func() bool { return len(listKeys(t, prefix)) >= 20 },
+				func() string { return workflowMark(wfID) })
 			r := do(t, "PUT", "/api/v1/external-user", a.keys(eu), tc.change(src))
 			require.Equal(t, 200, r.Status, string(r.Raw))
 			require.Less(t, len(listKeys(t, prefix)), 1000, "changed while the job was copying")
 
-			wait, cancel := context.WithTimeout(ctx, 2*time.Minute)
-			defer cancel()
-			workflows.WaitClone(wait, env.Process.Temporal, wfID, runID)
-			st, err := workflows.DescribeClone(ctx, env.Process.Temporal, wfID, runID)
-			require.NoError(t, err)
-			require.False(t, st.Running)
+			st := waitCloneJob(t, wfID, runID)
 			e := wfcontract.ClientErrorOf(st.Err)
 			require.NotNil(t, e, "the job failed with a client answer: %v", st.Err)
 			require.Equal(t, tc.status, e.Status, "%v", st.Err)

@@ -72,23 +72,24 @@ func requireCloneSuccess(t *testing.T, r *testenv.Response, status int, src map[
 	return sp
 }
 
-// pollClone polls a 202 job every 200 ms until it closes and returns the closing response.
+// pollClone polls a 202 job every 200 ms until it closes and returns the closing response; it
+// fails when the job stops moving (awaitProgress), not after a fixed time.
 func pollClone(t *testing.T, tn tenant, eu, srcID, jobID string) (*testenv.Response, []float64) {
 	t.Helper()
 	var progress []float64
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
+	var last *testenv.Response
+	awaitProgress(t, "clone job "+jobID, 200*time.Millisecond, func() (bool, string) {
 		r := do(t, "GET", clonePath(srcID)+"/"+jobID, tn.keys(eu), nil)
+		last = r
 		if r.Status != 200 || r.Body["status"] != "running" {
-			return r, progress
+			return true, ""
 		}
 		require.Equal(t, jobID, r.Body["jobId"])
 		progress = append(progress, r.Body["copiedObjects"].(float64))
 		require.LessOrEqual(t, r.Body["copiedObjects"].(float64), r.Body["totalObjects"].(float64))
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatal("clone job did not finish")
-	return nil, nil
+		return false, fmt.Sprint(r.Body["copiedObjects"], " ", workflowMark(workflows.CloneWorkflowID(tn.IntegrationID, customerRecord(t, tn, eu).ID)))
+	})
+	return last, progress
 }
 
 func TestCloneDuplicateAndRemixOfAFileScene(t *testing.T) {

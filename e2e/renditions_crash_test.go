@@ -65,8 +65,8 @@ func TestRenditionSurvivesAMediaWorkerKill(t *testing.T) {
 
 	worker := sp.PID("media-worker")
 	var conv int
-	require.Eventually(t, func() bool { conv = converterOf(worker); return conv != 0 },
-		2*time.Minute, 50*time.Millisecond, "the media worker starts its converter")
+	eventually(t, "the media worker starts its converter", func() bool { conv = converterOf(worker); return conv != 0 },
+		func() string { return renditionMark(id) })
 	// It runs on the Node 22 `make deps` pins (the converter's engines), not the machine's node.
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", conv))
 	require.NoError(t, err)
@@ -85,7 +85,7 @@ func TestRenditionSurvivesAMediaWorkerKill(t *testing.T) {
 	require.NoError(t, sp.Start("media-worker"))
 	require.Eventually(t, func() bool { _, err := os.Stat(scratch[0]); return os.IsNotExist(err) }, 30*time.Second, 50*time.Millisecond,
 		"the restarted media worker removes what the killed one left")
-	got := waitProcessing(t, a, "crash", id, 4*time.Minute)
+	got := waitProcessing(t, a, "crash", id)
 	p := processingOf(got)
 	require.Equal(t, "ready", p["state"], "%v", p)
 	requireSOG(t, p["renditionUrl"].(string), n)

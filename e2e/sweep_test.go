@@ -127,9 +127,9 @@ func TestOrphanSweepEmptiesRenditionsOfInterruptedConversions(t *testing.T) {
 		sp := commitFile(t, a, "interrupted", name, "application/ply", data, nil)
 		id := sp["id"].(string)
 		// The service starts the rendition just after its commit answers.
-		require.Eventually(t, func() bool {
+		eventually(t, "the rendition starts", func() bool {
 			return env.Process.Temporal.TerminateWorkflow(ctx, workflows.RenditionWorkflowID(id), "", "operator stops the conversion") == nil
-		}, 30*time.Second, 50*time.Millisecond)
+		}, func() string { return renditionMark(id) })
 		var owner string
 		require.NoError(t, env.Process.DB.Pool.QueryRow(ctx, `SELECT owner_id FROM scenes WHERE id = $1`, id).Scan(&owner))
 		sceneIDs, folders = append(sceneIDs, id), append(folders, objectkeys.RenditionFolder(a.IntegrationID, owner, id))
@@ -137,12 +137,12 @@ func TestOrphanSweepEmptiesRenditionsOfInterruptedConversions(t *testing.T) {
 	// The first scene is deleted (its purge empties the folder), then the interrupted
 	// conversion's upload lands: that object is what nothing else would remove.
 	require.Equal(t, 200, do(t, "DELETE", splatPath(sceneIDs[0]), a.keys("interrupted"), nil).Status)
-	require.Eventually(t, func() bool {
+	eventually(t, "the scene's purge ran", func() bool {
 		var open int
 		require.NoError(t, env.Process.DB.Pool.QueryRow(ctx,
 			`SELECT count(*) FROM asset_purges WHERE scene_id = $1 AND done_at IS NULL`, sceneIDs[0]).Scan(&open))
 		return open == 0
-	}, time.Minute, 100*time.Millisecond, "the scene's purge ran")
+	}, func() string { return purgeMark(t, a.IntegrationID) })
 	for _, f := range folders {
 		_, err := st.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(f + "scene.sog"),
 			Body: strings.NewReader("late upload")})
@@ -163,7 +163,7 @@ func TestOrphanSweepEmptiesRenditionsOfInterruptedConversions(t *testing.T) {
 	recordHistory(t, run.GetID(), run.GetRunID(), "sweep_orphan_renditions.json")
 	// The terminated conversion's activity may still finish its last write (the poster, the SOG)
 	// after that run, as it may after any scheduled one: the next runs of the schedule take it.
-	require.Eventually(t, func() bool {
+	eventually(t, "the deleted scene's rendition folder is emptied", func() bool {
 		if len(objectsUnder(t, st, folders[0])) == 0 {
 			return true
 		}
@@ -172,7 +172,7 @@ func TestOrphanSweepEmptiesRenditionsOfInterruptedConversions(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, again.Get(ctx, nil))
 		return len(objectsUnder(t, st, folders[0])) == 0
-	}, time.Minute, time.Second, "the deleted scene's rendition folder is emptied")
+	}, func() string { return fmt.Sprint(objectsUnder(t, st, folders[0]), renditionMark(sceneIDs[0])) })
 	// The live scene's own rendition may be running meanwhile (the dispatcher starts pending
 	// scenes), adding its poster: what the sweep must keep is what the folder held.
 	require.Contains(t, objectsUnder(t, st, folders[1]), folders[1]+"scene.sog", "a live scene's folder is its own")

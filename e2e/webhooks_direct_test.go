@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -109,7 +110,8 @@ func TestWebhookSlowReceiverDelaysNobodyElse(t *testing.T) {
 	}
 	settled(t, fastTn, fw["id"].(string), fast)
 	fastLast := fast.all()[1].At
-	require.Eventually(t, func() bool { return len(slow.ids()) == n }, 3*time.Minute, 100*time.Millisecond)
+	eventually(t, "every slow delivery arrives", func() bool { return len(slow.ids()) == n },
+		func() string { return fmt.Sprint(len(slow.ids()), " received ", deliveryMark(slowTn.IntegrationID)) })
 	slowLast := slow.all()[n-1].At
 	require.True(t, fastLast.Before(slowLast), "the other integration's events came before the slow burst was through (fast %s, slow %s)",
 		fastLast.Format(time.StampMilli), slowLast.Format(time.StampMilli))

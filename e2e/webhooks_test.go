@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -230,14 +231,14 @@ func TestWebhookEveryEventType(t *testing.T) {
 	r = do(t, "DELETE", "/api/v1/external-user", tn.keys("leaving"), nil)
 	require.Equal(t, 200, r.Status, string(r.Raw))
 
-	require.Eventually(t, func() bool {
+	eventually(t, "every event type arrives", func() bool {
 		for _, typ := range events.Types {
 			if len(rcv.ofType(typ)) == 0 {
 				return false
 			}
 		}
 		return true
-	}, 3*time.Minute, 250*time.Millisecond, "every event type arrives; got %v", typesOf(rcv.all()))
+	}, func() string { return fmt.Sprint(typesOf(rcv.all()), " ", deliveryMark(tn.IntegrationID)) })
 	settled(t, tn, w["id"].(string), rcv)
 
 	for _, g := range rcv.all() {
@@ -296,7 +297,7 @@ func TestWebhookEveryEventType(t *testing.T) {
 func settled(t *testing.T, tn tenant, webhookID string, rcv *receiver) []map[string]any {
 	t.Helper()
 	var log []map[string]any
-	require.Eventually(t, func() bool {
+	eventually(t, "every delivery of the log arrives", func() bool {
 		log = deliveries(t, tn, webhookID)
 		got := rcv.ids()
 		for _, d := range log {
@@ -305,7 +306,7 @@ func settled(t *testing.T, tn tenant, webhookID string, rcv *receiver) []map[str
 			}
 		}
 		return len(got) == len(log)
-	}, 3*time.Minute, 250*time.Millisecond, "every delivery of the log arrives")
+	}, func() string { return fmt.Sprint(len(rcv.ids()), " received ", deliveryMark(tn.IntegrationID)) })
 	for _, d := range log {
 		require.EqualValues(t, 200, d["lastStatusCode"], d)
 		require.GreaterOrEqual(t, d["attempts"].(float64), 1.0)

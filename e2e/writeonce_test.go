@@ -89,9 +89,9 @@ func TestWriteOnceAfterCommitAndDelete(t *testing.T) {
 	// After the delete and its purge: the PUT recreates an object nothing charges; the sweep
 	// takes it, and nothing serves it meanwhile.
 	require.Equal(t, 200, do(t, "DELETE", splatPath(id), a.keys("keeper"), nil).Status)
-	require.Eventually(t, func() bool {
+	eventually(t, "the delete's purge empties the customer's objects", func() bool {
 		return len(objectsUnder(t, store(t), "i/"+a.IntegrationID+"/")) == 0
-	}, time.Minute, 200*time.Millisecond, "the delete's purge empties the customer's objects")
+	}, func() string { return purgeMark(t, a.IntegrationID) })
 	status = putUpload(t, uploadURL, vandal(len(data)), signedPut("application/ply"))
 	requireAssetNotFound(t, fetchAsset(t, "GET", served, nil))
 	res := sweepBucket(t)

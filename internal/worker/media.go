@@ -47,8 +47,9 @@ func RunMedia(ctx context.Context, c client.Client, cfg config.Config, deps Deps
 	}
 	acts := &activities.Activities{Ent: deps.DB.Ent, Objects: deps.Store.Client, Bucket: deps.Store.Bucket,
 		AssetBase: cfg.AssetBase(), PublicBase: cfg.PublicBase(), Log: log,
-		Events:     activityEvents(c, cfg, deps.DB.Ent, log, hooks),
-		Renditions: activities.NewRenditionSettings(conv, cfg.RenditionLODMin, work, cfg.RenditionConcurrency)}
+		Events: activityEvents(c, cfg, deps.DB.Ent, log, hooks),
+		Renditions: activities.NewRenditionSettings(conv, cfg.RenditionLODMin, work, lanesOf(cfg),
+			cfg.RenditionConcurrency, cfg.RenditionSmallConcurrency)}
 	n := workflows.RegisterMedia(w) + activities.Register(w, acts)
 	if err := waitHealthy(ctx, c, log); err != nil {
 		return err
@@ -59,10 +60,10 @@ func RunMedia(ctx context.Context, c client.Client, cfg config.Config, deps Deps
 	defer resident.AfterStart()()
 	registerRenditionBacklog(deps.DB.Pool)
 	disp := &renditionDispatcher{client: c, pool: deps.DB.Pool, queue: cfg.MediaTaskQueue,
-		window: dispatchWindow(cfg.RenditionWindow, cfg.RenditionConcurrency), log: log}
+		lanes: lanesOf(cfg), windows: dispatchWindows(cfg), log: log}
 	go disp.run(ctx)
 	log.Info("media worker polling", "taskQueue", cfg.MediaTaskQueue, "registered", n, "converter", conv.CLI,
-		"renditionWindow", disp.window)
+		"renditionWindows", disp.windows)
 	<-ctx.Done()
 	w.Stop()
 	return nil

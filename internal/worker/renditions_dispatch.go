@@ -12,8 +12,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
 
+	"github.com/splathost/splathost/internal/config"
 	"github.com/splathost/splathost/internal/metrics"
 	"github.com/splathost/splathost/workflows"
+	"github.com/splathost/splathost/workflows/contract"
 )
 
 // Rendition dispatch (issue 27): a pending scene (processing_state is the outbox, written in
@@ -40,8 +42,24 @@ type renditionDispatcher struct {
 	client client.Client
 	pool   *pgxpool.Pool
 	queue  string
-	window int
-	log    *slog.Logger
+	lanes  contract.Lanes
+	// windows is how many renditions of each lane the dispatcher keeps in flight: each lane
+	// has its own, so a backlog of large scans never keeps a small scene from starting.
+	windows map[contract.Lane]int
+	log     *slog.Logger
+}
+
+// lanesOf is the deployment's lane rule.
+func lanesOf(cfg config.Config) contract.Lanes {
+	return contract.Lanes{SmallBytes: cfg.RenditionSmallBytes}
+}
+
+// dispatchWindows are the windows of a media worker's lanes.
+func dispatchWindows(cfg config.Config) map[contract.Lane]int {
+	return map[contract.Lane]int{
+		contract.LaneLarge: dispatchWindow(cfg.RenditionWindow, cfg.RenditionConcurrency),
+		contract.LaneSmall: dispatchWindow(0, cfg.RenditionSmallConcurrency),
+	}
 }
 
 // dispatchWindow is the renditions in flight a media worker of concurrency conversions keeps:
@@ -90,6 +108,16 @@ type candidate struct {
 
 // queueCond keeps a dispatcher to the scenes planned on its queue (and those planned on none).
 const queueCond = `(s.rendition_queue = $1 OR s.rendition_queue IS NULL OR s.rendition_queue = '')`
+
+// laneCond keeps a query to one lane's scenes ($3 is contract.Lanes.SmallBytes), as
+// contract.Lanes.Of decides it.
+func laneCond(lane contract.Lane) string {
+	small := `(s.file_size_bytes > 0 AND s.file_size_bytes <= $3)`
+	if lane == contract.LaneSmall {
+		return small
+	}
+	return `NOT ` + small
+}
 
 // tick fills the window once; the error is a start or database failure to back off from.
 func (d *renditionDispatcher) tick(ctx context.Context) error {
@@ -145,10 +173,35 @@ func (d *renditionDispatcher) claim(ctx context.Context) ([]candidate, error) {
 	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtext('rendition-dispatch:' || $1))`, d.queue).Scan(&locked); err != nil || !locked {
 		return nil, err
 	}
+	var picked []candidate
+	for _, lane := range []contract.Lane{contract.LaneSmall, contract.LaneLarge} {
+		p, err := d.claimLane(ctx, tx, lane)
+		if err != nil {
+			return nil, err
+		}
+		picked = append(picked, p...)
+	}
+	if len(picked) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(picked))
+	for i, c := range picked {
+		ids[i] = c.SceneID
+	}
+	if _, err := tx.Exec(ctx, `UPDATE scenes SET rendition_started_at = now() WHERE id = ANY($1)`, ids); err != nil {
+		return nil, err
+	}
+	return picked, tx.Commit(ctx)
+}
+
+// claimLane picks the scenes of one lane to start in this tick: its window's free places, filled
+// fairly between integrations.
+func (d *renditionDispatcher) claimLane(ctx context.Context, tx pgx.Tx, lane contract.Lane) ([]candidate, error) {
 	inFlight := map[string]int{}
 	rows, err := tx.Query(ctx, `SELECT s.integration_id, count(*) FROM scenes s
 		WHERE s.processing_state = 'pending' AND s.rendition_started_at > now() - $2::float8 * interval '1 second' AND `+queueCond+`
-		GROUP BY s.integration_id`, d.queue, dispatchRecheck.Seconds())
+			AND `+laneCond(lane)+`
+		GROUP BY s.integration_id`, d.queue, dispatchRecheck.Seconds(), d.lanes.SmallBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +220,7 @@ func (d *renditionDispatcher) claim(ctx context.Context) ([]candidate, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	free := d.window - total
+	free := d.windows[lane] - total
 	if free <= 0 {
 		return nil, nil
 	}
@@ -178,9 +231,9 @@ func (d *renditionDispatcher) claim(ctx context.Context) ([]candidate, error) {
 				row_number() OVER (PARTITION BY s.integration_id ORDER BY s.created_at, s.id) AS rank
 			FROM scenes s
 			WHERE s.processing_state = 'pending' AND (s.rendition_started_at IS NULL OR s.rendition_started_at <= now() - $2::float8 * interval '1 second')
-				AND `+queueCond+`
+				AND `+queueCond+` AND `+laneCond(lane)+`
 		) c LEFT JOIN external_users eu ON eu.id = c.owner_id
-		WHERE c.rank <= $3 ORDER BY c.rank, c.created_at, c.id`, d.queue, dispatchRecheck.Seconds(), free)
+		WHERE c.rank <= $4 ORDER BY c.rank, c.created_at, c.id`, d.queue, dispatchRecheck.Seconds(), d.lanes.SmallBytes, free)
 	if err != nil {
 		return nil, err
 	}
@@ -197,18 +250,7 @@ func (d *renditionDispatcher) claim(ctx context.Context) ([]candidate, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	picked := pickFair(inFlight, cands, free)
-	if len(picked) == 0 {
-		return nil, nil
-	}
-	ids := make([]string, len(picked))
-	for i, c := range picked {
-		ids[i] = c.SceneID
-	}
-	if _, err := tx.Exec(ctx, `UPDATE scenes SET rendition_started_at = now() WHERE id = ANY($1)`, ids); err != nil {
-		return nil, err
-	}
-	return picked, tx.Commit(ctx)
+	return pickFair(inFlight, cands, free), nil
 }
 
 // pickFair chooses up to free candidates, each time from the integration with the fewest

@@ -41,6 +41,9 @@ type Options struct {
 	// TTFFOnly runs only the viewer's time-to-first-frame measure (phase 6), on a fresh
 	// directory.
 	TTFFOnly bool
+	// LanesOnly runs only the rendition lanes measure: a small scene's time to ready alone and
+	// beside a large conversion of the same integration (split, fresh directory).
+	LanesOnly bool
 	// RateLimitOnly runs only the rate limiter's cost (on against off, split).
 	RateLimitOnly bool
 	// TrendingOnly runs only the trending measure (P3: 10 M events loaded first) on an

@@ -101,6 +101,7 @@ func Run(ctx context.Context, o Options) Report {
 	rooms := newRoomRows()
 	limiter := newRateLimitRows("split")
 	ttff := newTTFFRows()
+	lanes := newLanesRows()
 	mp := newMultipartRows()
 	hooks := newWebhookRows()
 	var renditions []Row
@@ -195,6 +196,11 @@ func Run(ctx context.Context, o Options) Report {
 			}
 			return only(limiter.all(), readyRL)
 		}
+		if o.LanesOnly {
+			readyLanes := Row{Name: "stack ready (split, rendition lanes measure)", Unit: "ms"}
+			r.lanesPhase(ctx, &readyLanes, lanes)
+			return only(lanes.all(), readyLanes)
+		}
 		if o.TTFFOnly {
 			readyTTFF := Row{Name: "stack ready (split, time-to-first-frame measure)", Unit: "ms"}
 			r.ttffPhase(ctx, &readyTTFF, ttff)
@@ -272,6 +278,9 @@ func Run(ctx context.Context, o Options) Report {
 		// Phase 6, split, cold, renditions on: the viewer's first frame in Chromium, upload against rendition.
 		var readyTTFF Row
 		r.ttffPhase(ctx, &readyTTFF, ttff)
+		// Phase 6b, split, cold, renditions on: a small scene beside a large conversion.
+		var readyLanes Row
+		r.lanesPhase(ctx, &readyLanes, lanes)
 		// Phase 7, all-in-one on a fresh directory: webhook deliveries end to end.
 		var readyHooks Row
 		r.webhookPhase(ctx, &readyHooks, hooks)
@@ -285,7 +294,7 @@ func Run(ctx context.Context, o Options) Report {
 	rep.Rows = append(rep.Rows, values(limiter.all())...)
 	rep.Rows = append(rep.Rows, values(rooms.all())...)
 	rep.Rows = append(rep.Rows, renditions...)
-	rep.Rows = append(rep.Rows, values(append(ttff.all(), hooks.all()...))...)
+	rep.Rows = append(rep.Rows, values(append(append(ttff.all(), lanes.all()...), hooks.all()...))...)
 	rep.Rows = append(rep.Rows, scaleout...)
 	rep.Rows = append(rep.Rows, readyCold, readyWarm, readyAll, readyRooms)
 	rep.Rows = append(rep.Rows, memSplit...)

@@ -32,12 +32,39 @@ type RenditionSource struct {
 	SourceKey string
 	Format    string
 	Folder    string
+	// SourceBytes is the upload's size, which picks the conversion's lane (0, from a rendition
+	// started before lanes: the large lane).
+	SourceBytes int64
 	// Poster asks for a poster: the scene has no image.
 	Poster bool
 	// The levelData view the poster is rendered with (nil: the viewer's defaults).
 	Orientation *[3]float64
 	Camera      *Camera
 	Background  *[3]uint8
+}
+
+// Lane is a conversion lane of the media worker: small scenes convert in slots of their own, so a
+// thumbnail-size scene never queues behind a large scan (docs/guides/renditions.md#lanes).
+type Lane string
+
+// The two lanes.
+const (
+	LaneSmall Lane = "small"
+	LaneLarge Lane = "large"
+)
+
+// Lanes says which lane a scene converts in: uploads of at most SmallBytes are small.
+type Lanes struct {
+	SmallBytes int64
+}
+
+// Of is the lane of an upload of size bytes; an unknown size (0) is large, so a scene whose
+// size was not recorded can never hold a small scene's slot for long.
+func (l Lanes) Of(bytes int64) Lane {
+	if bytes > 0 && bytes <= l.SmallBytes {
+		return LaneSmall
+	}
+	return LaneLarge
 }
 
 // Camera is a levelData camera as the poster is rendered from it: media.Camera's fields, in its

@@ -22,3 +22,14 @@ func TestRenditionFormat(t *testing.T) {
 		require.False(t, ok, c)
 	}
 }
+
+// TestLanesOf: uploads up to SmallBytes convert in the small lane; larger ones, and a size not
+// recorded (0, a rendition started before lanes), in the large lane.
+func TestLanesOf(t *testing.T) {
+	l := contract.Lanes{SmallBytes: 16 << 20}
+	for bytes, want := range map[int64]contract.Lane{1: contract.LaneSmall, 16 << 20: contract.LaneSmall,
+		16<<20 + 1: contract.LaneLarge, 1 << 30: contract.LaneLarge, 0: contract.LaneLarge, -1: contract.LaneLarge} {
+		require.Equal(t, want, l.Of(bytes), bytes)
+	}
+	require.Equal(t, contract.LaneLarge, contract.Lanes{}.Of(100), "without a small lane every scene is large")
+}

@@ -94,6 +94,7 @@ func run(args []string) (broken bool, err error) {
 	fs.BoolVar(&o.ScaleOnly, "scale-only", false, "run only the tier scale measures on the cluster shape: 2 gateways vs 1 and 2 scene services vs 1 in one run, capped and uncapped, and the CPU per request of each process")
 	fs.Float64Var(&o.TierCPU, "scale-cpu", bench.DefaultTierCPU, "CPU quota in cores of each capped process of -scale-only (cgroup; needs root)")
 	fs.BoolVar(&o.TTFFOnly, "ttff-only", false, "run only the viewer's time to first frame, upload against rendition (split, Chromium)")
+	fs.BoolVar(&o.LanesOnly, "lanes-only", false, "run only the rendition lanes measure: a small scene's time to ready alone and beside a 1 M conversion (split)")
 	fs.BoolVar(&o.RateLimitOnly, "ratelimit-only", false, "run only the rate limiter's cost: hot paths with the limiter on against off (split)")
 	fs.BoolVar(&o.CloneOnly, "clone-only", false, "run only the clone job measures (allinone)")
 	fs.BoolVar(&o.MemoryOnly, "memory-only", false, "run only the idle memory measure (split)")
