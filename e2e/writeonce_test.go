@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -176,4 +177,51 @@ func TestBucketSweepSealsScenesCommittedBeforeSealing(t *testing.T) {
 	require.True(t, bytes.Equal(data, got.body))
 	require.True(t, keyGone(t, st, key), "the upload object goes once sealed")
 	requireNoStrays(t, a)
+}
+
+// TestLODCommitSealsOnlyWhatAnEarlierAttemptDidNot: a commit of a large LOD folder that runs out
+// of its request budget answers 503 "retry" with part of the folder sealed. The retry copies
+// only the objects not sealed yet, or sealed from bytes PUT again since (their ETags differ), so
+// every retry moves the commit forward. Here an earlier attempt sealed half the folder, and one
+// of its files was PUT again with other bytes afterwards.
+func TestLODCommitSealsOnlyWhatAnEarlierAttemptDidNot(t *testing.T) {
+	ctx := context.Background()
+	a := newTenant(t)
+	ensureCustomer(t, a, "resumer", nil)
+	folder := lodFolderOf(200)
+	up := requestLOD(t, a, "resumer", folder)
+	paths := fixtures.LODPaths(folder)
+	putLOD(t, up, folder, paths)
+	st := store(t)
+	for _, p := range paths[:100] {
+		require.NoError(t, objectstore.Copy(ctx, st.Client, st.Bucket, up.keys[p], objectkeys.Sealed(up.keys[p])))
+	}
+	changed := paths[1]
+	again := bytes.Clone(folder[changed])
+	again[len(again)-1] ^= 0xff
+	require.Equal(t, 200, putUpload(t, up.urls[changed], again, signedPut(fixtures.LODContentType(changed))))
+	sealedFolder := strings.TrimSuffix(objectkeys.Sealed(up.keys[paths[0]]), paths[0])
+	before := listKeys(t, sealedFolder)
+	require.Equal(t, 100, len(before))
+	time.Sleep(1100 * time.Millisecond) // listings give LastModified to the second
+
+	r := do(t, "POST", "/api/v1/splats", a.keys("resumer"), map[string]any{
+		"title": "Resumed", "splatType": "lod", "splatUrl": up.manifestURL, "lodFolderKey": up.folderKey})
+	require.Equal(t, 201, r.Status, string(r.Raw))
+	after := listKeys(t, sealedFolder)
+	require.Equal(t, len(paths), len(after), "every file sealed")
+	for _, p := range paths[:100] {
+		k := objectkeys.Sealed(up.keys[p])
+		if p == changed {
+			require.True(t, after[k].After(before[k]), "the copy of bytes PUT since is made again")
+			continue
+		}
+		require.Equal(t, before[k], after[k], "%s was sealed already: not copied again", p)
+	}
+	out, err := st.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(objectkeys.Sealed(up.keys[changed]))})
+	require.NoError(t, err)
+	got, err := io.ReadAll(out.Body)
+	out.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, again, got, "the scene holds the bytes uploaded last before its commit")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	"golang.org/x/sync/errgroup"
@@ -57,15 +58,35 @@ func (s *Service) seal(ctx context.Context, field string, t *ent.UploadTicket, o
 }
 
 // sealFolder copies every declared object of a LOD ticket to the sealed folder, 16 at a time,
-// and counts the declared objects that were never uploaded.
+// and counts the declared objects that were never uploaded. One listing of each folder first
+// tells which objects are absent (no copy attempt needed to learn it) and which are sealed
+// already, with the same bytes (ETag and size) as their upload: a commit that ran out of its
+// request budget (503, "retry") sealed part of a large folder, and its retry copies only the
+// rest, so every retry moves the commit forward instead of starting it again.
 func (s *Service) sealFolder(ctx context.Context, t *ent.UploadTicket) (missing int, err error) {
+	uploaded, err := s.folderIndex(ctx, t.Prefix)
+	if err != nil {
+		return 0, apperr.Internal(err)
+	}
+	sealed, err := s.folderIndex(ctx, objectkeys.Sealed(t.Prefix))
+	if err != nil {
+		return 0, apperr.Internal(err)
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(sealParallelism)
 	counts := make(chan struct{}, len(t.Objects))
 	for _, o := range t.Objects {
+		up, ok := uploaded[o.Key]
+		if !ok {
+			missing++
+			continue
+		}
+		if have, ok := sealed[sealedKey(o)]; ok && have == up && up.etag != "" {
+			continue
+		}
 		g.Go(func() error {
 			err := objectstore.Copy(gctx, s.store.Client, s.store.Bucket, o.Key, sealedKey(o))
-			if isNoSuchKey(err) {
+			if isNoSuchKey(err) { // removed since the listing
 				counts <- struct{}{}
 				return nil
 			}
@@ -75,7 +96,25 @@ func (s *Service) sealFolder(ctx context.Context, t *ent.UploadTicket) (missing 
 	if err := g.Wait(); err != nil {
 		return 0, apperr.Internal(err)
 	}
-	return len(counts), nil
+	return missing + len(counts), nil
+}
+
+// listed is what a folder listing says of an object.
+type listed struct {
+	etag string
+	size int64
+}
+
+// folderIndex lists a folder: each key's ETag and size.
+func (s *Service) folderIndex(ctx context.Context, prefix string) (map[string]listed, error) {
+	out := map[string]listed{}
+	err := s.bucket().ListFolder(ctx, prefix, func(page []s3types.Object) error {
+		for _, o := range page {
+			out[aws.ToString(o.Key)] = listed{etag: aws.ToString(o.ETag), size: aws.ToInt64(o.Size)}
+		}
+		return nil
+	})
+	return out, err
 }
 
 func isNoSuchKey(err error) bool {
