@@ -51,8 +51,12 @@ func watchContract() error {
 
 func (r *recorder) observe(_, method, path string, resp *testenv.Response) {
 	documented, err := r.doc.Check(method, path, resp.Status, resp.Header.Get("Content-Type"), resp.Raw)
+	codeErr := r.doc.CheckErrorCode(method, path, resp.Header.Get("Content-Type"), resp.Raw)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if codeErr != nil {
+		r.violations = append(r.violations, codeErr.Error())
+	}
 	if !documented {
 		r.unmatched[method+" "+strings.SplitN(path, "?", 2)[0]]++
 		return
