@@ -38,7 +38,8 @@ type recorder struct {
 	unmatched map[string]int
 }
 
-// watchContract loads the document and has testenv.Do show it every answer.
+// watchContract loads the document and has testenv.Do show it every answer: each is held to
+// its operation's schema, and each error envelope to a code of the ErrorCode enum.
 func watchContract() error {
 	doc, err := apitest.Parse(api.Document)
 	if err != nil {
