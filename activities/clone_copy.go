@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -213,7 +214,7 @@ func (a *Activities) whyMissing(ctx context.Context, jobID string, err error) er
 	if qerr != nil || held {
 		return err
 	}
-	return apperr.NotFound("external user not found")
+	return apperr.CustomerNotProvisioned(http.StatusNotFound)
 }
 
 // verifyCopy checks a copied single object has the size PrepareClone measured and reserved: a

@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	"go.temporal.io/sdk/activity"
 
@@ -44,7 +45,7 @@ func (a *Activities) FinalizeClone(ctx context.Context, in contract.FinalizeClon
 			if err != nil {
 				return contract.FinalizeCloneResult{}, err
 			}
-			return contract.FinalizeCloneResult{}, clientError(apperr.NotFound("external user not found"))
+			return contract.FinalizeCloneResult{}, clientError(apperr.CustomerNotProvisioned(http.StatusNotFound))
 		}
 		acct, err := tx.Account.Get(ctx, in.AccountID)
 		if err != nil {
@@ -112,7 +113,7 @@ func recheckClone(ctx context.Context, tx *ent.Tx, job *ent.CloneJob) (*ent.Acco
 		return nil, fmt.Errorf("reading customer %s: %w", job.OwnerID, err)
 	}
 	if u.BillingState != externaluser.BillingStateActive {
-		return nil, clientError(apperr.Unauthorized("external user is inactive or suspended"))
+		return nil, clientError(apperr.CustomerInactive(http.StatusUnauthorized, "external user is inactive or suspended"))
 	}
 	if err := quota.Release(ctx, tx, job.OwnerID, job.AccountID, quota.Charge{Bytes: job.Bytes}); err != nil {
 		return nil, fmt.Errorf("re-checking clone job %s: %w", job.ID, err)

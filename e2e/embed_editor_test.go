@@ -58,7 +58,7 @@ func TestEmbedEditorScopes(t *testing.T) {
 		t.Run("viewer "+rt.method+" "+rt.path, func(t *testing.T) {
 			r := do(t, rt.method, rt.path, sessionHeaders(viewer), rt.body)
 			requireEnvelope(t, r, 403)
-			require.Nil(t, r.Body["code"], "a viewer is not asked to sign in")
+			require.Equal(t, "FORBIDDEN", r.Body["code"], "a viewer is not asked to sign in (AUTH_REQUIRED)")
 		})
 		t.Run("guest "+rt.method+" "+rt.path, func(t *testing.T) {
 			r := do(t, rt.method, rt.path, sessionHeaders(guest), rt.body)

@@ -100,7 +100,7 @@ func TestNumbersInRoomEdits(t *testing.T) {
 	a.send(t, map[string]any{"type": "edit", "fields": map[string]any{"title": "fine"}})
 	require.Equal(t, "fine", b.next(t, "edit", 5*time.Second)["fields"].(map[string]any)["title"])
 	a.send(t, json.RawMessage(`{"type":"edit","fields":{"levelData":{"n":1e200000}}}`))
-	require.Equal(t, "BAD_REQUEST", a.next(t, "error", 5*time.Second)["code"])
+	require.Equal(t, "VALIDATION", a.next(t, "error", 5*time.Second)["code"])
 	require.Equal(t, 4400, a.closeCode(t, 5*time.Second))
 	_, w := join(t, env.URL, scene, roomToken(t, tn, "ada", scene, "Cy"))
 	require.EqualValues(t, 1, w["seq"], "the refused edit made no draft change")

@@ -38,7 +38,8 @@ type recorder struct {
 	unmatched map[string]int
 }
 
-// watchContract loads the document and has testenv.Do show it every answer.
+// watchContract loads the document and has testenv.Do show it every answer: each is held to
+// its operation's schema, and each error envelope to a code of the ErrorCode enum.
 func watchContract() error {
 	doc, err := apitest.Parse(api.Document)
 	if err != nil {
@@ -51,8 +52,12 @@ func watchContract() error {
 
 func (r *recorder) observe(_, method, path string, resp *testenv.Response) {
 	documented, err := r.doc.Check(method, path, resp.Status, resp.Header.Get("Content-Type"), resp.Raw)
+	codeErr := r.doc.CheckErrorCode(method, path, resp.Header.Get("Content-Type"), resp.Raw)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if codeErr != nil {
+		r.violations = append(r.violations, codeErr.Error())
+	}
 	if !documented {
 		r.unmatched[method+" "+strings.SplitN(path, "?", 2)[0]]++
 		return

@@ -294,7 +294,7 @@ func TestRoomFramesAreSchemaChecked(t *testing.T) {
 			p.ws.SetWriteDeadline(time.Now().Add(2 * time.Second))
 			require.NoError(t, p.ws.WriteMessage(websocket.TextMessage, []byte(c.frame)))
 			e := p.next(t, "error", 2*time.Second)
-			require.Equal(t, "BAD_REQUEST", e["code"])
+			require.Equal(t, "VALIDATION", e["code"])
 			require.Contains(t, issuesOf(e), c.issue)
 			require.Equal(t, 4400, p.closeCode(t, 5*time.Second))
 		})

@@ -322,7 +322,7 @@ func TestRoomRefusals(t *testing.T) {
 	// Malformed: 4400 after an error frame naming the problem.
 	c, _ = join(t, env.URL, scene, guest)
 	c.send(t, map[string]any{"type": "edit", "fields": map[string]any{"title": 5}})
-	require.Equal(t, "BAD_REQUEST", c.next(t, "error", 2*time.Second)["code"])
+	require.Equal(t, "VALIDATION", c.next(t, "error", 2*time.Second)["code"])
 	require.Equal(t, 4400, c.closeCode(t, 5*time.Second))
 	// A flood past the bucket (30/s, burst 60): 4429.
 	c, _ = join(t, env.URL, scene, guest)

@@ -367,3 +367,110 @@ func TestSDKAdminCustomerUsage(t *testing.T) {
 	requireEnvelope(t, do(t, "GET", path, map[string]string{"Authorization": "Bearer " + in.SecretKey}, nil), 401)
 	requireEnvelope(t, do(t, "GET", path, admin(), nil), 404)
 }
+
+// TestSDKErrorCodesNameTheCause: the code, through the SDK's typed checks, tells a customer
+// never provisioned from a wrong key at the same 401, and names the other causes.
+func TestSDKErrorCodesNameTheCause(t *testing.T) {
+	ctx := context.Background()
+	in, c := sdkTenant(t, splathost.PlanPro, 1<<30)
+	upload := splathost.FileUploadRequest{FileName: "a.splat", ContentType: "application/octet-stream", FileSize: 320}
+
+	_, err := c.RequestFileUpload(ctx, "never-provisioned", upload)
+	require.True(t, splathost.IsCustomerNotProvisioned(err), "%v", err)
+	require.False(t, splathost.IsUnauthorized(err), "the key was right: %v", err)
+	require.Equal(t, http.StatusUnauthorized, statusOfErr(t, err))
+	_, err = c.GetCustomer(ctx, "never-provisioned")
+	require.True(t, splathost.IsCustomerNotProvisioned(err) && splathost.IsNotFound(err), "%v", err)
+	_, err = c.MintSession(ctx, splathost.SessionRequest{Type: splathost.SessionEditor, ExternalUserID: "never-provisioned"})
+	require.True(t, splathost.IsCustomerNotProvisioned(err), "%v", err)
+	require.Equal(t, http.StatusForbidden, statusOfErr(t, err))
+
+	wrong, err := splathost.New(env.URL, splathost.WithKeys(in.PublicKey, "msk_wrong"))
+	require.NoError(t, err)
+	_, err = wrong.RequestFileUpload(ctx, "never-provisioned", upload)
+	require.True(t, splathost.IsUnauthorized(err) && splathost.IsCode(err, splathost.CodeUnauthorized), "%v", err)
+	require.False(t, splathost.IsCustomerNotProvisioned(err), "%v", err)
+
+	_, err = c.PutCustomer(ctx, "paused", splathost.CustomerUpdate{Status: "inactive"})
+	require.NoError(t, err)
+	_, err = c.RequestFileUpload(ctx, "paused", upload)
+	require.True(t, splathost.IsCode(err, splathost.CodeCustomerInactive), "%v", err)
+	require.Equal(t, http.StatusUnauthorized, statusOfErr(t, err))
+
+	_, err = c.GetSplat(ctx, "", "0123456789abcdef01234567")
+	require.True(t, splathost.IsCode(err, splathost.CodeNotFound), "%v", err)
+	_, err = c.PatchSplat(ctx, "", "0123456789abcdef01234567", splathost.SplatPatch{})
+	require.True(t, splathost.IsCode(err, splathost.CodeValidation), "%v", err)
+
+	require.NoError(t, operatorSDK(t).RevokeIntegration(ctx, in.ID))
+	_, err = c.GetCustomer(ctx, "paused")
+	require.True(t, splathost.IsRevoked(err), "%v", err)
+}
+
+// statusOfErr is the HTTP status of an SDK error.
+func statusOfErr(t *testing.T, err error) int {
+	t.Helper()
+	var e *splathost.APIError
+	require.True(t, errors.As(err, &e), "%v", err)
+	return e.Status
+}
+
+// TestSDKIteratorsFollowEveryPage: AllSplats and AllWebhookDeliveries read several pages of the
+// real lists, in the lists' order, and stop fetching when the loop breaks.
+func TestSDKIteratorsFollowEveryPage(t *testing.T) {
+	ctx := context.Background()
+	_, c := sdkTenant(t, splathost.PlanPro, 1<<30)
+	rcv := newReceiver(t)
+	hook, err := c.CreateWebhook(ctx, splathost.WebhookInput{URL: rcv.srv.URL, Events: []string{"splat.created"}})
+	require.NoError(t, err)
+	_, err = c.PutCustomer(ctx, "pager", splathost.CustomerUpdate{})
+	require.NoError(t, err)
+	var uploaded []string
+	for i := range 5 {
+		res, err := c.UploadFile(ctx, "pager", writeSplat(t, t.TempDir(), 10+i), splathost.UploadOptions{})
+		require.NoError(t, err)
+		uploaded = append(uploaded, res.SplatID)
+	}
+
+	var listed []string
+	for s, err := range c.AllSplats(ctx, splathost.ListSplatsOptions{ExternalUserID: "pager", Limit: 2, Sort: "createdAt", Dir: "asc"}) {
+		require.NoError(t, err)
+		listed = append(listed, s.ID)
+	}
+	require.Equal(t, uploaded, listed, "three pages of two, in order")
+	listed = nil
+	for s, err := range c.AllSplats(ctx, splathost.ListSplatsOptions{ExternalUserID: "pager", Limit: 2, Sort: "createdAt", Dir: "desc"}) {
+		require.NoError(t, err)
+		if listed = append(listed, s.ID); len(listed) == 3 {
+			break
+		}
+	}
+	require.Equal(t, []string{uploaded[4], uploaded[3], uploaded[2]}, listed)
+
+	// Each scene's splat.created is one delivery: five, read two a page.
+	var deliveries []splathost.WebhookDelivery
+	require.Eventually(t, func() bool {
+		deliveries = deliveries[:0]
+		for d, err := range c.AllWebhookDeliveries(ctx, hook.ID, 2) {
+			require.NoError(t, err)
+			deliveries = append(deliveries, d)
+		}
+		return len(deliveries) == len(uploaded)
+	}, 30*time.Second, 200*time.Millisecond, "deliveries: %+v", deliveries)
+	seen := map[string]bool{}
+	for _, d := range deliveries {
+		require.Equal(t, "splat.created", d.Type)
+		seen[d.ID] = true
+	}
+	require.Len(t, seen, len(uploaded), "no delivery twice across pages")
+
+	for _, err := range c.AllWebhookDeliveries(ctx, "0123456789abcdef01234567", 2) {
+		require.True(t, splathost.IsCode(err, splathost.CodeNotFound), "%v", err)
+	}
+	var trending []string
+	for s, err := range c.AllTrendingSplats(ctx, splathost.TrendingOptions{WindowDays: 7, Limit: 5}) {
+		require.NoError(t, err)
+		trending = append(trending, s.ID)
+	}
+	require.Empty(t, trending, "no scene is public yet")
+}

@@ -203,6 +203,31 @@ func (d *Document) Check(method, path string, status int, contentType string, bo
 	return true, nil
 }
 
+// CheckErrorCode holds any error envelope ({status: 'error', ...}) to the rule that every error
+// answer carries a code of the document's ErrorCode enum, whether or not the request matched a
+// documented operation (a wrong path's 404 too). Other answers pass.
+func (d *Document) CheckErrorCode(method, path, contentType string, body []byte) error {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	if mt != "application/json" {
+		return nil
+	}
+	var env struct {
+		Status string  `json:"status"`
+		Code   *string `json:"code"`
+	}
+	if json.Unmarshal(body, &env) != nil || env.Status != "error" {
+		return nil
+	}
+	if env.Code == nil || *env.Code == "" {
+		return fmt.Errorf("%s %s: an error envelope without a code: %s", method, path, truncate(body))
+	}
+	enum, _ := d.at("/components/schemas/ErrorCode/enum").([]any)
+	if !slices.Contains(enum, any(*env.Code)) {
+		return fmt.Errorf("%s %s: code %q is not in the ErrorCode enum: %s", method, path, *env.Code, truncate(body))
+	}
+	return nil
+}
+
 // at returns the value at a JSON pointer into the document, or nil.
 func (d *Document) at(pointer string) any {
 	var v any = d.Raw

@@ -47,9 +47,15 @@ func TestCheckHoldsAnswersToTheDocument(t *testing.T) {
 		problem            string // "" when the answer is valid
 	}{
 		{"valid error envelope", "GET", "/api/v1/splats/0123456789abcdef01234567", 404, json,
-			`{"status":"error","message":"scene not found"}`, ""},
+			`{"status":"error","code":"NOT_FOUND","message":"scene not found"}`, ""},
+		{"envelope without code", "GET", "/api/v1/splats/0123456789abcdef01234567", 404, json,
+			`{"status":"error","message":"scene not found"}`, "code"},
+		{"envelope with an empty code", "GET", "/api/v1/splats/0123456789abcdef01234567", 404, json,
+			`{"status":"error","code":"","message":"scene not found"}`, "code"},
+		{"envelope with a code outside the enum", "GET", "/api/v1/splats/0123456789abcdef01234567", 404, json,
+			`{"status":"error","code":"NOPE","message":"scene not found"}`, "code"},
 		{"envelope without message", "GET", "/api/v1/splats/0123456789abcdef01234567", 404, json,
-			`{"status":"error"}`, "message"},
+			`{"status":"error","code":"NOT_FOUND"}`, "message"},
 		{"undocumented status", "GET", "/healthz", 418, json, `{}`, "status 418 is not documented"},
 		{"undocumented media type", "GET", "/healthz", 200, "text/plain", `ok`, "Content-Type text/plain is not documented"},
 		{"html page", "GET", "/embed/viewer?session=x", 401, "text/html; charset=utf-8", `<p>no</p>`, ""},
@@ -75,4 +81,25 @@ func TestCheckHoldsAnswersToTheDocument(t *testing.T) {
 	documented, err := doc.Check("GET", "/nowhere", 404, json, []byte(`{}`))
 	require.False(t, documented)
 	require.NoError(t, err)
+}
+
+// Every error envelope has a code of the enum, on documented routes and others alike.
+func TestCheckErrorCode(t *testing.T) {
+	doc := load(t)
+	for body, problem := range map[string]string{
+		`{"status":"error","code":"NOT_FOUND","message":"route not found"}`: "",
+		`{"status":"error","message":"route not found"}`:                    "without a code",
+		`{"status":"error","code":"","message":"x"}`:                        "without a code",
+		`{"status":"error","code":"NOPE","message":"x"}`:                    "not in the ErrorCode enum",
+		`{"status":"success"}`:                                              "",
+		`[1]`:                                                               "",
+	} {
+		err := doc.CheckErrorCode("GET", "/nowhere", "application/json; charset=utf-8", []byte(body))
+		if problem == "" {
+			require.NoError(t, err, body)
+		} else {
+			require.ErrorContains(t, err, problem, body)
+		}
+	}
+	require.NoError(t, doc.CheckErrorCode("GET", "/nowhere", "text/html", []byte(`{"status":"error"}`)))
 }

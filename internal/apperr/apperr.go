@@ -1,5 +1,7 @@
 // Package apperr is the one error type of splathost and its mapping to the interface's error
-// envelope: { status: 'error', message, issues?, ...extra fields }.
+// envelope: { status: 'error', code, message, issues?, ...extra fields }. Every envelope has a
+// code: the one an error sets (Extra["code"]), else the one its status implies (StatusCode), so
+// no answer can lack one.
 package apperr
 
 import (
@@ -116,13 +118,22 @@ func From(err error) *Error {
 	return Internal(err)
 }
 
+// Code is e's machine-readable code: the one set with With("code", ...), else StatusCode's.
+func (e *Error) Code() string {
+	if code, ok := e.Extra["code"].(string); ok && code != "" {
+		return code
+	}
+	return StatusCode(e.Status)
+}
+
 // Body is the JSON envelope of e. Issues appear only on 4xx errors that have them.
 func (e *Error) Body() map[string]any {
-	body := make(map[string]any, 3+len(e.Extra))
+	body := make(map[string]any, 4+len(e.Extra))
 	for k, v := range e.Extra {
 		body[k] = v
 	}
 	body["status"] = "error"
+	body["code"] = e.Code()
 	body["message"] = e.Message
 	if len(e.Issues) > 0 && e.Status >= 400 && e.Status < 500 {
 		body["issues"] = e.Issues

@@ -73,3 +73,47 @@ func TestUnreachableStoreIsUnavailable(t *testing.T) {
 		require.Zero(t, From(cause).RetryAfter, name)
 	}
 }
+
+// Every envelope has a code: the error's own, else its status's; a 4xx or 5xx the table does
+// not name still gets one, so no answer can lack it.
+func TestEveryEnvelopeHasACode(t *testing.T) {
+	for _, tc := range []struct {
+		err  *Error
+		code string
+	}{
+		{Invalid("bad body", "x: required"), CodeValidation},
+		{Unauthorized("invalid credentials"), CodeUnauthorized},
+		{Forbidden("no"), CodeForbidden},
+		{NotFound("scene not found"), CodeNotFound},
+		{Conflict("busy"), CodeConflict},
+		{Gone("integration revoked"), CodeIntegrationRevoked},
+		{New(http.StatusRequestEntityTooLarge, "too big"), CodePayloadTooLarge},
+		{New(http.StatusTooManyRequests, "slow down"), CodeRateLimited},
+		{New(http.StatusTeapot, "odd"), CodeClientError},
+		{Internal(errors.New("boom")), CodeInternal},
+		{New(http.StatusNotImplemented, "odd"), CodeInternal},
+		{Unavailable(errors.New("down")), CodeUnavailable},
+		{New(http.StatusBadGateway, "no replica"), CodeUnavailable},
+		{OutcomeUnknown(errors.New("lost")), CodeOutcomeUnknown},
+		{Conflict("room full").With("code", "ROOM_FULL"), "ROOM_FULL"},
+		{Conflict("empty code").With("code", ""), CodeConflict},
+		{CustomerNotProvisioned(http.StatusUnauthorized), CodeCustomerNotProvisioned},
+		{CustomerInactive(http.StatusForbidden, "inactive"), CodeCustomerInactive},
+	} {
+		require.Equal(t, tc.code, tc.err.Code(), tc.err.Error())
+		require.Equal(t, tc.code, tc.err.Body()["code"], tc.err.Error())
+	}
+	for status := 400; status < 600; status++ {
+		require.Contains(t, StatusCodes(), StatusCode(status), status)
+	}
+}
+
+// A customer never provisioned answers the route's status with its own code, so it is told
+// from a wrong key (401 UNAUTHORIZED) and a missing scene (404 NOT_FOUND).
+func TestCustomerCodesKeepTheRouteStatus(t *testing.T) {
+	for _, status := range []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound} {
+		e := CustomerNotProvisioned(status)
+		require.Equal(t, status, e.Status)
+		require.Equal(t, CodeCustomerNotProvisioned, e.Body()["code"])
+	}
+}

@@ -74,7 +74,7 @@ func (s *Store) Delete(ctx context.Context, k Key, now time.Time, answer func(*D
 func deleteCustomer(ctx context.Context, tx *ent.Tx, k Key, now time.Time) (*Deletion, error) {
 	u, err := tx.ExternalUser.Query().Where(db.Customer(k.IntegrationID, k.ExternalUserID)).Only(ctx)
 	if ent.IsNotFound(err) {
-		return nil, apperr.NotFound("external user not found")
+		return nil, apperr.CustomerNotProvisioned(http.StatusNotFound)
 	}
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -36,7 +37,7 @@ func (s *Store) Customer(ctx context.Context, integrationID, eu string) (*Record
 		&r.ID, &r.ExternalUserID, &r.DisplayName, &r.AvatarURL, &r.EmailHash, &r.Metadata,
 		&r.Status, &r.BillingState, &r.UsedBytes, &r.LimitBytes, &r.MaxSplats, &r.DeletedAt, &r.CreatedAt, &r.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, apperr.NotFound("external user not found")
+		return nil, apperr.CustomerNotProvisioned(http.StatusNotFound)
 	}
 	if err != nil {
 		return nil, apperr.Internal(err)

@@ -26,42 +26,43 @@ func TestErrorHandler(t *testing.T) {
 		err     error
 		status  int
 		message string
+		code    string // every envelope has one (apperr.StatusCode when the error sets none)
 		issues  []string
 		extra   map[string]any
 		logged  bool
 		retry   string // the Retry-After header
 	}{
-		{name: "validation", err: apperr.Invalid("validation failed", "a: bad", "b: bad"),
+		{name: "validation", code: "VALIDATION", err: apperr.Invalid("validation failed", "a: bad", "b: bad"),
 			status: 400, message: "validation failed", issues: []string{"a: bad", "b: bad"}},
-		{name: "unauthorized", err: apperr.Unauthorized("invalid credentials"), status: 401, message: "invalid credentials"},
-		{name: "forbidden", err: apperr.Forbidden("nope"), status: 403, message: "nope"},
-		{name: "not found", err: apperr.NotFound("external user not found"), status: 404, message: "external user not found"},
-		{name: "conflict", err: apperr.Conflict("busy"), status: 409, message: "busy"},
-		{name: "gone", err: apperr.Gone("integration revoked"), status: 410, message: "integration revoked"},
-		{name: "extra fields", err: apperr.New(413, "quota").With("code", "STORAGE_QUOTA_EXCEEDED").With("scope", "customer"),
+		{name: "unauthorized", code: "UNAUTHORIZED", err: apperr.Unauthorized("invalid credentials"), status: 401, message: "invalid credentials"},
+		{name: "forbidden", code: "FORBIDDEN", err: apperr.Forbidden("nope"), status: 403, message: "nope"},
+		{name: "not found", code: "NOT_FOUND", err: apperr.NotFound("external user not found"), status: 404, message: "external user not found"},
+		{name: "conflict", code: "CONFLICT", err: apperr.Conflict("busy"), status: 409, message: "busy"},
+		{name: "gone", code: "INTEGRATION_REVOKED", err: apperr.Gone("integration revoked"), status: 410, message: "integration revoked"},
+		{name: "extra fields", code: "STORAGE_QUOTA_EXCEEDED", err: apperr.New(413, "quota").With("code", "STORAGE_QUOTA_EXCEEDED").With("scope", "customer"),
 			status: 413, message: "quota", extra: map[string]any{"code": "STORAGE_QUOTA_EXCEEDED", "scope": "customer"}},
-		{name: "wrapped apperr", err: fmt.Errorf("handler: %w", apperr.NotFound("gone away")), status: 404, message: "gone away"},
-		{name: "internal apperr", err: apperr.Internal(errors.New(secretCause)), status: 500, message: "internal server error", logged: true},
-		{name: "plain error", err: errors.New(secretCause), status: 500, message: "internal server error", logged: true},
-		{name: "wrapped plain error", err: fmt.Errorf("query: %w", errors.New(secretCause)), status: 500, message: "internal server error", logged: true},
-		{name: "store unreachable is a 503 to retry", err: fmt.Errorf("query: %w", &net.OpError{Op: "dial", Err: errors.New(secretCause)}),
+		{name: "wrapped apperr", code: "NOT_FOUND", err: fmt.Errorf("handler: %w", apperr.NotFound("gone away")), status: 404, message: "gone away"},
+		{name: "internal apperr", code: "INTERNAL", err: apperr.Internal(errors.New(secretCause)), status: 500, message: "internal server error", logged: true},
+		{name: "plain error", code: "INTERNAL", err: errors.New(secretCause), status: 500, message: "internal server error", logged: true},
+		{name: "wrapped plain error", code: "INTERNAL", err: fmt.Errorf("query: %w", errors.New(secretCause)), status: 500, message: "internal server error", logged: true},
+		{name: "store unreachable is a 503 to retry", code: "UNAVAILABLE", err: fmt.Errorf("query: %w", &net.OpError{Op: "dial", Err: errors.New(secretCause)}),
 			status: 503, message: "a store this request needs is unavailable or too slow; the request changed nothing, retry", logged: true, retry: "1",
 			extra: map[string]any{"code": apperr.CodeUnavailable}},
-		{name: "store deadline is a 503 to retry", err: apperr.Internal(fmt.Errorf("%s: %w", secretCause, context.DeadlineExceeded)),
+		{name: "store deadline is a 503 to retry", code: "UNAVAILABLE", err: apperr.Internal(fmt.Errorf("%s: %w", secretCause, context.DeadlineExceeded)),
 			status: 503, message: "a store this request needs is unavailable or too slow; the request changed nothing, retry", logged: true, retry: "1",
 			extra: map[string]any{"code": apperr.CodeUnavailable}},
-		{name: "fiber 404", err: fiber.ErrNotFound, status: 404, message: "route not found"},
-		{name: "fiber 405", err: fiber.ErrMethodNotAllowed, status: 405, message: "method not allowed"},
-		{name: "fiber 413", err: fiber.ErrRequestEntityTooLarge, status: 413, message: "request body too large"},
-		{name: "fiber 431", err: fiber.ErrRequestHeaderFieldsTooLarge, status: 431, message: "request headers too large"},
-		{name: "fiber 408", err: fiber.ErrRequestTimeout, status: 408, message: "request timeout"},
-		{name: "fiber 400 hides its text", err: fiber.NewError(400, secretCause), status: 400, message: "bad request",
+		{name: "fiber 404", code: "NOT_FOUND", err: fiber.ErrNotFound, status: 404, message: "route not found"},
+		{name: "fiber 405", code: "METHOD_NOT_ALLOWED", err: fiber.ErrMethodNotAllowed, status: 405, message: "method not allowed"},
+		{name: "fiber 413", code: "PAYLOAD_TOO_LARGE", err: fiber.ErrRequestEntityTooLarge, status: 413, message: "request body too large"},
+		{name: "fiber 431", code: "HEADERS_TOO_LARGE", err: fiber.ErrRequestHeaderFieldsTooLarge, status: 431, message: "request headers too large"},
+		{name: "fiber 408", code: "REQUEST_TIMEOUT", err: fiber.ErrRequestTimeout, status: 408, message: "request timeout"},
+		{name: "fiber 400 hides its text", code: "VALIDATION", err: fiber.NewError(400, secretCause), status: 400, message: "bad request",
 			issues: []string{"request: malformed"}},
-		{name: "other fiber 4xx uses status text", err: fiber.NewError(418, secretCause), status: 418, message: http.StatusText(418)},
-		{name: "fiber 415", err: fiber.ErrUnsupportedMediaType, status: 415, message: http.StatusText(415)},
-		{name: "fiber 5xx is generic 500", err: fiber.NewError(503, secretCause), status: 500, message: "internal server error", logged: true},
-		{name: "fiber 500", err: fiber.ErrInternalServerError, status: 500, message: "internal server error", logged: true},
-		{name: "500 issues are dropped", err: &apperr.Error{Status: 500, Message: "internal server error", Issues: []string{"leak"}},
+		{name: "other fiber 4xx uses status text", code: "CLIENT_ERROR", err: fiber.NewError(418, secretCause), status: 418, message: http.StatusText(418)},
+		{name: "fiber 415", code: "CLIENT_ERROR", err: fiber.ErrUnsupportedMediaType, status: 415, message: http.StatusText(415)},
+		{name: "fiber 5xx is generic 500", code: "INTERNAL", err: fiber.NewError(503, secretCause), status: 500, message: "internal server error", logged: true},
+		{name: "fiber 500", code: "INTERNAL", err: fiber.ErrInternalServerError, status: 500, message: "internal server error", logged: true},
+		{name: "500 issues are dropped", code: "INTERNAL", err: &apperr.Error{Status: 500, Message: "internal server error", Issues: []string{"leak"}},
 			status: 500, message: "internal server error", logged: true},
 	}
 	for _, tt := range tests {
@@ -77,6 +78,7 @@ func TestErrorHandler(t *testing.T) {
 			env, m := decodeEnvelope(t, body)
 			require.Equal(t, "error", env.Status)
 			require.Equal(t, tt.message, env.Message)
+			require.Equal(t, tt.code, m["code"])
 			require.Equal(t, tt.issues, env.Issues)
 			if tt.issues == nil {
 				require.NotContains(t, m, "issues")
@@ -84,7 +86,7 @@ func TestErrorHandler(t *testing.T) {
 			for k, v := range tt.extra {
 				require.Equal(t, v, m[k], k)
 			}
-			require.Len(t, m, 2+len(tt.extra)+map[bool]int{true: 1}[tt.issues != nil], "unexpected envelope fields: %v", m)
+			require.Len(t, m, 3+len(tt.extra)-map[bool]int{true: 1}[tt.extra["code"] != nil]+map[bool]int{true: 1}[tt.issues != nil], "unexpected envelope fields: %v", m)
 			require.NotContains(t, string(body), "hunter2", "the cause must never reach the client")
 			if tt.logged {
 				require.Contains(t, logs.String(), "request failed")

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/splathost/splathost/internal/apperr"
 )
 
 // Check is one readiness probe of a dependency.
@@ -40,7 +42,8 @@ func MountHealth(app fiber.Router, log *slog.Logger, checks map[string]Check) {
 		wg.Wait()
 		if len(failing) > 0 {
 			sort.Strings(failing)
-			return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "error", "message": "not ready", "failing": failing})
+			e := apperr.New(fiber.StatusServiceUnavailable, "not ready").With("failing", failing)
+			return c.Status(e.Status).JSON(e.Body())
 		}
 		return c.JSON(fiber.Map{"status": "ok"})
 	})

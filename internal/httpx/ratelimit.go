@@ -32,5 +32,5 @@ func RateLimited(c *fiber.Ctx, policy, name string, d ratelimit.Decision) error 
 	secs := d.RetryAfterSeconds()
 	c.Set(ratelimit.RetryAfterHeader, strconv.FormatInt(secs, 10))
 	return apperr.New(http.StatusTooManyRequests, "too many requests: retry after "+strconv.FormatInt(secs, 10)+" s").
-		With("code", "RATE_LIMITED").With("policy", name).With("retryAfter", secs)
+		With("code", apperr.CodeRateLimited).With("policy", name).With("retryAfter", secs)
 }

@@ -3,7 +3,6 @@ package httpx
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -49,18 +48,9 @@ func CloseCode(err error) int {
 	return CloseInternal
 }
 
-// ErrorCode is the code of the {type:'error'} frame for err: its envelope's code when it has
-// one, else a name of its status (UNAUTHORIZED, FORBIDDEN, NOT_FOUND, ...).
-func ErrorCode(err error) string {
-	e := apperr.From(err)
-	if code, ok := e.Extra["code"].(string); ok && code != "" {
-		return code
-	}
-	if e.Status >= 500 {
-		return "INTERNAL"
-	}
-	return strings.ToUpper(strings.ReplaceAll(http.StatusText(e.Status), " ", "_"))
-}
+// ErrorCode is the code of the {type:'error'} frame for err: the code its REST envelope would
+// carry (apperr's Code), so a room and an HTTP answer name one cause alike.
+func ErrorCode(err error) string { return apperr.From(err).Code() }
 
 // ErrorFrame is the {type:'error', code, message} text frame sent before a close.
 func ErrorFrame(code, message string) []byte {

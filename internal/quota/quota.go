@@ -90,7 +90,7 @@ func Reserve(ctx context.Context, tx *ent.Tx, ownerID, accountID string, c Charg
 	// Checked again under the lock: a customer deleted or deactivated while this request was
 	// verifying its uploads must not gain a scene.
 	if u.Status != externaluser.StatusActive {
-		return nil, nil, apperr.Unauthorized("external user is inactive or deleted")
+		return nil, nil, apperr.CustomerInactive(http.StatusUnauthorized, "external user is inactive or deleted")
 	}
 	if err := Check(CustomerMeter(u), AccountMeter(a), c); err != nil {
 		return nil, nil, err

@@ -328,6 +328,39 @@ func TestErrorEnvelopesDecodeToTypedDetails(t *testing.T) {
 	}
 }
 
+// The code, not the status, tells a customer never provisioned from a wrong key: both are 401
+// on the upload requests, and only the key's is IsUnauthorized.
+func TestErrorCodesHaveTypedChecks(t *testing.T) {
+	cases := []struct {
+		status                                 int
+		body                                   string
+		code                                   string
+		unauthorized, notFound, notProvisioned bool
+		revoked                                bool
+	}{
+		{401, `{"status":"error","code":"UNAUTHORIZED","message":"invalid credentials"}`, CodeUnauthorized, true, false, false, false},
+		{401, `{"status":"error","message":"no code: an older service or a proxy"}`, "", true, false, false, false},
+		{401, `{"status":"error","code":"CUSTOMER_NOT_PROVISIONED","message":"external user not found"}`, CodeCustomerNotProvisioned, false, false, true, false},
+		{401, `{"status":"error","code":"CUSTOMER_INACTIVE","message":"external user is inactive"}`, CodeCustomerInactive, false, false, false, false},
+		{404, `{"status":"error","code":"CUSTOMER_NOT_PROVISIONED","message":"external user not found"}`, CodeCustomerNotProvisioned, false, true, true, false},
+		{404, `{"status":"error","code":"NOT_FOUND","message":"scene not found"}`, CodeNotFound, false, true, false, false},
+		{410, `{"status":"error","code":"INTEGRATION_REVOKED","message":"integration revoked"}`, CodeIntegrationRevoked, false, false, false, true},
+	}
+	for _, tc := range cases {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeJSON(w, tc.status, tc.body) }))
+		_, err := newTestClient(t, srv, nil).PatchSplat(context.Background(), "eu", "x", SplatPatch{Title: Ptr("t")})
+		srv.Close()
+		if CodeOf(err) != tc.code || !IsCode(err, tc.code) || IsUnauthorized(err) != tc.unauthorized || IsNotFound(err) != tc.notFound ||
+			IsCustomerNotProvisioned(err) != tc.notProvisioned || IsRevoked(err) != tc.revoked {
+			t.Fatalf("%d %s: code %q unauthorized %v notFound %v notProvisioned %v revoked %v", tc.status, tc.body, CodeOf(err),
+				IsUnauthorized(err), IsNotFound(err), IsCustomerNotProvisioned(err), IsRevoked(err))
+		}
+	}
+	if CodeOf(errors.New("network")) != "" || IsCode(nil, "") {
+		t.Fatal("an error that is no answer has no code")
+	}
+}
+
 func TestNullableFieldsHaveThreeStates(t *testing.T) {
 	b, _ := json.Marshal(CustomerUpdate{})
 	if string(b) != `{}` {

@@ -7,8 +7,61 @@ import (
 	"strings"
 )
 
-// Error codes the service names in its error envelopes (spec, Errors).
+// Error codes the service names in its error envelopes: every error answer has one (the
+// ErrorCode enum of api/openapi.yaml). Branch on them with [IsCode] or errors.As on [*APIError]
+// rather than on messages or statuses: one status can have several causes (a 401 is a wrong key
+// or, on uploads, a customer never provisioned).
 const (
+	// CodeValidation is a 400: the request is malformed; APIError.Issues names each problem.
+	CodeValidation = "VALIDATION"
+	// CodeUnauthorized is a 401 of the credentials: a missing, wrong or revoked-and-rotated
+	// secret key, or an invalid or expired session token.
+	CodeUnauthorized = "UNAUTHORIZED"
+	// CodeForbidden is a 403: the credentials are valid but may not do this.
+	CodeForbidden = "FORBIDDEN"
+	// CodeNotFound is a 404: no such scene, job, endpoint or route for these credentials.
+	CodeNotFound = "NOT_FOUND"
+	// CodeMethodNotAllowed is a 405.
+	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"
+	// CodeRequestTimeout is a 408: the request's body did not arrive in time.
+	CodeRequestTimeout = "REQUEST_TIMEOUT"
+	// CodeConflict is a 409: the resource's state refuses the request.
+	CodeConflict = "CONFLICT"
+	// CodeIntegrationRevoked is the 410 of every call made with a revoked integration's keys.
+	CodeIntegrationRevoked = "INTEGRATION_REVOKED"
+	// CodePreconditionFailed is a 412 of a conditional asset request.
+	CodePreconditionFailed = "PRECONDITION_FAILED"
+	// CodePayloadTooLarge is a 413 of a body over its size limit (a storage cap is
+	// [CodeStorageQuotaExceeded]).
+	CodePayloadTooLarge = "PAYLOAD_TOO_LARGE"
+	// CodeRangeNotSatisfiable is a 416 of a ranged asset request.
+	CodeRangeNotSatisfiable = "RANGE_NOT_SATISFIABLE"
+	// CodeUnprocessable is a 422 without a code of its own.
+	CodeUnprocessable = "UNPROCESSABLE"
+	// CodeUpgradeRequired is the 426 of a plain HTTP request to a WebSocket route.
+	CodeUpgradeRequired = "UPGRADE_REQUIRED"
+	// CodeRateLimited is the 429 of a rate limit: nothing was done, and the request may be sent
+	// again after the Retry-After seconds, which the client does on its own (any method).
+	CodeRateLimited = "RATE_LIMITED"
+	// CodeHeadersTooLarge is a 431.
+	CodeHeadersTooLarge = "HEADERS_TOO_LARGE"
+	// CodeClientError is another 4xx than those named here.
+	CodeClientError = "CLIENT_ERROR"
+	// CodeInternal is a 500 (and another 5xx): a failure of the service. The client retries it.
+	CodeInternal = "INTERNAL"
+	// CodeUnavailable is a 502 or 503: nothing changed; the client retries it.
+	CodeUnavailable = "UNAVAILABLE"
+	// CodeOutcomeUnknown is a 504: the request may have taken effect. The client retries it with
+	// the call's Idempotency-Key, which tells the outcome.
+	CodeOutcomeUnknown = "OUTCOME_UNKNOWN"
+
+	// CodeCustomerNotProvisioned: the integration has no customer of this external user id
+	// (never provisioned with [Client.PutCustomer], or deleted). The status is the route's: 401
+	// on the upload requests, 403 on a scoped session mint, 404 elsewhere.
+	CodeCustomerNotProvisioned = "CUSTOMER_NOT_PROVISIONED"
+	// CodeCustomerInactive: the customer exists but is inactive, suspended or being deleted
+	// (401, or 403 on a mint).
+	CodeCustomerInactive = "CUSTOMER_INACTIVE"
 	// CodeStorageQuotaExceeded is the 413 of a storage cap; see [StorageQuotaDetails].
 	CodeStorageQuotaExceeded = "STORAGE_QUOTA_EXCEEDED"
 	// CodePlanLimit is the 403 of a plan or scene-cap check; see [PlanLimitDetails].
@@ -17,9 +70,13 @@ const (
 	CodeCloneInProgress = "CLONE_IN_PROGRESS"
 	// CodeSourceFilesMissing is the 409 of a clone whose source lost its files.
 	CodeSourceFilesMissing = "SOURCE_FILES_MISSING"
-	// CodeRateLimited is the 429 of a rate limit: nothing was done, and the request may be sent
-	// again after the Retry-After seconds, which the client does on its own (any method).
-	CodeRateLimited = "RATE_LIMITED"
+	// CodeCloneAbandoned is the 409 of a clone job nobody polled while it copied.
+	CodeCloneAbandoned = "CLONE_ABANDONED"
+	// CodeAuthRequired is the 403 of the editor embed asking its host for a scoped session.
+	CodeAuthRequired = "AUTH_REQUIRED"
+	// CodeNonCanonicalPath is the 400 of a request path with dot segments, double encoding or
+	// other non-canonical forms.
+	CodeNonCanonicalPath = "NON_CANONICAL_PATH"
 )
 
 // APIError is a non-2xx answer of the service: the spec's error envelope plus the HTTP status.
@@ -122,11 +179,41 @@ func decodeAPIError(status int, header http.Header, body []byte) *APIError {
 	return e
 }
 
-// IsNotFound reports whether err is a 404 from the service.
+// IsCode reports whether err is an answer of the service with the given code, e.g.
+// IsCode(err, CodeCustomerNotProvisioned).
+func IsCode(err error, code string) bool {
+	e, ok := asAPIError(err)
+	return ok && e.Code == code
+}
+
+// CodeOf returns the code of err's answer, or "" when err is no answer of the service (a
+// network error, a cancelled context).
+func CodeOf(err error) string {
+	if e, ok := asAPIError(err); ok {
+		return e.Code
+	}
+	return ""
+}
+
+// IsNotFound reports whether err is a 404 from the service: no such resource for these
+// credentials, or (code [CodeCustomerNotProvisioned]) no such customer.
 func IsNotFound(err error) bool { return statusOf(err) == http.StatusNotFound }
 
-// IsUnauthorized reports whether err is a 401 from the service (missing or wrong credentials).
-func IsUnauthorized(err error) bool { return statusOf(err) == http.StatusUnauthorized }
+// IsUnauthorized reports whether err is a 401 of the credentials (missing, wrong or expired
+// key or token). A 401 about the customer (the upload requests' [CodeCustomerNotProvisioned]
+// and [CodeCustomerInactive]) is not: the key was right. A 401 without a code (a proxy's, or
+// a service older than the codes) counts.
+func IsUnauthorized(err error) bool {
+	e, ok := asAPIError(err)
+	return ok && e.Status == http.StatusUnauthorized && (e.Code == CodeUnauthorized || e.Code == "")
+}
+
+// IsCustomerNotProvisioned reports whether err says the integration has no customer of the
+// external user id the call named: provision it with [Client.PutCustomer].
+func IsCustomerNotProvisioned(err error) bool { return IsCode(err, CodeCustomerNotProvisioned) }
+
+// IsRevoked reports whether err is the 410 of a call made with a revoked integration's keys.
+func IsRevoked(err error) bool { return IsCode(err, CodeIntegrationRevoked) }
 
 func statusOf(err error) int {
 	if e, ok := asAPIError(err); ok {

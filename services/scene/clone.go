@@ -57,7 +57,7 @@ func (s *Service) cloner(ctx context.Context, caller *httpx.Caller, eu string) (
 		return nil, err
 	}
 	if owner == nil || owner.Status == externaluser.StatusDeleted {
-		return nil, apperr.NotFound("external user not found")
+		return nil, apperr.CustomerNotProvisioned(http.StatusNotFound)
 	}
 	return owner, nil
 }
@@ -72,7 +72,7 @@ func (s *Service) clone(c *fiber.Ctx) error {
 	}
 	ctx, caller, eu, id, owner := c.UserContext(), call.caller, call.eu, call.id, call.owner
 	if owner.Status != externaluser.StatusActive {
-		return apperr.Unauthorized("external user is inactive")
+		return errCustomerInactive
 	}
 	// The job checks again when it reserves; checking here answers 404 and 403 without a job.
 	if _, err := s.scenes.CloneSource(ctx, caller.IntegrationID, owner.ID, id); err != nil {

@@ -2,6 +2,7 @@ package scene
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -32,16 +33,19 @@ func (s *Service) customerOr(ctx context.Context, caller *httpx.Caller, eu strin
 }
 
 // uploader returns the caller's customer when they may upload: the spec answers 401 for an
-// unknown or inactive customer on the upload endpoints.
+// unknown or inactive customer on the upload endpoints, and the code tells which (and either
+// from a wrong key).
 func (s *Service) uploader(ctx context.Context, caller *httpx.Caller, eu string) (*ent.ExternalUser, error) {
-	refused := apperr.Unauthorized("external user not provisioned or inactive")
-	return s.customerOr(ctx, caller, eu, refused, refused)
+	return s.customerOr(ctx, caller, eu, apperr.CustomerNotProvisioned(http.StatusUnauthorized), errCustomerInactive)
 }
+
+// errCustomerInactive is the 401 of a customer route whose customer is not active.
+var errCustomerInactive = apperr.CustomerInactive(http.StatusUnauthorized, "external user is inactive")
 
 // committer returns the caller's customer when they may commit: 404 for an unknown customer,
 // 401 for one not active.
 func (s *Service) committer(ctx context.Context, caller *httpx.Caller, eu string) (*ent.ExternalUser, error) {
-	return s.customerOr(ctx, caller, eu, apperr.NotFound("external user not found"), apperr.Unauthorized("external user is inactive"))
+	return s.customerOr(ctx, caller, eu, apperr.CustomerNotProvisioned(http.StatusNotFound), errCustomerInactive)
 }
 
 // sceneOwner returns the caller's customer for a change to one of their scenes: an unknown

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
 	"slices"
 	"time"
 
@@ -97,19 +98,20 @@ func mintClaims(now time.Time, m minter, req *mintRequest, customer *ent.Externa
 }
 
 // activeCustomer returns the integration's customer eu when provisioned and active: the spec
-// lets only such customers mint scoped sessions (403 otherwise, inactive or unknown alike).
+// lets only such customers mint scoped sessions (403 otherwise, inactive or unknown alike; the
+// code tells which).
 func (s *Service) activeCustomer(ctx context.Context, integrationID, eu string) (*ent.ExternalUser, error) {
 	u, err := s.db.Ent.ExternalUser.Query().
 		Where(db.Customer(integrationID, eu)).
 		Select(externaluser.FieldID, externaluser.FieldExternalUserID, externaluser.FieldStatus).Only(ctx)
 	if ent.IsNotFound(err) {
-		return nil, apperr.Forbidden("external user not provisioned or inactive")
+		return nil, apperr.CustomerNotProvisioned(http.StatusForbidden)
 	}
 	if err != nil {
 		return nil, apperr.Internal(err)
 	}
 	if u.Status != externaluser.StatusActive {
-		return nil, apperr.Forbidden("external user not provisioned or inactive")
+		return nil, apperr.CustomerInactive(http.StatusForbidden, "external user is inactive")
 	}
 	return u, nil
 }

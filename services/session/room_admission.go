@@ -61,7 +61,7 @@ func mayJoin(req joinRequest) error {
 		return apperr.Forbidden("viewer sessions join no room: the room is for editor sessions")
 	}
 	if req.customerInactive {
-		return apperr.Forbidden("this customer is inactive: the session may view, not edit").With("code", "CUSTOMER_INACTIVE")
+		return apperr.CustomerInactive(http.StatusForbidden, "this customer is inactive: the session may view, not edit")
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"slices"
 	"time"
 
@@ -30,9 +31,9 @@ const rightsEvery = 2 * time.Second
 var (
 	errSessionExpired   = apperr.Unauthorized("the session has expired: renew it (updateSession) to rejoin").With("code", "SESSION_EXPIRED")
 	errKeyGone          = apperr.Unauthorized("the session's public key no longer belongs to its integration")
-	errRevoked          = apperr.Gone("integration revoked").With("code", "INTEGRATION_REVOKED")
+	errRevoked          = apperr.Gone("integration revoked") // INTEGRATION_REVOKED, as every 410
 	errEditorDisabled   = apperr.Forbidden("the editor capability is no longer enabled for this integration").With("code", "EDITOR_DISABLED")
-	errCustomerInactive = apperr.Forbidden("this customer is inactive or deleted: the session may no longer edit").With("code", "CUSTOMER_INACTIVE")
+	errCustomerInactive = apperr.CustomerInactive(http.StatusForbidden, "this customer is inactive or deleted: the session may no longer edit")
 	errSceneGone        = apperr.NotFound("the scene is no longer open to this session")
 )
 

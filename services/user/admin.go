@@ -2,6 +2,7 @@ package user
 
 import (
 	"math"
+	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
@@ -263,7 +264,7 @@ func (s *Service) adminCustomerUsage(c *fiber.Ctx) error {
 	// refuses control characters) and what Postgres text refuses outright (NUL, invalid UTF-8):
 	// such an id names no customer.
 	if err != nil || eu == "" || strings.IndexByte(eu, 0) >= 0 || !utf8.ValidString(eu) {
-		return apperr.NotFound("external user not found")
+		return apperr.CustomerNotProvisioned(http.StatusNotFound)
 	}
 	return s.writeUsage(c, &httpx.Caller{IntegrationID: in.ID, AccountID: in.AccountID, ProductSlug: in.ProductSlug}, eu)
 }

@@ -84,9 +84,12 @@ export interface UploadResult {
   fileUrl: string;
 }
 
-/** An error answer of the service ({status:'error', code?, message}) or of the store. */
+/** An error answer of the service ({status:'error', code, message}) or of the store. */
 export class UploadError extends Error {
   readonly status: number;
+  /** The envelope's machine-readable code, on every answer of the service (the ErrorCode enum
+   *  of api/openapi.yaml: e.g. 'CUSTOMER_NOT_PROVISIONED', 'STORAGE_QUOTA_EXCEEDED');
+   *  undefined for a refusal of the object store, which answers XML. */
   readonly code?: string;
   readonly body: unknown;
   constructor(status: number, message: string, body: unknown, code?: string) {
