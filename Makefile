@@ -261,6 +261,7 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzDecodeLODFiles -fuzztime 30s ./services/scene/
 	go test -run '^$$' -fuzz FuzzRelativePathProblem -fuzztime 30s ./services/scene/
 	go test -run '^$$' -fuzz FuzzSniff -fuzztime 30s ./services/scene/
+	go test -run '^$$' -fuzz FuzzInspect -fuzztime 30s ./services/scene/
 	go test -run '^$$' -fuzz FuzzParseScenePatch -fuzztime 30s ./services/scene/
 	go test -run '^$$' -fuzz FuzzLevelDataIssues -fuzztime 30s ./services/scene/
 	go test -run '^$$' -fuzz FuzzParseMint -fuzztime 30s ./services/session/

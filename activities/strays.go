@@ -37,7 +37,9 @@ import (
 //   - anything else under i/: nothing writes it, so it goes.
 //
 // The database is read after each listing page, so a ticket, job or scene created while the
-// page was read counts; MinAge keeps young objects out of reach anyway. A live scene's upload
+// page was read counts; MinAge keeps young objects out of reach anyway, except under a
+// committed ticket's folder whose scene is gone: its upload is over, so a young object there is
+// a PUT to an upload URL after the scene's delete, and waiting would let it outlive the run. A live scene's upload
 // object whose sealed copy is missing (a scene committed before commits sealed) is sealed before
 // it goes. Heartbeats carry the position, so a retried call resumes.
 func (a *Activities) DeleteStrayObjects(ctx context.Context, in contract.DeleteStrayObjectsInput) (contract.DeleteStrayObjectsResult, error) {
@@ -57,13 +59,15 @@ func (a *Activities) DeleteStrayObjects(ctx context.Context, in contract.DeleteS
 			return objectstore.ErrStopListing
 		}
 		pages++
-		var candidates []string
-		for _, o := range list {
-			if o.LastModified == nil || o.LastModified.Before(cutoff) {
-				candidates = append(candidates, aws.ToString(o.Key))
+		keys := make([]string, len(list))
+		young := map[string]bool{}
+		for i, o := range list {
+			keys[i] = aws.ToString(o.Key)
+			if o.LastModified != nil && !o.LastModified.Before(cutoff) {
+				young[keys[i]] = true
 			}
 		}
-		strays, unsealed, err := a.strays(ctx, candidates)
+		strays, unsealed, err := a.strays(ctx, keys, young)
 		if err != nil {
 			return err
 		}
@@ -90,8 +94,12 @@ func (a *Activities) DeleteStrayObjects(ctx context.Context, in contract.DeleteS
 
 // strays returns the keys among keys that belong to no scene and no open upload ticket, with
 // three queries for the whole page; unsealed are those of them that are a live scene's committed
-// uploads, whose sealed copy may be missing (a scene committed before commits sealed).
-func (a *Activities) strays(ctx context.Context, keys []string) (out, unsealed []string, err error) {
+// uploads, whose sealed copy may be missing (a scene committed before commits sealed). A young
+// key (written within the age guard) is only a stray when it lies under the folder of a
+// committed ticket whose scene is gone: such a ticket has no upload in flight, so what is there
+// was written by a PUT after the scene's delete and goes at once. (Under a live scene's ticket
+// a young object waits for the guard: it may be the one whose sealed copy is missing.)
+func (a *Activities) strays(ctx context.Context, keys []string, young map[string]bool) (out, unsealed []string, err error) {
 	// One parse per key: its upload folder (the ticket's prefix) or its kind and id.
 	type object struct {
 		key, upload, kind, id string
@@ -114,6 +122,7 @@ func (a *Activities) strays(ctx context.Context, keys []string) (out, unsealed [
 	}
 	open := map[string]bool{}        // upload prefix -> its ticket is not committed
 	committed := map[string]string{} // upload prefix -> the scene its ticket made
+	settled := map[string]bool{}     // upload prefix -> its ticket is committed: nothing in flight
 	if len(prefixes) > 0 {
 		rows, err := a.Ent.UploadTicket.Query().Where(uploadticket.PrefixIn(prefixes...)).
 			Select(uploadticket.FieldPrefix, uploadticket.FieldCommittedAt, uploadticket.FieldSceneID).All(ctx)
@@ -121,6 +130,7 @@ func (a *Activities) strays(ctx context.Context, keys []string) (out, unsealed [
 			return nil, nil, err
 		}
 		for _, t := range rows {
+			settled[t.Prefix] = t.CommittedAt != nil
 			if t.CommittedAt == nil {
 				open[t.Prefix] = true
 			} else if t.SceneID != nil {
@@ -147,14 +157,20 @@ func (a *Activities) strays(ctx context.Context, keys []string) (out, unsealed [
 			// while the commit runs and then as long as the scene exists.
 			keep = open[o.upload] || o.sealed && live[committed[o.upload]]
 			if !o.sealed && live[committed[o.upload]] {
-				unsealed = append(unsealed, o.key)
+				if young[o.key] {
+					// Its sealed copy may be missing, and these young bytes are not what the
+					// commit checked: sealing them is for an old object, so it waits.
+					keep = true
+				} else {
+					unsealed = append(unsealed, o.key)
+				}
 			}
 		case o.kind == objectkeys.KindClone:
 			keep = live[o.id] || running[o.id]
 		case o.kind == objectkeys.KindRendition:
 			keep = live[o.id]
 		}
-		if !keep {
+		if !keep && (!young[o.key] || settled[o.upload]) {
 			out = append(out, o.key)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/splathost/splathost/internal/fixtures"
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/ratelimit"
 	"github.com/splathost/splathost/internal/testenv"
@@ -68,6 +69,14 @@ func anonGet(t *testing.T, url string) (int, []byte) {
 func hostile(method, path string, h map[string]string, body any) func(t *testing.T) (int, []byte) {
 	return func(t *testing.T) (int, []byte) {
 		r := do(t, method, path, h, body)
+		return r.Status, r.Raw
+	}
+}
+
+// hostileCommit uploads data as name for eu of tn and commits it.
+func hostileCommit(tn tenant, eu, name, contentType string, data []byte) func(t *testing.T) (int, []byte) {
+	return func(t *testing.T) (int, []byte) {
+		r := do(t, "POST", "/api/v1/splats", tn.keys(eu), map[string]any{"title": name, "splatUrl": uploadFile(t, tn, eu, name, contentType, data)})
 		return r.Status, r.Raw
 	}
 }
@@ -244,6 +253,11 @@ func (f *abuseFixture) cases(t *testing.T) []abuseCase {
 			r := likesOfNewVisitors(t, liker, f.public["id"].(string), 6)[5]
 			return r.Status, r.Raw
 		}},
+
+		// Issue 38: hostile scene files are refused at commit (finding 7).
+		{name: "PLY claiming 2^31-1 vertices (commit)", want: 400, point: "38.7", send: hostileCommit(a, "ada", "scene.ply", "application/ply",
+			bytes.Replace(fixtures.PLY(80), []byte("element vertex 80\n"), []byte(fmt.Sprintf("element vertex %d\n", 1<<31-1)), 1))},
+		{name: ".sog with a 1 GiB meta.json (commit)", want: 400, point: "38.7", send: hostileCommit(a, "ada", "scene.sog", "application/sog", fixtures.SOGBomb(1<<30))},
 	}
 	// Issue 26: non-canonical paths never reach a service's own routes (point 2).
 	for _, p := range canonicalTraversals {

@@ -6,6 +6,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"image/jpeg"
@@ -208,9 +209,10 @@ func TestRenditionOfEveryFormat(t *testing.T) {
 	}
 }
 
-// TestRenditionOfACorruptPLYFails: a PLY whose body is shorter than its header says, and one
-// whose values are all NaN, end failed with a message; the scene still serves its upload and
-// nothing was written under its rendition folder. An operator lists them and retries.
+// TestRenditionOfACorruptPLYFails: a PLY whose body is shorter than its header says is refused
+// at commit (400, issue 38); one whose values are all NaN commits, then ends failed with a
+// message that says why; the scene still serves its upload and nothing was written under its
+// rendition folder. An operator lists them and retries.
 func TestRenditionOfACorruptPLYFails(t *testing.T) {
 	a := newTenant(t)
 	ensureCustomer(t, a, "broken", nil)
@@ -219,17 +221,27 @@ func TestRenditionOfACorruptPLYFails(t *testing.T) {
 	truncated = append(truncated, bytes.Repeat([]byte{0}, 300<<10)...)
 	// Claim more vertices than the body holds.
 	truncated = bytes.Replace(truncated, []byte("element vertex 2000\n"), []byte("element vertex 9000\n"), 1)
-	sp := commitFile(t, a, "broken", "broken.ply", "application/ply", truncated, nil)
+	issues := requireEnvelope(t, do(t, "POST", "/api/v1/splats", a.keys("broken"), map[string]any{"title": "truncated",
+		"splatUrl": uploadFile(t, a, "broken", "broken.ply", "application/ply", truncated)}), 400)
+	require.True(t, issuesMention(issues, "claims 9000 vertices"), "%v", issues)
+
+	// Every float of every Gaussian NaN.
+	nan := append([]byte(nil), good...)
+	body := bytes.Index(nan, []byte("end_header\n")) + len("end_header\n")
+	for i := body; i+4 <= len(nan); i += 4 {
+		binary.LittleEndian.PutUint32(nan[i:], 0x7fc00000)
+	}
+	sp := commitFile(t, a, "broken", "broken.ply", "application/ply", nan, nil)
 	id := sp["id"].(string)
 
 	got := waitProcessing(t, a, "broken", id)
 	p := processingOf(got)
 	require.Equal(t, "failed", p["state"], "%v", p)
-	require.NotEmpty(t, p["message"])
+	require.Contains(t, p["message"], "the scene holds no finite Gaussians: all 2000 hold NaN or infinite values")
 	require.Nil(t, p["renditionUrl"])
-	status, body, _ := fetch(t, got["splatUrl"].(string))
+	status, served, _ := fetch(t, got["splatUrl"].(string))
 	require.Equal(t, 200, status, "the upload is still served")
-	require.Equal(t, len(truncated), len(body))
+	require.Equal(t, len(nan), len(served))
 	require.Empty(t, renditionKeys(t, a, id), "nothing stored for a failed rendition")
 
 	// The operator sees it, with its message, and may retry: pending again, then failed again.

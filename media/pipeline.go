@@ -96,6 +96,19 @@ func (p Pipeline) Run(ctx context.Context, src, format, work string, poster *Pos
 	if head.Vertices < 1 {
 		return Rendition{}, &InputError{Err: errors.New("the scene holds no Gaussians")}
 	}
+	// Gaussians with NaN or ±Inf go before anything reads them; a scene of nothing else fails.
+	finite := filepath.Join(work, "finite.ply")
+	kept, dropped, err := DropNonFinite(plain, finite)
+	if errors.Is(err, ErrNoFiniteGaussians) {
+		return Rendition{}, &InputError{Err: err}
+	}
+	if err != nil {
+		return Rendition{}, err
+	}
+	if dropped > 0 {
+		progress("filtering", fmt.Sprintf("dropped %d of %d Gaussians holding NaN or infinite values", dropped, head.Vertices))
+		plain, head.Vertices = finite, int64(kept)
+	}
 
 	out := filepath.Join(work, "out")
 	res := Rendition{Gaussians: head.Vertices, SHBands: head.SHDegree}

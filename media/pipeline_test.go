@@ -161,11 +161,13 @@ func TestPipelineRefusesBadInput(t *testing.T) {
 	for name, c := range map[string]struct {
 		format string
 		data   []byte
+		want   string // the cause, in the converter's or this package's words
 	}{
-		"truncated ply":  {".ply", good[:len(good)/2]},
-		"garbage ply":    {".ply", bytes.Repeat([]byte("not a ply "), 1000)},
-		"garbage ksplat": {".ksplat", bytes.Repeat([]byte{7}, 5000)},
-		"empty splat":    {".splat", nil},
+		"truncated ply":  {".ply", good[:len(good)/2], "does not match header-implied size"},
+		"garbage ply":    {".ply", bytes.Repeat([]byte("not a ply "), 1000), "end_header"},
+		"garbage ksplat": {".ksplat", bytes.Repeat([]byte{7}, 5000), "version"},
+		"short splat":    {".splat", make([]byte, 100), "not a multiple of 32"},
+		"empty splat":    {".splat", nil, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			src := writeFile(t, "scene"+c.format, c.data)
@@ -174,6 +176,10 @@ func TestPipelineRefusesBadInput(t *testing.T) {
 			var ie *InputError
 			var re *RunError
 			require.True(t, errors.As(err, &ie) || errors.As(err, &re), "%T %v", err, err)
+			// Every failure names its cause: never only the converter's timing footer.
+			require.NotContains(t, err.Error(), "failed in")
+			require.NotContains(t, err.Error(), "peak cpu")
+			require.ErrorContains(t, err, c.want)
 		})
 	}
 }

@@ -31,8 +31,10 @@ type PLYProperty struct {
 	// double (int8, float32, ... are read as their canonical names). For a list it is the item
 	// type.
 	Type string
-	// List is true for a "property list" (a variable-length record).
-	List bool
+	// List is true for a "property list" (a variable-length record); CountType is then the
+	// canonical type of its item count.
+	List      bool
+	CountType string
 	// Offset is the property's byte offset in its element's binary record, or -1 when a list
 	// precedes it (the offset then varies).
 	Offset int
@@ -86,22 +88,57 @@ func (h PLYHeader) Offset(name string) int {
 	return -1
 }
 
-// CheckSize returns an error unless a file of size bytes holds every record the header
+// CheckSize returns an error unless a file of size bytes holds exactly the records the header
 // claims. Check it before trusting Vertices for anything, an allocation above all: a header
-// may claim 2^31 vertices in a file of 300 bytes.
+// may claim 2^31 vertices in a file of 300 bytes. Binary records of a fixed stride must fill
+// the body to the byte (bytes left over mean the header lies about the layout); records with a
+// list property, and ASCII records, vary in size, so the body must hold at least their
+// smallest form (every list empty; every ASCII value one digit and a separator). The message
+// says what the header claims and what the file holds, for the client.
 func (h PLYHeader) CheckSize(size int64) error {
-	need := h.HeaderLen
-	for _, e := range h.Elements {
-		if hasList(&e) || h.Format == "ascii" {
-			return nil // unknowable without reading; Plain files never get here
-		}
-		need += e.Count * int64(e.Stride) // bounded by ReadPLYHeader: no overflow
+	body := size - h.HeaderLen
+	if body < 0 {
+		return fmt.Errorf("ply: the file has %d bytes, fewer than its %d-byte header", size, h.HeaderLen)
 	}
-	if size < need {
-		return fmt.Errorf("ply: the header claims %d vertices (%d bytes of records after a %d-byte header) but the file has %d bytes: truncated or corrupt",
-			h.Vertices, need-h.HeaderLen, h.HeaderLen, size)
+	left, exact := body, true
+	for _, e := range h.Elements {
+		least := e.minRecord(h.Format == "ascii")
+		exact = exact && h.Format != "ascii" && !hasList(&e)
+		if least == 0 {
+			continue
+		}
+		if e.Count > left/int64(least) { // a division: count × stride may overflow
+			what := fmt.Sprintf("%d %s records", e.Count, e.Name)
+			if e.Name == "vertex" {
+				what = fmt.Sprintf("%d vertices", e.Count)
+			}
+			return fmt.Errorf("ply: the header claims %s (at least %d bytes each) but the file has %d bytes after its %d-byte header: truncated, or the header's count is wrong",
+				what, least, body, h.HeaderLen)
+		}
+		left -= e.Count * int64(least)
+	}
+	if exact && left != 0 {
+		return fmt.Errorf("ply: the file has %d bytes after the records its header claims (%d bytes after a %d-byte header): the header's counts or properties are wrong",
+			left, body-left, h.HeaderLen)
 	}
 	return nil
+}
+
+// minRecord is the fewest bytes one record of e takes: its stride when it is binary with no
+// list, otherwise its fixed part plus each list's count (binary) or two bytes a value (ASCII).
+func (e *PLYElement) minRecord(ascii bool) int {
+	n := 0
+	for _, p := range e.Properties {
+		switch {
+		case ascii:
+			n += 2
+		case p.List:
+			n += plyTypes[p.CountType].size
+		default:
+			n += plyTypes[p.Type].size
+		}
+	}
+	return n
 }
 
 // plyTypes maps every PLY type name to its canonical name and size.
@@ -213,12 +250,12 @@ func addProperty(e *PLYElement, f []string) error {
 		}
 		p = PLYProperty{Name: f[2], Type: t.name}
 	case len(f) == 5 && f[1] == "list":
-		_, okCount := plyTypes[f[2]]
+		c, okCount := plyTypes[f[2]]
 		t, okItem := plyTypes[f[3]]
 		if !okCount || !okItem {
 			return fmt.Errorf("list property %s has unknown types %q %q", f[4], f[2], f[3])
 		}
-		p = PLYProperty{Name: f[4], Type: t.name, List: true}
+		p = PLYProperty{Name: f[4], Type: t.name, List: true, CountType: c.name}
 	default:
 		return fmt.Errorf("bad property line %q", strings.Join(f, " "))
 	}

@@ -144,6 +144,10 @@ func TestStatPLY(t *testing.T) {
 	_, err = media.StatPLY(writeFile(t, "short.ply", data[:len(data)-1]))
 	require.ErrorContains(t, err, "truncated")
 
+	// Bytes past the records mean the header lies about the layout.
+	_, err = media.StatPLY(writeFile(t, "long.ply", append(append([]byte{}, data...), 0, 0)))
+	require.ErrorContains(t, err, "2 bytes after the records")
+
 	huge := bytes.Replace(data, []byte("element vertex 50\n"), []byte("element vertex 2147483648\n"), 1)
 	_, err = media.StatPLY(writeFile(t, "huge.ply", huge))
 	require.ErrorContains(t, err, "claims 2147483648 vertices")

@@ -201,3 +201,42 @@ func coverScale(n, k int) float64 {
 	}
 	return 0.5 * math.Log(float64(n)/float64(k))
 }
+
+// ErrNoFiniteGaussians is DropNonFinite's answer for a scene whose every Gaussian holds a NaN or
+// an infinity: nothing is left to show.
+var ErrNoFiniteGaussians = errors.New("the scene holds no finite Gaussians")
+
+// DropNonFinite writes to dst the Gaussians of the Plain PLY src whose every property
+// (position, scale, rotation, opacity, colour, harmonics) is finite, and says how many it kept
+// and dropped. No 3DGS trainer writes NaN or ±Inf, but a hostile or broken file may: the
+// converter would carry them into a rendition that draws nothing, and decimation and the
+// poster refuse them. When nothing is dropped dst is not written (src serves as it is); when
+// nothing is kept the error wraps ErrNoFiniteGaussians.
+func DropNonFinite(src, dst string) (kept, dropped int, err error) {
+	p, err := openPlain(src)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer p.close()
+	offsets := make([]float32, p.n) // -1: dropped (writeKept's convention); 0: kept unchanged
+	err = p.each(func(i int, rec []byte) error {
+		if p.checkFinite(i, rec) != nil {
+			offsets[i] = -1
+			dropped++
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return 0, 0, err
+	case dropped == 0:
+		return p.n, 0, nil
+	case dropped == p.n:
+		return 0, dropped, fmt.Errorf("%w: all %d hold NaN or infinite values", ErrNoFiniteGaussians, dropped)
+	}
+	if err := writeKept(p, dst, p.n-dropped, offsets); err != nil {
+		os.Remove(dst)
+		return 0, 0, err
+	}
+	return p.n - dropped, dropped, nil
+}

@@ -170,7 +170,11 @@ func (t Transform) RunPeak(ctx context.Context, progress func(string), args ...s
 				return peak, ctx.Err()
 			}
 			if err != nil {
-				return peak, &RunError{Detail: tail.last(), Err: err}
+				detail := tail.last()
+				if detail == "" {
+					detail = "the converter stopped without saying why (" + err.Error() + ")"
+				}
+				return peak, &RunError{Detail: detail, Err: err}
 			}
 			return peak, nil
 		case <-ctx.Done():
@@ -208,11 +212,15 @@ func residentBytes(pid int) int64 {
 	return 0
 }
 
-// tailBuffer keeps the last lines a converter printed, for its error message.
+// tailBuffer keeps the last lines a converter printed, for its error message. 32 lines hold
+// the error line, its stack (5 frames from splat-transform) and the "failed in" footers.
 type tailBuffer struct {
 	mu    sync.Mutex
 	lines []string
 }
+
+// tailLines is how many lines tailBuffer keeps.
+const tailLines = 32
 
 func (b *tailBuffer) add(line string) {
 	b.mu.Lock()
@@ -221,24 +229,43 @@ func (b *tailBuffer) add(line string) {
 		return
 	}
 	b.lines = append(b.lines, line)
-	if len(b.lines) > 8 {
-		b.lines = b.lines[len(b.lines)-8:]
+	if len(b.lines) > tailLines {
+		b.lines = b.lines[len(b.lines)-tailLines:]
 	}
 }
 
-// last is the most telling recent line: the converter's error line (✗ …) when there is one.
+// last is the most telling recent line: the converter's error line ("✗ Error: …") when there is
+// one, else the last line that says something. splat-transform ends a failure with footers
+// ("✗ failed in 0.435s  [peak cpu=87.0MB]") and the error's stack frames ("at readPly (…)"),
+// which name no cause: they are skipped. "" when no line is telling.
 func (b *tailBuffer) last() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	fallback := ""
 	for i := len(b.lines) - 1; i >= 0; i-- {
-		if strings.Contains(b.lines[i], "✗") || strings.Contains(strings.ToLower(b.lines[i]), "error") {
-			return trimDetail(strings.TrimSpace(strings.TrimPrefix(b.lines[i], "✗")))
+		line := strings.TrimSpace(strings.TrimPrefix(b.lines[i], "✗"))
+		if silentLine(line) {
+			continue
+		}
+		if strings.Contains(b.lines[i], "✗") || strings.Contains(strings.ToLower(line), "error") {
+			return trimDetail(strings.TrimSpace(strings.TrimPrefix(line, "Error:")))
+		}
+		if fallback == "" {
+			fallback = trimDetail(line)
 		}
 	}
-	if len(b.lines) == 0 {
-		return "the converter exited without output"
+	return fallback
+}
+
+// silentLine reports whether a converter line names no cause: a timing footer, a stack frame,
+// a progress step or the version banner.
+func silentLine(line string) bool {
+	for _, p := range []string{"failed in ", "done in ", "at ", "▸ ", "splat-transform v"} {
+		if strings.HasPrefix(line, p) {
+			return true
+		}
 	}
-	return trimDetail(b.lines[len(b.lines)-1])
+	return false
 }
 
 // trimDetail keeps a message short enough for the scene row (processing_message).

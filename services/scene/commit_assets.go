@@ -181,19 +181,31 @@ func (s *Service) verifyObject(ctx context.Context, field string, a *asset, o sc
 	return s.verifySealed(ctx, field, o)
 }
 
-// sniffObject reads the first bytes of an object and checks they look like its format.
+// sniffObject reads the first bytes of an object and checks they look like its format, then
+// runs the deeper check of the formats that have one (inspect: a PLY's whole header against the
+// file's size, a .sog's archive directory and meta.json).
 func (s *Service) sniffObject(ctx context.Context, field, key string, size int64) error {
 	out, err := s.store.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.store.Bucket), Key: aws.String(key),
-		Range: aws.String("bytes=0-63")})
+		Range: aws.String(fmt.Sprintf("bytes=0-%d", sniffHeadSize-1))})
 	if err != nil {
 		return apperr.Internal(err)
 	}
 	defer out.Body.Close()
-	head, err := io.ReadAll(io.LimitReader(out.Body, 64))
+	head, err := io.ReadAll(io.LimitReader(out.Body, sniffHeadSize))
 	if err != nil {
 		return apperr.Internal(err)
 	}
-	if err := sniff(strings.ToLower(path.Ext(key)), head, size); err != nil {
+	ext := strings.ToLower(path.Ext(key))
+	err = sniff(ext, head, size)
+	if err == nil {
+		r := &objectReader{ctx: ctx, client: s.store.Client, bucket: s.store.Bucket, key: key, size: size, budget: inspectReadBudget}
+		err = inspect(ext, r, size)
+		if r.err != nil {
+			// The store failed, not the file: the commit's 500, never a 400 blaming the upload.
+			return apperr.Internal(r.err)
+		}
+	}
+	if err != nil {
 		return apperr.Invalid("upload is not a valid file", field+": "+err.Error())
 	}
 	return nil
