@@ -91,6 +91,9 @@ type Cache struct {
 
 	mu      sync.Mutex // an LRU read moves the entry, so every access writes
 	entries *byteLRU[cached]
+	// known are the keys (as in entries) of integrations a load found, kept across Flush:
+	// the keys KnownKeysOnly lets reach the database (known.go).
+	known   map[string]struct{}
 	gen     uint64        // bumped on every invalidation; loads that raced one are not cached
 	live    atomic.Bool   // LISTEN connection is up
 	backend atomic.Uint32 // backend pid of the LISTEN connection, for tests and diagnostics
@@ -147,11 +150,15 @@ func (s *Cache) BySecret(ctx context.Context, secret string) (*Integration, erro
 }
 
 func (s *Cache) integration(ctx context.Context, key, where string, arg any) (*Integration, error) {
+	if knownOnly(ctx) && !s.isKnown(key) {
+		return nil, nil
+	}
 	e, err := s.lookup(key, func() (cached, int64, bool, error) {
 		in, err := s.load(ctx, where, arg)
 		if err != nil || in == nil {
 			return cached{}, 0, false, err
 		}
+		s.remember(key)
 		return cached{in: in}, in.cost(), true, nil
 	})
 	return e.in, err

@@ -151,3 +151,46 @@ func TestCustomerStatusIsCachedAndDroppedAlone(t *testing.T) {
 	s.notified("some-integration-id")
 	require.Zero(t, s.Len(), "an integration's notice flushes")
 }
+
+// TestKnownKeysOnly: under KnownKeysOnly an unknown key costs no lookup, while a key a lookup
+// found before is served, from the cache or, after a flush, from the database again.
+func TestKnownKeysOnly(t *testing.T) {
+	real := fakeKey(PublicKeyPrefix, 'r')
+	s := testCache(func(_ context.Context, _ string, arg any) (*Integration, error) {
+		if arg.(string) == real {
+			return &Integration{ID: "real", PublicKey: real}, nil
+		}
+		return nil, nil
+	})
+	only := KnownKeysOnly(context.Background())
+	// Never seen: taken as unknown without a lookup, even a key that exists.
+	got, err := s.ByPublicKey(only, real)
+	require.NoError(t, err)
+	require.Nil(t, got)
+	require.Zero(t, s.Loads())
+
+	// Found once by an ordinary lookup, then known, across a flush.
+	got, err = s.ByPublicKey(context.Background(), real)
+	require.NoError(t, err)
+	require.Equal(t, "real", got.ID)
+	s.Flush()
+	loads := s.Loads()
+	got, err = s.ByPublicKey(only, real)
+	require.NoError(t, err)
+	require.Equal(t, "real", got.ID)
+	require.Equal(t, loads+1, s.Loads(), "after a flush a known key is looked up again")
+
+	// Strangers' keys: a lookup each without the mark, none with it.
+	loads = s.Loads()
+	for c := byte('A'); c < 'A'+20; c++ {
+		got, err := s.ByPublicKey(only, fakeKey(PublicKeyPrefix, c))
+		require.NoError(t, err)
+		require.Nil(t, got)
+	}
+	require.Equal(t, loads, s.Loads(), "unknown keys under KnownKeysOnly cost no lookup")
+	_, _ = s.ByPublicKey(context.Background(), fakeKey(PublicKeyPrefix, 'z'))
+	require.Equal(t, loads+1, s.Loads())
+	got, _ = s.ByPublicKey(only, fakeKey(PublicKeyPrefix, 'z'))
+	require.Nil(t, got, "a key a lookup did not find is not remembered")
+	require.Equal(t, loads+1, s.Loads())
+}
