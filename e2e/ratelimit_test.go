@@ -370,10 +370,13 @@ func TestRateLimitViewsPerSession(t *testing.T) {
 func TestRateLimitNoCollateral(t *testing.T) {
 	const quota = 20
 	withRateLimits(t, func(c *config.RateLimits) {
-		// One miss back every 3 s: the address stays out of misses for the whole test.
-		c.Miss = ratelimit.Limit{Quota: quota, Window: time.Minute}
+		// One miss back every 30 s: the address stays out of misses for the whole test.
+		c.Miss = ratelimit.Limit{Quota: quota, Window: 10 * time.Minute}
 	})
 	tn := newTenant(t)
+	// An integration that makes its first call ever while the address is out of misses: its
+	// keys were never looked up, and are known from its creation's notification.
+	newcomer := newTenant(t)
 	require.Equal(t, 200, do(t, "PUT", "/api/v1/external-user", tn.keys("ada"), map[string]any{}).Status)
 	nat := clientFrom("127.0.0.43")
 	stranger := func() (*testenv.Response, error) {
@@ -457,4 +460,16 @@ func TestRateLimitNoCollateral(t *testing.T) {
 		"key lookups during 400 refused misses")
 	t.Logf("400 misses beside 100 valid calls from one address: %d misses refused, %d answered 401, %d valid calls refused, %d key lookups",
 		strangers.refused.Load(), strangers.passed.Load(), refused, env.Process.Integrations.Loads()-loads)
+
+	// The newcomer is served too. Its keys became known when the gateway heard the notification
+	// of its creation, which may still be on its way: wait for it (the address gets no miss back
+	// for 30 s, so only that notification can let the call through).
+	r, err = stranger()
+	require.NoError(t, err)
+	requireLimited(t, r, "miss")
+	require.Eventually(t, func() bool {
+		r, err := getFrom(nat, env.ProcessURL, "/api/v1/external-user", newcomer.keys("bob"))
+		require.NoError(t, err)
+		return r.Status == 404 // the customer bob does not exist: authenticated, then answered
+	}, 10*time.Second, 20*time.Millisecond, "an integration's first call from an address out of misses")
 }

@@ -165,9 +165,9 @@ func (r *RateLimits) Handle(c *fiber.Ctx) error {
 
 // outOfMisses serves a keyed request from an address that has used up its misses: the
 // address's failures must not refuse the valid calls of an integrator who shares it (a cloud
-// NAT's egress), so the request is authenticated, with keys the gateway has never found taken as
-// unknown without a lookup (credentials.KnownKeysOnly: the refusal costs no more than it did
-// when it came first). Credentials that verify are served and limited by their own scope
+// NAT's egress), so the request is authenticated, with keys the gateway does not know to exist
+// taken as unknown without a lookup (credentials.KnownKeysOnly: the refusal costs no more than
+// it did when it came first). Credentials that verify are served and limited by their own scope
 // (Scoped); anything else is refused as before, and charges nothing more.
 func (cfg *limitsConfig) outOfMisses(c *fiber.Ctx, d ratelimit.Decision) error {
 	c.SetUserContext(credentials.KnownKeysOnly(c.UserContext()))

@@ -194,3 +194,45 @@ func TestKnownKeysOnly(t *testing.T) {
 	require.Nil(t, got, "a key a lookup did not find is not remembered")
 	require.Equal(t, loads+1, s.Loads())
 }
+
+// TestLearnMakesKeysKnown: the keys read at connect, or on an integration's notification, are
+// known before any lookup found them, and survive flushes; a failed read changes nothing.
+func TestLearnMakesKeysKnown(t *testing.T) {
+	fresh := fakeKey(PublicKeyPrefix, 'f')
+	secret := fakeKey(SecretKeyPrefix, 's')
+	s := testCache(func(_ context.Context, _ string, arg any) (*Integration, error) {
+		if arg == fresh {
+			return &Integration{ID: "fresh", PublicKey: fresh}, nil
+		}
+		if h, ok := arg.([]byte); ok && string(h) == string(HashSecret(secret)) {
+			return &Integration{ID: "fresh", PublicKey: fresh}, nil
+		}
+		return nil, nil
+	})
+	var fail bool
+	s.loadKeys = func(_ context.Context, id string) ([]integrationKeys, error) {
+		if fail {
+			return nil, context.DeadlineExceeded
+		}
+		require.Contains(t, []string{"", "fresh"}, id)
+		return []integrationKeys{{publicKey: fresh, secretHash: HashSecret(secret)}}, nil
+	}
+	only := KnownKeysOnly(context.Background())
+	got, _ := s.ByPublicKey(only, fresh)
+	require.Nil(t, got, "not known yet")
+
+	fail = true
+	s.learn(context.Background(), "")
+	got, _ = s.ByPublicKey(only, fresh)
+	require.Nil(t, got, "a failed read changes nothing")
+
+	fail = false
+	s.learn(context.Background(), "fresh")
+	s.Flush()
+	got, err := s.ByPublicKey(only, fresh)
+	require.NoError(t, err)
+	require.Equal(t, "fresh", got.ID)
+	got, err = s.BySecret(only, secret)
+	require.NoError(t, err)
+	require.Equal(t, "fresh", got.ID)
+}
