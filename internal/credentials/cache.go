@@ -278,9 +278,10 @@ func (s *Cache) notified(payload string) {
 }
 
 // Listen keeps the cache's LISTEN connection until ctx ends, flushing the cache on every
-// notification and on every reconnect, and learning the keys that exist then (known.go). An idle connection is checked every few seconds (see
-// db.Listener), so a connection that died without closing is replaced, and the cache flushed,
-// within db.DefaultHealthEvery + db.DefaultHealthTimeout. It returns when ctx is done.
+// notification and on every reconnect, and learning the keys that exist then (known.go). An
+// idle connection is checked every few seconds (see db.Listener), so a connection that died
+// without closing is replaced, and the cache flushed, within db.DefaultHealthEvery +
+// db.DefaultHealthTimeout. It returns when ctx is done.
 func (s *Cache) Listen(ctx context.Context) {
 	db.Listen(ctx, s.pool, db.Listener{Channel: Channel,
 		OnConnect: func() { s.Flush(); s.learn(ctx, "") },
