@@ -3,10 +3,6 @@
 package e2e
 
 import (
-	"bufio"
-	"io"
-	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -111,16 +107,7 @@ func TestExternalUserHeaderRules(t *testing.T) {
 // rawRequest writes req to the gateway and returns the status code and body.
 func rawRequest(t *testing.T, req string) (int, string) {
 	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(env.URL, "http://"))
-	require.NoError(t, err)
-	defer conn.Close()
-	require.NoError(t, conn.SetDeadline(time.Now().Add(5*time.Second)))
-	_, err = conn.Write([]byte(req))
-	require.NoError(t, err)
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	resp, body, _ := rawExchange(t, req)
 	return resp.StatusCode, string(body)
 }
 

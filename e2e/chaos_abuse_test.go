@@ -258,6 +258,10 @@ func (f *abuseFixture) cases(t *testing.T) []abuseCase {
 		{name: "PLY claiming 2^31-1 vertices (commit)", want: 400, point: "38.7", send: hostileCommit(a, "ada", "scene.ply", "application/ply",
 			bytes.Replace(fixtures.PLY(80), []byte("element vertex 80\n"), []byte(fmt.Sprintf("element vertex %d\n", 1<<31-1)), 1))},
 		{name: ".sog with a 1 GiB meta.json (commit)", want: 400, point: "38.7", send: hostileCommit(a, "ada", "scene.sog", "application/sog", fixtures.SOGBomb(1<<30))},
+		// Issue 38, finding 8: a body two readers would frame differently is refused at the gateway.
+		{name: "two Content-Length headers, 0 and 50", want: 400, point: "38.8", send: rawBytes(framed(a, "Content-Length: 0\r\nContent-Length: 50"))},
+		{name: "Content-Length beside Transfer-Encoding", want: 400, point: "38.8",
+			send: rawBytes(framed(a, "Content-Length: 50\r\nTransfer-Encoding: chunked"))},
 	}
 	// Issue 26: non-canonical paths never reach a service's own routes (point 2).
 	for _, p := range canonicalTraversals {
@@ -280,6 +284,23 @@ func hostileRaw(method, path string, h map[string]string, body string) func(t *t
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, b
+	}
+}
+
+// framed is a PUT of a 50-byte customer body by tenant a with the framing headers given,
+// written by hand: no HTTP client sends two lengths.
+func framed(a tenant, framing string) string {
+	body := `{"metadata":{"n":"` + strings.Repeat("a", 29) + `"}}`
+	return "PUT /api/v1/external-user HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + a.SecretKey +
+		"\r\nX-Service-Public-Key: " + a.PublicKey + "\r\nX-Service-External-User-Id: ada\r\n" +
+		"Content-Type: application/json\r\n" + framing + "\r\n\r\n" + body
+}
+
+// rawBytes writes req on a connection of its own (rawExchange) and returns the answer.
+func rawBytes(req string) func(t *testing.T) (int, []byte) {
+	return func(t *testing.T) (int, []byte) {
+		resp, body, _ := rawExchange(t, req)
+		return resp.StatusCode, body
 	}
 }
 

@@ -18,7 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/internal/config"
+	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/ids"
+	"github.com/splathost/splathost/internal/ratelimit"
 	"github.com/splathost/splathost/internal/testenv"
 )
 
@@ -359,4 +361,115 @@ func TestRateLimitViewsPerSession(t *testing.T) {
 	requireLimited(t, refused, "views")
 	r := doAt(t, env.ProcessURL, "POST", "/api/embed/splats/"+id+"/like", sessionHeaders(tok), map[string]any{"visitorId": "one-browser"})
 	require.Equal(t, 200, r.Status, string(r.Raw))
+}
+
+// TestRateLimitNoCollateral (issue 38): a stranger's burst of misses from an address shared with
+// an integrator (a cloud NAT's egress) leaves the integrator's valid calls from that address at
+// 0 refusals, while the stranger is refused as before and its random keys, once the address is
+// out of misses, cost no key lookup in Postgres.
+func TestRateLimitNoCollateral(t *testing.T) {
+	const quota = 20
+	withRateLimits(t, func(c *config.RateLimits) {
+		// One miss back every 30 s: the address stays out of misses for the whole test.
+		c.Miss = ratelimit.Limit{Quota: quota, Window: 10 * time.Minute}
+	})
+	tn := newTenant(t)
+	// An integration that makes its first call ever while the address is out of misses: its
+	// keys were never looked up, and are known from its creation's notification.
+	newcomer := newTenant(t)
+	require.Equal(t, 200, do(t, "PUT", "/api/v1/external-user", tn.keys("ada"), map[string]any{}).Status)
+	nat := clientFrom("127.0.0.43")
+	stranger := func() (*testenv.Response, error) {
+		pk, sk := credentials.NewKeyPair() // well-formed, unknown: each costs a lookup while allowed
+		return getFrom(nat, env.ProcessURL, "/api/v1/external-user",
+			map[string]string{"Authorization": "Bearer " + sk, "X-Service-Public-Key": pk, "X-Service-External-User-Id": "x"})
+	}
+	valid := func() (*testenv.Response, error) {
+		return getFrom(nat, env.ProcessURL, "/api/v1/external-user", tn.keys("ada"))
+	}
+	// The integrator's calls work from the address before anything happens.
+	r, err := valid()
+	require.NoError(t, err)
+	require.Equal(t, 200, r.Status, string(r.Raw))
+
+	// The stranger spends the address's misses.
+	misses := 0
+	for {
+		r, err := stranger()
+		require.NoError(t, err)
+		if r.Status == 429 {
+			requireLimited(t, r, "miss")
+			break
+		}
+		require.Equal(t, 401, r.Status, string(r.Raw))
+		misses++
+		require.LessOrEqual(t, misses, quota, "the address is refused after its allowance")
+	}
+
+	// Then a burst of 400 more misses on 8 connections while the integrator makes 100 calls from
+	// the same address.
+	loads := env.Process.Integrations.Loads()
+	var strangers floodCounts
+	var wg sync.WaitGroup
+	jobs := make(chan struct{})
+	for range 8 {
+		wg.Go(func() {
+			for range jobs {
+				r, err := stranger()
+				switch {
+				case err != nil:
+					strangers.other.Add(1)
+				case r.Status == 429:
+					strangers.refused.Add(1)
+					strangers.first.CompareAndSwap(nil, r)
+				case r.Status == 401:
+					strangers.passed.Add(1)
+				default:
+					strangers.other.Add(1)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 400 {
+			jobs <- struct{}{}
+		}
+		close(jobs)
+	})
+	refused := 0
+	for i := range 100 {
+		r, err := valid()
+		require.NoError(t, err)
+		if r.Status == 429 {
+			refused++
+			continue
+		}
+		require.Equal(t, 200, r.Status, "call %d: %s", i, r.Raw)
+		require.Regexp(t, `^"integration";r=\d+;t=\d+$`, r.Header.Get("RateLimit"), "limited by its own budget")
+	}
+	wg.Wait()
+	require.Zero(t, refused, "the integrator's valid calls refused because of the stranger's misses")
+	require.Zero(t, strangers.other.Load())
+	require.Equal(t, int64(400), strangers.refused.Load()+strangers.passed.Load())
+	// The window's refill (one every 3 s) may let a few through; nothing else is.
+	require.LessOrEqual(t, strangers.passed.Load(), int64(3), "the stranger stays refused")
+	requireLimited(t, strangers.first.Load(), "miss")
+	// Refusing the stranger's keys still costs no lookup: only the few misses the refill let
+	// through (and a reload of the integrator's key after another test's NOTIFY) reach Postgres.
+	require.LessOrEqual(t, env.Process.Integrations.Loads()-loads, strangers.passed.Load()+5,
+		"key lookups during 400 refused misses")
+	t.Logf("400 misses beside 100 valid calls from one address: %d misses refused, %d answered 401, %d valid calls refused, %d key lookups",
+		strangers.refused.Load(), strangers.passed.Load(), refused, env.Process.Integrations.Loads()-loads)
+
+	// The newcomer is served too. Its keys became known when the gateway heard the notification
+	// of its creation, which may still be on its way: wait for it (the address gets no miss back
+	// for 30 s, so only that notification can let the call through).
+	r, err = stranger()
+	require.NoError(t, err)
+	requireLimited(t, r, "miss")
+	require.Eventually(t, func() bool {
+		r, err := getFrom(nat, env.ProcessURL, "/api/v1/external-user", newcomer.keys("bob"))
+		require.NoError(t, err)
+		return r.Status == 404 // the customer bob does not exist: authenticated, then answered
+	}, 10*time.Second, 20*time.Millisecond, "an integration's first call from an address out of misses")
 }

@@ -104,7 +104,9 @@ var corsAPI = cors.New(cors.Config{
 // New builds the gateway app.
 func New(o Options) (*fiber.App, error) {
 	app := httpx.NewApp("gateway", o.Log, o.BodyLimit, o.RequestBudget)
-	// Before any route: a path every reader does not read the same way is refused (canonical.go).
+	// Before any route: a request every reader does not frame the same way (framing.go), or a
+	// path every reader does not read the same way (canonical.go), is refused.
+	app.Use(guardFraming(app))
 	app.Use(canonicalPaths)
 	a := &auth{opts: o, adminHash: sha256.Sum256([]byte(o.AdminToken)), upgrades: map[string]bool{}}
 	for _, up := range o.Upstreams {

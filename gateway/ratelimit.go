@@ -11,6 +11,7 @@ import (
 
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/config"
+	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ratelimit"
 )
@@ -27,6 +28,8 @@ import (
 //     is never slowed while a stranger probing for assets or keys is stopped after about
 //     Miss.Quota failures. Requests whose credentials did not verify (a 401 or 410 on /api/v1,
 //     /api/embed or /admin) charge the miss bucket too: each costs a key lookup in Postgres.
+//     An address out of misses is refused everything but requests whose credentials verify,
+//     which stay limited by their own integration's or session's bucket alone (outOfMisses).
 //
 // The state is this process's memory: N gateway replicas allow N times each limit. An
 // integration's requests spread over the replicas by the load balancer, so it gets up to N
@@ -140,7 +143,10 @@ func (r *RateLimits) Handle(c *fiber.Ctx) error {
 		}
 	}
 	if !d.Allowed {
-		return cfg.refuse(c, cfg.addressPolicy, policyMiss, d, sc)
+		if sc == scopeAddress || httpx.IsWebSocketUpgrade(c) {
+			return cfg.refuse(c, cfg.addressPolicy, policyMiss, d, sc)
+		}
+		return cfg.outOfMisses(c, d)
 	}
 	err := c.Next()
 	status := c.Response().StatusCode()
@@ -153,6 +159,21 @@ func (r *RateLimits) Handle(c *fiber.Ctx) error {
 		cfg.addressHeaders(c, policyMiss, r.miss.Charge(addr, cfg.Miss))
 	case sc == scopeAddress:
 		cfg.addressHeaders(c, policyRead, r.read.Charge(addr, cfg.Read))
+	}
+	return err
+}
+
+// outOfMisses serves a keyed request from an address that has used up its misses: the
+// address's failures must not refuse the valid calls of an integrator who shares it (a cloud
+// NAT's egress), so the request is authenticated, with keys the gateway does not know to exist
+// taken as unknown without a lookup (credentials.KnownKeysOnly: the refusal costs no more than
+// it did when it came first). Credentials that verify are served and limited by their own scope
+// (Scoped); anything else is refused as before, and charges nothing more.
+func (cfg *limitsConfig) outOfMisses(c *fiber.Ctx, d ratelimit.Decision) error {
+	c.SetUserContext(credentials.KnownKeysOnly(c.UserContext()))
+	err := c.Next()
+	if httpx.CallerOf(c) == nil {
+		return cfg.refuse(c, cfg.addressPolicy, policyMiss, d, scopeKeyed)
 	}
 	return err
 }

@@ -175,6 +175,41 @@ func TestKeyedScopes(t *testing.T) {
 	requireRateLimited(t, send(t, app, "/assets/404", nil), "miss")
 }
 
+// TestNoCollateral: an address out of misses is still served for requests whose credentials
+// verify, each limited by its own integration's or session's bucket only (issue 38: an
+// integrator's valid calls answered 429 while a stranger behind the same NAT sent misses);
+// what does not authenticate, and everything on the routes anyone may request, stays refused.
+func TestNoCollateral(t *testing.T) {
+	app := limitedApp(NewRateLimits(limits(func(c *config.RateLimits) {
+		c.Miss = ratelimit.Limit{Quota: 3, Window: time.Minute}
+		c.APIFree = ratelimit.Limit{Quota: 5, Window: time.Minute}
+		c.Session = ratelimit.Limit{Quota: 2, Window: time.Minute}
+	})))
+	for range 3 {
+		require.Equal(t, 401, send(t, app, "/api/v1/x/200", nil).StatusCode)
+	}
+	requireRateLimited(t, send(t, app, "/api/v1/x/200", nil), "miss")
+	requireRateLimited(t, send(t, app, "/assets/404", nil), "miss")
+	requireRateLimited(t, send(t, app, "/assets/200", nil), "miss")
+
+	key := map[string]string{"key": "a", "plan": "free"}
+	for i := range 5 {
+		resp := send(t, app, "/api/v1/x/200", key)
+		require.Equal(t, 200, resp.StatusCode, "valid call %d", i)
+		require.Regexp(t, `^"integration";r=`+strconv.Itoa(4-i)+`;t=\d+$`, resp.Header.Get("RateLimit"))
+		requireRateLimited(t, send(t, app, "/api/v1/x/200", nil), "miss")
+	}
+	requireRateLimited(t, send(t, app, "/api/v1/x/200", key), "integration")
+	// Its own failures are its business: served, and they charge the address nothing more.
+	require.Equal(t, 200, send(t, app, "/api/v1/x/200", map[string]string{"key": "b", "plan": "free"}).StatusCode)
+	require.Equal(t, 404, send(t, app, "/api/v1/x/404", map[string]string{"key": "b", "plan": "free"}).StatusCode)
+	for range 2 {
+		require.Equal(t, 200, send(t, app, "/api/embed/x/200", map[string]string{"session": "s1"}).StatusCode)
+	}
+	requireRateLimited(t, send(t, app, "/api/embed/x/200", map[string]string{"session": "s1"}), "session")
+	requireRateLimited(t, send(t, app, "/api/embed/x/200", nil), "miss")
+}
+
 func TestRefusedPageIsAnHTMLPage(t *testing.T) {
 	app := limitedApp(NewRateLimits(limits(func(c *config.RateLimits) {
 		c.Read = ratelimit.Limit{Quota: 1, Window: 10 * time.Second}

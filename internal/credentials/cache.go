@@ -91,12 +91,17 @@ type Cache struct {
 
 	mu      sync.Mutex // an LRU read moves the entry, so every access writes
 	entries *byteLRU[cached]
+	// known are the keys (as in entries) of integrations known to exist, kept across Flush:
+	// the keys KnownKeysOnly lets reach the database (known.go).
+	known   map[string]struct{}
 	gen     uint64        // bumped on every invalidation; loads that raced one are not cached
 	live    atomic.Bool   // LISTEN connection is up
 	backend atomic.Uint32 // backend pid of the LISTEN connection, for tests and diagnostics
 	loads   atomic.Int64  // database lookups, for tests and metrics
 	// load reads one integration; the database query in production.
 	load func(ctx context.Context, where string, arg any) (*Integration, error)
+	// loadKeys reads the keys of the live integrations, or of one (known.go).
+	loadKeys func(ctx context.Context, integrationID string) ([]integrationKeys, error)
 	// loadCustomer reads a customer's status; found is false when there is no such customer.
 	loadCustomer func(ctx context.Context, integrationID, eu string) (active, found bool, err error)
 	// health is how the LISTEN connection is checked (db.Listener's fields; zero: defaults).
@@ -108,6 +113,7 @@ type Cache struct {
 func NewCache(pool *pgxpool.Pool, log *slog.Logger) *Cache {
 	s := &Cache{pool: pool, log: log, entries: newByteLRU[cached](DefaultCacheBytes)}
 	s.load = s.loadRow
+	s.loadKeys = s.loadKeyRows
 	s.loadCustomer = s.loadCustomerRow
 	return s
 }
@@ -147,11 +153,15 @@ func (s *Cache) BySecret(ctx context.Context, secret string) (*Integration, erro
 }
 
 func (s *Cache) integration(ctx context.Context, key, where string, arg any) (*Integration, error) {
+	if knownOnly(ctx) && !s.isKnown(key) {
+		return nil, nil
+	}
 	e, err := s.lookup(key, func() (cached, int64, bool, error) {
 		in, err := s.load(ctx, where, arg)
 		if err != nil || in == nil {
 			return cached{}, 0, false, err
 		}
+		s.remember(key)
 		return cached{in: in}, in.cost(), true, nil
 	})
 	return e.in, err
@@ -268,12 +278,20 @@ func (s *Cache) notified(payload string) {
 }
 
 // Listen keeps the cache's LISTEN connection until ctx ends, flushing the cache on every
-// notification and on every reconnect. An idle connection is checked every few seconds (see
-// db.Listener), so a connection that died without closing is replaced, and the cache flushed,
-// within db.DefaultHealthEvery + db.DefaultHealthTimeout. It returns when ctx is done.
+// notification and on every reconnect, and learning the keys that exist then (known.go). An
+// idle connection is checked every few seconds (see db.Listener), so a connection that died
+// without closing is replaced, and the cache flushed, within db.DefaultHealthEvery +
+// db.DefaultHealthTimeout. It returns when ctx is done.
 func (s *Cache) Listen(ctx context.Context) {
-	db.Listen(ctx, s.pool, db.Listener{Channel: Channel, OnConnect: s.Flush,
-		OnNotify: s.notified, Live: &s.live, Backend: &s.backend, Log: s.log,
+	db.Listen(ctx, s.pool, db.Listener{Channel: Channel,
+		OnConnect: func() { s.Flush(); s.learn(ctx, "") },
+		OnNotify: func(payload string) {
+			s.notified(payload)
+			if !strings.HasPrefix(payload, customerNoticePrefix) {
+				s.learn(ctx, payload)
+			}
+		},
+		Live: &s.live, Backend: &s.backend, Log: s.log,
 		HealthEvery: s.healthEvery, HealthTimeout: s.healthTimeout})
 }
 

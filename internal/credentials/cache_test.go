@@ -151,3 +151,88 @@ func TestCustomerStatusIsCachedAndDroppedAlone(t *testing.T) {
 	s.notified("some-integration-id")
 	require.Zero(t, s.Len(), "an integration's notice flushes")
 }
+
+// TestKnownKeysOnly: under KnownKeysOnly an unknown key costs no lookup, while a key a lookup
+// found before is served, from the cache or, after a flush, from the database again.
+func TestKnownKeysOnly(t *testing.T) {
+	real := fakeKey(PublicKeyPrefix, 'r')
+	s := testCache(func(_ context.Context, _ string, arg any) (*Integration, error) {
+		if arg.(string) == real {
+			return &Integration{ID: "real", PublicKey: real}, nil
+		}
+		return nil, nil
+	})
+	only := KnownKeysOnly(context.Background())
+	// Never seen: taken as unknown without a lookup, even a key that exists.
+	got, err := s.ByPublicKey(only, real)
+	require.NoError(t, err)
+	require.Nil(t, got)
+	require.Zero(t, s.Loads())
+
+	// Found once by an ordinary lookup, then known, across a flush.
+	got, err = s.ByPublicKey(context.Background(), real)
+	require.NoError(t, err)
+	require.Equal(t, "real", got.ID)
+	s.Flush()
+	loads := s.Loads()
+	got, err = s.ByPublicKey(only, real)
+	require.NoError(t, err)
+	require.Equal(t, "real", got.ID)
+	require.Equal(t, loads+1, s.Loads(), "after a flush a known key is looked up again")
+
+	// Strangers' keys: a lookup each without the mark, none with it.
+	loads = s.Loads()
+	for c := byte('A'); c < 'A'+20; c++ {
+		got, err := s.ByPublicKey(only, fakeKey(PublicKeyPrefix, c))
+		require.NoError(t, err)
+		require.Nil(t, got)
+	}
+	require.Equal(t, loads, s.Loads(), "unknown keys under KnownKeysOnly cost no lookup")
+	_, _ = s.ByPublicKey(context.Background(), fakeKey(PublicKeyPrefix, 'z'))
+	require.Equal(t, loads+1, s.Loads())
+	got, _ = s.ByPublicKey(only, fakeKey(PublicKeyPrefix, 'z'))
+	require.Nil(t, got, "a key a lookup did not find is not remembered")
+	require.Equal(t, loads+1, s.Loads())
+}
+
+// TestLearnMakesKeysKnown: the keys read at connect, or on an integration's notification, are
+// known before any lookup found them, and survive flushes; a failed read changes nothing.
+func TestLearnMakesKeysKnown(t *testing.T) {
+	fresh := fakeKey(PublicKeyPrefix, 'f')
+	secret := fakeKey(SecretKeyPrefix, 's')
+	s := testCache(func(_ context.Context, _ string, arg any) (*Integration, error) {
+		if arg == fresh {
+			return &Integration{ID: "fresh", PublicKey: fresh}, nil
+		}
+		if h, ok := arg.([]byte); ok && string(h) == string(HashSecret(secret)) {
+			return &Integration{ID: "fresh", PublicKey: fresh}, nil
+		}
+		return nil, nil
+	})
+	var fail bool
+	s.loadKeys = func(_ context.Context, id string) ([]integrationKeys, error) {
+		if fail {
+			return nil, context.DeadlineExceeded
+		}
+		require.Contains(t, []string{"", "fresh"}, id)
+		return []integrationKeys{{publicKey: fresh, secretHash: HashSecret(secret)}}, nil
+	}
+	only := KnownKeysOnly(context.Background())
+	got, _ := s.ByPublicKey(only, fresh)
+	require.Nil(t, got, "not known yet")
+
+	fail = true
+	s.learn(context.Background(), "")
+	got, _ = s.ByPublicKey(only, fresh)
+	require.Nil(t, got, "a failed read changes nothing")
+
+	fail = false
+	s.learn(context.Background(), "fresh")
+	s.Flush()
+	got, err := s.ByPublicKey(only, fresh)
+	require.NoError(t, err)
+	require.Equal(t, "fresh", got.ID)
+	got, err = s.BySecret(only, secret)
+	require.NoError(t, err)
+	require.Equal(t, "fresh", got.ID)
+}

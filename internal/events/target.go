@@ -11,49 +11,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/splathost/splathost/internal/netx"
 	"github.com/splathost/splathost/workflows/contract"
 )
 
 // MaxURL bounds an endpoint URL.
 const MaxURL = 2048
 
-// blocked are the ranges no production delivery may reach besides those netip classifies as
-// loopback, private, link-local, multicast or unspecified: "this network", shared address space
-// (carrier NAT), IETF protocol assignments, benchmarking, reserved, and the NAT64 and 6to4
-// prefixes that embed an IPv4 address.
-var blocked = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("192.0.2.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("198.51.100.0/24"),
-	netip.MustParsePrefix("203.0.113.0/24"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("64:ff9b::/96"),
-	netip.MustParsePrefix("64:ff9b:1::/48"),
-	netip.MustParsePrefix("2002::/16"),
-	netip.MustParsePrefix("2001:db8::/32"),
-}
-
-// PublicAddr reports whether ip is an address a production delivery may connect to.
-func PublicAddr(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
-		return false
-	}
-	for _, p := range blocked {
-		if p.Contains(ip) {
-			return false
-		}
-	}
-	return true
-}
-
 // URLProblem says what is wrong with raw as an endpoint URL, or "". Without allowPrivate it must
-// be https and must not name a loopback or private address literally (nor localhost); a DNS
-// name is checked where it matters, at every connection (Dialer), since it may resolve
+// be https and must not name localhost or, literally, an address of the special-purpose
+// registries (netx.AddrProblem: loopback, private, link-local, IPv4 embedded in IPv6, ...); a
+// DNS name is checked where it matters, at every connection (Client), since it may resolve
 // elsewhere by then.
 func URLProblem(raw string, allowPrivate bool) string {
 	if len(raw) > MaxURL {
@@ -92,14 +60,16 @@ func URLProblem(raw string, allowPrivate bool) string {
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		return "must not target a loopback or private address"
 	}
-	if ip, err := netip.ParseAddr(host); err == nil && !PublicAddr(ip) {
-		return "must not target a loopback or private address"
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if problem := netx.AddrProblem(ip); problem != "" {
+			return "must not target a loopback, private or special-purpose address: " + problem
+		}
 	}
 	return ""
 }
 
 // ErrPrivateTarget is the error of a connection refused because its address is not public.
-var ErrPrivateTarget = errors.New("webhook target resolves to a loopback or private address")
+var ErrPrivateTarget = errors.New("webhook target resolves to a loopback, private or special-purpose address")
 
 // Client is the HTTP client of deliveries. Without allowPrivate its dialer checks the address
 // it is about to connect to, after DNS resolution, so a name that resolves to a private address
@@ -110,7 +80,7 @@ func Client(allowPrivate bool) *http.Client {
 	if !allowPrivate {
 		d.Control = func(network, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
-			if err != nil || !PublicAddr(ap.Addr()) {
+			if err != nil || !netx.PublicAddr(ap.Addr()) {
 				return ErrPrivateTarget
 			}
 			return nil

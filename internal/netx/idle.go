@@ -1,5 +1,6 @@
-// Package netx holds small network helpers shared by the clients of the product's own
-// connection pools (the gateway's upstream pool, the Postgres pool).
+// Package netx holds small network helpers: the idle-connection check shared by the clients of
+// the product's own connection pools (the gateway's upstream pool, the Postgres pool), and the
+// registry of special-purpose addresses outbound deliveries must never reach (special.go).
 package netx
 
 import (
