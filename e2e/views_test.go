@@ -646,7 +646,7 @@ func TestViewRetentionDropsOnlyPartitionsOlderThan400Days(t *testing.T) {
 	require.NoError(t, err)
 	var res workflows.ViewRetentionResult
 	require.NoError(t, run.Get(ctx, &res))
-	recordHistory(t, run.GetID(), "", "drop_expired_views.json")
+	recordHistory(t, run.GetID(), "", "drop_expired_views_compact.json")
 	month := expired.Format("200601")
 	require.Contains(t, res.Dropped, analytics.EventsTable+":"+month)
 	require.Contains(t, res.Dropped, analytics.DailyTable+":"+month)
