@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -536,12 +537,17 @@ func awaitDeletedEverywhere(t *testing.T, ids ...string) {
 	}
 	ctx := context.Background()
 	db := env.State.ClickHouseDB
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	in := strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")
 	for _, addr := range env.State.ClickHouseAddrs {
 		conn, err := analytics.Open(ctx, addr, db)
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {
 			var n uint64
-			err := conn.QueryRow(ctx, "SELECT uniqExact(scene_id) FROM "+db+"."+analytics.DeletedTable+" WHERE scene_id IN (?)", ids).Scan(&n)
+			err := conn.QueryRow(ctx, "SELECT uniqExact(scene_id) FROM "+db+"."+analytics.DeletedTable+" WHERE scene_id IN ("+in+")", args...).Scan(&n)
 			return err == nil && n == uint64(len(ids))
 		}, 10*time.Second, 10*time.Millisecond, "%s has the deleted scenes", addr)
 		conn.Close()
