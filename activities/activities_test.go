@@ -19,7 +19,7 @@ func TestContractNames(t *testing.T) {
 		contract.ConvertRendition, contract.FinishRendition, contract.PendingRenditions,
 		contract.DeleteOrphanRenditions, contract.PurgeArchivedScene, contract.ArchivedScenes,
 		contract.DeleteOrphanUploads, contract.DeleteStrayObjects, contract.DeleteViews, contract.DropExpiredViews,
-		contract.DeleteOrphanViews, contract.AttemptWebhookDelivery, contract.PendingWebhookDeliveries}
+		contract.DeleteOrphanViews, contract.CompactDeletedViews, contract.AttemptWebhookDelivery, contract.PendingWebhookDeliveries}
 	methods := func(typ reflect.Type) (out []string) {
 		for i := range typ.NumMethod() {
 			out = append(out, typ.Method(i).Name)

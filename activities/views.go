@@ -17,17 +17,18 @@ import (
 // worker wires it in; package activities names it by interface because workflows, which import
 // activities, must stay clear of the analytics package (internal/arch).
 type ViewStore interface {
-	DeleteScenes(ctx context.Context, sceneIDs []string) error
+	MarkDeleted(ctx context.Context, sceneIDs []string) error
+	CompactDeleted(ctx context.Context) (int, error)
 	DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]string, error)
 	SceneIDs(ctx context.Context) ([]string, error)
 }
 
 // DeleteViews removes every view record of deleted scenes (spec: DELETE of a scene or a
 // customer removes its view records): the views still waiting in the Postgres outbox, the likes,
-// and the ClickHouse events and daily rollup (ALTER TABLE … DELETE). Each step is idempotent, so
-// a retry after any failure is safe. A view accepted while this runs may survive it; trending
-// and viewCount never show a scene that no longer exists, and the retention job's partition
-// drops remove it in time.
+// and in ClickHouse, one insert into the deleted scenes, which takes their views out of every
+// query at once (the daily CompactDeletedViews removes the rows themselves, for all deleted
+// scenes in one batch: no mutation per deletion). Each step is idempotent, so a retry after
+// any failure is safe. A view stored after the insert is left out too.
 func (a *Activities) DeleteViews(ctx context.Context, in contract.DeleteViewsInput) (contract.DeleteViewsResult, error) {
 	if len(in.SceneIDs) == 0 || len(in.SceneIDs) > contract.MaxViewDeletion {
 		return contract.DeleteViewsResult{}, badInput("DeleteViews: 1-%d scene ids are required", contract.MaxViewDeletion)
@@ -45,7 +46,17 @@ func (a *Activities) deleteViews(ctx context.Context, sceneIDs []string) error {
 	if _, err := a.Ent.SceneLike.Delete().Where(scenelike.SceneIDIn(sceneIDs...)).Exec(ctx); err != nil {
 		return fmt.Errorf("deleting likes: %w", err)
 	}
-	return a.Views.DeleteScenes(ctx, sceneIDs)
+	return a.Views.MarkDeleted(ctx, sceneIDs)
+}
+
+// CompactDeletedViews removes the ClickHouse rows of every deleted scene that still has any,
+// one mutation per table for all of them (the view-retention schedule runs it daily).
+func (a *Activities) CompactDeletedViews(ctx context.Context, _ contract.CompactDeletedViewsInput) (contract.CompactDeletedViewsResult, error) {
+	if a.Views == nil {
+		return contract.CompactDeletedViewsResult{}, fmt.Errorf("compacting views: no view store configured")
+	}
+	n, err := a.Views.CompactDeleted(ctx)
+	return contract.CompactDeletedViewsResult{Scenes: n}, err
 }
 
 // DropExpiredViews drops the view partitions older than the retention (idempotent: a partition
@@ -64,10 +75,10 @@ func (a *Activities) DropExpiredViews(ctx context.Context, in contract.DropExpir
 // orphanCheckChunk is how many scene ids one Postgres existence check takes.
 const orphanCheckChunk = 1000
 
-// DeleteOrphanViews removes the view records of scenes that no longer exist in Postgres: the
-// backstop for a deletion whose DeleteSceneViews workflow could not be started (Temporal
-// unreachable at that moment), and for a view that reached ClickHouse after its scene's records
-// were deleted. A scene never comes back once deleted, so the sweep cannot remove live data.
+// DeleteOrphanViews removes the view records of scenes that no longer exist in Postgres (marks
+// them deleted, as DeleteViews does): the backstop for a deletion whose DeleteSceneViews
+// workflow could not be started (Temporal unreachable at that moment). A scene never comes back
+// once deleted, so the sweep cannot remove live data.
 func (a *Activities) DeleteOrphanViews(ctx context.Context, _ contract.DeleteOrphanViewsInput) (contract.DeleteOrphanViewsResult, error) {
 	if a.Views == nil {
 		return contract.DeleteOrphanViewsResult{}, fmt.Errorf("sweeping views: no view store configured")

@@ -25,6 +25,16 @@ const (
 	// rewritten by every refresh: what a trending request reads, one row instead of every
 	// active scene of ScoresTable.
 	TopsTable = "trending_tops"
+	// DeletedTable lists the deleted scenes: every query over views leaves their rows out (see
+	// visibleScenes), so a deletion is one insert here, and the view-retention run removes their
+	// rows in one batch (Views.CompactDeleted) instead of a mutation per deleted scene. In a
+	// cluster every node holds all of it (replicated, not sharded), so a shard's part of a
+	// query over a Distributed table filters by its own copy.
+	DeletedTable = "deleted_scenes"
+	// VisibleEventsView is EventsTable without the rows of deleted scenes: what analysts query.
+	VisibleEventsView = "view_events_visible"
+	// VisibleDailyView is DailyTable without the rows of deleted scenes: what analysts query.
+	VisibleDailyView = "scene_views_daily_visible"
 	// migrationsTable records the applied schema versions.
 	migrationsTable = "schema_migrations"
 	// LocalSuffix names the per-shard replicated table under a Distributed table (cluster variant).
@@ -45,6 +55,11 @@ type table struct {
 	// shardBy is the sharding key of the Distributed table. It keeps together the rows a merge
 	// must fold or a query must see on one shard (an event's duplicates; a window's scores).
 	shardBy string
+	// everyNode, in a cluster, replicates the table whole to every node under its own name
+	// instead of sharding it behind a Distributed table: a small table that the queries of
+	// every shard read locally (a subquery of a query over a Distributed table runs on each
+	// shard against that shard's tables).
+	everyNode bool
 }
 
 // matView is a materialized view that writes what it selects from one table into another.
@@ -54,12 +69,20 @@ type matView struct {
 	name, from, to, query string
 }
 
+// plainView is a (non-materialized) view: a saved query over the tables under their own names,
+// the Distributed ones in a cluster. query names the database as {db}.
+type plainView struct {
+	name, query string
+}
+
 // migration is one version of the ClickHouse schema.
 type migration struct {
 	version uint32
 	name    string
 	tables  []table
 	views   []matView
+	// plain views are created after the tables and materialized views.
+	plain []plainView
 }
 
 // layout is where the schema lives: db on one server (cluster empty), or db on every node of
@@ -77,13 +100,26 @@ func (l layout) onCluster() string {
 }
 
 // local is the table that holds a table's rows on the server a statement runs on: the table
-// itself on one server, its replicated _local table in a cluster. Mutations and partition
-// drops address it, since a Distributed table holds no data.
+// itself on one server (and for a table replicated to every node), its replicated _local
+// table in a cluster. Mutations and partition drops address it, since a Distributed table
+// holds no data.
 func (l layout) local(name string) string {
-	if l.cluster == "" {
+	if l.cluster == "" || everyNode(name) {
 		return l.db + "." + name
 	}
 	return l.db + "." + name + LocalSuffix
+}
+
+// everyNode reports whether the schema's table name is replicated whole to every node.
+func everyNode(name string) bool {
+	for _, m := range migrations {
+		for _, t := range m.tables {
+			if t.name == name {
+				return t.everyNode
+			}
+		}
+	}
+	return false
 }
 
 // statements renders the version's DDL for the layout. Every statement is idempotent (IF NOT
@@ -96,22 +132,31 @@ func (m migration) statements(l layout) []string {
 	for _, v := range m.views {
 		out = append(out, v.ddl(l))
 	}
+	for _, v := range m.plain {
+		out = append(out, v.ddl(l))
+	}
 	return out
 }
 
 // ddl creates the table: on one server the table itself; in a cluster the replicated local
 // table on every node (ZooKeeper path per shard, replica from the macros) and the Distributed
 // table of the same name over it.
+//
+// A table replicated to every node (everyNode) keeps its own name and one ZooKeeper path for
+// the whole cluster, so every node is a replica of it ({replica} is unique in the cluster).
 func (t table) ddl(l layout) []string {
 	engine, params := t.engine, t.params
 	if l.cluster != "" {
 		engine = "Replicated" + engine
 		zk := fmt.Sprintf("'/clickhouse/tables/{shard}/%s/%s%s', '{replica}'", l.db, t.name, LocalSuffix)
+		if t.everyNode {
+			zk = fmt.Sprintf("'/clickhouse/tables/all/%s/%s', '{replica}'", l.db, t.name)
+		}
 		params = strings.TrimSuffix(zk+", "+params, ", ")
 	}
 	create := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s%s (\n\t%s\n) ENGINE = %s(%s)\nPARTITION BY %s\nORDER BY %s",
 		l.local(t.name), l.onCluster(), strings.Join(t.columns, ",\n\t"), engine, params, t.partitionBy, t.orderBy)
-	if l.cluster == "" {
+	if l.cluster == "" || t.everyNode {
 		return []string{create}
 	}
 	dist := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s%s AS %s ENGINE = Distributed(%s, %s, %s%s, %s)",
@@ -123,6 +168,24 @@ func (t table) ddl(l layout) []string {
 func (v matView) ddl(l layout) string {
 	return fmt.Sprintf("CREATE MATERIALIZED VIEW IF NOT EXISTS %s.%s%s TO %s AS\n%s",
 		l.db, v.name, l.onCluster(), l.local(v.to), strings.ReplaceAll(v.query, "{from}", l.local(v.from)))
+}
+
+// ddl creates the view on every node.
+func (v plainView) ddl(l layout) string {
+	return fmt.Sprintf("CREATE VIEW IF NOT EXISTS %s.%s%s AS\n%s", l.db, v.name, l.onCluster(), strings.ReplaceAll(v.query, "{db}", l.db))
+}
+
+// visibleScenes is the condition every query over views adds, so the rows of deleted scenes
+// are left out from the moment of their deletion (DeletedTable) until the view-retention run
+// removes them. db is the analytics database.
+func visibleScenes(db string) string {
+	return "scene_id NOT IN " + deletedScenes(db)
+}
+
+// deletedScenes is the subquery of the deleted scenes' ids. In a cluster each node reads its
+// own whole copy of DeletedTable, so the subquery needs no GLOBAL.
+func deletedScenes(db string) string {
+	return "(SELECT scene_id FROM " + db + "." + DeletedTable + ")"
 }
 
 // migrationsDDL creates the table of applied versions: a TinyLog on every node (a handful of
@@ -186,5 +249,17 @@ GROUP BY day, integration_id, scene_id`},
 			"scene_ids Array(String)", "unique_views Array(UInt64)", "impressions Array(UInt64)"},
 			engine: "ReplacingMergeTree", params: "computed_at", partitionBy: "toYYYYMM(since)",
 			orderBy: "(integration_id, since)", shardBy: "cityHash64(integration_id)"},
+	}},
+	{version: 4, name: "deleted scenes", tables: []table{
+		// One row per deleted scene (a repeated deletion adds a duplicate that merges fold).
+		// Monthly partitions go with the views' 400-day retention: by then every view of the
+		// scene has expired too. Replicated whole to every node in a cluster (everyNode).
+		{name: DeletedTable, columns: []string{"scene_id String", "deleted_at DateTime('UTC')"},
+			engine: "ReplacingMergeTree", params: "deleted_at", partitionBy: "toYYYYMM(deleted_at)",
+			orderBy: "scene_id", everyNode: true},
+	}, plain: []plainView{
+		// What analysts query: the views without the deleted scenes' rows.
+		{name: VisibleEventsView, query: "SELECT * FROM {db}." + EventsTable + "\nWHERE " + visibleScenes("{db}")},
+		{name: VisibleDailyView, query: "SELECT * FROM {db}." + DailyTable + "\nWHERE " + visibleScenes("{db}")},
 	}},
 }

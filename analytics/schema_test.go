@@ -10,8 +10,10 @@ import (
 
 // TestClusterVariant renders the whole schema for a cluster and checks every table is a
 // Replicated engine on every shard (its ZooKeeper path keyed by the {shard} macro, its replica
-// by {replica}) with a Distributed table of the table's own name over it, and that materialized
-// views read and write the local tables, so each shard rolls up its own events.
+// by {replica}) with a Distributed table of the table's own name over it, or, for the small
+// tables every shard's queries read, one Replicated table on every node; that materialized
+// views read and write the local tables, so each shard rolls up its own events; and that the
+// analysts' views read the Distributed tables.
 func TestClusterVariant(t *testing.T) {
 	l := layout{db: "sh", cluster: "analytics"}
 	var stmts []string
@@ -24,6 +26,16 @@ func TestClusterVariant(t *testing.T) {
 		for _, tb := range m.tables {
 			require.False(t, seen[tb.name], "%s defined once", tb.name)
 			seen[tb.name] = true
+			if tb.everyNode {
+				// One ZooKeeper path for the whole cluster: every node is a replica of it.
+				require.Contains(t, all, "CREATE TABLE IF NOT EXISTS sh."+tb.name+" ON CLUSTER analytics (", "%s: under its own name", tb.name)
+				require.Contains(t, all, "ENGINE = Replicated"+tb.engine+"('/clickhouse/tables/all/sh/"+tb.name+"', '{replica}'"+prefixed(", ", tb.params)+")",
+					"%s: replicated to every node", tb.name)
+				require.NotContains(t, all, "sh."+tb.name+LocalSuffix, "%s: no local table", tb.name)
+				require.NotContains(t, all, "Distributed(analytics, sh, "+tb.name, "%s: not sharded", tb.name)
+				require.Equal(t, "sh."+tb.name, l.local(tb.name), "%s: mutations and partition drops address it", tb.name)
+				continue
+			}
 			require.NotEmpty(t, tb.shardBy, "%s has a sharding key", tb.name)
 			local := regexp.MustCompile(`(?s)CREATE TABLE IF NOT EXISTS sh\.` + tb.name + `_local ON CLUSTER analytics \(.*?\) ENGINE = Replicated` +
 				tb.engine + `\('/clickhouse/tables/\{shard\}/sh/` + tb.name + `_local', '\{replica\}'` + regexp.QuoteMeta(prefixed(", ", tb.params)) +
@@ -38,8 +50,15 @@ func TestClusterVariant(t *testing.T) {
 			require.Contains(t, ddl, "FROM sh."+v.from+"_local\n")
 			require.NotContains(t, v.query, "sh.", "views name their source only through {from}")
 		}
+		for _, v := range m.plain {
+			// Over the Distributed tables, filtered by each node's own whole copy of the deleted
+			// scenes.
+			require.Contains(t, v.ddl(l), "CREATE VIEW IF NOT EXISTS sh."+v.name+" ON CLUSTER analytics AS\nSELECT * FROM sh.")
+			require.NotContains(t, v.ddl(l), LocalSuffix)
+			require.Contains(t, v.ddl(l), "WHERE scene_id NOT IN (SELECT scene_id FROM sh.deleted_scenes)")
+		}
 	}
-	for _, name := range []string{EventsTable, DailyTable, ScoresTable, DemandTable, TopsTable} {
+	for _, name := range []string{EventsTable, DailyTable, ScoresTable, DemandTable, TopsTable, DeletedTable} {
 		require.True(t, seen[name], "%s is in the schema", name)
 	}
 	for _, s := range stmts {
@@ -72,6 +91,14 @@ func TestSingleServerVariant(t *testing.T) {
 		"integration_id, scene_id,\n\tuniqState(visitor_id) AS visitors, countState() AS impressions\nFROM sh.view_events\nGROUP BY day, integration_id, scene_id",
 		migrations[0].views[0].ddl(l))
 	require.Equal(t, "sh.view_events", l.local(EventsTable))
+	require.Equal(t, "sh.deleted_scenes", l.local(DeletedTable))
+	deleted := migrations[3]
+	require.Equal(t, []string{"CREATE TABLE IF NOT EXISTS sh.deleted_scenes (\n\tscene_id String,\n\tdeleted_at DateTime('UTC')\n) " +
+		"ENGINE = ReplacingMergeTree(deleted_at)\nPARTITION BY toYYYYMM(deleted_at)\nORDER BY scene_id"}, deleted.tables[0].ddl(l))
+	require.Equal(t, []string{
+		"CREATE VIEW IF NOT EXISTS sh.view_events_visible AS\nSELECT * FROM sh.view_events\nWHERE scene_id NOT IN (SELECT scene_id FROM sh.deleted_scenes)",
+		"CREATE VIEW IF NOT EXISTS sh.scene_views_daily_visible AS\nSELECT * FROM sh.scene_views_daily\nWHERE scene_id NOT IN (SELECT scene_id FROM sh.deleted_scenes)",
+	}, deleted.statements(l)[1:], "the analysts' views leave the deleted scenes out")
 }
 
 // TestMigrationVersionsAscend: versions are applied in order and recorded by number.

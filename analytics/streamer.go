@@ -28,6 +28,9 @@ const (
 	// DefaultInsertTimeout bounds one ClickHouse insert; an insert cut off by it may still land,
 	// which the next attempt's deduplication absorbs.
 	DefaultInsertTimeout = 15 * time.Second
+	// refreshTimeout bounds one round of the trending windows' refresh: by then readers have
+	// long stopped trusting the windows (they accept 5 s old ones at most).
+	refreshTimeout = 15 * time.Second
 	// DefaultFence is how long a new leader waits before its first batch: longer than a lost
 	// leader takes to notice (a check every Fence/4, each bounded by lockCheckTimeout) and cancel
 	// its insert.
@@ -54,7 +57,10 @@ const (
 // It speaks plain pgx, not ent: analytics stays below the product's data model.
 type Streamer struct {
 	// Pool is the product database's pool (internal/db's DB.Pool).
-	Pool  *pgxpool.Pool
+	Pool *pgxpool.Pool
+	// Views should be a view store of the streamer's own (OpenViews), not one whose connections
+	// purges, the retention job or requests share: a mutation or DDL that hangs there, and
+	// holds every connection of its pool, must never hold the views in the outbox.
 	Views *Views
 	Log   *slog.Logger
 	// Batch, Idle, InsertTimeout, Fence and Refresh default to DefaultBatch, DefaultIdle,
@@ -193,7 +199,11 @@ func (s *Streamer) refreshWindows(ctx context.Context) {
 	r := windowRefresher{views: s.Views}
 	failing := false
 	for sleep(ctx, s.Refresh) {
-		err := r.refresh(ctx)
+		// A round that hangs (a stuck node) is cut off, so the connection it holds goes back
+		// to the streamer's pool; readers rank their windows themselves meanwhile.
+		rctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+		err := r.refresh(rctx)
+		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
 			s.Log.Warn("trending windows: refresh failed; requests rank their windows themselves until it succeeds", "error", err)

@@ -263,14 +263,15 @@ func (v *Views) writeTop(ctx context.Context, l layout, integrationID string, si
 	return batch.Send()
 }
 
-// partsSnapshot returns a hash of the names of the daily rollup's active parts (any insert,
-// merge or mutation renames them) and ClickHouse's clock. In a cluster it returns 0 for the
+// partsSnapshot returns a hash of the names of the daily rollup's and the deleted scenes'
+// active parts (any insert, merge or mutation renames them: a view, or a deletion that takes a
+// scene out of every window) and ClickHouse's clock. In a cluster it returns 0 for the
 // hash (unknown), since the other shards' parts are not in this server's system.parts.
 func (v *Views) partsSnapshot(ctx context.Context, l layout) (uint64, time.Time, error) {
 	var parts uint64
 	var now time.Time
 	err := v.conn.QueryRow(ctx, `SELECT cityHash64(arrayStringConcat(arraySort(groupArray(name)), ',')), now()
-		FROM system.parts WHERE database = ? AND table = ? AND active`, v.db, DailyTable).Scan(&parts, &now)
+		FROM system.parts WHERE database = ? AND table IN (?, ?) AND active`, v.db, DailyTable, DeletedTable).Scan(&parts, &now)
 	if l.cluster != "" {
 		parts = 0
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // Views is the ClickHouse view store: it inserts view events, answers windowed scores for
-// trending, deletes a scene's records and drops expired partitions.
+// trending, marks deleted scenes and removes their records, and drops expired partitions.
 type Views struct {
 	conn driver.Conn
 	db   string
@@ -162,7 +162,7 @@ func (s Score) Value() int64 { return s.UniqueViews*3 + s.Impressions }
 func (v *Views) WindowScores(ctx context.Context, integrationID string, since time.Time) ([]Score, error) {
 	rows, err := v.conn.Query(ctx, `SELECT scene_id, toInt64(uniqMerge(visitors)) AS u, toInt64(countMerge(impressions)) AS c
 		FROM `+v.db+"."+DailyTable+`
-		WHERE integration_id = ? AND day >= toDate(?)
+		WHERE integration_id = ? AND day >= toDate(?) AND `+visibleScenes(v.db)+`
 		GROUP BY scene_id
 		ORDER BY u * 3 + c DESC, scene_id`, integrationID, since.UTC().Format("2006-01-02"))
 	return collect(rows, err, func(r driver.Rows) (s Score, err error) {
@@ -170,26 +170,76 @@ func (v *Views) WindowScores(ctx context.Context, integrationID string, since ti
 	})
 }
 
-// DeleteScenes removes every view record of the scenes, raw, rolled up and precomputed, with
-// ALTER TABLE … DELETE (a mutation; 18.16 has no lightweight DELETE), on every shard in a
-// cluster. Mutations run in the background; the call returns once all are queued, and deleting
-// again is harmless, so a retry is safe.
-func (v *Views) DeleteScenes(ctx context.Context, sceneIDs []string) error {
+// MarkDeleted records the scenes as deleted (DeletedTable): from then on every query over
+// views leaves their rows out, and the view-retention run removes the rows (CompactDeleted).
+// It is one insert, replicated like any other, never a mutation; marking a scene again is
+// harmless, so a retry is safe.
+func (v *Views) MarkDeleted(ctx context.Context, sceneIDs []string) error {
 	if len(sceneIDs) == 0 {
 		return nil
 	}
-	quoted := make([]string, len(sceneIDs))
-	listed := make([]string, len(sceneIDs))
-	for i, id := range sceneIDs {
+	for _, id := range sceneIDs {
 		if !validSceneID(id) {
 			return fmt.Errorf("invalid scene id %q", id)
 		}
-		quoted[i] = "'" + id + "'"
-		listed[i] = "has(scene_ids, '" + id + "')"
 	}
 	l, err := v.layout(ctx)
 	if err != nil {
 		return err
+	}
+	batch, err := v.conn.PrepareBatch(ctx, "INSERT INTO "+l.local(DeletedTable)+" (scene_id, deleted_at)")
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	for _, id := range sceneIDs {
+		if err := batch.Append(id, now); err != nil {
+			_ = batch.Abort()
+			return err
+		}
+	}
+	return batch.Send()
+}
+
+// compactChunk bounds the scene ids of one ALTER … DELETE statement: at about 27 bytes an id,
+// well under ClickHouse's default max_query_size (256 KiB).
+const compactChunk = 5000
+
+// CompactDeleted removes the rows, raw, rolled up and precomputed, of every deleted scene that
+// still has any, with one ALTER TABLE … DELETE per table (and per compactChunk scenes) for
+// all of them at once: the batch that replaces a mutation per deleted scene. It returns how
+// many scenes it found. Mutations run in the background (system.mutations); the call returns
+// once they are queued, and running it again is harmless.
+func (v *Views) CompactDeleted(ctx context.Context) (int, error) {
+	l, err := v.layout(ctx)
+	if err != nil {
+		return 0, err
+	}
+	deleted := "IN " + deletedScenes(v.db)
+	rows, err := v.conn.Query(ctx, "SELECT DISTINCT scene_id FROM (SELECT scene_id FROM "+v.db+"."+DailyTable+" WHERE scene_id "+deleted+
+		" UNION ALL SELECT scene_id FROM "+v.db+"."+ScoresTable+" WHERE scene_id "+deleted+")")
+	ids, err := collect(rows, err, func(r driver.Rows) (id string, err error) { return id, r.Scan(&id) })
+	if err != nil {
+		return 0, err
+	}
+	for start := 0; start < len(ids); start += compactChunk {
+		if err := v.deleteRows(ctx, l, ids[start:min(start+compactChunk, len(ids))]); err != nil {
+			return 0, err
+		}
+	}
+	return len(ids), nil
+}
+
+// deleteRows queues the mutations that remove the scenes' rows from every view table, on
+// every shard in a cluster (18.16 has no lightweight DELETE).
+func (v *Views) deleteRows(ctx context.Context, l layout, sceneIDs []string) error {
+	quoted := make([]string, len(sceneIDs))
+	for i, id := range sceneIDs {
+		// ALTER … DELETE takes no parameters: ids are spliced in only after this check.
+		if !validSceneID(id) {
+			return fmt.Errorf("invalid scene id %q", id)
+		}
+		quoted[i] = "'" + id + "'"
 	}
 	in := strings.Join(quoted, ",")
 	for _, table := range []string{EventsTable, DailyTable, ScoresTable} {
@@ -199,21 +249,22 @@ func (v *Views) DeleteScenes(ctx context.Context, sceneIDs []string) error {
 	}
 	// A top list naming one of them goes whole: the window's next refresh writes it anew, and
 	// meanwhile a reader ranks from ScoresTable or afresh.
-	if err := v.conn.Exec(ctx, "ALTER TABLE "+l.local(TopsTable)+l.onCluster()+" DELETE WHERE "+strings.Join(listed, " OR ")); err != nil {
+	if err := v.conn.Exec(ctx, "ALTER TABLE "+l.local(TopsTable)+l.onCluster()+" DELETE WHERE hasAny(scene_ids, ["+in+"])"); err != nil {
 		return fmt.Errorf("delete views from %s: %w", TopsTable, err)
 	}
 	return nil
 }
 
-// SceneIDs lists every scene that has view records (from the daily rollup, which holds a row per
-// scene and day with views), so a sweep can find the records of scenes that no longer exist.
+// SceneIDs lists every scene that has view records and is not yet marked deleted (from the
+// daily rollup, which holds a row per scene and day with views), so a sweep can find the
+// records of scenes that no longer exist.
 func (v *Views) SceneIDs(ctx context.Context) ([]string, error) {
-	rows, err := v.conn.Query(ctx, "SELECT DISTINCT scene_id FROM "+v.db+"."+DailyTable)
+	rows, err := v.conn.Query(ctx, "SELECT DISTINCT scene_id FROM "+v.db+"."+DailyTable+" WHERE "+visibleScenes(v.db))
 	return collect(rows, err, func(r driver.Rows) (id string, err error) { return id, r.Scan(&id) })
 }
 
-// validSceneID accepts the 24-hex scene ids; ALTER … DELETE takes no parameters, so ids are
-// spliced into the statement only after this check.
+// validSceneID accepts the 24-hex scene ids: what the product deletes, and all an ALTER …
+// DELETE statement splices in.
 func validSceneID(id string) bool {
 	if len(id) != 24 {
 		return false
@@ -232,8 +283,8 @@ func validSceneID(id string) bool {
 // never read again.
 const derivedKeep = 100 * 24 * time.Hour
 
-// DropPartitionsBefore drops, from the raw and rollup tables, every monthly partition whose
-// whole month lies before cutoff (the day after its last day is at or before cutoff), and
+// DropPartitionsBefore drops, from the raw and rollup tables and the deleted scenes (whose views
+// have expired by then), every monthly partition whose whole month lies before cutoff (the day after its last day is at or before cutoff), and
 // from the precomputed trending tables every month wholly older than derivedKeep (or cutoff,
 // if later), and returns the dropped partitions as "table:YYYYMM". A month still partly within
 // the retention stays until all of it has expired. Dropping is idempotent; in a cluster it
@@ -244,7 +295,7 @@ func (v *Views) DropPartitionsBefore(ctx context.Context, cutoff time.Time) ([]s
 		return nil, err
 	}
 	type part struct{ table, partition string }
-	tables := []string{EventsTable, DailyTable, ScoresTable, DemandTable, TopsTable}
+	tables := []string{EventsTable, DailyTable, ScoresTable, DemandTable, TopsTable, DeletedTable}
 	args := []any{v.db}
 	for _, t := range tables {
 		args = append(args, strings.TrimPrefix(l.local(t), v.db+"."))
@@ -303,7 +354,7 @@ type SceneDay struct {
 func (v *Views) SceneWindow(ctx context.Context, integrationID, sceneID string, since time.Time) (days []SceneDay, total SceneDay, err error) {
 	rows, err := v.conn.Query(ctx, `SELECT day, toInt64(countMerge(impressions)) AS c, toInt64(uniqMerge(visitors)) AS u
 		FROM `+v.db+"."+DailyTable+`
-		WHERE integration_id = ? AND scene_id = ? AND day >= toDate(?)
+		WHERE integration_id = ? AND scene_id = ? AND day >= toDate(?) AND `+visibleScenes(v.db)+`
 		GROUP BY day WITH TOTALS
 		ORDER BY day`, integrationID, sceneID, day(since))
 	days, err = collect(rows, err, func(r driver.Rows) (d SceneDay, err error) {

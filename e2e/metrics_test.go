@@ -47,7 +47,7 @@ func scrape(t *testing.T, url string, headers map[string]string) map[string]floa
 // TestMetrics reads the gateway's /metrics (admin token only) around real traffic. The test
 // product runs every service and the worker in one process, so one page holds every series:
 // requests by route template and status, a quota refusal by scope, a clone job's states, and
-// views accepted, ingested and spooled. Counters are compared before and after, at least
+// views accepted, ingested and spooled (how many, and the oldest's age). Counters are compared before and after, at least
 // (tests of this binary run side by side). TestDevStackRunsSplitBinaries scrapes each binary.
 func TestMetrics(t *testing.T) {
 	inProcessOnly(t)
@@ -85,6 +85,8 @@ func TestMetrics(t *testing.T) {
 	rose(after, `splathost_views_accepted_total`)
 	require.Greater(t, after[`splathost_http_request_duration_seconds_count{method="POST", route="/api/v1/splats", service="gateway"}`], 0.0)
 	require.Contains(t, after, "splathost_views_spooled")
+	require.Contains(t, after, "splathost_views_spooled_oldest_seconds")
+	require.GreaterOrEqual(t, after["splathost_views_spooled_oldest_seconds"], 0.0)
 	require.Contains(t, after, "splathost_clone_jobs_in_flight")
 	require.Contains(t, after, "go_goroutines", "runtime collectors are registered")
 	for series := range after {

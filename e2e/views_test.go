@@ -6,11 +6,14 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
@@ -438,6 +441,10 @@ func TestViewsSurviveAClickHouseCrashAndRestart(t *testing.T) {
 	})
 }
 
+// TestDeletingAScenesOrCustomerRemovesItsViews: a scene DELETE (its PurgeAssets workflow) and a
+// customer DELETE (DeleteSceneViews) take the scenes' views out of everything that reads them
+// as soon as their workflow ends, with one insert and no mutation; the view-retention run then
+// removes the rows of every deleted scene in one batch.
 func TestDeletingAScenesOrCustomerRemovesItsViews(t *testing.T) {
 	tn := newTenant(t)
 	keep := publicScene(t, tn, "ada")
@@ -462,11 +469,23 @@ func TestDeletingAScenesOrCustomerRemovesItsViews(t *testing.T) {
 	// The service starts it right after its answer: wait for it to exist and finish.
 	require.Eventually(t, func() bool { return env.Process.Temporal.GetWorkflow(ctx, pid, "").Get(ctx, nil) == nil },
 		eventuallyWait, 100*time.Millisecond, "the scene DELETE started %s", pid)
+	requireHidden(t, tn, gone)
 	r := do(t, "DELETE", "/api/v1/external-user", tn.keys("bob"), nil)
 	require.Equal(t, 200, r.Status, string(r.Raw))
 	wid := workflows.DeleteViewsWorkflowID(workflows.DeleteViewsInput{IntegrationID: tn.IntegrationID, SceneIDs: []string{bobs1, bobs2}})
 	require.NoError(t, env.Process.Temporal.GetWorkflow(ctx, wid, "").Get(ctx, nil), "the customer DELETE started %s", wid)
 	recordHistory(t, wid, "", "delete_scene_views.json")
+	requireHidden(t, tn, bobs1, bobs2)
+	require.Equal(t, [2]uint64{2, 2}, visibleCount(t, keep), "other scenes keep theirs")
+
+	// The daily view-retention run removes the rows of every deleted scene, one mutation per
+	// table for all of them.
+	run, err := env.Process.Temporal.ExecuteWorkflow(ctx, startOptions("view-compaction-test-"+tn.IntegrationID),
+		workflows.DropExpiredViews, workflows.ViewRetentionInput{})
+	require.NoError(t, err)
+	var res workflows.ViewRetentionResult
+	require.NoError(t, run.Get(ctx, &res))
+	require.GreaterOrEqual(t, res.CompactedScenes, 3)
 	for _, id := range []string{gone, bobs1, bobs2} {
 		// Each table's mutation runs on its own: wait for both.
 		require.Eventually(t, func() bool {
@@ -476,9 +495,134 @@ func TestDeletingAScenesOrCustomerRemovesItsViews(t *testing.T) {
 			rows, _ := chCount(t, id)
 			return rows == 0 && daily == 0
 		}, eventuallyWait, 200*time.Millisecond, "the views and rollup of %s are deleted", id)
+		require.Positive(t, mutationsNaming(t, id), "removed by the batch's mutations")
 	}
 	rows, _ := chCount(t, keep)
 	require.Equal(t, uint64(2), rows, "other scenes keep theirs")
+	require.Zero(t, mutationsNaming(t, keep))
+}
+
+// requireHidden checks, without waiting, that the deleted scenes' views are out of everything
+// that reads them (the analysts' views, trending's and the scene analytics' queries) while
+// their rows are still stored: the deletion ran no mutation.
+func requireHidden(t *testing.T, tn tenant, ids ...string) {
+	t.Helper()
+	ctx := context.Background()
+	awaitDeletedEverywhere(t, ids...)
+	since := time.Now().UTC().AddDate(0, 0, -7)
+	scores, err := env.Process.Views.WindowScores(ctx, tn.IntegrationID, since)
+	require.NoError(t, err)
+	for _, id := range ids {
+		require.Equal(t, [2]uint64{0, 0}, visibleCount(t, id), "%s: gone from the analysts' views", id)
+		for _, s := range scores {
+			require.NotEqual(t, id, s.SceneID, "gone from trending's scores")
+		}
+		days, total, err := env.Process.Views.SceneWindow(ctx, tn.IntegrationID, id, since)
+		require.NoError(t, err)
+		require.Empty(t, days, "gone from the scene's analytics")
+		require.Zero(t, total.Impressions)
+		rows, _ := chCount(t, id)
+		require.Equal(t, uint64(2), rows, "%s: its rows wait for the batch compaction", id)
+		require.Zero(t, mutationsNaming(t, id), "%s: its deletion ran no mutation", id)
+	}
+}
+
+// awaitDeletedEverywhere waits, in the cluster shape, until every ClickHouse node's copy of
+// the deleted scenes lists the ids (replicas fetch the insert's part asynchronously); on one
+// server the insert is there when the deletion ends.
+func awaitDeletedEverywhere(t *testing.T, ids ...string) {
+	t.Helper()
+	if !env.State.Cluster {
+		return
+	}
+	ctx := context.Background()
+	db := env.State.ClickHouseDB
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	in := strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")
+	for _, addr := range env.State.ClickHouseAddrs {
+		conn, err := analytics.Open(ctx, addr, db)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			var n uint64
+			err := conn.QueryRow(ctx, "SELECT uniqExact(scene_id) FROM "+db+"."+analytics.DeletedTable+" WHERE scene_id IN ("+in+")", args...).Scan(&n)
+			return err == nil && n == uint64(len(ids))
+		}, 10*time.Second, 10*time.Millisecond, "%s has the deleted scenes", addr)
+		conn.Close()
+	}
+}
+
+// visibleCount is a scene's impressions in the analysts' views of the raw events and of the
+// daily rollup.
+func visibleCount(t *testing.T, sceneID string) [2]uint64 {
+	t.Helper()
+	var events, daily uint64
+	db := env.Config.ClickHouseDB
+	require.NoError(t, env.Process.CH.QueryRow(context.Background(), "SELECT count() FROM "+db+"."+analytics.VisibleEventsView+
+		" WHERE scene_id = ?", sceneID).Scan(&events))
+	require.NoError(t, env.Process.CH.QueryRow(context.Background(), "SELECT toUInt64(countMerge(impressions)) FROM "+db+"."+
+		analytics.VisibleDailyView+" WHERE scene_id = ?", sceneID).Scan(&daily))
+	return [2]uint64{events, daily}
+}
+
+// mutationsNaming counts the ClickHouse mutations of the analytics database whose command names
+// the scene (in the cluster shape, those of the node the test's connection reached).
+func mutationsNaming(t *testing.T, sceneID string) uint64 {
+	t.Helper()
+	var n uint64
+	require.NoError(t, env.Process.CH.QueryRow(context.Background(), "SELECT count() FROM system.mutations WHERE database = ? AND position(command, ?) > 0",
+		env.Config.ClickHouseDB, sceneID).Scan(&n))
+	return n
+}
+
+// TestViewsFlowWhileMaintenanceConnectionsAreHeld: every connection of the ClickHouse pool that
+// purges, the retention job and reads share is held by a query that does not end (as hung
+// ALTER … ON CLUSTER statements held them on the cluster, issue 40), and views still reach
+// ClickHouse and viewCount within the contract's 10 s: the streamer has connections of its own.
+func TestViewsFlowWhileMaintenanceConnectionsAreHeld(t *testing.T) {
+	tn := newTenant(t)
+	id := publicScene(t, tn, "ada")
+	tok := mintToken(t, tn, "", map[string]any{"type": "viewer"})
+	holdConnections(t, env.Process.CH)
+	ctx := context.Background()
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	require.Error(t, env.Process.CH.Ping(short), "the shared pool has no connection to give")
+	for _, v := range []string{"v1", "v2", "v3"} {
+		view(t, tok, id, v)
+	}
+	require.Eventually(t, func() bool { return viewCount(t, tn, id) == 3 }, visibleWithin, 100*time.Millisecond)
+	ch, err := analytics.Open(ctx, env.Config.ClickHouseAddr, env.Config.ClickHouseDB)
+	require.NoError(t, err)
+	defer ch.Close()
+	var rows uint64
+	require.NoError(t, ch.QueryRow(ctx, "SELECT count() FROM "+env.Config.ClickHouseDB+"."+analytics.EventsTable+" WHERE scene_id = ?", id).Scan(&rows))
+	require.Equal(t, uint64(3), rows)
+	short, cancel = context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	require.Error(t, env.Process.CH.Ping(short), "the shared pool was held all along")
+}
+
+// holdConnections takes every connection of conn's pool with a query that runs until the test
+// ends (one row a second, at no cost to the server), as a hung DDL or mutation would.
+func holdConnections(t *testing.T, conn driver.Conn) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	qctx := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"max_block_size": 1}))
+	var held []driver.Rows
+	t.Cleanup(func() {
+		cancel()
+		for _, r := range held {
+			_ = r.Close()
+		}
+	})
+	for range conn.Stats().MaxOpenConns {
+		rows, err := conn.Query(qctx, "SELECT sleepEachRow(1) FROM system.numbers")
+		require.NoError(t, err)
+		held = append(held, rows)
+	}
 }
 
 // TestViewRetentionDropsOnlyPartitionsOlderThan400Days runs the view-retention schedule's
@@ -508,7 +652,7 @@ func TestViewRetentionDropsOnlyPartitionsOlderThan400Days(t *testing.T) {
 	require.NoError(t, err)
 	var res workflows.ViewRetentionResult
 	require.NoError(t, run.Get(ctx, &res))
-	recordHistory(t, run.GetID(), "", "drop_expired_views.json")
+	recordHistory(t, run.GetID(), "", "drop_expired_views_compact.json")
 	month := expired.Format("200601")
 	require.Contains(t, res.Dropped, analytics.EventsTable+":"+month)
 	require.Contains(t, res.Dropped, analytics.DailyTable+":"+month)

@@ -106,6 +106,10 @@ func (*fakeActivities) DeleteOrphanViews(context.Context, contract.DeleteOrphanV
 	return contract.DeleteOrphanViewsResult{}, notMocked(contract.DeleteOrphanViews)
 }
 
+func (*fakeActivities) CompactDeletedViews(context.Context, contract.CompactDeletedViewsInput) (contract.CompactDeletedViewsResult, error) {
+	return contract.CompactDeletedViewsResult{}, notMocked(contract.CompactDeletedViews)
+}
+
 func (*fakeActivities) AttemptWebhookDelivery(context.Context, contract.AttemptWebhookInput) (contract.AttemptWebhookResult, error) {
 	return contract.AttemptWebhookResult{}, notMocked(contract.AttemptWebhookDelivery)
 }

@@ -79,16 +79,24 @@ func (v ViewDeletions) Delete(ctx context.Context, integrationID string, sceneID
 // ViewRetentionInput is empty: the cutoff is the run's own time minus ViewRetentionDays.
 type ViewRetentionInput struct{}
 
-// ViewRetentionResult lists the dropped partitions ("table:YYYYMM") and counts the deleted
-// scenes whose leftover records the sweep removed.
+// ViewRetentionResult lists the dropped partitions ("table:YYYYMM"), counts the deleted
+// scenes whose leftover records the sweep removed, and the deleted scenes whose rows the
+// compaction removed.
 type ViewRetentionResult struct {
-	Dropped      []string
-	OrphanScenes int
+	Dropped         []string
+	OrphanScenes    int
+	CompactedScenes int
 }
 
+// compactDeletedChange is the GetVersion change id of DropExpiredViews compacting the deleted
+// scenes' rows after its sweep.
+const compactDeletedChange = "compact-deleted-views"
+
 // DropExpiredViews is the view-retention schedule's workflow: it drops every monthly partition
-// of the view tables whose whole month is older than ViewRetentionDays, then removes the records
-// of scenes that no longer exist (the backstop of DeleteSceneViews).
+// of the view tables whose whole month is older than ViewRetentionDays, removes the records of
+// scenes that no longer exist (the backstop of DeleteSceneViews), then removes the rows of
+// every deleted scene in one batch (CompactDeletedViews: a mutation a day, not one per
+// deletion).
 func DropExpiredViews(ctx workflow.Context, _ ViewRetentionInput) (ViewRetentionResult, error) {
 	ctx = workflow.WithActivityOptions(ctx, sweepOptions)
 	cutoff := workflow.Now(ctx).UTC().AddDate(0, 0, -ViewRetentionDays)
@@ -97,6 +105,15 @@ func DropExpiredViews(ctx workflow.Context, _ ViewRetentionInput) (ViewRetention
 		return ViewRetentionResult{}, err
 	}
 	var orphans contract.DeleteOrphanViewsResult
-	err := workflow.ExecuteActivity(ctx, contract.DeleteOrphanViews, contract.DeleteOrphanViewsInput{}).Get(ctx, &orphans)
-	return ViewRetentionResult{Dropped: dropped.Dropped, OrphanScenes: orphans.Scenes}, err
+	if err := workflow.ExecuteActivity(ctx, contract.DeleteOrphanViews, contract.DeleteOrphanViewsInput{}).Get(ctx, &orphans); err != nil {
+		return ViewRetentionResult{Dropped: dropped.Dropped}, err
+	}
+	res := ViewRetentionResult{Dropped: dropped.Dropped, OrphanScenes: orphans.Scenes}
+	if workflow.GetVersion(ctx, compactDeletedChange, workflow.DefaultVersion, 1) == 1 {
+		var compacted contract.CompactDeletedViewsResult
+		err := workflow.ExecuteActivity(ctx, contract.CompactDeletedViews, contract.CompactDeletedViewsInput{}).Get(ctx, &compacted)
+		res.CompactedScenes = compacted.Scenes
+		return res, err
+	}
+	return res, nil
 }

@@ -16,6 +16,8 @@ func TestReplayViewWorkflows(t *testing.T) {
 	for file, wf := range map[string]any{
 		"testdata/delete_scene_views.json": DeleteSceneViews,
 		"testdata/drop_expired_views.json": DropExpiredViews,
+		// Recorded after DropExpiredViews began compacting the deleted scenes' rows.
+		"testdata/drop_expired_views_compact.json": DropExpiredViews,
 	} {
 		t.Run(file, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()

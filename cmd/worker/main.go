@@ -24,8 +24,12 @@ func main() {
 	rt.ServeHealth(rt.Config.WorkerHealthAddr, map[string]httpx.Check{
 		"temporal": temporalconn.Ready(tc), "postgres": d.Ping, "objectstore": store.Ready, "clickhouse": views.Ping,
 	})
+	// The streamer gets a view store of its own, with its own ClickHouse connections: a purge,
+	// the retention job's mutations or a hung DDL on the activities' connections never make
+	// accepted views wait in the outbox.
+	ingest := rt.Views()
 	err := worker.Run(rt.Ctx, tc, rt.Config, worker.Deps{DB: d, Store: store, Views: views,
-		Streamer: &analytics.Streamer{Pool: d.Pool, Views: views, Log: rt.Log}, Log: rt.Log})
+		Streamer: &analytics.Streamer{Pool: d.Pool, Views: ingest, Log: rt.Log}, Log: rt.Log})
 	if err != nil && !errors.Is(err, context.Canceled) {
 		boot.Fatal(rt.Log, "worker", err)
 	}

@@ -47,9 +47,12 @@ type Process struct {
 	RateLimits *gateway.RateLimits
 	Temporal   client.Client
 	CH         driver.Conn
-	// Views is the ClickHouse view store; Streamer moves accepted views into it.
+	// Views is the ClickHouse view store over CH; Streamer moves accepted views into ClickHouse
+	// through a view store of its own (its own connections, so purges, the retention job and
+	// reads never make the views wait).
 	Views    *analytics.Views
 	Streamer *analytics.Streamer
+	ingest   *analytics.Views
 	stop     context.CancelFunc
 	done     chan struct{}
 	// roomsDone is closed when the multiplayer rooms have closed their WebSockets and deleted
@@ -101,7 +104,13 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 		return nil, err
 	}
 	p.Views = views
-	p.Streamer = &analytics.Streamer{Pool: d.Pool, Views: views, Log: log}
+	ingest, err := analytics.OpenViews(ctx, cfg.ClickHouseAddr, cfg.ClickHouseDB)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	p.ingest = ingest
+	p.Streamer = &analytics.Streamer{Pool: d.Pool, Views: ingest, Log: log}
 	scenes.UseViews(views)
 	urls := scenerules.NewAssetURLs(cfg)
 	scenes.UseAssetURLs(urls)
@@ -181,5 +190,8 @@ func (p *Process) Close() {
 	}
 	p.Temporal.Close()
 	p.CH.Close()
+	if p.ingest != nil {
+		_ = p.ingest.Close()
+	}
 	p.DB.Close()
 }

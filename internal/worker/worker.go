@@ -123,4 +123,9 @@ func registerBacklogs(d *db.DB) {
 		count("clone_jobs"))
 	metrics.Gauge("splathost_views_spooled", "Accepted views waiting in the Postgres outbox for ClickHouse.",
 		count("view_outboxes"))
+	// The oldest row is the first by id (ids follow arrival), so this reads one index entry
+	// however long the outbox has grown.
+	metrics.Gauge("splathost_views_spooled_oldest_seconds",
+		"Age in seconds of the oldest accepted view waiting in the Postgres outbox (0: none).",
+		pgGauge(d.Pool, `SELECT coalesce(extract(epoch FROM now() - (SELECT viewed_at FROM view_outboxes ORDER BY id LIMIT 1)), 0)::float8`))
 }

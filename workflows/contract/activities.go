@@ -28,6 +28,7 @@ type Activities interface {
 	DeleteViews(context.Context, DeleteViewsInput) (DeleteViewsResult, error)
 	DropExpiredViews(context.Context, DropExpiredViewsInput) (DropExpiredViewsResult, error)
 	DeleteOrphanViews(context.Context, DeleteOrphanViewsInput) (DeleteOrphanViewsResult, error)
+	CompactDeletedViews(context.Context, CompactDeletedViewsInput) (CompactDeletedViewsResult, error)
 	AttemptWebhookDelivery(context.Context, AttemptWebhookInput) (AttemptWebhookResult, error)
 	PendingWebhookDeliveries(context.Context, PendingWebhooksInput) (PendingWebhooksResult, error)
 }

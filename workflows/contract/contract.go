@@ -30,6 +30,7 @@ const (
 	DeleteViews              = "DeleteViews"
 	DropExpiredViews         = "DropExpiredViews"
 	DeleteOrphanViews        = "DeleteOrphanViews"
+	CompactDeletedViews      = "CompactDeletedViews"
 	AttemptWebhookDelivery   = "AttemptWebhookDelivery"
 	PendingWebhookDeliveries = "PendingWebhookDeliveries"
 )

@@ -4,8 +4,8 @@ import (
 	"time"
 )
 
-// MaxViewDeletion bounds the scene ids of one DeleteViews call: one ALTER … DELETE statement
-// of about 27 bytes an id stays well under ClickHouse's default max_query_size (256 KiB).
+// MaxViewDeletion bounds the scene ids of one DeleteViews call: its Postgres deletions and its
+// one insert into ClickHouse's deleted scenes stay small.
 const MaxViewDeletion = 5000
 
 // DeleteViewsInput names the scenes whose view records go.
@@ -31,5 +31,13 @@ type DeleteOrphanViewsInput struct{}
 
 // DeleteOrphanViewsResult counts the scenes whose records it removed.
 type DeleteOrphanViewsResult struct {
+	Scenes int
+}
+
+// CompactDeletedViewsInput is empty: the compaction finds its own work.
+type CompactDeletedViewsInput struct{}
+
+// CompactDeletedViewsResult counts the deleted scenes whose rows the compaction removed.
+type CompactDeletedViewsResult struct {
 	Scenes int
 }
