@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"github.com/splathost/splathost/internal/plyfile"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,7 +17,7 @@ import (
 // poison sets property prop of the Gaussians idx of the Plain PLY data to v.
 func poison(t *testing.T, data []byte, prop string, v float32, idx ...int) []byte {
 	t.Helper()
-	h, err := ReadPLYHeader(bytes.NewReader(data))
+	h, err := plyfile.ReadHeader(bytes.NewReader(data))
 	require.NoError(t, err)
 	off := h.Offset(prop)
 	require.GreaterOrEqual(t, off, 0, prop)

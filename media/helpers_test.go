@@ -3,6 +3,7 @@ package media_test
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/splathost/splathost/internal/plyfile"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/internal/fixtures"
-	"github.com/splathost/splathost/media"
 )
 
 var (
@@ -37,14 +37,14 @@ func writeFile(t testing.TB, name string, data []byte) string {
 
 // scene is a Plain PLY decoded by property name.
 type scene struct {
-	h    media.PLYHeader
+	h    plyfile.Header
 	recs [][]byte
 }
 
 // decode parses a Plain PLY's bytes with ReadPLYHeader.
 func decode(t testing.TB, data []byte) scene {
 	t.Helper()
-	h, err := media.ReadPLYHeader(bytes.NewReader(data))
+	h, err := plyfile.ReadHeader(bytes.NewReader(data))
 	require.NoError(t, err)
 	require.True(t, h.Plain, h.NotPlain)
 	body := data[h.HeaderLen:]

@@ -3,6 +3,7 @@ package media_test
 import (
 	"bytes"
 	"fmt"
+	"github.com/splathost/splathost/internal/plyfile"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +22,7 @@ func TestReadPLYHeaderFixtures(t *testing.T) {
 		for _, sh := range []int{0, 1, 2, 3} {
 			t.Run(fmt.Sprintf("%s/sh%d", g.Scene, sh), func(t *testing.T) {
 				data := trainingPLY(t, g, 100, sh)
-				h, err := media.ReadPLYHeader(bytes.NewReader(data))
+				h, err := plyfile.ReadHeader(bytes.NewReader(data))
 				require.NoError(t, err)
 				require.True(t, h.Plain, h.NotPlain)
 				require.Empty(t, h.NotPlain)
@@ -48,7 +49,7 @@ func TestReadPLYHeaderFixtures(t *testing.T) {
 			})
 		}
 	}
-	h, err := media.ReadPLYHeader(bytes.NewReader(fixtures.PLY(10)))
+	h, err := plyfile.ReadHeader(bytes.NewReader(fixtures.PLY(10)))
 	require.NoError(t, err)
 	require.True(t, h.Plain)
 	require.Equal(t, 68, h.Stride, "fixtures.PLY is the degree-0 training PLY")
@@ -57,7 +58,7 @@ func TestReadPLYHeaderFixtures(t *testing.T) {
 // TestReadPLYHeaderNotPlain: PLYs that are not the trainer's layout parse, as not Plain, saying
 // why: the caller converts them with splat-transform.
 func TestReadPLYHeaderNotPlain(t *testing.T) {
-	h, err := media.ReadPLYHeader(bytes.NewReader(fixtures.CompressedPLY(1000)))
+	h, err := plyfile.ReadHeader(bytes.NewReader(fixtures.CompressedPLY(1000)))
 	require.NoError(t, err)
 	require.False(t, h.Plain)
 	require.Contains(t, h.NotPlain, "chunk vertex")
@@ -82,13 +83,13 @@ func TestReadPLYHeaderNotPlain(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			h, err := media.ReadPLYHeader(strings.NewReader(tc.header + "end_header\n"))
+			h, err := plyfile.ReadHeader(strings.NewReader(tc.header + "end_header\n"))
 			require.NoError(t, err)
 			require.False(t, h.Plain)
 			require.Contains(t, h.NotPlain, tc.why)
 		})
 	}
-	h, err = media.ReadPLYHeader(strings.NewReader(header + "property list uchar int faces\nproperty float after\nend_header\n"))
+	h, err = plyfile.ReadHeader(strings.NewReader(header + "property list uchar int faces\nproperty float after\nend_header\n"))
 	require.NoError(t, err)
 	require.Zero(t, h.Stride, "a list makes the records variable")
 	require.Equal(t, -1, h.Offset("after"))
@@ -122,12 +123,12 @@ func TestReadPLYHeaderRejects(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := media.ReadPLYHeader(strings.NewReader(tc.in))
+			_, err := plyfile.ReadHeader(strings.NewReader(tc.in))
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
 	// Comments, blank lines and CRLF line ends are fine.
-	h, err := media.ReadPLYHeader(strings.NewReader(strings.ReplaceAll("ply\r\ncomment made by hand\r\n\r\n"+ok[4:]+"end_header\n", "\n", "\r\n")))
+	h, err := plyfile.ReadHeader(strings.NewReader(strings.ReplaceAll("ply\r\ncomment made by hand\r\n\r\n"+ok[4:]+"end_header\n", "\n", "\r\n")))
 	require.NoError(t, err)
 	require.EqualValues(t, 1, h.Vertices)
 	require.Equal(t, 4, h.Stride)
@@ -165,12 +166,12 @@ func FuzzReadPLYHeader(f *testing.F) {
 	f.Add([]byte("ply\nformat ascii 1.0\nelement vertex 1\nproperty list uchar int f\nproperty float x\nend_header\n"))
 	f.Add([]byte("ply\r\nformat binary_big_endian 1.0\r\nelement vertex 2147483648\r\nproperty double x\r\nend_header\r\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		h, err := media.ReadPLYHeader(bytes.NewReader(data))
+		h, err := plyfile.ReadHeader(bytes.NewReader(data))
 		if err != nil {
 			return
 		}
 		require.LessOrEqual(t, h.HeaderLen, int64(len(data)))
-		require.LessOrEqual(t, h.HeaderLen, int64(media.MaxHeaderBytes))
+		require.LessOrEqual(t, h.HeaderLen, int64(plyfile.MaxHeaderBytes))
 		header := strings.TrimRight(string(data[:h.HeaderLen]), "\r\n")
 		require.True(t, strings.HasSuffix(header, "\nend_header"), "the header ends at end_header")
 		require.GreaterOrEqual(t, h.Vertices, int64(0))

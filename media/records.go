@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/splathost/splathost/internal/plyfile"
 	"io"
 	"math"
 	"os"
@@ -11,23 +12,23 @@ import (
 
 // StatPLY reads the header of the PLY file at path and checks that the file holds every record
 // the header claims, so that its Vertices can be trusted.
-func StatPLY(path string) (PLYHeader, error) {
+func StatPLY(path string) (plyfile.Header, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return PLYHeader{}, err
+		return plyfile.Header{}, err
 	}
 	defer f.Close()
 	return statOpen(f)
 }
 
-func statOpen(f *os.File) (PLYHeader, error) {
-	h, err := ReadPLYHeader(f)
+func statOpen(f *os.File) (plyfile.Header, error) {
+	h, err := plyfile.ReadHeader(f)
 	if err != nil {
-		return PLYHeader{}, err
+		return plyfile.Header{}, err
 	}
 	st, err := f.Stat()
 	if err != nil {
-		return PLYHeader{}, err
+		return plyfile.Header{}, err
 	}
 	return h, h.CheckSize(st.Size())
 }
@@ -35,7 +36,7 @@ func statOpen(f *os.File) (PLYHeader, error) {
 // plainPLY is an open Plain PLY of at least one Gaussian whose size holds all its records.
 type plainPLY struct {
 	f *os.File
-	h PLYHeader
+	h plyfile.Header
 	// n is h.Vertices as an int: bounded by the file's size, so an allocation of a few bytes
 	// per Gaussian is bounded by it too.
 	n int

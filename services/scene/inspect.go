@@ -6,14 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/splathost/splathost/internal/plyfile"
 	"io"
 	"io/fs"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-
-	"github.com/splathost/splathost/media"
 )
 
 // Bounds of a bundled .sog (a zip that viewers unpack in the browser). splat-transform writes
@@ -38,7 +37,7 @@ const (
 // inspectReadBudget bounds the bytes inspect may read of one object: a PLY header, a zip's
 // directory and a meta.json are far below it, and a hostile directory (millions of entries)
 // stops at it instead of being read to its end.
-const inspectReadBudget = media.MaxHeaderBytes + sogMaxMeta + 4<<20
+const inspectReadBudget = plyfile.MaxHeaderBytes + sogMaxMeta + 4<<20
 
 // inspectors hold the checks that read past the first bytes sniff sees, per extension: the
 // formats whose headers claim sizes a viewer trusts. Errors are short messages for the client.
@@ -57,11 +56,11 @@ func inspect(ext string, r io.ReaderAt, size int64) error {
 	return check(r, size)
 }
 
-// inspectPLY reads the whole header (media.ReadPLYHeader, the parser the renditions use) and
-// checks the body holds exactly the records it claims (media.PLYHeader.CheckSize): a header
+// inspectPLY reads the whole header (plyfile.ReadHeader, the parser the renditions use) and
+// checks the body holds exactly the records it claims (plyfile.Header.CheckSize): a header
 // claiming 2^31-1 vertices on a 6 KB body would make every viewer allocate for them.
 func inspectPLY(r io.ReaderAt, size int64) error {
-	h, err := media.ReadPLYHeader(io.NewSectionReader(r, 0, size))
+	h, err := plyfile.ReadHeader(io.NewSectionReader(r, 0, size))
 	if err == nil {
 		err = h.CheckSize(size)
 	}

@@ -6,6 +6,7 @@ import (
 	"compress/flate"
 	"encoding/json"
 	"fmt"
+	"github.com/splathost/splathost/internal/plyfile"
 	"io"
 	"strings"
 	"testing"
@@ -13,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/internal/fixtures"
-	"github.com/splathost/splathost/media"
 )
 
 // inspectBytes runs the commit's deeper check over a whole file.
@@ -182,7 +182,7 @@ func FuzzInspect(f *testing.F) {
 			return
 		}
 		if ply {
-			h, err := media.ReadPLYHeader(bytes.NewReader(data))
+			h, err := plyfile.ReadHeader(bytes.NewReader(data))
 			require.NoError(t, err)
 			for _, e := range h.Elements {
 				if least := int64(len(e.Properties)); least > 0 {

@@ -1,20 +1,14 @@
-// Package media reads and transforms 3D Gaussian-splat scenes in pure Go, for the rendition
-// activities and the bench tools: the 3DGS PLY header (ReadPLYHeader, StatPLY), level-of-detail
-// decimation (Decimate, LODLevels) and a CPU poster rasteriser (RenderPoster) that frames a
-// scene as the web viewer does. It imports nothing of the service, so it runs anywhere a file
-// does.
-//
-// Everything here reads the "Plain" PLY the INRIA 3DGS trainer writes (one vertex element of
-// float32 properties). Other scene files (SuperSplat's compressed PLY, .splat, .ksplat) are
-// normalised to that PLY by splat-transform first; PLYHeader.Plain tells which is which.
-package media
+// Package plyfile reads the header of a PLY file and checks the body's size against it: the
+// 3DGS "Plain" PLY the INRIA trainer writes (one vertex element of float32 properties) and any
+// other PLY a client may upload. It is a leaf of the standard library alone, so the scene
+// service's commit checks and the media worker's renditions read headers the same way.
+package plyfile
 
 import (
 	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 )
@@ -23,8 +17,8 @@ import (
 // 3), so a file without end_header in this many bytes is not a scene and is not read further.
 const MaxHeaderBytes = 64 << 10
 
-// PLYProperty is one property of a PLY element.
-type PLYProperty struct {
+// Property is one property of a PLY element.
+type Property struct {
 	// Name is the property's name, as in "property float opacity".
 	Name string
 	// Type is the canonical PLY type name: char, uchar, short, ushort, int, uint, float or
@@ -40,28 +34,28 @@ type PLYProperty struct {
 	Offset int
 }
 
-// PLYElement is one element of a PLY header ("element vertex 1000" and its properties).
-type PLYElement struct {
+// Element is one element of a PLY header ("element vertex 1000" and its properties).
+type Element struct {
 	// Name is the element's name ("vertex", "chunk", "face", ...).
 	Name string
 	// Count is how many records the header claims: untrusted until CheckSize.
 	Count int64
 	// Properties are the element's properties in order.
-	Properties []PLYProperty
+	Properties []Property
 	// Stride is the size of one binary record, 0 when the element has a list property.
 	Stride int
 }
 
-// PLYHeader is what ReadPLYHeader learns of a PLY file.
-type PLYHeader struct {
+// Header is what ReadHeader learns of a PLY file.
+type Header struct {
 	// Format is "binary_little_endian", "binary_big_endian" or "ascii".
 	Format string
 	// Elements are all elements in file order.
-	Elements []PLYElement
+	Elements []Element
 	// Vertices is the count of the "vertex" element (0 when there is none).
 	Vertices int64
 	// Properties are the vertex element's properties in order.
-	Properties []PLYProperty
+	Properties []Property
 	// HeaderLen is the header's length in bytes, end_header's line included: the vertex
 	// records start there when vertex is the first element.
 	HeaderLen int64
@@ -79,7 +73,7 @@ type PLYHeader struct {
 
 // Offset is the byte offset of the named vertex property in a record, or -1 when the vertex
 // element has no such property (or its offset varies).
-func (h PLYHeader) Offset(name string) int {
+func (h Header) Offset(name string) int {
 	for _, p := range h.Properties {
 		if p.Name == name {
 			return p.Offset
@@ -95,7 +89,7 @@ func (h PLYHeader) Offset(name string) int {
 // list property, and ASCII records, vary in size, so the body must hold at least their
 // smallest form (every list empty; every ASCII value one digit and a separator). The message
 // says what the header claims and what the file holds, for the client.
-func (h PLYHeader) CheckSize(size int64) error {
+func (h Header) CheckSize(size int64) error {
 	body := size - h.HeaderLen
 	if body < 0 {
 		return fmt.Errorf("ply: the file has %d bytes, fewer than its %d-byte header", size, h.HeaderLen)
@@ -126,7 +120,7 @@ func (h PLYHeader) CheckSize(size int64) error {
 
 // minRecord is the fewest bytes one record of e takes: its stride when it is binary with no
 // list, otherwise its fixed part plus each list's count (binary) or two bytes a value (ASCII).
-func (e *PLYElement) minRecord(ascii bool) int {
+func (e *Element) minRecord(ascii bool) int {
 	n := 0
 	for _, p := range e.Properties {
 		switch {
@@ -158,34 +152,34 @@ const maxDataBytes = 1 << 50
 
 var errNotPLY = errors.New(`ply: not a PLY file (the first line is not "ply")`)
 
-// ReadPLYHeader reads a PLY header from r. It reads ahead of the header (at most
+// ReadHeader reads a PLY header from r. It reads ahead of the header (at most
 // MaxHeaderBytes in all), so a caller that goes on to the records seeks to HeaderLen. A header
 // that is not a PLY's, is malformed or has no end_header in MaxHeaderBytes is an error; a
 // well-formed PLY that is not the trainer's layout parses with Plain false and NotPlain saying
 // why. Nothing is allocated from the counts it claims.
-func ReadPLYHeader(r io.Reader) (PLYHeader, error) {
+func ReadHeader(r io.Reader) (Header, error) {
 	br := bufio.NewReaderSize(io.LimitReader(r, MaxHeaderBytes), 4096)
-	var h PLYHeader
-	var cur *PLYElement
+	var h Header
+	var cur *Element
 	for lineNo := 1; ; lineNo++ {
 		raw, err := br.ReadString('\n')
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				if lineNo == 1 && strings.TrimRight(raw, "\r") != "ply" {
-					return PLYHeader{}, errNotPLY
+					return Header{}, errNotPLY
 				}
 				if h.HeaderLen+int64(len(raw)) >= MaxHeaderBytes {
-					return PLYHeader{}, fmt.Errorf("ply: no end_header in the first %d KiB", MaxHeaderBytes>>10)
+					return Header{}, fmt.Errorf("ply: no end_header in the first %d KiB", MaxHeaderBytes>>10)
 				}
-				return PLYHeader{}, errors.New("ply: the file ends inside the header (no end_header)")
+				return Header{}, errors.New("ply: the file ends inside the header (no end_header)")
 			}
-			return PLYHeader{}, fmt.Errorf("ply: reading the header: %w", err)
+			return Header{}, fmt.Errorf("ply: reading the header: %w", err)
 		}
 		h.HeaderLen += int64(len(raw))
 		line := strings.TrimRight(raw, "\r\n")
 		if lineNo == 1 {
 			if line != "ply" {
-				return PLYHeader{}, errNotPLY
+				return Header{}, errNotPLY
 			}
 			continue
 		}
@@ -197,65 +191,65 @@ func ReadPLYHeader(r io.Reader) (PLYHeader, error) {
 		case "comment", "obj_info":
 		case "format":
 			if h.Format != "" || len(f) != 3 {
-				return PLYHeader{}, fmt.Errorf("ply: line %d: bad format line %q", lineNo, line)
+				return Header{}, fmt.Errorf("ply: line %d: bad format line %q", lineNo, line)
 			}
 			switch f[1] {
 			case "binary_little_endian", "binary_big_endian", "ascii":
 				h.Format = f[1]
 			default:
-				return PLYHeader{}, fmt.Errorf("ply: line %d: unknown format %q", lineNo, f[1])
+				return Header{}, fmt.Errorf("ply: line %d: unknown format %q", lineNo, f[1])
 			}
 		case "element":
 			if len(f) != 3 {
-				return PLYHeader{}, fmt.Errorf("ply: line %d: bad element line %q", lineNo, line)
+				return Header{}, fmt.Errorf("ply: line %d: bad element line %q", lineNo, line)
 			}
 			n, err := strconv.ParseInt(f[2], 10, 64)
 			if err != nil || n < 0 {
-				return PLYHeader{}, fmt.Errorf("ply: line %d: element %s has a bad count %q", lineNo, f[1], f[2])
+				return Header{}, fmt.Errorf("ply: line %d: element %s has a bad count %q", lineNo, f[1], f[2])
 			}
 			for _, e := range h.Elements {
 				if e.Name == f[1] {
-					return PLYHeader{}, fmt.Errorf("ply: line %d: element %s declared twice", lineNo, f[1])
+					return Header{}, fmt.Errorf("ply: line %d: element %s declared twice", lineNo, f[1])
 				}
 			}
-			h.Elements = append(h.Elements, PLYElement{Name: f[1], Count: n})
+			h.Elements = append(h.Elements, Element{Name: f[1], Count: n})
 			cur = &h.Elements[len(h.Elements)-1]
 		case "property":
 			if cur == nil {
-				return PLYHeader{}, fmt.Errorf("ply: line %d: property before any element", lineNo)
+				return Header{}, fmt.Errorf("ply: line %d: property before any element", lineNo)
 			}
 			if err := addProperty(cur, f); err != nil {
-				return PLYHeader{}, fmt.Errorf("ply: line %d: %w", lineNo, err)
+				return Header{}, fmt.Errorf("ply: line %d: %w", lineNo, err)
 			}
 		case "end_header":
 			if h.Format == "" {
-				return PLYHeader{}, errors.New("ply: the header has no format line")
+				return Header{}, errors.New("ply: the header has no format line")
 			}
 			return h.finish()
 		default:
-			return PLYHeader{}, fmt.Errorf("ply: line %d: unexpected header line %q", lineNo, line)
+			return Header{}, fmt.Errorf("ply: line %d: unexpected header line %q", lineNo, line)
 		}
 	}
 }
 
 // addProperty appends the property of a "property ..." line (split into fields) to e; finish
 // lays the records out.
-func addProperty(e *PLYElement, f []string) error {
-	var p PLYProperty
+func addProperty(e *Element, f []string) error {
+	var p Property
 	switch {
 	case len(f) == 3:
 		t, ok := plyTypes[f[1]]
 		if !ok {
 			return fmt.Errorf("property %s has unknown type %q", f[2], f[1])
 		}
-		p = PLYProperty{Name: f[2], Type: t.name}
+		p = Property{Name: f[2], Type: t.name}
 	case len(f) == 5 && f[1] == "list":
 		c, okCount := plyTypes[f[2]]
 		t, okItem := plyTypes[f[3]]
 		if !okCount || !okItem {
 			return fmt.Errorf("list property %s has unknown types %q %q", f[4], f[2], f[3])
 		}
-		p = PLYProperty{Name: f[4], Type: t.name, List: true, CountType: c.name}
+		p = Property{Name: f[4], Type: t.name, List: true, CountType: c.name}
 	default:
 		return fmt.Errorf("bad property line %q", strings.Join(f, " "))
 	}
@@ -269,7 +263,7 @@ func addProperty(e *PLYElement, f []string) error {
 }
 
 // hasList reports whether e has a list property (variable-length records).
-func hasList(e *PLYElement) bool {
+func hasList(e *Element) bool {
 	for _, p := range e.Properties {
 		if p.List {
 			return true
@@ -279,7 +273,7 @@ func hasList(e *PLYElement) bool {
 }
 
 // layout sets the offsets and stride of e's binary records: fixed until the first list.
-func (e *PLYElement) layout() {
+func (e *Element) layout() {
 	off := 0
 	for i := range e.Properties {
 		p := &e.Properties[i]
@@ -297,17 +291,17 @@ func (e *PLYElement) layout() {
 }
 
 // finish fills in the vertex fields, bounds the claimed data and decides Plain.
-func (h PLYHeader) finish() (PLYHeader, error) {
+func (h Header) finish() (Header, error) {
 	var total int64
 	for i := range h.Elements {
 		h.Elements[i].layout()
 		e := h.Elements[i]
 		if e.Stride > 0 && e.Count > maxDataBytes/int64(e.Stride) {
-			return PLYHeader{}, fmt.Errorf("ply: element %s claims %d records of %d bytes: more than any scene", e.Name, e.Count, e.Stride)
+			return Header{}, fmt.Errorf("ply: element %s claims %d records of %d bytes: more than any scene", e.Name, e.Count, e.Stride)
 		}
 		total += e.Count * int64(e.Stride)
 		if total > maxDataBytes {
-			return PLYHeader{}, errors.New("ply: the header claims more data than any scene holds")
+			return Header{}, errors.New("ply: the header claims more data than any scene holds")
 		}
 		if e.Name == "vertex" {
 			h.Vertices, h.Properties, h.Stride = e.Count, e.Properties, e.Stride
@@ -326,7 +320,7 @@ func (h PLYHeader) finish() (PLYHeader, error) {
 }
 
 // plainProblem says what keeps h from being Plain, apart from the f_rest_* set.
-func (h PLYHeader) plainProblem() string {
+func (h Header) plainProblem() string {
 	if h.Format != "binary_little_endian" {
 		return "format " + h.Format + ", not binary_little_endian"
 	}
@@ -358,7 +352,7 @@ var requiredProperties = []string{
 
 // shDegree tells the SH degree from the f_rest_* properties: 0, 9, 24 or 45 of them, named
 // f_rest_0 up, are degree 0..3; any other set is a reason the file is not Plain.
-func shDegree(props []PLYProperty) (int, string) {
+func shDegree(props []Property) (int, string) {
 	seen := map[int]bool{}
 	for _, p := range props {
 		if rest, ok := strings.CutPrefix(p.Name, "f_rest_"); ok {
@@ -381,9 +375,3 @@ func shDegree(props []PLYProperty) (int, string) {
 	}
 	return 0, fmt.Sprintf("%d f_rest properties make no SH degree 0..3", len(seen))
 }
-
-// finite reports whether the float32 bits are neither NaN nor ±Inf.
-func finite(bits uint32) bool { return bits&0x7f800000 != 0x7f800000 }
-
-// isFinite reports whether v is neither NaN nor ±Inf.
-func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
