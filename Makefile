@@ -107,11 +107,12 @@ bin/stack: $(GO_SOURCES) $(PRODUCT_COMPILED)
 
 # The product's packages, the stack runner's and (until it is in the tools cache) the Temporal
 # node's compile in one go build: they share hundreds of packages, and two builds at once
-# would compile each of those twice. It runs while web/dist is built (only the gateway embeds
-# it), so the links wait for the web build, not for the whole compile.
-$(PRODUCT_COMPILED): $(GO_SOURCES)
+# would compile each of those twice. It runs while web/dist is built, so it leaves out the web
+# package (which embeds web/dist, and which a compile could read while the build rewrites it)
+# and its importers (tools/compile): the links compile those after the web build.
+$(PRODUCT_COMPILED): $(GO_SOURCES) tools/compile
 	@mkdir -p bin/phases
-	@$(PHASE) "compile: product, stack runner$(if $(wildcard $(TEMPORAL_NODE)),, and Temporal node)" go build $(addprefix ./cmd/,$(BINARIES)) ./tools/cmd/stack $(if $(wildcard $(TEMPORAL_NODE)),,./tools/cmd/temporal-node)
+	@$(PHASE) "compile: product, stack runner$(if $(wildcard $(TEMPORAL_NODE)),, and Temporal node)" tools/compile $(addprefix ./cmd/,$(BINARIES)) ./tools/cmd/stack $(if $(wildcard $(TEMPORAL_NODE)),,./tools/cmd/temporal-node)
 	@touch $@
 
 # Order-only on the compile: a missing node links from the packages that step compiled; a
