@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/ent/schema"
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/idempotency"
+	"github.com/splathost/splathost/internal/quota"
 )
 
 // Ticket is an upload ticket to record: owner's objects under prefix, valid until Expires. A
@@ -25,11 +27,16 @@ type Ticket struct {
 	// MultipartUploadID and PartSize are set for a multipart upload only.
 	MultipartUploadID string
 	PartSize          int64
+	// Session is the embed session asking for the ticket ("" for the integration's keys).
+	Session string
 }
 
 // CreateTicket records t and, in the same transaction, the 200 answer that hands out its URLs:
 // answer renders it from the saved ticket (idempotency.Record keeps it for a keyed request), and
-// an error of answer rolls the ticket back.
+// an error of answer rolls the ticket back. The ticket must fit the bound on open uploads
+// (quota.AdmitUpload, 429 past it), checked under the customer's row lock, the lock every
+// writer of the customer's counters takes first: concurrent requests of one customer admit one
+// after another, so no race passes the bound.
 func (s *Store) CreateTicket(ctx context.Context, t Ticket, answer func(*ent.UploadTicket) (any, error)) (*idempotency.Recorded, error) {
 	var total int64
 	for _, o := range t.Objects {
@@ -37,10 +44,26 @@ func (s *Store) CreateTicket(ctx context.Context, t Ticket, answer func(*ent.Upl
 	}
 	var out *idempotency.Recorded
 	err := s.DB.InTx(ctx, func(tx *ent.Tx) error {
+		u, err := tx.ExternalUser.Query().Where(externaluser.ID(t.Owner.ID)).ForUpdate().Only(ctx)
+		if err != nil {
+			return err
+		}
+		now := s.Now()
+		open, err := quota.LoadOpenUploads(ctx, tx.UploadTicket, u.ID, t.Session, now)
+		if err != nil {
+			return err
+		}
+		ask := quota.UploadAsk{Bytes: total, Session: t.Session != "", MaxFile: s.MaxUploadFile}
+		if e := quota.AdmitUpload(quota.CustomerMeter(u), open, ask, now); e != nil {
+			return e
+		}
 		create := tx.UploadTicket.Create().SetIntegrationID(t.Owner.IntegrationID).SetOwnerID(t.Owner.ID).
 			SetKind(t.Kind).SetPrefix(t.Prefix).SetObjects(t.Objects).SetTotalBytes(total).SetExpiresAt(t.Expires)
 		if t.MultipartUploadID != "" {
 			create.SetMultipartUploadID(t.MultipartUploadID).SetPartSize(t.PartSize)
+		}
+		if t.Session != "" {
+			create.SetSessionID(t.Session)
 		}
 		saved, err := create.Save(ctx)
 		if err != nil {

@@ -75,7 +75,8 @@ func (s *Service) startMultipart(c *fiber.Ctx, caller *httpx.Caller, eu, name, c
 		return signingFailed(err)
 	}
 	t := scenes.Ticket{Owner: owner, Kind: uploadticket.KindSplatFile, Prefix: prefix, Expires: s.now().Add(multipartWindow),
-		Objects: []schema.UploadObject{{Key: key, ContentType: ctype, Size: size}}, MultipartUploadID: uploadID, PartSize: partSizeFor(size)}
+		Objects: []schema.UploadObject{{Key: key, ContentType: ctype, Size: size}}, MultipartUploadID: uploadID, PartSize: partSizeFor(size),
+		Session: requestSession(c)}
 	out, err := s.scenes.CreateTicket(ctx, t, func(saved *ent.UploadTicket) (any, error) { return s.multipartAnswer(ctx, saved) })
 	if err != nil {
 		// Nothing refers to the store's upload unless the commit's outcome is unknown (then the
