@@ -25,9 +25,6 @@ type Store struct {
 	Rendition RenditionPolicy
 	// Now is the clock of the timestamps the rules set (featuredAt, a ticket's completion).
 	Now func() time.Time
-	// MaxUploadFile is the largest file one upload may declare: the room beyond a customer's
-	// remaining storage their open tickets may declare (quota.OpenUploadRoom).
-	MaxUploadFile int64
 }
 
 // lockScene locks the one scene matching where (with extra edges loaded by with) in tx and

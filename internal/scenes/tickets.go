@@ -14,6 +14,7 @@ import (
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/quota"
+	"github.com/splathost/splathost/internal/uploadrules"
 )
 
 // Ticket is an upload ticket to record: owner's objects under prefix, valid until Expires. A
@@ -53,7 +54,7 @@ func (s *Store) CreateTicket(ctx context.Context, t Ticket, answer func(*ent.Upl
 		if err != nil {
 			return err
 		}
-		ask := quota.UploadAsk{Bytes: total, Session: t.Session != "", MaxFile: s.MaxUploadFile}
+		ask := quota.UploadAsk{Bytes: total, Session: t.Session != "", MaxFile: uploadrules.MaxFileBytes}
 		if e := quota.AdmitUpload(quota.CustomerMeter(u), open, ask, now); e != nil {
 			return e
 		}

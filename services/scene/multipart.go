@@ -20,6 +20,7 @@ import (
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/scenes"
+	"github.com/splathost/splathost/internal/uploadrules"
 )
 
 // Resumable (multipart) splat-file uploads, contract item 14. The client names an upload by its
@@ -28,8 +29,8 @@ import (
 const (
 	// MinMultipartFileBytes is S3's smallest part: a smaller file gains nothing from parts.
 	MinMultipartFileBytes = 5 << 20
-	// MaxMultipartFileBytes bounds a single-file upload in parts.
-	MaxMultipartFileBytes = 20 << 30
+	// MaxMultipartFileBytes bounds a single-file upload in parts: the largest file of all.
+	MaxMultipartFileBytes = uploadrules.MaxFileBytes
 	// MultipartPartBytes is the size of every part but the last. 16 MiB keeps a resumed upload's
 	// loss to one part per connection and a 20 GiB file at 1 280 parts (one signed URL each).
 	MultipartPartBytes = 16 << 20

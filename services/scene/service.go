@@ -61,8 +61,7 @@ func New(d *db.DB, store *objectstore.Store, log *slog.Logger, assetBase string,
 		return s.itemOf(sc, ownerEU, productSlug, "")
 	}}
 	s.scenes = &scenes.Store{DB: d, Events: s.events, Now: func() time.Time { return s.now() },
-		Rendition:     scenes.RenditionPolicy{MinBytes: clones.RenditionMinBytes, Queue: clones.MediaTaskQueue},
-		MaxUploadFile: MaxMultipartFileBytes}
+		Rendition: scenes.RenditionPolicy{MinBytes: clones.RenditionMinBytes, Queue: clones.MediaTaskQueue}}
 	return s
 }
 
