@@ -49,14 +49,8 @@ func (s *Store) CreateTicket(ctx context.Context, t Ticket, answer func(*ent.Upl
 		if err != nil {
 			return err
 		}
-		now := s.Now()
-		open, err := quota.LoadOpenUploads(ctx, tx.UploadTicket, u.ID, t.Session, now)
-		if err != nil {
+		if err := s.admit(ctx, tx.UploadTicket, u, t.Session, total); err != nil {
 			return err
-		}
-		ask := quota.UploadAsk{Bytes: total, Session: t.Session != "", MaxFile: uploadrules.MaxFileBytes}
-		if e := quota.AdmitUpload(quota.CustomerMeter(u), open, ask, now); e != nil {
-			return e
 		}
 		create := tx.UploadTicket.Create().SetIntegrationID(t.Owner.IntegrationID).SetOwnerID(t.Owner.ID).
 			SetKind(t.Kind).SetPrefix(t.Prefix).SetObjects(t.Objects).SetTotalBytes(total).SetExpiresAt(t.Expires)
@@ -78,6 +72,32 @@ func (s *Store) CreateTicket(ctx context.Context, t Ticket, answer func(*ent.Upl
 		return err
 	})
 	return out, err
+}
+
+// admit applies the bound on open uploads (quota.AdmitUpload) to a new ticket of u declaring
+// bytes, asked for by session ("" for keys), reading u's open tickets through tickets.
+func (s *Store) admit(ctx context.Context, tickets *ent.UploadTicketClient, u *ent.ExternalUser, session string, bytes int64) error {
+	now := s.Now()
+	open, err := quota.LoadOpenUploads(ctx, tickets, u.ID, session, now)
+	if err != nil {
+		return err
+	}
+	ask := quota.UploadAsk{Bytes: bytes, Session: session != "", MaxFile: uploadrules.MaxFileBytes}
+	if e := quota.AdmitUpload(quota.CustomerMeter(u), open, ask, now); e != nil {
+		return e
+	}
+	return nil
+}
+
+// PrecheckTicket is the bound on open uploads without the lock, for a request that must do
+// costly work before its ticket exists (a multipart start creates the store's upload first):
+// a customer at the bound is refused before that work. CreateTicket checks again under the
+// lock, which is what holds the bound.
+func (s *Store) PrecheckTicket(ctx context.Context, owner *ent.ExternalUser, session string, bytes int64) error {
+	if err := s.admit(ctx, s.DB.Ent.UploadTicket, owner, session, bytes); err != nil {
+		return apperr.From(err) // the 429 as it is; a database failure as a 500
+	}
+	return nil
 }
 
 // errUploadNotFound is every answer for an upload id that is not a multipart upload of the

@@ -68,6 +68,10 @@ func (s *Service) startMultipart(c *fiber.Ctx, caller *httpx.Caller, eu, name, c
 		return err
 	}
 	key := prefix + name
+	session := requestSession(c)
+	if err := s.scenes.PrecheckTicket(ctx, owner, session, size); err != nil {
+		return err
+	}
 	// The store's upload is created at the sealed key (seal.go): the commit then copies
 	// nothing, and once completed no part URL writes anything.
 	stored := objectkeys.Sealed(key)
@@ -77,7 +81,7 @@ func (s *Service) startMultipart(c *fiber.Ctx, caller *httpx.Caller, eu, name, c
 	}
 	t := scenes.Ticket{Owner: owner, Kind: uploadticket.KindSplatFile, Prefix: prefix, Expires: s.now().Add(multipartWindow),
 		Objects: []schema.UploadObject{{Key: key, ContentType: ctype, Size: size}}, MultipartUploadID: uploadID, PartSize: partSizeFor(size),
-		Session: requestSession(c)}
+		Session: session}
 	out, err := s.scenes.CreateTicket(ctx, t, func(saved *ent.UploadTicket) (any, error) { return s.multipartAnswer(ctx, saved) })
 	if err != nil {
 		// Nothing refers to the store's upload unless the commit's outcome is unknown (then the
