@@ -103,7 +103,9 @@ func tally(t *testing.T, answers []*testenv.Response) (ok, bound, limited int) {
 func TestOpenUploadsBoundHoldsUnderARace(t *testing.T) {
 	a := newTenant(t)
 	ensureCustomer(t, a, "racer", map[string]any{"limitBytes": 1000})
+	start := time.Now()
 	ok, bound, limited := tally(t, raceUploads(t, "/api/v1/uploads/splat-file", a.keys("racer"), 200, 100))
+	t.Logf("200 upload requests at once: %d signed, %d refused by the bound, %d rate limited, in %v", ok, bound, limited, time.Since(start))
 	require.Equal(t, quota.MaxOpenUploads, ok, "bound %d, rate limited %d", bound, limited)
 	n, declared := openUploadsOf(t, a, "racer")
 	require.Equal(t, quota.MaxOpenUploads, n)
