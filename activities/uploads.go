@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/predicate"
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/workflows/contract"
@@ -32,6 +33,11 @@ func (a *Activities) DeleteOrphanUploads(ctx context.Context, in contract.Delete
 		_ = activity.GetHeartbeatDetails(ctx, &out) // only the running totals; a bad value restarts them
 		out.More = false
 	}
+	if in.MultipartIdle > 0 {
+		if err := a.deleteIdleMultiparts(ctx, in, &out); err != nil {
+			return out, err
+		}
+	}
 	for done := 0; done < in.MaxTickets; {
 		tickets, err := a.Ent.UploadTicket.Query().
 			Where(uploadticket.CommittedAtIsNil(), uploadticket.ExpiresAtLT(time.Now().Add(-in.MinAge))).
@@ -42,45 +48,101 @@ func (a *Activities) DeleteOrphanUploads(ctx context.Context, in contract.Delete
 		if len(tickets) == 0 {
 			return out, nil
 		}
-		var keys, prefixes, ids []string
-		for _, t := range tickets {
-			if err := a.abortMultipart(ctx, t); err != nil {
-				return out, err
-			}
-			k, p, ok := ticketObjects(t)
-			if !ok {
-				// A malformed row is never a reason to list a broad prefix: drop the row and log.
-				a.Log.Warn("orphan sweep: ticket prefix outside the scene key space; deleting the row only",
-					"ticket", t.ID, "prefix", t.Prefix)
-			}
-			keys, prefixes, ids = append(keys, k...), append(prefixes, p...), append(ids, t.ID)
-		}
-		if err := a.bucket().DeleteKeys(ctx, keys, func(int) { activity.RecordHeartbeat(ctx, out) }); err != nil {
+		if err := a.removeTickets(ctx, tickets, &out); err != nil {
 			return out, err
 		}
-		objects := len(keys)
-		for _, p := range prefixes {
-			if err := a.bucket().EmptyPrefix(ctx, p, func(n int) {
-				objects += n
-				activity.RecordHeartbeat(ctx, out)
-			}); err != nil {
-				return out, err
-			}
-		}
-		n, err := a.Ent.UploadTicket.Delete().Where(uploadticket.IDIn(ids...), uploadticket.CommittedAtIsNil()).Exec(ctx)
-		if err != nil {
-			return out, err
-		}
-		out.Tickets += n
-		out.Objects += objects
 		done += len(tickets)
-		activity.RecordHeartbeat(ctx, out)
 		if len(tickets) < in.BatchSize {
 			return out, nil
 		}
 	}
 	out.More = true
 	return out, nil
+}
+
+// removeTickets removes uncommitted tickets: the store's multipart upload of each, their
+// objects, then the rows that are still uncommitted (and match also), counted into out.
+func (a *Activities) removeTickets(ctx context.Context, tickets []*ent.UploadTicket, out *contract.DeleteOrphanUploadsResult,
+	also ...predicate.UploadTicket) error {
+	var keys, prefixes, ids []string
+	for _, t := range tickets {
+		if err := a.abortMultipart(ctx, t); err != nil {
+			return err
+		}
+		k, p, ok := ticketObjects(t)
+		if !ok {
+			// A malformed row is never a reason to list a broad prefix: drop the row and log.
+			a.Log.Warn("orphan sweep: ticket prefix outside the scene key space; deleting the row only",
+				"ticket", t.ID, "prefix", t.Prefix)
+		}
+		keys, prefixes, ids = append(keys, k...), append(prefixes, p...), append(ids, t.ID)
+	}
+	if err := a.bucket().DeleteKeys(ctx, keys, func(int) { activity.RecordHeartbeat(ctx, *out) }); err != nil {
+		return err
+	}
+	objects := len(keys)
+	for _, p := range prefixes {
+		if err := a.bucket().EmptyPrefix(ctx, p, func(n int) {
+			objects += n
+			activity.RecordHeartbeat(ctx, *out)
+		}); err != nil {
+			return err
+		}
+	}
+	where := append([]predicate.UploadTicket{uploadticket.IDIn(ids...), uploadticket.CommittedAtIsNil()}, also...)
+	n, err := a.Ent.UploadTicket.Delete().Where(where...).Exec(ctx)
+	if err != nil {
+		return err
+	}
+	out.Tickets += n
+	out.Objects += objects
+	activity.RecordHeartbeat(ctx, *out)
+	return nil
+}
+
+// deleteIdleMultiparts removes multipart uploads whose parts stopped arriving
+// (contract.DeleteOrphanUploadsInput.MultipartIdle), at most MaxTickets of them: their expiresAt
+// is a day away, but an upload nobody feeds must not hold its room, or its parts, that long.
+// The store's part times tell whether parts keep arriving. An upload the store no longer has
+// (completed, or aborted by its client) is left to the rules above.
+func (a *Activities) deleteIdleMultiparts(ctx context.Context, in contract.DeleteOrphanUploadsInput, out *contract.DeleteOrphanUploadsResult) error {
+	now := time.Now()
+	tickets, err := a.Ent.UploadTicket.Query().Where(uploadticket.CommittedAtIsNil(), uploadticket.MultipartUploadIDNotNil(),
+		uploadticket.MultipartCompletedAtIsNil(), uploadticket.CreatedAtLT(now.Add(-in.MultipartIdle))).
+		Order(ent.Asc(uploadticket.FieldCreatedAt)).Limit(in.MaxTickets).All(ctx)
+	if err != nil {
+		return err
+	}
+	var idle []*ent.UploadTicket
+	for _, t := range tickets {
+		if len(t.Objects) != 1 {
+			continue
+		}
+		last, found, err := a.bucket().LastPart(ctx, objectkeys.Sealed(t.Objects[0].Key), *t.MultipartUploadID)
+		if err != nil {
+			return fmt.Errorf("listing the parts of ticket %s: %w", t.ID, err)
+		}
+		if found && now.Sub(later(last, t.CreatedAt)) >= in.MultipartIdle {
+			idle = append(idle, t)
+		}
+	}
+	for len(idle) > 0 {
+		batch := idle[:min(len(idle), in.BatchSize)]
+		idle = idle[len(batch):]
+		// Completed since the query: the upload is whole and waits for its commit.
+		if err := a.removeTickets(ctx, batch, out, uploadticket.MultipartCompletedAtIsNil()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // abortMultipart drops the store's multipart upload of a resumable ticket, with the parts it

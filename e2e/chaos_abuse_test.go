@@ -21,6 +21,7 @@ import (
 
 	"github.com/splathost/splathost/internal/fixtures"
 	"github.com/splathost/splathost/internal/objectkeys"
+	"github.com/splathost/splathost/internal/quota"
 	"github.com/splathost/splathost/internal/ratelimit"
 	"github.com/splathost/splathost/internal/testenv"
 )
@@ -262,6 +263,24 @@ func (f *abuseFixture) cases(t *testing.T) []abuseCase {
 		{name: "two Content-Length headers, 0 and 50", want: 400, point: "38.8", send: rawBytes(framed(a, "Content-Length: 0\r\nContent-Length: 50"))},
 		{name: "Content-Length beside Transfer-Encoding", want: 400, point: "38.8",
 			send: rawBytes(framed(a, "Content-Length: 50\r\nTransfer-Encoding: chunked"))},
+
+		// Issue 38: open uploads are bounded (point 1): per customer and per editor session.
+		{name: "21st open upload of a customer", want: 429, point: "38.1", send: func(t *testing.T) (int, []byte) {
+			ensureCustomer(t, a, "parker", nil)
+			for range quota.MaxOpenUploads {
+				require.Equal(t, 200, do(t, "POST", "/api/v1/uploads/splat-file", a.keys("parker"), splatFileAsk(100)).Status)
+			}
+			r := do(t, "POST", "/api/v1/uploads/splat-file", a.keys("parker"), splatFileAsk(100))
+			return r.Status, r.Raw
+		}},
+		{name: "4th open upload of an editor session", want: 429, point: "38.1", send: func(t *testing.T) (int, []byte) {
+			h := sessionHeaders(mintToken(t, a, "ada", map[string]any{"type": "editor", "user": map[string]any{"name": "parker"}}))
+			for range quota.MaxOpenUploadsPerSession {
+				require.Equal(t, 200, do(t, "POST", editorPath("/uploads/splat-file"), h, splatFileAsk(2<<30)).Status)
+			}
+			r := do(t, "POST", editorPath("/uploads/splat-file"), h, splatFileAsk(100))
+			return r.Status, r.Raw
+		}},
 	}
 	// Issue 26: non-canonical paths never reach a service's own routes (point 2).
 	for _, p := range canonicalTraversals {

@@ -52,7 +52,7 @@ func newKeyedCommits(t *testing.T, base func() string, clients, perClient int) *
 		k.eus = append(k.eus, eu)
 		var bodies, keys []string
 		for i := range perClient {
-			bodies = append(bodies, fmt.Sprintf(`{"title":"keyed %d/%d","splatUrl":%q}`, c, i, uploadSplat(t, k.tn, eu, splatBytes(64))))
+			bodies = append(bodies, fmt.Sprintf(`{"title":"keyed %d/%d","splatUrl":%q}`, c, i, parkUpload(t, k.tn, eu, splatBytes(64))))
 			keys = append(keys, idemKey(t))
 		}
 		k.uploads, k.keys = append(k.uploads, bodies), append(k.keys, keys)

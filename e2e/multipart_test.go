@@ -474,12 +474,30 @@ func TestMultipartResumeFromStatusAlone(t *testing.T) {
 
 // TestOrphanSweepAbortsMultipartUploads: an expired, uncommitted multipart upload loses its
 // store state (parts) and its ticket; a completed but uncommitted one its object.
-func TestOrphanSweepAbortsMultipartUploads(t *testing.T) {
+// sweepSetup is a tenant with the customer eu, the store, and a two-part .splat of size bytes.
+func sweepSetup(t *testing.T, eu string) (tenant, *objectstore.Store, []byte) {
+	t.Helper()
 	a := newTenant(t)
-	ensureCustomer(t, a, "dave", nil)
-	st := store(t)
-	const size = 20 << 20
-	file := fixtures.Splat(size / fixtures.SplatRecordSize)
+	ensureCustomer(t, a, eu, nil)
+	return a, store(t), fixtures.Splat(sweepFileSize / fixtures.SplatRecordSize)
+}
+
+// sweepFileSize is the file of sweepSetup: two parts.
+const sweepFileSize = 20 << 20
+
+// runOrphanSweep runs the orphan sweep once, now, and waits for it.
+func runOrphanSweep(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	run, err := env.Process.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: "orphan-sweep-" + ids.New(), TaskQueue: env.Config.TaskQueue}, workflows.SweepOrphanUploads, workflows.SweepInput{})
+	require.NoError(t, err)
+	require.NoError(t, run.Get(ctx, nil))
+}
+
+func TestOrphanSweepAbortsMultipartUploads(t *testing.T) {
+	a, st, file := sweepSetup(t, "dave")
+	const size = sweepFileSize
 
 	open := startMultipart(t, a, "dave", size)
 	status, _ := putPart(t, partURLs(t, open["parts"])[1], file[:mpPartSize])
@@ -502,11 +520,7 @@ func TestOrphanSweepAbortsMultipartUploads(t *testing.T) {
 
 	backdate(t, openPrefix, "3 hours")
 	backdate(t, ticketPrefix(doneKey), "3 hours")
-	ctx := context.Background()
-	run, err := env.Process.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: "orphan-sweep-multipart-" + ids.New(), TaskQueue: env.Config.TaskQueue}, workflows.SweepOrphanUploads, workflows.SweepInput{})
-	require.NoError(t, err)
-	require.NoError(t, run.Get(ctx, nil))
+	runOrphanSweep(t)
 
 	require.Empty(t, storeUploads(t, st, openPrefix), "the store's multipart state is aborted")
 	require.False(t, ticketExists(t, openPrefix))

@@ -72,7 +72,7 @@ func TestOrphanSweepRemovesAbandonedUploadsOnly(t *testing.T) {
 	graceKey := keyOf(t, uploadSplat(t, a, "sweeper", splatBytes(2)))
 	backdate(t, ticketPrefix(graceKey), "30 minutes")
 	marginKey := keyOf(t, uploadSplat(t, a, "sweeper", splatBytes(2)))
-	backdate(t, ticketPrefix(marginKey), "90 minutes")
+	backdate(t, ticketPrefix(marginKey), "65 minutes")
 	sc := commitScene(t, a, "sweeper", 3)
 	sceneKey := keyOf(t, sc["splatUrl"].(string))
 	backdate(t, ticketPrefix(sceneKey), "3 hours")

@@ -297,7 +297,7 @@ func TestConcurrentCommitsNeverOvershootQuota(t *testing.T) {
 	ensureCustomer(t, a, "racer", map[string]any{"limitBytes": size * room})
 	urls := make([]string, tries)
 	for i := range urls {
-		urls[i] = uploadSplat(t, a, "racer", splatBytes(size/32))
+		urls[i] = parkUpload(t, a, "racer", splatBytes(size/32)) // more than the bound on open uploads
 	}
 	statuses := make([]int, tries)
 	var wg sync.WaitGroup
@@ -331,7 +331,7 @@ func TestConcurrentCommitsRespectMaxSplats(t *testing.T) {
 	ensureCustomer(t, a, "capped", map[string]any{"maxSplats": room})
 	urls := make([]string, tries)
 	for i := range urls {
-		urls[i] = uploadSplat(t, a, "capped", splatBytes(1))
+		urls[i] = parkUpload(t, a, "capped", splatBytes(1)) // more than the bound on open uploads
 	}
 	statuses := make([]int, tries)
 	bodies := make([]map[string]any, tries)

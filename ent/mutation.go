@@ -12983,6 +12983,7 @@ type UploadTicketMutation struct {
 	part_size              *int64
 	addpart_size           *int64
 	multipart_completed_at *time.Time
+	session_id             *string
 	clearedFields          map[string]struct{}
 	integration            *string
 	clearedintegration     bool
@@ -13722,6 +13723,55 @@ func (m *UploadTicketMutation) ResetMultipartCompletedAt() {
 	delete(m.clearedFields, uploadticket.FieldMultipartCompletedAt)
 }
 
+// SetSessionID sets the "session_id" field.
+func (m *UploadTicketMutation) SetSessionID(s string) {
+	m.session_id = &s
+}
+
+// SessionID returns the value of the "session_id" field in the mutation.
+func (m *UploadTicketMutation) SessionID() (r string, exists bool) {
+	v := m.session_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSessionID returns the old "session_id" field's value of the UploadTicket entity.
+// If the UploadTicket object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UploadTicketMutation) OldSessionID(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSessionID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSessionID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSessionID: %w", err)
+	}
+	return oldValue.SessionID, nil
+}
+
+// ClearSessionID clears the value of the "session_id" field.
+func (m *UploadTicketMutation) ClearSessionID() {
+	m.session_id = nil
+	m.clearedFields[uploadticket.FieldSessionID] = struct{}{}
+}
+
+// SessionIDCleared returns if the "session_id" field was cleared in this mutation.
+func (m *UploadTicketMutation) SessionIDCleared() bool {
+	_, ok := m.clearedFields[uploadticket.FieldSessionID]
+	return ok
+}
+
+// ResetSessionID resets all changes to the "session_id" field.
+func (m *UploadTicketMutation) ResetSessionID() {
+	m.session_id = nil
+	delete(m.clearedFields, uploadticket.FieldSessionID)
+}
+
 // ClearIntegration clears the "integration" edge to the Integration entity.
 func (m *UploadTicketMutation) ClearIntegration() {
 	m.clearedintegration = true
@@ -13810,7 +13860,7 @@ func (m *UploadTicketMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *UploadTicketMutation) Fields() []string {
-	fields := make([]string, 0, 14)
+	fields := make([]string, 0, 15)
 	if m.created_at != nil {
 		fields = append(fields, uploadticket.FieldCreatedAt)
 	}
@@ -13853,6 +13903,9 @@ func (m *UploadTicketMutation) Fields() []string {
 	if m.multipart_completed_at != nil {
 		fields = append(fields, uploadticket.FieldMultipartCompletedAt)
 	}
+	if m.session_id != nil {
+		fields = append(fields, uploadticket.FieldSessionID)
+	}
 	return fields
 }
 
@@ -13889,6 +13942,8 @@ func (m *UploadTicketMutation) Field(name string) (ent.Value, bool) {
 		return m.PartSize()
 	case uploadticket.FieldMultipartCompletedAt:
 		return m.MultipartCompletedAt()
+	case uploadticket.FieldSessionID:
+		return m.SessionID()
 	}
 	return nil, false
 }
@@ -13926,6 +13981,8 @@ func (m *UploadTicketMutation) OldField(ctx context.Context, name string) (ent.V
 		return m.OldPartSize(ctx)
 	case uploadticket.FieldMultipartCompletedAt:
 		return m.OldMultipartCompletedAt(ctx)
+	case uploadticket.FieldSessionID:
+		return m.OldSessionID(ctx)
 	}
 	return nil, fmt.Errorf("unknown UploadTicket field %s", name)
 }
@@ -14033,6 +14090,13 @@ func (m *UploadTicketMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetMultipartCompletedAt(v)
 		return nil
+	case uploadticket.FieldSessionID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSessionID(v)
+		return nil
 	}
 	return fmt.Errorf("unknown UploadTicket field %s", name)
 }
@@ -14105,6 +14169,9 @@ func (m *UploadTicketMutation) ClearedFields() []string {
 	if m.FieldCleared(uploadticket.FieldMultipartCompletedAt) {
 		fields = append(fields, uploadticket.FieldMultipartCompletedAt)
 	}
+	if m.FieldCleared(uploadticket.FieldSessionID) {
+		fields = append(fields, uploadticket.FieldSessionID)
+	}
 	return fields
 }
 
@@ -14133,6 +14200,9 @@ func (m *UploadTicketMutation) ClearField(name string) error {
 		return nil
 	case uploadticket.FieldMultipartCompletedAt:
 		m.ClearMultipartCompletedAt()
+		return nil
+	case uploadticket.FieldSessionID:
+		m.ClearSessionID()
 		return nil
 	}
 	return fmt.Errorf("unknown UploadTicket nullable field %s", name)
@@ -14183,6 +14253,9 @@ func (m *UploadTicketMutation) ResetField(name string) error {
 		return nil
 	case uploadticket.FieldMultipartCompletedAt:
 		m.ResetMultipartCompletedAt()
+		return nil
+	case uploadticket.FieldSessionID:
+		m.ResetSessionID()
 		return nil
 	}
 	return fmt.Errorf("unknown UploadTicket field %s", name)

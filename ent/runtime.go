@@ -1014,6 +1014,10 @@ func init() {
 	uploadticketDescPartSize := uploadticketFields[9].Descriptor()
 	// uploadticket.PartSizeValidator is a validator for the "part_size" field. It is called by the builders before save.
 	uploadticket.PartSizeValidator = uploadticketDescPartSize.Validators[0].(func(int64) error)
+	// uploadticketDescSessionID is the schema descriptor for session_id field.
+	uploadticketDescSessionID := uploadticketFields[11].Descriptor()
+	// uploadticket.SessionIDValidator is a validator for the "session_id" field. It is called by the builders before save.
+	uploadticket.SessionIDValidator = uploadticketDescSessionID.Validators[0].(func(string) error)
 	// uploadticketDescID is the schema descriptor for id field.
 	uploadticketDescID := uploadticketMixinFields0[0].Descriptor()
 	// uploadticket.DefaultID holds the default value on creation for the id field.

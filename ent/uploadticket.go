@@ -49,6 +49,8 @@ type UploadTicket struct {
 	PartSize int64 `json:"part_size,omitempty"`
 	// MultipartCompletedAt holds the value of the "multipart_completed_at" field.
 	MultipartCompletedAt *time.Time `json:"multipart_completed_at,omitempty"`
+	// SessionID holds the value of the "session_id" field.
+	SessionID *string `json:"session_id,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the UploadTicketQuery when eager-loading is set.
 	Edges        UploadTicketEdges `json:"edges"`
@@ -97,7 +99,7 @@ func (*UploadTicket) scanValues(columns []string) ([]any, error) {
 			values[i] = new([]byte)
 		case uploadticket.FieldTotalBytes, uploadticket.FieldPartSize:
 			values[i] = new(sql.NullInt64)
-		case uploadticket.FieldID, uploadticket.FieldIntegrationID, uploadticket.FieldOwnerID, uploadticket.FieldKind, uploadticket.FieldPrefix, uploadticket.FieldSceneID, uploadticket.FieldMultipartUploadID:
+		case uploadticket.FieldID, uploadticket.FieldIntegrationID, uploadticket.FieldOwnerID, uploadticket.FieldKind, uploadticket.FieldPrefix, uploadticket.FieldSceneID, uploadticket.FieldMultipartUploadID, uploadticket.FieldSessionID:
 			values[i] = new(sql.NullString)
 		case uploadticket.FieldCreatedAt, uploadticket.FieldUpdatedAt, uploadticket.FieldExpiresAt, uploadticket.FieldCommittedAt, uploadticket.FieldMultipartCompletedAt:
 			values[i] = new(sql.NullTime)
@@ -212,6 +214,13 @@ func (_m *UploadTicket) assignValues(columns []string, values []any) error {
 				_m.MultipartCompletedAt = new(time.Time)
 				*_m.MultipartCompletedAt = value.Time
 			}
+		case uploadticket.FieldSessionID:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field session_id", values[i])
+			} else if value.Valid {
+				_m.SessionID = new(string)
+				*_m.SessionID = value.String
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -303,6 +312,11 @@ func (_m *UploadTicket) String() string {
 	if v := _m.MultipartCompletedAt; v != nil {
 		builder.WriteString("multipart_completed_at=")
 		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	if v := _m.SessionID; v != nil {
+		builder.WriteString("session_id=")
+		builder.WriteString(*v)
 	}
 	builder.WriteByte(')')
 	return builder.String()

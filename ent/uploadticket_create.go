@@ -166,6 +166,20 @@ func (_c *UploadTicketCreate) SetNillableMultipartCompletedAt(v *time.Time) *Upl
 	return _c
 }
 
+// SetSessionID sets the "session_id" field.
+func (_c *UploadTicketCreate) SetSessionID(v string) *UploadTicketCreate {
+	_c.mutation.SetSessionID(v)
+	return _c
+}
+
+// SetNillableSessionID sets the "session_id" field if the given value is not nil.
+func (_c *UploadTicketCreate) SetNillableSessionID(v *string) *UploadTicketCreate {
+	if v != nil {
+		_c.SetSessionID(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *UploadTicketCreate) SetID(v string) *UploadTicketCreate {
 	_c.mutation.SetID(v)
@@ -303,6 +317,11 @@ func (_c *UploadTicketCreate) check() error {
 			return &ValidationError{Name: "part_size", err: fmt.Errorf(`ent: validator failed for field "UploadTicket.part_size": %w`, err)}
 		}
 	}
+	if v, ok := _c.mutation.SessionID(); ok {
+		if err := uploadticket.SessionIDValidator(v); err != nil {
+			return &ValidationError{Name: "session_id", err: fmt.Errorf(`ent: validator failed for field "UploadTicket.session_id": %w`, err)}
+		}
+	}
 	if v, ok := _c.mutation.ID(); ok {
 		if err := uploadticket.IDValidator(v); err != nil {
 			return &ValidationError{Name: "id", err: fmt.Errorf(`ent: validator failed for field "UploadTicket.id": %w`, err)}
@@ -397,6 +416,10 @@ func (_c *UploadTicketCreate) createSpec() (*UploadTicket, *sqlgraph.CreateSpec)
 	if value, ok := _c.mutation.MultipartCompletedAt(); ok {
 		_spec.SetField(uploadticket.FieldMultipartCompletedAt, field.TypeTime, value)
 		_node.MultipartCompletedAt = &value
+	}
+	if value, ok := _c.mutation.SessionID(); ok {
+		_spec.SetField(uploadticket.FieldSessionID, field.TypeString, value)
+		_node.SessionID = &value
 	}
 	if nodes := _c.mutation.IntegrationIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -596,6 +619,9 @@ func (u *UploadTicketUpsertOne) UpdateNewValues() *UploadTicketUpsertOne {
 		}
 		if _, exists := u.create.mutation.PartSize(); exists {
 			s.SetIgnore(uploadticket.FieldPartSize)
+		}
+		if _, exists := u.create.mutation.SessionID(); exists {
+			s.SetIgnore(uploadticket.FieldSessionID)
 		}
 	}))
 	return u
@@ -917,6 +943,9 @@ func (u *UploadTicketUpsertBulk) UpdateNewValues() *UploadTicketUpsertBulk {
 			}
 			if _, exists := b.mutation.PartSize(); exists {
 				s.SetIgnore(uploadticket.FieldPartSize)
+			}
+			if _, exists := b.mutation.SessionID(); exists {
+				s.SetIgnore(uploadticket.FieldSessionID)
 			}
 		}
 	}))

@@ -197,6 +197,9 @@ func (_u *UploadTicketUpdate) sqlSave(ctx context.Context) (_node int, err error
 	if _u.mutation.MultipartCompletedAtCleared() {
 		_spec.ClearField(uploadticket.FieldMultipartCompletedAt, field.TypeTime)
 	}
+	if _u.mutation.SessionIDCleared() {
+		_spec.ClearField(uploadticket.FieldSessionID, field.TypeString)
+	}
 	_spec.AddModifiers(_u.modifiers...)
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -416,6 +419,9 @@ func (_u *UploadTicketUpdateOne) sqlSave(ctx context.Context) (_node *UploadTick
 	}
 	if _u.mutation.MultipartCompletedAtCleared() {
 		_spec.ClearField(uploadticket.FieldMultipartCompletedAt, field.TypeTime)
+	}
+	if _u.mutation.SessionIDCleared() {
+		_spec.ClearField(uploadticket.FieldSessionID, field.TypeString)
 	}
 	_spec.AddModifiers(_u.modifiers...)
 	_node = &UploadTicket{config: _u.config}

@@ -97,7 +97,7 @@ func (m *keyMiddleware) Handle(c *fiber.Ctx) error {
 }
 
 // run hands an owned request on with its fence, renewing the claim while it runs, then keeps
-// its answer. A 5xx (the service failed, or did not answer) settles the claim instead: the key
+// its answer. A 5xx (the service failed, or did not answer) or a 429 settles the claim instead: the key
 // is released so that a retry runs again, unless the service recorded an answer with its
 // effect, which is then the answer sent, since it is what happened.
 func (m *keyMiddleware) run(c *fiber.Ctx, claim idempotency.Claim) error {
@@ -114,7 +114,9 @@ func (m *keyMiddleware) run(c *fiber.Ctx, claim idempotency.Claim) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.UserContext()), finishTimeout)
 	defer cancel()
 	resp := c.Response()
-	if resp.StatusCode() >= 500 {
+	// A 429 is settled like a 5xx: it did nothing and asks for a retry after Retry-After (a
+	// bound on open uploads, a running clone), which a kept answer would refuse for 24 h.
+	if resp.StatusCode() >= 500 || resp.StatusCode() == fiber.StatusTooManyRequests {
 		recorded, err := m.store.Settle(ctx, claim)
 		if err != nil {
 			m.log.WarnContext(ctx, "idempotency key held after a 5xx until its lease ends", "error", err, "requestId", httpx.RequestID(c))

@@ -67,7 +67,7 @@ func TestSweepRunsBatchesUntilNothingIsLeft(t *testing.T) {
 	env, a := newEnv(t)
 	calls := 0
 	env.OnActivity(a.DeleteOrphanUploads, mock.Anything, contract.DeleteOrphanUploadsInput{
-		MinAge: orphanMinAge, BatchSize: sweepBatch, MaxTickets: sweepPerCall}).Return(
+		MinAge: orphanMinAge, BatchSize: sweepBatch, MaxTickets: sweepPerCall, MultipartIdle: multipartIdle}).Return(
 		func(context.Context, contract.DeleteOrphanUploadsInput) (contract.DeleteOrphanUploadsResult, error) {
 			calls++
 			return contract.DeleteOrphanUploadsResult{Tickets: 10, Objects: 20, More: calls < 3}, nil

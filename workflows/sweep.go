@@ -10,9 +10,15 @@ import (
 )
 
 // orphanMinAge is how long after expires_at an uncommitted upload is swept. The commit path
-// accepts a commit until expires_at + 1 h (commitGrace in services/scene/commit.go); one more
-// hour keeps a commit that passed that check clear of the sweep.
-const orphanMinAge = 2 * time.Hour
+// accepts a commit until expires_at + 1 h (commitGrace in services/scene/commit.go); ten more
+// minutes keep a commit that passed that check (a request's budget is under a minute) clear of
+// the sweep, and no longer: bytes that can no longer become a scene go within minutes.
+const orphanMinAge = time.Hour + 10*time.Minute
+
+// multipartIdle is how long a multipart upload, neither completed nor committed, keeps its
+// ticket with no part arriving: its expiresAt is a day away (contract item 14), but an upload
+// nobody feeds goes at the first sweep after an hour of silence, and its room with it.
+const multipartIdle = time.Hour
 
 // Bounds of one sweep run: tickets per batch, per activity call, and calls per run. What a run
 // leaves, the next scheduled run takes.
@@ -67,7 +73,8 @@ const (
 const orphanRenditionLookback = 24 * time.Hour
 
 // SweepOrphanUploads removes uploads that never became a scene: objects of upload tickets never
-// committed whose window closed more than two hours ago, and the tickets themselves; then what
+// committed whose window closed more than orphanMinAge ago, or multipart uploads idle for
+// multipartIdle, and the tickets themselves; then what
 // interrupted conversions left in the rendition folders of deleted scenes; then, the bucket
 // sweep, every object that belongs to no scene and no open ticket (what a PUT to an upload URL
 // recreated after a commit or a delete, among others).
@@ -77,7 +84,7 @@ func SweepOrphanUploads(ctx workflow.Context, in SweepInput) (SweepResult, error
 	for i := 0; i < sweepMaxCalls; i++ {
 		var res contract.DeleteOrphanUploadsResult
 		err := workflow.ExecuteActivity(ctx, contract.DeleteOrphanUploads, contract.DeleteOrphanUploadsInput{
-			MinAge: orphanMinAge, BatchSize: sweepBatch, MaxTickets: sweepPerCall}).Get(ctx, &res)
+			MinAge: orphanMinAge, BatchSize: sweepBatch, MaxTickets: sweepPerCall, MultipartIdle: multipartIdle}).Get(ctx, &res)
 		if err != nil {
 			return out, err
 		}

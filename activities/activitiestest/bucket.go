@@ -9,6 +9,7 @@ import (
 	"context"
 	"io"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -283,6 +284,17 @@ func (b *Bucket) AbortMultipartUpload(_ context.Context, in *s3.AbortMultipartUp
 	defer b.mu.Unlock()
 	b.aborts = append(b.aborts, aws.ToString(in.UploadId))
 	return &s3.AbortMultipartUploadOutput{}, nil
+}
+
+// ListParts answers an aborted upload with NoSuchUpload and any other with no parts: the bucket
+// holds no multipart state.
+func (b *Bucket) ListParts(_ context.Context, in *s3.ListPartsInput, _ ...func(*s3.Options)) (*s3.ListPartsOutput, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if slices.Contains(b.aborts, aws.ToString(in.UploadId)) {
+		return nil, &s3types.NoSuchUpload{}
+	}
+	return &s3.ListPartsOutput{}, nil
 }
 
 // Aborts returns the upload id of every AbortMultipartUpload call so far, in call order.

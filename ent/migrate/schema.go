@@ -402,6 +402,7 @@ var (
 		{Name: "multipart_upload_id", Type: field.TypeString, Nullable: true},
 		{Name: "part_size", Type: field.TypeInt64, Nullable: true},
 		{Name: "multipart_completed_at", Type: field.TypeTime, Nullable: true},
+		{Name: "session_id", Type: field.TypeString, Nullable: true, Size: 64},
 		{Name: "owner_id", Type: field.TypeString, Size: 24},
 		{Name: "integration_id", Type: field.TypeString, Size: 24},
 	}
@@ -413,13 +414,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "upload_tickets_external_users_upload_tickets",
-				Columns:    []*schema.Column{UploadTicketsColumns[13]},
+				Columns:    []*schema.Column{UploadTicketsColumns[14]},
 				RefColumns: []*schema.Column{ExternalUsersColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "upload_tickets_integrations_upload_tickets",
-				Columns:    []*schema.Column{UploadTicketsColumns[14]},
+				Columns:    []*schema.Column{UploadTicketsColumns[15]},
 				RefColumns: []*schema.Column{IntegrationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -429,6 +430,11 @@ var (
 				Name:    "uploadticket_committed_at_expires_at",
 				Unique:  false,
 				Columns: []*schema.Column{UploadTicketsColumns[8], UploadTicketsColumns[7]},
+			},
+			{
+				Name:    "uploadticket_owner_id_expires_at",
+				Unique:  false,
+				Columns: []*schema.Column{UploadTicketsColumns[14], UploadTicketsColumns[7]},
 			},
 		},
 	}

@@ -45,6 +45,10 @@ func (UploadTicket) Fields() []ent.Field {
 		// multipart_completed_at is when the multipart upload became one object; a commit
 		// refuses the ticket before.
 		field.Time("multipart_completed_at").Optional().Nillable(),
+		// session_id is the embed session (sessiontoken.SessionID) that asked for the ticket, nil
+		// for an integration's own keys: an editor session may hold only a few open tickets
+		// (quota.MaxOpenUploadsPerSession), whoever its customer is.
+		field.String("session_id").Optional().Nillable().Immutable().MaxLen(64),
 	}
 }
 
@@ -60,5 +64,8 @@ func (UploadTicket) Indexes() []ent.Index {
 	return []ent.Index{
 		// The orphan sweep scans uncommitted tickets past their window.
 		index.Fields("committed_at", "expires_at"),
+		// The bound on open tickets (quota.AdmitUpload) counts a customer's open tickets under the
+		// customer's row lock at every upload request.
+		index.Fields("owner_id", "expires_at"),
 	}
 }

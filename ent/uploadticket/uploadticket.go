@@ -43,6 +43,8 @@ const (
 	FieldPartSize = "part_size"
 	// FieldMultipartCompletedAt holds the string denoting the multipart_completed_at field in the database.
 	FieldMultipartCompletedAt = "multipart_completed_at"
+	// FieldSessionID holds the string denoting the session_id field in the database.
+	FieldSessionID = "session_id"
 	// EdgeIntegration holds the string denoting the integration edge name in mutations.
 	EdgeIntegration = "integration"
 	// EdgeOwner holds the string denoting the owner edge name in mutations.
@@ -82,6 +84,7 @@ var Columns = []string{
 	FieldMultipartUploadID,
 	FieldPartSize,
 	FieldMultipartCompletedAt,
+	FieldSessionID,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -113,6 +116,8 @@ var (
 	SceneIDValidator func(string) error
 	// PartSizeValidator is a validator for the "part_size" field. It is called by the builders before save.
 	PartSizeValidator func(int64) error
+	// SessionIDValidator is a validator for the "session_id" field. It is called by the builders before save.
+	SessionIDValidator func(string) error
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() string
 	// IDValidator is a validator for the "id" field. It is called by the builders before save.
@@ -215,6 +220,11 @@ func ByPartSize(opts ...sql.OrderTermOption) OrderOption {
 // ByMultipartCompletedAt orders the results by the multipart_completed_at field.
 func ByMultipartCompletedAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldMultipartCompletedAt, opts...).ToFunc()
+}
+
+// BySessionID orders the results by the session_id field.
+func BySessionID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldSessionID, opts...).ToFunc()
 }
 
 // ByIntegrationField orders the results by integration field.

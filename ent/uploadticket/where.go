@@ -125,6 +125,11 @@ func MultipartCompletedAt(v time.Time) predicate.UploadTicket {
 	return predicate.UploadTicket(sql.FieldEQ(FieldMultipartCompletedAt, v))
 }
 
+// SessionID applies equality check predicate on the "session_id" field. It's identical to SessionIDEQ.
+func SessionID(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldEQ(FieldSessionID, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.UploadTicket {
 	return predicate.UploadTicket(sql.FieldEQ(FieldCreatedAt, v))
@@ -798,6 +803,81 @@ func MultipartCompletedAtIsNil() predicate.UploadTicket {
 // MultipartCompletedAtNotNil applies the NotNil predicate on the "multipart_completed_at" field.
 func MultipartCompletedAtNotNil() predicate.UploadTicket {
 	return predicate.UploadTicket(sql.FieldNotNull(FieldMultipartCompletedAt))
+}
+
+// SessionIDEQ applies the EQ predicate on the "session_id" field.
+func SessionIDEQ(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldEQ(FieldSessionID, v))
+}
+
+// SessionIDNEQ applies the NEQ predicate on the "session_id" field.
+func SessionIDNEQ(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldNEQ(FieldSessionID, v))
+}
+
+// SessionIDIn applies the In predicate on the "session_id" field.
+func SessionIDIn(vs ...string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldIn(FieldSessionID, vs...))
+}
+
+// SessionIDNotIn applies the NotIn predicate on the "session_id" field.
+func SessionIDNotIn(vs ...string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldNotIn(FieldSessionID, vs...))
+}
+
+// SessionIDGT applies the GT predicate on the "session_id" field.
+func SessionIDGT(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldGT(FieldSessionID, v))
+}
+
+// SessionIDGTE applies the GTE predicate on the "session_id" field.
+func SessionIDGTE(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldGTE(FieldSessionID, v))
+}
+
+// SessionIDLT applies the LT predicate on the "session_id" field.
+func SessionIDLT(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldLT(FieldSessionID, v))
+}
+
+// SessionIDLTE applies the LTE predicate on the "session_id" field.
+func SessionIDLTE(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldLTE(FieldSessionID, v))
+}
+
+// SessionIDContains applies the Contains predicate on the "session_id" field.
+func SessionIDContains(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldContains(FieldSessionID, v))
+}
+
+// SessionIDHasPrefix applies the HasPrefix predicate on the "session_id" field.
+func SessionIDHasPrefix(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldHasPrefix(FieldSessionID, v))
+}
+
+// SessionIDHasSuffix applies the HasSuffix predicate on the "session_id" field.
+func SessionIDHasSuffix(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldHasSuffix(FieldSessionID, v))
+}
+
+// SessionIDIsNil applies the IsNil predicate on the "session_id" field.
+func SessionIDIsNil() predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldIsNull(FieldSessionID))
+}
+
+// SessionIDNotNil applies the NotNil predicate on the "session_id" field.
+func SessionIDNotNil() predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldNotNull(FieldSessionID))
+}
+
+// SessionIDEqualFold applies the EqualFold predicate on the "session_id" field.
+func SessionIDEqualFold(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldEqualFold(FieldSessionID, v))
+}
+
+// SessionIDContainsFold applies the ContainsFold predicate on the "session_id" field.
+func SessionIDContainsFold(v string) predicate.UploadTicket {
+	return predicate.UploadTicket(sql.FieldContainsFold(FieldSessionID, v))
 }
 
 // HasIntegration applies the HasEdge predicate on the "integration" edge.

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/splathost/splathost/internal/apperr"
+	"github.com/splathost/splathost/internal/quota"
 )
 
 // Record is a customer as the API shows it, without the rendering.
@@ -53,4 +54,14 @@ func (s *Store) LiveSceneCount(ctx context.Context, ownerID string) (int64, erro
 		return 0, apperr.Internal(err)
 	}
 	return n, nil
+}
+
+// OpenUploads is what ownerID's open upload tickets hold now, read from the primary (the
+// integrator reads it right after an abort or a commit, which must show at once).
+func (s *Store) OpenUploads(ctx context.Context, ownerID string) (quota.OpenUploads, error) {
+	o, err := quota.LoadOpenUploads(ctx, s.DB.Ent.UploadTicket, ownerID, "", time.Now())
+	if err != nil {
+		return o, apperr.Internal(err)
+	}
+	return o, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -21,6 +22,7 @@ type API interface {
 	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 	AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipartUploadInput, opts ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
+	ListParts(ctx context.Context, in *s3.ListPartsInput, opts ...func(*s3.Options)) (*s3.ListPartsOutput, error)
 }
 
 // ErrStopListing, returned by a page callback, ends a listing without an error.
@@ -65,6 +67,33 @@ func (b Bucket) AbortUpload(ctx context.Context, key, uploadID string) error {
 		return nil
 	}
 	return err
+}
+
+// LastPart returns when the newest part of the multipart upload uploadID of key was stored
+// (zero when it holds none yet); found is false, with a nil error, when the upload is gone
+// (completed or aborted). The store's own times are the evidence that parts keep arriving: no
+// request of the service sees a part PUT.
+func (b Bucket) LastPart(ctx context.Context, key, uploadID string) (last time.Time, found bool, err error) {
+	in := &s3.ListPartsInput{Bucket: aws.String(b.Name), Key: aws.String(key), UploadId: aws.String(uploadID)}
+	for {
+		page, err := b.API.ListParts(ctx, in)
+		if NoSuchUpload(err) {
+			return time.Time{}, false, nil
+		}
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		for _, p := range page.Parts {
+			if p.LastModified != nil && p.LastModified.After(last) {
+				last = *p.LastModified
+			}
+		}
+		if !aws.ToBool(page.IsTruncated) || page.NextPartNumberMarker == nil ||
+			aws.ToString(page.NextPartNumberMarker) == aws.ToString(in.PartNumberMarker) {
+			return last, true, nil
+		}
+		in.PartNumberMarker = page.NextPartNumberMarker
+	}
 }
 
 // NoSuchUpload reports the store's answer for a multipart upload that no longer exists (a typed

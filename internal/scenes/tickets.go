@@ -7,11 +7,14 @@ import (
 	"time"
 
 	"github.com/splathost/splathost/ent"
+	"github.com/splathost/splathost/ent/externaluser"
 	"github.com/splathost/splathost/ent/scene"
 	"github.com/splathost/splathost/ent/schema"
 	"github.com/splathost/splathost/ent/uploadticket"
 	"github.com/splathost/splathost/internal/apperr"
 	"github.com/splathost/splathost/internal/idempotency"
+	"github.com/splathost/splathost/internal/quota"
+	"github.com/splathost/splathost/internal/uploadrules"
 )
 
 // Ticket is an upload ticket to record: owner's objects under prefix, valid until Expires. A
@@ -25,11 +28,16 @@ type Ticket struct {
 	// MultipartUploadID and PartSize are set for a multipart upload only.
 	MultipartUploadID string
 	PartSize          int64
+	// Session is the embed session asking for the ticket ("" for the integration's keys).
+	Session string
 }
 
 // CreateTicket records t and, in the same transaction, the 200 answer that hands out its URLs:
 // answer renders it from the saved ticket (idempotency.Record keeps it for a keyed request), and
-// an error of answer rolls the ticket back.
+// an error of answer rolls the ticket back. The ticket must fit the bound on open uploads
+// (quota.AdmitUpload, 429 past it), checked under the customer's row lock, the lock every
+// writer of the customer's counters takes first: concurrent requests of one customer admit one
+// after another, so no race passes the bound.
 func (s *Store) CreateTicket(ctx context.Context, t Ticket, answer func(*ent.UploadTicket) (any, error)) (*idempotency.Recorded, error) {
 	var total int64
 	for _, o := range t.Objects {
@@ -37,10 +45,20 @@ func (s *Store) CreateTicket(ctx context.Context, t Ticket, answer func(*ent.Upl
 	}
 	var out *idempotency.Recorded
 	err := s.DB.InTx(ctx, func(tx *ent.Tx) error {
+		u, err := tx.ExternalUser.Query().Where(externaluser.ID(t.Owner.ID)).ForUpdate().Only(ctx)
+		if err != nil {
+			return err
+		}
+		if err := s.admit(ctx, tx.UploadTicket, u, t.Session, total); err != nil {
+			return err
+		}
 		create := tx.UploadTicket.Create().SetIntegrationID(t.Owner.IntegrationID).SetOwnerID(t.Owner.ID).
 			SetKind(t.Kind).SetPrefix(t.Prefix).SetObjects(t.Objects).SetTotalBytes(total).SetExpiresAt(t.Expires)
 		if t.MultipartUploadID != "" {
 			create.SetMultipartUploadID(t.MultipartUploadID).SetPartSize(t.PartSize)
+		}
+		if t.Session != "" {
+			create.SetSessionID(t.Session)
 		}
 		saved, err := create.Save(ctx)
 		if err != nil {
@@ -54,6 +72,32 @@ func (s *Store) CreateTicket(ctx context.Context, t Ticket, answer func(*ent.Upl
 		return err
 	})
 	return out, err
+}
+
+// admit applies the bound on open uploads (quota.AdmitUpload) to a new ticket of u declaring
+// bytes, asked for by session ("" for keys), reading u's open tickets through tickets.
+func (s *Store) admit(ctx context.Context, tickets *ent.UploadTicketClient, u *ent.ExternalUser, session string, bytes int64) error {
+	now := s.Now()
+	open, err := quota.LoadOpenUploads(ctx, tickets, u.ID, session, now)
+	if err != nil {
+		return err
+	}
+	ask := quota.UploadAsk{Bytes: bytes, Session: session != "", MaxFile: uploadrules.MaxFileBytes}
+	if e := quota.AdmitUpload(quota.CustomerMeter(u), open, ask, now); e != nil {
+		return e
+	}
+	return nil
+}
+
+// PrecheckTicket is the bound on open uploads without the lock, for a request that must do
+// costly work before its ticket exists (a multipart start creates the store's upload first):
+// a customer at the bound is refused before that work. CreateTicket checks again under the
+// lock, which is what holds the bound.
+func (s *Store) PrecheckTicket(ctx context.Context, owner *ent.ExternalUser, session string, bytes int64) error {
+	if err := s.admit(ctx, s.DB.Ent.UploadTicket, owner, session, bytes); err != nil {
+		return apperr.From(err) // the 429 as it is; a database failure as a 500
+	}
+	return nil
 }
 
 // errUploadNotFound is every answer for an upload id that is not a multipart upload of the

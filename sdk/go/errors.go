@@ -77,6 +77,11 @@ const (
 	// CodeNonCanonicalPath is the 400 of a request path with dot segments, double encoding or
 	// other non-canonical forms.
 	CodeNonCanonicalPath = "NON_CANONICAL_PATH"
+	// CodeTooManyOpenUploads is the 429 of an upload request while the customer's (or the
+	// editor session's) open uploads are at their bound: nothing was signed. It is not retried
+	// on its own: commit or abort an open upload, or wait the Retry-After seconds (until one
+	// expires), then ask again.
+	CodeTooManyOpenUploads = "TOO_MANY_OPEN_UPLOADS"
 )
 
 // APIError is a non-2xx answer of the service: the spec's error envelope plus the HTTP status.

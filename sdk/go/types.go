@@ -134,6 +134,15 @@ type CustomerUsage struct {
 		// Limit is the customer's maxSplats; nil means no cap.
 		Limit *int64 `json:"limit"`
 	} `json:"splats"`
+	// OpenUploads is what the customer's open uploads (signed, not committed, not aborted, not
+	// expired) hold apart from Storage: uncharged until a commit, but bounded (an upload
+	// request past MaxCount or MaxBytes answers 429 TOO_MANY_OPEN_UPLOADS).
+	OpenUploads struct {
+		Count    int64 `json:"count"`
+		Bytes    int64 `json:"bytes"`
+		MaxCount int64 `json:"maxCount"`
+		MaxBytes int64 `json:"maxBytes"`
+	} `json:"openUploads"`
 }
 
 // RemixedFrom names the source of a remix.

@@ -20,6 +20,7 @@ import (
 	"github.com/splathost/splathost/internal/objectkeys"
 	"github.com/splathost/splathost/internal/objectstore"
 	"github.com/splathost/splathost/internal/scenes"
+	"github.com/splathost/splathost/internal/uploadrules"
 )
 
 // Resumable (multipart) splat-file uploads, contract item 14. The client names an upload by its
@@ -28,8 +29,8 @@ import (
 const (
 	// MinMultipartFileBytes is S3's smallest part: a smaller file gains nothing from parts.
 	MinMultipartFileBytes = 5 << 20
-	// MaxMultipartFileBytes bounds a single-file upload in parts.
-	MaxMultipartFileBytes = 20 << 30
+	// MaxMultipartFileBytes bounds a single-file upload in parts: the largest file of all.
+	MaxMultipartFileBytes = uploadrules.MaxFileBytes
 	// MultipartPartBytes is the size of every part but the last. 16 MiB keeps a resumed upload's
 	// loss to one part per connection and a 20 GiB file at 1 280 parts (one signed URL each).
 	MultipartPartBytes = 16 << 20
@@ -67,6 +68,10 @@ func (s *Service) startMultipart(c *fiber.Ctx, caller *httpx.Caller, eu, name, c
 		return err
 	}
 	key := prefix + name
+	session := requestSession(c)
+	if err := s.scenes.PrecheckTicket(ctx, owner, session, size); err != nil {
+		return err
+	}
 	// The store's upload is created at the sealed key (seal.go): the commit then copies
 	// nothing, and once completed no part URL writes anything.
 	stored := objectkeys.Sealed(key)
@@ -75,7 +80,8 @@ func (s *Service) startMultipart(c *fiber.Ctx, caller *httpx.Caller, eu, name, c
 		return signingFailed(err)
 	}
 	t := scenes.Ticket{Owner: owner, Kind: uploadticket.KindSplatFile, Prefix: prefix, Expires: s.now().Add(multipartWindow),
-		Objects: []schema.UploadObject{{Key: key, ContentType: ctype, Size: size}}, MultipartUploadID: uploadID, PartSize: partSizeFor(size)}
+		Objects: []schema.UploadObject{{Key: key, ContentType: ctype, Size: size}}, MultipartUploadID: uploadID, PartSize: partSizeFor(size),
+		Session: session}
 	out, err := s.scenes.CreateTicket(ctx, t, func(saved *ent.UploadTicket) (any, error) { return s.multipartAnswer(ctx, saved) })
 	if err != nil {
 		// Nothing refers to the store's upload unless the commit's outcome is unknown (then the

@@ -127,12 +127,22 @@ func signingFailed(err error) error {
 	return e
 }
 
-// saveTicket records an upload ticket of objects and, in the same transaction, the answer that
-// hands out their URLs (answer is its JSON; idempotency.Record keeps it for a keyed request).
-func (s *Service) saveTicket(ctx context.Context, owner *ent.ExternalUser, kind uploadticket.Kind, prefix string,
+// saveTicket records an upload ticket of objects for the request c and, in the same
+// transaction, the answer that hands out their URLs (answer is its JSON; idempotency.Record
+// keeps it for a keyed request). Past the bound on open uploads it answers 429.
+func (s *Service) saveTicket(c *fiber.Ctx, owner *ent.ExternalUser, kind uploadticket.Kind, prefix string,
 	objects []schema.UploadObject, expires time.Time, answer any) (*idempotency.Recorded, error) {
-	return s.scenes.CreateTicket(ctx, scenes.Ticket{Owner: owner, Kind: kind, Prefix: prefix, Objects: objects, Expires: expires},
-		func(*ent.UploadTicket) (any, error) { return answer, nil })
+	return s.scenes.CreateTicket(c.UserContext(), scenes.Ticket{Owner: owner, Kind: kind, Prefix: prefix, Objects: objects,
+		Expires: expires, Session: requestSession(c)}, func(*ent.UploadTicket) (any, error) { return answer, nil })
+}
+
+// requestSession is the embed session behind an upload request, "" for the integration's keys:
+// the bound on open uploads gives each editor session a share of its own.
+func requestSession(c *fiber.Ctx) string {
+	if caller := httpx.CallerOf(c); caller != nil {
+		return caller.SessionKey()
+	}
+	return ""
 }
 
 // uploadSplatFile answers POST /api/v1/uploads/splat-file: one signed PUT, or with multipart:
@@ -220,7 +230,7 @@ func (s *Service) signSingleUpload(c *fiber.Ctx, caller *httpx.Caller, eu string
 	if err != nil {
 		return signingFailed(err)
 	}
-	out, err := s.saveTicket(c.UserContext(), owner, kind, prefix, []schema.UploadObject{{Key: key, ContentType: ctype, Size: size}},
+	out, err := s.saveTicket(c, owner, kind, prefix, []schema.UploadObject{{Key: key, ContentType: ctype, Size: size}},
 		expires, fiber.Map{"status": "success", "uploadUrl": uploadURL, "fileUrl": s.url(key), "expiresAt": httpx.ISOTime(expires)})
 	if err != nil {
 		return err
@@ -240,7 +250,7 @@ func (s *Service) uploadSplatImages(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	recorded, err := s.saveTicket(c.UserContext(), owner, uploadticket.KindSplatImages, prefix, objects, expires, out)
+	recorded, err := s.saveTicket(c, owner, uploadticket.KindSplatImages, prefix, objects, expires, out)
 	if err != nil {
 		return err
 	}

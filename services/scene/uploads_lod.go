@@ -128,7 +128,7 @@ func (s *Service) uploadLODFolder(c *fiber.Ctx) error {
 	if err := s.presignAll(c.UserContext(), uploads, objects); err != nil {
 		return signingFailed(err)
 	}
-	out, err := s.saveTicket(c.UserContext(), owner, uploadticket.KindLodFolder, prefix, objects, expires,
+	out, err := s.saveTicket(c, owner, uploadticket.KindLodFolder, prefix, objects, expires,
 		lodResponse{Status: "success", FolderKey: strings.TrimSuffix(prefix, "/"), ManifestURL: s.url(prefix + uploadrules.LODManifest),
 			Uploads: uploads, ExpiresAt: httpx.ISOTime(expires)})
 	if err != nil {

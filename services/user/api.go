@@ -13,6 +13,7 @@ import (
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/ids"
 	"github.com/splathost/splathost/internal/quota"
+	"github.com/splathost/splathost/internal/uploadrules"
 )
 
 // Limits of the PUT /api/v1/external-user body (interface spec, Limits).
@@ -189,8 +190,16 @@ func (s *Service) writeUsage(c *fiber.Ctx, caller *httpx.Caller, eu string) erro
 	if err != nil {
 		return err
 	}
+	open, err := s.store().OpenUploads(c.UserContext(), v.ID)
+	if err != nil {
+		return err
+	}
+	// openUploads stands apart from storage: what open tickets declare is not charged until a
+	// commit, but it is the room they hold against the bound on open uploads.
+	room := quota.OpenUploadRoom(quota.Meter{UsedBytes: v.UsedBytes, LimitBytes: v.LimitBytes}, uploadrules.MaxFileBytes)
 	return c.JSON(fiber.Map{"status": "success", "usage": fiber.Map{
-		"storage": quota.SnapshotOf(v.UsedBytes, v.LimitBytes),
-		"splats":  fiber.Map{"used": used, "limit": v.MaxSplats},
+		"storage":     quota.SnapshotOf(v.UsedBytes, v.LimitBytes),
+		"splats":      fiber.Map{"used": used, "limit": v.MaxSplats},
+		"openUploads": fiber.Map{"count": open.Count, "bytes": open.Bytes, "maxCount": quota.MaxOpenUploads, "maxBytes": room},
 	}})
 }

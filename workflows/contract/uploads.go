@@ -10,6 +10,10 @@ type DeleteOrphanUploadsInput struct {
 	MinAge     time.Duration
 	BatchSize  int
 	MaxTickets int
+	// MultipartIdle, when positive, also removes multipart uploads neither completed nor
+	// committed whose parts stopped arriving: no part stored for MultipartIdle (counted from
+	// the upload's start while it holds none), whatever their expiresAt.
+	MultipartIdle time.Duration `json:",omitempty"`
 }
 
 // DeleteOrphanUploadsResult counts what the sweep removed; More says it stopped at MaxTickets
