@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/internal/fixtures"
+	"github.com/splathost/splathost/media/shpalette"
 )
 
 // converter is the pinned splat-transform `make deps` installs; these tests run the real one.
@@ -93,36 +94,54 @@ func TestPipelineConvertsEveryFormat(t *testing.T) {
 	}
 }
 
-// TestPipelineKeepsTheHarmonicsItCanAfford: a small training scene keeps all three bands (the
-// SOG carries the shN palette); a policy of none drops them (no shN, a smaller file); the CPU
-// policy's bounds are as documented.
-func TestPipelineKeepsTheHarmonicsItCanAfford(t *testing.T) {
+// hasSHN reports whether the SOG unit (a .sog zip or a folder's meta.json) has an shN entry
+// and both its textures.
+func hasSHN(t *testing.T, unit string) bool {
+	t.Helper()
+	u, err := openUnit(zipOrDir(unit))
+	require.NoError(t, err)
+	_, ok := u.meta["shN"]
+	if ok {
+		_, err = u.read(shpalette.Files...)
+		require.NoError(t, err)
+	}
+	return ok
+}
+
+// zipOrDir gives openUnit's arguments for a .sog file or a Streamed SOG unit's meta.json.
+func zipOrDir(p string) (string, string, int) {
+	if strings.HasSuffix(p, ".sog") {
+		return p, "", 0
+	}
+	return "", filepath.Dir(p), 0
+}
+
+// TestPipelineKeepsEveryHarmonicBand: a degree-3 training scene (its colour a wave of the view
+// direction that differs per channel and per coefficient) keeps all three bands in its SOG; the
+// palette the SOG holds, decoded from the files as the PlayCanvas engine decodes it and matched
+// to the upload's Gaussians by position, reproduces the upload's coefficients: every texel is
+// matched, the error is what the pipeline measured while writing, and it is a small fraction of
+// the coefficients' own size (the error of dropping them, which a flat-colour rendition makes).
+func TestPipelineKeepsEveryHarmonicBand(t *testing.T) {
 	tr := converter(t)
 	var ply bytes.Buffer
-	require.NoError(t, stand.WriteTrainingPLY(&ply, 3000, 3))
+	require.NoError(t, stand.WriteTrainingPLY(&ply, 20_000, 3))
 	src := writeFile(t, "scene.ply", ply.Bytes())
-	hasSHN := func(p string) bool {
-		zr, err := zip.OpenReader(p)
-		require.NoError(t, err)
-		defer zr.Close()
-		for _, f := range zr.File {
-			if strings.HasPrefix(f.Name, "shN") {
-				return true
-			}
-		}
-		return false
-	}
-	full, err := Pipeline{Transform: tr, LODMin: 1_000_000}.Run(context.Background(), src, ".ply", t.TempDir(), nil, nil)
+	work := t.TempDir()
+	r, err := Pipeline{Transform: tr, LODMin: 1_000_000}.Run(context.Background(), src, ".ply", work, nil, nil)
 	require.NoError(t, err)
-	require.Equal(t, 3, full.SHBands)
-	require.True(t, hasSHN(full.Files["scene.sog"]))
-	none, err := Pipeline{Transform: tr, LODMin: 1_000_000, SHBands: func(int64) int { return 0 }}.Run(
-		context.Background(), src, ".ply", t.TempDir(), nil, nil)
+	require.Equal(t, 3, r.SHBands)
+	require.True(t, hasSHN(t, r.Files["scene.sog"]))
+	require.Equal(t, 20_000, r.SH.Gaussians)
+	require.Zero(t, r.SH.Unmatched)
+
+	dec, err := HarmonicsError(filepath.Join(work, "out"), r.Main, []string{src}, 3)
 	require.NoError(t, err)
-	require.Equal(t, 0, none.SHBands)
-	require.False(t, hasSHN(none.Files["scene.sog"]))
-	require.Less(t, none.Bytes, full.Bytes)
-	require.Equal(t, []int{3, 1, 1, 0}, []int{CPUHarmonics(8_000), CPUHarmonics(8_001), CPUHarmonics(150_000), CPUHarmonics(150_001)})
+	require.Zero(t, dec.Unmatched, "every texel found again")
+	require.InDelta(t, r.SH.RMSE(), dec.RMSE(), 1e-6, "the files decode to what was measured")
+	flat := coefficientRMS(t, src)
+	t.Logf("SH RMSE %.4f, coefficients' RMS %.4f", dec.RMSE(), flat)
+	require.Less(t, dec.RMSE(), flat/10, "harmonics kept, not flattened")
 }
 
 // TestPipelineBuildsLevelsOfDetail: from LODMin Gaussians the rendition is a Streamed SOG whose
@@ -207,4 +226,14 @@ func TestTransformBounds(t *testing.T) {
 	require.NoError(t, tr.Run(context.Background(), func(l string) { lines = append(lines, l) }, src, out))
 	require.NotEmpty(t, lines, "progress lines reach the caller")
 	require.Equal(t, 20_000, sogCount(t, out))
+}
+
+// coefficientRMS is the root mean square of a Plain PLY's f_rest coefficients: the error of a
+// rendition that drops them.
+func coefficientRMS(t *testing.T, ply string) float64 {
+	h, err := StatPLY(ply)
+	require.NoError(t, err)
+	d, err := readLevel(ply, h.SHDegree)
+	require.NoError(t, err)
+	return shpalette.RMSE(d.sh, make([]float32, len(d.sh)))
 }
