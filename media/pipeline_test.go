@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image/jpeg"
 	"os"
 	"path/filepath"
@@ -142,6 +143,104 @@ func TestPipelineKeepsEveryHarmonicBand(t *testing.T) {
 	flat := coefficientRMS(t, src)
 	t.Logf("SH RMSE %.4f, coefficients' RMS %.4f", dec.RMSE(), flat)
 	require.Less(t, dec.RMSE(), flat/10, "harmonics kept, not flattened")
+}
+
+// TestStreamedSOGKeepsEveryHarmonicBand: every unit of every level of a Streamed SOG gets its
+// own palette, matched to its level's Gaussians, decoding to the measured error.
+func TestStreamedSOGKeepsEveryHarmonicBand(t *testing.T) {
+	tr := converter(t)
+	var ply bytes.Buffer
+	require.NoError(t, stand.WriteTrainingPLY(&ply, 40_000, 3))
+	src := writeFile(t, "scene.ply", ply.Bytes())
+	work := t.TempDir()
+	r, err := Pipeline{Transform: tr, LODMin: 30_000, LODFloor: 8_000}.Run(context.Background(), src, ".ply", work, nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, "lod", r.Type)
+	require.Equal(t, 3, r.SHBands)
+	units := 0
+	for name, p := range r.Files {
+		if strings.HasSuffix(name, "/meta.json") {
+			units++
+			require.True(t, hasSHN(t, p), name)
+		}
+	}
+	levels := []string{src}
+	for i := 1; ; i++ {
+		lvl := filepath.Join(work, fmt.Sprintf("level%d.ply", i))
+		if _, err := os.Stat(lvl); err != nil {
+			break
+		}
+		levels = append(levels, lvl)
+	}
+	require.GreaterOrEqual(t, len(levels), 3)
+	dec, err := HarmonicsError(filepath.Join(work, "out"), r.Main, levels, 3)
+	require.NoError(t, err)
+	require.Zero(t, dec.Unmatched)
+	require.Equal(t, r.SH.Gaussians, dec.Gaussians, "every level's Gaussians")
+	require.Greater(t, dec.Gaussians, 40_000)
+	require.InDelta(t, r.SH.RMSE(), dec.RMSE(), 1e-6)
+	require.Less(t, dec.RMSE(), coefficientRMS(t, src)/10)
+	t.Logf("%d units, SH RMSE %.4f", units, dec.RMSE())
+}
+
+// TestSHNLayoutMatchesSplatTransform: at 2 000 Gaussians, where splat-transform's own CPU
+// palette is quick, its SOG and ours have the same meta.json keys, the same shN entry (count,
+// bands, a 256-value codebook, the two files in the same order) and the same texture sizes (the
+// centroids 64 per row, the labels the size of the other textures): what the PlayCanvas engine
+// reads from its own SOGs, it reads from ours.
+func TestSHNLayoutMatchesSplatTransform(t *testing.T) {
+	tr := converter(t)
+	var ply bytes.Buffer
+	require.NoError(t, stand.WriteTrainingPLY(&ply, 2000, 3))
+	src := writeFile(t, "scene.ply", ply.Bytes())
+	theirs := filepath.Join(t.TempDir(), "theirs.sog")
+	require.NoError(t, tr.Run(context.Background(), nil, src, theirs))
+	work := t.TempDir()
+	r, err := Pipeline{Transform: tr, LODMin: 1_000_000}.Run(context.Background(), src, ".ply", work, nil, nil)
+	require.NoError(t, err)
+
+	layout := func(p string) (keys, shnKeys []string, shn shpalette.Meta, dims map[string][2]int) {
+		u, err := openUnit(p, "", 0)
+		require.NoError(t, err)
+		for k := range u.meta {
+			keys = append(keys, k)
+		}
+		var raw map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(u.meta["shN"], &raw))
+		for k := range raw {
+			shnKeys = append(shnKeys, k)
+		}
+		require.NoError(t, json.Unmarshal(u.meta["shN"], &shn))
+		dims = map[string][2]int{}
+		for _, f := range append([]string{"means_l.webp", "quats.webp"}, shn.Files...) {
+			b, err := u.read(f)
+			require.NoError(t, err)
+			img, err := shpalette.DecodeWebP(b[0])
+			require.NoError(t, err)
+			dims[f] = [2]int{img.Bounds().Dx(), img.Bounds().Dy()}
+		}
+		return keys, shnKeys, shn, dims
+	}
+	tk, tsk, tshn, tdims := layout(theirs)
+	ok, osk, oshn, odims := layout(r.Files["scene.sog"])
+	require.ElementsMatch(t, tk, ok, "meta.json keys")
+	require.ElementsMatch(t, tsk, osk, "shN keys")
+	require.Equal(t, tshn.Count, oshn.Count)
+	require.Equal(t, tshn.Bands, oshn.Bands)
+	require.Len(t, oshn.Codebook, len(tshn.Codebook))
+	require.Equal(t, tshn.Files, oshn.Files)
+	require.Equal(t, tdims, odims, "texture sizes")
+	require.Equal(t, [2]int{64 * 15, 1024 / 64}, odims["shN_centroids.webp"])
+	require.Equal(t, odims["means_l.webp"], odims["shN_labels.webp"])
+
+	// Both decode by the same reader; ours is at least as close to the upload as theirs.
+	mine, err := HarmonicsError(filepath.Join(work, "out"), r.Main, []string{src}, 3)
+	require.NoError(t, err)
+	their, err := HarmonicsError(filepath.Dir(theirs), filepath.Base(theirs), []string{src}, 3)
+	require.NoError(t, err)
+	require.Zero(t, their.Unmatched+mine.Unmatched)
+	t.Logf("SH RMSE ours %.4f, splat-transform's %.4f", mine.RMSE(), their.RMSE())
+	require.LessOrEqual(t, mine.RMSE(), their.RMSE()*1.1)
 }
 
 // TestPipelineBuildsLevelsOfDetail: from LODMin Gaussians the rendition is a Streamed SOG whose
