@@ -23,9 +23,10 @@ type HarmonicsStats struct {
 	// them no Gaussian of the level's PLY could be found for (they decode to the base colour).
 	Gaussians, Unmatched int
 	// SqErr is the sum of squared differences of the decoded coefficients against the PLY's,
-	// over Values coefficients: RMSE gives their root mean.
-	SqErr  float64
-	Values int64
+	// over Values coefficients: RMSE gives their root mean. InputSq is the sum of the PLY's
+	// coefficients squared: the error of a rendition without harmonics (FlatRMSE).
+	SqErr, InputSq float64
+	Values         int64
 }
 
 // RMSE is the root-mean-square error of the decoded coefficients against the upload's.
@@ -36,10 +37,29 @@ func (s HarmonicsStats) RMSE() float64 {
 	return math.Sqrt(s.SqErr / float64(s.Values))
 }
 
+// FlatRMSE is the error a rendition that dropped the harmonics would have: their RMS.
+func (s HarmonicsStats) FlatRMSE() float64 {
+	if s.Values == 0 {
+		return 0
+	}
+	return math.Sqrt(s.InputSq / float64(s.Values))
+}
+
+// measure adds the error of got (decoded coefficients) against want.
+func (s *HarmonicsStats) measure(got func(i int) float32, want []float32) {
+	for i, w := range want {
+		d := float64(got(i)) - float64(w)
+		s.SqErr += d * d
+		s.InputSq += float64(w) * float64(w)
+	}
+	s.Values += int64(len(want))
+}
+
 func (s *HarmonicsStats) add(o HarmonicsStats) {
 	s.Gaussians += o.Gaussians
 	s.Unmatched += o.Unmatched
 	s.SqErr += o.SqErr
+	s.InputSq += o.InputSq
 	s.Values += o.Values
 }
 
@@ -308,16 +328,8 @@ func (u *sogUnit) addPalette(x []float32, degree int) (HarmonicsStats, error) {
 	dim := 3 * shpalette.Coefficients(degree)
 	pal := shpalette.Train(x, dim, shpalette.Size(u.count), shpalette.Options{Seed: uint64(u.count)})
 	enc := shpalette.Quantize(pal)
-	st := HarmonicsStats{Gaussians: u.count, Values: int64(len(x))}
-	for t, l := range pal.Labels {
-		if u.src[t] < 0 {
-			st.Unmatched++
-		}
-		for j := range dim {
-			d := float64(enc.Codebook[enc.Codes[int(l)*dim+j]]) - float64(x[t*dim+j])
-			st.SqErr += d * d
-		}
-	}
+	st := u.stats()
+	st.measure(func(i int) float32 { return enc.Codebook[enc.Codes[int(pal.Labels[i/dim])*dim+i%dim]] }, x)
 	cent, err := shpalette.EncodeWebP(enc.CentroidsImage())
 	if err != nil {
 		return st, err
@@ -478,20 +490,12 @@ func AddHarmonics(out, main string, levels []string, degree int) (HarmonicsStats
 // A SOG without shN counts as all-zero coefficients: what a viewer draws of it.
 func HarmonicsError(out, main string, levels []string, degree int) (HarmonicsStats, error) {
 	return eachUnit(out, main, levels, degree, func(u *sogUnit, x []float32) (HarmonicsStats, error) {
-		st := HarmonicsStats{Gaussians: u.count, Values: int64(len(x))}
+		st := u.stats()
 		got, err := u.decodeSH(len(x) / max(u.count, 1))
 		if err != nil {
 			return st, err
 		}
-		for t := range u.src {
-			if u.src[t] < 0 {
-				st.Unmatched++
-			}
-		}
-		for i := range x {
-			e := float64(got[i]) - float64(x[i])
-			st.SqErr += e * e
-		}
+		st.measure(func(i int) float32 { return got[i] }, x)
 		return st, nil
 	})
 }
@@ -530,6 +534,17 @@ func eachUnit(out, main string, levels []string, degree int, fn func(u *sogUnit,
 		}
 	}
 	return st, nil
+}
+
+// stats counts the unit's Gaussians and those no Gaussian of its level was found for.
+func (u *sogUnit) stats() HarmonicsStats {
+	st := HarmonicsStats{Gaussians: u.count}
+	for _, g := range u.src {
+		if g < 0 {
+			st.Unmatched++
+		}
+	}
+	return st
 }
 
 // decodeSH returns the unit's decoded coefficients in texel order (zeros without shN).

@@ -140,7 +140,7 @@ func TestPipelineKeepsEveryHarmonicBand(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, dec.Unmatched, "every texel found again")
 	require.InDelta(t, r.SH.RMSE(), dec.RMSE(), 1e-6, "the files decode to what was measured")
-	flat := coefficientRMS(t, src)
+	flat := dec.FlatRMSE()
 	t.Logf("SH RMSE %.4f, coefficients' RMS %.4f", dec.RMSE(), flat)
 	require.Less(t, dec.RMSE(), flat/10, "harmonics kept, not flattened")
 }
@@ -179,7 +179,7 @@ func TestStreamedSOGKeepsEveryHarmonicBand(t *testing.T) {
 	require.Equal(t, r.SH.Gaussians, dec.Gaussians, "every level's Gaussians")
 	require.Greater(t, dec.Gaussians, 40_000)
 	require.InDelta(t, r.SH.RMSE(), dec.RMSE(), 1e-6)
-	require.Less(t, dec.RMSE(), coefficientRMS(t, src)/10)
+	require.Less(t, dec.RMSE(), dec.FlatRMSE()/10)
 	t.Logf("%d units, SH RMSE %.4f", units, dec.RMSE())
 }
 
@@ -325,14 +325,4 @@ func TestTransformBounds(t *testing.T) {
 	require.NoError(t, tr.Run(context.Background(), func(l string) { lines = append(lines, l) }, src, out))
 	require.NotEmpty(t, lines, "progress lines reach the caller")
 	require.Equal(t, 20_000, sogCount(t, out))
-}
-
-// coefficientRMS is the root mean square of a Plain PLY's f_rest coefficients: the error of a
-// rendition that drops them.
-func coefficientRMS(t *testing.T, ply string) float64 {
-	h, err := StatPLY(ply)
-	require.NoError(t, err)
-	d, err := readLevel(ply, h.SHDegree)
-	require.NoError(t, err)
-	return shpalette.RMSE(d.sh, make([]float32, len(d.sh)))
 }
