@@ -41,7 +41,8 @@ func Coefficients(d int) int { return (d+1)*(d+1) - 1 }
 type Options struct {
 	// Probes is how many nearest coarse clusters each Gaussian's fine search visits (default 2).
 	Probes int
-	// Iterations of Lloyd's algorithm at each level (default 6).
+	// Iterations of Lloyd's algorithm at each level (default 4: on 500 000 Gaussians 6 cost
+	// a third more CPU for the same error).
 	Iterations int
 	// SampleFactor: the fine level trains on this many sample points per centroid (default 2).
 	SampleFactor int
@@ -69,7 +70,7 @@ func Train(x []float32, dim, k int, o Options) Palette {
 		o.Probes = 2
 	}
 	if o.Iterations <= 0 {
-		o.Iterations = 6
+		o.Iterations = 4
 	}
 	if o.SampleFactor <= 0 {
 		o.SampleFactor = 2
