@@ -272,15 +272,17 @@ func match(lp []float64, units []*sogUnit) {
 	}
 }
 
-// levelData is one level's PLY read for the palettes: logPos positions and every Gaussian's
-// higher-band coefficients (dim floats each, f_rest order).
+// levelData is one level's PLY as the palettes need it: logPos positions in memory (24 bytes
+// a Gaussian); the coefficients (up to 180 bytes a Gaussian) are read from the file for one
+// unit at a time, so a 3 M-Gaussian level never holds them all.
 type levelData struct {
-	lp  []float64
-	sh  []float32
-	dim int
+	path string
+	lp   []float64
+	rest []int // byte offsets of f_rest_0.. in a record
+	dim  int
 }
 
-// readLevel reads the positions and f_rest coefficients of a Plain PLY of SH degree degree.
+// readLevel reads the positions of a Plain PLY of SH degree degree and finds its f_rest_*.
 func readLevel(plyPath string, degree int) (levelData, error) {
 	p, err := openPlain(plyPath)
 	if err != nil {
@@ -290,36 +292,53 @@ func readLevel(plyPath string, degree int) (levelData, error) {
 	if p.h.SHDegree != degree {
 		return levelData{}, fmt.Errorf("ply: %s has SH degree %d, want %d", plyPath, p.h.SHDegree, degree)
 	}
-	dim := 3 * shpalette.Coefficients(degree)
-	rest := make([]int, dim)
-	for j := range rest {
-		if rest[j] = p.h.Offset(fmt.Sprintf("f_rest_%d", j)); rest[j] < 0 {
+	d := levelData{path: plyPath, lp: make([]float64, 3*p.n), rest: make([]int, 3*shpalette.Coefficients(degree))}
+	d.dim = len(d.rest)
+	for j := range d.rest {
+		if d.rest[j] = p.h.Offset(fmt.Sprintf("f_rest_%d", j)); d.rest[j] < 0 {
 			return levelData{}, fmt.Errorf("ply: %s has no f_rest_%d", plyPath, j)
 		}
 	}
-	d := levelData{lp: make([]float64, 3*p.n), sh: make([]float32, dim*p.n), dim: dim}
 	err = p.each(func(i int, rec []byte) error {
 		for c, off := range p.l.pos {
 			d.lp[i*3+c] = logPos(math.Float32frombits(binary.LittleEndian.Uint32(rec[off:])))
-		}
-		row := d.sh[i*dim : (i+1)*dim]
-		for j, off := range rest {
-			row[j] = math.Float32frombits(binary.LittleEndian.Uint32(rec[off:]))
 		}
 		return nil
 	})
 	return d, err
 }
 
-// rows gathers the coefficients of the unit's Gaussians in texel order (zero where unmatched).
-func (d levelData) rows(u *sogUnit) []float32 {
+// rows reads the coefficients of the unit's Gaussians in texel order (zero where unmatched), in
+// one pass over the level's file.
+func (d levelData) rows(u *sogUnit) ([]float32, error) {
 	x := make([]float32, u.count*d.dim)
+	// The unit's texels in the order of their Gaussians in the file.
+	order := make([]int32, 0, u.count)
 	for t, g := range u.src {
 		if g >= 0 {
-			copy(x[t*d.dim:(t+1)*d.dim], d.sh[int(g)*d.dim:(int(g)+1)*d.dim])
+			order = append(order, int32(t))
 		}
 	}
-	return x
+	sort.Slice(order, func(a, b int) bool { return u.src[order[a]] < u.src[order[b]] })
+	if len(order) == 0 {
+		return x, nil
+	}
+	p, err := openPlain(d.path)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	next := 0
+	err = p.each(func(i int, rec []byte) error {
+		for ; next < len(order) && int(u.src[order[next]]) == i; next++ {
+			row := x[int(order[next])*d.dim : (int(order[next])+1)*d.dim]
+			for j, off := range d.rest {
+				row[j] = math.Float32frombits(binary.LittleEndian.Uint32(rec[off:]))
+			}
+		}
+		return nil
+	})
+	return x, err
 }
 
 // addPalette trains the unit's palette from x (its Gaussians' coefficients in texel order) and
@@ -525,7 +544,11 @@ func eachUnit(out, main string, levels []string, degree int, fn func(u *sogUnit,
 		}
 		match(d.lp, mine)
 		for _, u := range mine {
-			s, err := fn(u, d.rows(u))
+			x, err := d.rows(u)
+			if err != nil {
+				return st, err
+			}
+			s, err := fn(u, x)
 			if err != nil {
 				return st, err
 			}
