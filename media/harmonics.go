@@ -81,7 +81,7 @@ type sogUnit struct {
 	src        []int32
 }
 
-// readUnitFiles returns the named files of a unit.
+// read returns the named files of the unit.
 func (u *sogUnit) read(names ...string) ([][]byte, error) {
 	out := make([][]byte, len(names))
 	if u.zipPath == "" {
