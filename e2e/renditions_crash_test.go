@@ -54,8 +54,8 @@ func TestRenditionSurvivesAMediaWorkerKill(t *testing.T) {
 	require.NoError(t, sp.AddMediaWorker("media-worker"))
 	a := newTenant(t)
 	ensureCustomer(t, a, "crash", nil)
-	// Large enough to convert for many seconds (degree-1 harmonics are clustered), small enough
-	// for the suite.
+	// Large enough to convert for seconds (the converter, then the SH palettes in the media
+	// worker), small enough for the suite.
 	const n = 60_000
 	data := trainingPLY(t, n)
 	r := doAt(t, sp.URL, "POST", "/api/v1/splats", a.keys("crash"),

@@ -19,27 +19,6 @@ type Pipeline struct {
 	// LODFloor is the size below which no further level of detail is made (a level that small
 	// loads at once anyway); 0 means 200 000.
 	LODFloor int
-	// SHBands chooses how many spherical-harmonic bands the rendition keeps for a scene of n
-	// Gaussians; nil is CPUHarmonics.
-	SHBands func(n int64) int
-}
-
-// CPUHarmonics is the harmonics a CPU-only media worker keeps. splat-transform compresses the
-// higher bands with k-means over a palette of up to 65 536 entries; on a GPU that is quick, but
-// its CPU fallback assigns with a kd-tree that degenerates to a brute-force search in 45
-// dimensions (degree 3): measured on two cores, 20 000 Gaussians take 90 s and 50 000 more
-// than 15 minutes, while band 1 alone (9 dimensions) takes 47 s for 100 000. So the rendition
-// keeps every band up to 8 000 Gaussians, band 1 up to 150 000, and the base colour above
-// (view-dependent tint is the first thing a big scan's rendition gives up; the upload keeps all).
-func CPUHarmonics(n int64) int {
-	switch {
-	case n <= 8_000:
-		return 3
-	case n <= 150_000:
-		return 1
-	default:
-		return 0
-	}
 }
 
 // Rendition is what a pipeline run wrote under its output folder.
@@ -51,8 +30,10 @@ type Rendition struct {
 	// its local path; Bytes is their total size. The poster is not among them.
 	Files map[string]string
 	Bytes int64
-	// SHBands is the harmonics bands the rendition kept (of the upload's SHDegree).
+	// SHBands is the harmonics bands the rendition kept: all of the upload's (its SHDegree).
 	SHBands int
+	// SH is how close the rendition's harmonics are to the upload's (zero without harmonics).
+	SH HarmonicsStats
 	// Gaussians is the scene's count; Poster the poster's local path ("" without one), or
 	// PosterError why it could not be rendered (the rendition stands without it).
 	Gaussians   int64
@@ -112,15 +93,14 @@ func (p Pipeline) Run(ctx context.Context, src, format, work string, poster *Pos
 
 	out := filepath.Join(work, "out")
 	res := Rendition{Gaussians: head.Vertices, SHBands: head.SHDegree}
-	bands := p.SHBands
-	if bands == nil {
-		bands = CPUHarmonics
-	}
-	// keepSH are the actions that drop the bands above what the rendition keeps.
+	// splat-transform writes everything but the harmonics (its CPU palette training is brute
+	// force: minutes for tens of thousands of Gaussians); AddHarmonics adds them after, every
+	// band at every level (media/shpalette).
 	var keepSH []string
-	if b := bands(head.Vertices); b < head.SHDegree {
-		res.SHBands, keepSH = b, []string{"-H", fmt.Sprint(b)}
+	if head.SHDegree > 0 {
+		keepSH = []string{"-H", "0"}
 	}
+	levels := []string{plain}
 	if head.Vertices >= int64(p.LODMin) {
 		// Streamed SOG: level 0 is the scene, each further level about half the one before.
 		floor := p.LODFloor
@@ -135,6 +115,7 @@ func (p Pipeline) Run(ctx context.Context, src, format, work string, poster *Pos
 				return Rendition{}, &InputError{Err: err}
 			}
 			args = append(append(append(args, lvl), keepSH...), "-l", fmt.Sprint(i+1))
+			levels = append(levels, lvl)
 		}
 		if err := run("converting", append(args, filepath.Join(out, "lod", "lod-meta.json"))...); err != nil {
 			return Rendition{}, err
@@ -145,6 +126,12 @@ func (p Pipeline) Run(ctx context.Context, src, format, work string, poster *Pos
 			return Rendition{}, err
 		}
 		res.Type, res.Main = "sog", "scene.sog"
+	}
+	if head.SHDegree > 0 {
+		progress("harmonics", "")
+		if res.SH, err = AddHarmonics(out, res.Main, levels, head.SHDegree); err != nil {
+			return Rendition{}, &InputError{Err: fmt.Errorf("adding the harmonics: %w", err)}
+		}
 	}
 	if res.Files, res.Bytes, err = listFiles(out); err != nil {
 		return Rendition{}, err

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image/jpeg"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/splathost/splathost/internal/fixtures"
+	"github.com/splathost/splathost/media/shpalette"
 )
 
 // converter is the pinned splat-transform `make deps` installs; these tests run the real one.
@@ -93,36 +95,152 @@ func TestPipelineConvertsEveryFormat(t *testing.T) {
 	}
 }
 
-// TestPipelineKeepsTheHarmonicsItCanAfford: a small training scene keeps all three bands (the
-// SOG carries the shN palette); a policy of none drops them (no shN, a smaller file); the CPU
-// policy's bounds are as documented.
-func TestPipelineKeepsTheHarmonicsItCanAfford(t *testing.T) {
+// hasSHN reports whether the SOG unit (a .sog zip or a folder's meta.json) has an shN entry
+// and both its textures.
+func hasSHN(t *testing.T, unit string) bool {
+	t.Helper()
+	u, err := openUnit(zipOrDir(unit))
+	require.NoError(t, err)
+	_, ok := u.meta["shN"]
+	if ok {
+		_, err = u.read(shpalette.Files...)
+		require.NoError(t, err)
+	}
+	return ok
+}
+
+// zipOrDir gives openUnit's arguments for a .sog file or a Streamed SOG unit's meta.json.
+func zipOrDir(p string) (string, string, int) {
+	if strings.HasSuffix(p, ".sog") {
+		return p, "", 0
+	}
+	return "", filepath.Dir(p), 0
+}
+
+// TestPipelineKeepsEveryHarmonicBand: a degree-3 training scene (its colour a wave of the view
+// direction that differs per channel and per coefficient) keeps all three bands in its SOG; the
+// palette the SOG holds, decoded from the files as the PlayCanvas engine decodes it and matched
+// to the upload's Gaussians by position, reproduces the upload's coefficients: every texel is
+// matched, the error is what the pipeline measured while writing, and it is a small fraction of
+// the coefficients' own size (the error of dropping them, which a flat-colour rendition makes).
+func TestPipelineKeepsEveryHarmonicBand(t *testing.T) {
 	tr := converter(t)
 	var ply bytes.Buffer
-	require.NoError(t, stand.WriteTrainingPLY(&ply, 3000, 3))
+	require.NoError(t, stand.WriteTrainingPLY(&ply, 20_000, 3))
 	src := writeFile(t, "scene.ply", ply.Bytes())
-	hasSHN := func(p string) bool {
-		zr, err := zip.OpenReader(p)
-		require.NoError(t, err)
-		defer zr.Close()
-		for _, f := range zr.File {
-			if strings.HasPrefix(f.Name, "shN") {
-				return true
-			}
+	work := t.TempDir()
+	r, err := Pipeline{Transform: tr, LODMin: 1_000_000}.Run(context.Background(), src, ".ply", work, nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, 3, r.SHBands)
+	require.True(t, hasSHN(t, r.Files["scene.sog"]))
+	require.Equal(t, 20_000, r.SH.Gaussians)
+	require.Zero(t, r.SH.Unmatched)
+
+	dec, err := HarmonicsError(filepath.Join(work, "out"), r.Main, []string{src}, 3)
+	require.NoError(t, err)
+	require.Zero(t, dec.Unmatched, "every texel found again")
+	require.InDelta(t, r.SH.RMSE(), dec.RMSE(), 1e-6, "the files decode to what was measured")
+	flat := dec.FlatRMSE()
+	t.Logf("SH RMSE %.4f, coefficients' RMS %.4f", dec.RMSE(), flat)
+	require.Less(t, dec.RMSE(), flat/10, "harmonics kept, not flattened")
+}
+
+// TestStreamedSOGKeepsEveryHarmonicBand: every unit of every level of a Streamed SOG gets its
+// own palette, matched to its level's Gaussians, decoding to the measured error.
+func TestStreamedSOGKeepsEveryHarmonicBand(t *testing.T) {
+	tr := converter(t)
+	var ply bytes.Buffer
+	require.NoError(t, stand.WriteTrainingPLY(&ply, 40_000, 3))
+	src := writeFile(t, "scene.ply", ply.Bytes())
+	work := t.TempDir()
+	r, err := Pipeline{Transform: tr, LODMin: 30_000, LODFloor: 8_000}.Run(context.Background(), src, ".ply", work, nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, "lod", r.Type)
+	require.Equal(t, 3, r.SHBands)
+	units := 0
+	for name, p := range r.Files {
+		if strings.HasSuffix(name, "/meta.json") {
+			units++
+			require.True(t, hasSHN(t, p), name)
 		}
-		return false
 	}
-	full, err := Pipeline{Transform: tr, LODMin: 1_000_000}.Run(context.Background(), src, ".ply", t.TempDir(), nil, nil)
+	levels := []string{src}
+	for i := 1; ; i++ {
+		lvl := filepath.Join(work, fmt.Sprintf("level%d.ply", i))
+		if _, err := os.Stat(lvl); err != nil {
+			break
+		}
+		levels = append(levels, lvl)
+	}
+	require.GreaterOrEqual(t, len(levels), 3)
+	dec, err := HarmonicsError(filepath.Join(work, "out"), r.Main, levels, 3)
 	require.NoError(t, err)
-	require.Equal(t, 3, full.SHBands)
-	require.True(t, hasSHN(full.Files["scene.sog"]))
-	none, err := Pipeline{Transform: tr, LODMin: 1_000_000, SHBands: func(int64) int { return 0 }}.Run(
-		context.Background(), src, ".ply", t.TempDir(), nil, nil)
+	require.Zero(t, dec.Unmatched)
+	require.Equal(t, r.SH.Gaussians, dec.Gaussians, "every level's Gaussians")
+	require.Greater(t, dec.Gaussians, 40_000)
+	require.InDelta(t, r.SH.RMSE(), dec.RMSE(), 1e-6)
+	require.Less(t, dec.RMSE(), dec.FlatRMSE()/10)
+	t.Logf("%d units, SH RMSE %.4f", units, dec.RMSE())
+}
+
+// TestSHNLayoutMatchesSplatTransform: at 2 000 Gaussians, where splat-transform's own CPU
+// palette is quick, its SOG and ours have the same meta.json keys, the same shN entry (count,
+// bands, a 256-value codebook, the two files in the same order) and the same texture sizes (the
+// centroids 64 per row, the labels the size of the other textures): what the PlayCanvas engine
+// reads from its own SOGs, it reads from ours.
+func TestSHNLayoutMatchesSplatTransform(t *testing.T) {
+	tr := converter(t)
+	var ply bytes.Buffer
+	require.NoError(t, stand.WriteTrainingPLY(&ply, 2000, 3))
+	src := writeFile(t, "scene.ply", ply.Bytes())
+	theirs := filepath.Join(t.TempDir(), "theirs.sog")
+	require.NoError(t, tr.Run(context.Background(), nil, src, theirs))
+	work := t.TempDir()
+	r, err := Pipeline{Transform: tr, LODMin: 1_000_000}.Run(context.Background(), src, ".ply", work, nil, nil)
 	require.NoError(t, err)
-	require.Equal(t, 0, none.SHBands)
-	require.False(t, hasSHN(none.Files["scene.sog"]))
-	require.Less(t, none.Bytes, full.Bytes)
-	require.Equal(t, []int{3, 1, 1, 0}, []int{CPUHarmonics(8_000), CPUHarmonics(8_001), CPUHarmonics(150_000), CPUHarmonics(150_001)})
+
+	layout := func(p string) (keys, shnKeys []string, shn shpalette.Meta, dims map[string][2]int) {
+		u, err := openUnit(p, "", 0)
+		require.NoError(t, err)
+		for k := range u.meta {
+			keys = append(keys, k)
+		}
+		var raw map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(u.meta["shN"], &raw))
+		for k := range raw {
+			shnKeys = append(shnKeys, k)
+		}
+		require.NoError(t, json.Unmarshal(u.meta["shN"], &shn))
+		dims = map[string][2]int{}
+		for _, f := range append([]string{"means_l.webp", "quats.webp"}, shn.Files...) {
+			b, err := u.read(f)
+			require.NoError(t, err)
+			img, err := shpalette.DecodeWebP(b[0])
+			require.NoError(t, err)
+			dims[f] = [2]int{img.Bounds().Dx(), img.Bounds().Dy()}
+		}
+		return keys, shnKeys, shn, dims
+	}
+	tk, tsk, tshn, tdims := layout(theirs)
+	ok, osk, oshn, odims := layout(r.Files["scene.sog"])
+	require.ElementsMatch(t, tk, ok, "meta.json keys")
+	require.ElementsMatch(t, tsk, osk, "shN keys")
+	require.Equal(t, tshn.Count, oshn.Count)
+	require.Equal(t, tshn.Bands, oshn.Bands)
+	require.Len(t, oshn.Codebook, len(tshn.Codebook))
+	require.Equal(t, tshn.Files, oshn.Files)
+	require.Equal(t, tdims, odims, "texture sizes")
+	require.Equal(t, [2]int{64 * 15, 1024 / 64}, odims["shN_centroids.webp"])
+	require.Equal(t, odims["means_l.webp"], odims["shN_labels.webp"])
+
+	// Both decode by the same reader; ours is at least as close to the upload as theirs.
+	mine, err := HarmonicsError(filepath.Join(work, "out"), r.Main, []string{src}, 3)
+	require.NoError(t, err)
+	their, err := HarmonicsError(filepath.Dir(theirs), filepath.Base(theirs), []string{src}, 3)
+	require.NoError(t, err)
+	require.Zero(t, their.Unmatched+mine.Unmatched)
+	t.Logf("SH RMSE ours %.4f, splat-transform's %.4f", mine.RMSE(), their.RMSE())
+	require.LessOrEqual(t, mine.RMSE(), their.RMSE()*1.1)
 }
 
 // TestPipelineBuildsLevelsOfDetail: from LODMin Gaussians the rendition is a Streamed SOG whose

@@ -113,6 +113,9 @@ func fmtValue(v float64, unit string) string {
 	switch {
 	case unit == "ms" || unit == "req/s":
 		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v != 0 && v > -0.1 && v < 0.1:
+		// Small figures (an error, a fraction) keep two significant digits.
+		return strconv.FormatFloat(v, 'g', 2, 64)
 	default:
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	}

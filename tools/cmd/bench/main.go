@@ -98,7 +98,7 @@ func run(args []string) (broken bool, err error) {
 	fs.BoolVar(&o.RateLimitOnly, "ratelimit-only", false, "run only the rate limiter's cost: hot paths with the limiter on against off (split)")
 	fs.BoolVar(&o.CloneOnly, "clone-only", false, "run only the clone job measures (allinone)")
 	fs.BoolVar(&o.MemoryOnly, "memory-only", false, "run only the idle memory measure (split)")
-	fs.Func("rendition-sizes", "comma-separated Gaussian counts of the rendition scenes (default 100000,1000000,3000000)", func(v string) error {
+	fs.Func("rendition-sizes", "comma-separated Gaussian counts of the rendition scenes (default 20000,1000000,3000000)", func(v string) error {
 		for _, f := range strings.Split(v, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || n < 1 {
