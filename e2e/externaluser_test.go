@@ -11,7 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/splathost/splathost/internal/quota"
 	"github.com/splathost/splathost/internal/testenv"
+	"github.com/splathost/splathost/internal/uploadrules"
 )
 
 func eu(r map[string]any) map[string]any { return r["externalUser"].(map[string]any) }
@@ -173,6 +175,9 @@ func TestUsageAndClamping(t *testing.T) {
 	require.Equal(t, map[string]any{
 		"storage": map[string]any{"usedBytes": 0.0, "limitBytes": 1000.0, "remainingBytes": 1000.0, "percentUsed": 0.0},
 		"splats":  map[string]any{"used": 0.0, "limit": 3.0},
+		// Nothing parked; room for the headroom plus one largest file (issue 38).
+		"openUploads": map[string]any{"count": 0.0, "bytes": 0.0, "maxCount": float64(quota.MaxOpenUploads),
+			"maxBytes": float64(1000 + uploadrules.MaxFileBytes)},
 	}, r.Body["usage"])
 
 	// Over-allocation can leave usedBytes above limitBytes (a lowered allocation): the figures

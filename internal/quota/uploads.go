@@ -20,8 +20,9 @@ const (
 	// MaxOpenUploads bounds a customer's open tickets, whoever asked for them.
 	MaxOpenUploads = 20
 	// MaxOpenUploadsPerSession bounds the open tickets one embed (editor) session asked for: a
-	// browser page uploads one scene at a time, with its images and audio.
-	MaxOpenUploadsPerSession = 3
+	// browser page uploads one scene at a time, with its images (thumbnail, depth) and a few
+	// audio files, which its save attaches together.
+	MaxOpenUploadsPerSession = 8
 	// CodeTooManyOpenUploads is the code of the 429 past either bound.
 	CodeTooManyOpenUploads = "TOO_MANY_OPEN_UPLOADS"
 )
