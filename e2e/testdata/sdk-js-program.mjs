@@ -1,5 +1,5 @@
 // An integrator's Node program using only @splathost/sdk (installed from its tarball), run by
-// e2e/sdk_js_test.go against the test stack: provision a customer, upload a small scene (one PUT)
+// e2e/jssdk_test.go against the test stack: provision a customer, upload a small scene (one PUT)
 // and one above the multipart minimum (parts), commit both, mint a session, list the scenes across
 // pages with the async iterator, and verify the webhook deliveries the stack sends. It prints one
 // JSON line of what it saw; any failure exits non-zero.

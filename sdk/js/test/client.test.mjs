@@ -1,6 +1,6 @@
 // Unit tests of the client over a fake fetch: the Go SDK's retry and Idempotency-Key rules,
 // errors typed by code, the async iterators across pages, and uploads (single PUT below the
-// multipart threshold, parts from it, resume). The real stack is driven by e2e/sdk_js_test.go.
+// multipart threshold, parts from it, resume). The real stack is driven by e2e/jssdk_test.go.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
