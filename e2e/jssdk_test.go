@@ -22,8 +22,9 @@ import (
 // tarball into a directory outside the repository (offline: the package has no dependencies),
 // and runs an integrator's Node program (testdata/sdk-js-program.mjs) that uses only the package
 // against this binary's stack: a customer provisioned, a 600 KB scene uploaded in one PUT and a
-// 12 MB one in parts, both committed, a viewer session minted, the scenes iterated one per page,
-// and the stack's splat.created deliveries verified with the endpoint's secret.
+// 33 MiB one in three parts (the service's parts are 16 MiB), both committed, a viewer session
+// minted, the scenes iterated one per page, and the stack's splat.created deliveries verified
+// with the endpoint's secret.
 func TestJSSDKPackage(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
@@ -69,7 +70,7 @@ func TestJSSDKPackage(t *testing.T) {
 	small := filepath.Join(work, "small.splat")
 	big := filepath.Join(work, "big.splat")
 	require.NoError(t, os.WriteFile(small, fixtures.Splat(600*1024/32), 0o644))
-	require.NoError(t, os.WriteFile(big, fixtures.Splat(12<<20/32), 0o644))
+	require.NoError(t, os.WriteFile(big, fixtures.Splat(33<<20/32), 0o644))
 
 	tn := newTenant(t)
 	cmd := osexec.CommandContext(ctx, "node", "main.mjs")
@@ -91,7 +92,8 @@ func TestJSSDKPackage(t *testing.T) {
 		LoggedDeliveries   int      `json:"loggedDeliveries"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &seen), "%s", out)
-	require.GreaterOrEqual(t, seen.MultipartParts, 2, "the 12 MB scene went in parts: %s", out)
+	t.Logf("the Node program saw: %s", lines[len(lines)-1])
+	require.Equal(t, 3, seen.MultipartParts, "the 33 MiB scene went in three parts: %s", out)
 	require.NotEmpty(t, seen.UploadID)
 	require.Len(t, seen.SplatIDs, 3)
 	require.True(t, seen.Session)
@@ -101,7 +103,7 @@ func TestJSSDKPackage(t *testing.T) {
 	require.GreaterOrEqual(t, seen.LoggedDeliveries, 3)
 
 	// What the program did is in the stack: the two scenes it kept are stored at their sizes.
-	for i, want := range map[int]int{0: 600 * 1024, 1: 12 << 20} {
+	for i, want := range map[int]int{0: 600 * 1024, 1: 33 << 20} {
 		r := do(t, "GET", "/api/v1/splats/"+seen.SplatIDs[i], tn.keys(seen.ExternalUserID), nil)
 		require.Equal(t, 200, r.Status, string(r.Raw))
 		require.EqualValues(t, want, r.Body["splat"].(map[string]any)["fileSizeBytes"])
