@@ -40,9 +40,14 @@ func TestJSSDKPackage(t *testing.T) {
 		return string(out)
 	}
 
-	// npm pack runs the package's prepack (its tsc build) and writes the tarball into work.
+	// The web build (make build) built the package into sdk/js/dist. npm pack packs that build
+	// without its prepack, which would rebuild dist in place while web's npm test, beside this
+	// test under make test, imports it.
+	pkg := filepath.Join(root, "sdk", "js")
+	_, err = os.Stat(filepath.Join(pkg, "dist", "index.js"))
+	require.NoError(t, err, "sdk/js/dist is built by `make web` (make build)")
 	work := t.TempDir()
-	packed := run(filepath.Join(root, "sdk", "js"), "npm", "pack", "--pack-destination", work, "--json")
+	packed := run(pkg, "npm", "pack", "--ignore-scripts", "--pack-destination", work, "--json")
 	var pack []struct {
 		Filename string `json:"filename"`
 		Files    []struct {
