@@ -1,6 +1,6 @@
 // The splathost REST client: the Go SDK's calls (sdk/go), over fetch only, for Node >= 20 and browsers.
 import { ErrorCodes, SplathostError } from './errors.ts';
-import { AttemptFailure, DEFAULT_RETRY_POLICY, retryAfterMs, withRetry, type RetryPolicy } from './retry.ts';
+import { AttemptFailure, DEFAULT_RETRY_POLICY, retryAfterMs, sleep, withRetry, type RetryPolicy } from './retry.ts';
 import type * as T from './types.ts';
 import * as U from './uploads.ts';
 
@@ -346,10 +346,7 @@ export class Splathost {
       if (step.result) return step.result;
       if (!step.job) throw new Error('splathost: clone poll answered neither a result nor a running job');
       c.onProgress?.(step.job);
-      await new Promise<void>((resolve, reject) => {
-        const t = setTimeout(resolve, every);
-        o.signal?.addEventListener('abort', () => { clearTimeout(t); reject(o.signal!.reason); }, { once: true });
-      });
+      await sleep(every, o.signal);
     }
   }
 

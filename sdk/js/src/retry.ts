@@ -21,7 +21,7 @@ export class AttemptFailure {
 }
 
 /** Resolves after ms, or rejects with the signal's reason when it aborts first. */
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) { reject(signal.reason); return; }
     const onAbort = () => { clearTimeout(t); reject(signal!.reason); };

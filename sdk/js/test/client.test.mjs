@@ -256,3 +256,28 @@ test('the constructor refuses a base URL that is not absolute http(s)', () => {
   assert.throws(() => new Splathost({ baseUrl: 'localhost:8080' }), /absolute http/);
   assert.throws(() => new Splathost({ baseUrl: 'ftp://x' }), /absolute http/);
 });
+
+test('cloneAndWait polls a 202 job to its result; with resumeRunning it polls the running job of a 429 for the same scene', async () => {
+  const job = { status: 'pending', jobId: 'j1', copiedObjects: 1, totalObjects: 3 };
+  const done = { status: 'success', splatId: 'copy', sourceSplatId: 'src', splat: { id: 'copy' }, usage: {} };
+  let polls = 0;
+  const svc = fakeService((req) => {
+    const u = new URL(req.url);
+    if (req.method === 'POST') return { status: 202, body: job };
+    assert.equal(u.pathname, '/api/v1/splats/src/clone/j1');
+    return ++polls < 3 ? { status: 202, body: job } : { body: done };
+  });
+  const seen = [];
+  const res = await client(svc).cloneAndWait('eu', 'src', { respondAsync: true, pollIntervalMs: 1, onProgress: (j) => seen.push(j.jobId) });
+  assert.equal(res.splatId, 'copy');
+  assert.deepEqual(seen, ['j1', 'j1']);
+  assert.equal(svc.calls[0].headers.get('Prefer'), 'respond-async');
+  assert.ok(svc.calls[0].headers.get('Idempotency-Key'));
+
+  const busy = (source) => fakeService((req) => req.method === 'POST'
+    ? { status: 429, body: envelope('CLONE_IN_PROGRESS', 'busy', { jobId: 'j1', sourceSplatId: source }) } : { body: done });
+  const same = busy('src');
+  assert.equal((await client(same).cloneAndWait('eu', 'src', { resumeRunning: true, pollIntervalMs: 1 })).splatId, 'copy');
+  await assert.rejects(client(busy('other')).cloneAndWait('eu', 'src', { resumeRunning: true }),
+    (e) => isCode(e, ErrorCodes.CloneInProgress) && e.cloneInProgress.sourceSplatId === 'other');
+});
