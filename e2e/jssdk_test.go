@@ -22,9 +22,9 @@ import (
 // tarball into a directory outside the repository (offline: the package has no dependencies),
 // and runs an integrator's Node program (testdata/sdk-js-program.mjs) that uses only the package
 // against this binary's stack: a customer provisioned, a 600 KB scene uploaded in one PUT and a
-// 33 MiB one in three parts (the service's parts are 16 MiB), both committed, a viewer session
-// minted, the scenes iterated one per page, and the stack's splat.created deliveries verified
-// with the endpoint's secret.
+// 33 MiB one in three parts (the service's parts are 16 MiB), interrupted after its first part
+// and resumed by its uploadId, both committed, a viewer session minted, the scenes iterated one
+// per page, and the stack's splat.created deliveries verified with the endpoint's secret.
 func TestJSSDKPackage(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
@@ -88,6 +88,8 @@ func TestJSSDKPackage(t *testing.T) {
 	var seen struct {
 		ExternalUserID     string   `json:"externalUserId"`
 		MultipartParts     int      `json:"multipartParts"`
+		ResumedFrom        int      `json:"resumedFrom"`
+		ResumedPuts        int      `json:"resumedPuts"`
 		UploadID           string   `json:"uploadId"`
 		SplatIDs           []string `json:"splatIds"`
 		Session            bool     `json:"session"`
@@ -99,6 +101,8 @@ func TestJSSDKPackage(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &seen), "%s", out)
 	t.Logf("the Node program saw: %s", lines[len(lines)-1])
 	require.Equal(t, 3, seen.MultipartParts, "the 33 MiB scene went in three parts: %s", out)
+	require.Equal(t, 1, seen.ResumedFrom, "the resume starts from the part stored before the interruption: %s", out)
+	require.Equal(t, 2, seen.ResumedPuts, "the resume sends only the two parts not stored: %s", out)
 	require.NotEmpty(t, seen.UploadID)
 	require.Len(t, seen.SplatIDs, 3)
 	require.True(t, seen.Session)

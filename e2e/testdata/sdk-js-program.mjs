@@ -1,8 +1,8 @@
 // An integrator's Node program using only @splathost/sdk (installed from its tarball), run by
 // e2e/jssdk_test.go against the test stack: provision a customer, upload a small scene (one PUT)
-// and one above the multipart minimum (parts), commit both, mint a session, list the scenes across
-// pages with the async iterator, and verify the webhook deliveries the stack sends. It prints one
-// JSON line of what it saw; any failure exits non-zero.
+// and one above the multipart minimum (parts, interrupted and resumed), commit both, mint a
+// session, list the scenes across pages with the async iterator, and verify the webhook
+// deliveries the stack sends. It prints one JSON line of what it saw; any failure exits non-zero.
 import { createServer } from 'node:http';
 import { openAsBlob } from 'node:fs';
 import { Splathost, MULTIPART_MIN_BYTES, isNotFound, isCustomerNotProvisioned, isUnauthorized } from '@splathost/sdk';
@@ -13,13 +13,16 @@ const eu = `node-${Date.now()}`;
 const out = { externalUserId: eu };
 const assert = (cond, what) => { if (!cond) throw new Error(`check failed: ${what}`); };
 
-// Count the list pages the iterator fetches: the client takes a fetch, as an integrator's
-// instrumentation would.
+// Count the list pages the iterator fetches and the parts PUT to the store: the client takes a
+// fetch, as an integrator's instrumentation would.
 let listPages = 0;
+let partPuts = 0;
 const client = new Splathost({
   baseUrl: SPLATHOST_URL, publicKey: SPLATHOST_PK, secretKey: SPLATHOST_SK,
   fetch: (url, init) => {
-    if ((init?.method ?? 'GET') === 'GET' && new URL(String(url)).pathname === '/api/v1/splats') listPages++;
+    const u = new URL(String(url));
+    if ((init?.method ?? 'GET') === 'GET' && u.pathname === '/api/v1/splats') listPages++;
+    if (init?.method === 'PUT' && u.searchParams.has('partNumber')) partPuts++;
     return fetch(url, init);
   },
 });
@@ -59,15 +62,29 @@ assert(customer.externalUserId === eu, 'the customer is provisioned');
 const small = await openAsBlob(SMALL_FILE);
 const big = await openAsBlob(BIG_FILE);
 assert(small.size < MULTIPART_MIN_BYTES && big.size > MULTIPART_MIN_BYTES, 'one file each side of the multipart minimum');
-let uploadId = '';
-const parts = [];
 const a = await client.uploadFile(eu, small, { fileName: 'small.splat', title: 'Small' });
-const b = await client.uploadFile(eu, big, { fileName: 'big.splat', title: 'Big', concurrency: 2,
-  onUploadStarted: (id) => { uploadId = id; }, onProgress: (p) => parts.push(p.partsDone) });
-const c = await client.uploadFile(eu, small, { fileName: 'third.splat' });
-assert(uploadId !== '' && parts.at(-1) >= 1, `the big file went in parts (${parts})`);
+assert(partPuts === 0, 'the small file went in one PUT');
+
+// The big file in parts, interrupted after its first part, then resumed by its uploadId: only
+// the parts not stored are sent again.
+let uploadId = '';
+const stop = new AbortController();
+try {
+  await client.uploadFile(eu, big, { fileName: 'big.splat', title: 'Big', concurrency: 1, signal: stop.signal,
+    onUploadStarted: (id) => { uploadId = id; },
+    onProgress: (p) => { if (p.partsDone === 1) stop.abort(new Error('interrupted')); } });
+  assert(false, 'the interrupted upload fails');
+} catch (err) {
+  assert(uploadId !== '' && err.uploadId === uploadId, `the interruption names the upload: ${err}`);
+}
+const sentBefore = partPuts;
+const parts = [];
+const b = await client.uploadFile(eu, big, { fileName: 'big.splat', title: 'Big', uploadId, onProgress: (p) => parts.push(p.partsDone) });
+out.resumedFrom = parts[0];
 out.multipartParts = parts.at(-1);
+out.resumedPuts = partPuts - sentBefore;
 out.uploadId = uploadId;
+const c = await client.uploadFile(eu, small, { fileName: 'third.splat' });
 out.splatIds = [a.splatId, b.splatId, c.splatId];
 const got = await client.getSplat(eu, b.splatId);
 assert(got.fileSizeBytes === big.size, `the big scene holds every byte (${got.fileSizeBytes})`);
