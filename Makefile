@@ -28,7 +28,8 @@ GO_SOURCES = $(shell find . \( -path ./.git -o -path ./.dev -o -path ./.dev-clus
 # The browser code (npm workspace web/) is built into web/dist, which the gateway embeds, with the
 # docs site rendered from docs/*.md (so a changed guide rebuilds it). Stamps
 # live in node_modules, so a fresh `npm ci` always rebuilds.
-WEB_SOURCES = $(shell find web/sdk/src web/embed/src web/docs/src -type f) web/build.mjs web/package.json \
+WEB_SOURCES = $(shell find web/sdk/src web/embed/src web/docs/src sdk/js/src -type f) web/build.mjs web/package.json \
+	sdk/js/build.mjs sdk/js/tsconfig.json \
 	web/tsconfig.base.json web/sdk/tsconfig.json web/embed/tsconfig.json web/sdk/package.json web/embed/package.json \
 	web/docs/build.mjs web/docs/site.mjs web/docs/package.json $(wildcard docs/*.md docs/guides/*.md)
 WEB_INSTALLED := web/node_modules/.splathost-installed

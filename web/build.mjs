@@ -1,6 +1,7 @@
 // Builds web/dist for the gateway: the embed bundles into dist/embed/assets, the SDK into
 // dist/sdk, after typechecking, and the API reference page into dist/docs. `node build.mjs sdk`
-// builds only the SDK's module, without the typecheck (npm test's quick pre-step).
+// builds only the SDK's module, without the typecheck (npm test's quick pre-step). The webhook
+// verifier is the npm package's (sdk/js): its build (tsc) is part of both.
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -8,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildDocs } from './docs/build.mjs';
+import { buildPackage } from '../sdk/js/build.mjs';
 
 const root = dirname(fileURLToPath(import.meta.url));
 const dist = join(root, 'dist');
@@ -32,12 +34,12 @@ async function buildSdk() {
   });
 }
 
-// The webhook verifier runs on the integrator's server (Node), never in a browser.
+// The webhook verifier, served at /sdk/splathost-webhook.js, is the npm package's module
+// (sdk/js/src/webhook.ts, WebCrypto only): one implementation for both.
 async function buildWebhook() {
   await build({
     ...common,
-    platform: 'node',
-    entryPoints: [join(root, 'sdk', 'src', 'webhook.ts')],
+    entryPoints: [join(root, '..', 'sdk', 'js', 'src', 'webhook.ts')],
     outfile: join(dist, 'sdk', 'splathost-webhook.js'),
     sourcemap: true,
   });
@@ -53,7 +55,7 @@ function sdkTypes() {
       '--emitDeclarationOnly', '--allowImportingTsExtensions', 'false', '--rewriteRelativeImportExtensions',
       '--outDir', out], { stdio: 'inherit' });
     writeFileSync(join(dist, 'sdk', 'splathost-embed.d.ts'), inlineParts(out, 'index.d.ts'));
-    copyFileSync(join(out, 'webhook.d.ts'), join(dist, 'sdk', 'splathost-webhook.d.ts'));
+    copyFileSync(join(root, '..', 'sdk', 'js', 'dist', 'webhook.d.ts'), join(dist, 'sdk', 'splathost-webhook.d.ts'));
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
@@ -93,12 +95,14 @@ process.on('uncaughtException', (err) => {
 });
 
 if (sdkOnly) {
+  buildPackage();
   await buildSdk();
   await buildWebhook();
 } else {
   rmSync(join(dist, 'sdk'), { recursive: true, force: true });
   rmSync(join(dist, 'embed'), { recursive: true, force: true });
   mkdirSync(join(dist, 'sdk'), { recursive: true });
+  buildPackage();
   await buildSdk();
   await buildWebhook();
   sdkTypes();

@@ -14,7 +14,8 @@ import yaml from 'js-yaml';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const doc = yaml.load(readFileSync(join(here, '..', '..', '..', 'api', 'openapi.yaml'), 'utf8'));
-const source = join(here, '..', 'src', 'webhook.ts');
+// The webhook types are the npm package's (sdk/js), which the gateway's webhook module is built from.
+const source = join(here, '..', '..', '..', 'sdk', 'js', 'src', 'webhook.ts');
 const browser = join(here, '..', 'src', 'index.ts');
 
 const program = ts.createProgram([source, browser], { strict: true, noEmit: true, target: ts.ScriptTarget.ES2022,

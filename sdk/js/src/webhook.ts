@@ -1,14 +1,14 @@
 /**
- * splathost webhook verification for Node (server side): checks a delivery's Standard Webhooks
- * signature before its body is trusted. Import it from the SDK's `webhook` entry
- * (`/sdk/splathost-webhook.js`, built for Node); it never runs in a browser, where the secret
- * must not be.
+ * splathost webhook verification: checks a delivery's Standard Webhooks signature before its body
+ * is trusted. It uses WebCrypto only, so it runs on Node (>= 20), Deno, Bun, edge workers and
+ * anywhere else with `crypto.subtle`; it belongs on the integrator's server all the same, since
+ * the endpoint's secret must never reach a browser. The npm package `@splathost/sdk` exports it
+ * (and from `@splathost/sdk/webhook` alone); the gateway serves the same module at
+ * /sdk/splathost-webhook.js.
  *
- *   import { verifyWebhook } from './splathost-webhook.js';
- *   const event = verifyWebhook(process.env.WEBHOOK_SECRET, req.headers, rawBody); // throws if forged
+ *   import { verifyWebhook } from '@splathost/sdk/webhook';
+ *   const event = await verifyWebhook(process.env.WEBHOOK_SECRET, req.headers, rawBody); // throws if forged
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
-
 /** How far a delivery's webhook-timestamp may be from the receiver's clock, in seconds. */
 export const WEBHOOK_TOLERANCE_SECONDS = 5 * 60;
 
@@ -97,9 +97,10 @@ export class WebhookVerificationError extends Error {
   }
 }
 
-type Headers = Record<string, string | string[] | undefined> | { get(name: string): string | null };
+/** The headers of a delivery: Node's IncomingHttpHeaders, a plain record, or a fetch Headers. */
+export type WebhookHeaders = Record<string, string | string[] | undefined> | { get(name: string): string | null };
 
-function header(h: Headers, name: string): string {
+function header(h: WebhookHeaders, name: string): string {
   if (typeof (h as { get?: unknown }).get === 'function') {
     return (h as { get(name: string): string | null }).get(name) ?? '';
   }
@@ -108,34 +109,48 @@ function header(h: Headers, name: string): string {
   return Array.isArray(v) ? (v[0] ?? '') : (v ?? '');
 }
 
+/** Standard base64 to bytes; null when it is not base64. */
+function fromBase64(s: string): Uint8Array<ArrayBuffer> | null {
+  try {
+    return Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
+  } catch {
+    return null;
+  }
+}
+
 /**
- * Verifies a delivery with the endpoint's secret (`whsec_…`) and returns its parsed body:
+ * Verifies a delivery with the endpoint's secret (`whsec_…`) and resolves with its parsed body:
  * the timestamp within WEBHOOK_TOLERANCE_SECONDS of now and one of the space-separated `v1,`
- * signatures (two during a rotation) equal, compared in constant time, to
- * base64(HMAC-SHA256(key, id + "." + timestamp + "." + body)). Pass the raw body, not a
- * re-serialized one. `headers` may be Node's IncomingHttpHeaders or a fetch Headers.
+ * signatures (two during a rotation) equal to base64(HMAC-SHA256(key, id + "." + timestamp + "."
+ * + body)), checked by WebCrypto's HMAC verify (a constant-time comparison). Pass the raw body,
+ * not a re-serialized one. It rejects with a WebhookVerificationError when the delivery does not
+ * verify.
  */
-export function verifyWebhook(secret: string, headers: Headers, body: string | Uint8Array,
-  nowSeconds: number = Math.floor(Date.now() / 1000)): WebhookEvent {
+export async function verifyWebhook(secret: string, headers: WebhookHeaders, body: string | Uint8Array,
+  nowSeconds: number = Math.floor(Date.now() / 1000)): Promise<WebhookEvent> {
   if (!secret.startsWith('whsec_')) throw new WebhookVerificationError('secret');
-  const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
-  if (key.length === 0) throw new WebhookVerificationError('secret');
+  const keyBytes = fromBase64(secret.slice('whsec_'.length));
+  if (keyBytes === null || keyBytes.length === 0) throw new WebhookVerificationError('secret');
   const id = header(headers, 'webhook-id');
   const ts = header(headers, 'webhook-timestamp');
   const sigs = header(headers, 'webhook-signature');
   if (!id || !ts || !sigs) throw new WebhookVerificationError('headers');
-  const t = Number(ts);
-  if (!/^\d+$/.test(ts) || Math.abs(nowSeconds - t) > WEBHOOK_TOLERANCE_SECONDS) {
+  if (!/^\d+$/.test(ts) || Math.abs(nowSeconds - Number(ts)) > WEBHOOK_TOLERANCE_SECONDS) {
     throw new WebhookVerificationError('timestamp');
   }
-  const raw = typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body);
-  const want = createHmac('sha256', key).update(`${id}.${ts}.`).update(raw).digest();
-  const ok = sigs.split(' ').some((s) => {
+  const raw = typeof body === 'string' ? new TextEncoder().encode(body) : Uint8Array.from(body);
+  const prefix = new TextEncoder().encode(`${id}.${ts}.`);
+  const signed = new Uint8Array(prefix.length + raw.length);
+  signed.set(prefix);
+  signed.set(raw, prefix.length);
+  const key = await globalThis.crypto.subtle.importKey('raw', keyBytes, { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
+  for (const s of sigs.split(' ')) {
     const [version, sig] = s.split(',', 2);
-    if (version !== 'v1' || !sig) return false;
-    const got = Buffer.from(sig, 'base64');
-    return got.length === want.length && timingSafeEqual(got, want);
-  });
-  if (!ok) throw new WebhookVerificationError('signature');
-  return JSON.parse(raw.toString('utf8')) as WebhookEvent;
+    if (version !== 'v1' || !sig) continue;
+    const got = fromBase64(sig);
+    if (got !== null && await globalThis.crypto.subtle.verify('HMAC', key, got, signed)) {
+      return JSON.parse(new TextDecoder().decode(raw)) as WebhookEvent;
+    }
+  }
+  throw new WebhookVerificationError('signature');
 }

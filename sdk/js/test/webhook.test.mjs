@@ -1,9 +1,17 @@
-// Unit tests of the Node webhook verifier: valid, rotated (two signatures), forged, replayed
-// and malformed deliveries; the signature vector is the Go tests' (computed apart with Python).
+// Unit tests of the webhook verifier (WebCrypto): valid, rotated (two signatures), forged,
+// replayed and malformed deliveries; the signature vector is the Go tests' (computed apart with
+// Python). The package's module and the gateway's /sdk/splathost-webhook.js bundle of it are both
+// checked, since both are built from src/webhook.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { verifyWebhook, WebhookVerificationError, WebhookOrder, webhookResource } from '../../dist/sdk/splathost-webhook.js';
+import { existsSync } from 'node:fs';
+import * as pkg from '../dist/webhook.js';
+import * as index from '../dist/index.js';
+
+const gatewayBundle = new URL('../../../web/dist/sdk/splathost-webhook.js', import.meta.url);
+const modules = { package: pkg, gateway: existsSync(gatewayBundle) ? await import(gatewayBundle.href) : null };
+const { WebhookVerificationError, WebhookOrder, webhookResource } = pkg;
 
 const SECRET = 'whsec_' + Buffer.from('secret-key-of-32-bytes-long!!!!!').toString('base64');
 const OTHER = 'whsec_' + Buffer.from('another key of thirty-two bytes!').toString('base64');
@@ -23,19 +31,27 @@ test('the known vector', () => {
   assert.equal(sign(SECRET, 'msg_1', 1700000000, '{"a":1}'), 'v1,8v9mmXBQhynRKrRS3mZssQRhno8HHeEGB1lMTBaUJUQ=');
 });
 
-test('a valid delivery verifies and parses', () => {
-  const e = verifyWebhook(SECRET, headers('m1', NOW, sign(SECRET, 'm1', NOW, BODY)), BODY, NOW);
+test('the package index exports the one verifier', () => {
+  assert.equal(index.verifyWebhook, pkg.verifyWebhook);
+});
+
+for (const [name, mod] of Object.entries(modules)) {
+const { verifyWebhook } = mod ?? {};
+const opts = { skip: mod === null ? 'web/dist is not built' : false };
+
+test(`${name}: a valid delivery verifies and parses`, opts, async () => {
+  const e = await verifyWebhook(SECRET, headers('m1', NOW, sign(SECRET, 'm1', NOW, BODY)), BODY, NOW);
   assert.equal(e.type, 'splat.deleted');
   assert.deepEqual(e.data, { splatId: 's', externalUserId: 'c' });
 });
 
-test('any of the rotation signatures verifies, with fetch Headers too', () => {
+test(`${name}: any of the rotation signatures verifies, with fetch Headers and bytes too`, opts, async () => {
   const sig = sign(OTHER, 'm1', NOW, BODY) + ' ' + sign(SECRET, 'm1', NOW, BODY);
-  verifyWebhook(SECRET, headers('m1', NOW, sig), BODY, NOW);
-  verifyWebhook(OTHER, new Headers(headers('m1', NOW, sig)), Buffer.from(BODY), NOW);
+  await verifyWebhook(SECRET, headers('m1', NOW, sig), BODY, NOW);
+  await verifyWebhook(OTHER, new Headers(headers('m1', NOW, sig)), new TextEncoder().encode(BODY), NOW);
 });
 
-test('forged, replayed and malformed deliveries are refused', () => {
+test(`${name}: forged, replayed and malformed deliveries are refused`, opts, async () => {
   const good = sign(SECRET, 'm1', NOW, BODY);
   const cases = [
     [SECRET, headers('m1', NOW, good), BODY + ' ', 'signature'],
@@ -44,14 +60,17 @@ test('forged, replayed and malformed deliveries are refused', () => {
     [SECRET, headers('m1', NOW, 'v2,' + good.slice(3)), BODY, 'signature'],
     [SECRET, headers('m1', NOW - 301, sign(SECRET, 'm1', NOW - 301, BODY)), BODY, 'timestamp'],
     [SECRET, headers('m1', NOW + 301, sign(SECRET, 'm1', NOW + 301, BODY)), BODY, 'timestamp'],
+    [SECRET, headers('m1', NOW, 'v1,not base64!'), BODY, 'signature'],
     [SECRET, {}, BODY, 'headers'],
     ['nope', headers('m1', NOW, good), BODY, 'secret'],
+    ['whsec_', headers('m1', NOW, good), BODY, 'secret'],
   ];
   for (const [secret, h, body, reason] of cases) {
-    assert.throws(() => verifyWebhook(secret, h, body, NOW),
-      (err) => err instanceof WebhookVerificationError && err.reason === reason, reason);
+    await assert.rejects(verifyWebhook(secret, h, body, NOW),
+      (err) => err instanceof mod.WebhookVerificationError && err.reason === reason, reason);
   }
 });
+}
 
 test('WebhookOrder keeps the newest event of each resource, whatever the arrival order', () => {
   const upd = (id, title, sequence) => ({ type: 'splat.updated', timestamp: '', sequence, data: { splat: { id, title } } });
