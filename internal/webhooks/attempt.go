@@ -31,8 +31,12 @@ type Attempts struct {
 }
 
 // webhookWaiting is the delivery log's lastError of a delivery waiting for one of its
-// endpoint's slots or its integration's; it also marks the rows a freed slot wakes.
-const webhookWaiting = "waiting for a free delivery slot of the endpoint"
+// endpoint's slots or its integration's; it also marks the rows a freed slot wakes
+// (webhookWaitingBefore too: rows marked before integrations had slots).
+const (
+	webhookWaiting       = "waiting for a free delivery slot of the endpoint or the integration"
+	webhookWaitingBefore = "waiting for a free delivery slot of the endpoint"
+)
 
 // The advisory lock spaces of the delivery slots, apart from each other and from the view
 // streamer's.
@@ -206,7 +210,7 @@ func (a *Attempts) wakeWaiting(ctx context.Context, integrationID, endpointID st
 		return
 	}
 	waiting := a.Ent.WebhookDelivery.Query().Where(webhookdelivery.StateEQ(webhookdelivery.StatePending),
-		webhookdelivery.LastError(webhookWaiting)).Order(ent.Asc(webhookdelivery.FieldCreatedAt)).Limit(1)
+		webhookdelivery.LastErrorIn(webhookWaiting, webhookWaitingBefore)).Order(ent.Asc(webhookdelivery.FieldCreatedAt)).Limit(1)
 	ids, err := waiting.Clone().Where(webhookdelivery.EndpointID(endpointID)).IDs(ctx)
 	if err == nil {
 		var other []string
