@@ -210,7 +210,7 @@ func TestEnvironRoundTrips(t *testing.T) {
 		RequestBudget: 30 * time.Second, CloneWait: 2 * time.Second, CloneAbandonAfter: time.Minute, CloneConcurrency: 7, WorkerSchedules: true,
 		MediaTaskQueue: "mq", MediaHealthAddr: "m:1", SplatTransform: "/opt/st/cli.mjs", Node: "/opt/node/bin/node", RenditionTimeout: time.Minute,
 		RenditionMaxMemory: 1 << 30, RenditionLODMin: 5000, RenditionConcurrency: 2, RenditionMinBytes: 1 << 18,
-		RenditionWindow: 6, RenditionSmallBytes: 1 << 20, RenditionSmallConcurrency: 3, WebhookKey: []byte("0123456789abcdef0123456789abcdef"), WebhookAllowPrivate: true, WebhookConcurrency: 9, Pprof: true,
+		RenditionWindow: 6, RenditionSmallBytes: 1 << 20, RenditionSmallConcurrency: 3, WebhookKey: []byte("0123456789abcdef0123456789abcdef"), WebhookAllowPrivate: true, WebhookConcurrency: 9, WebhookIntegrationConcurrency: 11, Pprof: true,
 		RateLimit: RateLimits{Enabled: false, APIFree: ratelimit.Limit{Quota: 1, Window: time.Second},
 			APIPro: ratelimit.Limit{Quota: 2, Window: time.Minute}, APIEnterprise: ratelimit.Limit{Quota: 3, Window: time.Hour},
 			Session: ratelimit.Limit{Quota: 4, Window: 10 * time.Second}, Miss: ratelimit.Limit{},

@@ -168,3 +168,55 @@ func TestDispatcherHandsOffBeyondItsMemoryBound(t *testing.T) {
 	waitIdle(t, x)
 	require.Len(t, h.all(), 20)
 }
+
+// TestDispatcherIsolatesIntegrations: an integration of 20 endpoints whose receivers hang
+// (issue 38's 20 endpoints on one 9 s receiver, 400 deliveries) holds at most PerIntegration
+// workers, and another integration's delivery, queued behind its whole backlog, is attempted
+// while every one of the first integration's attempts still hangs.
+func TestDispatcherIsolatesIntegrations(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	inflightA, peakA := 0, 0
+	bDone := make(chan struct{})
+	h := &handOffs{}
+	x := newDispatcher(func(_ context.Context, d Delivery) (AttemptOutcome, error) {
+		if d.IntegrationID == "b" {
+			close(bDone)
+			return AttemptClosed, nil
+		}
+		mu.Lock()
+		inflightA++
+		peakA = max(peakA, inflightA)
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		inflightA--
+		mu.Unlock()
+		return AttemptClosed, nil
+	}, h)
+	x.PerIntegration = 4
+	x.MaxWait = time.Minute
+	for e := range 20 {
+		ds := burst(fmt.Sprintf("a%02d", e), 20)
+		for i := range ds {
+			ds[i].IntegrationID = "a"
+		}
+		x.StartDeliveries(context.Background(), ds)
+	}
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return inflightA == 4 }, 5*time.Second, time.Millisecond,
+		"the backlog hangs on its receivers")
+	x.StartDeliveries(context.Background(), []Delivery{{ID: "b-1", IntegrationID: "b", WebhookID: "b0", Type: SplatUpdated}})
+	select {
+	case <-bDone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the other integration's delivery waited behind the hanging backlog")
+	}
+	mu.Lock()
+	require.Equal(t, 4, peakA, "the hanging integration held at most its PerIntegration workers")
+	require.Equal(t, 4, inflightA, "all of them still hang")
+	mu.Unlock()
+	close(release)
+	waitIdle(t, x)
+	require.LessOrEqual(t, peakA, 4)
+	require.Empty(t, h.all())
+}

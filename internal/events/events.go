@@ -97,8 +97,10 @@ func Subscribed(filter []string, typ string) bool {
 	return len(filter) == 0 || slices.Contains(filter, typ)
 }
 
-// endpointsAndSequence lists the live endpoints of the integration subscribed to typ and draws
-// the event's number from webhook_event_seq, in one round trip: the one-row subquery is
+// endpointsAndSequence lists the live endpoints of the integration subscribed to typ, one per
+// URL (the oldest: endpoints of one integration sharing a URL collapse into one delivery per
+// event, so registering a receiver twenty times does not multiply its load and the deployment's
+// by twenty), and draws the event's number from webhook_event_seq, in one round trip: the one-row subquery is
 // evaluated once whether or not an endpoint exists (a number an event without endpoints takes
 // is simply never seen; the numbers need only rise).
 //
@@ -112,19 +114,21 @@ func Subscribed(filter []string, typ string) bool {
 // nothing. Deliveries stay parallel: serialising them per scene would hold every later event of
 // a scene behind one failing delivery's backoff (up to 2 h per wait).
 func endpointsAndSequence(ctx context.Context, tx *ent.Tx, integrationID, typ string) ([]string, int64, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT e.id, e.events, s.n
+	rows, err := tx.QueryContext(ctx, `SELECT e.id, e.url, e.events, s.n
 		FROM (SELECT nextval('webhook_event_seq') AS n) s
-		LEFT JOIN webhook_endpoints e ON e.integration_id = $1 AND e.deleted_at IS NULL`, integrationID)
+		LEFT JOIN webhook_endpoints e ON e.integration_id = $1 AND e.deleted_at IS NULL
+		ORDER BY e.created_at, e.id`, integrationID)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer rows.Close()
 	var ids []string
 	var seq int64
+	urls := map[string]bool{}
 	for rows.Next() {
-		var id sql.NullString
+		var id, url sql.NullString
 		var filter []byte
-		if err := rows.Scan(&id, &filter, &seq); err != nil {
+		if err := rows.Scan(&id, &url, &filter, &seq); err != nil {
 			return nil, 0, err
 		}
 		if !id.Valid {
@@ -136,7 +140,8 @@ func endpointsAndSequence(ctx context.Context, tx *ent.Tx, integrationID, typ st
 				return nil, 0, fmt.Errorf("events of endpoint %s: %w", id.String, err)
 			}
 		}
-		if Subscribed(events, typ) {
+		if Subscribed(events, typ) && !urls[url.String] {
+			urls[url.String] = true
 			ids = append(ids, id.String)
 		}
 	}

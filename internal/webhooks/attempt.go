@@ -31,27 +31,37 @@ type Attempts struct {
 }
 
 // webhookWaiting is the delivery log's lastError of a delivery waiting for one of its
-// endpoint's slots; it also marks the rows a freed slot wakes.
-const webhookWaiting = "waiting for a free delivery slot of the endpoint"
+// endpoint's slots or its integration's; it also marks the rows a freed slot wakes
+// (webhookWaitingBefore too: rows marked before integrations had slots).
+const (
+	webhookWaiting       = "waiting for a free delivery slot of the endpoint or the integration"
+	webhookWaitingBefore = "waiting for a free delivery slot of the endpoint"
+)
 
-// webhookLockSpace keeps the delivery slots' advisory locks apart from the view streamer's.
-const webhookLockSpace = "splathost-webhook-slot:"
+// The advisory lock spaces of the delivery slots, apart from each other and from the view
+// streamer's.
+const (
+	webhookLockSpace            = "splathost-webhook-slot:"
+	webhookIntegrationLockSpace = "splathost-webhook-integration-slot:"
+)
 
-// slotKey is the advisory lock key (the two-int form) of an endpoint's delivery slot.
-func slotKey(endpointID string) int32 {
+// slotKey is the advisory lock key (the two-int form) of a delivery slot of the id in space.
+func slotKey(space, id string) int32 {
 	h := fnv.New32a()
-	h.Write([]byte(webhookLockSpace + endpointID))
+	h.Write([]byte(space + id))
 	return int32(h.Sum32())
 }
 
 // Attempt POSTs a delivery to its endpoint once and records the outcome on the
 // delivery row (attempts, lastStatusCode, state, nextAttemptAt).
 //
-// Per-endpoint bound: the attempt first takes one of the endpoint's Concurrency slots, a
-// transaction-scoped Postgres advisory lock (endpoint hash, slot number) tried without waiting;
-// when all are held it answers WebhookBusy at once and the workflow waits a moment, so a slow
-// receiver holds at most Concurrency worker slots and never delays another endpoint's
-// deliveries. The lock is held by the transaction that records the outcome and goes with it
+// Per-integration and per-endpoint bounds: the attempt first takes one of its integration's
+// IntegrationConcurrency slots, then one of the endpoint's Concurrency slots, each a
+// transaction-scoped Postgres advisory lock (integration or endpoint hash, slot number) tried
+// without waiting; when all are held it answers WebhookBusy at once and the workflow waits for
+// a freed slot's signal, so a slow receiver holds at most Concurrency worker slots, an
+// integration of many slow receivers at most IntegrationConcurrency, and neither delays another
+// integration's deliveries. The locks are held by the transaction that records the outcome and goes with it
 // (or with the connection, when a worker dies mid-request), so no slot is ever leaked.
 //
 // Idempotent: a delivery already closed is answered from its row; a retried attempt may POST
@@ -105,7 +115,10 @@ func (a *Attempts) Attempt(ctx context.Context, in contract.AttemptWebhookInput)
 	if err != nil {
 		return contract.AttemptWebhookResult{}, err
 	}
-	held, err := takeSlot(ctx, tx, ep.ID, max(a.Settings.Concurrency, 1))
+	held, err := takeSlot(ctx, tx, slotKey(webhookIntegrationLockSpace, d.IntegrationID), max(a.Settings.IntegrationConcurrency, 1))
+	if err == nil && held {
+		held, err = takeSlot(ctx, tx, slotKey(webhookLockSpace, ep.ID), max(a.Settings.Concurrency, 1))
+	}
 	if err != nil {
 		return contract.AttemptWebhookResult{}, err
 	}
@@ -157,9 +170,9 @@ func (a *Attempts) Attempt(ctx context.Context, in contract.AttemptWebhookInput)
 	if err := tx.Commit(); err != nil {
 		return contract.AttemptWebhookResult{}, err
 	}
-	// The slot is free again: wake the endpoint's longest-waiting delivery rather than let it
-	// find out at its next poll. A failure here costs only that wait.
-	a.wakeWaiting(ctx, ep.ID)
+	// The slots are free again: wake the longest-waiting deliveries rather than let them find
+	// out at their next poll. A failure here costs only that wait.
+	a.wakeWaiting(ctx, d.IntegrationID, ep.ID)
 	return out, nil
 }
 
@@ -189,28 +202,37 @@ func (a *Attempts) markWaiting(ctx context.Context, deliveryID string) error {
 		SetLastError(webhookWaiting).Exec(ctx)
 }
 
-// wakeWaiting signals the oldest delivery of the endpoint marked as waiting for a slot.
-func (a *Attempts) wakeWaiting(ctx context.Context, endpointID string) {
+// wakeWaiting signals the oldest delivery of the endpoint marked as waiting for a slot, and the
+// oldest of its integration's other endpoints (one may have waited for the integration's slot
+// this attempt freed).
+func (a *Attempts) wakeWaiting(ctx context.Context, integrationID, endpointID string) {
 	if a.Settings.Wake == nil {
 		return
 	}
-	ids, err := a.Ent.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(endpointID),
-		webhookdelivery.StateEQ(webhookdelivery.StatePending), webhookdelivery.LastError(webhookWaiting)).
-		Order(ent.Asc(webhookdelivery.FieldCreatedAt)).Limit(1).IDs(ctx)
-	if err == nil && len(ids) > 0 {
-		err = a.Settings.Wake(ctx, ids[0])
+	waiting := a.Ent.WebhookDelivery.Query().Where(webhookdelivery.StateEQ(webhookdelivery.StatePending),
+		webhookdelivery.LastErrorIn(webhookWaiting, webhookWaitingBefore)).Order(ent.Asc(webhookdelivery.FieldCreatedAt)).Limit(1)
+	ids, err := waiting.Clone().Where(webhookdelivery.EndpointID(endpointID)).IDs(ctx)
+	if err == nil {
+		var other []string
+		other, err = waiting.Where(webhookdelivery.IntegrationID(integrationID), webhookdelivery.EndpointIDNEQ(endpointID)).IDs(ctx)
+		ids = append(ids, other...)
+	}
+	for _, id := range ids {
+		if err == nil {
+			err = a.Settings.Wake(ctx, id)
+		}
 	}
 	if err != nil {
 		a.Log.Warn("webhook: waking a waiting delivery", "endpoint", endpointID, "error", err)
 	}
 }
 
-// takeSlot tries the endpoint's slots in turn, in one statement, and reports whether tx now
-// holds one. The filter runs row by row under the LIMIT, so it stops at the first lock taken
-// and holds no other.
-func takeSlot(ctx context.Context, tx *ent.Tx, endpointID string, slots int) (bool, error) {
+// takeSlot tries the slots of the lock key in turn, in one statement, and reports whether tx
+// now holds one. The filter runs row by row under the LIMIT, so it stops at the first lock
+// taken and holds no other.
+func takeSlot(ctx context.Context, tx *ent.Tx, key int32, slots int) (bool, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT s FROM generate_series(0, $2::int4 - 1) AS s
-		WHERE pg_try_advisory_xact_lock($1::int4, s) LIMIT 1`, slotKey(endpointID), slots)
+		WHERE pg_try_advisory_xact_lock($1::int4, s) LIMIT 1`, key, slots)
 	if err != nil {
 		return false, err
 	}

@@ -13,12 +13,14 @@ import (
 )
 
 // Settings are what deliveries need: the sealer of the endpoints' secrets, the HTTP client (its
-// dialer refuses private targets unless the deployment allows them) and how many deliveries one
-// endpoint receives at once across the deployment.
+// dialer refuses private targets unless the deployment allows them), how many deliveries one
+// endpoint receives at once across the deployment, and how many one integration has in flight
+// at once over all its endpoints.
 type Settings struct {
-	Sealer      *events.Sealer
-	Client      *http.Client
-	Concurrency int
+	Sealer                 *events.Sealer
+	Client                 *http.Client
+	Concurrency            int
+	IntegrationConcurrency int
 	// Wake tells the workflow of a delivery waiting for one of its endpoint's slots that one
 	// just came free (nil: waiters find out at their next timer).
 	Wake func(ctx context.Context, deliveryID string) error

@@ -68,10 +68,13 @@ func Dispatcher(c client.Client, cfg config.Config, e *ent.Client, log *slog.Log
 		Attempt:     attempt,
 		HandOff:     &HandOff{Client: c, TaskQueue: cfg.TaskQueue, Ent: e, Log: log},
 		PerEndpoint: max(cfg.WebhookConcurrency, 1),
-		Workers:     webhookDirectWorkers,
-		MaxWait:     webhookDirectMaxWait,
-		MaxQueued:   webhookDirectMaxQueued,
-		Log:         log,
+		// At most half the workers per integration, so one integration's slow receivers never
+		// hold them all.
+		PerIntegration: max(min(cfg.WebhookIntegrationConcurrency, webhookDirectWorkers/2), 1),
+		Workers:        webhookDirectWorkers,
+		MaxWait:        webhookDirectMaxWait,
+		MaxQueued:      webhookDirectMaxQueued,
+		Log:            log,
 	}
 }
 
@@ -85,7 +88,7 @@ func Settings(c client.Client, cfg config.Config) (*webhooks.Settings, error) {
 		return c.SignalWorkflow(ctx, workflows.WebhookDeliveryID(deliveryID), "", workflows.WebhookSlotSignal, nil)
 	}
 	return &webhooks.Settings{Sealer: sealer, Client: events.Client(cfg.WebhookAllowPrivate),
-		Concurrency: cfg.WebhookConcurrency, Wake: wake}, nil
+		Concurrency: cfg.WebhookConcurrency, IntegrationConcurrency: cfg.WebhookIntegrationConcurrency, Wake: wake}, nil
 }
 
 // Registry are the endpoint registry's settings (the user service's) under cfg, with the
