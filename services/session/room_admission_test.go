@@ -33,7 +33,7 @@ func TestRoomSceneID(t *testing.T) {
 	require.Equal(t, 404, apperr.From(err).Status)
 }
 
-// TestAdmissionOf: the owner's scoped session and a coEdit session may edit, anyone else is
+// TestAdmissionOf: the owner's scoped session and the scene's coEdit session may edit, anyone else is
 // admitted read-only; a guest carries no customer, and the profile is shown as given.
 func TestAdmissionOf(t *testing.T) {
 	sc := &ent.Scene{ID: "s1", OwnerID: "C"}
@@ -57,5 +57,14 @@ func TestAdmissionOf(t *testing.T) {
 	require.Empty(t, guest.name)
 	require.Nil(t, guest.avatar)
 
-	require.True(t, admissionOf(joinRequest{session: &session{integrationID: "I", coEdit: true}}, sc).rights.canEdit)
+	// A coEdit grant is bound to the scene named at minting: another room it may see admits it
+	// read-only.
+	require.True(t, admissionOf(joinRequest{session: &session{integrationID: "I", coEdit: true, splatID: "s1"}}, sc).rights.canEdit)
+	require.False(t, admissionOf(joinRequest{session: &session{integrationID: "I", coEdit: true, splatID: "s2"}}, sc).rights.canEdit)
+	require.False(t, admissionOf(joinRequest{session: &session{integrationID: "I", coEdit: true}}, sc).rights.canEdit)
+
+	// Sockets count against the customer of a scoped session, else against the session.
+	require.Equal(t, "customer:C", adm.holder)
+	require.Equal(t, "session:sid1", admissionOf(joinRequest{session: &session{integrationID: "I"}, sessionID: "sid1"}, sc).holder)
+	require.Empty(t, guest.holder, "a session without an id counts against nothing")
 }
