@@ -68,3 +68,13 @@ func TestAdmissionOf(t *testing.T) {
 	require.Equal(t, "session:sid1", admissionOf(joinRequest{session: &session{integrationID: "I"}, sessionID: "sid1"}, sc).holder)
 	require.Empty(t, guest.holder, "a session without an id counts against nothing")
 }
+
+// TestNewestGuest: the seat an editor takes is the newest one without an editor's seat; a room
+// of editors has none to give.
+func TestNewestGuest(t *testing.T) {
+	peer := func(id string, canEdit bool) seated { return seated{Peer: Peer{ID: id}, canEdit: canEdit} }
+	require.Equal(t, 1, newestGuest([]seated{peer("a", false), peer("b", false), peer("c", true)}))
+	require.Equal(t, 0, newestGuest([]seated{peer("a", false), peer("b", true)}))
+	require.Equal(t, -1, newestGuest([]seated{peer("a", true), peer("b", true)}))
+	require.Equal(t, -1, newestGuest(nil))
+}

@@ -217,6 +217,17 @@ func (s *roomStore) seatHolder(ctx context.Context, tx pgx.Tx, holder string) er
 	return nil
 }
 
+// newestGuest is the index of the last participant in join order without an editor's seat, or
+// -1 when every participant holds one.
+func newestGuest(peers []seated) int {
+	for i := len(peers) - 1; i >= 0; i-- {
+		if !peers[i].canEdit {
+			return i
+		}
+	}
+	return -1
+}
+
 // seated is a roster row: the peer and whether it holds an editor's seat.
 type seated struct {
 	Peer
@@ -255,10 +266,8 @@ func roster(ctx context.Context, tx pgx.Tx, room string) ([]seated, map[int]bool
 // errRoomFull. It returns the roster without the evicted participant.
 func evictGuest(ctx context.Context, tx pgx.Tx, room string, peers []seated, canEdit bool) ([]seated, error) {
 	victim := -1
-	for i := len(peers) - 1; canEdit && i >= 0 && victim < 0; i-- {
-		if !peers[i].canEdit {
-			victim = i
-		}
+	if canEdit {
+		victim = newestGuest(peers)
 	}
 	if victim < 0 {
 		return nil, errRoomFull
