@@ -261,8 +261,8 @@ func roster(ctx context.Context, tx pgx.Tx, room string) ([]seated, map[int]bool
 }
 
 // evictGuest makes a seat in the full room for a participant with an editor's seat (canEdit):
-// the newest participant without one loses its row (its leave announced) and is told by an
-// evict event, which closes its socket wherever it is. A guest, or a room of editors only, gets
+// the newest participant without one is told by an evict event, which closes its socket wherever
+// it is, and loses its row (its leave announced). A guest, or a room of editors only, gets
 // errRoomFull. It returns the roster without the evicted participant.
 func evictGuest(ctx context.Context, tx pgx.Tx, room string, peers []seated, canEdit bool) ([]seated, error) {
 	victim := -1
@@ -273,10 +273,11 @@ func evictGuest(ctx context.Context, tx pgx.Tx, room string, peers []seated, can
 		return nil, errRoomFull
 	}
 	id := peers[victim].ID
-	if _, err := tx.Exec(ctx, `WITH gone AS (DELETE FROM room_presences WHERE id = $1 RETURNING room_key, id) `+sqlLeaves, id); err != nil {
+	// The evict goes out first: its socket is closing when its own leave arrives, and gets none.
+	if err := notify(ctx, tx, roomEvent{Room: room, Evict: id}); err != nil {
 		return nil, err
 	}
-	if err := notify(ctx, tx, roomEvent{Room: room, Evict: id}); err != nil {
+	if _, err := tx.Exec(ctx, `WITH gone AS (DELETE FROM room_presences WHERE id = $1 RETURNING room_key, id) `+sqlLeaves, id); err != nil {
 		return nil, err
 	}
 	return slices.Delete(peers, victim, victim+1), nil
