@@ -281,6 +281,19 @@ func (f *abuseFixture) cases(t *testing.T) []abuseCase {
 			r := do(t, "POST", editorPath("/uploads/splat-file"), h, splatFileAsk(100))
 			return r.Status, r.Raw
 		}},
+
+		// Issue 38: a coEdit grant names its one scene (point 3), and never another customer's
+		// private one. (Room seats, point 2, are WebSocket close codes: e2e/room_seats_test.go.)
+		{name: "coEdit session without a splatId", want: 400, point: "38.3", send: func(t *testing.T) (int, []byte) {
+			r := do(t, "POST", "/api/editor/embed-sessions", a.secretBearer("ada"), map[string]any{"publicKey": a.PublicKey, "coEdit": true})
+			return r.Status, r.Raw
+		}},
+		{name: "coEdit session for another customer's private scene", want: 403, point: "38.3", send: func(t *testing.T) (int, []byte) {
+			ensureCustomer(t, a, "eve", nil)
+			r := do(t, "POST", "/api/editor/embed-sessions", a.secretBearer("eve"),
+				map[string]any{"publicKey": a.PublicKey, "coEdit": true, "splatId": pid})
+			return r.Status, r.Raw
+		}},
 	}
 	// Issue 26: non-canonical paths never reach a service's own routes (point 2).
 	for _, p := range canonicalTraversals {

@@ -87,3 +87,53 @@ func refusedOrClosed(c *roomClient, within time.Duration) bool {
 		}
 	}
 }
+
+// TestChaosRoomSeats (issue 38, point 2) replays the finding: one anonymous editor session opens
+// 34 sockets to a public scene (32 were admitted), then the owner comes to a room full of
+// guests (it got ROOM_FULL). Promises: the session holds at most 4 sockets, the 5th and later get
+// 4429, and the owner is seated in the full room, which evicts a guest (4001).
+func TestChaosRoomSeats(t *testing.T) {
+	rep := newChaosReport(t, "room seats")
+	tn := newTenant(t)
+	scene := roomScene(t, tn)
+	one := roomToken(t, tn, "", "", "")
+	admitted, tooMany := 0, 0
+	for range 34 {
+		c := dialRoom(t, env.URL, scene, one)
+		m := c.first(t, 5*time.Second)
+		switch {
+		case m["type"] == "welcome":
+			admitted++
+		case m["code"] == "TOO_MANY_SOCKETS" && c.closeCode(t, 5*time.Second) == 4429:
+			tooMany++
+		}
+	}
+	// The room fills with guests, each its own session.
+	for range 32 - admitted {
+		join(t, env.URL, scene, roomToken(t, tn, "", "", ""))
+	}
+	owner := dialRoom(t, env.URL, scene, roomToken(t, tn, "ada", scene, "Ada"))
+	seated := 0
+	if owner.first(t, 5*time.Second)["type"] == "welcome" {
+		seated = 1
+	}
+	rep.info("sockets one session opened", 34)
+	rep.atMost("sockets admitted", float64(admitted), 4)
+	rep.equal("refused with 4429 TOO_MANY_SOCKETS", float64(tooMany), float64(34-admitted))
+	rep.equal("owner seated in a room full of guests", float64(seated), 1)
+	rep.check()
+}
+
+// first is the first message the server sends: the welcome of an admitted participant, the error
+// frame of a refused one.
+func (c *roomClient) first(t *testing.T, within time.Duration) map[string]any {
+	t.Helper()
+	select {
+	case m, ok := <-c.msgs:
+		require.True(t, ok, "closed before any message")
+		return m
+	case <-time.After(within):
+		require.FailNow(t, "no message within "+within.String())
+		return nil
+	}
+}

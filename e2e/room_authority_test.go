@@ -20,11 +20,11 @@ import (
 // scene, or one the integrator minted with coEdit, changes the room's draft; rights are
 // re-checked while the socket is open; frames are schema-checked like REST bodies.
 
-// coEditToken mints an editor session for eu ("" for a guest) that may co-edit the rooms it
-// joins.
-func coEditToken(t *testing.T, tn tenant, eu, name string) string {
+// coEditToken mints an editor session for eu ("" for a guest) that may co-edit the room of
+// splatID, the scene the grant is bound to.
+func coEditToken(t *testing.T, tn tenant, eu, splatID, name string) string {
 	t.Helper()
-	body := map[string]any{"type": "editor", "coEdit": true}
+	body := map[string]any{"type": "editor", "coEdit": true, "splatId": splatID}
 	if name != "" {
 		body["user"] = map[string]any{"name": name}
 	}
@@ -150,7 +150,7 @@ func TestRoomCoEditSessionMayEdit(t *testing.T) {
 	tn := newTenant(t)
 	scene := roomScene(t, tn)
 	owner, _ := join(t, env.URL, scene, roomToken(t, tn, "ada", scene, "Ada"))
-	co, w := join(t, env.URL, scene, coEditToken(t, tn, "", "Invited"))
+	co, w := join(t, env.URL, scene, coEditToken(t, tn, "", scene, "Invited"))
 	require.Equal(t, true, w["canEdit"])
 	co.send(t, map[string]any{"type": "edit", "fields": map[string]any{"title": "Co-edited"}})
 	e := owner.next(t, "edit", 2*time.Second)
@@ -161,6 +161,8 @@ func TestRoomCoEditSessionMayEdit(t *testing.T) {
 		{"type": "viewer", "coEdit": true},
 		{"type": "editor", "coEdit": "yes"},
 		{"type": "editor", "coEdit": nil},
+		// The grant names the one scene it is for.
+		{"type": "editor", "coEdit": true},
 	} {
 		bad["publicKey"] = tn.PublicKey
 		r := do(t, "POST", "/api/editor/embed-sessions", tn.secretBearer(""), bad)

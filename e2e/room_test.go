@@ -192,7 +192,7 @@ func TestRoomParticipantsEditsAndSaves(t *testing.T) {
 	guest := roomToken(t, tn, "", "", "")
 	// A guest the integrator lets co-edit (coEdit): without it a guest's edits are refused
 	// (room_authority_test.go).
-	coGuest := coEditToken(t, tn, "", "")
+	coGuest := coEditToken(t, tn, "", scene, "")
 
 	a, wa := join(t, env.URL, scene, ada)
 	want := "Zoë Ångström-Łukasiewicz the 3rd"
@@ -337,19 +337,17 @@ func TestRoomRefusals(t *testing.T) {
 	require.Equal(t, "RATE_LIMITED", c.next(t, "error", 5*time.Second)["code"])
 	require.Equal(t, 4429, c.closeCode(t, 5*time.Second))
 	// A draft that would outgrow what a save accepts: 1009.
-	c, _ = join(t, env.URL, scene, coEditToken(t, tn, "", ""))
+	c, _ = join(t, env.URL, scene, coEditToken(t, tn, "", scene, ""))
 	for i := 0; i < 6; i++ {
 		c.send(t, map[string]any{"type": "edit", "fields": map[string]any{"levelData": map[string]any{
 			"k" + string(rune('a'+i)): strings.Repeat("z", 60_000)}}})
 	}
 	require.Equal(t, 1009, c.closeCode(t, 5*time.Second))
 
-	// 32 participants fill a room (one session may hold several connections, as tabs do).
+	// 32 participants fill a room; a 33rd guest is refused.
 	full := roomScene(t, tn)
-	for i := 0; i < 32; i++ {
-		join(t, env.URL, full, guest)
-	}
-	code, close = refused(t, env.URL, full, guest)
+	fillRoom(t, tn, full)
+	code, close = refused(t, env.URL, full, roomToken(t, tn, "", "", ""))
 	require.Equal(t, "ROOM_FULL", code)
 	require.Equal(t, 4409, close)
 }
@@ -360,7 +358,7 @@ func TestRoomAcrossProcessesSurvivesASessionCrash(t *testing.T) {
 	tn := newTenant(t)
 	scene := roomScene(t, tn)
 	ada := roomToken(t, tn, "ada", scene, "Ada")
-	guest := coEditToken(t, tn, "", "")
+	guest := coEditToken(t, tn, "", scene, "")
 
 	// The split gateway refuses a bad token itself; the session behind it refuses a viewer.
 	_, close := refused(t, sp.URLs[0], scene, ada+"x")

@@ -8177,6 +8177,8 @@ type RoomPresenceMutation struct {
 	guest           *bool
 	guest_number    *int
 	addguest_number *int
+	holder          *string
+	can_edit        *bool
 	joined_at       *time.Time
 	last_seen       *time.Time
 	clearedFields   map[string]struct{}
@@ -8574,6 +8576,78 @@ func (m *RoomPresenceMutation) ResetGuestNumber() {
 	m.addguest_number = nil
 }
 
+// SetHolder sets the "holder" field.
+func (m *RoomPresenceMutation) SetHolder(s string) {
+	m.holder = &s
+}
+
+// Holder returns the value of the "holder" field in the mutation.
+func (m *RoomPresenceMutation) Holder() (r string, exists bool) {
+	v := m.holder
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHolder returns the old "holder" field's value of the RoomPresence entity.
+// If the RoomPresence object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RoomPresenceMutation) OldHolder(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHolder is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHolder requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHolder: %w", err)
+	}
+	return oldValue.Holder, nil
+}
+
+// ResetHolder resets all changes to the "holder" field.
+func (m *RoomPresenceMutation) ResetHolder() {
+	m.holder = nil
+}
+
+// SetCanEdit sets the "can_edit" field.
+func (m *RoomPresenceMutation) SetCanEdit(b bool) {
+	m.can_edit = &b
+}
+
+// CanEdit returns the value of the "can_edit" field in the mutation.
+func (m *RoomPresenceMutation) CanEdit() (r bool, exists bool) {
+	v := m.can_edit
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCanEdit returns the old "can_edit" field's value of the RoomPresence entity.
+// If the RoomPresence object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RoomPresenceMutation) OldCanEdit(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCanEdit is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCanEdit requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCanEdit: %w", err)
+	}
+	return oldValue.CanEdit, nil
+}
+
+// ResetCanEdit resets all changes to the "can_edit" field.
+func (m *RoomPresenceMutation) ResetCanEdit() {
+	m.can_edit = nil
+}
+
 // SetJoinedAt sets the "joined_at" field.
 func (m *RoomPresenceMutation) SetJoinedAt(t time.Time) {
 	m.joined_at = &t
@@ -8680,7 +8754,7 @@ func (m *RoomPresenceMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *RoomPresenceMutation) Fields() []string {
-	fields := make([]string, 0, 9)
+	fields := make([]string, 0, 11)
 	if m.room_key != nil {
 		fields = append(fields, roompresence.FieldRoomKey)
 	}
@@ -8701,6 +8775,12 @@ func (m *RoomPresenceMutation) Fields() []string {
 	}
 	if m.guest_number != nil {
 		fields = append(fields, roompresence.FieldGuestNumber)
+	}
+	if m.holder != nil {
+		fields = append(fields, roompresence.FieldHolder)
+	}
+	if m.can_edit != nil {
+		fields = append(fields, roompresence.FieldCanEdit)
 	}
 	if m.joined_at != nil {
 		fields = append(fields, roompresence.FieldJoinedAt)
@@ -8730,6 +8810,10 @@ func (m *RoomPresenceMutation) Field(name string) (ent.Value, bool) {
 		return m.Guest()
 	case roompresence.FieldGuestNumber:
 		return m.GuestNumber()
+	case roompresence.FieldHolder:
+		return m.Holder()
+	case roompresence.FieldCanEdit:
+		return m.CanEdit()
 	case roompresence.FieldJoinedAt:
 		return m.JoinedAt()
 	case roompresence.FieldLastSeen:
@@ -8757,6 +8841,10 @@ func (m *RoomPresenceMutation) OldField(ctx context.Context, name string) (ent.V
 		return m.OldGuest(ctx)
 	case roompresence.FieldGuestNumber:
 		return m.OldGuestNumber(ctx)
+	case roompresence.FieldHolder:
+		return m.OldHolder(ctx)
+	case roompresence.FieldCanEdit:
+		return m.OldCanEdit(ctx)
 	case roompresence.FieldJoinedAt:
 		return m.OldJoinedAt(ctx)
 	case roompresence.FieldLastSeen:
@@ -8818,6 +8906,20 @@ func (m *RoomPresenceMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetGuestNumber(v)
+		return nil
+	case roompresence.FieldHolder:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHolder(v)
+		return nil
+	case roompresence.FieldCanEdit:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCanEdit(v)
 		return nil
 	case roompresence.FieldJoinedAt:
 		v, ok := value.(time.Time)
@@ -8926,6 +9028,12 @@ func (m *RoomPresenceMutation) ResetField(name string) error {
 		return nil
 	case roompresence.FieldGuestNumber:
 		m.ResetGuestNumber()
+		return nil
+	case roompresence.FieldHolder:
+		m.ResetHolder()
+		return nil
+	case roompresence.FieldCanEdit:
+		m.ResetCanEdit()
 		return nil
 	case roompresence.FieldJoinedAt:
 		m.ResetJoinedAt()

@@ -31,6 +31,10 @@ type RoomPresence struct {
 	Guest bool `json:"guest,omitempty"`
 	// GuestNumber holds the value of the "guest_number" field.
 	GuestNumber int `json:"guest_number,omitempty"`
+	// Holder holds the value of the "holder" field.
+	Holder string `json:"holder,omitempty"`
+	// CanEdit holds the value of the "can_edit" field.
+	CanEdit bool `json:"can_edit,omitempty"`
 	// JoinedAt holds the value of the "joined_at" field.
 	JoinedAt time.Time `json:"joined_at,omitempty"`
 	// LastSeen holds the value of the "last_seen" field.
@@ -43,11 +47,11 @@ func (*RoomPresence) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case roompresence.FieldGuest:
+		case roompresence.FieldGuest, roompresence.FieldCanEdit:
 			values[i] = new(sql.NullBool)
 		case roompresence.FieldGuestNumber:
 			values[i] = new(sql.NullInt64)
-		case roompresence.FieldID, roompresence.FieldRoomKey, roompresence.FieldProcessID, roompresence.FieldName, roompresence.FieldAvatarURL, roompresence.FieldColour:
+		case roompresence.FieldID, roompresence.FieldRoomKey, roompresence.FieldProcessID, roompresence.FieldName, roompresence.FieldAvatarURL, roompresence.FieldColour, roompresence.FieldHolder:
 			values[i] = new(sql.NullString)
 		case roompresence.FieldJoinedAt, roompresence.FieldLastSeen:
 			values[i] = new(sql.NullTime)
@@ -114,6 +118,18 @@ func (_m *RoomPresence) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field guest_number", values[i])
 			} else if value.Valid {
 				_m.GuestNumber = int(value.Int64)
+			}
+		case roompresence.FieldHolder:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field holder", values[i])
+			} else if value.Valid {
+				_m.Holder = value.String
+			}
+		case roompresence.FieldCanEdit:
+			if value, ok := values[i].(*sql.NullBool); !ok {
+				return fmt.Errorf("unexpected type %T for field can_edit", values[i])
+			} else if value.Valid {
+				_m.CanEdit = value.Bool
 			}
 		case roompresence.FieldJoinedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
@@ -185,6 +201,12 @@ func (_m *RoomPresence) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("guest_number=")
 	builder.WriteString(fmt.Sprintf("%v", _m.GuestNumber))
+	builder.WriteString(", ")
+	builder.WriteString("holder=")
+	builder.WriteString(_m.Holder)
+	builder.WriteString(", ")
+	builder.WriteString("can_edit=")
+	builder.WriteString(fmt.Sprintf("%v", _m.CanEdit))
 	builder.WriteString(", ")
 	builder.WriteString("joined_at=")
 	builder.WriteString(_m.JoinedAt.Format(time.ANSIC))

@@ -81,6 +81,34 @@ func (_c *RoomPresenceCreate) SetNillableGuestNumber(v *int) *RoomPresenceCreate
 	return _c
 }
 
+// SetHolder sets the "holder" field.
+func (_c *RoomPresenceCreate) SetHolder(v string) *RoomPresenceCreate {
+	_c.mutation.SetHolder(v)
+	return _c
+}
+
+// SetNillableHolder sets the "holder" field if the given value is not nil.
+func (_c *RoomPresenceCreate) SetNillableHolder(v *string) *RoomPresenceCreate {
+	if v != nil {
+		_c.SetHolder(*v)
+	}
+	return _c
+}
+
+// SetCanEdit sets the "can_edit" field.
+func (_c *RoomPresenceCreate) SetCanEdit(v bool) *RoomPresenceCreate {
+	_c.mutation.SetCanEdit(v)
+	return _c
+}
+
+// SetNillableCanEdit sets the "can_edit" field if the given value is not nil.
+func (_c *RoomPresenceCreate) SetNillableCanEdit(v *bool) *RoomPresenceCreate {
+	if v != nil {
+		_c.SetCanEdit(*v)
+	}
+	return _c
+}
+
 // SetJoinedAt sets the "joined_at" field.
 func (_c *RoomPresenceCreate) SetJoinedAt(v time.Time) *RoomPresenceCreate {
 	_c.mutation.SetJoinedAt(v)
@@ -154,6 +182,14 @@ func (_c *RoomPresenceCreate) defaults() {
 		v := roompresence.DefaultGuestNumber
 		_c.mutation.SetGuestNumber(v)
 	}
+	if _, ok := _c.mutation.Holder(); !ok {
+		v := roompresence.DefaultHolder
+		_c.mutation.SetHolder(v)
+	}
+	if _, ok := _c.mutation.CanEdit(); !ok {
+		v := roompresence.DefaultCanEdit
+		_c.mutation.SetCanEdit(v)
+	}
 	if _, ok := _c.mutation.JoinedAt(); !ok {
 		v := roompresence.DefaultJoinedAt()
 		_c.mutation.SetJoinedAt(v)
@@ -203,6 +239,12 @@ func (_c *RoomPresenceCreate) check() error {
 	}
 	if _, ok := _c.mutation.GuestNumber(); !ok {
 		return &ValidationError{Name: "guest_number", err: errors.New(`ent: missing required field "RoomPresence.guest_number"`)}
+	}
+	if _, ok := _c.mutation.Holder(); !ok {
+		return &ValidationError{Name: "holder", err: errors.New(`ent: missing required field "RoomPresence.holder"`)}
+	}
+	if _, ok := _c.mutation.CanEdit(); !ok {
+		return &ValidationError{Name: "can_edit", err: errors.New(`ent: missing required field "RoomPresence.can_edit"`)}
 	}
 	if _, ok := _c.mutation.JoinedAt(); !ok {
 		return &ValidationError{Name: "joined_at", err: errors.New(`ent: missing required field "RoomPresence.joined_at"`)}
@@ -278,6 +320,14 @@ func (_c *RoomPresenceCreate) createSpec() (*RoomPresence, *sqlgraph.CreateSpec)
 	if value, ok := _c.mutation.GuestNumber(); ok {
 		_spec.SetField(roompresence.FieldGuestNumber, field.TypeInt, value)
 		_node.GuestNumber = value
+	}
+	if value, ok := _c.mutation.Holder(); ok {
+		_spec.SetField(roompresence.FieldHolder, field.TypeString, value)
+		_node.Holder = value
+	}
+	if value, ok := _c.mutation.CanEdit(); ok {
+		_spec.SetField(roompresence.FieldCanEdit, field.TypeBool, value)
+		_node.CanEdit = value
 	}
 	if value, ok := _c.mutation.JoinedAt(); ok {
 		_spec.SetField(roompresence.FieldJoinedAt, field.TypeTime, value)
@@ -388,6 +438,12 @@ func (u *RoomPresenceUpsertOne) UpdateNewValues() *RoomPresenceUpsertOne {
 		}
 		if _, exists := u.create.mutation.GuestNumber(); exists {
 			s.SetIgnore(roompresence.FieldGuestNumber)
+		}
+		if _, exists := u.create.mutation.Holder(); exists {
+			s.SetIgnore(roompresence.FieldHolder)
+		}
+		if _, exists := u.create.mutation.CanEdit(); exists {
+			s.SetIgnore(roompresence.FieldCanEdit)
 		}
 		if _, exists := u.create.mutation.JoinedAt(); exists {
 			s.SetIgnore(roompresence.FieldJoinedAt)
@@ -640,6 +696,12 @@ func (u *RoomPresenceUpsertBulk) UpdateNewValues() *RoomPresenceUpsertBulk {
 			}
 			if _, exists := b.mutation.GuestNumber(); exists {
 				s.SetIgnore(roompresence.FieldGuestNumber)
+			}
+			if _, exists := b.mutation.Holder(); exists {
+				s.SetIgnore(roompresence.FieldHolder)
+			}
+			if _, exists := b.mutation.CanEdit(); exists {
+				s.SetIgnore(roompresence.FieldCanEdit)
 			}
 			if _, exists := b.mutation.JoinedAt(); exists {
 				s.SetIgnore(roompresence.FieldJoinedAt)

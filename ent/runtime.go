@@ -713,12 +713,20 @@ func init() {
 	roompresenceDescGuestNumber := roompresenceFields[7].Descriptor()
 	// roompresence.DefaultGuestNumber holds the default value on creation for the guest_number field.
 	roompresence.DefaultGuestNumber = roompresenceDescGuestNumber.Default.(int)
+	// roompresenceDescHolder is the schema descriptor for holder field.
+	roompresenceDescHolder := roompresenceFields[8].Descriptor()
+	// roompresence.DefaultHolder holds the default value on creation for the holder field.
+	roompresence.DefaultHolder = roompresenceDescHolder.Default.(string)
+	// roompresenceDescCanEdit is the schema descriptor for can_edit field.
+	roompresenceDescCanEdit := roompresenceFields[9].Descriptor()
+	// roompresence.DefaultCanEdit holds the default value on creation for the can_edit field.
+	roompresence.DefaultCanEdit = roompresenceDescCanEdit.Default.(bool)
 	// roompresenceDescJoinedAt is the schema descriptor for joined_at field.
-	roompresenceDescJoinedAt := roompresenceFields[8].Descriptor()
+	roompresenceDescJoinedAt := roompresenceFields[10].Descriptor()
 	// roompresence.DefaultJoinedAt holds the default value on creation for the joined_at field.
 	roompresence.DefaultJoinedAt = roompresenceDescJoinedAt.Default.(func() time.Time)
 	// roompresenceDescLastSeen is the schema descriptor for last_seen field.
-	roompresenceDescLastSeen := roompresenceFields[9].Descriptor()
+	roompresenceDescLastSeen := roompresenceFields[11].Descriptor()
 	// roompresence.DefaultLastSeen holds the default value on creation for the last_seen field.
 	roompresence.DefaultLastSeen = roompresenceDescLastSeen.Default.(func() time.Time)
 	// roompresenceDescID is the schema descriptor for id field.

@@ -86,7 +86,7 @@ func (s *server) page(w http.ResponseWriter, _ *http.Request) {
 // sessionRequest is POST /session: which embed, which scene, whether the session is the
 // signed-in demo customer's (scoped) or a guest's, the name the room shows for it (the
 // side-by-side editors are two people; a guest without a name joins as 'Guest N'), and whether
-// an editor may co-edit the rooms it joins without owning their scenes (coEdit).
+// an editor may co-edit the room of its splatId without owning the scene (coEdit).
 type sessionRequest struct {
 	Type    string `json:"type"`
 	SplatID string `json:"splatId"`

@@ -235,6 +235,8 @@ var (
 		{Name: "colour", Type: field.TypeString, Size: 7},
 		{Name: "guest", Type: field.TypeBool},
 		{Name: "guest_number", Type: field.TypeInt, Default: 0},
+		{Name: "holder", Type: field.TypeString, Default: ""},
+		{Name: "can_edit", Type: field.TypeBool, Default: false},
 		{Name: "joined_at", Type: field.TypeTime},
 		{Name: "last_seen", Type: field.TypeTime},
 	}
@@ -257,7 +259,12 @@ var (
 			{
 				Name:    "roompresence_last_seen",
 				Unique:  false,
-				Columns: []*schema.Column{RoomPresencesColumns[9]},
+				Columns: []*schema.Column{RoomPresencesColumns[11]},
+			},
+			{
+				Name:    "roompresence_holder",
+				Unique:  false,
+				Columns: []*schema.Column{RoomPresencesColumns[8]},
 			},
 		},
 	}

@@ -27,6 +27,10 @@ const (
 	FieldGuest = "guest"
 	// FieldGuestNumber holds the string denoting the guest_number field in the database.
 	FieldGuestNumber = "guest_number"
+	// FieldHolder holds the string denoting the holder field in the database.
+	FieldHolder = "holder"
+	// FieldCanEdit holds the string denoting the can_edit field in the database.
+	FieldCanEdit = "can_edit"
 	// FieldJoinedAt holds the string denoting the joined_at field in the database.
 	FieldJoinedAt = "joined_at"
 	// FieldLastSeen holds the string denoting the last_seen field in the database.
@@ -45,6 +49,8 @@ var Columns = []string{
 	FieldColour,
 	FieldGuest,
 	FieldGuestNumber,
+	FieldHolder,
+	FieldCanEdit,
 	FieldJoinedAt,
 	FieldLastSeen,
 }
@@ -70,6 +76,10 @@ var (
 	ColourValidator func(string) error
 	// DefaultGuestNumber holds the default value on creation for the "guest_number" field.
 	DefaultGuestNumber int
+	// DefaultHolder holds the default value on creation for the "holder" field.
+	DefaultHolder string
+	// DefaultCanEdit holds the default value on creation for the "can_edit" field.
+	DefaultCanEdit bool
 	// DefaultJoinedAt holds the default value on creation for the "joined_at" field.
 	DefaultJoinedAt func() time.Time
 	// DefaultLastSeen holds the default value on creation for the "last_seen" field.
@@ -119,6 +129,16 @@ func ByGuest(opts ...sql.OrderTermOption) OrderOption {
 // ByGuestNumber orders the results by the guest_number field.
 func ByGuestNumber(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldGuestNumber, opts...).ToFunc()
+}
+
+// ByHolder orders the results by the holder field.
+func ByHolder(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldHolder, opts...).ToFunc()
+}
+
+// ByCanEdit orders the results by the can_edit field.
+func ByCanEdit(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldCanEdit, opts...).ToFunc()
 }
 
 // ByJoinedAt orders the results by the joined_at field.

@@ -99,6 +99,16 @@ func GuestNumber(v int) predicate.RoomPresence {
 	return predicate.RoomPresence(sql.FieldEQ(FieldGuestNumber, v))
 }
 
+// Holder applies equality check predicate on the "holder" field. It's identical to HolderEQ.
+func Holder(v string) predicate.RoomPresence {
+	return predicate.RoomPresence(sql.FieldEQ(FieldHolder, v))
+}
+
+// CanEdit applies equality check predicate on the "can_edit" field. It's identical to CanEditEQ.
+func CanEdit(v bool) predicate.RoomPresence {
+	return predicate.RoomPresence(sql.FieldEQ(FieldCanEdit, v))
+}
+
 // JoinedAt applies equality check predicate on the "joined_at" field. It's identical to JoinedAtEQ.
 func JoinedAt(v time.Time) predicate.RoomPresence {
 	return predicate.RoomPresence(sql.FieldEQ(FieldJoinedAt, v))
@@ -492,6 +502,81 @@ func GuestNumberLT(v int) predicate.RoomPresence {
 // GuestNumberLTE applies the LTE predicate on the "guest_number" field.
 func GuestNumberLTE(v int) predicate.RoomPresence {
 	return predicate.RoomPresence(sql.FieldLTE(FieldGuestNumber, v))
+}
+
+// HolderEQ applies the EQ predicate on the "holder" field.
+func HolderEQ(v string) predicate.RoomPresence {
+	return predicate.RoomPresence(sql.FieldEQ(FieldHolder, v))
+}
+
+// HolderNEQ applies the NEQ predicate on the "holder" field.
+func HolderNEQ(v string) predicate.RoomPresence {
+	return predicate.RoomPresence(sql.FieldNEQ(FieldHolder, v))
+}
+
+// HolderIn applies the In predicate on the "holder" field.
+func HolderIn(vs ...string) predicate.RoomPresence {
+	return predicate.RoomPresence(sql.FieldIn(FieldHolder, vs...))
+}
+
+// HolderNotIn applies the NotIn predicate on the "holder" field.
+func HolderNotIn(vs ...string) predicate.RoomPresence {
+	return predicate.RoomPresence(sql.FieldNotIn(FieldHolder, vs...))
+}
+
+// HolderGT applies the GT predicate on the "holder" field.
+func HolderGT(v string) predicate.RoomPresence {
+	return predicate.RoomPresence(sql.FieldGT(FieldHolder, v))
+}
+
+// HolderGTE applies the GTE predicate on the "holder" field.
+func HolderGTE(v string) predicate.RoomPresence {
+	return predicate.RoomPresence(sql.FieldGTE(FieldHolder, v))
+}
+
+// HolderLT applies the LT predicate on the "holder" field.
+func HolderLT(v string) predicate.RoomPresence {
+	return predicate.RoomPresence(sql.FieldLT(FieldHolder, v))
+}
+
+// HolderLTE applies the LTE predicate on the "holder" field.
+func HolderLTE(v string) predicate.RoomPresence {
+	return predicate.RoomPresence(sql.FieldLTE(FieldHolder, v))
+}
+
+// HolderContains applies the Contains predicate on the "holder" field.
+func HolderContains(v string) predicate.RoomPresence {
+	return predicate.RoomPresence(sql.FieldContains(FieldHolder, v))
+}
+
+// HolderHasPrefix applies the HasPrefix predicate on the "holder" field.
+func HolderHasPrefix(v string) predicate.RoomPresence {
+	return predicate.RoomPresence(sql.FieldHasPrefix(FieldHolder, v))
+}
+
+// HolderHasSuffix applies the HasSuffix predicate on the "holder" field.
+func HolderHasSuffix(v string) predicate.RoomPresence {
+	return predicate.RoomPresence(sql.FieldHasSuffix(FieldHolder, v))
+}
+
+// HolderEqualFold applies the EqualFold predicate on the "holder" field.
+func HolderEqualFold(v string) predicate.RoomPresence {
+	return predicate.RoomPresence(sql.FieldEqualFold(FieldHolder, v))
+}
+
+// HolderContainsFold applies the ContainsFold predicate on the "holder" field.
+func HolderContainsFold(v string) predicate.RoomPresence {
+	return predicate.RoomPresence(sql.FieldContainsFold(FieldHolder, v))
+}
+
+// CanEditEQ applies the EQ predicate on the "can_edit" field.
+func CanEditEQ(v bool) predicate.RoomPresence {
+	return predicate.RoomPresence(sql.FieldEQ(FieldCanEdit, v))
+}
+
+// CanEditNEQ applies the NEQ predicate on the "can_edit" field.
+func CanEditNEQ(v bool) predicate.RoomPresence {
+	return predicate.RoomPresence(sql.FieldNEQ(FieldCanEdit, v))
 }
 
 // JoinedAtEQ applies the EQ predicate on the "joined_at" field.

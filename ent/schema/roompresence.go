@@ -33,6 +33,13 @@ func (RoomPresence) Fields() []ent.Field {
 		// guest_number is N of "Guest N" (0 for a named participant): the lowest positive
 		// number no live guest of the room holds when this one joined.
 		field.Int("guest_number").Default(0).Immutable(),
+		// holder is the session or visitor the socket counts against (at most
+		// roomproto.PerHolder sockets each, across every room and process): a guest session's
+		// anonymous id, or a scoped session's customer.
+		field.String("holder").Default("").Immutable(),
+		// can_edit says the participant holds an editor's seat (the scene's owner, or the
+		// scene's coEdit session): a full room evicts its newest guest to seat one.
+		field.Bool("can_edit").Default(false).Immutable(),
 		field.Time("joined_at").Default(time.Now).Immutable(),
 		field.Time("last_seen").Default(time.Now),
 	}
@@ -45,5 +52,7 @@ func (RoomPresence) Indexes() []ent.Index {
 		index.Fields("process_id"),
 		// The sweep looks for rows not refreshed for 15 s.
 		index.Fields("last_seen"),
+		// A join counts its holder's sockets.
+		index.Fields("holder"),
 	}
 }

@@ -12,8 +12,13 @@ const Path = "/api/embed/room"
 
 // Limits of the room (contract item 10 and the decisions of issue 13).
 const (
-	// Capacity is the most participants one room admits; the next gets 4409.
+	// Capacity is the most participants one room admits; the next guest gets 4409. A
+	// participant with an editor's seat (the scene's owner, or the scene's coEdit session) is
+	// seated by evicting the room's newest guest (4001).
 	Capacity = 32
+	// PerHolder is the most sockets one session (a guest's) or one visitor (a scoped session's
+	// customer) holds at once, across every room and process; the next gets 4429.
+	PerHolder = 4
 	// MaxMessage is the largest client message; a larger one gets an error frame and 1009.
 	MaxMessage = 64 << 10
 	// Rate and Burst are each connection's token bucket: 30 messages a second sustained, 60 at

@@ -25,7 +25,8 @@ type mintRequest struct {
 	publicKey string
 	typ       string
 	splatID   string
-	// coEdit grants the right to change the drafts of the rooms the session joins (editor only).
+	// coEdit grants the right to change the draft of the room of splatId, which it requires
+	// (editor only).
 	coEdit bool
 	// hasUser says a profile was given; name and avatarURL are then signed into the token.
 	hasUser   bool
@@ -36,7 +37,7 @@ type mintRequest struct {
 // parseMint applies the body rules: publicKey required (mpk_ prefix), type 'viewer' or
 // 'editor' (default 'editor'), splatId null or a 24-hex id, user null or {name: 1-64
 // characters, avatarUrl: null or an absolute http(s) URL up to 2048 characters}, coEdit a
-// boolean (true only for an editor: the right to change room drafts). Unknown fields
+// boolean (true only for an editor with a splatId: the right to change that scene's room draft). Unknown fields
 // are refused, as everywhere in the API, so a typo never passes silently.
 func parseMint(body []byte) (*mintRequest, error) {
 	f, err := httpx.DecodeObject(body, false)
@@ -88,6 +89,9 @@ func parseMint(body []byte) (*mintRequest, error) {
 			}
 		}
 	})
+	if r.coEdit && r.typ == sessiontoken.TypeEditor && r.splatID == "" {
+		f.Issuef("coEdit: requires splatId, the one scene the session may co-edit")
+	}
 	if err := f.Err(); err != nil {
 		return nil, err
 	}

@@ -50,7 +50,7 @@ func (s *Service) mintToken(ctx context.Context, m minter, req *mintRequest) (st
 		if err != nil {
 			return "", time.Time{}, err
 		}
-		if err := mintSceneRule(sc, req.typ, customer); err != nil {
+		if err := mintSceneRule(sc, req, customer); err != nil {
 			return "", time.Time{}, err
 		}
 	}
@@ -135,15 +135,20 @@ func (s *Service) mintScene(ctx context.Context, integrationID, id string) (*ent
 // names (nil: none, 403 out of scope). An editor opens it for a customer, so it must be that
 // customer's (EU required: 400 without it). A viewer may open the customer's own scene or a
 // product-public one (public and embeddable); without EU only the latter (400: EU is required
-// for anything else).
-func mintSceneRule(sc *ent.Scene, typ string, customer *ent.ExternalUser) error {
+// for anything else). An editor minted with coEdit is bound to the scene it names: the
+// customer's own, or, named explicitly so, another customer's product-public scene (a guest's
+// too), the only other kind its room admits.
+func mintSceneRule(sc *ent.Scene, req *mintRequest, customer *ent.ExternalUser) error {
 	if sc == nil {
 		return errOutOfScope
 	}
+	typ := req.typ
 	own := customer != nil && sc.OwnerID == customer.ID
 	productPublic := sc.Visibility == scene.VisibilityPublic && sc.AllowEmbed
 	switch {
 	case own:
+		return nil
+	case req.coEdit && productPublic:
 		return nil
 	case typ == sessiontoken.TypeEditor && customer == nil:
 		return errEURequired("an editor session that opens a scene")

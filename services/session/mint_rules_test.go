@@ -33,22 +33,30 @@ func TestMintSceneRule(t *testing.T) {
 		name     string
 		sc       *ent.Scene
 		typ      string
+		coEdit   bool
 		customer *ent.ExternalUser
 		want     int // 0: allowed
 	}{
-		{"no live scene", nil, viewer, customer, 403},
-		{"editor, own private", sc("C", scene.VisibilityPrivate, false), editor, customer, 0},
-		{"editor, someone else's public", sc("D", scene.VisibilityPublic, true), editor, customer, 403},
-		{"editor without EU", sc("D", scene.VisibilityPublic, true), editor, nil, 400},
-		{"viewer, own private", sc("C", scene.VisibilityPrivate, false), viewer, customer, 0},
-		{"viewer, product-public", sc("D", scene.VisibilityPublic, true), viewer, customer, 0},
-		{"guest viewer, product-public", sc("D", scene.VisibilityPublic, true), viewer, nil, 0},
-		{"viewer, someone else's private", sc("D", scene.VisibilityPrivate, true), viewer, customer, 403},
-		{"viewer, public not embeddable", sc("D", scene.VisibilityPublic, false), viewer, customer, 403},
-		{"guest viewer, public not embeddable", sc("D", scene.VisibilityPublic, false), viewer, nil, 403},
-		{"guest viewer, private", sc("D", scene.VisibilityPrivate, true), viewer, nil, 400},
+		{"no live scene", nil, viewer, false, customer, 403},
+		{"editor, own private", sc("C", scene.VisibilityPrivate, false), editor, false, customer, 0},
+		{"editor, someone else's public", sc("D", scene.VisibilityPublic, true), editor, false, customer, 403},
+		{"editor without EU", sc("D", scene.VisibilityPublic, true), editor, false, nil, 400},
+		{"viewer, own private", sc("C", scene.VisibilityPrivate, false), viewer, false, customer, 0},
+		{"viewer, product-public", sc("D", scene.VisibilityPublic, true), viewer, false, customer, 0},
+		{"guest viewer, product-public", sc("D", scene.VisibilityPublic, true), viewer, false, nil, 0},
+		{"viewer, someone else's private", sc("D", scene.VisibilityPrivate, true), viewer, false, customer, 403},
+		{"viewer, public not embeddable", sc("D", scene.VisibilityPublic, false), viewer, false, customer, 403},
+		{"guest viewer, public not embeddable", sc("D", scene.VisibilityPublic, false), viewer, false, nil, 403},
+		{"guest viewer, private", sc("D", scene.VisibilityPrivate, true), viewer, false, nil, 400},
+		// A coEdit session is bound to the scene it names: its customer's own, or another's
+		// product-public scene, for a guest too; nothing its room would not admit.
+		{"co-editor, own private", sc("C", scene.VisibilityPrivate, false), editor, true, customer, 0},
+		{"co-editor, someone else's product-public", sc("D", scene.VisibilityPublic, true), editor, true, customer, 0},
+		{"guest co-editor, product-public", sc("D", scene.VisibilityPublic, true), editor, true, nil, 0},
+		{"co-editor, someone else's private", sc("D", scene.VisibilityPrivate, true), editor, true, customer, 403},
+		{"guest co-editor, public not embeddable", sc("D", scene.VisibilityPublic, false), editor, true, nil, 400},
 	} {
-		err := mintSceneRule(tc.sc, tc.typ, tc.customer)
+		err := mintSceneRule(tc.sc, &mintRequest{typ: tc.typ, coEdit: tc.coEdit}, tc.customer)
 		if tc.want == 0 {
 			require.NoError(t, err, tc.name)
 			continue

@@ -227,6 +227,10 @@ func (r *Rooms) dispatch(ctx context.Context) {
 				continue
 			}
 		}
+		if ev.Evict != "" {
+			r.evict(&ev)
+			continue
+		}
 		if ev.Saved != "" && !r.saved(ctx, &ev) {
 			continue
 		}
@@ -235,6 +239,18 @@ func (r *Rooms) dispatch(ctx context.Context) {
 			c.deliver(&ev)
 		}
 		r.mu.Unlock()
+	}
+}
+
+// evict closes the local participant whose seat was given away (roomStore.evictGuest), if it is
+// here; its row and its leave are already gone.
+func (r *Rooms) evict(ev *roomEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for c := range r.rooms[ev.Room] {
+		if c.id == ev.Evict {
+			c.closeWith(CloseEvicted, "SEAT_TAKEN", evictedMessage)
+		}
 	}
 }
 
@@ -293,7 +309,7 @@ func (r *Rooms) serve(ws *websocket.Conn, adm *admission) {
 	}
 	defer r.conns.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), roomStoreWait)
-	j, err := r.store.join(ctx, adm.room, c.id, adm.name, adm.avatar)
+	j, err := r.store.join(ctx, c.id, adm)
 	cancel()
 	if err != nil {
 		r.unregister(c)

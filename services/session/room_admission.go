@@ -25,13 +25,15 @@ type joinRequest struct {
 	expires          time.Time
 	name, avatar     string
 	splatID          string
+	// sessionID names the token (httpx.SessionID): a guest's sockets count against it.
+	sessionID string
 }
 
 // admit applies the admission rules: an editor session (4403 for a viewer), of an active
 // customer when scoped (4403), opening a scene of its integration it may open in the editor:
 // the customer's own, or a public embeddable one (4404, which never says whether the scene
-// exists). The session may edit when it is scoped to the scene's owner or minted with coEdit;
-// any other is admitted read-only (presence and camera).
+// exists). The session may edit when it is scoped to the scene's owner or minted with coEdit for
+// this scene (its splatId); any other is admitted read-only (presence and camera).
 func (s *Service) admit(ctx context.Context, req joinRequest) (*admission, error) {
 	if err := mayJoin(req); err != nil {
 		return nil, err
@@ -76,16 +78,22 @@ func roomSceneID(raw string) (string, error) {
 }
 
 // admissionOf is the admission of req to sc's room, once the session may see sc: it may edit
-// when it is scoped to the scene's owner or minted with coEdit.
+// when it is scoped to the scene's owner or minted with coEdit for sc (a coEdit grant is bound
+// to the splatId it was minted with, never to other rooms the session may see). Its sockets count
+// against its customer when scoped, else against the session itself.
 func admissionOf(req joinRequest, sc *ent.Scene) *admission {
 	ss := req.session
 	adm := &admission{room: roomproto.Key(ss.integrationID, sc.ID), rights: rights{
 		integrationID: ss.integrationID, publicKey: req.publicKey, productSlug: ss.productSlug, sceneID: sc.ID,
 		expires: req.expires,
-		canEdit: ss.coEdit || ss.scoped && sc.OwnerID == ss.sub,
+		canEdit: ss.coEdit && ss.splatID == sc.ID || ss.scoped && sc.OwnerID == ss.sub,
 	}}
-	if ss.scoped {
+	switch {
+	case ss.scoped:
 		adm.rights.eu, adm.rights.sub = ss.eu, ss.sub
+		adm.holder = "customer:" + ss.sub
+	case req.sessionID != "":
+		adm.holder = "session:" + req.sessionID
 	}
 	if req.name != "" {
 		adm.name = shownName(req.name)

@@ -33,7 +33,7 @@ func TestRoomSceneID(t *testing.T) {
 	require.Equal(t, 404, apperr.From(err).Status)
 }
 
-// TestAdmissionOf: the owner's scoped session and a coEdit session may edit, anyone else is
+// TestAdmissionOf: the owner's scoped session and the scene's coEdit session may edit, anyone else is
 // admitted read-only; a guest carries no customer, and the profile is shown as given.
 func TestAdmissionOf(t *testing.T) {
 	sc := &ent.Scene{ID: "s1", OwnerID: "C"}
@@ -57,5 +57,24 @@ func TestAdmissionOf(t *testing.T) {
 	require.Empty(t, guest.name)
 	require.Nil(t, guest.avatar)
 
-	require.True(t, admissionOf(joinRequest{session: &session{integrationID: "I", coEdit: true}}, sc).rights.canEdit)
+	// A coEdit grant is bound to the scene named at minting: another room it may see admits it
+	// read-only.
+	require.True(t, admissionOf(joinRequest{session: &session{integrationID: "I", coEdit: true, splatID: "s1"}}, sc).rights.canEdit)
+	require.False(t, admissionOf(joinRequest{session: &session{integrationID: "I", coEdit: true, splatID: "s2"}}, sc).rights.canEdit)
+	require.False(t, admissionOf(joinRequest{session: &session{integrationID: "I", coEdit: true}}, sc).rights.canEdit)
+
+	// Sockets count against the customer of a scoped session, else against the session.
+	require.Equal(t, "customer:C", adm.holder)
+	require.Equal(t, "session:sid1", admissionOf(joinRequest{session: &session{integrationID: "I"}, sessionID: "sid1"}, sc).holder)
+	require.Empty(t, guest.holder, "a session without an id counts against nothing")
+}
+
+// TestNewestGuest: the seat an editor takes is the newest one without an editor's seat; a room
+// of editors has none to give.
+func TestNewestGuest(t *testing.T) {
+	peer := func(id string, canEdit bool) seated { return seated{Peer: Peer{ID: id}, canEdit: canEdit} }
+	require.Equal(t, 1, newestGuest([]seated{peer("a", false), peer("b", false), peer("c", true)}))
+	require.Equal(t, 0, newestGuest([]seated{peer("a", false), peer("b", true)}))
+	require.Equal(t, -1, newestGuest([]seated{peer("a", true), peer("b", true)}))
+	require.Equal(t, -1, newestGuest(nil))
 }

@@ -39,7 +39,7 @@ var (
 
 // Refusals of one message; the socket stays open (an error frame, nothing relayed).
 var (
-	errReadOnly = apperr.Forbidden("this session may not change the scene: only its owner's sessions, and sessions minted with coEdit, edit; presence and camera are shared").
+	errReadOnly = apperr.Forbidden("this session may not change the scene: only its owner's sessions, and sessions minted with coEdit for this scene, edit; presence and camera are shared").
 			With("code", "READ_ONLY")
 	errServerOnly = apperr.Forbidden("only the server sends this message: it announces a save once the save is stored").
 			With("code", "SERVER_ONLY")
@@ -55,7 +55,7 @@ type rights struct {
 	// for a guest.
 	eu, sub string
 	// canEdit says the session may change the draft: it is scoped to the scene's owner, or the
-	// integrator minted it with coEdit.
+	// integrator minted it with coEdit for this scene.
 	canEdit bool
 	// expires is when the session token ends (zero: never checked).
 	expires time.Time
@@ -63,7 +63,10 @@ type rights struct {
 
 // admission is who may join which room, decided before the upgrade.
 type admission struct {
-	room   string
+	room string
+	// holder is who the socket counts against (roomproto.PerHolder): the scoped session's
+	// customer, or the guest session.
+	holder string
 	name   string
 	avatar *string
 	rights rights
@@ -97,7 +100,7 @@ func (s *Service) admitRoom(c *fiber.Ctx) (*admission, error) {
 	name, _ := caller.Session[claimName].(string)
 	avatar, _ := caller.Session[claimAvatar].(string)
 	return s.admit(c.UserContext(), joinRequest{session: ss, customerInactive: caller.CustomerInactive(), publicKey: caller.PublicKey,
-		expires: sessionExpiry(caller.Session), name: name, avatar: avatar, splatID: c.Query("splatId")})
+		expires: sessionExpiry(caller.Session), name: name, avatar: avatar, splatID: c.Query("splatId"), sessionID: caller.SessionKey()})
 }
 
 // rightsMemo remembers, for one round of checks, what the credential cache said, so a room of

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -38,7 +40,7 @@ const (
 // the participant who caused it, who does not get it back; Seq is the draft's seq after an edit
 // or a save; Join is the participant a join announces. Saved is the scene whose save the scene
 // service announced (roomproto.SceneSaved): each process reads the stored scene and makes msg
-// itself. Ref replaces everything else when the event is in a room_messages row.
+// itself. Evict closes a participant whose seat was given away. Ref replaces everything else when the event is in a room_messages row.
 type roomEvent struct {
 	Room  string          `json:"room,omitempty"`
 	Echo  string          `json:"echo,omitempty"`
@@ -47,6 +49,8 @@ type roomEvent struct {
 	Saved string          `json:"saved,omitempty"`
 	Msg   json.RawMessage `json:"msg,omitempty"`
 	Ref   int64           `json:"ref,omitempty"`
+	// Evict is the participant whose seat an editor took (evictGuest): its process closes it.
+	Evict string `json:"evict,omitempty"`
 }
 
 // errDraftTooLarge refuses an edit that would grow the draft past roomMaxDraft.
@@ -54,6 +58,17 @@ var errDraftTooLarge = apperr.New(413, "this edit would make the room's draft la
 
 // errRoomFull is the refusal of the participant after roomproto.Capacity.
 var errRoomFull = apperr.Conflict("the room is full: "+strconv.Itoa(roomproto.Capacity)+" participants").With("code", "ROOM_FULL")
+
+// errTooManySockets refuses a session's or visitor's socket after roomproto.PerHolder (4429).
+var errTooManySockets = apperr.New(http.StatusTooManyRequests, "this session (or its customer) already has "+
+	strconv.Itoa(roomproto.PerHolder)+" room connections open: close one first").With("code", "TOO_MANY_SOCKETS")
+
+// CloseEvicted is the close code of a guest whose seat the full room gave to a participant with
+// an editor's seat (the scene's owner, or its coEdit session); the error frame says SEAT_TAKEN.
+const CloseEvicted = 4001
+
+// evictedMessage is the error frame's and the close's text for CloseEvicted.
+const evictedMessage = "the room is full and an editor of the scene took this guest's seat: rejoin when a seat is free"
 
 // roomStore is the room's Postgres side: the roster (room_presences), the draft (room_drafts)
 // and the fan-out (NOTIFY on RoomChannel, room_messages for large events). Every change and its
@@ -117,13 +132,21 @@ type joined struct {
 	seq   int64
 }
 
-// join admits participant id (named name, "" for a guest) to room: stale rows of the room are
-// swept first (with their leaves), then the capacity is checked, the guest number and colour
-// chosen, the row written and the join announced, and the roster and the draft read, all in
-// one transaction under the room's lock.
-func (s *roomStore) join(ctx context.Context, room, id, name string, avatar *string) (*joined, error) {
+// join admits participant id to the room of adm: stale rows of the room are swept first (with
+// their leaves), then the holder's sockets are counted (errTooManySockets past
+// roomproto.PerHolder) and the capacity checked: a full room refuses a guest (errRoomFull) and
+// seats a participant with an editor's seat by evicting the newest guest (its leave announced,
+// its socket closed with CloseEvicted). Then the guest number and colour are chosen, the row
+// written and the join announced, and the roster and the draft read, all in one transaction
+// under the holder's lock, then the room's (always in that order: no two joins wait on each
+// other's).
+func (s *roomStore) join(ctx context.Context, id string, adm *admission) (*joined, error) {
+	room := adm.room
 	var out *joined
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := s.seatHolder(ctx, tx, adm.holder); err != nil {
+			return err
+		}
 		if err := lockRoom(ctx, tx, room); err != nil {
 			return err
 		}
@@ -131,49 +154,35 @@ func (s *roomStore) join(ctx context.Context, room, id, name string, avatar *str
 			AND last_seen < now() - make_interval(secs => $2) RETURNING room_key, id) `+sqlLeaves, room, staleSecs); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT id, name, avatar_url, colour, guest, guest_number FROM room_presences
-			WHERE room_key = $1 ORDER BY joined_at, id`, room)
+		peers, guests, colours, err := roster(ctx, tx, room)
 		if err != nil {
 			return err
 		}
-		var peers []Peer
-		guests, colours := map[int]bool{}, map[string]bool{}
-		for rows.Next() {
-			var p Peer
-			var n int
-			if err := rows.Scan(&p.ID, &p.Name, &p.AvatarURL, &p.Colour, &p.Guest, &n); err != nil {
-				rows.Close()
+		if len(peers) >= roomproto.Capacity {
+			if peers, err = evictGuest(ctx, tx, room, peers, adm.rights.canEdit); err != nil {
 				return err
 			}
-			peers = append(peers, p)
-			colours[p.Colour] = true
-			if p.Guest {
-				guests[n] = true
-			}
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(peers) >= roomproto.Capacity {
-			return errRoomFull
-		}
-		self := Peer{ID: id, Name: name, AvatarURL: avatar, Colour: pickColour(colours, id), Guest: name == ""}
+		self := Peer{ID: id, Name: adm.name, AvatarURL: adm.avatar, Colour: pickColour(colours, id), Guest: adm.name == ""}
 		number := 0
 		if self.Guest {
 			number = lowestFree(guests)
 			self.Name = guestName(number)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO room_presences (id, room_key, process_id, name, avatar_url, colour, guest,
-			guest_number, joined_at, last_seen) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), now())`,
-			self.ID, room, s.process, self.Name, self.AvatarURL, self.Colour, self.Guest, number); err != nil {
+			guest_number, holder, can_edit, joined_at, last_seen) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, clock_timestamp(), now())`,
+			self.ID, room, s.process, self.Name, self.AvatarURL, self.Colour, self.Guest, number, adm.holder, adm.rights.canEdit); err != nil {
 			return err
 		}
 		msg, _ := json.Marshal(joinMsg{Type: "join", Peer: self})
 		if err := notify(ctx, tx, roomEvent{Room: room, Join: self.ID, Echo: self.ID, Msg: msg}); err != nil {
 			return err
 		}
-		out = &joined{self: self, peers: append(peers, self), draft: json.RawMessage(`{}`)}
+		out = &joined{self: self, draft: json.RawMessage(`{}`)}
+		for _, p := range peers {
+			out.peers = append(out.peers, p.Peer)
+		}
+		out.peers = append(out.peers, self)
 		var draft string
 		err = tx.QueryRow(ctx, `SELECT fields::text, seq FROM room_drafts WHERE id = $1`, room).Scan(&draft, &out.seq)
 		switch {
@@ -186,6 +195,92 @@ func (s *roomStore) join(ctx context.Context, room, id, name string, avatar *str
 		return nil
 	})
 	return out, err
+}
+
+// seatHolder takes the holder's lock for the transaction and refuses its socket past
+// roomproto.PerHolder live ones, in any room of any process ("" holds nothing: no bound).
+func (s *roomStore) seatHolder(ctx context.Context, tx pgx.Tx, holder string) error {
+	if holder == "" {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "splathost_room_holder:"+holder); err != nil {
+		return err
+	}
+	var n int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM room_presences WHERE holder = $1
+		AND last_seen >= now() - make_interval(secs => $2)`, holder, staleSecs).Scan(&n); err != nil {
+		return err
+	}
+	if n >= roomproto.PerHolder {
+		return errTooManySockets
+	}
+	return nil
+}
+
+// newestGuest is the index of the last participant in join order without an editor's seat, or
+// -1 when every participant holds one.
+func newestGuest(peers []seated) int {
+	for i := len(peers) - 1; i >= 0; i-- {
+		if !peers[i].canEdit {
+			return i
+		}
+	}
+	return -1
+}
+
+// seated is a roster row: the peer and whether it holds an editor's seat.
+type seated struct {
+	Peer
+	canEdit bool
+}
+
+// roster reads the room's participants in join order, with the guest numbers and colours they
+// hold.
+func roster(ctx context.Context, tx pgx.Tx, room string) ([]seated, map[int]bool, map[string]bool, error) {
+	rows, err := tx.Query(ctx, `SELECT id, name, avatar_url, colour, guest, guest_number, can_edit FROM room_presences
+		WHERE room_key = $1 ORDER BY joined_at, id`, room)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer rows.Close()
+	var peers []seated
+	guests, colours := map[int]bool{}, map[string]bool{}
+	for rows.Next() {
+		var p seated
+		var n int
+		if err := rows.Scan(&p.ID, &p.Name, &p.AvatarURL, &p.Colour, &p.Guest, &n, &p.canEdit); err != nil {
+			return nil, nil, nil, err
+		}
+		peers = append(peers, p)
+		colours[p.Colour] = true
+		if p.Guest {
+			guests[n] = true
+		}
+	}
+	return peers, guests, colours, rows.Err()
+}
+
+// evictGuest makes a seat in the full room for a participant with an editor's seat (canEdit):
+// the newest participant without one is told by an evict event, which closes its socket wherever
+// it is, and loses its row (its leave announced). A guest, or a room of editors only, gets
+// errRoomFull. It returns the roster without the evicted participant.
+func evictGuest(ctx context.Context, tx pgx.Tx, room string, peers []seated, canEdit bool) ([]seated, error) {
+	victim := -1
+	if canEdit {
+		victim = newestGuest(peers)
+	}
+	if victim < 0 {
+		return nil, errRoomFull
+	}
+	id := peers[victim].ID
+	// The evict goes out first: its socket is closing when its own leave arrives, and gets none.
+	if err := notify(ctx, tx, roomEvent{Room: room, Evict: id}); err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, `WITH gone AS (DELETE FROM room_presences WHERE id = $1 RETURNING room_key, id) `+sqlLeaves, id); err != nil {
+		return nil, err
+	}
+	return slices.Delete(peers, victim, victim+1), nil
 }
 
 // edit merges fields into the room's draft (last writer wins per top-level field, levelData

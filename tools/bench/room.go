@@ -77,28 +77,27 @@ func (r *runner) rooms(ctx context.Context, st *testenv.Stack, t Tenant, rr *roo
 		return
 	}
 	gw1, gw2 := st.State.GatewayURLs[0], st.State.GatewayURLs[1]
-	token, err := t.editorSession(gw1)
-	if err != nil {
-		failRows(err, rr.all()...)
-		return
-	}
 	log := r.o.Log.With("measure", "room")
 	// Memory first, on a session process that has served nothing yet, so its idle size is
 	// the one a fresh process has.
 	log.Info("room memory", "participants", roomIdleRooms*roomproto.Capacity)
-	r.roomMemory(ctx, st, t, gw1, token, rr)
+	r.roomMemory(ctx, st, t, gw1, rr)
 	for _, run := range []struct {
 		name     string
 		p50, p99 *Row
 		gateways []string
 	}{{"one process", &rr.p50One, &rr.p99One, []string{gw1}}, {"two processes", &rr.p50Two, &rr.p99Two, []string{gw1, gw2}}} {
-		scene, err := t.NewScene(gw1)
+		scene, err := t.publicScene(gw1)
+		var tokens []string
+		if err == nil {
+			tokens, err = t.roomTokens(gw1, scene, roomPeers)
+		}
 		if err != nil {
 			run.p50.Err, run.p99.Err = err, err
 			continue
 		}
 		log.Info("room fan-out", "run", run.name)
-		res, err := roomFanOut(ctx, run.gateways, scene, token)
+		res, err := roomFanOut(ctx, run.gateways, scene, tokens)
 		if err != nil {
 			r.keepLogs = true
 			run.p50.Err, run.p99.Err = err, err
@@ -110,10 +109,35 @@ func (r *runner) rooms(ctx context.Context, st *testenv.Stack, t Tenant, rr *roo
 	}
 }
 
-// editorSession mints an editor session for the tenant's customer, named so participants are
-// not guests.
-func (t Tenant) editorSession(gatewayURL string) (string, error) {
-	return t.mintSession(gatewayURL, map[string]any{"type": "editor", "user": map[string]any{"name": "Bench participant"}})
+// publicScene is a new scene of the tenant's customer, made public so guests' sessions join its
+// room.
+func (t Tenant) publicScene(gatewayURL string) (string, error) {
+	id, err := t.NewScene(gatewayURL)
+	if err != nil {
+		return "", err
+	}
+	_, err = call(gatewayURL, http.MethodPatch, "/api/v1/splats/"+id, t.Headers(), map[string]any{"visibility": "public"}, http.StatusOK)
+	return id, err
+}
+
+// roomTokens mints the guest editor sessions n participants use, participant i the token
+// i/roomproto.PerHolder (a session holds at most that many sockets); named so participants are
+// not "Guest N"; with coEdit for scene when it is set, so every participant edits.
+func (t Tenant) roomTokens(gatewayURL, scene string, n int) ([]string, error) {
+	body := map[string]any{"publicKey": t.PublicKey, "type": "editor", "user": map[string]any{"name": "Bench participant"}}
+	if scene != "" {
+		body["coEdit"], body["splatId"] = true, scene
+	}
+	var tokens []string
+	for range (n + roomproto.PerHolder - 1) / roomproto.PerHolder {
+		token, err := callID(gatewayURL, http.MethodPost, "/api/editor/embed-sessions",
+			map[string]string{"Authorization": "Bearer " + t.SecretKey}, body, http.StatusCreated, "sessionToken")
+		if err != nil {
+			return nil, err
+		}
+		tokens = append(tokens, token)
+	}
+	return tokens, nil
 }
 
 // mintSession mints a session of the tenant's customer with the request's fields (type, splatId,
@@ -174,7 +198,7 @@ func (f fanOut) summary() string {
 // roomFanOut joins roomPeers participants to scene's room, spread over gateways in turn, has
 // each send roomEditRate edits a second for roomEditFor (the send time inside the edit), and
 // measures the time from send to receipt at every other participant.
-func roomFanOut(ctx context.Context, gateways []string, scene, token string) (fanOut, error) {
+func roomFanOut(ctx context.Context, gateways []string, scene string, tokens []string) (fanOut, error) {
 	conns := make([]*websocket.Conn, roomPeers)
 	defer func() {
 		for _, c := range conns {
@@ -184,7 +208,7 @@ func roomFanOut(ctx context.Context, gateways []string, scene, token string) (fa
 		}
 	}()
 	for i := range conns {
-		c, err := roomConn(ctx, gateways[i%len(gateways)], scene, token)
+		c, err := roomConn(ctx, gateways[i%len(gateways)], scene, tokens[i/roomproto.PerHolder])
 		if err != nil {
 			return fanOut{}, err
 		}
@@ -289,7 +313,7 @@ func roomFanOut(ctx context.Context, gateways []string, scene, token string) (fa
 // rooms, and reads how much its memory grew: the per-participant cost, and how many fit in
 // roomBudgetMiB beside what the process holds idle. The figure is an extrapolation from the
 // growth measured over roomIdleRooms full rooms, stated as such.
-func (r *runner) roomMemory(ctx context.Context, st *testenv.Stack, t Tenant, base, token string, rr *roomRows) {
+func (r *runner) roomMemory(ctx context.Context, st *testenv.Stack, t Tenant, base string, rr *roomRows) {
 	pid := 0
 	for _, p := range st.State.Processes {
 		if p.Name == "session" {
@@ -299,6 +323,12 @@ func (r *runner) roomMemory(ctx context.Context, st *testenv.Stack, t Tenant, ba
 	fail := func(err error) { rr.perPeer.Err, rr.capacity.Err, rr.perBudget.Err = err, err, err }
 	if pid == 0 {
 		fail(errors.New("no session process in the state file"))
+		return
+	}
+	// The sessions are minted before the first reading: minting is the session process's too.
+	tokens, err := t.roomTokens(base, "", roomIdleRooms*roomproto.Capacity)
+	if err != nil {
+		fail(err)
 		return
 	}
 	before, err := ReadMemory(pid, false)
@@ -314,13 +344,13 @@ func (r *runner) roomMemory(ctx context.Context, st *testenv.Stack, t Tenant, ba
 	}()
 	n := 0
 	for room := 0; room < roomIdleRooms; room++ {
-		scene, err := t.NewScene(base)
+		scene, err := t.publicScene(base)
 		if err != nil {
 			fail(err)
 			return
 		}
 		for i := 0; i < roomproto.Capacity; i++ {
-			c, err := roomConn(ctx, base, scene, token)
+			c, err := roomConn(ctx, base, scene, tokens[n/roomproto.PerHolder])
 			if err != nil {
 				fail(fmt.Errorf("participant %d: %w", n, err))
 				return

@@ -33,12 +33,12 @@ after(async () => {
 });
 
 /** Mints a guest editor session (no EU, no scene), as an integrator does for an anonymous
- * visitor; with coEdit when asked. */
-async function guestSession(name, coEdit = false) {
+ * visitor; with coEdit for the scene coEditSplatId when given (a grant names its one scene). */
+async function guestSession(name, coEditSplatId = '') {
   const res = await fetch(`${env.gatewayUrl}/api/editor/embed-sessions`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${env.secretKey}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ publicKey: env.publicKey, type: 'editor', user: { name }, ...(coEdit ? { coEdit } : {}) }),
+    body: JSON.stringify({ publicKey: env.publicKey, type: 'editor', user: { name }, ...(coEditSplatId ? { coEdit: true, splatId: coEditSplatId } : {}) }),
   });
   const body = await res.json();
   assert.equal(res.status, 201, JSON.stringify(body));
@@ -85,7 +85,7 @@ test('a guest sees the owner edit, read-only; a co-edit guest edits with the own
   const owner = await openEditor(browser.context, await mintSession('editor', id, { name: 'Owner' }));
   await owner.waitForSelector('[data-presence-self]', { timeout: 30_000 });
   const guest = await framedGuest(await guestSession('Visitor'), id);
-  const co = await framedGuest(await guestSession('Invited', true), id);
+  const co = await framedGuest(await guestSession('Invited', id), id);
   try {
     // The owner edits; co-editing is on.
     assert.equal(await owner.evaluate(() => document.documentElement.dataset.readOnly), 'false');

@@ -75,7 +75,7 @@ async function main() {
     const right = document.getElementById('pair-right').value;
     const second = {
       guest: { type: 'editor' },
-      coedit: { type: 'editor', coEdit: true },
+      coedit: { type: 'editor', coEdit: true, splatId },
     }[right] ?? { type: 'editor', scoped: true, name: 'Second demo user' };
     const people = [
       { slot: 'pair-a-slot', source: 'editor-a', session: { type: 'editor', scoped: true, name: 'Demo customer' } },
