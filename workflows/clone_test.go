@@ -44,6 +44,7 @@ func newCloneEnv(t *testing.T, copyTakes ...time.Duration) *cloneEnv {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(tlog.NewStructuredLogger(quiet()))
 	e := &cloneEnv{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment(), a: &fakeActivities{}}
+	e.SetWorkerOptions(slowMachine)
 	e.RegisterActivity(e.a)
 	Register(e)
 	e.OnActivity(e.a.PrepareClone, mock.Anything, mock.Anything).Return(

@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"context"
+	"go.temporal.io/sdk/worker"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -117,3 +119,8 @@ func (*fakeActivities) AttemptWebhookDelivery(context.Context, contract.AttemptW
 func (*fakeActivities) PendingWebhookDeliveries(context.Context, contract.PendingWebhooksInput) (contract.PendingWebhooksResult, error) {
 	return contract.PendingWebhooksResult{}, notMocked(contract.PendingWebhookDeliveries)
 }
+
+// slowMachine lets a workflow task run up to a minute before the test environment calls it a
+// deadlock (the SDK's default is 1 s, which a CI machine under a CPU hog exceeded); a real
+// deadlock still fails within the minute.
+var slowMachine = worker.Options{DeadlockDetectionTimeout: time.Minute}

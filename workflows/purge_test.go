@@ -33,6 +33,7 @@ func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeActivities) 
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(tlog.NewStructuredLogger(quiet()))
 	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(slowMachine)
 	a := &fakeActivities{}
 	env.RegisterActivity(a)
 	Register(env)

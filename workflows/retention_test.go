@@ -31,6 +31,7 @@ func newRetentionEnv(t *testing.T, result contract.PurgeArchivedSceneResult) (*t
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(tlog.NewStructuredLogger(quiet()))
 	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(slowMachine)
 	a := &fakeActivities{}
 	env.RegisterActivity(a)
 	Register(env)
@@ -144,6 +145,7 @@ func TestRedriveRetentionStartsEveryArchivedScene(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(tlog.NewStructuredLogger(quiet()))
 	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(slowMachine)
 	a := &fakeActivities{}
 	env.RegisterActivity(a)
 	Register(env)

@@ -38,6 +38,7 @@ func TestWebhookBackoff(t *testing.T) {
 func TestWebhookDeliveryRetriesForADay(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(slowMachine)
 	env.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflow})
 	var a *fakeActivities
 	var times []time.Time
@@ -77,6 +78,7 @@ func TestWebhookDeliveryRetriesForADay(t *testing.T) {
 func TestWebhookDeliveryWaitsForASlotAndStopsOnSuccess(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(slowMachine)
 	env.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflow})
 	var a *fakeActivities
 	calls := 0
@@ -111,6 +113,7 @@ func TestWebhookDeliveryWaitsForASlotAndStopsOnSuccess(t *testing.T) {
 func TestWebhookDeliveryWakesWhenASlotIsFreed(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(slowMachine)
 	env.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflow})
 	var a *fakeActivities
 	var at []time.Time
@@ -136,6 +139,7 @@ func TestWebhookDeliveryWakesWhenASlotIsFreed(t *testing.T) {
 func TestWebhookDeliveryRedeliverSignalCutsTheWait(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(slowMachine)
 	env.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflow})
 	var a *fakeActivities
 	var times []time.Time
@@ -164,6 +168,7 @@ func TestWebhookDeliveryAfterADirectAttempt(t *testing.T) {
 	for _, signal := range []bool{false, true} {
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestWorkflowEnvironment()
+		env.SetWorkerOptions(slowMachine)
 		env.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflow})
 		var a *fakeActivities
 		var at []time.Time

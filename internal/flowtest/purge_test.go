@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.temporal.io/sdk/worker"
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -40,6 +42,7 @@ func newEnv(t *testing.T, b *activitiestest.Bucket) (*testsuite.TestWorkflowEnvi
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(tlog.NewStructuredLogger(quiet()))
 	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(slowMachine)
 	a := &activities.Activities{Objects: b, Bucket: "test", Log: quiet()}
 	env.RegisterActivity(a)
 	workflows.Register(env)
@@ -223,3 +226,8 @@ func TestPurgeRejectsMissingIdentifiers(t *testing.T) {
 	env.ExecuteWorkflow(workflows.PurgeCustomerAssets, workflows.PurgeInput{PurgeID: "x"})
 	require.Error(t, env.GetWorkflowError())
 }
+
+// slowMachine lets a workflow task run up to a minute before the test environment calls it a
+// deadlock (the SDK's default is 1 s, which a CI machine under a CPU hog exceeded); a real
+// deadlock still fails within the minute.
+var slowMachine = worker.Options{DeadlockDetectionTimeout: time.Minute}

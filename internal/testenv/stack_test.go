@@ -67,6 +67,12 @@ while [ $# -gt 0 ]; do
 done
 writeState() { printf '%s' "$1" > "$sf.tmp" && mv "$sf.tmp" "$sf"; }
 ` + body + "\n"
+	// A runner that serves until SIGTERM sets its trap before anything else: its caller may stop
+	// it the moment its state is written, before a trap set after writeState would be (a CI run
+	// under a CPU hog saw the shell die of the signal).
+	if rest, ok := strings.CutSuffix(body, serveUntilTerm); ok {
+		script = strings.Replace(script, body, termTrap+"\n"+rest+serveLoop, 1)
+	}
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +80,12 @@ writeState() { printf '%s' "$1" > "$sf.tmp" && mv "$sf.tmp" "$sf"; }
 }
 
 // serveUntilTerm is a fake runner's main loop: it stops like the real one on SIGTERM.
-const serveUntilTerm = `trap 'rm -f "$sf"; exit 0' TERM
-while :; do sleep 0.05; done`
+const serveUntilTerm = termTrap + "\n" + serveLoop
+
+const (
+	termTrap  = `trap 'rm -f "$sf"; exit 0' TERM`
+	serveLoop = `while :; do sleep 0.05; done`
+)
 
 func fakeOptions(t *testing.T, runner string) StackOptions {
 	return StackOptions{Dir: t.TempDir(), Services: "none", Runner: runner, ReadyTimeout: 5 * time.Second, StopTimeout: 5 * time.Second}

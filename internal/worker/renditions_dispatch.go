@@ -21,9 +21,11 @@ import (
 // Rendition dispatch (issue 27): a pending scene (processing_state is the outbox, written in
 // the commit's transaction) gets its SceneRenditions workflow from the dispatcher of its media
 // task queue, never from a best-effort start beside the request. Each tick the dispatcher
-// counts the renditions in flight (pending scenes it started within dispatchRecheck), fills the
-// free places of its window (a few conversions' worth, so the task queue never holds a burst),
-// choosing the integration with the fewest in flight first and its oldest scene, and starts
+// counts the renditions in flight of each lane (pending scenes it started within
+// dispatchRecheck; small and large uploads, contract.Lanes), fills the free places of that
+// lane's window (a few conversions' worth, so the task queue never holds a burst, and a backlog
+// of large scans never keeps a small scene from starting), choosing the integration with the
+// fewest in flight first and its oldest scene, and starts
 // them one dispatchGap apart. A start that fails gives its scene back (it is picked again) and
 // backs the dispatcher off, doubling up to dispatchMaxBackoff: Temporal on SQLite answers a
 // flood of starts with SQLITE_BUSY, and a paced dispatcher is what keeps it from one. A scene

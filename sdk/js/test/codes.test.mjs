@@ -11,7 +11,8 @@ import { ErrorCodes } from '../dist/index.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const yaml = createRequire(join(root, 'web', 'node_modules', 'noop.js'))('js-yaml');
-const ROOM_ONLY = ['SESSION_EXPIRED', 'EDITOR_DISABLED', 'READ_ONLY', 'SERVER_ONLY', 'ROOM_FULL', 'MESSAGE_TOO_LARGE'];
+const ROOM_ONLY = ['SESSION_EXPIRED', 'EDITOR_DISABLED', 'READ_ONLY', 'SERVER_ONLY', 'ROOM_FULL', 'MESSAGE_TOO_LARGE',
+  'TOO_MANY_SOCKETS', 'SEAT_TAKEN'];
 
 test('ErrorCodes holds every REST code of the ErrorCode enum, and only those', () => {
   const doc = yaml.load(readFileSync(join(root, 'api', 'openapi.yaml'), 'utf8'));
