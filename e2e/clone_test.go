@@ -73,6 +73,17 @@ func requireCloneSuccess(t *testing.T, r *testenv.Response, status int, src map[
 	return sp
 }
 
+// cloneAnswer is a clone's final answer: the POST's own, or, when the job outlasted the POST's
+// wait (202, as on a loaded machine), the answer of the job polled to its end (pollClone).
+func cloneAnswer(t *testing.T, tn tenant, eu, srcID string, r *testenv.Response) *testenv.Response {
+	t.Helper()
+	if r.Status != 202 {
+		return r
+	}
+	done, _ := pollClone(t, tn, eu, srcID, r.Body["jobId"].(string))
+	return done
+}
+
 // pollClone polls a 202 job every 200 ms until it closes and returns the closing response; it
 // fails when the job stops moving (awaitProgress), not after a fixed time.
 func pollClone(t *testing.T, tn tenant, eu, srcID, jobID string) (*testenv.Response, []float64) {

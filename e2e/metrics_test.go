@@ -60,7 +60,7 @@ func TestMetrics(t *testing.T) {
 	src := commitScene(t, a, "metered", 10)
 	size := int64(src["fileSizeBytes"].(float64))
 	ensureCustomer(t, a, "metered", map[string]any{"limitBytes": size})
-	requireEnvelope(t, do(t, "POST", clonePath(src["id"].(string)), a.keys("metered"), nil), 413)
+	requireEnvelope(t, cloneAnswer(t, a, "metered", src["id"].(string), do(t, "POST", clonePath(src["id"].(string)), a.keys("metered"), nil)), 413)
 	ensureCustomer(t, a, "metered", map[string]any{"limitBytes": 4 * size})
 	requireCloneSuccess(t, do(t, "POST", clonePath(src["id"].(string)), a.keys("metered"), nil), 201, src)
 	patchSplat(t, a, "metered", src["id"].(string), map[string]any{"visibility": "public"})

@@ -211,7 +211,7 @@ func TestWebhookEveryEventType(t *testing.T) {
 	used := r.Body["externalUser"].(map[string]any)["usedBytes"].(float64)
 	r = do(t, "PUT", "/api/v1/external-user", tn.keys("hooked"), map[string]any{"limitBytes": int64(used)})
 	require.Equal(t, 200, r.Status, string(r.Raw))
-	r = do(t, "POST", clonePath(id), tn.keys("hooked"), nil)
+	r = cloneAnswer(t, tn, "hooked", id, do(t, "POST", clonePath(id), tn.keys("hooked"), nil))
 	require.Equal(t, 413, r.Status, string(r.Raw))
 	// retention.archived then retention.restored.
 	r = do(t, "PUT", "/api/v1/external-user", tn.keys("hooked"), map[string]any{"billingState": "suspended", "keepSplatIds": []string{id}, "limitBytes": int64(used), "maxSplats": 5})
