@@ -90,6 +90,7 @@ func pollClone(t *testing.T, tn tenant, eu, srcID, jobID string) (*testenv.Respo
 	t.Helper()
 	var progress []float64
 	var last *testenv.Response
+	wfID := workflows.CloneWorkflowID(tn.IntegrationID, customerRecord(t, tn, eu).ID)
 	awaitProgress(t, "clone job "+jobID, 200*time.Millisecond, func() (bool, string) {
 		r := do(t, "GET", clonePath(srcID)+"/"+jobID, tn.keys(eu), nil)
 		last = r
@@ -99,7 +100,7 @@ func pollClone(t *testing.T, tn tenant, eu, srcID, jobID string) (*testenv.Respo
 		require.Equal(t, jobID, r.Body["jobId"])
 		progress = append(progress, r.Body["copiedObjects"].(float64))
 		require.LessOrEqual(t, r.Body["copiedObjects"].(float64), r.Body["totalObjects"].(float64))
-		return false, fmt.Sprint(r.Body["copiedObjects"], " ", workflowMark(workflows.CloneWorkflowID(tn.IntegrationID, customerRecord(t, tn, eu).ID)))
+		return false, fmt.Sprint(r.Body["copiedObjects"], " ", workflowMark(wfID))
 	})
 	return last, progress
 }

@@ -149,7 +149,8 @@ func TestOpenUploadsCommitStillAnswers413(t *testing.T) {
 	require.EqualValues(t, 2048, r.Body["requestedBytes"])
 
 	// The refused commit's upload goes (an asset purge, in the background) and its room with it.
-	require.Eventually(t, func() bool { n, _ := openUploadsOf(t, a, "tight"); return n == 0 }, 30*time.Second, 50*time.Millisecond)
+	eventually(t, "the refused commit's upload is purged", func() bool { n, _ := openUploadsOf(t, a, "tight"); return n == 0 },
+		func() string { return purgeMark(t, a.IntegrationID) })
 	// Filled to the count bound, a commit gives one ticket's room back at once.
 	for range quota.MaxOpenUploads - 1 {
 		require.Equal(t, 200, do(t, "POST", "/api/v1/uploads/splat-file", a.keys("tight"), splatFileAsk(32)).Status)
