@@ -13,6 +13,7 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -238,38 +239,108 @@ func (s streamedScene) ready(t *testing.T, d *demoHost) string {
 	return s.id
 }
 
-// TestBrowser runs the browser tests (web/tests: node:test driving Debian's Chromium through
-// playwright-core) against this binary's stack and a demo host on its own origin: the viewer
-// renders every format, shows scans stored y-down upright in every format and both engines,
-// honours levelData v1 (start camera, hotspots, background, exposure, likes, host commands),
-// the demo host receives every editor event with the right payloads, foreign-origin messages
-// are ignored, a view beacon lands, the secret key never reaches the browser, and editors of
-// one scene share a room, also across two gateway processes, and every page (viewer on every
-// format and both engines, editor, error page, demo page, API reference) runs under its
-// Content-Security-Policy with no violation reported by any document or worker
-// (csp-*.test.mjs). Node's own output is the failure message.
-func TestBrowser(t *testing.T) {
+// The browser tests (web/tests: node:test driving Debian's Chromium through playwright-core) run
+// as three top-level tests, each with its own demo host, so that testrun spreads them over its
+// shards: one after another they were the suite's critical path. Node's own output is the
+// failure message of each.
+
+// TestBrowserScans: scans stored y-down (as 3DGS training stores them) show upright in every
+// format and both engines (orientation-*.test.mjs), and the viewer loads a ready scene's SOG
+// rendition instead of the upload and streams a million-Gaussian scene's Streamed SOG
+// (rendition.test.mjs).
+func TestBrowserScans(t *testing.T) {
+	runBrowserTests(t, browserSuite{renditions: true}, browserScanFiles...)
+}
+
+var browserScanFiles = []string{"orientation-ply.test.mjs", "orientation-sog.test.mjs", "orientation-spark.test.mjs", "rendition.test.mjs"}
+
+// TestBrowserPages: every page (viewer on every format and both engines, editor, error page,
+// demo page, API reference) runs under its Content-Security-Policy with no violation reported by
+// any document or worker (csp-*.test.mjs), and the viewer renders every format and honours
+// levelData v1: start camera, hotspots, background, exposure, likes, host commands (viewer-*).
+func TestBrowserPages(t *testing.T) {
+	runBrowserTests(t, browserSuite{}, browserPageFiles...)
+}
+
+var browserPageFiles = []string{"csp-pages.test.mjs", "csp-viewer.test.mjs", "viewer-formats.test.mjs", "viewer-hotspots.test.mjs",
+	"viewer-like.test.mjs", "viewer-look.test.mjs"}
+
+// TestBrowserEditors: the demo host receives every editor event with the right payloads,
+// foreign-origin messages are ignored, a view beacon lands, the secret key never reaches the
+// browser, a raw iframe host drives the editor, and editors of one scene share a room, also
+// across two gateway processes (room.test.mjs puts one editor on each).
+func TestBrowserEditors(t *testing.T) {
+	runBrowserTests(t, browserSuite{secondGateway: true}, browserEditorFiles...)
+}
+
+var browserEditorFiles = []string{"demo-host.test.mjs", "editor-events.test.mjs", "editor-scene.test.mjs", "origins.test.mjs",
+	"raw-iframe.test.mjs", "room-authority.test.mjs", "room.test.mjs", "session-expiring.test.mjs"}
+
+// TestBrowserFilesAreAllRun: every web/tests/*.test.mjs belongs to one of the browser tests
+// above, so a new file is never left out.
+func TestBrowserFilesAreAllRun(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	files, err := filepath.Glob(filepath.Join(root, "web", "tests", "*.test.mjs"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	all := slices.Concat(browserScanFiles, browserPageFiles, browserEditorFiles)
+	for _, f := range files {
+		require.Contains(t, all, filepath.Base(f), "add it to one of the TestBrowser* tests")
+	}
+	require.Len(t, all, len(files), "a listed file that does not exist, or one listed twice")
+}
+
+// browserSuite is what a group of browser test files needs beyond the demo host and the
+// scenes of every format: the costly parts are made only for the group that uses them.
+type browserSuite struct {
+	// renditions: the standing scene as a training PLY with its rendition ready, and the
+	// million-Gaussian scene streamed as a Streamed SOG.
+	renditions bool
+	// secondGateway: a second gateway process (the split binaries) on the same stack.
+	secondGateway bool
+}
+
+// runBrowserTests runs node --test on files (in web/tests) against this binary's stack and a
+// demo host of their own on its own origin. SPLATHOST_BROWSER_TESTS narrows the run to some
+// files while working on them.
+func runBrowserTests(t *testing.T, suite browserSuite, files ...string) {
+	if only := strings.Fields(os.Getenv("SPLATHOST_BROWSER_TESTS")); len(only) > 0 {
+		files = slices.DeleteFunc(files, func(f string) bool {
+			return !slices.ContainsFunc(only, func(o string) bool { return filepath.Base(o) == f })
+		})
+		if len(files) == 0 {
+			t.Skip("SPLATHOST_BROWSER_TESTS names none of this test's files")
+		}
+	}
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
 	browserDeps(t, root)
 	demo := startDemo(t, root, filepath.Join(t.TempDir(), "demo.json"))
-	streamed := commitStreamedScene(t, demo)
+	var streamed streamedScene
+	if suite.renditions {
+		// Committed first, so its conversion runs while the other scenes are made.
+		streamed = commitStreamedScene(t, demo)
+	}
 	scenes, err := json.Marshal(formatScenes(t, demo, fixtures.Gen{Seed: fixtures.DefaultSeed}))
 	require.NoError(t, err)
 	// The standing scene (y-down, as 3DGS training stores scans) in every format: the viewer
 	// must show it upright (orientation.test.mjs).
 	stand := fixtures.Gen{Seed: fixtures.DefaultSeed, Scene: fixtures.SceneStand}
 	standByFormat := formatScenes(t, demo, stand)
-	// And as training writes it (degree-3 harmonics), large enough for a rendition, which the
-	// viewer must load instead of the upload (rendition.test.mjs).
-	standByFormat["rendition"] = renditionScene(t, demo, stand)
-	// And with a million Gaussians: a Streamed SOG, which the viewer streams.
-	standByFormat["streamed"] = streamed.ready(t, demo)
+	if suite.renditions {
+		// And as training writes it (degree-3 harmonics), large enough for a rendition, which
+		// the viewer must load instead of the upload (rendition.test.mjs).
+		standByFormat["rendition"] = renditionScene(t, demo, stand)
+		// And with a million Gaussians: a Streamed SOG, which the viewer streams.
+		standByFormat["streamed"] = streamed.ready(t, demo)
+	}
 	standScenes, err := json.Marshal(standByFormat)
 	require.NoError(t, err)
-	// A second gateway process on the same stack (the split binaries, with their own session
-	// service): room.test.mjs puts one editor on each gateway.
-	second := chaosSplit(t, nil)
+	secondURL := ""
+	if suite.secondGateway {
+		secondURL = chaosSplit(t, nil).URL
+	}
 	// Scene files for the editor's file picker (the quota and new-scene tests upload them) and
 	// for tests that commit scenes of their own.
 	fixtureDir := t.TempDir()
@@ -284,18 +355,17 @@ func TestBrowser(t *testing.T) {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(-30*time.Second))
 	defer cancel()
-	// One test file at a time: each drives a software-rendered Chromium, and the machine is small.
-	// SPLATHOST_BROWSER_TESTS narrows the run to some files while working on them.
-	files := strings.Fields(os.Getenv("SPLATHOST_BROWSER_TESTS"))
-	if len(files) == 0 {
-		files = []string{"tests/"}
+	// One test file at a time within a group: each drives a software-rendered Chromium.
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = filepath.Join("tests", f)
 	}
-	cmd := osexec.CommandContext(ctx, "node", append([]string{"--test", "--test-concurrency=1", "--test-timeout=300000"}, files...)...)
+	cmd := osexec.CommandContext(ctx, "node", append([]string{"--test", "--test-concurrency=1", "--test-timeout=300000"}, paths...)...)
 	cmd.Dir = filepath.Join(root, "web")
 	cmd.Env = append(os.Environ(),
 		"SPLATHOST_CHROMIUM="+chromium,
 		"SPLATHOST_GATEWAY_URL="+env.URL,
-		"SPLATHOST_SECOND_GATEWAY_URL="+second.URL,
+		"SPLATHOST_SECOND_GATEWAY_URL="+secondURL,
 		"SPLATHOST_DEMO_URL="+demo.URL,
 		"SPLATHOST_DEMO_PUBLIC_KEY="+demo.State.PublicKey,
 		"SPLATHOST_DEMO_SECRET_KEY="+demo.State.SecretKey,
@@ -309,7 +379,7 @@ func TestBrowser(t *testing.T) {
 	// one process group, which a timeout or the end of the test kills whole.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	logf, err := os.Create(filepath.Join(env.Dir, "browser-tests.log"))
+	logf, err := os.Create(filepath.Join(env.Dir, t.Name()+".log"))
 	require.NoError(t, err)
 	defer logf.Close()
 	var output bytes.Buffer
@@ -319,7 +389,7 @@ func TestBrowser(t *testing.T) {
 	runErr := cmd.Wait()
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever a test file left behind
 	if runErr != nil {
-		t.Fatalf("node --test web/tests/ failed (%v):\n%s", runErr, redact(output.String(), demo.State.SecretKey))
+		t.Fatalf("node --test %s failed (%v):\n%s", strings.Join(files, " "), runErr, redact(output.String(), demo.State.SecretKey))
 	}
 	// The run's summary (node prints "# pass N" and "# fail N" last) proves tests ran.
 	require.Regexp(t, `(?m)^# pass [1-9]\d*$`, output.String())

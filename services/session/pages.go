@@ -81,7 +81,7 @@ func (s *Service) page(kind string) fiber.Handler {
 // pagePolicy is an embed page's Content-Security-Policy before its frame-ancestors
 // (docs/security.md, Content Security Policy). Scripts and styles come from the gateway's own
 // /embed/assets only: no inline script or style, no eval, no plugin, no <base>. Besides, only
-// what the pages were measured to need (web/tests/csp-*.test.mjs in e2e TestBrowser; without each, they fail):
+// what the pages were measured to need (web/tests/csp-*.test.mjs in e2e TestBrowserPages; without each, they fail):
 //   - 'wasm-unsafe-eval': Spark compiles its WebAssembly on the page (.splat and .ksplat scenes
 //     never render without it: WebAssembly.compile throws);
 //   - worker-src blob:: PlayCanvas' splat sorter (and Spark's) is a worker made from a blob: URL
