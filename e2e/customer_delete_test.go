@@ -150,19 +150,19 @@ func TestDeleteCustomerCascadesAndPurgesAssets(t *testing.T) {
 
 	// The workflow on the in-process worker removes the objects and closes the outbox row.
 	for _, k := range keys {
-		require.Eventually(t, func() bool { return objectGone(t, st, k) }, 30*time.Second, 50*time.Millisecond, k)
+		eventually(t, k, func() bool { return objectGone(t, st, k) }, func() string { return purgeMark(t, a.IntegrationID) })
 	}
-	require.Eventually(t, func() bool { done, _ := purgeClosed(t, ownerID); return done }, 30*time.Second, 50*time.Millisecond)
+	eventually(t, "the purge", func() bool { done, _ := purgeClosed(t, ownerID); return done }, func() string { return purgeMark(t, a.IntegrationID) })
 	_, deleted := purgeClosed(t, ownerID)
 	require.Equal(t, 6, deleted, "three files, each its upload key and its sealed copy")
 
 	// It is visible in Temporal under its business id, with the search attributes.
 	wid := workflows.PurgeWorkflowID(a.IntegrationID, ownerID)
 	ctx := context.Background()
-	require.Eventually(t, func() bool {
+	eventually(t, "the purge workflow", func() bool {
 		d, err := env.Process.Temporal.DescribeWorkflowExecution(ctx, wid, "")
 		return err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
-	}, 30*time.Second, 50*time.Millisecond)
+	}, func() string { return workflowMark(wid) })
 	d, err := env.Process.Temporal.DescribeWorkflowExecution(ctx, wid, "")
 	require.NoError(t, err)
 	require.Equal(t, "PurgeCustomerAssets", d.GetWorkflowExecutionInfo().GetType().GetName())
@@ -281,10 +281,10 @@ func TestPurgeRedriveStartsForgottenPurges(t *testing.T) {
 	// No count is asserted: the scheduled re-drive may have started the purge first.
 	var res workflows.RedriveResult
 	require.NoError(t, run.Get(ctx, &res))
-	require.Eventually(t, func() bool {
+	eventually(t, "the purge", func() bool {
 		return objectGone(t, st, key) && len(objectsUnder(t, st, folder)) == 0
-	}, 30*time.Second, 50*time.Millisecond)
-	require.Eventually(t, func() bool { done, _ := purgeClosed(t, ownerID); return done }, 30*time.Second, 50*time.Millisecond)
+	}, func() string { return purgeMark(t, a.IntegrationID) })
+	eventually(t, "the purge", func() bool { done, _ := purgeClosed(t, ownerID); return done }, func() string { return purgeMark(t, a.IntegrationID) })
 	_, deleted := purgeClosed(t, ownerID)
 	require.Equal(t, 3, deleted)
 }

@@ -267,8 +267,7 @@ func TestEditorAudioIsChargedClonedReleasedAndPurged(t *testing.T) {
 	require.EqualValues(t, 96+2000, sp["fileSizeBytes"])
 	used, _ = usageOf(t, a, "dj")
 	require.Equal(t, used0+2000, used)
-	require.Eventually(t, func() bool { return !objectExists(t, st, keyOf(t, u1)) }, eventuallyWait, 50*time.Millisecond,
-		"the replaced audio is removed")
+	eventually(t, "the replaced audio is removed", func() bool { return !objectExists(t, st, keyOf(t, u1)) }, func() string { return purgeMark(t, a.IntegrationID) })
 	require.True(t, objectExists(t, st, keyOf(t, u2)))
 	// An audio file belongs to one scene: another scene cannot take it.
 	second := newScene(t, a, "dj", 1)["id"].(string)
@@ -292,13 +291,12 @@ func TestEditorAudioIsChargedClonedReleasedAndPurged(t *testing.T) {
 	usedAfter, _ := usageOf(t, a, "dj")
 	usedDup := int64(dup["fileSizeBytes"].(float64))
 	require.Equal(t, used0+32+usedDup, usedAfter, "the source is back to its file; the second scene and the copy (with its own audio) hold theirs")
-	require.Eventually(t, func() bool { return !objectExists(t, st, keyOf(t, u2)) }, eventuallyWait, 50*time.Millisecond)
+	eventually(t, "the purge", func() bool { return !objectExists(t, st, keyOf(t, u2)) }, func() string { return purgeMark(t, a.IntegrationID) })
 	require.True(t, objectExists(t, st, dupKey), "the copy keeps its audio")
 
 	// Deleting a scene purges its audio with its other objects.
 	require.Equal(t, 200, do(t, "DELETE", splatPath(dup["id"].(string)), a.keys("dj"), nil).Status)
-	require.Eventually(t, func() bool { return !objectExists(t, st, dupKey) }, eventuallyWait, 50*time.Millisecond,
-		"the deleted scene's audio is removed")
+	eventually(t, "the deleted scene's audio is removed", func() bool { return !objectExists(t, st, dupKey) }, func() string { return purgeMark(t, a.IntegrationID) })
 
 	// The editor's commit charges audio its levelData names with the scene.
 	u3 := uploadAudio(t, ed, "audio/mpeg", mp3)
@@ -375,8 +373,7 @@ func TestEditorPatchThumbnailAndToggles(t *testing.T) {
 	status, body, _ := fetch(t, sp["imageUrl"].(string))
 	require.Equal(t, 200, status)
 	require.Equal(t, thumb, body)
-	require.Eventually(t, func() bool { return !objectExists(t, st, keyOf(t, dp.fileURL)) }, eventuallyWait, 50*time.Millisecond,
-		"the unused depth image is removed")
+	eventually(t, "the unused depth image is removed", func() bool { return !objectExists(t, st, keyOf(t, dp.fileURL)) }, func() string { return purgeMark(t, a.IntegrationID) })
 	// Sending back the answer's imageUrl changes nothing.
 	r = do(t, "PATCH", editorPath("/splats/"+id), ed, map[string]any{"imageUrl": sp["imageUrl"]})
 	require.Equal(t, 200, r.Status, string(r.Raw))
@@ -391,6 +388,6 @@ func TestEditorPatchThumbnailAndToggles(t *testing.T) {
 	require.EqualValues(t, 64+len(thumb2), splatOf(r)["fileSizeBytes"])
 	used, _ = usageOf(t, a, "pix")
 	require.Equal(t, used0+int64(len(thumb2)), used)
-	require.Eventually(t, func() bool { return !objectExists(t, st, keyOf(t, th.fileURL)) }, eventuallyWait, 50*time.Millisecond)
+	eventually(t, "the purge", func() bool { return !objectExists(t, st, keyOf(t, th.fileURL)) }, func() string { return purgeMark(t, a.IntegrationID) })
 	require.True(t, objectExists(t, st, keyOf(t, th2.fileURL)))
 }

@@ -640,8 +640,7 @@ func TestDeleteSplatReleasesStorageAndObjects(t *testing.T) {
 	require.EqualValues(t, 160-96, acctUsed)
 	require.EqualValues(t, 1, acctScenes)
 	// The file goes through the scene's asset purge (outbox + workflow), after the answer.
-	require.Eventually(t, func() bool { return !objectExists(t, st, key) }, eventuallyWait, 50*time.Millisecond,
-		"the scene file is removed from the store")
+	eventually(t, "the scene file is removed from the store", func() bool { return !objectExists(t, st, key) }, func() string { return purgeMark(t, a.IntegrationID) })
 	require.True(t, objectExists(t, st, keyOf(t, keep["splatUrl"].(string))), "other scenes keep theirs")
 
 	requireEnvelope(t, do(t, "GET", splatPath(id), h, nil), 404)

@@ -60,7 +60,7 @@ func TestWebhookSurvivesEmitterKill(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 200, r.Status, string(r.Raw))
 	}
-	require.Eventually(t, func() bool { return len(rcv.ids()) >= 2 }, time.Minute, 20*time.Millisecond)
+	eventually(t, "the deliveries", func() bool { return len(rcv.ids()) >= 2 }, func() string { return deliveryMark(tn.IntegrationID) })
 	require.NoError(t, sp.Kill("scene"))
 	killedAt := len(rcv.ids())
 	require.Less(t, killedAt, n, "the kill lands while deliveries remain")

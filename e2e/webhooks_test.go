@@ -492,7 +492,7 @@ func TestWebhookRotationOverlap(t *testing.T) {
 	// Redeliver: 202, the same id arrives again.
 	r = do(t, "POST", "/api/v1/webhooks/"+w["id"].(string)+"/deliveries/"+before.ID+"/redeliver", tn.keys(""), nil)
 	require.Equal(t, 202, r.Status, string(r.Raw))
-	require.Eventually(t, func() bool { return rcv.ids()[before.ID] == 2 }, 30*time.Second, 100*time.Millisecond)
+	eventually(t, "the deliveries", func() bool { return rcv.ids()[before.ID] == 2 }, func() string { return deliveryMark(tn.IntegrationID) })
 }
 
 // TestWebhookSurvivesWorkerKill kills the worker process (SIGKILL) while it is delivering to a
@@ -523,7 +523,7 @@ func TestWebhookSurvivesWorkerKill(t *testing.T) {
 	(&webhookstart.HandOff{Client: env.Process.Temporal, TaskQueue: queue, Ent: env.Process.DB.Ent,
 		Log: slog.New(slog.DiscardHandler)}).StartDeliveries(ctx, batch.Deliveries())
 
-	require.Eventually(t, func() bool { return len(rcv.ids()) >= 3 }, time.Minute, 50*time.Millisecond)
+	eventually(t, "the deliveries", func() bool { return len(rcv.ids()) >= 3 }, func() string { return deliveryMark(tn.IntegrationID) })
 	require.NoError(t, first.Process.Kill())
 	_ = first.Wait()
 	killedAt := len(rcv.ids())
@@ -566,7 +566,7 @@ func TestWebhookCLI(t *testing.T) {
 	did := page.Deliveries[0]["id"].(string)
 	r := ctl(t, append([]string{"webhooks", "redeliver", id, did}, keys...)...)
 	require.NoError(t, r.err, "%s", r.stderr)
-	require.Eventually(t, func() bool { return rcv.ids()[did] == 2 }, 30*time.Second, 100*time.Millisecond)
+	eventually(t, "the deliveries", func() bool { return rcv.ids()[did] == 2 }, func() string { return deliveryMark(tn.IntegrationID) })
 	var rotated []map[string]any
 	ctlJSON(t, &rotated, append([]string{"webhooks", "rotate", id}, keys...)...)
 	require.NotEqual(t, created[0]["secret"], rotated[0]["secret"])
