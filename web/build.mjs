@@ -51,10 +51,12 @@ async function buildWebhook() {
 function sdkTypes() {
   const out = mkdtempSync(join(tmpdir(), 'splathost-sdk-dts-'));
   try {
+    // The uploader imports the npm package's transfer module (sdk/js/src), so the emitted tree is
+    // rooted at the repository: the SDK's declarations land in out/web/sdk/src.
     execFileSync(process.execPath, [tsc, '-p', join(root, 'sdk'), '--noEmit', 'false', '--declaration',
       '--emitDeclarationOnly', '--allowImportingTsExtensions', 'false', '--rewriteRelativeImportExtensions',
-      '--outDir', out], { stdio: 'inherit' });
-    writeFileSync(join(dist, 'sdk', 'splathost-embed.d.ts'), inlineParts(out, 'index.d.ts'));
+      '--rootDir', join(root, '..'), '--outDir', out], { stdio: 'inherit' });
+    writeFileSync(join(dist, 'sdk', 'splathost-embed.d.ts'), inlineParts(join(out, 'web', 'sdk', 'src'), 'index.d.ts'));
     copyFileSync(join(root, '..', 'sdk', 'js', 'dist', 'webhook.d.ts'), join(dist, 'sdk', 'splathost-webhook.d.ts'));
   } finally {
     rmSync(out, { recursive: true, force: true });

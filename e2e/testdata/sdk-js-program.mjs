@@ -1,10 +1,11 @@
 // An integrator's Node program using only @splathost/sdk (installed from its tarball), run by
-// e2e/jssdk_test.go against the test stack: provision a customer, upload a small scene (one PUT)
-// and one above the multipart minimum (parts, interrupted and resumed), commit both, mint a
-// session, list the scenes across pages with the async iterator, and verify the webhook
-// deliveries the stack sends. It prints one JSON line of what it saw; any failure exits non-zero.
+// e2e/jssdk_test.go against the test stack: provision a customer, upload a 600 KB scene (one
+// PUT) and a 120 MB one (parts, interrupted and resumed), commit both, mint a session, list the
+// scenes across pages with the async iterator, and verify the webhook deliveries the stack sends.
+// It prints one JSON line of what it saw; any failure exits non-zero.
 import { createServer } from 'node:http';
 import { openAsBlob } from 'node:fs';
+import { basename } from 'node:path';
 import { Splathost, MULTIPART_MIN_BYTES, isNotFound, isCustomerNotProvisioned, isUnauthorized } from '@splathost/sdk';
 import { verifyWebhook } from '@splathost/sdk/webhook';
 
@@ -59,18 +60,20 @@ try {
 const customer = await client.putCustomer(eu, { limitBytes: 200 * 1024 * 1024, maxSplats: null });
 assert(customer.externalUserId === eu, 'the customer is provisioned');
 
+// openAsBlob reads the files lazily: each PUT streams its slice from disk.
 const small = await openAsBlob(SMALL_FILE);
 const big = await openAsBlob(BIG_FILE);
+const bigName = basename(BIG_FILE);
 assert(small.size < MULTIPART_MIN_BYTES && big.size > MULTIPART_MIN_BYTES, 'one file each side of the multipart minimum');
-const a = await client.uploadFile(eu, small, { fileName: 'small.splat', title: 'Small' });
-assert(partPuts === 0, 'the small file went in one PUT');
+const a = await client.uploadFile(eu, small, { fileName: basename(SMALL_FILE), title: 'Small' });
+out.smallPartPuts = partPuts;
 
 // The big file in parts, interrupted after its first part, then resumed by its uploadId: only
 // the parts not stored are sent again.
 let uploadId = '';
 const stop = new AbortController();
 try {
-  await client.uploadFile(eu, big, { fileName: 'big.splat', title: 'Big', concurrency: 1, signal: stop.signal,
+  await client.uploadFile(eu, big, { fileName: bigName, title: 'Big', concurrency: 1, signal: stop.signal,
     onUploadStarted: (id) => { uploadId = id; },
     onProgress: (p) => { if (p.partsDone === 1) stop.abort(new Error('interrupted')); } });
   assert(false, 'the interrupted upload fails');
@@ -79,7 +82,7 @@ try {
 }
 const sentBefore = partPuts;
 const parts = [];
-const b = await client.uploadFile(eu, big, { fileName: 'big.splat', title: 'Big', uploadId, onProgress: (p) => parts.push(p.partsDone) });
+const b = await client.uploadFile(eu, big, { fileName: bigName, title: 'Big', uploadId, onProgress: (p) => parts.push(p.partsDone) });
 out.resumedFrom = parts[0];
 out.multipartParts = parts.at(-1);
 out.resumedPuts = partPuts - sentBefore;
@@ -105,9 +108,19 @@ assert(listed.length === 3 && out.splatIds.every((id) => listed.includes(id)), `
 out.listed = listed.length;
 out.listPages = listPages;
 
-// The deliveries of the three splat.created events, each verified.
-const deadline = Date.now() + 60_000;
-while (verified.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+// The deliveries of the three splat.created events, each verified. The wait follows the
+// deliveries' progress (what arrived, and each logged delivery's state and attempts): it gives
+// up only when that stays the same for three minutes.
+let mark = '';
+let since = Date.now();
+while (verified.length < 3) {
+  const log = [];
+  for await (const d of client.allWebhookDeliveries(hook.id)) log.push(`${d.id}:${d.state}:${d.attempts}`);
+  const now = `${verified.length}|${refused.length}|${log.sort().join(',')}`;
+  if (now !== mark) { mark = now; since = Date.now(); }
+  assert(Date.now() - since < 180_000, `webhook deliveries stopped progressing: ${mark}`);
+  await new Promise((r) => setTimeout(r, 250));
+}
 assert(refused.length === 0, `no delivery refused: ${refused}`);
 const created = verified.filter((e) => e.type === 'splat.created').map((e) => e.data.splat.id);
 assert(out.splatIds.every((id) => created.includes(id)), `a verified splat.created per scene (${created})`);

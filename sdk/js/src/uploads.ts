@@ -1,28 +1,12 @@
 // Scene uploads: a single signed PUT below the multipart threshold, resumable parts above it.
 import type { CallOptions, Splathost } from './client.ts';
 import type * as T from './types.ts';
+import * as X from './transfer.ts';
 
-/** The smallest file a multipart upload takes (5 MiB); every part but the last is at least this. */
-export const MULTIPART_MIN_BYTES = 5 * 1024 * 1024;
-
-/** The largest file one signed PUT takes (2 GiB); larger files go in parts. */
-export const SINGLE_PUT_MAX_BYTES = 2 * 1024 * 1024 * 1024;
-
-/** The Cache-Control every uploaded object is stored with (the signed URL requires it). */
-export const CACHE_CONTROL = 'public, max-age=31536000, immutable';
-
-/** Content type declared for each scene file extension. */
-const SCENE_TYPES: Record<string, string> = {
-  '.sog': 'application/sog', '.ksplat': 'application/ksplat', '.ply': 'application/ply', '.splat': 'application/splat',
-};
+export { MULTIPART_MIN_BYTES, SINGLE_PUT_MAX_BYTES, CACHE_CONTROL } from './transfer.ts';
 
 /** Where an upload stands: after each file or part stored, and once at the start. */
-export interface UploadProgress {
-  bytesDone: number;
-  bytesTotal: number;
-  partsDone: number;
-  partsTotal: number;
-}
+export type UploadProgress = X.TransferProgress;
 
 /**
  * A scene file: a Blob (in a browser a File; on Node `await fs.openAsBlob(path)`, which reads
@@ -64,8 +48,7 @@ export interface UploadOptions extends CallOptions {
 function fileRequest(file: UploadBody, o: UploadOptions): T.FileUploadRequest {
   const fileName = o.fileName ?? file.name ?? '';
   if (!fileName) throw new Error('splathost: name the file (options.fileName)');
-  const ext = fileName.slice(fileName.lastIndexOf('.')).toLowerCase();
-  const contentType = o.contentType ?? SCENE_TYPES[ext];
+  const contentType = o.contentType ?? X.sceneContentType(fileName);
   if (!contentType) throw new Error(`splathost: ${fileName}: a scene file ends in .sog, .ksplat, .ply or .splat`);
   return { fileName, contentType, fileSize: file.size };
 }
@@ -77,7 +60,7 @@ export function requestFileUpload(c: Splathost, eu: string, r: T.FileUploadReque
 
 /** PUTs a file to a signed single-PUT URL with the exact headers it was signed with. */
 export async function putObject(c: Splathost, uploadUrl: string, contentType: string, body: Blob, o?: CallOptions): Promise<void> {
-  await c.putSigned(uploadUrl, body, { 'Content-Type': contentType, 'Cache-Control': CACHE_CONTROL }, o);
+  await c.putSigned(uploadUrl, body, { 'Content-Type': contentType, 'Cache-Control': X.CACHE_CONTROL }, o);
 }
 
 /** Starts a multipart upload: its id, part size and a signed URL per part (keyed). */
@@ -109,82 +92,41 @@ export async function putPart(c: Splathost, uploadUrl: string, part: Blob, o?: C
   return (h.get('ETag') ?? '').replace(/"/g, '');
 }
 
-/** Uploads a file in one PUT and returns its fileUrl. */
-async function uploadSingle(c: Splathost, eu: string, file: UploadBody, req: T.FileUploadRequest, o: UploadOptions): Promise<string> {
-  o.onProgress?.({ bytesDone: 0, bytesTotal: req.fileSize, partsDone: 0, partsTotal: 1 });
-  const up = await requestFileUpload(c, eu, req, o);
-  await putObject(c, up.uploadUrl, req.contentType, file, { signal: o.signal });
-  o.onProgress?.({ bytesDone: req.fileSize, bytesTotal: req.fileSize, partsDone: 1, partsTotal: 1 });
-  return up.fileUrl;
+/** The transfer's calls over the client: the /api/v1 routes with the keys, by its retry rules. */
+function transport(c: Splathost, eu: string, o: CallOptions): X.UploadTransport {
+  // The start request's Idempotency-Key (a chosen one) is the caller's; the other calls take
+  // only the signal.
+  return {
+    requestFile: (r, signal) => requestFileUpload(c, eu, r, { ...o, signal }),
+    putFile: (url, contentType, file, signal) => putObject(c, url, contentType, file, { signal }),
+    startMultipart: (r, signal) => startMultipartUpload(c, eu, r, { ...o, signal }),
+    getMultipart: (id, signal) => getMultipartUpload(c, eu, id, { signal }),
+    putPart: (url, part, signal) => putPart(c, url, part, { signal }),
+    completeMultipart: (id, parts, signal) => completeMultipartUpload(c, eu, id, parts, { signal }),
+  };
 }
 
 /**
  * Uploads (or, with `uploadId`, resumes) a file in parts, completes it and returns its fileUrl.
- * On a failure the stored parts stay: call again with the id `onUploadStarted` gave.
+ * On a failure the stored parts stay: call again with the id `onUploadStarted` gave (the error
+ * carries it as `uploadId`).
  */
 export async function uploadParts(c: Splathost, eu: string, file: UploadBody, o: UploadOptions = {}): Promise<string> {
-  const req = fileRequest(file, o);
-  const call = { signal: o.signal };
-  let uploadId: string, fileUrl: string, partSize: number;
-  let todo: T.SignedPart[];
-  const etags = new Map<number, string>();
-  if (o.uploadId) {
-    const st = await getMultipartUpload(c, eu, o.uploadId, call);
-    if (st.fileSize !== file.size) throw new Error(`splathost: upload ${o.uploadId} is of a ${st.fileSize}-byte file, not this ${file.size}-byte one`);
-    ({ uploadId, fileUrl, partSize } = st);
-    o.onUploadStarted?.(uploadId);
-    if (st.state === 'completed') return fileUrl;
-    todo = [...st.missingParts];
-    for (const p of st.parts) {
-      const from = (p.partNumber - 1) * partSize;
-      if (o.verifyPart && !(await o.verifyPart(file.slice(from, from + p.size), p.etag))) todo.push(p);
-      else etags.set(p.partNumber, p.etag);
-    }
-  } else {
-    const up = await startMultipartUpload(c, eu, req, o);
-    ({ uploadId, fileUrl, partSize, parts: todo } = up);
-    o.onUploadStarted?.(uploadId);
-  }
-  if (!(partSize > 0)) throw new Error(`splathost: the service answered part size ${partSize}`);
-  const total = Math.ceil(file.size / partSize);
-  const lengthOf = (n: number) => Math.min(partSize, file.size - (n - 1) * partSize);
-  const progress: UploadProgress = { bytesDone: 0, bytesTotal: file.size, partsDone: 0, partsTotal: total };
-  for (const n of etags.keys()) { progress.bytesDone += lengthOf(n); progress.partsDone++; }
-  o.onProgress?.({ ...progress });
+  return (await upload(c, eu, file, fileRequest(file, o), o, true)).fileUrl;
+}
 
-  // Workers take parts from one queue; the first failure stops the others from starting more.
-  const queue = [...todo];
-  let failure: unknown = null;
-  const worker = async () => {
-    while (queue.length > 0 && failure === null) {
-      const p = queue.shift()!;
-      if (p.partNumber < 1 || p.partNumber > total) {
-        failure = new Error(`splathost: the service signed part ${p.partNumber}, which this file does not have`);
-        return;
-      }
-      const from = (p.partNumber - 1) * partSize;
-      try {
-        etags.set(p.partNumber, await putPart(c, p.uploadUrl, file.slice(from, from + lengthOf(p.partNumber)), call));
-      } catch (err) {
-        failure ??= err;
-        return;
-      }
-      progress.bytesDone += lengthOf(p.partNumber);
-      progress.partsDone++;
-      o.onProgress?.({ ...progress });
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(Math.max(1, o.concurrency ?? 4), todo.length) }, worker));
-  if (failure !== null) {
-    const cause = failure instanceof Error ? failure.message : String(failure);
-    throw Object.assign(new Error(`splathost: upload ${uploadId} interrupted (resume with options.uploadId): ${cause}`), { cause: failure, uploadId });
+/** Runs the shared transfer; a failure once the multipart upload is known names it for a resume. */
+async function upload(c: Splathost, eu: string, file: UploadBody, req: T.FileUploadRequest, o: UploadOptions, parts: boolean): Promise<X.Transferred> {
+  let uploadId = '';
+  const run: X.TransferOptions = { ...o, onUploadStarted: (id) => { uploadId = id; o.onUploadStarted?.(id); } };
+  const t = transport(c, eu, { signal: o.signal, idempotencyKey: o.idempotencyKey });
+  try {
+    return await (parts ? X.transferParts(t, file, req, run) : X.transfer(t, file, req, run));
+  } catch (err) {
+    if (!uploadId) throw err;
+    const cause = err instanceof Error ? err.message : String(err);
+    throw Object.assign(new Error(`splathost: upload ${uploadId} interrupted (resume with options.uploadId): ${cause}`), { cause: err, uploadId });
   }
-  // A browser may not see the store's ETag header (CORS): the listing has every part's.
-  if ([...etags.values()].some((e) => e === '')) {
-    for (const p of (await getMultipartUpload(c, eu, uploadId, call)).parts) etags.set(p.partNumber, p.etag);
-  }
-  const parts = [...etags.entries()].sort((a, b) => a[0] - b[0]).map(([partNumber, etag]) => ({ partNumber, etag }));
-  return (await completeMultipartUpload(c, eu, uploadId, parts, call)) || fileUrl;
 }
 
 /**
@@ -193,9 +135,7 @@ export async function uploadParts(c: Splathost, eu: string, file: UploadBody, o:
  */
 export async function uploadFile(c: Splathost, eu: string, file: UploadBody, o: UploadOptions = {}): Promise<T.CommitResult> {
   const req = fileRequest(file, o);
-  const threshold = o.multipartThreshold ?? MULTIPART_MIN_BYTES;
-  const multipart = o.uploadId !== undefined || file.size >= threshold || file.size > SINGLE_PUT_MAX_BYTES;
-  const fileUrl = multipart ? await uploadParts(c, eu, file, o) : await uploadSingle(c, eu, file, req, o);
+  const { fileUrl } = await upload(c, eu, file, req, o, false);
   return c.commitSplat(eu, { title: o.title || req.fileName, description: o.description, visibility: o.visibility,
     splatType: 'file', splatUrl: fileUrl }, { signal: o.signal, idempotencyKey: o.idempotencyKey });
 }

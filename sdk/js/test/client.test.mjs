@@ -214,9 +214,13 @@ test('uploadFile sends a file below the multipart minimum in one PUT, then commi
   const svc = uploadService();
   const file = new Blob([new Uint8Array(640 * 1024)]);
   const progress = [];
-  const res = await client(svc).uploadFile('eu', file, { fileName: 'small.splat', title: 'Small', onProgress: (p) => progress.push(p.bytesDone) });
+  let started = null;
+  const res = await client(svc).uploadFile('eu', file, { fileName: 'small.splat', title: 'Small', onProgress: (p) => progress.push(p.bytesDone),
+    onUploadStarted: (id) => { started = id; } });
   assert.equal(res.splatId, 's-http://files.test/one.splat');
   assert.equal(svc.singles(), 1);
+  assert.equal(started, null, 'a single PUT has no upload to resume');
+  assert.equal(JSON.parse(svc.calls[0].body).multipart, undefined, 'the single-file request, not a multipart start');
   assert.equal(svc.stored.size, 0);
   assert.deepEqual(progress, [0, 640 * 1024]);
   const commit = svc.calls.find((c) => c.url === BASE + '/api/v1/splats');

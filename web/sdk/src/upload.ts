@@ -1,4 +1,8 @@
-// Resumable multipart upload of a scene file (contract item 14).
+// Uploads of a scene file: one signed PUT below the multipart minimum, resumable parts from it
+// (contract item 14). Which path a file takes, the part queue, progress and resume are the npm
+// package's (sdk/js/src/transfer.ts, bundled in), so both SDKs upload alike; this module maps
+// them to the editor session's or the keys' routes.
+import * as X from '../../../sdk/js/src/transfer.ts';
 
 /** One signed part URL of a multipart upload. */
 export interface SignedPart {
@@ -14,9 +18,13 @@ export interface StoredPart {
   uploadUrl: string;
 }
 
-/** Where an upload stands; `bytesDone` counts whole parts stored (resumed ones included). */
+/**
+ * Where an upload stands; `bytesDone` counts whole parts stored (resumed ones included), or the
+ * whole file once its single PUT is done.
+ */
 export interface UploadProgress {
-  uploadId: string;
+  /** The multipart upload's id; absent for a file sent in one PUT (nothing to resume). */
+  uploadId?: string;
   bytesDone: number;
   bytesTotal: number;
   partsDone: number;
@@ -25,9 +33,12 @@ export interface UploadProgress {
 
 /** Events of an uploader. */
 export interface UploaderEventMap {
-  /** The upload's id, once known: keep it (e.g. in localStorage) to resume after a reload. */
+  /**
+   * A multipart upload's id, once known: keep it (e.g. in localStorage) to resume after a reload.
+   * Not emitted for a file sent in one PUT.
+   */
   uploadId: { uploadId: string };
-  /** After each part stored, and once at the start of a resumed upload. */
+  /** Once at the start (of a resumed upload: at what is stored), then after the file or each part stored. */
   progress: UploadProgress;
 }
 
@@ -47,6 +58,12 @@ export interface UploaderOptions {
   externalUserId?: string;
   /** Parts in flight at once (default 4). */
   concurrency?: number;
+  /**
+   * From this size (bytes) a file goes in parts; below it in one signed PUT. Default
+   * {@link MULTIPART_MIN_BYTES} (5 MiB), the smallest file a multipart upload takes. Raised, files
+   * up to it go in one PUT (at most 2 GiB); a resumed upload is always in parts.
+   */
+  multipartThreshold?: number;
   /** Attempts per part and per API call on network errors and 5xx (default 4). */
   attempts?: number;
   /** Replaces the global fetch (tests, instrumentation). */
@@ -70,19 +87,23 @@ export interface UploadFile {
 
 /** Options of one upload. */
 export interface UploadRunOptions {
-  /** Resume this upload (the id an earlier run's `uploadId` event gave). */
+  /** Resume this multipart upload (the id an earlier run's `uploadId` event gave). */
   uploadId?: string;
   /** Content type to declare; derived from the extension when absent. */
   contentType?: string;
-  /** Aborting stops sending; the parts already stored stay, and the upload can be resumed. */
+  /** Aborting stops sending; a multipart upload's stored parts stay, and it can be resumed. */
   signal?: AbortSignal;
 }
 
 /** The result of a finished upload: commit the scene with `splatUrl: fileUrl`. */
 export interface UploadResult {
-  uploadId: string;
+  /** The multipart upload's id; absent for a file sent in one PUT. */
+  uploadId?: string;
   fileUrl: string;
 }
+
+/** The smallest file a multipart upload takes (5 MiB): smaller files go in one PUT. */
+export const MULTIPART_MIN_BYTES: number = X.MULTIPART_MIN_BYTES;
 
 /** An error answer of the service ({status:'error', code, message}) or of the store. */
 export class UploadError extends Error {
@@ -101,29 +122,14 @@ export class UploadError extends Error {
   }
 }
 
-/** Content type declared for each scene file extension. */
-const SCENE_TYPES: Record<string, string> = {
-  '.sog': 'application/sog', '.ksplat': 'application/ksplat', '.ply': 'application/ply', '.splat': 'application/splat',
-};
-
-/** The answer of POST …/splat-file with multipart: true. */
-interface MultipartStart { uploadId: string; fileUrl: string; partSize: number; parts: SignedPart[] }
-/** The answer of GET …/splat-file/{uploadId}. */
-interface MultipartStatus {
-  uploadId: string;
-  fileUrl: string;
-  partSize: number;
-  fileSize: number;
-  state: 'uploading' | 'completed';
-  parts: StoredPart[];
-  missingParts: SignedPart[];
-}
-
-/** Uploads scene files in parallel, resumable parts. Create it with {@link createUploader}. */
+/**
+ * Uploads scene files: in one signed PUT below the multipart threshold, else in parallel,
+ * resumable parts. Create it with {@link createUploader}.
+ */
 export interface Uploader {
   /** Uploads (or resumes) `file` and completes it; resolves with its fileUrl. */
   upload(file: UploadFile, options?: UploadRunOptions): Promise<UploadResult>;
-  /** Abandons an upload: the store drops its parts. */
+  /** Abandons a multipart upload: the store drops its parts. */
   abort(uploadId: string): Promise<void>;
   /** Subscribes to an event; returns the unsubscribe function. */
   on<K extends UploaderEventName>(name: K, handler: (payload: UploaderEventMap[K]) => void): () => void;
@@ -187,92 +193,47 @@ export function createUploader(options: UploaderOptions): Uploader {
     }, signal);
   }
 
-  async function putPart(url: string, blob: Blob, signal?: AbortSignal): Promise<string> {
+  // PUTs a body to a signed URL; the headers must be the ones it was signed with.
+  async function put(url: string, body: Blob, sent: Record<string, string>, signal?: AbortSignal): Promise<string> {
     return retry(async () => {
-      const resp = await doFetch(url, { method: 'PUT', body: blob, signal });
+      const resp = await doFetch(url, { method: 'PUT', headers: sent, body, signal });
       if (!resp.ok) {
-        throw new UploadError(resp.status, `part upload refused: HTTP ${resp.status}`, await resp.text().catch(() => ''));
+        throw new UploadError(resp.status, `upload PUT refused: HTTP ${resp.status}`, await resp.text().catch(() => ''));
       }
       // The ETag may be hidden by the store's CORS rules; the listing fills it in then.
       return (resp.headers.get('ETag') ?? '').replace(/"/g, '');
     }, signal);
   }
 
+  const byId = (uploadId: string) => '/' + encodeURIComponent(uploadId);
+  const transport: X.UploadTransport = {
+    requestFile: (r, signal) => api('POST', '', r, signal),
+    putFile: async (url, contentType, file, signal) => {
+      await put(url, file, { 'Content-Type': contentType, 'Cache-Control': X.CACHE_CONTROL }, signal);
+    },
+    startMultipart: (r, signal) => api('POST', '', { ...r, multipart: true }, signal),
+    getMultipart: (uploadId, signal) => api('GET', byId(uploadId), undefined, signal),
+    putPart: (url, part, signal) => put(url, part, {}, signal),
+    completeMultipart: async (uploadId, parts, signal) =>
+      (await api<{ fileUrl: string }>('POST', byId(uploadId) + '/complete', { parts }, signal)).fileUrl,
+  };
+
   async function upload(file: UploadFile, run: UploadRunOptions = {}): Promise<UploadResult> {
-    const { signal } = run;
-    let start: MultipartStart;
-    let todo: SignedPart[];
-    const etags = new Map<number, string>();
-    if (run.uploadId) {
-      const st = await api<MultipartStatus>('GET', '/' + encodeURIComponent(run.uploadId), undefined, signal);
-      if (st.fileSize !== file.size) {
-        throw new Error(`upload ${run.uploadId} is of a ${st.fileSize}-byte file, not this ${file.size}-byte one`);
-      }
-      emit('uploadId', { uploadId: st.uploadId });
-      if (st.state === 'completed') return { uploadId: st.uploadId, fileUrl: st.fileUrl };
-      todo = [...st.missingParts];
-      for (const p of st.parts) {
-        const from = (p.partNumber - 1) * st.partSize;
-        if (options.verifyPart && !(await options.verifyPart(file.slice(from, from + p.size), p.etag))) {
-          todo.push({ partNumber: p.partNumber, uploadUrl: p.uploadUrl });
-        } else {
-          etags.set(p.partNumber, p.etag);
-        }
-      }
-      start = { uploadId: st.uploadId, fileUrl: st.fileUrl, partSize: st.partSize, parts: [] };
-    } else {
-      const ext = file.name.slice(file.name.lastIndexOf('.')).toLowerCase();
-      const contentType = run.contentType ?? SCENE_TYPES[ext] ?? 'application/octet-stream';
-      start = await api<MultipartStart>('POST', '', { fileName: file.name, contentType, fileSize: file.size, multipart: true }, signal);
-      emit('uploadId', { uploadId: start.uploadId });
-      todo = start.parts;
-    }
-    const { uploadId, partSize } = start;
-    const total = Math.ceil(file.size / partSize);
-    const lengthOf = (n: number) => Math.min(partSize, file.size - (n - 1) * partSize);
-    const progress: UploadProgress = { uploadId, bytesDone: 0, bytesTotal: file.size, partsDone: 0, partsTotal: total };
-    for (const n of etags.keys()) { progress.bytesDone += lengthOf(n); progress.partsDone++; }
-    emit('progress', { ...progress });
-
-    // Workers take parts from one queue; the first failure stops the others from starting more.
-    const queue = [...todo];
-    let failure: unknown = null;
-    const worker = async () => {
-      while (queue.length > 0 && failure === null && !signal?.aborted) {
-        const p = queue.shift()!;
-        if (p.partNumber < 1 || p.partNumber > total) {
-          failure = new Error(`the service signed part ${p.partNumber}, which this file does not have`);
-          return;
-        }
-        const from = (p.partNumber - 1) * partSize;
-        try {
-          etags.set(p.partNumber, await putPart(p.uploadUrl, file.slice(from, from + lengthOf(p.partNumber)), signal));
-        } catch (err) {
-          failure ??= err;
-          return;
-        }
-        progress.bytesDone += lengthOf(p.partNumber);
-        progress.partsDone++;
-        emit('progress', { ...progress });
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(concurrency, todo.length) }, worker));
-    if (failure !== null) throw failure;
-    signal?.throwIfAborted();
-
-    if ([...etags.values()].some((e) => e === '')) {
-      const st = await api<MultipartStatus>('GET', '/' + encodeURIComponent(uploadId), undefined, signal);
-      for (const p of st.parts) etags.set(p.partNumber, p.etag);
-    }
-    const parts = [...etags.entries()].sort((a, b) => a[0] - b[0]).map(([partNumber, etag]) => ({ partNumber, etag }));
-    const done = await api<{ fileUrl: string }>('POST', '/' + encodeURIComponent(uploadId) + '/complete', { parts }, signal);
-    return { uploadId, fileUrl: done.fileUrl };
+    const contentType = run.contentType ?? X.sceneContentType(file.name) ?? 'application/octet-stream';
+    let uploadId: string | undefined;
+    const res = await X.transfer(transport, file, { fileName: file.name, contentType, fileSize: file.size }, {
+      uploadId: run.uploadId, signal: run.signal, concurrency, multipartThreshold: options.multipartThreshold,
+      verifyPart: options.verifyPart,
+      onUploadStarted: (id) => { uploadId = id; emit('uploadId', { uploadId: id }); },
+      onProgress: (p) => emit('progress', uploadId === undefined ? p : { uploadId, ...p }),
+    });
+    return res.uploadId === undefined ? { fileUrl: res.fileUrl } : { uploadId: res.uploadId, fileUrl: res.fileUrl };
   }
 
   return {
     upload,
     async abort(uploadId: string) {
-      await api('DELETE', '/' + encodeURIComponent(uploadId));
+      await api('DELETE', byId(uploadId));
     },
     on(name, handler) {
       const set = handlers[name] as Set<typeof handler>;
