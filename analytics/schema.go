@@ -31,6 +31,17 @@ const (
 	// cluster every node holds all of it (replicated, not sharded), so a shard's part of a
 	// query over a Distributed table filters by its own copy.
 	DeletedTable = "deleted_scenes"
+	// SceneNamesTable holds every scene's title, synced from Postgres (NameSync), so analysts
+	// put names on scene ids without the product database; a deleted scene gets a tombstone
+	// row, and its rows go with the deleted scenes' compaction.
+	SceneNamesTable = "scene_names"
+	// IntegrationNamesTable holds every integration's product slug and account name, synced
+	// from Postgres (NameSync).
+	IntegrationNamesTable = "integration_names"
+	// VisibleSceneNamesView is the current title of every live scene: what analysts join.
+	VisibleSceneNamesView = "scene_names_visible"
+	// VisibleIntegrationNamesView is the current names of every integration: what analysts join.
+	VisibleIntegrationNamesView = "integration_names_visible"
 	// VisibleEventsView is EventsTable without the rows of deleted scenes: what analysts query.
 	VisibleEventsView = "view_events_visible"
 	// VisibleDailyView is DailyTable without the rows of deleted scenes: what analysts query.
@@ -261,5 +272,33 @@ GROUP BY day, integration_id, scene_id`},
 		// What analysts query: the views without the deleted scenes' rows.
 		{name: VisibleEventsView, query: "SELECT * FROM {db}." + EventsTable + "\nWHERE " + visibleScenes("{db}")},
 		{name: VisibleDailyView, query: "SELECT * FROM {db}." + DailyTable + "\nWHERE " + visibleScenes("{db}")},
+	}},
+	{version: 5, name: "scene and integration names", tables: []table{
+		// One row per change of a scene's title (and a tombstone, deleted = 1, once it is gone);
+		// the highest version (the Postgres row's updated_at in microseconds, or the tombstone's
+		// time) wins. Not partitioned by month: a name lives as long as its scene. Replicated
+		// whole to every node in a cluster, so a join on any shard finds every name locally.
+		{name: SceneNamesTable, columns: []string{"integration_id String", "scene_id String", "title String",
+			"created_at DateTime('UTC')", "deleted UInt8", "version UInt64"},
+			engine: "ReplacingMergeTree", params: "version", partitionBy: "tuple()",
+			orderBy: "scene_id", everyNode: true},
+		{name: IntegrationNamesTable, columns: []string{"integration_id String", "product_slug String",
+			"account_id String", "account_name String", "version UInt64"},
+			engine: "ReplacingMergeTree", params: "version", partitionBy: "tuple()",
+			orderBy: "integration_id", everyNode: true},
+	}, plain: []plainView{
+		// argMax, not FINAL: ClickHouse 18.16 may apply a WHERE (moved to PREWHERE) before FINAL
+		// folds the rows, which would drop a tombstone and show the name it replaced.
+		{name: VisibleSceneNamesView, query: `SELECT integration_id, scene_id, title, created_at FROM (
+	SELECT scene_id, argMax(integration_id, version) AS integration_id, argMax(title, version) AS title,
+		argMax(created_at, version) AS created_at, argMax(deleted, version) AS gone
+	FROM {db}.` + SceneNamesTable + `
+	WHERE ` + visibleScenes("{db}") + `
+	GROUP BY scene_id)
+WHERE gone = 0`},
+		{name: VisibleIntegrationNamesView, query: `SELECT integration_id, argMax(product_slug, version) AS product_slug,
+	argMax(account_id, version) AS account_id, argMax(account_name, version) AS account_name
+FROM {db}.` + IntegrationNamesTable + `
+GROUP BY integration_id`},
 	}},
 }

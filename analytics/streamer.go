@@ -47,7 +47,7 @@ const (
 //     the changed scenes on pgnotify.ScenesChannel so the scene caches drop them.
 //
 // The leader also keeps the trending windows asked for precomputed (see Precomputed), every
-// Refresh.
+// Refresh, and the scene and integration names in step (Names).
 //
 // Delivery to ClickHouse is at least once and deduplicated by event id, so each accepted view is
 // stored exactly once; view_count is exactly once because the count and the deletion commit
@@ -70,6 +70,9 @@ type Streamer struct {
 	InsertTimeout time.Duration
 	Fence         time.Duration
 	Refresh       time.Duration
+	// Names, when set, keeps the scene and integration names in ClickHouse while this process
+	// leads (NameSync).
+	Names *NameSync
 
 	streamed atomic.Int64
 	failures atomic.Int64
@@ -156,15 +159,19 @@ func (s *Streamer) lead(ctx context.Context) error {
 	if !sleep(lctx, s.Fence) {
 		return context.Cause(lctx)
 	}
-	refreshed := make(chan struct{})
-	go func() {
-		defer close(refreshed)
-		s.refreshWindows(lctx)
-	}()
-	// The refresher writes only while this process leads: it ends with the leadership.
+	// The refresher and the name sync write only while this process leads: they end with the
+	// leadership, before lead returns.
+	beside := []func(context.Context){s.refreshWindows}
+	if s.Names != nil {
+		beside = append(beside, s.Names.run)
+	}
+	var besideDone sync.WaitGroup
+	for _, f := range beside {
+		besideDone.Go(func() { f(lctx) })
+	}
 	defer func() {
 		lost(nil)
-		<-refreshed
+		besideDone.Wait()
 	}()
 	backoff := s.Idle
 	for lctx.Err() == nil {
@@ -197,19 +204,25 @@ func (s *Streamer) lead(ctx context.Context) error {
 // their windows themselves.
 func (s *Streamer) refreshWindows(ctx context.Context) {
 	r := windowRefresher{views: s.Views}
+	rounds(ctx, s.Refresh, s.Log, "trending windows: refresh failed; requests rank their windows themselves until it succeeds",
+		"trending windows: refreshing again", r.refresh)
+}
+
+// rounds runs round every interval until ctx ends, logging failed when rounds start failing
+// and recovered when one succeeds again. A round that hangs (a stuck node) is cut off after
+// refreshTimeout, so the connection it holds goes back to the streamer's pool.
+func rounds(ctx context.Context, every time.Duration, log *slog.Logger, failed, recovered string, round func(context.Context) error) {
 	failing := false
-	for sleep(ctx, s.Refresh) {
-		// A round that hangs (a stuck node) is cut off, so the connection it holds goes back
-		// to the streamer's pool; readers rank their windows themselves meanwhile.
+	for sleep(ctx, every) {
 		rctx, cancel := context.WithTimeout(ctx, refreshTimeout)
-		err := r.refresh(rctx)
+		err := round(rctx)
 		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
-			s.Log.Warn("trending windows: refresh failed; requests rank their windows themselves until it succeeds", "error", err)
+			log.Warn(failed, "error", err)
 			failing = true
 		case err == nil && failing:
-			s.Log.Info("trending windows: refreshing again")
+			log.Info(recovered)
 			failing = false
 		}
 	}

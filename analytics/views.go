@@ -183,29 +183,42 @@ func (v *Views) MarkDeleted(ctx context.Context, sceneIDs []string) error {
 			return fmt.Errorf("invalid scene id %q", id)
 		}
 	}
+	now := time.Now().UTC()
+	return v.insertRows(ctx, DeletedTable, "scene_id, deleted_at", len(sceneIDs), func(i int) []any { return []any{sceneIDs[i], now} })
+}
+
+// insertRows inserts n rows (row(i) is the i-th row's values, in the order of columns) into
+// the table that holds the rows on the server (the table itself for one replicated to every
+// node), as one batch; nothing for n = 0.
+func (v *Views) insertRows(ctx context.Context, table, columns string, n int, row func(i int) []any) error {
+	if n == 0 {
+		return nil
+	}
 	l, err := v.layout(ctx)
 	if err != nil {
 		return err
 	}
-	batch, err := v.conn.PrepareBatch(ctx, "INSERT INTO "+l.local(DeletedTable)+" (scene_id, deleted_at)")
+	batch, err := v.conn.PrepareBatch(ctx, "INSERT INTO "+l.local(table)+" ("+columns+")")
 	if err != nil {
 		return err
 	}
-	now := time.Now().UTC()
-	for _, id := range sceneIDs {
-		if err := batch.Append(id, now); err != nil {
+	for i := 0; i < n; i++ {
+		if err := batch.Append(row(i)...); err != nil {
 			_ = batch.Abort()
 			return err
 		}
 	}
-	return batch.Send()
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("insert into %s: %w", table, err)
+	}
+	return nil
 }
 
 // compactChunk bounds the scene ids of one ALTER … DELETE statement: at about 27 bytes an id,
 // well under ClickHouse's default max_query_size (256 KiB).
 const compactChunk = 5000
 
-// CompactDeleted removes the rows, raw, rolled up and precomputed, of every deleted scene that
+// CompactDeleted removes the rows, raw, rolled up, precomputed and names, of every deleted scene that
 // still has any, with one ALTER TABLE … DELETE per table (and per compactChunk scenes) for
 // all of them at once: the batch that replaces a mutation per deleted scene. It returns how
 // many scenes it found. Mutations run in the background (system.mutations); the call returns
@@ -217,7 +230,8 @@ func (v *Views) CompactDeleted(ctx context.Context) (int, error) {
 	}
 	deleted := "IN " + deletedScenes(v.db)
 	rows, err := v.conn.Query(ctx, "SELECT DISTINCT scene_id FROM (SELECT scene_id FROM "+v.db+"."+DailyTable+" WHERE scene_id "+deleted+
-		" UNION ALL SELECT scene_id FROM "+v.db+"."+ScoresTable+" WHERE scene_id "+deleted+")")
+		" UNION ALL SELECT scene_id FROM "+v.db+"."+ScoresTable+" WHERE scene_id "+deleted+
+		" UNION ALL SELECT scene_id FROM "+v.db+"."+SceneNamesTable+" WHERE scene_id "+deleted+")")
 	ids, err := collect(rows, err, func(r driver.Rows) (id string, err error) { return id, r.Scan(&id) })
 	if err != nil {
 		return 0, err
@@ -230,8 +244,8 @@ func (v *Views) CompactDeleted(ctx context.Context) (int, error) {
 	return len(ids), nil
 }
 
-// deleteRows queues the mutations that remove the scenes' rows from every view table, on
-// every shard in a cluster (18.16 has no lightweight DELETE).
+// deleteRows queues the mutations that remove the scenes' rows from every view table and their
+// names, on every shard in a cluster (18.16 has no lightweight DELETE).
 func (v *Views) deleteRows(ctx context.Context, l layout, sceneIDs []string) error {
 	quoted := make([]string, len(sceneIDs))
 	for i, id := range sceneIDs {
@@ -242,7 +256,7 @@ func (v *Views) deleteRows(ctx context.Context, l layout, sceneIDs []string) err
 		quoted[i] = "'" + id + "'"
 	}
 	in := strings.Join(quoted, ",")
-	for _, table := range []string{EventsTable, DailyTable, ScoresTable} {
+	for _, table := range []string{EventsTable, DailyTable, ScoresTable, SceneNamesTable} {
 		if err := v.conn.Exec(ctx, "ALTER TABLE "+l.local(table)+l.onCluster()+" DELETE WHERE scene_id IN ("+in+")"); err != nil {
 			return fmt.Errorf("delete views from %s: %w", table, err)
 		}
@@ -256,10 +270,12 @@ func (v *Views) deleteRows(ctx context.Context, l layout, sceneIDs []string) err
 }
 
 // SceneIDs lists every scene that has view records and is not yet marked deleted (from the
-// daily rollup, which holds a row per scene and day with views), so a sweep can find the
-// records of scenes that no longer exist.
+// daily rollup, which holds a row per scene and day with views), and every scene whose name
+// the name sync found gone (a tombstone) but is not yet marked, so a sweep can find the records
+// of scenes that no longer exist, and the compaction then removes them.
 func (v *Views) SceneIDs(ctx context.Context) ([]string, error) {
-	rows, err := v.conn.Query(ctx, "SELECT DISTINCT scene_id FROM "+v.db+"."+DailyTable+" WHERE "+visibleScenes(v.db))
+	rows, err := v.conn.Query(ctx, "SELECT DISTINCT scene_id FROM (SELECT scene_id FROM "+v.db+"."+DailyTable+" WHERE "+visibleScenes(v.db)+
+		" UNION ALL SELECT scene_id FROM "+v.db+"."+SceneNamesTable+" WHERE deleted = 1 AND "+visibleScenes(v.db)+")")
 	return collect(rows, err, func(r driver.Rows) (id string, err error) { return id, r.Scan(&id) })
 }
 

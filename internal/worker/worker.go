@@ -6,6 +6,7 @@ package worker
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -17,6 +18,7 @@ import (
 	"github.com/splathost/splathost/internal/db"
 	"github.com/splathost/splathost/internal/metrics"
 	"github.com/splathost/splathost/internal/objectstore"
+	"github.com/splathost/splathost/internal/pgnotify"
 	"github.com/splathost/splathost/internal/resident"
 	"github.com/splathost/splathost/internal/webhookstart"
 	"github.com/splathost/splathost/workflows"
@@ -51,6 +53,9 @@ func Run(ctx context.Context, c client.Client, cfg config.Config, deps Deps) err
 	if deps.Views != nil {
 		// A nil *analytics.Views must not become a non-nil interface.
 		acts.Views = deps.Views
+	}
+	if deps.Streamer != nil && deps.Streamer.Names == nil {
+		deps.Streamer.Names = sceneNames(deps)
 	}
 	// The streamer needs no Temporal, so it starts at once and stops when Run returns.
 	streamCtx, stopStreamer := context.WithCancel(ctx)
@@ -128,4 +133,14 @@ func registerBacklogs(d *db.DB) {
 	metrics.Gauge("splathost_views_spooled_oldest_seconds",
 		"Age in seconds of the oldest accepted view waiting in the Postgres outbox (0: none).",
 		pgGauge(d.Pool, `SELECT coalesce(extract(epoch FROM now() - (SELECT viewed_at FROM view_outboxes ORDER BY id LIMIT 1)), 0)::float8`))
+}
+
+// sceneNames is the name sync the streamer's leader runs: it hears the scene change notices on
+// a LISTEN connection of its own and writes through the streamer's ClickHouse store.
+func sceneNames(deps Deps) *analytics.NameSync {
+	return &analytics.NameSync{Pool: deps.DB.Pool, Views: deps.Streamer.Views, Log: deps.Log,
+		Listen: func(ctx context.Context, onConnect func(), onNotify func(string)) {
+			db.Listen(ctx, deps.DB.Pool, db.Listener{Channel: pgnotify.ScenesChannel, OnConnect: onConnect,
+				OnNotify: onNotify, Live: new(atomic.Bool), Log: deps.Log})
+		}}
 }
