@@ -64,6 +64,7 @@ type demoHost struct {
 		SecretKey     string `json:"secretKey"`
 		Customer      string `json:"customer"`
 		SampleSplatID string `json:"sampleSplatId"`
+		SampleScene   string `json:"sampleScene"`
 	}
 	// Stop ends the demo host (SIGTERM) and waits for it; the test's cleanup calls it too.
 	Stop func()
@@ -406,8 +407,10 @@ func redact(s, secret string) string {
 }
 
 // TestDemoHostKeepsItsTenant: a restarted demo host reuses the account, keys and sample scene
-// recorded in its state file, and makes a new tenant once those keys stop working (here the
-// operator revoked the integration).
+// recorded in its state file; the sample is the README's hero (the column on its ground plane),
+// which an older run's state, whose sample is the ball, gains on its next start without losing
+// its tenant; and a new tenant is made once those keys stop working (here the operator revoked
+// the integration).
 func TestDemoHostKeepsItsTenant(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
@@ -420,6 +423,7 @@ func TestDemoHostKeepsItsTenant(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "the state file holds the secret key")
 	require.Contains(t, string(raw), first.State.SecretKey)
+	requireHeroSample(t, first)
 
 	second := startDemo(t, root, stateFile)
 	require.Equal(t, first.State, second.State, "a restart keeps the tenant and the sample scene")
@@ -428,12 +432,45 @@ func TestDemoHostKeepsItsTenant(t *testing.T) {
 	require.Len(t, r.Body["splats"], 1, "the sample is seeded once")
 	second.Stop()
 
+	// The state file of a run from before the hero: its sample is the ball, and it names no scene.
+	tn, eu := second.tenant(), second.State.Customer
+	ballURL := uploadFile(t, tn, eu, "sample.ply", "application/ply", fixtures.PLY(formatSplats))
+	r = do(t, "POST", "/api/v1/splats", tn.keys(eu), map[string]any{"title": "Sample scene", "splatUrl": ballURL})
+	require.Equal(t, 201, r.Status, string(r.Raw))
+	ball := r.Body["splatId"].(string)
+	var older map[string]any
+	require.NoError(t, json.Unmarshal(raw, &older))
+	older["sampleSplatId"] = ball
+	delete(older, "sampleScene")
+	b, err := json.Marshal(older)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(stateFile, b, 0o600))
+	upgraded := startDemo(t, root, stateFile)
+	require.Equal(t, first.State.IntegrationID, upgraded.State.IntegrationID, "the older run's tenant is kept")
+	require.Equal(t, first.State.SecretKey, upgraded.State.SecretKey)
+	require.NotEqual(t, ball, upgraded.State.SampleSplatID, "the ball is no longer the sample")
+	requireHeroSample(t, upgraded)
+	upgraded.Stop()
+
 	r = do(t, "POST", "/admin/v1/integrations/"+first.State.IntegrationID+"/revoke", admin(), nil)
 	require.Equal(t, 200, r.Status, string(r.Raw))
 	third := startDemo(t, root, stateFile)
 	require.NotEqual(t, first.State.IntegrationID, third.State.IntegrationID)
 	require.NotEqual(t, first.State.SampleSplatID, third.State.SampleSplatID)
-	r = do(t, "GET", "/api/v1/splats/"+third.State.SampleSplatID, third.tenant().keys(third.State.Customer), nil)
+	requireHeroSample(t, third)
+}
+
+// requireHeroSample checks that the demo's recorded sample is the hero scene: a scene of its
+// customer titled "Sample scene" whose file is the standing scene's PLY, byte for byte, at the
+// size cmd/demo seeds (3000 splats, as formatSplats), and that the state file says so.
+func requireHeroSample(t *testing.T, d *demoHost) {
+	t.Helper()
+	require.Equal(t, "stand", d.State.SampleScene)
+	r := do(t, "GET", "/api/v1/splats/"+d.State.SampleSplatID, d.tenant().keys(d.State.Customer), nil)
 	require.Equal(t, 200, r.Status, string(r.Raw))
 	require.Equal(t, "Sample scene", splatOf(r)["title"])
+	file := fetchAsset(t, "GET", splatOf(r)["splatUrl"].(string), nil)
+	require.Equal(t, 200, file.status, string(file.body))
+	hero := fixtures.Gen{Seed: fixtures.DefaultSeed, Scene: fixtures.SceneStand}.PLY(formatSplats)
+	require.True(t, bytes.Equal(hero, file.body), "the sample's file is not the standing scene (%d bytes)", len(file.body))
 }

@@ -1,10 +1,11 @@
 // Command demo is the demo host page: a tiny integrator's server on its own origin, so that the
 // embeds run cross-origin exactly as they do on a customer's site. On start it provisions, through
 // the operator API and the REST API, an account (plan pro), an integration with the viewer and
-// editor capabilities, a demo customer and one sample scene, and records the keys in its state
-// file so a restart reuses them. It serves the page (GET /), which mounts a viewer and an editor
-// with the JS SDK from the gateway, and mints embed sessions for it (POST /session) on the
-// server side: the secret key never reaches the browser.
+// editor capabilities, a demo customer and one sample scene (the README's hero: a column on a
+// ground plane), and records the keys in its state file so a restart reuses them. It serves the
+// page (GET /), which mounts a viewer and an editor with the JS SDK from the gateway, both open
+// on the sample, and mints embed sessions for it (POST /session) on the server side: the secret
+// key never reaches the browser.
 //
 //	bin/demo --stack .dev/stack.json           # against a running `make dev`
 //	bin/demo --gateway http://127.0.0.1:8080   # admin token from SPLATHOST_ADMIN_TOKEN

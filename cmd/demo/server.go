@@ -3,6 +3,7 @@ package main
 import (
 	"embed"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"net/http"
@@ -100,7 +101,8 @@ const maxNameRunes = 64
 
 // session mints an embed session the way an integrator's backend does: with the secret key,
 // from the server. The answer is the gateway's own (a token and its expiry, or the error
-// envelope), which carries no key.
+// envelope), which carries no key; a scene the gateway refused gets a message the page can show
+// (refusedScene).
 func (s *server) session(w http.ResponseWriter, r *http.Request) {
 	var req sessionRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
@@ -145,9 +147,34 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadGateway, map[string]any{"status": "error", "message": "the gateway did not answer"})
 		return
 	}
+	if resp.Status == http.StatusForbidden && req.SplatID != "" && resp.Body != nil {
+		writeJSON(w, resp.Status, refusedScene(resp.Body, req, s.st.Customer))
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(resp.Status)
 	w.Write(resp.Raw)
+}
+
+// refusedScene is the answer to a session the gateway refused (403) for the scene it names,
+// which the page shows in the embed's place: the gateway's envelope with a message a visitor
+// can act on (whose scenes this page may open), ending with the gateway's own reason. The
+// gateway answers a scene of another tenant exactly as one that does not exist (out of scope),
+// so the message names both.
+func refusedScene(gw map[string]any, req sessionRequest, customer string) map[string]any {
+	out := make(map[string]any, len(gw))
+	for k, v := range gw {
+		out[k] = v
+	}
+	reason, _ := gw["message"].(string)
+	who := fmt.Sprintf("the demo customer %q: it is another tenant's or another customer's scene, or none at all", customer)
+	if !req.Scoped {
+		who = "a guest, who may open only public, embeddable scenes"
+	}
+	out["status"] = "error"
+	out["message"] = fmt.Sprintf("Scene %s is out of this demo's scope: it is not a scene open to %s. "+
+		"The gateway refused the %s session (403: %s).", req.SplatID, who, req.Type, reason)
+	return out
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

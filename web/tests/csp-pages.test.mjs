@@ -22,7 +22,8 @@ test('the demo page, its viewer and two editors in a room work with no CSP viola
   const viewer = await embedFrame(page, 'viewer-slot', 'viewer');
   await settledClean(viewer, w, 'the viewer');
   assert.ok((await canvasCoverage(browser.context, viewer)).drawn > 0.005, 'the viewer drew the scene');
-  // Two editors on the sample scene: each sees the other through the room's WebSocket.
+  // Two editors on that scene (the page's own editor stays blank with ?pair=1): each sees the
+  // other through the room's WebSocket.
   for (const slot of ['pair-a-slot', 'pair-b-slot']) {
     const editor = await embedFrame(page, slot, 'editor');
     await settledClean(editor, w, slot);

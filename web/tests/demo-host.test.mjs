@@ -1,12 +1,72 @@
-// The demo host as an integrator's page: its secret key never reaches the browser, and the
-// viewer it mounts counts a view of the scene it shows.
+// The demo host as an integrator's page: it opens on the hero scene with the editor showing it,
+// a scene out of its scope reads as a message where the embeds would be, its secret key never
+// reaches the browser, and the viewer it mounts counts a view of the scene it shows.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { consoleOf, embedFrame, env, eventually, launch, settled, splatOf, waitEvent } from './helpers.mjs';
+import {
+  consoleOf, embedFrame, env, eventLog, eventually, launch, settled, splatOf, standColours, waitEvent,
+} from './helpers.mjs';
+
+// The hero's ground covers about a tenth of the frame, its column a few percent.
+const MIN_SHARE = 0.005;
 
 let browser;
 before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
+
+test('the page opens on the hero scene, the editor showing it without a click', async () => {
+  const page = await browser.context.newPage();
+  const log = consoleOf(page);
+  await page.goto(env.demoUrl);
+  // The editor opens the sample as it mounts, before it is ready; nobody clicked Open project.
+  const loaded = await waitEvent(page, 'projectLoaded', { timeout: 90_000 })
+    .catch((err) => { err.message += `\n${log.slice(-20).join('\n')}`; throw err; });
+  assert.deepEqual(loaded, { splatId: env.sampleSplatId });
+  await waitEvent(page, 'ready');
+  const sessions = (await eventLog(page)).filter((e) => e.source === 'host' && e.type === 'session');
+  assert.deepEqual(sessions.map((e) => [e.payload.type, e.payload.scoped]), [['viewer', true], ['editor', true]]);
+  assert.equal(await page.inputValue('#splat-id'), env.sampleSplatId);
+
+  const editor = await embedFrame(page, 'editor-slot', 'editor');
+  assert.equal(await editor.evaluate(() => document.documentElement.dataset.splatId), env.sampleSplatId);
+  assert.equal(await editor.inputValue('input[name=title]'), (await splatOf(env.sampleSplatId)).title);
+  assert.equal(await settled(editor), 'rendered');
+
+  // The sample is the hero: a red column standing on a green ground, drawn upright.
+  const viewer = await embedFrame(page, 'viewer-slot', 'viewer');
+  assert.equal(await settled(viewer), 'rendered', log.join('\n'));
+  assert.equal(await viewer.evaluate(() => document.documentElement.dataset.splatId), env.sampleSplatId);
+  const { green, red } = await standColours(browser.context, viewer);
+  assert.ok(green.share > MIN_SHARE && red.share > MIN_SHARE, `no column on a ground: ${JSON.stringify({ green, red })}`);
+  assert.ok(green.lower > 0.8 && red.y < green.y, `the hero is not upright: ${JSON.stringify({ green, red })}`);
+  await page.close();
+});
+
+test('a scene out of the demo\'s scope reads as a message in the embeds\' place', async () => {
+  // Nobody's scene: the gateway answers another tenant's scene the same way (out of scope).
+  const foreign = 'f'.repeat(24);
+  const page = await browser.context.newPage();
+  await page.goto(`${env.demoUrl}/?splatId=${foreign}`);
+  for (const [slot, kind] of [['viewer-slot', 'viewer'], ['editor-slot', 'editor']]) {
+    const box = page.locator(`#${slot} .slot-message`);
+    await box.waitFor({ timeout: 30_000 });
+    const text = await box.innerText();
+    assert.match(text, new RegExp(`The ${kind} could not open`));
+    assert.match(text, new RegExp(`Scene ${foreign} is out of this demo's scope`));
+    assert.match(text, new RegExp(`not a scene open to the demo customer "${env.customer}"`));
+    assert.match(text, /another tenant's or another customer's scene, or none at all/);
+    assert.match(text, new RegExp(`refused the ${kind} session \\(403: `));
+    assert.equal(await page.locator(`#${slot} iframe`).count(), 0, `the ${kind} box holds an embed`);
+    assert.equal(await box.locator('a').getAttribute('href'), '/', 'a way back to the sample');
+    // Readable: a visible box with room for the text, not a blank one.
+    const size = await box.boundingBox();
+    assert.ok(size.width > 200 && size.height > 100, JSON.stringify(size));
+  }
+  assert.equal(await page.isDisabled('#open-project'), true, 'no editor to open a project in');
+  const failures = (await eventLog(page)).filter((e) => e.type === 'host-error');
+  assert.equal(failures.length, 2, JSON.stringify(failures));
+  await page.close();
+});
 
 test('the secret key never reaches the browser', async () => {
   assert.match(env.secretKey, /^msk_/);

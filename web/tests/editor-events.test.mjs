@@ -41,7 +41,8 @@ async function expectEvent(type, step, opts = {}) {
 
 test('editor events reach the demo host', async (t) => {
   await t.test('ready', async () => {
-    const payload = await expectEvent('ready', () => page.goto(env.demoUrl), { timeout: 90_000 });
+    // ?editor=guest: the page's editor starts as a blank guest instead of signed in on the sample.
+    const payload = await expectEvent('ready', () => page.goto(`${env.demoUrl}/?editor=guest`), { timeout: 90_000 });
     assert.equal(payload, null);
     editor = await embedFrame(page, 'editor-slot', 'editor');
   });
