@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/netip"
 	"strings"
@@ -31,13 +33,16 @@ import (
 //     An address out of misses is refused everything but requests whose credentials verify,
 //     which stay limited by their own integration's or session's bucket alone (outOfMisses).
 //
-// The state is this process's memory: N gateway replicas allow N times each limit. An
-// integration's requests spread over the replicas by the load balancer, so it gets up to N
-// times its plan's limit; a client address keeps its keep-alive connection on one replica, so a
-// stranger gets N times the miss limit only by opening connections to every replica.
+// The integration scope's buckets are shared by every gateway replica once Share is called (in
+// Postgres, leased in batches: ratelimit.Shared), so a plan's limit holds across replicas. The
+// other scopes are this process's memory: a session and a client address keep their keep-alive
+// connections on one replica, so they get N times their limit only by opening connections to
+// every replica.
 type RateLimits struct {
-	cfg     atomic.Pointer[limitsConfig]
-	api     *ratelimit.Limiter[string]
+	cfg atomic.Pointer[limitsConfig]
+	api *ratelimit.Limiter[string]
+	// shared, when set, limits integrations across replicas, with api as its fallback.
+	shared  *ratelimit.Shared
 	session *ratelimit.Limiter[string]
 	miss    *ratelimit.Limiter[netip.Addr]
 	read    *ratelimit.Limiter[netip.Addr]
@@ -76,6 +81,14 @@ func NewRateLimits(cfg config.RateLimits) *RateLimits {
 	}
 	r.Set(cfg)
 	return r
+}
+
+// Share makes the integration scope's buckets those of leaser, which every gateway replica
+// draws from, and gives back what this gateway holds unused until ctx ends. Called before the
+// gateway serves.
+func (r *RateLimits) Share(ctx context.Context, leaser ratelimit.Leaser, log *slog.Logger) {
+	r.shared = ratelimit.NewShared(leaser, r.api, log)
+	go r.shared.Run(ctx)
 }
 
 // Set replaces the limits; the buckets are kept. The e2e tests raise a limit for one test this
@@ -211,7 +224,12 @@ func (r *RateLimits) Scoped(c *fiber.Ctx) error {
 		default:
 			policy = cfg.apiPolicy[0]
 		}
-		d, name = r.api.Take(caller.IntegrationID, lim), policyIntegration
+		name = policyIntegration
+		if r.shared != nil {
+			d = r.shared.Take(caller.IntegrationID, lim)
+		} else {
+			d = r.api.Take(caller.IntegrationID, lim)
+		}
 	}
 	if !d.Allowed {
 		return cfg.refuse(c, policy, name, d, scopeKeyed)

@@ -7,6 +7,7 @@ import (
 	"github.com/splathost/splathost/internal/boot"
 	"github.com/splathost/splathost/internal/credentials"
 	"github.com/splathost/splathost/internal/idempotency"
+	"github.com/splathost/splathost/internal/ratelimit"
 	"github.com/splathost/splathost/internal/roomproto"
 	"github.com/splathost/splathost/internal/routes"
 	"github.com/splathost/splathost/internal/sessiontoken"
@@ -25,6 +26,9 @@ func main() {
 	if err != nil {
 		boot.Fatal(rt.Log, "session keys", err)
 	}
+	limits := gateway.NewRateLimits(cfg.RateLimit)
+	// Every replica draws its integrations' limits from the same buckets.
+	limits.Share(rt.Ctx, ratelimit.NewPGBuckets(d.Pool), rt.Log)
 	app, err := gateway.New(gateway.Options{
 		Log: rt.Log, BodyLimit: cfg.BodyLimit, RequestBudget: cfg.RequestBudget, AdminToken: cfg.AdminToken, Pprof: cfg.Pprof,
 		InternalSecret: []byte(cfg.InternalSecret), Integrations: ints,
@@ -32,7 +36,7 @@ func main() {
 		Sessions:    session.NewVerifier(keys, ints),
 		Assets:      web.Dist,
 		Idempotency: idempotency.NewStore(d.Pool, rt.Log),
-		RateLimits:  gateway.NewRateLimits(cfg.RateLimit),
+		RateLimits:  limits,
 		Upstreams: []gateway.Upstream{
 			{Name: "user", Prefixes: routes.User, URL: cfg.UserURL},
 			{Name: "scene", Prefixes: routes.Scene, Public: routes.ScenePublic, URL: cfg.SceneURL},

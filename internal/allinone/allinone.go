@@ -20,6 +20,7 @@ import (
 	"github.com/splathost/splathost/internal/httpx"
 	"github.com/splathost/splathost/internal/idempotency"
 	"github.com/splathost/splathost/internal/objectstore"
+	"github.com/splathost/splathost/internal/ratelimit"
 	"github.com/splathost/splathost/internal/roomproto"
 	"github.com/splathost/splathost/internal/routes"
 	scenerules "github.com/splathost/splathost/internal/scenes"
@@ -126,6 +127,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger) (*Process, 
 	sessions.Rooms().UseIntegrations(ints)
 	sessions.UseBeaconLimits(cfg.RateLimit)
 	limits := gateway.NewRateLimits(cfg.RateLimit)
+	// Replicas of this binary share their integrations' limits, as split gateways do.
+	limits.Share(runCtx, ratelimit.NewPGBuckets(d.Pool), log)
 	app, err := gateway.New(gateway.Options{
 		Log: log, BodyLimit: cfg.BodyLimit, RequestBudget: cfg.RequestBudget, AdminToken: cfg.AdminToken, Pprof: cfg.Pprof,
 		InternalSecret: []byte(cfg.InternalSecret), Integrations: ints,

@@ -11,9 +11,9 @@ import (
 )
 
 // RateLimits are the request rate limits (docs/security.md, "Rate limits"). Each limit is
-// QUOTA/WINDOW ("100/1s": bursts of 100, 100 a second sustained) or "off". They are kept by each
-// gateway (and each session service, for the beacons) in its own memory: N replicas allow N
-// times a limit in total.
+// QUOTA/WINDOW ("100/1s": bursts of 100, 100 a second sustained) or "off". The plans' limits hold
+// across gateway replicas (their buckets are in Postgres, leased in batches); the others are kept
+// by each gateway (and each session service, for the beacons) in its own memory.
 type RateLimits struct {
 	// Enabled turns every limit on (SPLATHOST_RATELIMIT_ENABLED, default true); false is the
 	// benchmark's baseline for the limiter's own cost.
