@@ -140,8 +140,8 @@ func (in *interrupter) release() {
 
 func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "splathostctl",
-		Short:         "Operate a splathost deployment",
+		Use:   "splathostctl",
+		Short: "Operate a splathost deployment",
 		Long: "Operate a splathost deployment.\n\n" +
 			"Operator commands (the admin token): accounts, integrations, customers, workflows, sweep, renditions.\n" +
 			"Integrator commands (an integration's keys, --public-key and --secret-key): upload, clone, webhooks, analytics.\n\n" +
