@@ -48,8 +48,7 @@ func (a *app) cloneCommand() *cobra.Command {
 				if res != nil {
 					return a.printClone(res, customer)
 				}
-				return a.printDone(job, fmt.Sprintf("started cloning scene %s for %s: job %s (%d/%d objects copied)",
-					src, customer, job.JobID, job.CopiedObjects, job.TotalObjects), func(w *tabwriter.Writer) {
+				return a.printDone(job, fmt.Sprintf("started cloning scene %s for %s: job %s", src, customer, job.JobID), func(w *tabwriter.Writer) {
 					row(w, "JOB ID", "SOURCE", "COPIED", "TOTAL")
 					row(w, job.JobID, job.SourceSplatID, job.CopiedObjects, job.TotalObjects)
 					row(w)
@@ -70,6 +69,7 @@ func (a *app) cloneCommand() *cobra.Command {
 					job, err = &splathost.CloneJob{JobID: e.CloneInProgress.JobID, SourceSplatID: src}, nil
 				}
 				if err == nil && res == nil {
+					o.OnProgress(*job)
 					jobID = job.JobID
 					res, err = c.WaitClone(ctx, customer, src, jobID, o)
 				}
@@ -93,10 +93,18 @@ func (a *app) cloneCommand() *cobra.Command {
 	return cmd
 }
 
-// cloneProgress prints a job's copied/total objects on stderr each time they change.
+// cloneProgress prints a job's copied/total objects on stderr each time they change; before
+// the job has counted its objects (total 0) it says the job started.
 func (a *app) cloneProgress() func(splathost.CloneJob) {
-	last := -1
+	last, started := -1, false
 	return func(j splathost.CloneJob) {
+		if j.TotalObjects == 0 {
+			if !started {
+				fmt.Fprintf(a.stderr, "clone: job %s started\n", j.JobID)
+				started = true
+			}
+			return
+		}
 		if j.CopiedObjects == last {
 			return
 		}

@@ -218,3 +218,14 @@ func TestChartAnalytics(t *testing.T) {
 		"                       2026-11-24 … 2026-11-26",
 	}, lines)
 }
+
+func TestCloneProgressPrintsEachNewCount(t *testing.T) {
+	var out bytes.Buffer
+	a := &app{stderr: &out}
+	p := a.cloneProgress()
+	for _, j := range []splathost.CloneJob{{JobID: "j1"}, {JobID: "j1"}, {JobID: "j1", TotalObjects: 4},
+		{JobID: "j1", CopiedObjects: 2, TotalObjects: 4}, {JobID: "j1", CopiedObjects: 2, TotalObjects: 4}} {
+		p(j)
+	}
+	require.Equal(t, "clone: job j1 started\nclone: 0/4 objects copied\nclone: 2/4 objects copied\n", out.String())
+}
