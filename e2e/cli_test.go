@@ -3,9 +3,12 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"os"
 	execpkg "os/exec"
 	"path/filepath"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/splathost/splathost/internal/fixtures"
 	"github.com/splathost/splathost/internal/testenv"
 	splathost "github.com/splathost/splathost/sdk/go"
 	"github.com/splathost/splathost/workflows"
@@ -37,21 +41,29 @@ func ctl(t *testing.T, args ...string) ctlResult {
 // runCtl runs bin/splathostctl with the stack's connection flags.
 func runCtl(t *testing.T, args ...string) ctlResult {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := ctlCommand(t, ctx, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	return ctlResult{stdout: out.Bytes(), stderr: errOut.Bytes(), err: err}
+}
+
+// ctlCommand is bin/splathostctl with the stack's connection flags and args, to run in a
+// directory of its own.
+func ctlCommand(t *testing.T, ctx context.Context, args ...string) *execpkg.Cmd {
+	t.Helper()
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
 	bin := filepath.Join(root, "bin", "splathostctl")
 	_, err = os.Stat(bin)
 	require.NoError(t, err, "build the CLI first: make build")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	cmd := execpkg.CommandContext(ctx, bin, append([]string{"--url", env.URL, "--admin-token", env.State.AdminToken,
 		"--temporal", env.Config.TemporalAddr, "--temporal-namespace", env.Config.TemporalNamespace}, args...)...)
 	// Away from any .dev/stack.json, so only the flags count.
 	cmd.Dir = t.TempDir()
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err = cmd.Run()
-	return ctlResult{stdout: out.Bytes(), stderr: errOut.Bytes(), err: err}
+	return cmd
 }
 
 // ctlJSON runs the CLI, requires success and decodes its JSON output into out.
@@ -265,4 +277,166 @@ func TestCLISweepOrphansStartsARun(t *testing.T) {
 	ctx := context.Background()
 	var sweep workflows.SweepResult
 	require.NoError(t, env.Process.Temporal.GetWorkflow(ctx, res.WorkflowID, res.RunID).Get(ctx, &sweep), "the run exists and finishes")
+}
+
+// cliCustomer is a new pro tenant's SDK client with the customer eu provisioned, and the CLI
+// arguments that act as that customer with the tenant's keys.
+func cliCustomer(t *testing.T, eu string) (*splathost.Client, []string) {
+	t.Helper()
+	in, c := sdkTenant(t, splathost.PlanPro, 1<<30)
+	_, err := c.PutCustomer(context.Background(), eu, splathost.CustomerUpdate{})
+	require.NoError(t, err)
+	return c, []string{"--public-key", in.PublicKey, "--secret-key", in.SecretKey, "--customer", eu}
+}
+
+// TestCLIUploadCtrlCPrintsAWorkingResumeCommand: SIGINT during a multipart upload stops it with
+// nothing committed and prints the command that resumes it; that command, run by a shell as
+// printed, sends only the missing parts and commits the scene with the file's exact bytes.
+func TestCLIUploadCtrlCPrintsAWorkingResumeCommand(t *testing.T) {
+	ctx := context.Background()
+	c, keys := cliCustomer(t, "ctrl-c")
+	// 96 MiB in 16 MiB parts, sent one at a time: the interrupt lands with parts stored and most
+	// of the file still to send.
+	body := fixtures.PLY((96 << 20) / fixtures.TrainingPLYStride(0))
+	path := filepath.Join(t.TempDir(), "big.ply")
+	require.NoError(t, os.WriteFile(path, body, 0o644))
+	args := append([]string{"upload", path, "--multipart", "--concurrency", "1", "--title", "interrupted"}, keys...)
+
+	runCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := ctlCommand(t, runCtx, args...)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	require.NoError(t, cmd.Start())
+	// Progress lines come at each tenth of the bytes. Once a fifth is sent, the second part is
+	// going, so the first is stored: interrupt then, as Ctrl-C would.
+	var log strings.Builder
+	sc := bufio.NewScanner(stderr)
+	signalled := false
+	for sc.Scan() {
+		line := sc.Text()
+		log.WriteString(line + "\n")
+		var pct int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(line, "upload:"), "%d%%", &pct); err == nil && pct >= 20 && !signalled {
+			require.Less(t, pct, 100, "the upload ended before the interrupt: %s", log.String())
+			require.NoError(t, cmd.Process.Signal(os.Interrupt))
+			signalled = true
+		}
+	}
+	err = cmd.Wait()
+	require.True(t, signalled, "no progress seen: %s", log.String())
+	var exit *execpkg.ExitError
+	require.ErrorAs(t, err, &exit, "%s", log.String())
+	require.Equal(t, 130, exit.ExitCode(), "%s", log.String())
+	require.Empty(t, stdout.String())
+
+	// The last lines say what happened and print the resume command.
+	out := log.String()
+	require.Contains(t, out, "splathostctl: upload interrupted; nothing was committed and the parts already stored are kept. Resume it with:\n  ")
+	resume := strings.TrimSpace(out[strings.LastIndex(out, "Resume it with:\n")+len("Resume it with:\n"):])
+	require.NotContains(t, resume, "\n", "one command line")
+	uploadID := resume[strings.LastIndex(resume, "--resume ")+len("--resume "):]
+	require.Equal(t, strings.Join(append(append([]string{cmd.Path}, cmd.Args[1:]...), "--resume", uploadID), " "), resume,
+		"the command as run, plus --resume")
+
+	// Nothing was committed; some parts, not all, are stored.
+	page, err := c.ListSplats(ctx, splathost.ListSplatsOptions{ExternalUserID: "ctrl-c"})
+	require.NoError(t, err)
+	require.Empty(t, page.Splats, "no commit")
+	st, err := c.GetMultipartUpload(ctx, "ctrl-c", uploadID)
+	require.NoError(t, err)
+	require.NotEqual(t, "completed", st.State)
+	require.NotEmpty(t, st.Parts, "parts stored before the interrupt")
+	require.NotEmpty(t, st.MissingParts, "parts left after the interrupt")
+
+	// The printed command, run by a shell, finishes the upload and commits.
+	sh := execpkg.CommandContext(runCtx, "sh", "-c", resume)
+	sh.Dir = t.TempDir()
+	var shOut, shErr bytes.Buffer
+	sh.Stdout, sh.Stderr = &shOut, &shErr
+	require.NoError(t, sh.Run(), "%s", shErr.String())
+	first := strings.SplitN(shErr.String(), "\n", 2)[0]
+	var startPct int
+	_, err = fmt.Sscanf(strings.TrimPrefix(first, "upload:"), "%d%%", &startPct)
+	require.NoError(t, err, first)
+	require.GreaterOrEqual(t, startPct, 16, "the resumed upload starts from the stored parts: %s", first)
+	page, err = c.ListSplats(ctx, splathost.ListSplatsOptions{ExternalUserID: "ctrl-c"})
+	require.NoError(t, err)
+	require.Len(t, page.Splats, 1)
+	sp := page.Splats[0]
+	require.Equal(t, "interrupted", sp.Title)
+	require.EqualValues(t, len(body), sp.FileSizeBytes)
+	require.True(t, strings.HasPrefix(shOut.String(), "uploaded and committed scene "+sp.ID+` "interrupted" (96 MiB) for ctrl-c`+"\n"), shOut.String())
+	got := fetchAsset(t, "GET", sp.SplatURL, nil)
+	require.Equal(t, 200, got.status)
+	require.Equal(t, sha256.Sum256(body), sha256.Sum256(got.body))
+}
+
+// TestCLIClone: `clone` waits for the copy and prints the job's progress; `--async` prints the
+// job and the command that waits for it, and `--job` waits for it.
+func TestCLIClone(t *testing.T) {
+	ctx := context.Background()
+	c, keys := cliCustomer(t, "cloner")
+	src, err := c.UploadFile(ctx, "cloner", writeSplat(t, t.TempDir(), 100), splathost.UploadOptions{Title: "source"})
+	require.NoError(t, err)
+
+	r := runCtl(t, append([]string{"clone", src.SplatID}, keys...)...)
+	require.NoError(t, r.err, "%s", r.stderr)
+	require.Regexp(t, `^clone: (job \S+ started|\d+/[1-9]\d* objects copied)\n`, string(r.stderr), "the job's progress from its first answer")
+	lines := strings.Split(string(r.stdout), "\n")
+	require.Regexp(t, `^cloned scene `+src.SplatID+` into [0-9a-f]{24} "source \(Copy\)" \(3\.1 KiB\) for cloner$`, lines[0])
+	copyID := strings.Fields(lines[0])[4]
+	sp, err := c.GetSplat(ctx, "cloner", copyID)
+	require.NoError(t, err)
+	require.Equal(t, "source (Copy)", sp.Title)
+	require.Contains(t, lines[2], "3.1 KiB", "the table's row, under its header")
+	require.NotContains(t, lines[2], "3200", "without --bytes sizes are in units")
+
+	var job splathost.CloneJob
+	ctlJSON(t, &job, append([]string{"clone", src.SplatID, "--async"}, keys...)...)
+	require.NotEmpty(t, job.JobID)
+	require.Equal(t, src.SplatID, job.SourceSplatID)
+	var done splathost.CloneResult
+	ctlJSON(t, &done, append([]string{"clone", src.SplatID, "--job", job.JobID}, keys...)...)
+	require.Equal(t, src.SplatID, done.SourceSplatID)
+	require.NotEqual(t, copyID, done.SplatID)
+	_, err = c.GetSplat(ctx, "cloner", done.SplatID)
+	require.NoError(t, err)
+
+	// The human --async output names the job and the command that waits for it.
+	r = runCtl(t, append([]string{"--bytes", "clone", src.SplatID, "--async"}, keys...)...)
+	require.NoError(t, r.err, "%s", r.stderr)
+	require.Regexp(t, `^started cloning scene `+src.SplatID+` for cloner: job \S+\n`, string(r.stdout))
+	jobID := strings.Fields(string(r.stdout))[7]
+	require.Contains(t, string(r.stdout), "--job "+jobID+"\n")
+	require.NotContains(t, string(r.stdout), "--async")
+	r = runCtl(t, append([]string{"--bytes", "clone", src.SplatID, "--job", jobID}, keys...)...)
+	require.NoError(t, r.err, "%s", r.stderr)
+	require.Regexp(t, `\(3200\) for cloner\n`, string(r.stdout), "--bytes prints the count")
+
+	// The scene's workflows are listed by the scene alone, and the customer's by the keys.
+	type wf struct {
+		Type             string         `json:"type"`
+		SearchAttributes map[string]any `json:"searchAttributes"`
+	}
+	// Visibility catches up with the closed jobs within moments; the rows listed are the mark.
+	var rows []wf
+	eventually(t, "the scene's clone jobs listed", func() bool {
+		rows = nil
+		ctlJSON(t, &rows, "workflows", "list", "--scene", src.SplatID, "--type", "clone")
+		return len(rows) == 3
+	}, func() string { return fmt.Sprint(len(rows), " rows") })
+	for _, w := range rows {
+		require.Equal(t, src.SplatID, w.SearchAttributes["sourceSplatId"])
+	}
+	var mine []wf
+	eventually(t, "the customer's clone jobs listed", func() bool {
+		mine = nil
+		ctlJSON(t, &mine, append([]string{"workflows", "list", "--type", "clone"}, keys...)...)
+		return len(mine) == 3
+	}, func() string { return fmt.Sprint(len(mine), " rows") })
+	require.Equal(t, rows[0].SearchAttributes["integrationId"], mine[0].SearchAttributes["integrationId"])
+	require.NotEmpty(t, mine[0].SearchAttributes["integrationId"])
 }

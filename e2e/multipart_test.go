@@ -536,10 +536,7 @@ func TestOrphanSweepAbortsMultipartUploads(t *testing.T) {
 // `--resume ID` finishes an upload another client started, with the file's exact bytes.
 func TestCLIUploadInPartsAndResume(t *testing.T) {
 	ctx := context.Background()
-	in, c := sdkTenant(t, splathost.PlanPro, 1<<30)
-	_, err := c.PutCustomer(ctx, "cli", splathost.CustomerUpdate{})
-	require.NoError(t, err)
-	keys := []string{"--public-key", in.PublicKey, "--secret-key", in.SecretKey, "--customer", "cli"}
+	c, keys := cliCustomer(t, "cli")
 	dir := t.TempDir()
 	body := fixtures.Splat((20 << 20) / fixtures.SplatRecordSize)
 	path := filepath.Join(dir, "parts.splat")

@@ -564,15 +564,17 @@ func TestWebhookCLI(t *testing.T) {
 	require.Len(t, page.Deliveries, 1)
 	require.Equal(t, "succeeded", page.Deliveries[0]["state"])
 	did := page.Deliveries[0]["id"].(string)
-	r := ctl(t, append([]string{"webhooks", "redeliver", id, did}, keys...)...)
+	r := runCtl(t, append([]string{"webhooks", "redeliver", id, did}, keys...)...)
 	require.NoError(t, r.err, "%s", r.stderr)
+	require.Equal(t, "redelivered delivery "+did+" of webhook "+id+"; its attempt shows in `webhooks deliveries "+id+"`\n", string(r.stdout))
 	eventually(t, "the deliveries", func() bool { return rcv.ids()[did] == 2 }, func() string { return deliveryMark(tn.IntegrationID) })
 	var rotated []map[string]any
 	ctlJSON(t, &rotated, append([]string{"webhooks", "rotate", id}, keys...)...)
 	require.NotEqual(t, created[0]["secret"], rotated[0]["secret"])
 	e := ctlError(t, append([]string{"webhooks", "create", "ftp://example.com"}, keys...)...)
 	require.EqualValues(t, 400, e["status"])
-	r = ctl(t, append([]string{"webhooks", "delete", id}, keys...)...)
-	require.NoError(t, r.err, "%s", r.stderr)
+	var deleted map[string]any
+	ctlJSON(t, &deleted, append([]string{"webhooks", "delete", id}, keys...)...)
+	require.Equal(t, map[string]any{"webhookId": id, "deleted": true}, deleted)
 	require.EqualValues(t, 404, ctlError(t, append([]string{"webhooks", "rotate", id}, keys...)...)["status"])
 }

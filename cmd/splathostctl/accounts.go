@@ -88,33 +88,40 @@ func (a *app) accountsCommand() *cobra.Command {
 			if n, ok := u.MaxSplats.Get(); ok {
 				in.MaxSplats = &n
 			}
-			return a.printAccount(c.CreateAccount(cmd.Context(), in))
+			acct, err := c.CreateAccount(cmd.Context(), in)
+			return a.printAccount(acct, err, "created account")
 		}),
 	}
 	af.register(create, true)
 	get := a.byID("get <accountId>", "Show an account", func(cmd *cobra.Command, c *splathost.Client, id string) error {
-		return a.printAccount(c.GetAccount(cmd.Context(), id))
+		acct, err := c.GetAccount(cmd.Context(), id)
+		return a.printAccount(acct, err, "")
 	})
 	update := a.byID("update <accountId>", "Change an account; only the flags given are changed", func(cmd *cobra.Command, c *splathost.Client, id string) error {
 		u, err := af.update(cmd)
 		if err != nil {
 			return err
 		}
-		return a.printAccount(c.UpdateAccount(cmd.Context(), id, u))
+		acct, err := c.UpdateAccount(cmd.Context(), id, u)
+		return a.printAccount(acct, err, "updated account")
 	})
 	af.register(update, false)
 	cmd.AddCommand(create, get, update)
 	return cmd
 }
 
-// printAccount prints acct, the answer of an SDK call, or returns the call's err.
-func (a *app) printAccount(acct *splathost.Account, err error) error {
+// printAccount prints acct, the answer of an SDK call, or returns the call's err; done, when
+// not empty, is what the call did ("created account"), said first with the account named.
+func (a *app) printAccount(acct *splathost.Account, err error, done string) error {
 	if err != nil {
 		return err
 	}
-	return a.print(acct, func(w *tabwriter.Writer) {
+	if done != "" {
+		done = fmt.Sprintf("%s %s %q", done, acct.ID, acct.Name)
+	}
+	return a.printDone(acct, done, func(w *tabwriter.Writer) {
 		row(w, "ID", "NAME", "PLAN", "STORAGE BUNDLE", "USED", "MAX SPLATS", "SPLATS", "OVERAGE")
-		row(w, acct.ID, acct.Name, acct.Plan, acct.StorageBundleBytes, acct.UsedBytes, orNone(acct.MaxSplats), acct.SplatCount, acct.Overage)
+		row(w, acct.ID, acct.Name, acct.Plan, a.size(acct.StorageBundleBytes), a.size(acct.UsedBytes), orNone(acct.MaxSplats), acct.SplatCount, acct.Overage)
 	})
 }
 

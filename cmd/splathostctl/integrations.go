@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"text/tabwriter"
 
@@ -19,8 +20,9 @@ func (a *app) integrationsCommand() *cobra.Command {
 		Short: "Create an integration; its secret key is shown only now",
 		Args:  cobra.NoArgs,
 		RunE: a.runSDK(func(cmd *cobra.Command, _ []string, c *splathost.Client) error {
-			return a.printIntegration(c.CreateIntegration(cmd.Context(), splathost.NewIntegration{AccountID: accountID, ProductSlug: slug,
-				Capabilities: caps, RestAccess: &rest, FrameAncestors: frames}))
+			in, err := c.CreateIntegration(cmd.Context(), splathost.NewIntegration{AccountID: accountID, ProductSlug: slug,
+				Capabilities: caps, RestAccess: &rest, FrameAncestors: frames})
+			return a.printIntegration(in, err, "created integration %[1]s for %[2]s in account %[3]s; its secret key is shown only now")
 		}),
 	}
 	f := create.Flags()
@@ -33,27 +35,36 @@ func (a *app) integrationsCommand() *cobra.Command {
 	_ = create.MarkFlagRequired("product-slug")
 
 	get := a.byID("get <integrationId>", "Show an integration (without its secret)", func(cmd *cobra.Command, c *splathost.Client, id string) error {
-		return a.printIntegration(c.GetIntegration(cmd.Context(), id))
+		in, err := c.GetIntegration(cmd.Context(), id)
+		return a.printIntegration(in, err, "")
 	})
 	rotate := a.byID("rotate <integrationId>", "Issue a new secret key; the old one stops working at once", func(cmd *cobra.Command, c *splathost.Client, id string) error {
-		return a.printIntegration(c.RotateIntegration(cmd.Context(), id))
+		in, err := c.RotateIntegration(cmd.Context(), id)
+		return a.printIntegration(in, err, "rotated the secret key of integration %[1]s (%[2]s); the old one answers 401 from now on")
 	})
 	revoke := a.byID("revoke <integrationId>", "Revoke an integration for good: its keys answer 410", func(cmd *cobra.Command, c *splathost.Client, id string) error {
 		if err := c.RevokeIntegration(cmd.Context(), id); err != nil {
 			return err
 		}
-		return a.printIntegration(c.GetIntegration(cmd.Context(), id))
+		in, err := c.GetIntegration(cmd.Context(), id)
+		return a.printIntegration(in, err, "revoked integration %[1]s (%[2]s); its keys answer 410 from now on")
 	})
 	cmd.AddCommand(create, get, rotate, revoke)
 	return cmd
 }
 
-// printIntegration prints in, the answer of an SDK call, or returns the call's err.
-func (a *app) printIntegration(in *splathost.Integration, err error) error {
+// printIntegration prints in, the answer of an SDK call, or returns the call's err; done, when
+// not empty, says what the call did: a format with indexed verbs, given the integration's id, product
+// slug and account.
+func (a *app) printIntegration(in *splathost.Integration, err error, done string) error {
 	if err != nil {
 		return err
 	}
-	return a.print(in, func(w *tabwriter.Writer) {
+	if done != "" {
+		// Indexed verbs, so a format that leaves the account out is no misuse.
+		done = fmt.Sprintf(done, in.ID, in.ProductSlug, in.AccountID)
+	}
+	return a.printDone(in, done, func(w *tabwriter.Writer) {
 		row(w, "ID", "ACCOUNT", "PRODUCT", "CAPABILITIES", "REST", "PUBLIC KEY", "REVOKED")
 		row(w, in.ID, in.AccountID, in.ProductSlug, strings.Join(in.Capabilities, ","), in.RestAccess, in.PublicKey, in.Revoked)
 		if in.SecretKey != "" {
@@ -75,8 +86,8 @@ func (a *app) customersCommand() *cobra.Command {
 				return err
 			}
 			return a.print(u, func(w *tabwriter.Writer) {
-				row(w, "USED BYTES", "LIMIT BYTES", "REMAINING", "PERCENT", "SPLATS", "MAX SPLATS")
-				row(w, u.Storage.UsedBytes, u.Storage.LimitBytes, u.Storage.RemainingBytes, u.Storage.PercentUsed, u.Splats.Used, orNone(u.Splats.Limit))
+				row(w, "USED", "LIMIT", "REMAINING", "PERCENT", "SPLATS", "MAX SPLATS")
+				row(w, a.size(u.Storage.UsedBytes), a.size(u.Storage.LimitBytes), a.size(u.Storage.RemainingBytes), u.Storage.PercentUsed, u.Splats.Used, orNone(u.Splats.Limit))
 			})
 		}),
 	}

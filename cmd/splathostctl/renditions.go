@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -9,7 +10,7 @@ import (
 )
 
 // renditionsCommand lists scenes by rendition state and retries renditions. Each row names the
-// rendition's workflow, which the Temporal UI (or `splathostctl workflows --type renditions`)
+// rendition's workflow, which the Temporal UI (or `splathostctl workflows list --type renditions`)
 // shows with its phase.
 func (a *app) renditionsCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "renditions", Short: "List scenes by rendition state; retry a scene's rendition"}
@@ -24,10 +25,10 @@ func (a *app) renditionsCommand() *cobra.Command {
 				return err
 			}
 			return a.print(rows, func(w *tabwriter.Writer) {
-				row(w, "SPLAT", "INTEGRATION", "CUSTOMER", "STATE", "TYPE", "GAUSSIANS", "UPLOAD BYTES", "RENDITION BYTES", "MESSAGE")
+				row(w, "SPLAT", "INTEGRATION", "CUSTOMER", "STATE", "TYPE", "GAUSSIANS", "UPLOAD SIZE", "RENDITION SIZE", "MESSAGE")
 				for _, r := range rows {
 					row(w, r.SplatID, r.IntegrationID, r.ExternalUserID, r.State, orDash(r.RenditionType), orDashInt(r.Gaussians),
-						r.FileSizeBytes, orDashInt(r.RenditionBytes), orDash(r.Message))
+						a.size(r.FileSizeBytes), a.orDashSize(r.RenditionBytes), orDash(r.Message))
 				}
 			})
 		}),
@@ -42,7 +43,7 @@ func (a *app) renditionsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.print(r, func(w *tabwriter.Writer) {
+			return a.printDone(r, fmt.Sprintf("queued the rendition of scene %s again: workflow %s", r.SplatID, r.WorkflowID), func(w *tabwriter.Writer) {
 				row(w, "SPLAT", "STATE", "WORKFLOW")
 				row(w, r.SplatID, r.State, r.WorkflowID)
 			})
@@ -63,4 +64,12 @@ func orDashInt(n *int64) any {
 		return "-"
 	}
 	return *n
+}
+
+// orDashSize is a.size of an optional byte count, "-" when absent.
+func (a *app) orDashSize(n *int64) string {
+	if n == nil {
+		return "-"
+	}
+	return a.size(*n)
 }

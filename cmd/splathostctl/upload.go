@@ -23,9 +23,11 @@ func (a *app) uploadCommand() *cobra.Command {
 		Use:   "upload <file|folder> --customer EU",
 		Short: "Upload a scene file or a LOD folder for a customer and commit it (integrator keys)",
 		Long: "Upload a scene file or a LOD folder for a customer and commit it (integrator keys).\n\n" +
-			"A file above 100 MiB (or any file from 5 MiB with --multipart) goes in parallel, resumable parts;\n" +
-			"if the upload is interrupted, the command prints its upload id: run it again with --resume ID\n" +
-			"and only the parts not yet stored are sent.",
+			"A file above 100 MiB (or any file from 5 MiB with --multipart) goes in parallel, resumable parts.\n" +
+			"If the upload is interrupted (Ctrl-C, SIGTERM, a lost connection), nothing is committed, the parts\n" +
+			"already stored are kept, and the command prints itself again with --resume UPLOAD_ID: run that and\n" +
+			"only the parts not yet stored are sent, then the scene is committed. An interruption during the\n" +
+			"commit itself waits for the commit (a second Ctrl-C quits at once).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.integrationSDK(keys, "upload")
@@ -36,10 +38,19 @@ func (a *app) uploadCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			bar := newProgressBar(a.stderr, isTerminal(a.stderr))
+			bar := newProgressBar(a.stderr, isTerminal(a.stderr), a.size)
 			var uploadID string
+			// Once every byte is stored the commit follows: a signal then waits for it, so an
+			// interruption never leaves it unknown whether the scene was committed.
+			defer a.interrupts.release()
+			progress := func(p splathost.Progress) {
+				bar.update(p)
+				if p.BytesDone == p.BytesTotal && p.FilesDone == p.FilesTotal {
+					a.interrupts.hold()
+				}
+			}
 			o := splathost.UploadOptions{Title: title, Description: description, Visibility: splathost.Visibility(visibility),
-				Concurrency: concurrency, OnProgress: bar.update, Multipart: multipart, UploadID: resume,
+				Concurrency: concurrency, OnProgress: progress, Multipart: multipart, UploadID: resume,
 				OnUploadStarted: func(id string) { uploadID = id }}
 			var res *splathost.CommitResult
 			if st.IsDir() {
@@ -49,14 +60,19 @@ func (a *app) uploadCommand() *cobra.Command {
 			}
 			bar.finish()
 			if err != nil && uploadID != "" {
-				return fmt.Errorf("%w\nresume this upload with: --resume %s", err, uploadID)
+				return &resumable{err: err, what: "upload", interrupted: a.interrupts.fired(), uploadID: uploadID,
+					command: rerun(a.args, "--resume", uploadID), note: "nothing was committed and the parts already stored are kept"}
+			}
+			if err != nil && a.interrupts.fired() {
+				return fmt.Errorf("upload interrupted; nothing was committed: %w", err)
 			}
 			if err != nil {
 				return err
 			}
-			return a.print(res, func(w *tabwriter.Writer) {
+			return a.printDone(res, fmt.Sprintf("uploaded and committed scene %s %q (%s) for %s", res.SplatID, res.Splat.Title,
+				a.size(res.Splat.FileSizeBytes), customer), func(w *tabwriter.Writer) {
 				row(w, "SPLAT ID", "TITLE", "TYPE", "SIZE", "VISIBILITY", "ACCOUNT USED")
-				row(w, res.SplatID, res.Splat.Title, res.Splat.SplatType, res.Splat.FileSizeBytes, res.Splat.Visibility, res.Usage.UsedBytes)
+				row(w, res.SplatID, res.Splat.Title, res.Splat.SplatType, a.size(res.Splat.FileSizeBytes), res.Splat.Visibility, a.size(res.Usage.UsedBytes))
 			})
 		},
 	}
@@ -95,10 +111,12 @@ type progressBar struct {
 	lastStep int64
 	final    bool
 	started  bool
+	size     func(int64) string
 }
 
-func newProgressBar(w io.Writer, tty bool) *progressBar {
-	return &progressBar{w: w, tty: tty, lastStep: -1}
+// newProgressBar draws on w (redrawing one line when tty), rendering byte counts with size.
+func newProgressBar(w io.Writer, tty bool, size func(int64) string) *progressBar {
+	return &progressBar{w: w, tty: tty, lastStep: -1, size: size}
 }
 
 // update is the SDK's progress callback.
@@ -110,7 +128,7 @@ func (b *progressBar) update(p splathost.Progress) {
 	if b.tty {
 		if done || time.Since(b.drawn) >= 100*time.Millisecond {
 			b.drawn = time.Now()
-			fmt.Fprintf(b.w, "\r%s", barLine(p, 30))
+			fmt.Fprintf(b.w, "\r%s", b.barLine(p, 30))
 		}
 		return
 	}
@@ -121,10 +139,10 @@ func (b *progressBar) update(p splathost.Progress) {
 	switch {
 	case done && !b.final:
 		b.final = true
-		fmt.Fprintln(b.w, "upload:", summary(p))
+		fmt.Fprintln(b.w, "upload:", b.summary(p))
 	case !done && step > b.lastStep:
 		b.lastStep = step
-		fmt.Fprintln(b.w, "upload:", summary(p))
+		fmt.Fprintln(b.w, "upload:", b.summary(p))
 	}
 }
 
@@ -133,37 +151,43 @@ func (b *progressBar) finish() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.tty && b.started {
-		fmt.Fprintf(b.w, "\r%s\n", barLine(b.last, 30))
+		fmt.Fprintf(b.w, "\r%s\n", b.barLine(b.last, 30))
 	}
 }
 
 // barLine is "[#####-----]  50%  1.0 MiB/2.0 MiB  3/6 files".
-func barLine(p splathost.Progress, width int) string {
+func (b *progressBar) barLine(p splathost.Progress, width int) string {
 	filled := 0
 	if p.BytesTotal > 0 {
 		filled = int(p.BytesDone * int64(width) / p.BytesTotal)
 	}
-	return "[" + strings.Repeat("#", filled) + strings.Repeat("-", width-filled) + "] " + summary(p)
+	return "[" + strings.Repeat("#", filled) + strings.Repeat("-", width-filled) + "] " + b.summary(p)
 }
 
-func summary(p splathost.Progress) string {
+func (b *progressBar) summary(p splathost.Progress) string {
 	pct := int64(100)
 	if p.BytesTotal > 0 {
 		pct = p.BytesDone * 100 / p.BytesTotal
 	}
-	return fmt.Sprintf("%3d%%  %s/%s  %d/%d files", pct, size(p.BytesDone), size(p.BytesTotal), p.FilesDone, p.FilesTotal)
+	return fmt.Sprintf("%3d%%  %s/%s  %d/%d files", pct, b.size(p.BytesDone), b.size(p.BytesTotal), p.FilesDone, p.FilesTotal)
 }
 
-// size renders bytes in binary units.
+// size renders bytes in binary units with one decimal, dropped when it is zero: "512 B",
+// "1.5 KiB", "10 GiB".
 func size(n int64) string {
 	const unit = 1024
-	if n < unit {
+	if n < unit && n > -unit {
 		return fmt.Sprintf("%d B", n)
+	}
+	sign := ""
+	if n < 0 {
+		sign, n = "-", -n
 	}
 	div, exp := int64(unit), 0
 	for m := n / unit; m >= unit; m /= unit {
 		div *= unit
 		exp++
 	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	num := strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/float64(div)), ".0")
+	return fmt.Sprintf("%s%s %ciB", sign, num, "KMGTPE"[exp])
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"text/tabwriter"
 
@@ -9,6 +10,14 @@ import (
 	splathost "github.com/splathost/splathost/sdk/go"
 )
 
+// webhookAction is the --json answer of the webhook commands the API answers without a body.
+type webhookAction struct {
+	WebhookID   string `json:"webhookId"`
+	DeliveryID  string `json:"deliveryId,omitempty"`
+	Deleted     bool   `json:"deleted,omitempty"`
+	Redelivered bool   `json:"redelivered,omitempty"`
+}
+
 // webhooksCommand manages an integration's webhook endpoints with its keys (like upload): list,
 // create, rotate, delete, and the delivery log with redelivery.
 func (a *app) webhooksCommand() *cobra.Command {
@@ -16,8 +25,8 @@ func (a *app) webhooksCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "webhooks", Short: "Manage an integration's webhook endpoints and their deliveries (integrator keys)"}
 	keys.addFlags(cmd.PersistentFlags())
 	client := func() (*splathost.Client, error) { return a.integrationSDK(keys, "webhooks") }
-	printHooks := func(hooks []splathost.Webhook) error {
-		return a.print(hooks, func(w *tabwriter.Writer) {
+	printHooks := func(hooks []splathost.Webhook, done string) error {
+		return a.printDone(hooks, done, func(w *tabwriter.Writer) {
 			row(w, "ID", "URL", "EVENTS", "SECRET", "CREATED")
 			for _, h := range hooks {
 				row(w, h.ID, h.URL, strings.Join(h.Events, ","), orDash(&h.Secret), h.CreatedAt)
@@ -30,7 +39,7 @@ func (a *app) webhooksCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printHooks(hooks)
+			return printHooks(hooks, "")
 		})}
 	var in splathost.WebhookInput
 	create := &cobra.Command{Use: "create <url>", Short: "Register an endpoint (its secret is shown once)", Args: cobra.ExactArgs(1),
@@ -40,7 +49,7 @@ func (a *app) webhooksCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printHooks([]splathost.Webhook{*h})
+			return printHooks([]splathost.Webhook{*h}, fmt.Sprintf("created webhook %s for %s; its secret is shown only now", h.ID, h.URL))
 		})}
 	create.Flags().StringSliceVar(&in.Events, "events", nil, "event types (default: every type)")
 	create.Flags().StringVar(&in.Description, "description", "", "a note for yourself")
@@ -50,11 +59,14 @@ func (a *app) webhooksCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printHooks([]splathost.Webhook{*h})
+			return printHooks([]splathost.Webhook{*h}, fmt.Sprintf("rotated the secret of webhook %s; the old one signs too for 24 h", h.ID))
 		})}
 	remove := &cobra.Command{Use: "delete <webhookId>", Short: "Delete an endpoint", Args: cobra.ExactArgs(1),
 		RunE: a.runWith(client, func(cmd *cobra.Command, args []string, c *splathost.Client) error {
-			return c.DeleteWebhook(cmd.Context(), args[0])
+			if err := c.DeleteWebhook(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			return a.printDone(webhookAction{WebhookID: args[0], Deleted: true}, "deleted webhook "+args[0], nil)
 		})}
 	var limit int
 	var cursor string
@@ -82,7 +94,11 @@ func (a *app) webhooksCommand() *cobra.Command {
 	deliveries.Flags().StringVar(&cursor, "cursor", "", "the previous page's next cursor")
 	redeliver := &cobra.Command{Use: "redeliver <webhookId> <deliveryId>", Short: "Send a delivery again now", Args: cobra.ExactArgs(2),
 		RunE: a.runWith(client, func(cmd *cobra.Command, args []string, c *splathost.Client) error {
-			return c.RedeliverWebhook(cmd.Context(), args[0], args[1])
+			if err := c.RedeliverWebhook(cmd.Context(), args[0], args[1]); err != nil {
+				return err
+			}
+			return a.printDone(webhookAction{WebhookID: args[0], DeliveryID: args[1], Redelivered: true},
+				fmt.Sprintf("redelivered delivery %s of webhook %s; its attempt shows in `webhooks deliveries %s`", args[1], args[0], args[0]), nil)
 		})}
 	cmd.AddCommand(list, create, rotate, remove, deliveries, redeliver)
 	return cmd

@@ -88,37 +88,59 @@ type cloneProgress struct {
 }
 
 func (a *app) workflowsCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "workflows", Short: "Find and inspect the Temporal workflows of an integration"}
-	var integrationID, customer, typ string
+	cmd := &cobra.Command{Use: "workflows", Short: "Find and inspect the Temporal workflows of an integration, a customer or a scene"}
+	var filter workflowFilter
+	var keys integrationKeys
 	var limit int
+	types := strings.Join(slices.Sorted(maps.Keys(workflowTypes)), ", ")
 	list := &cobra.Command{
-		Use:   "list --integration ID [--customer EU] [--type clone|retention|purge|asset-purge|views]",
-		Short: "List workflows by the integrationId and externalUserId search attributes",
-		Args:  cobra.NoArgs,
-		RunE: a.runTemporal(func(cmd *cobra.Command, _ []string, tc client.Client) error {
-			query, local := visibilityQuery(integrationID, customer, typ)
-			rows, err := listWorkflows(cmd.Context(), tc, query, local, limit)
-			if err != nil {
-				return err
-			}
-			return a.print(rows, func(w *tabwriter.Writer) {
-				row(w, "WORKFLOW ID", "RUN ID", "TYPE", "STATUS", "STARTED", "CUSTOMER", "PROGRESS")
-				for _, r := range rows {
-					progress := ""
-					if r.Clone != nil {
-						progress = fmt.Sprintf("%s %d/%d", r.Clone.Phase, r.Clone.CopiedObjects, r.Clone.TotalObjects)
-					}
-					row(w, r.WorkflowID, r.RunID, r.Type, r.Status, timeOf(r.StartTime), r.SearchAttributes["externalUserId"], progress)
+		Use:   "list [--integration ID] [--scene SPLAT ID] [--customer EU] [--type TYPE]",
+		Short: "List workflows by integration, scene, customer and type, newest first",
+		Long: "List workflows by the integrationId, splatId/sourceSplatId, externalUserId and WorkflowType search\n" +
+			"attributes, newest first; clone jobs also show their phase and copied/total objects.\n\n" +
+			"Give --integration, or --scene (a scene id names one integration's scene), or --customer with the\n" +
+			"integration's keys (--public-key and --secret-key, or SPLATHOST_PUBLIC_KEY and SPLATHOST_SECRET_KEY),\n" +
+			"from which the integration is found. --type is one of " + types + ",\nor a workflow type name.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// The scope is settled before Temporal is dialled: a missing one is a usage error.
+			f := filter
+			if f.integrationID == "" && f.scene == "" {
+				if f.customer == "" {
+					return errors.New("workflows list needs --integration, --scene, or --customer with the integration's keys")
 				}
-			})
-		}),
+				id, err := a.integrationOfKeys(cmd.Context(), keys, f.customer)
+				if err != nil {
+					return err
+				}
+				f.integrationID = id
+			}
+			return a.runTemporal(func(cmd *cobra.Command, _ []string, tc client.Client) error {
+				query, local := f.query()
+				rows, err := listWorkflows(cmd.Context(), tc, query, local, limit)
+				if err != nil {
+					return err
+				}
+				return a.print(rows, func(w *tabwriter.Writer) {
+					row(w, "WORKFLOW ID", "RUN ID", "TYPE", "STATUS", "STARTED", "CUSTOMER", "PROGRESS")
+					for _, r := range rows {
+						progress := ""
+						if r.Clone != nil {
+							progress = fmt.Sprintf("%s %d/%d", r.Clone.Phase, r.Clone.CopiedObjects, r.Clone.TotalObjects)
+						}
+						row(w, r.WorkflowID, r.RunID, r.Type, r.Status, timeOf(r.StartTime), r.SearchAttributes["externalUserId"], progress)
+					}
+				})
+			})(cmd, args)
+		},
 	}
 	f := list.Flags()
-	f.StringVar(&integrationID, "integration", "", "integration id (required)")
-	f.StringVar(&customer, "customer", "", "external user id")
-	f.StringVar(&typ, "type", "", "clone, retention, purge, asset-purge, views or a workflow type name")
+	f.StringVar(&filter.integrationID, "integration", "", "integration id")
+	f.StringVar(&filter.scene, "scene", "", "scene id: the scene's workflows and the clone jobs copying it")
+	f.StringVar(&filter.customer, "customer", "", "external user id (with --integration, --scene or the integration's keys)")
+	f.StringVar(&filter.typ, "type", "", types+", or a workflow type name")
 	f.IntVar(&limit, "limit", 100, "at most this many workflows, newest first")
-	_ = list.MarkFlagRequired("integration")
+	keys.addFlags(f)
 
 	describe := &cobra.Command{
 		Use:   "describe <workflowId> [runId]",
@@ -167,23 +189,49 @@ func (a *app) workflowsCommand() *cobra.Command {
 	return cmd
 }
 
-// visibilityQuery builds the list filter on the product's search attributes. A customer id
+// workflowFilter is what `workflows list` selects on; empty fields select nothing.
+type workflowFilter struct {
+	integrationID, customer, scene, typ string
+}
+
+// query builds the list filter on the product's search attributes. A scene is matched as the
+// scene a workflow works on (splatId) or the one a clone copies (sourceSplatId). A customer id
 // holding a backslash matches nothing in the SQL visibility store however it is escaped, so
 // such an id is returned as local, to be matched on the listed rows instead.
-func visibilityQuery(integrationID, customer, typ string) (query, local string) {
-	q := []string{"integrationId = " + quote(integrationID)}
-	if strings.Contains(customer, `\`) {
-		local = customer
-	} else if customer != "" {
-		q = append(q, "externalUserId = "+quote(customer))
+func (f workflowFilter) query() (query, local string) {
+	var q []string
+	if f.integrationID != "" {
+		q = append(q, "integrationId = "+quote(f.integrationID))
 	}
-	if typ != "" {
+	if f.scene != "" {
+		q = append(q, "(splatId = "+quote(f.scene)+" OR sourceSplatId = "+quote(f.scene)+")")
+	}
+	if strings.Contains(f.customer, `\`) {
+		local = f.customer
+	} else if f.customer != "" {
+		q = append(q, "externalUserId = "+quote(f.customer))
+	}
+	if typ := f.typ; typ != "" {
 		if name, ok := workflowTypes[typ]; ok {
 			typ = name
 		}
 		q = append(q, "WorkflowType = "+quote(typ))
 	}
 	return strings.Join(q, " AND "), local
+}
+
+// integrationOfKeys is the id of the integration whose keys are given, read from its customer
+// eu (GET /api/v1/external-user answers the customer with its integrationId).
+func (a *app) integrationOfKeys(ctx context.Context, keys integrationKeys, eu string) (string, error) {
+	c, err := a.integrationSDK(keys, "workflows list --customer without --integration or --scene")
+	if err != nil {
+		return "", err
+	}
+	cu, err := c.GetCustomer(ctx, eu)
+	if err != nil {
+		return "", fmt.Errorf("finding the integration of customer %q: %w", eu, err)
+	}
+	return cu.IntegrationID, nil
 }
 
 // quote makes a string literal of the visibility query language; an external user id is the
@@ -308,7 +356,7 @@ func (a *app) sweepCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.print(res, func(w *tabwriter.Writer) {
+			return a.printDone(res, fmt.Sprintf("started orphan sweep run %s (workflow %s)", res.RunID, res.WorkflowID), func(w *tabwriter.Writer) {
 				row(w, "SCHEDULE", "WORKFLOW ID", "RUN ID", "STARTED")
 				row(w, res.ScheduleID, res.WorkflowID, res.RunID, res.StartedAt.UTC().Format(time.RFC3339))
 			})
