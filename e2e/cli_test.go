@@ -12,6 +12,7 @@ import (
 	"os"
 	execpkg "os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -302,7 +303,7 @@ func TestCLIUploadCtrlCPrintsAWorkingResumeCommand(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, body, 0o644))
 	args := append([]string{"upload", path, "--multipart", "--concurrency", "1", "--title", "interrupted"}, keys...)
 
-	runCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	runCtx, cancel := context.WithTimeout(ctx, hangGuard) // the upload's progress lines are the test's progress
 	defer cancel()
 	cmd := ctlCommand(t, runCtx, args...)
 	stderr, err := cmd.StderrPipe()
@@ -338,8 +339,12 @@ func TestCLIUploadCtrlCPrintsAWorkingResumeCommand(t *testing.T) {
 	resume := strings.TrimSpace(out[strings.LastIndex(out, "Resume it with:\n")+len("Resume it with:\n"):])
 	require.NotContains(t, resume, "\n", "one command line")
 	uploadID := resume[strings.LastIndex(resume, "--resume ")+len("--resume "):]
-	require.Equal(t, strings.Join(append(append([]string{cmd.Path}, cmd.Args[1:]...), "--resume", uploadID), " "), resume,
-		"the command as run, plus --resume")
+	secret := keys[slices.Index(keys, "--secret-key")+1]
+	require.NotContains(t, out, secret, "no secret on the terminal")
+	require.NotContains(t, out, env.State.AdminToken)
+	asRun := strings.NewReplacer(secret, `"$SPLATHOST_SECRET_KEY"`, env.State.AdminToken, `"$SPLATHOST_ADMIN_TOKEN"`).
+		Replace(strings.Join(append([]string{cmd.Path}, cmd.Args[1:]...), " "))
+	require.Equal(t, asRun+" --resume "+uploadID, resume, "the command as run, its secret named by its variable, plus --resume")
 
 	// Nothing was committed; some parts, not all, are stored.
 	page, err := c.ListSplats(ctx, splathost.ListSplatsOptions{ExternalUserID: "ctrl-c"})
@@ -354,6 +359,7 @@ func TestCLIUploadCtrlCPrintsAWorkingResumeCommand(t *testing.T) {
 	// The printed command, run by a shell, finishes the upload and commits.
 	sh := execpkg.CommandContext(runCtx, "sh", "-c", resume)
 	sh.Dir = t.TempDir()
+	sh.Env = append(os.Environ(), "SPLATHOST_SECRET_KEY="+secret, "SPLATHOST_ADMIN_TOKEN="+env.State.AdminToken)
 	var shOut, shErr bytes.Buffer
 	sh.Stdout, sh.Stderr = &shOut, &shErr
 	require.NoError(t, sh.Run(), "%s", shErr.String())

@@ -277,9 +277,15 @@ func (a *app) size(n int64) string {
 	return size(n)
 }
 
+// secretFlags are the flags whose values are secrets, with the variable that gives them too:
+// a printed command names the variable, never the secret, which would otherwise land in
+// terminals, CI logs and support tickets.
+var secretFlags = map[string]string{"--secret-key": "SPLATHOST_SECRET_KEY", "--admin-token": "SPLATHOST_ADMIN_TOKEN"}
+
 // rerun is the command line args with flag set to value (replacing any value it had) and the
 // boolean flags drop removed, each argument quoted for a POSIX shell: the command that picks
-// an interrupted one up again.
+// an interrupted one up again. A secret flag's value is printed as its variable
+// ("$SPLATHOST_SECRET_KEY"), which the shell running the command must have set.
 func rerun(args []string, flag, value string, drop ...string) string {
 	var out []string
 	for i := 0; i < len(args); i++ {
@@ -292,6 +298,13 @@ func rerun(args []string, flag, value string, drop ...string) string {
 			continue
 		}
 		if i > 0 && slices.Contains(drop, name) {
+			continue
+		}
+		if v, secret := secretFlags[name]; i > 0 && secret {
+			if !hasValue {
+				i++
+			}
+			out = append(out, name, `"$`+v+`"`)
 			continue
 		}
 		out = append(out, shellQuote(arg))

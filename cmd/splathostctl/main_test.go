@@ -108,7 +108,10 @@ func TestCloneFlagsExcludeEachOther(t *testing.T) {
 
 func TestRerunReplacesTheFlagAndQuotes(t *testing.T) {
 	args := []string{"bin/splathostctl", "upload", "my scene.ply", "--secret-key", "msk_x", "--resume", "old", "--title=it's"}
-	require.Equal(t, `bin/splathostctl upload 'my scene.ply' --secret-key msk_x '--title=it'\''s' --resume u1`, rerun(args, "--resume", "u1"))
+	require.Equal(t, `bin/splathostctl upload 'my scene.ply' --secret-key "$SPLATHOST_SECRET_KEY" '--title=it'\''s' --resume u1`, rerun(args, "--resume", "u1"),
+		"the secret is named by its variable, never printed")
+	args = []string{"splathostctl", "upload", "f.ply", "--admin-token=t0ken", "--secret-key=msk_y"}
+	require.Equal(t, `splathostctl upload f.ply --admin-token "$SPLATHOST_ADMIN_TOKEN" --secret-key "$SPLATHOST_SECRET_KEY" --resume u2`, rerun(args, "--resume", "u2"))
 	args = []string{"splathostctl", "clone", "s1", "--async", "--customer", "eu", "--resume=x"}
 	require.Equal(t, `splathostctl clone s1 --customer eu --resume=x --job j1`, rerun(args, "--job", "j1", "--async"))
 }
