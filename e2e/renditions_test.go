@@ -267,7 +267,12 @@ func TestRenditionOfACorruptPLYFails(t *testing.T) {
 	requireEnvelope(t, do(t, "GET", "/admin/v1/renditions?state=bogus&limit=0", admin(), nil), 400)
 	requireEnvelope(t, do(t, "POST", "/admin/v1/renditions/ffffffffffffffffffffffff/retry", admin(), nil), 404)
 	requireEnvelope(t, do(t, "POST", "/admin/v1/renditions/not-an-id/retry", admin(), nil), 404)
-	sog := commitFile(t, a, "broken", "ok.sog", "application/sog", fixtures.SOG(50), nil)
+	// A .sog with an image has nothing to redo: no rendition, and no poster (one without image
+	// may have its poster redone).
+	thumb := fixtures.JPEG(80, 45)
+	th, _ := requestImages(t, a, "broken", "image/jpeg", thumb, nil)
+	require.Equal(t, 200, putUpload(t, th.uploadURL, thumb, signedPut("image/jpeg")))
+	sog := commitFile(t, a, "broken", "ok.sog", "application/sog", fixtures.SOG(50), map[string]any{"imageUrl": th.fileURL})
 	requireEnvelope(t, do(t, "POST", "/admin/v1/renditions/"+sog["id"].(string)+"/retry", admin(), nil), 409)
 }
 
