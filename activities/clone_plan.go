@@ -94,10 +94,13 @@ func (a *Activities) planClone(src *ent.Scene, remix bool, in contract.PrepareCl
 	// not charged, and the clone's own folder is named by its id. A poster the source's
 	// rendition made is re-rendered with it, so the clone never points into the source's
 	// folder (which goes when the source is deleted).
+	// A .sog or LOD folder's poster is the folder's only object, and its scene ends skipped: the
+	// clone gets its poster again all the same.
+	posterOfFolder := false
 	if key, _, ok := a.assetRef(src.ImageURL); ok && src.RenditionPrefix != nil && strings.HasPrefix(key, *src.RenditionPrefix) {
-		draft.ImageURL = ""
+		draft.ImageURL, posterOfFolder = "", true
 	}
-	draft.Rendition = src.ProcessingState != scene.ProcessingStateSkipped
+	draft.Rendition = src.ProcessingState != scene.ProcessingStateSkipped || posterOfFolder
 	if src.ThumbnailDepthURL != nil {
 		d := rewrite(*src.ThumbnailDepthURL)
 		draft.ThumbnailDepthURL = &d

@@ -75,17 +75,27 @@ func (a *Activities) PrepareRendition(ctx context.Context, in contract.PrepareRe
 		return contract.PrepareRenditionResult{Skip: true, Reason: "the scene's rendition is " + string(sc.ProcessingState)}, nil
 	}
 	format, ok := contract.RenditionFormat(string(sc.SplatType), sc.SplatURL)
+	posterOnly := false
+	if !ok {
+		// A .sog or a LOD folder gets a poster alone, while it has no image (an image the
+		// editor saved since the commit wins).
+		format, posterOnly = contract.PosterFormat(string(sc.SplatType), sc.SplatURL)
+		ok = posterOnly && sc.ImageURL == ""
+	}
 	key, inStore := strings.CutPrefix(sc.SplatURL, a.AssetBase+"/")
 	if !ok || !inStore || !objectkeys.SafeKey(key) || sc.RenditionPrefix == nil || !objectkeys.SafePrefix(*sc.RenditionPrefix) {
 		// Recorded, so the scene leaves the dispatcher's outbox: left pending, it would be
 		// started again every few minutes and hold a place of the window each time.
-		const reason = "the scene's upload has no rendition"
+		reason := "the scene's upload has no rendition"
+		if posterOnly {
+			reason = "the scene's upload is already compact, and it has an image"
+		}
 		return contract.PrepareRenditionResult{Skip: true, Reason: reason}, a.recordSkipped(ctx, sc, reason)
 	}
 	// The committed copy (objectkeys.Sealed), not the upload: a PUT after the commit must not
 	// reach the rendition either.
 	out := contract.PrepareRenditionResult{RenditionSource: contract.RenditionSource{SourceKey: objectkeys.Sealed(key), Format: format, Folder: *sc.RenditionPrefix,
-		SourceBytes: sc.FileSizeBytes, Poster: sc.ImageURL == ""}}
+		SourceBytes: sc.FileSizeBytes, Poster: sc.ImageURL == "", PosterOnly: posterOnly}}
 	out.Orientation, out.Camera, out.Background = levelView(sc.LevelData)
 	return out, nil
 }
@@ -157,8 +167,8 @@ func levelView(ld map[string]any) (orient *[3]float64, cam *contract.Camera, bg 
 // has none, so an image the editor saved in the meantime wins. updated_at is kept: a rendition
 // is not an edit, and lists sorted by it must not reorder when one lands.
 func (a *Activities) FinishRendition(ctx context.Context, in contract.FinishRenditionInput) (contract.FinishRenditionResult, error) {
-	if in.SceneID == "" || !objectkeys.SafePrefix(in.Folder) || (in.State != "ready" && in.State != "failed") ||
-		(in.State == "ready" && in.Result == nil) {
+	if in.SceneID == "" || !objectkeys.SafePrefix(in.Folder) || (in.State != "ready" && in.State != "failed" && in.State != "skipped") ||
+		(in.State != "failed" && in.Result == nil) {
 		return contract.FinishRenditionResult{}, badInput("incomplete rendition outcome for scene %q", in.SceneID)
 	}
 	tx, err := a.Ent.Tx(ctx)
@@ -177,10 +187,23 @@ func (a *Activities) FinishRendition(ctx context.Context, in contract.FinishRend
 		return contract.FinishRenditionResult{}, err
 	}
 	up := tx.Scene.UpdateOne(sc).SetUpdatedAt(sc.UpdatedAt)
-	if in.State == "failed" {
+	switch in.State {
+	case "failed":
 		up.SetProcessingState(scene.ProcessingStateFailed).SetProcessingMessage(trimMessage(in.Message)).
 			ClearRenditionType().ClearRenditionKey().ClearRenditionBytes().ClearRenditionFiles()
-	} else {
+	case "skipped":
+		// A poster alone (a .sog or a LOD folder): no rendition, the scene serves its upload.
+		up.SetProcessingState(scene.ProcessingStateSkipped).
+			ClearRenditionType().ClearRenditionKey().ClearRenditionBytes().ClearRenditionFiles()
+		if in.Message != "" {
+			up.SetProcessingMessage(trimMessage(in.Message))
+		} else {
+			up.ClearProcessingMessage()
+		}
+		if r := in.Result; r.PosterKey != "" && sc.ImageURL == "" {
+			up.SetImageURL(a.AssetBase + "/" + r.PosterKey)
+		}
+	default:
 		r := in.Result
 		up.SetProcessingState(scene.ProcessingStateReady).ClearProcessingMessage().
 			SetRenditionType(scene.RenditionType(r.Type)).SetRenditionKey(r.Key).SetRenditionBytes(r.Bytes).
@@ -196,7 +219,8 @@ func (a *Activities) FinishRendition(ctx context.Context, in contract.FinishRend
 		return contract.FinishRenditionResult{}, err
 	}
 	// splat.ready says processing has finished (contract item 15); the item's processing.state
-	// tells a ready rendition from a failed one, whose scene keeps serving its upload.
+	// tells a ready rendition from a failed one, whose scene keeps serving its upload, and from
+	// a poster alone (skipped, its imageUrl set).
 	var hooks events.Batch
 	if err := a.Events.EmitSplat(ctx, tx, &hooks, events.SplatReady, sc, ""); err != nil {
 		return contract.FinishRenditionResult{}, err

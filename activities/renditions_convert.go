@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -23,7 +25,8 @@ import (
 
 // ConvertRendition downloads the upload, converts it with splat-transform (normalising other
 // formats to a PLY first), decimates levels of detail for large scenes, renders the poster and
-// uploads everything under the scene's rendition folder. It is idempotent: the same upload
+// uploads everything under the scene's rendition folder; for a .sog or a LOD folder
+// (PosterOnly) it renders the poster alone. It is idempotent: the same upload
 // gives the same objects under the same keys, so a retry after a crash overwrites what the
 // first attempt wrote. A heartbeat every few seconds carries the phase; a worker that dies
 // stops heartbeating and another attempt takes over.
@@ -61,6 +64,9 @@ func (a *Activities) ConvertRendition(ctx context.Context, in contract.ConvertRe
 }
 
 func (a *Activities) convert(ctx context.Context, in contract.ConvertRenditionInput, work string, beat *heartbeat) (contract.ConvertRenditionResult, error) {
+	if in.PosterOnly {
+		return a.posterOnly(ctx, in, work, beat)
+	}
 	st := a.Renditions
 	beat.set("downloading", in.SourceKey)
 	src := filepath.Join(work, "source"+in.Format)
@@ -99,6 +105,75 @@ func (a *Activities) convert(ctx context.Context, in contract.ConvertRenditionIn
 		}
 	}
 	return res, nil
+}
+
+// posterOnly renders the poster of an upload that gets no rendition: a .sog, downloaded whole,
+// or a LOD folder, of which only lod-meta.json and the SOGs of the level the poster is drawn
+// from (media.PosterLevel) are read. The poster is rendered as a PLY's is, from the same
+// levelData view, and stored in the scene's rendition folder.
+func (a *Activities) posterOnly(ctx context.Context, in contract.ConvertRenditionInput, work string, beat *heartbeat) (contract.ConvertRenditionResult, error) {
+	beat.set("downloading", in.SourceKey)
+	var parts []media.SOGPart
+	switch in.Format {
+	case ".sog":
+		src := filepath.Join(work, "source.sog")
+		if err := a.download(ctx, in.SourceKey, src); err != nil {
+			return contract.ConvertRenditionResult{}, err
+		}
+		files, closeZip, err := media.OpenSOGZip(src)
+		if err != nil {
+			return contract.ConvertRenditionResult{}, err
+		}
+		defer closeZip()
+		parts = []media.SOGPart{{Files: files, Count: -1}}
+	case "lod":
+		folder := path.Dir(in.SourceKey) + "/"
+		manifest, err := a.folderFiles(ctx, folder, "")(path.Base(in.SourceKey))
+		if err != nil {
+			return contract.ConvertRenditionResult{}, err
+		}
+		level, runs, n, err := media.PosterLevel(manifest, media.DefaultMaxSplats)
+		if err != nil {
+			return contract.ConvertRenditionResult{}, err
+		}
+		beat.set("downloading", fmt.Sprintf("level %d: %d Gaussians", level, n))
+		for _, r := range runs {
+			parts = append(parts, media.SOGPart{Files: a.folderFiles(ctx, folder, path.Dir(r.File)), Offset: r.Offset, Count: r.Count})
+		}
+	default:
+		return contract.ConvertRenditionResult{}, badInput("no poster for format %q", in.Format)
+	}
+	beat.set("rendering poster", "")
+	opt := media.PosterOptions{Orientation: in.Orientation, Camera: (*media.Camera)(in.Camera), Background: in.Background}
+	jpg, _, err := media.SOGPoster(parts, work, opt)
+	if err != nil {
+		return contract.ConvertRenditionResult{}, err
+	}
+	res := contract.ConvertRenditionResult{PosterKey: in.Folder + "poster.jpg"}
+	beat.set("uploading", "poster")
+	return res, a.upload(ctx, res.PosterKey, jpg)
+}
+
+// folderFiles reads the files of a LOD folder's SOG, dir relative to the folder's key prefix
+// folder, from the store. A name the manifest or a meta.json gives that leaves the folder (or
+// is no key at all), or a file the folder lacks, is the upload's fault.
+func (a *Activities) folderFiles(ctx context.Context, folder, dir string) media.SOGFiles {
+	return func(name string) ([]byte, error) {
+		key := path.Join(folder, dir, name)
+		if !strings.HasPrefix(key, folder) || !objectkeys.SafeKey(key) {
+			return nil, &media.InputError{Err: fmt.Errorf("lod: %q names a file outside its folder", path.Join(dir, name))}
+		}
+		obj, err := a.Objects.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(a.Bucket), Key: aws.String(key)})
+		var missing *s3types.NoSuchKey
+		if errors.As(err, &missing) {
+			return nil, &media.InputError{Err: fmt.Errorf("lod: the folder has no %s", path.Join(dir, name))}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("fetching %s: %w", key, err)
+		}
+		defer obj.Body.Close()
+		return media.ReadSOGFile(obj.Body, path.Join(dir, name))
+	}
 }
 
 // download writes an object to a local file.

@@ -34,6 +34,9 @@ func TestRenditionFormatSpellsEntsTypes(t *testing.T) {
 	require.True(t, ok)
 	_, ok = contract.RenditionFormat(string(scene.SplatTypeLod), "k/a.ply")
 	require.False(t, ok)
+	f, ok := contract.PosterFormat(string(scene.SplatTypeLod), "k/lod-meta.json")
+	require.True(t, ok, "PosterFormat spells ent's lod type out")
+	require.Equal(t, "lod", f)
 }
 
 // TestTrimMessageFitsTheColumn: a failure message is cut to the column's bound in bytes (ent's

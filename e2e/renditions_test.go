@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"image"
 	"image/jpeg"
 	"strings"
 	"testing"
@@ -266,7 +267,12 @@ func TestRenditionOfACorruptPLYFails(t *testing.T) {
 	requireEnvelope(t, do(t, "GET", "/admin/v1/renditions?state=bogus&limit=0", admin(), nil), 400)
 	requireEnvelope(t, do(t, "POST", "/admin/v1/renditions/ffffffffffffffffffffffff/retry", admin(), nil), 404)
 	requireEnvelope(t, do(t, "POST", "/admin/v1/renditions/not-an-id/retry", admin(), nil), 404)
-	sog := commitFile(t, a, "broken", "ok.sog", "application/sog", fixtures.SOG(50), nil)
+	// A .sog with an image has nothing to redo: no rendition, and no poster (one without image
+	// may have its poster redone).
+	thumb := fixtures.JPEG(80, 45)
+	th, _ := requestImages(t, a, "broken", "image/jpeg", thumb, nil)
+	require.Equal(t, 200, putUpload(t, th.uploadURL, thumb, signedPut("image/jpeg")))
+	sog := commitFile(t, a, "broken", "ok.sog", "application/sog", fixtures.SOG(50), map[string]any{"imageUrl": th.fileURL})
 	requireEnvelope(t, do(t, "POST", "/admin/v1/renditions/"+sog["id"].(string)+"/retry", admin(), nil), 409)
 }
 
@@ -348,4 +354,101 @@ func TestRenditionsFollowTheirScene(t *testing.T) {
 	for _, k := range renditionKeys(t, a, own["id"].(string)) {
 		require.False(t, strings.HasSuffix(k, "poster.jpg"), k)
 	}
+}
+
+// standPoster decodes a poster of the standing scan and says where its green ground and red
+// column lie, classified as the browser tests classify the viewer's canvas (a channel above the
+// other two by more than 60): the mean height of each (0 top, 1 bottom), the share of the
+// ground in the lower half, and the column's and ground's mean x.
+func standPoster(t *testing.T, data []byte) (size image.Point, groundY, groundLower, groundX, columnY, columnX float64) {
+	t.Helper()
+	img, err := jpeg.Decode(bytes.NewReader(data))
+	require.NoError(t, err, "the poster is a JPEG")
+	b := img.Bounds()
+	var gn, gy, gx, glow, rn, ry, rx float64
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			r, g, bl := int(cr>>8), int(cg>>8), int(cb>>8)
+			fy, fx := float64(y-b.Min.Y)/float64(b.Dy()), float64(x-b.Min.X)/float64(b.Dx())
+			switch {
+			case g-max(r, bl) > 60:
+				gn, gy, gx = gn+1, gy+fy, gx+fx
+				if fy >= 0.5 {
+					glow++
+				}
+			case r-max(g, bl) > 60:
+				rn, ry, rx = rn+1, ry+fy, rx+fx
+			}
+		}
+	}
+	require.Greater(t, gn, 0.005*float64(b.Dx()*b.Dy()), "the poster shows the ground")
+	require.Greater(t, rn, 0.005*float64(b.Dx()*b.Dy()), "the poster shows the column")
+	return b.Size(), gy / gn, glow / gn, gx / gn, ry / rn, rx / rn
+}
+
+// TestPosterOfASOGAndALODFolder (issue 37): a .sog upload and a LOD folder get no rendition,
+// being compact already, but committed without an image they get a poster like every other
+// format: pending at the commit, then skipped (no rendition) with imageUrl set to a 640×360 JPEG
+// in the scene's rendition folder, showing the standing scan (stored y-down) upright as the
+// viewer first draws it; the LOD folder's is drawn from the level the poster affords. A rendition
+// is not an edit, and is not charged. The same .sog committed with an image keeps it and is
+// skipped at once.
+func TestPosterOfASOGAndALODFolder(t *testing.T) {
+	a := newTenant(t)
+	ensureCustomer(t, a, "posters", nil)
+	g := fixtures.Gen{Seed: fixtures.DefaultSeed, Scene: fixtures.SceneStand}
+	const n = 20_000
+	sogData := g.SOG(n)
+	require.Greater(t, len(sogData), testenv.RenditionMinBytes)
+	sog := commitFile(t, a, "posters", "stand.sog", "application/sog", sogData, nil)
+
+	folder := g.LODFolder(n)
+	require.Greater(t, folderBytes(folder), testenv.RenditionMinBytes)
+	up := requestLOD(t, a, "posters", folder)
+	putLOD(t, up, folder, fixtures.LODPaths(folder))
+	r := do(t, "POST", "/api/v1/splats", a.keys("posters"), map[string]any{
+		"title": "streamed stand", "splatType": "lod", "splatUrl": up.manifestURL, "lodFolderKey": up.folderKey})
+	require.Equal(t, 201, r.Status, string(r.Raw))
+	lod := splatOf(r)
+	used0, _ := usageOf(t, a, "posters")
+
+	for name, sp := range map[string]map[string]any{"sog": sog, "lod": lod} {
+		id := sp["id"].(string)
+		require.Equal(t, "pending", processingOf(sp)["state"], name)
+		require.Empty(t, sp["imageUrl"], name)
+		start := time.Now()
+		got := waitProcessing(t, a, "posters", id)
+		t.Logf("%s: poster in %s", name, time.Since(start).Round(time.Millisecond))
+		p := processingOf(got)
+		require.Equal(t, "skipped", p["state"], "%s: %v", name, p)
+		require.Nil(t, p["renditionUrl"], name)
+		require.Equal(t, sp["splatUrl"], got["splatUrl"], "%s: the viewer loads the upload", name)
+		require.Equal(t, sp["updatedAt"], got["updatedAt"], "%s: a poster is not an edit", name)
+		u, _ := got["imageUrl"].(string)
+		require.NotEmpty(t, u, "%s: the poster became the image", name)
+		require.Contains(t, keyOf(t, u), "/rendition/"+id+"/poster.jpg", name)
+
+		status, poster, ctype := fetch(t, u)
+		require.Equal(t, 200, status, name)
+		require.Equal(t, "image/jpeg", ctype, name)
+		size, groundY, groundLower, groundX, columnY, columnX := standPoster(t, poster)
+		t.Logf("%s: ground at y %.2f (%.0f%% in the lower half), column at y %.2f, x %.2f against %.2f",
+			name, groundY, 100*groundLower, columnY, columnX, groundX)
+		require.Equal(t, image.Pt(640, 360), size, name)
+		require.Greater(t, groundLower, 0.8, "%s: the ground is in the lower half (upright)", name)
+		require.Less(t, columnY, groundY, "%s: the column stands above its ground", name)
+		require.Greater(t, columnX, groundX, "%s: the column (at +x) is right of the ground's centre, not mirrored", name)
+	}
+	used1, _ := usageOf(t, a, "posters")
+	require.Equal(t, used0, used1, "posters are not charged")
+
+	// Given an image at the commit, a .sog keeps it: nothing to do.
+	thumb := fixtures.JPEG(80, 45)
+	th, _ := requestImages(t, a, "posters", "image/jpeg", thumb, nil)
+	require.Equal(t, 200, putUpload(t, th.uploadURL, thumb, signedPut("image/jpeg")))
+	framed := commitFile(t, a, "posters", "framed.sog", "application/sog", sogData, map[string]any{"imageUrl": th.fileURL})
+	require.Equal(t, "skipped", processingOf(framed)["state"])
+	require.Equal(t, keyOf(t, th.fileURL), keyOf(t, framed["imageUrl"].(string)))
+	require.Empty(t, renditionKeys(t, a, framed["id"].(string)), "no poster for a scene with an image")
 }

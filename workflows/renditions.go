@@ -62,7 +62,8 @@ var (
 // SceneRenditions builds a scene's rendition (contract item 15) on the media task queue:
 // prepare (read the scene; skip when there is nothing to do), convert (download, convert with
 // splat-transform, decimate levels for large scenes, render the poster, upload) and record the
-// outcome on the scene. A conversion that fails for good records `failed` with its message and
+// outcome on the scene. A .sog or a LOD folder without image gets its poster alone, and ends
+// skipped with the poster as its image. A conversion that fails for good records `failed` with its message and
 // fails the workflow, so operators see it red in the UI; the scene keeps serving its upload.
 func SceneRenditions(ctx workflow.Context, in RenditionInput) (RenditionResult, error) {
 	if in.SceneID == "" {
@@ -103,14 +104,23 @@ func SceneRenditions(ctx workflow.Context, in RenditionInput) (RenditionResult, 
 	}
 
 	phase(ctx, RenditionPhaseRecording, "")
+	// A poster alone (a .sog or a LOD folder) leaves the scene skipped: it has no rendition.
+	state := RenditionPhaseReady
+	if prep.PosterOnly {
+		state = RenditionPhaseSkipped
+	}
 	var fin contract.FinishRenditionResult
 	if err := workflow.ExecuteActivity(dbCtx, contract.FinishRendition, contract.FinishRenditionInput{
-		SceneID: in.SceneID, Folder: prep.Folder, State: RenditionPhaseReady, Result: &conv}).Get(ctx, &fin); err != nil {
+		SceneID: in.SceneID, Folder: prep.Folder, State: state, Result: &conv}).Get(ctx, &fin); err != nil {
 		return RenditionResult{}, err
 	}
 	if !fin.Recorded {
 		phase(ctx, RenditionPhaseSkipped, " (the scene was deleted meanwhile)")
 		return RenditionResult{State: RenditionPhaseSkipped, Message: "the scene was deleted"}, nil
+	}
+	if prep.PosterOnly {
+		phase(ctx, RenditionPhaseSkipped, " (poster only: a "+prep.Format+" upload is already compact)")
+		return RenditionResult{State: RenditionPhaseSkipped, Poster: conv.PosterKey != ""}, nil
 	}
 	phase(ctx, RenditionPhaseReady, fmt.Sprintf(" (%s, %d bytes, %d Gaussians)", conv.Type, conv.Bytes, conv.Gaussians))
 	return RenditionResult{State: RenditionPhaseReady, Type: conv.Type, Bytes: conv.Bytes, Gaussians: conv.Gaussians,

@@ -71,6 +71,30 @@ func TestSceneRenditionsRetriesTheConversion(t *testing.T) {
 	require.Equal(t, renditionFolder+"scene.sog", (*finishes)[0].Result.Key)
 }
 
+// TestSceneRenditionsPosterOnly: a .sog upload (or a LOD folder) without image gets its poster
+// alone and is recorded skipped with it: no rendition.
+func TestSceneRenditionsPosterOnly(t *testing.T) {
+	env, a := newEnv(t)
+	RegisterMedia(env)
+	env.OnActivity(a.PrepareRendition, mock.Anything, mock.Anything).Return(contract.PrepareRenditionResult{
+		RenditionSource: contract.RenditionSource{SourceKey: testOwner + "sealed-splat_file/t1/scene.sog", Format: ".sog",
+			Folder: renditionFolder, Poster: true, PosterOnly: true}}, nil)
+	env.OnActivity(a.ConvertRendition, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in contract.ConvertRenditionInput) (contract.ConvertRenditionResult, error) {
+			require.True(t, in.PosterOnly)
+			return contract.ConvertRenditionResult{PosterKey: renditionFolder + "poster.jpg"}, nil
+		})
+	finishes := recordFinishes(env, a)
+	env.ExecuteWorkflow(SceneRenditions, RenditionInput{SceneID: renditionScene, IntegrationID: testIntegration})
+	require.NoError(t, env.GetWorkflowError())
+	var res RenditionResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, RenditionResult{State: "skipped", Poster: true}, res)
+	require.Len(t, *finishes, 1)
+	require.Equal(t, "skipped", (*finishes)[0].State)
+	require.Equal(t, renditionFolder+"poster.jpg", (*finishes)[0].Result.PosterKey)
+}
+
 // TestSceneRenditionsRecordsAnInputFailure: a corrupt scene is never retried; the scene records
 // failed with the converter's message, and the workflow fails so operators see it.
 func TestSceneRenditionsRecordsAnInputFailure(t *testing.T) {

@@ -33,9 +33,10 @@ type RenditionPolicy struct {
 // PlanRendition plans row's rendition in its commit's transaction (processing_state is its
 // outbox): an upload with a rendition format and at least r.MinBytes gets one, in a folder named
 // by the scene's id, which is chosen here rather than by the insert; a smaller one records why
-// it gets none.
+// it gets none. A .sog or LOD folder without image gets its poster the same way (the scene is
+// pending until it is rendered, then skipped: it has no rendition).
 func PlanRendition(row *scenerow.New, r RenditionPolicy) {
-	if _, ok := contract.RenditionFormat(row.SplatType, row.SplatURL); !ok {
+	if !contract.Processed(row.SplatType, row.SplatURL, row.ImageURL != "") {
 		return
 	}
 	if row.FileSizeBytes < r.MinBytes {

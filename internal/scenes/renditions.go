@@ -13,11 +13,12 @@ import (
 )
 
 // RetryFolder is the rendition rule of a retry: only an upload with a rendition format (.ply,
-// .splat, .ksplat) gets one (409 otherwise), built again into the folder its scene already
-// names, or the scene's own rendition folder when it never had one.
+// .splat, .ksplat) gets one, and a .sog or LOD folder without image its poster (409 otherwise),
+// built again into the folder its scene already names, or the scene's own rendition folder when
+// it never had one.
 func RetryFolder(cur *ent.Scene) (string, error) {
-	if _, ok := contract.RenditionFormat(string(cur.SplatType), cur.SplatURL); !ok {
-		return "", apperr.Conflict("this scene's upload has no rendition (only .ply, .splat and .ksplat files get one)")
+	if !contract.Processed(string(cur.SplatType), cur.SplatURL, cur.ImageURL != "") {
+		return "", apperr.Conflict("this scene's upload has no rendition (only .ply, .splat and .ksplat files get one, and .sog files and LOD folders without image a poster)")
 	}
 	if cur.RenditionPrefix != nil {
 		return *cur.RenditionPrefix, nil

@@ -97,12 +97,20 @@ func TestRetryFolder(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, kept, folder, "a scene that names its folder is built into it again")
 
-	sog := &ent.Scene{SplatType: scene.SplatTypeFile, SplatURL: "https://assets.example/x/scene.sog"}
+	// A .sog and a LOD folder have no rendition: only their poster is redone, while they have
+	// no image.
+	sog := &ent.Scene{SplatType: scene.SplatTypeFile, SplatURL: "https://assets.example/x/scene.sog", ImageURL: "https://assets.example/x/a.jpg"}
 	_, err = RetryFolder(sog)
-	require.Equal(t, http.StatusConflict, status(err))
-	lod := &ent.Scene{SplatType: scene.SplatTypeLod, LodFolderKey: &kept}
+	require.Equal(t, http.StatusConflict, status(err), "a .sog with an image has nothing to redo")
+	lod := &ent.Scene{SplatType: scene.SplatTypeLod, SplatURL: "https://assets.example/x/lod-meta.json", LodFolderKey: &kept, ImageURL: "https://assets.example/x/a.jpg"}
 	_, err = RetryFolder(lod)
-	require.Equal(t, http.StatusConflict, status(err), "a LOD folder has no rendition")
+	require.Equal(t, http.StatusConflict, status(err), "a LOD folder with an image has nothing to redo")
+	lod.ImageURL, lod.RenditionPrefix = "", &kept
+	folder, err = RetryFolder(lod)
+	require.NoError(t, err, "a LOD folder without image gets its poster again")
+	require.Equal(t, kept, folder)
+	_, err = RetryFolder(&ent.Scene{SplatType: scene.SplatTypeFile, SplatURL: "https://assets.example/x/scene.bin"})
+	require.Equal(t, http.StatusConflict, status(err))
 }
 
 func TestOpenForParts(t *testing.T) {

@@ -37,6 +37,9 @@ type RenditionSource struct {
 	SourceBytes int64
 	// Poster asks for a poster: the scene has no image.
 	Poster bool
+	// PosterOnly is set for an upload that gets no rendition but a poster (PosterFormat):
+	// Format is then ".sog" (SourceKey the .sog) or "lod" (SourceKey the lod-meta.json).
+	PosterOnly bool
 	// The levelData view the poster is rendered with (nil: the viewer's defaults).
 	Orientation *[3]float64
 	Camera      *Camera
@@ -155,7 +158,7 @@ type DeleteOrphanRenditionsResult struct {
 }
 
 // RenditionFormats are the upload formats that get a rendition; .sog uploads and LOD folders
-// are already what a rendition would be, and are skipped.
+// are already what a rendition would be, and get only a poster (PosterFormat).
 var RenditionFormats = []string{".ply", ".splat", ".ksplat"}
 
 // RenditionFormat is the converter input format of a scene's upload, and whether the scene
@@ -166,15 +169,42 @@ func RenditionFormat(splatType, splatURL string) (string, bool) {
 	if splatType != "file" {
 		return "", false
 	}
-	u := splatURL
-	if i := strings.IndexAny(u, "?#"); i >= 0 {
-		u = u[:i]
-	}
-	ext := strings.ToLower(path.Ext(u))
+	ext := extOf(splatURL)
 	for _, f := range RenditionFormats {
 		if ext == f {
 			return ext, true
 		}
 	}
 	return "", false
+}
+
+// extOf is the lower-cased extension of a URL's path.
+func extOf(u string) string {
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i]
+	}
+	return strings.ToLower(path.Ext(u))
+}
+
+// PosterFormat is the format of an upload that gets no rendition, being already what one
+// would be, but a poster when the scene has no image: ".sog" for a bundled SOG, "lod" for a LOD
+// folder (splatType "lod", its splatUrl the lod-meta.json).
+func PosterFormat(splatType, splatURL string) (string, bool) {
+	switch {
+	case splatType == "lod":
+		return "lod", true
+	case splatType == "file" && extOf(splatURL) == ".sog":
+		return ".sog", true
+	}
+	return "", false
+}
+
+// Processed says whether a scene gets work from the media worker: a rendition (and a poster
+// when it has no image) for a RenditionFormat, a poster alone for a PosterFormat without image.
+func Processed(splatType, splatURL string, hasImage bool) bool {
+	if _, ok := RenditionFormat(splatType, splatURL); ok {
+		return true
+	}
+	_, ok := PosterFormat(splatType, splatURL)
+	return ok && !hasImage
 }

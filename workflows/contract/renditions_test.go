@@ -33,3 +33,21 @@ func TestLanesOf(t *testing.T) {
 	}
 	require.Equal(t, contract.LaneLarge, contract.Lanes{}.Of(100), "without a small lane every scene is large")
 }
+
+// TestPosterFormat: a .sog file and a LOD folder get a poster alone, and only while the scene
+// has no image; the converter's formats get their rendition whatever the image.
+func TestPosterFormat(t *testing.T) {
+	for _, c := range []struct{ typ, u, want string }{{"file", "k/a.SOG?x=1", ".sog"}, {"lod", "k/lod-meta.json", "lod"}} {
+		got, ok := contract.PosterFormat(c.typ, c.u)
+		require.True(t, ok, c)
+		require.Equal(t, c.want, got)
+		require.True(t, contract.Processed(c.typ, c.u, false), c)
+		require.False(t, contract.Processed(c.typ, c.u, true), "%v with an image: nothing to do", c)
+	}
+	for _, c := range [][2]string{{"file", "k/a.ply"}, {"file", "k/a"}, {"file", "k/a.sog.zip"}} {
+		_, ok := contract.PosterFormat(c[0], c[1])
+		require.False(t, ok, c)
+	}
+	require.True(t, contract.Processed("file", "k/a.ply", true), "a rendition is built whatever the image")
+	require.False(t, contract.Processed("file", "k/a.bin", false))
+}
