@@ -37,7 +37,7 @@ export interface PrefetchedScene {
 
 declare global {
   interface Window {
-    /** Set by boot.ts, taken (once) by Api.splat. */
+    /** Set by boot.ts, taken by the page's first Api.splat. */
     splathostScene?: PrefetchedScene;
   }
 }
@@ -77,9 +77,11 @@ export class Api {
 
   async splat(id: string): Promise<Splat> {
     const path = `/api/embed/splats/${encodeURIComponent(id)}`;
+    // The page's first read of a scene only: any later one (after a save, say) must see the
+    // scene as it is now, not as it was when the page loaded.
     const pre = window.splathostScene;
+    window.splathostScene = undefined;
     if (pre && pre.path === path && pre.token === this.token) {
-      window.splathostScene = undefined;
       const { body } = await readAnswer<{ splat: Splat }>(await pre.response);
       return body.splat;
     }
