@@ -258,13 +258,14 @@ var browserScanFiles = []string{"orientation-ply.test.mjs", "orientation-sog.tes
 // TestBrowserPages: every page (viewer on every format and both engines, editor, error page,
 // demo page, API reference) runs under its Content-Security-Policy with no violation reported by
 // any document or worker (csp-*.test.mjs), and the viewer renders every format and honours
-// levelData v1: start camera, hotspots, background, exposure, likes, host commands (viewer-*).
+// levelData v1: start camera, hotspots, background, exposure, likes, host commands (viewer-*),
+// and posts its load events with figures that hold (load-events.test.mjs).
 func TestBrowserPages(t *testing.T) {
 	runBrowserTests(t, browserSuite{}, browserPageFiles...)
 }
 
-var browserPageFiles = []string{"csp-pages.test.mjs", "csp-viewer.test.mjs", "viewer-formats.test.mjs", "viewer-hotspots.test.mjs",
-	"viewer-like.test.mjs", "viewer-look.test.mjs"}
+var browserPageFiles = []string{"csp-pages.test.mjs", "csp-viewer.test.mjs", "load-events.test.mjs", "viewer-formats.test.mjs",
+	"viewer-hotspots.test.mjs", "viewer-like.test.mjs", "viewer-look.test.mjs"}
 
 // TestBrowserEditors: the demo host receives every editor event with the right payloads,
 // foreign-origin messages are ignored, a view beacon lands, the secret key never reaches the

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"errors"
 	"io/fs"
 	"strings"
 
@@ -28,12 +27,13 @@ func mountDocs(app *fiber.App, tree fs.FS) error {
 	app.Get("/openapi.yaml", staticHandler(map[string]*staticFile{"": newStaticFile(api.Document, "application/yaml")}, true))
 	page := map[string]*staticFile{}
 	if tree != nil {
-		body, err := fs.ReadFile(tree, "docs/index.html")
-		switch {
-		case err == nil:
-			page[""] = newStaticFile(body, contentTypeOf("index.html"))
-		case !errors.Is(err, fs.ErrNotExist):
+		// Listed with the rest of docs/, so the page's precompressed copies come with it.
+		files, err := loadStatic(tree, "docs")
+		if err != nil {
 			return err
+		}
+		if f, ok := files["index.html"]; ok {
+			page[""] = f
 		}
 	}
 	site, err := docsSite(tree)

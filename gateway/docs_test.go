@@ -97,3 +97,24 @@ func TestDocsSiteServesTheGuides(t *testing.T) {
 		require.Equal(t, 404, get(t, h, "GET", path, nil).Code, path)
 	}
 }
+
+// TestBuiltAssetsAreServedCompressed: the real build (web.Dist) holds brotli and gzip copies of
+// the engines, the API reference's renderer and its pages, and the gateway sends them, so the
+// largest files of a first visit travel at a fraction of their size.
+func TestBuiltAssetsAreServedCompressed(t *testing.T) {
+	h := docsApp(t)
+	for _, path := range []string{"/embed/assets/engine-playcanvas.js", "/embed/assets/engine-spark.js",
+		"/embed/assets/viewer.js", "/sdk/splathost-embed.js", "/docs/assets/redoc.standalone.js", "/docs/embeds", "/docs/guides/embedding"} {
+		plain := get(t, h, "GET", path, nil)
+		require.Equal(t, 200, plain.Code, path)
+		require.Empty(t, plain.Header().Get("Content-Encoding"), path)
+		for _, coding := range []string{"br", "gzip"} {
+			rec := get(t, h, "GET", path, map[string]string{"Accept-Encoding": coding})
+			require.Equal(t, 200, rec.Code, path)
+			require.Equal(t, coding, rec.Header().Get("Content-Encoding"), path)
+			require.Equal(t, "Accept-Encoding", rec.Header().Get("Vary"), path)
+			require.Less(t, rec.Body.Len(), plain.Body.Len()/2, "%s: %s is %d B of %d", path, coding, rec.Body.Len(), plain.Body.Len())
+			require.NotEqual(t, plain.Header().Get("ETag"), rec.Header().Get("ETag"), path)
+		}
+	}
+}

@@ -1,12 +1,15 @@
 package gateway
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -194,4 +197,121 @@ func TestStaticReadsAFileOnItsFirstRequestOnly(t *testing.T) {
 		require.Equal(t, "import './chunk-A.js';", rec.Body.String())
 	}
 	require.Equal(t, map[string]int{"embed/assets/viewer.js": 1}, tree.opened)
+}
+
+// compressedTree holds a bundle with the copies the web build writes beside it (build.mjs,
+// precompress), a hashed chunk, a file left uncompressed and a .gz with no file of its name.
+func compressedTree(t *testing.T) (fstest.MapFS, []byte, []byte) {
+	t.Helper()
+	plain := []byte(strings.Repeat("export const engine = 'splats';\n", 400))
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	_, err := w.Write(plain)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	// The gateway never decodes brotli: any bytes stand for the build's output.
+	br := []byte("brotli stand-in, shorter than the gzip")
+	require.Less(t, len(br), gz.Len())
+	return fstest.MapFS{
+		"embed/assets/engine.js":                   {Data: plain},
+		"embed/assets/engine.js.gz":                {Data: gz.Bytes()},
+		"embed/assets/engine.js.br":                {Data: br},
+		"embed/assets/chunks/chunk-7QKXJ2ZD.js":    {Data: []byte("export {};")},
+		"embed/assets/chunks/chunk-7QKXJ2ZD.js.gz": {Data: []byte("not really gzip")},
+		"embed/assets/tiny.js":                     {Data: []byte("1")},
+		"embed/assets/archive.gz":                  {Data: []byte("an archive")},
+	}, plain, br
+}
+
+func TestStaticServesPrecompressedCopies(t *testing.T) {
+	tree, plain, br := compressedTree(t)
+	app, err := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Assets: tree})
+	require.NoError(t, err)
+	h := adaptor{t, app}
+	const path = "/embed/assets/engine.js"
+	etags := map[string]string{}
+	for _, tc := range []struct{ accept, coding string }{
+		{"gzip, deflate, br, zstd", "br"},
+		{"br", "br"},
+		{"*", "br"},
+		{"gzip", "gzip"},
+		{"br;q=0, gzip;q=0.8", "gzip"},
+		{"BR;Q=0.0, *;q=0.5", "gzip"},
+		{"", ""},
+		{"identity", ""},
+		{"gzip;q=0, br;q=0", ""},
+		{"deflate", ""},
+	} {
+		rec := get(t, h, http.MethodGet, path, map[string]string{"Accept-Encoding": tc.accept})
+		require.Equal(t, http.StatusOK, rec.Code, tc.accept)
+		require.Equal(t, tc.coding, rec.Header().Get("Content-Encoding"), tc.accept)
+		require.Equal(t, "Accept-Encoding", rec.Header().Get("Vary"), tc.accept)
+		require.Equal(t, "text/javascript; charset=utf-8", rec.Header().Get("Content-Type"), tc.accept)
+		require.Equal(t, strconv.Itoa(rec.Body.Len()), rec.Header().Get("Content-Length"), tc.accept)
+		switch tc.coding {
+		case "br":
+			require.Equal(t, br, rec.Body.Bytes(), tc.accept)
+		case "gzip":
+			r, err := gzip.NewReader(rec.Body)
+			require.NoError(t, err)
+			got, err := io.ReadAll(r)
+			require.NoError(t, err)
+			require.Equal(t, plain, got, tc.accept)
+			require.Less(t, rec.Body.Len(), len(plain)/10, "the gzip copy is what is sent")
+		default:
+			require.Equal(t, plain, rec.Body.Bytes(), tc.accept)
+		}
+		if prev, ok := etags[tc.coding]; ok {
+			require.Equal(t, prev, rec.Header().Get("ETag"), "one tag per encoding")
+		}
+		etags[tc.coding] = rec.Header().Get("ETag")
+	}
+	require.Len(t, etags, 3)
+	require.NotEqual(t, etags["br"], etags["gzip"])
+	require.NotEqual(t, etags[""], etags["gzip"])
+
+	// A revalidation matches the tag of the encoding asked for, not another one's.
+	rec := get(t, h, http.MethodGet, path, map[string]string{"Accept-Encoding": "gzip", "If-None-Match": etags["gzip"]})
+	require.Equal(t, http.StatusNotModified, rec.Code)
+	require.Empty(t, rec.Body.Bytes())
+	require.Equal(t, etags["gzip"], rec.Header().Get("ETag"))
+	require.Equal(t, "Accept-Encoding", rec.Header().Get("Vary"))
+	rec = get(t, h, http.MethodGet, path, map[string]string{"Accept-Encoding": "gzip", "If-None-Match": etags["br"]})
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Equal(t, "gzip", rec.Header().Get("Content-Encoding"))
+
+	head := get(t, h, http.MethodHead, path, map[string]string{"Accept-Encoding": "br"})
+	require.Equal(t, http.StatusOK, head.Code)
+	require.Equal(t, "br", head.Header().Get("Content-Encoding"))
+	require.Equal(t, strconv.Itoa(len(br)), head.Header().Get("Content-Length"))
+
+	// The copies are not files of their own; a .gz with no file of its name is one.
+	require.Equal(t, http.StatusNotFound, get(t, h, http.MethodGet, path+".gz", nil).Code)
+	require.Equal(t, http.StatusNotFound, get(t, h, http.MethodGet, path+".br", nil).Code)
+	archive := get(t, h, http.MethodGet, "/embed/assets/archive.gz", map[string]string{"Accept-Encoding": "gzip"})
+	require.Equal(t, http.StatusOK, archive.Code)
+	require.Equal(t, "an archive", archive.Body.String())
+	require.Empty(t, archive.Header().Get("Content-Encoding"))
+
+	// A file the build left uncompressed (too small to gain) varies on nothing.
+	tiny := get(t, h, http.MethodGet, "/embed/assets/tiny.js", map[string]string{"Accept-Encoding": "gzip, br"})
+	require.Equal(t, "1", tiny.Body.String())
+	require.Empty(t, tiny.Header().Get("Content-Encoding"))
+	require.Empty(t, tiny.Header().Get("Vary"))
+}
+
+// TestStaticCachesHashedChunksForAYear: a chunk whose name carries its content's hash is kept
+// by browsers without a revalidation; a stable name is revalidated on every use.
+func TestStaticCachesHashedChunksForAYear(t *testing.T) {
+	tree, _, _ := compressedTree(t)
+	app, err := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Assets: tree})
+	require.NoError(t, err)
+	h := adaptor{t, app}
+	chunk := get(t, h, http.MethodGet, "/embed/assets/chunks/chunk-7QKXJ2ZD.js", map[string]string{"Accept-Encoding": "gzip"})
+	require.Equal(t, http.StatusOK, chunk.Code)
+	require.Equal(t, "public, max-age=31536000, immutable", chunk.Header().Get("Cache-Control"))
+	require.Equal(t, "gzip", chunk.Header().Get("Content-Encoding"))
+	for _, p := range []string{"/embed/assets/engine.js", "/embed/assets/tiny.js"} {
+		require.Equal(t, "no-cache", get(t, h, http.MethodGet, p, nil).Header().Get("Cache-Control"), p)
+	}
 }

@@ -4,10 +4,11 @@
 // verifier is the npm package's (sdk/js): its build (tsc) is part of both.
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
 import { buildDocs } from './docs/build.mjs';
 import { buildPackage } from '../sdk/js/build.mjs';
 
@@ -74,10 +75,16 @@ async function buildEmbeds() {
   execFileSync(process.execPath, [tsc, '--noEmit', '-p', join(root, 'embed')], { stdio: 'inherit' });
   await build({
     ...common,
+    // The engines are entry points of their own, so their names are stable: the pages
+    // modulepreload PlayCanvas's by name (services/session/pages.go), and the stages' dynamic
+    // import of an engine loads that same file.
     entryPoints: {
+      boot: join(root, 'embed', 'src', 'boot.ts'),
       viewer: join(root, 'embed', 'src', 'viewer.ts'),
       editor: join(root, 'embed', 'src', 'editor.ts'),
       embed: join(root, 'embed', 'src', 'embed.css'),
+      'engine-playcanvas': join(root, 'embed', 'src', 'engine-playcanvas.ts'),
+      'engine-spark': join(root, 'embed', 'src', 'engine-spark.ts'),
     },
     outdir: join(dist, 'embed', 'assets'),
     // Each engine is a dynamic import, so a page loads only the engine its scene needs.
@@ -91,6 +98,45 @@ async function buildEmbeds() {
   });
 }
 
+// What the gateway serves compressed: text and wasm. Source maps stay as they are (only
+// developer tools fetch them, and brotli at its best setting is seconds on megabytes of them).
+const COMPRESSIBLE = /\.(js|mjs|css|html|json|ts|svg|wasm|txt|yaml)$/;
+// Below this, a compressed copy saves less than a packet.
+const MIN_COMPRESS_BYTES = 1024;
+
+/**
+ * Writes a .br and a .gz beside every compressible file under dir (best settings: this runs once
+ * per build, and the gateway sends the copies as they are, never compressing per request). A
+ * copy no smaller than its file is not written, and copies whose file is gone or older are
+ * removed first, so a partial rebuild (`node build.mjs sdk`) never leaves a stale one served.
+ */
+function precompress(dir) {
+  if (!existsSync(dir)) return;
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile() || !/\.(br|gz)$/.test(entry.name)) continue;
+    const copy = join(entry.parentPath, entry.name);
+    const base = copy.slice(0, -3);
+    if (!existsSync(base) || statSync(base).mtimeMs > statSync(copy).mtimeMs) rmSync(copy);
+  }
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile() || !COMPRESSIBLE.test(entry.name)) continue;
+    const file = join(entry.parentPath, entry.name);
+    const body = readFileSync(file);
+    if (body.length < MIN_COMPRESS_BYTES) continue;
+    const copies = {
+      '.gz': () => gzipSync(body, { level: 9 }),
+      '.br': () => brotliCompressSync(body, {
+        params: { [zlib.BROTLI_PARAM_QUALITY]: 11, [zlib.BROTLI_PARAM_SIZE_HINT]: body.length },
+      }),
+    };
+    for (const [suffix, compress] of Object.entries(copies)) {
+      if (existsSync(file + suffix)) continue;
+      const out = compress();
+      if (out.length < body.length) writeFileSync(file + suffix, out);
+    }
+  }
+}
+
 process.on('uncaughtException', (err) => {
   console.error(`build failed: ${err.message.split('\n')[0]}`);
   process.exit(1);
@@ -100,6 +146,7 @@ if (sdkOnly) {
   buildPackage();
   await buildSdk();
   await buildWebhook();
+  precompress(join(dist, 'sdk'));
 } else {
   rmSync(join(dist, 'sdk'), { recursive: true, force: true });
   rmSync(join(dist, 'embed'), { recursive: true, force: true });
@@ -110,4 +157,5 @@ if (sdkOnly) {
   sdkTypes();
   await buildEmbeds();
   buildDocs(dist);
+  for (const dir of ['sdk', 'embed', 'docs']) precompress(join(dist, dir));
 }

@@ -114,6 +114,13 @@ func pagePolicy(kind, public, upload string) string {
 // renderPage is the embed's HTML around its boot data. encoding/json escapes <, >, & and
 // U+2028/2029, so no value can close the script element or break the parser around it; kind is
 // one of two constants.
+//
+// What the first frame needs is requested at once, side by side (docs/embeds.md, Pages): the
+// page's module; boot.js, which imports nothing and requests the scene record as soon as it
+// arrives (async: it need not wait for the page to be parsed nor for the module's chunks); and
+// the PlayCanvas engine (modulepreload), which draws every rendition and most uploads, so it is
+// in before the record names the scene. A .splat or .ksplat upload not yet converted loads its
+// own engine (Spark) when the record says so.
 func renderPage(boot bootData) ([]byte, error) {
 	data, err := json.Marshal(boot)
 	if err != nil {
@@ -130,7 +137,9 @@ func renderPage(boot bootData) ([]byte, error) {
 <script id="splathost-boot" type="application/json">`)
 	b.Write(data)
 	b.WriteString(`</script>
+<script type="module" src="/embed/assets/boot.js" async></script>
 <script type="module" src="/embed/assets/` + boot.Kind + `.js"></script>
+<link rel="modulepreload" href="/embed/assets/engine-playcanvas.js">
 </head>
 <body>
 <div id="app"></div>

@@ -36,8 +36,9 @@ func TestRenderPageEscapesBootData(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(data), &got))
 	require.Equal(t, boot, got)
 
-	require.Equal(t, 2, strings.Count(html, "<script"), "the boot data and the module, nothing else")
+	require.Equal(t, 3, strings.Count(html, "<script"), "the boot data, the record's prefetch and the module, nothing else")
 	require.Contains(t, html, `<script type="module" src="/embed/assets/editor.js"></script>`)
+	requireParallelLoads(t, html)
 	require.Contains(t, html, `<link rel="stylesheet" href="/embed/assets/embed.css">`)
 	require.Contains(t, html, `<div id="app"></div>`)
 	require.True(t, strings.HasPrefix(html, "<!doctype html>\n<html lang=\"en\">"))
@@ -81,6 +82,18 @@ func TestPagePolicy(t *testing.T) {
 	html := string(page)
 	require.NotContains(t, html, "<style")
 	require.NotContains(t, html, " style=")
-	require.Equal(t, 2, strings.Count(html, "<script"), "the boot data block and the module")
+	require.Equal(t, 3, strings.Count(html, "<script"), "the boot data block, the record's prefetch and the module")
 	require.Contains(t, html, `<script type="module" src="/embed/assets/viewer.js"></script>`)
+	requireParallelLoads(t, html)
+}
+
+// requireParallelLoads: a page requests the scene record (boot.js, run as soon as it arrives)
+// and the engine (modulepreload) beside its own module, and boot.js comes after the boot data
+// it reads.
+func requireParallelLoads(t *testing.T, html string) {
+	t.Helper()
+	prefetch := `<script type="module" src="/embed/assets/boot.js" async></script>`
+	require.Contains(t, html, prefetch)
+	require.Greater(t, strings.Index(html, prefetch), strings.Index(html, `id="splathost-boot"`))
+	require.Contains(t, html, `<link rel="modulepreload" href="/embed/assets/engine-playcanvas.js">`)
 }

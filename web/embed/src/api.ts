@@ -27,6 +27,21 @@ export interface Splat {
   [key: string]: unknown;
 }
 
+/** The scene record the page's first script (boot.ts) requested before the page's module ran. */
+export interface PrefetchedScene {
+  path: string;
+  /** The session token it was requested with. */
+  token: string;
+  response: Promise<Response>;
+}
+
+declare global {
+  interface Window {
+    /** Set by boot.ts, taken by the page's first Api.splat. */
+    splathostScene?: PrefetchedScene;
+  }
+}
+
 /** Reads the boot JSON the page carries in <script id="splathost-boot">. */
 export function readBoot(): Boot {
   const el = document.getElementById('splathost-boot');
@@ -57,21 +72,35 @@ export class Api {
     const headers: Record<string, string> = { Authorization: `Bearer ${this.token}` };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     const resp = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    const text = await resp.text();
-    let parsed: any = {};
-    try {
-      parsed = text ? JSON.parse(text) : {};
-    } catch {
-      parsed = { message: text.slice(0, 200) };
-    }
-    if (!resp.ok) throw new ApiError(resp.status, parsed ?? {});
-    return { status: resp.status, body: parsed as T };
+    return readAnswer<T>(resp);
   }
 
   async splat(id: string): Promise<Splat> {
-    const { body } = await this.call<{ splat: Splat }>('GET', `/api/embed/splats/${encodeURIComponent(id)}`);
+    const path = `/api/embed/splats/${encodeURIComponent(id)}`;
+    // The page's first read of a scene only: any later one (after a save, say) must see the
+    // scene as it is now, not as it was when the page loaded.
+    const pre = window.splathostScene;
+    window.splathostScene = undefined;
+    if (pre && pre.path === path && pre.token === this.token) {
+      const { body } = await readAnswer<{ splat: Splat }>(await pre.response);
+      return body.splat;
+    }
+    const { body } = await this.call<{ splat: Splat }>('GET', path);
     return body.splat;
   }
+}
+
+/** An API answer's status and parsed body; an error envelope throws as an ApiError. */
+async function readAnswer<T>(resp: Response): Promise<{ status: number; body: T }> {
+  const text = await resp.text();
+  let parsed: any = {};
+  try {
+    parsed = text ? JSON.parse(text) : {};
+  } catch {
+    parsed = { message: text.slice(0, 200) };
+  }
+  if (!resp.ok) throw new ApiError(resp.status, parsed ?? {});
+  return { status: resp.status, body: parsed as T };
 }
 
 const VISITOR_KEY = 'splathost.visitorId';

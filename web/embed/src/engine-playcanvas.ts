@@ -5,6 +5,9 @@ import * as pc from 'playcanvas';
 import { CLEAR_RGB, type Engine, type EngineHooks, type EngineLook, type Quat, type SceneSource } from './engine.ts';
 import type { Bounds } from './orbit.ts';
 
+/** A LOD index past any scene's coarsest level: PlayCanvas clamps it to the scene's coarsest. */
+const COARSEST = 99;
+
 /** Creates a PlayCanvas application on canvas (its own frame loop; hooks set the camera). */
 export function createPlayCanvas(canvas: HTMLCanvasElement, hooks: EngineHooks): Engine {
   const app = new pc.Application(canvas, {
@@ -41,7 +44,37 @@ export function createPlayCanvas(canvas: HTMLCanvasElement, hooks: EngineHooks):
     cam.nearClip = Math.max(1e-3, dist / 1000);
     cam.farClip = Math.max(100, dist * 100);
   });
-  app.on('frameend', () => hooks.frame());
+  // A streamed scene loads coarse first: the whole scene at its coarsest level (its component's
+  // lodRangeMin held at the coarsest), then every level the view needs. Meanwhile a part whose
+  // level is still loading shows the finest level it has (any number of levels coarser), so
+  // rendering never waits for a finer level.
+  app.scene.gsplat.lodUnderfillLimit = COARSEST;
+  // 'coarse' while a streamed scene is held at its coarsest level, 'full' after; null before a
+  // scene is shown.
+  let stage: 'coarse' | 'full' | null = null;
+  // Set by frame:ready when the frame about to be drawn shows the whole loaded scene, sorted,
+  // with nothing left loading; frameend then reports it, once the frame is drawn.
+  let whole = false;
+  // Frames to let pass after the LOD range widens: its re-evaluation starts on the next update,
+  // and until then frame:ready still reports the coarse state.
+  let settle = 0;
+  app.systems.gsplat!.on('frame:ready', (_camera: unknown, _layer: unknown, ready: boolean, loadingCount: number) => {
+    if (stage && settle === 0 && ready && !loadingCount) whole = true;
+  });
+  app.on('frameend', () => {
+    hooks.frame();
+    if (settle > 0) settle--;
+    if (!whole || !stage) return;
+    whole = false;
+    if (stage === 'full') {
+      hooks.whole(true);
+      return;
+    }
+    hooks.whole(false);
+    stage = 'full';
+    settle = 2;
+    if (entity?.gsplat) entity.gsplat.lodRangeMin = 0;
+  });
   app.start();
 
   const TONE: Record<EngineLook['toneMapping'], number> = {
@@ -77,7 +110,9 @@ export function createPlayCanvas(canvas: HTMLCanvasElement, hooks: EngineHooks):
         const asset = new pc.Asset('scene', 'gsplat', file);
         asset.once('load', () => {
           entity = new pc.Entity('scene');
-          entity.addComponent('gsplat', { asset });
+          const streamed = src.format === 'lod';
+          entity.addComponent('gsplat', streamed ? { asset, lodRangeMin: COARSEST } : { asset });
+          stage = streamed ? 'coarse' : 'full';
           entity.setLocalRotation(rotation[0], rotation[1], rotation[2], rotation[3]);
           app.root.addChild(entity);
           const aabb = (asset.resource as { aabb: pc.BoundingBox }).aabb;

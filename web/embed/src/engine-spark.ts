@@ -49,7 +49,8 @@ export function createSpark(canvas: HTMLCanvasElement, hooks: EngineHooks): Engi
   renderer.setClearColor(new THREE.Color().setRGB(CLEAR_RGB[0] / 255, CLEAR_RGB[1] / 255, CLEAR_RGB[2] / 255, THREE.SRGBColorSpace), 1);
   const scene = new THREE.Scene();
   const camera = new THREE.PerspectiveCamera(60, 1, 0.01, 1000);
-  scene.add(new SparkRenderer({ renderer }));
+  const spark = new SparkRenderer({ renderer });
+  scene.add(spark);
 
   // The canvas's own CSS size (the page's CSS sizes it: the window in the viewer, the area left
   // of the panel in the editor), which the stage's project() uses too, so hotspots sit where the
@@ -75,6 +76,12 @@ export function createSpark(canvas: HTMLCanvasElement, hooks: EngineHooks): Engi
     camera.updateProjectionMatrix();
     renderer.render(scene, camera);
     hooks.frame();
+    // Spark draws a file whole once its splats are in the renderer's set and a sort of that set
+    // has been applied: reported the frame after a sort that started after the load ended and
+    // left nothing newer to sort.
+    if (loadedAt !== null && !spark.sorting && !spark.sortDirty && spark.lastSortTime > loadedAt && spark.current.numSplats > 0) {
+      if (sortedFrames++ === 1) hooks.whole(true);
+    }
   });
 
   // The look's uniforms, read by every mesh's world modifier (the last step of its splats).
@@ -95,6 +102,9 @@ export function createSpark(canvas: HTMLCanvasElement, hooks: EngineHooks): Engi
   });
 
   let mesh: SplatMesh | null = null;
+  // When the scene's splats were in (performance.now()), and frames drawn with a sort since.
+  let loadedAt: number | null = null;
+  let sortedFrames = 0;
   let rotation: Quat = [0, 0, 0, 1];
   return {
     setRotation(q: Quat) {
@@ -121,6 +131,7 @@ export function createSpark(canvas: HTMLCanvasElement, hooks: EngineHooks): Engi
       mesh.updateGenerator();
       scene.add(mesh);
       await mesh.initialized;
+      loadedAt = performance.now();
       const box = mesh.getBoundingBox(false);
       return { min: box.min.toArray(), max: box.max.toArray() };
     },

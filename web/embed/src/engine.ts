@@ -22,10 +22,14 @@ export interface SceneSource {
   file?: File;
 }
 
-/** Hooks an engine calls: camera() before each frame, frame() after each one is drawn. */
+/** Hooks an engine calls: camera() before each frame, frame() after each one is drawn, and
+ * whole() after a frame that drew the whole loaded scene with its sort applied. */
 export interface EngineHooks {
   camera(): CameraState;
   frame(): void;
+  /** full false: a streamed scene's coarsest level, everywhere; full true: every level the
+   * view needs (a file's splats, all of them). Each may come more than once. */
+  whole(full: boolean): void;
 }
 
 /** A Look with every part resolved, as the engines apply it. */

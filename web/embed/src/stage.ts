@@ -5,6 +5,7 @@ import { type ToneMapping, type LevelV1, rotationOf } from './level.ts';
 import { type Bounds, type CameraState, type Vec3, DEFAULT_FOV, Orbit, frameBounds } from './orbit.ts';
 import { CLEAR_RGB, type Engine, type EngineFactory, type EngineLook, type SceneFormat, type SceneSource } from './engine.ts';
 import { basis, dot, quatFromEuler, rotateBounds, sub } from './geometry.ts';
+import { type LoadFigures, type Milestone, figuresNow, markMilestone } from './milestones.ts';
 
 export type { Bounds, CameraState, Vec3 };
 
@@ -68,6 +69,10 @@ export class Stage {
   private rotation: Vec3 = rotationOf(null);
   private look: EngineLook = DEFAULT_LOOK;
   private frameListeners = new Set<() => void>();
+  private milestoneListeners = new Set<(name: Milestone, figures: LoadFigures) => void>();
+  /** The generation of the page's first show, whose load the milestones measure (0: none yet). */
+  private firstShow = 0;
+  private reached = new Set<Milestone>();
   private flight = 0;
 
   constructor(private readonly host: HTMLElement) {
@@ -130,6 +135,7 @@ export class Stage {
    */
   async show(src: SceneSource, camera: CameraState | null, level?: LevelV1): Promise<void> {
     const gen = ++this.generation;
+    if (!this.firstShow) this.firstShow = gen;
     this.flight++;
     const name = engineOf(src.format);
     const factory = await loadEngine(name);
@@ -145,6 +151,7 @@ export class Stage {
         drawn();
         for (const cb of [...this.frameListeners]) cb();
       },
+      whole: (full) => this.whole(gen, full),
     });
     this.rotation = rotationOf(level);
     if (level) this.look = resolveLook(DEFAULT_LOOK, { background: level.background?.color, ...level.post });
@@ -189,6 +196,29 @@ export class Stage {
   /** The current look, resolved. */
   get currentLook(): EngineLook {
     return this.look;
+  }
+
+  /** The engine drew show gen's scene whole (full: at the detail the view needs): the page's
+   * first scene reaches its milestones, each once, written on the page and told to listeners. */
+  private whole(gen: number, full: boolean): void {
+    if (gen !== this.firstShow || gen !== this.generation) return;
+    const due: Milestone[] = full ? ['firstFrame', 'fullDetail'] : ['firstFrame'];
+    for (const name of due) {
+      if (this.reached.has(name)) continue;
+      this.reached.add(name);
+      const figures = figuresNow();
+      markMilestone(name, figures);
+      for (const cb of [...this.milestoneListeners]) cb(name, figures);
+    }
+  }
+
+  /** Calls cb when the page's first scene reaches a load milestone (milestones.ts); returns the
+   * unsubscribe. */
+  onMilestone(cb: (name: Milestone, figures: LoadFigures) => void): () => void {
+    this.milestoneListeners.add(cb);
+    return () => {
+      this.milestoneListeners.delete(cb);
+    };
   }
 
   /** Calls cb after every drawn frame (overlays follow the camera); returns the unsubscribe. */

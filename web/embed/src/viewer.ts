@@ -154,6 +154,7 @@ async function main(): Promise<void> {
   if (!boot.splatId) throw new Error('this viewer session names no scene');
   const api = new Api(boot.sessionToken);
   const stage = new Stage(document.body);
+  stage.onMilestone((name, figures) => post(name, figures));
   const splat = await api.splat(boot.splatId);
   document.documentElement.dataset.splatId = splat.id;
   if (splat.title) document.title = splat.title;

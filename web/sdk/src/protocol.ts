@@ -50,12 +50,28 @@ export interface Camera {
   fov?: number;
 }
 
+/** What the page had loaded when a load event fired (docs/embeds.md, "Load events"). */
+export interface LoadFigures {
+  /** Bytes the embed's page had fetched over the network so far (the page, its scripts and the
+   * engine, the scene record and the scene's data), as the browser's Resource Timing API reports
+   * them (`transferSize`: compressed, headers included, 0 for what came from a cache). */
+  bytes: number;
+  /** Milliseconds since the embed's page started to load (its navigation). */
+  ms: number;
+}
+
 /** Payload of each viewer event. */
 export interface ViewerEventMap {
   /** The scene is on screen and the viewer takes commands. */
   ready: null;
   /** The visitor (or goToAnnotation) opened an annotation. */
   annotation: { id: string; title: string };
+  /** The whole scene has been drawn once: every splat of a file, or the coarsest level of every
+   * part of a streamed (LOD) scene. Fires once, before or after `ready`. */
+  firstFrame: LoadFigures;
+  /** Every level the current view needs has been loaded and drawn (for a file, the same frame as
+   * `firstFrame`). Fires once, after `firstFrame`. */
+  fullDetail: LoadFigures;
 }
 
 export type ViewerEventName = keyof ViewerEventMap;
@@ -90,7 +106,7 @@ export type ViewerMessage = MessageOf<typeof VIEWER_SOURCE, ViewerEventMap>;
 
 export type ViewerCommand = MessageOf<typeof HOST_SOURCE, ViewerCommandMap>;
 
-export const VIEWER_EVENTS: readonly ViewerEventName[] = ['ready', 'annotation'];
+export const VIEWER_EVENTS: readonly ViewerEventName[] = ['ready', 'annotation', 'firstFrame', 'fullDetail'];
 
 export const EDITOR_EVENTS: readonly EditorEventName[] = [
   'ready', 'projectLoaded', 'projectCreated', 'saved', 'published', 'cloned', 'dirtyChanged',
