@@ -16,6 +16,7 @@ func (s *Stack) watch() {
 	for _, svc := range s.services {
 		s.supervise(svc)
 	}
+	s.healDDL()
 }
 
 // engine is the supervised engine of that name; nil before the stack is up.
