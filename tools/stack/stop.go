@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// watch supervises the engines (engines.go) and the product binaries (supervise.go).
+// watch supervises the engines (engines.go) and the product binaries (supervise.go) and, in the
+// cluster shape, restarts a ClickHouse node whose DDL queue stalled (ddlheal.go).
 func (s *Stack) watch() {
 	s.engineList = s.engines()
 	for _, e := range s.engineList {
