@@ -35,6 +35,14 @@ import (
 // queue, with its log in the test's data directory. It leaves the product's schedules alone.
 func workerProcess(t *testing.T, queue, logName string) *osexec.Cmd {
 	t.Helper()
+	cmd, _ := workerProcessAt(t, queue, logName)
+	return cmd
+}
+
+// workerProcessAt is workerProcess, also returning the address its /healthz, /readyz and
+// /metrics answer on.
+func workerProcessAt(t *testing.T, queue, logName string) (*osexec.Cmd, string) {
+	t.Helper()
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -56,7 +64,7 @@ func workerProcess(t *testing.T, queue, logName string) *osexec.Cmd {
 		_ = cmd.Wait()
 		logf.Close()
 	})
-	return cmd
+	return cmd, health
 }
 
 // TestCloneSurvivesWorkerKill kills the worker process (SIGKILL) in the middle of copying a

@@ -28,7 +28,7 @@ func main() {
 	tc := rt.Temporal()
 	rt.ServeHealth(rt.Config.MediaHealthAddr, map[string]httpx.Check{
 		"temporal": temporalconn.Ready(tc), "postgres": d.Ping, "objectstore": store.Ready, "converter": worker.ConverterReady(conv),
-	})
+	}, nil)
 	err = worker.RunMedia(rt.Ctx, tc, rt.Config, worker.Deps{DB: d, Store: store, Log: rt.Log}, conv)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		boot.Fatal(rt.Log, "media worker", err)

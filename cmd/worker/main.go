@@ -23,7 +23,7 @@ func main() {
 	tc := rt.Temporal()
 	rt.ServeHealth(rt.Config.WorkerHealthAddr, map[string]httpx.Check{
 		"temporal": temporalconn.Ready(tc), "postgres": d.Ping, "objectstore": store.Ready, "clickhouse": views.Ping,
-	})
+	}, map[string]httpx.Detail{"clickhouseDDL": worker.ClickHouseDDL(views, rt.Config.ClickHouseDDLStallAfter)})
 	// The streamer gets a view store of its own, with its own ClickHouse connections: a purge,
 	// the retention job's mutations or a hung DDL on the activities' connections never make
 	// accepted views wait in the outbox.

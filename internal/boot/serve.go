@@ -20,13 +20,13 @@ func (r *Runtime) Serve(app *fiber.App, addr string) {
 }
 
 // ServeHealth starts, in the background, the health server of a binary that serves no API (the
-// workers): /healthz and /readyz over checks, and the metrics (and pprof, when configured)
+// workers): /healthz and /readyz over checks (with details' reports beside them), and the metrics (and pprof, when configured)
 // behind the admin token (httpx.MetricsGuard). A
 // health server that cannot listen or serve ends the process: an orchestrator would otherwise
 // see a live worker as dead.
-func (r *Runtime) ServeHealth(addr string, checks map[string]httpx.Check) {
+func (r *Runtime) ServeHealth(addr string, checks map[string]httpx.Check, details map[string]httpx.Detail) {
 	health := httpx.NewApp(r.component, r.Log, 4096, 0)
-	httpx.MountHealth(health, r.Log, checks)
+	httpx.MountHealthDetails(health, r.Log, checks, details)
 	httpx.MountMetrics(health, httpx.MetricsGuard(r.Config.AdminToken, []byte(r.Config.InternalSecret)), r.Config.Pprof)
 	go func() {
 		if err := Serve(r.Ctx, health, addr, r.Config.ShutdownTimeout); err != nil {

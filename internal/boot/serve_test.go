@@ -97,7 +97,7 @@ func TestServeHealthAnswersChecks(t *testing.T) {
 	defer cancel()
 	addr := freeAddr(t)
 	failing := errors.New("down")
-	rt.ServeHealth(addr, map[string]httpx.Check{"store": func(context.Context) error { return failing }})
+	rt.ServeHealth(addr, map[string]httpx.Check{"store": func(context.Context) error { return failing }}, nil)
 	if got := waitStatus(t, "http://"+addr+"/healthz"); got != http.StatusOK {
 		t.Fatalf("/healthz %d", got)
 	}

@@ -42,6 +42,10 @@ type Config struct {
 	// creates the analytics schema on: Replicated tables on every shard with Distributed tables
 	// over them (deploy/README.md). Empty: plain tables on one server.
 	ClickHouseCluster string
+	// ClickHouseDDLStallAfter is how long an ON CLUSTER task may stay unfinished by a node
+	// before the worker reports the node's DDL queue as stalled (the metric
+	// splathost_clickhouse_ddl_stalled_hosts and /readyz's details; deploy/README.md).
+	ClickHouseDDLStallAfter time.Duration
 	// S3Endpoint is the object store URL (versitygw locally, any S3 in production).
 	S3Endpoint string
 	// S3Fallbacks are other gateways of the same store (host:port, comma-separated): the
@@ -186,6 +190,7 @@ func Load() (Config, error) {
 		ClickHouseAddr:                l.str("SPLATHOST_CLICKHOUSE_ADDR", "127.0.0.1:19000"),
 		ClickHouseDB:                  l.str("SPLATHOST_CLICKHOUSE_DB", "splathost"),
 		ClickHouseCluster:             l.str("SPLATHOST_CLICKHOUSE_CLUSTER", ""),
+		ClickHouseDDLStallAfter:       l.dur("SPLATHOST_CLICKHOUSE_DDL_STALL_AFTER", 30*time.Second),
 		S3Endpoint:                    l.str("SPLATHOST_S3_ENDPOINT", "http://127.0.0.1:7070"),
 		S3Fallbacks:                   l.str("SPLATHOST_S3_FALLBACKS", ""),
 		S3Region:                      l.str("SPLATHOST_S3_REGION", "us-east-1"),
@@ -320,6 +325,7 @@ func (cfg Config) Environ() []string {
 		{"SPLATHOST_CLICKHOUSE_ADDR", cfg.ClickHouseAddr},
 		{"SPLATHOST_CLICKHOUSE_DB", cfg.ClickHouseDB},
 		{"SPLATHOST_CLICKHOUSE_CLUSTER", cfg.ClickHouseCluster},
+		{"SPLATHOST_CLICKHOUSE_DDL_STALL_AFTER", cfg.ClickHouseDDLStallAfter.String()},
 		{"SPLATHOST_S3_ENDPOINT", cfg.S3Endpoint},
 		{"SPLATHOST_S3_FALLBACKS", cfg.S3Fallbacks},
 		{"SPLATHOST_S3_REGION", cfg.S3Region},

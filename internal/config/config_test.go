@@ -200,7 +200,7 @@ func TestEnvironRoundTrips(t *testing.T) {
 	clearEnv(t)
 	want := Config{
 		PostgresURL: "postgres://db/x", PostgresReadURL: "postgres://standby/x", PostgresReadMaxLag: 5 * time.Second, TemporalAddr: "t:1", TemporalNamespace: "ns", TaskQueue: "q",
-		ClickHouseAddr: "ch:9", ClickHouseDB: "cdb", ClickHouseCluster: "analytics", S3Endpoint: "http://s3:1", S3Fallbacks: "s3b:1,s3c:1", S3Region: "eu-west-1",
+		ClickHouseAddr: "ch:9", ClickHouseDB: "cdb", ClickHouseCluster: "analytics", ClickHouseDDLStallAfter: 45 * time.Second, S3Endpoint: "http://s3:1", S3Fallbacks: "s3b:1,s3c:1", S3Region: "eu-west-1",
 		S3AccessKey: "ak", S3SecretKey: "sk", S3Bucket: "b", AssetBaseURL: "https://cdn.example", PublicURL: "https://api.example",
 		AdminToken: "admin-token-0123456789", InternalSecret: "internal-secret-0123",
 		SessionKeys: []SessionKey{{ID: "k2", Secret: []byte("0123456789abcdef0123456789abcdef")}},

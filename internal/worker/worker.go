@@ -72,6 +72,11 @@ func Run(ctx context.Context, c client.Client, cfg config.Config, deps Deps) err
 	}()
 	n := workflows.Register(w) + activities.Register(w, acts)
 	registerBacklogs(deps.DB)
+	if deps.Views != nil {
+		// The gauge, in every process that runs the worker (the all-in-one too). Where the
+		// binary registered it first to share its watch with /readyz, this one is a no-op.
+		ClickHouseDDL(deps.Views, cfg.ClickHouseDDLStallAfter)
+	}
 	// The client is lazy and the worker cannot start without the frontend: wait for it rather
 	// than fail, so that the product's start does not depend on Temporal being up first.
 	if err := waitHealthy(ctx, c, log); err != nil {

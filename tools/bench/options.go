@@ -30,6 +30,8 @@ type Options struct {
 	IdempotencyOnly bool
 	// CloneOnly runs only the clone measures (allinone); MemoryOnly only the idle memory (split).
 	CloneOnly, MemoryOnly bool
+	// PurgeOnly runs only the scene purge measure (clone-then-delete cycles, allinone).
+	PurgeOnly bool
 	// ScaleoutOnly runs only the scale-out measure: 1 against 2 of each split binary.
 	ScaleoutOnly bool
 	// ScaleOnly runs only the tier measures on the cluster shape: 2 gateways against 1 and 2

@@ -104,6 +104,7 @@ func Run(ctx context.Context, o Options) Report {
 	lanes := newLanesRows()
 	mp := newMultipartRows()
 	hooks := newWebhookRows()
+	purges := newPurgeRows("allinone")
 	var renditions []Row
 	var memSplit, memAll, scaleout []Row
 
@@ -164,6 +165,15 @@ func Run(ctx context.Context, o Options) Report {
 			readyClone := Row{Name: "stack ready (allinone, clone measures)", Unit: "ms"}
 			r.clonePhase(ctx, &readyClone, &cloneLODAll, &cloneFileAll)
 			return only([]*Row{&cloneLODAll, &cloneFileAll}, readyClone)
+		}
+		if o.PurgeOnly {
+			readyPurge := Row{Name: "stack ready (allinone, purge measure)", Unit: "ms"}
+			if !r.phase(ctx, "allinone", &readyPurge, func(st *testenv.Stack) {
+				r.withTenant(st, "purge", func(t Tenant) { r.purgeLatency(ctx, st, t, purges) }, purges.all()...)
+			}) {
+				failRows(readyPurge.Err, purges.all()...)
+			}
+			return only(purges.all(), readyPurge)
 		}
 		if o.MemoryOnly {
 			readyMem := Row{Name: "stack ready, cold data dir (split, memory measure)", Unit: "ms"}
@@ -260,14 +270,16 @@ func Run(ctx context.Context, o Options) Report {
 				// a while after the PUT, and the clone jobs run on the same worker.
 				r.cloneJobs(ctx, st, "allinone", t, &cloneLODAll, &cloneFileAll)
 				r.archiveSuspend(ctx, st, "allinone", t, &archiveWall, &archiveRate)
+				r.purgeLatency(ctx, st, t, purges)
 				// Last: it leaves 10 M events and 10 000 scenes behind.
 				r.trendingScale(ctx, st, t, &trendP50, &trendP99, &trendCold, &trendFresh)
 			}, &tputAll, &sceneAll, &mintAll, &viewsAll, &lostAll, &trendP50, &trendP99, &trendCold, &trendFresh, &lodAll, &commitsAll,
-				&overshootAll, &idemAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll, &mp.single, &mp.parts)
+				&overshootAll, &idemAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll, &mp.single, &mp.parts, &purges.p50, &purges.p99)
 		}) {
 			memAll = []Row{{Name: "idle RSS (allinone)", Unit: "MiB", Goal: GoalStackRSS, Err: readyAll.Err}}
 			for _, row := range []*Row{&tputAll, &sceneAll, &mintAll, &viewsAll, &lostAll, &trendP50, &trendP99, &trendCold, &trendFresh,
-				&lodAll, &commitsAll, &overshootAll, &idemAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll, &mp.single, &mp.parts} {
+				&lodAll, &commitsAll, &overshootAll, &idemAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll, &mp.single, &mp.parts,
+				&purges.p50, &purges.p99} {
 				row.Err = readyAll.Err
 			}
 		}
@@ -290,7 +302,8 @@ func Run(ctx context.Context, o Options) Report {
 	}
 
 	rep.Rows = append(rep.Rows, tputAll, tputSplit, sceneAll, sceneSplit, mintAll, mintSplit, viewsAll, lostAll, trendP50, trendP99, trendCold,
-		trendFresh, lodAll, commitsAll, overshootAll, idemAll, archiveWall, archiveRate, cloneLODAll, cloneFileAll, mp.single, mp.parts)
+		trendFresh, lodAll, commitsAll, overshootAll, idemAll, archiveWall, archiveRate, cloneLODAll, cloneFileAll, mp.single, mp.parts,
+		purges.p50, purges.p99)
 	rep.Rows = append(rep.Rows, values(limiter.all())...)
 	rep.Rows = append(rep.Rows, values(rooms.all())...)
 	rep.Rows = append(rep.Rows, renditions...)

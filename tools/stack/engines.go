@@ -29,12 +29,16 @@ type engine struct {
 	// release (the runner's SIGUSR1 and SIGUSR2 for ClickHouse); release while it runs is a
 	// no-op. One pending request each.
 	hold, release chan struct{}
+	// restart asks the supervisor to kill the engine as a crash would and start it again at
+	// once (the DDL healer's request for a ClickHouse node whose DDL queue stalled, ddlheal.go).
+	restart chan struct{}
 }
 
 // engines lists the supervised engines in start order.
 func (s *Stack) engines() []*engine {
 	mk := func(name, url string, proc func() *process, start func(context.Context, time.Duration) error) *engine {
-		return &engine{name: name, url: url, proc: proc, start: start, hold: make(chan struct{}, 1), release: make(chan struct{}, 1)}
+		return &engine{name: name, url: url, proc: proc, start: start, hold: make(chan struct{}, 1), release: make(chan struct{}, 1),
+			restart: make(chan struct{}, 1)}
 	}
 	if s.cluster != nil {
 		return s.clusterEngines(mk)
@@ -59,7 +63,7 @@ func (s *Stack) superviseEngine(e *engine) {
 		restarts := 0
 		for {
 			p := e.proc()
-			held := false
+			held, restart := false, false
 			select {
 			case <-s.stopping:
 				return
@@ -70,6 +74,11 @@ func (s *Stack) superviseEngine(e *engine) {
 				p.Kill()
 				s.log.Warn("engine killed on request; down until asked to start", "part", e.name, "pid", p.Pid())
 				held = true
+			case <-e.restart:
+				p.stopping.Store(true)
+				p.Kill() // SIGKILL ends a stopped (SIGSTOP) process too
+				s.log.Warn("engine killed on request; starting it again", "part", e.name, "pid", p.Pid())
+				restart = true
 			case <-p.Done():
 			}
 			if s.shuttingDown() {
@@ -82,6 +91,8 @@ func (s *Stack) superviseEngine(e *engine) {
 					return
 				case <-e.release:
 				}
+				wait = 0
+			} else if restart {
 				wait = 0
 			} else {
 				if time.Since(p.started) >= restartReset {

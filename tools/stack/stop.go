@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// watch supervises the engines (engines.go) and the product binaries (supervise.go).
+// watch supervises the engines (engines.go) and the product binaries (supervise.go) and, in the
+// cluster shape, restarts a ClickHouse node whose DDL queue stalled (ddlheal.go).
 func (s *Stack) watch() {
 	s.engineList = s.engines()
 	for _, e := range s.engineList {
@@ -16,6 +17,7 @@ func (s *Stack) watch() {
 	for _, svc := range s.services {
 		s.supervise(svc)
 	}
+	s.healDDL()
 }
 
 // engine is the supervised engine of that name; nil before the stack is up.
