@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,9 +22,9 @@ const (
 	// lodCommitBareConcurrency is the bare copy pool's size: the product's seal slots
 	// (services/scene sealSlots), so both sides have as many copies in flight.
 	lodCommitBareConcurrency = 8
-	// lodCommitNeighbours is how many connections the other tenant reads from, one request in
-	// flight each: a tenant in use, not a load test of its own.
-	lodCommitNeighbours = 4
+	// lodCommitNeighbourEvery paces the other tenant's reads: a tenant in use, not a load test
+	// of its own (a closed loop at loopback speed would take a core from the commit it watches).
+	lodCommitNeighbourEvery = 20 * time.Millisecond
 	// lodCommitNeighbourIdle is how long the other tenant's reads are measured alone.
 	lodCommitNeighbourIdle = 5 * time.Second
 )
@@ -46,8 +47,8 @@ func newLODCommitRows() *lodCommitRows {
 			thousands(n), lodCommitBareConcurrency), Unit: "ms", Goal: GoalLODCommit})
 	}
 	largest := thousands(lodCommitSizes[len(lodCommitSizes)-1])
-	lr.p50 = Row{Name: fmt.Sprintf("another tenant's GET /api/v1/external-user p50 during the %s-file commit (bare: alone)", largest), Unit: "ms"}
-	lr.p99 = Row{Name: fmt.Sprintf("another tenant's GET /api/v1/external-user p99 during the %s-file commit (bare: alone)", largest), Unit: "ms"}
+	lr.p50 = Row{Name: fmt.Sprintf("another tenant's GET /api/v1/external-user p50 during the %s-file commit (bare: alone)", largest), Unit: "µs"}
+	lr.p99 = Row{Name: fmt.Sprintf("another tenant's GET /api/v1/external-user p99 during the %s-file commit (bare: alone)", largest), Unit: "µs"}
 	return lr
 }
 
@@ -98,8 +99,7 @@ func (r *runner) lodCommits(ctx context.Context, st *testenv.Stack, t Tenant, lr
 		failRows(fmt.Errorf("other tenant setup: %w", err), lr.all()...)
 		return
 	}
-	load := LoadOptions{URL: st.State.GatewayURL + "/api/v1/external-user", Headers: other.Headers(), Concurrency: lodCommitNeighbours,
-		MaxRequests: r.o.MaxRequests, Timeout: r.o.Timeout}
+	reads := st.State.GatewayURL + "/api/v1/external-user"
 	for i, n := range lodCommitSizes {
 		row := &lr.commits[i]
 		log.Info("uploading a LOD folder to commit", "files", n)
@@ -119,26 +119,21 @@ func (r *runner) lodCommits(ctx context.Context, st *testenv.Stack, t Tenant, lr
 			continue
 		}
 		largest := i == len(lodCommitSizes)-1
-		var alone LoadResult
+		var alone, during neighbourReads
 		if largest {
-			if alone, err = RunLoad(ctx, withWindow(load, lodCommitNeighbourIdle)); err != nil {
-				failRows(err, &lr.p50, &lr.p99)
-			}
+			stop := make(chan struct{})
+			time.AfterFunc(lodCommitNeighbourIdle, func() { close(stop) })
+			alone = paceReads(ctx, reads, other.Headers(), stop)
 		}
-		// The other tenant reads for as long as the bare copies took: the commit takes at
-		// least that, so every read measured overlaps it.
-		during := make(chan LoadResult, 1)
-		var loadErr error
+		// The other tenant reads from the commit's start to its answer.
+		stop, done := make(chan struct{}), make(chan neighbourReads, 1)
 		if largest {
-			go func() {
-				res, err := RunLoad(ctx, withWindow(load, bare))
-				loadErr = err
-				during <- res
-			}()
+			go func() { done <- paceReads(ctx, reads, other.Headers(), stop) }()
 		}
 		t0 = time.Now()
 		id, err := callID(c.gw, http.MethodPost, "/api/v1/splats", c.h, up.commitBody(fmt.Sprintf("Bench LOD commit of %d files", n)), http.StatusCreated, "splatId")
 		took := time.Since(t0)
+		close(stop)
 		if err != nil {
 			row.Err = fmt.Errorf("lod commit: %w", err)
 		} else {
@@ -147,22 +142,57 @@ func (r *runner) lodCommits(ctx context.Context, st *testenv.Stack, t Tenant, lr
 				float64(n)/took.Seconds(), float64(n)/bare.Seconds())
 			log.Info("LOD commit done", "files", n, "took", took.Round(time.Millisecond), "bare", bare.Round(time.Millisecond))
 		}
-		if largest {
-			res := <-during
-			if loadErr != nil {
-				failRows(loadErr, &lr.p50, &lr.p99)
-			} else if alone.OK > 0 {
-				lr.p50.Value, lr.p50.Bare = ms(res.P50), ms(alone.P50)
-				lr.p99.Value, lr.p99.Bare = ms(res.P99), ms(alone.P99)
-				note := fmt.Sprintf("%d connections; during: %s, %d reads; alone: %s, %d reads", lodCommitNeighbours, res.Summary(), res.OK, alone.Summary(), alone.OK)
-				lr.p50.Notes, lr.p99.Notes = note, note
-			}
+		if !largest {
+			continue
 		}
+		during = <-done
+		if len(during.lat) == 0 || len(alone.lat) == 0 {
+			failRows(fmt.Errorf("no successful reads of the other tenant (%d and %d failed)", during.failed, alone.failed), &lr.p50, &lr.p99)
+			continue
+		}
+		lr.p50.Value, lr.p50.Bare = us(during.pct(50)), us(alone.pct(50))
+		lr.p99.Value, lr.p99.Bare = us(during.pct(99)), us(alone.pct(99))
+		note := fmt.Sprintf("one read every %v; during the commit %d reads (%d failed), alone %d (%d failed) over %v",
+			lodCommitNeighbourEvery, len(during.lat), during.failed, len(alone.lat), alone.failed, lodCommitNeighbourIdle)
+		lr.p50.Notes, lr.p99.Notes = note, note
 	}
 }
 
-// withWindow is o measuring for d with no warm-up.
-func withWindow(o LoadOptions, d time.Duration) LoadOptions {
-	o.Warmup, o.Duration = 0, d
-	return o
+// neighbourReads are the other tenant's paced reads: each success's latency, and the failures.
+type neighbourReads struct {
+	lat    []time.Duration
+	failed int
 }
+
+// pct is the p-th percentile of the latencies (nearest rank).
+func (n neighbourReads) pct(p int) time.Duration {
+	lat := slices.Clone(n.lat)
+	slices.Sort(lat)
+	return lat[min(len(lat)-1, len(lat)*p/100)]
+}
+
+// paceReads GETs url with headers h every lodCommitNeighbourEvery until stop closes.
+func paceReads(ctx context.Context, url string, h map[string]string, stop <-chan struct{}) neighbourReads {
+	var out neighbourReads
+	tick := time.NewTicker(lodCommitNeighbourEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return out
+		case <-ctx.Done():
+			return out
+		case <-tick.C:
+		}
+		t0 := time.Now()
+		resp, err := testenv.Do(url, http.MethodGet, "", h, nil)
+		if err != nil || resp.Status != http.StatusOK {
+			out.failed++
+			continue
+		}
+		out.lat = append(out.lat, time.Since(t0))
+	}
+}
+
+// us is d in microseconds, fractions kept.
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
