@@ -30,8 +30,9 @@ import (
 //   - an upload folder (file, LOD folder, images, audio): its ticket (found by the folder, the
 //     ticket's prefix) exists and is not committed (a committed ticket's scene reads the
 //     sealed copy);
-//   - a sealed folder (sealed-<upload kind>): its ticket is uncommitted (a commit in flight)
-//     or its scene exists;
+//   - a sealed folder (sealed-<upload kind>): its scene exists, or its ticket is uncommitted
+//     and the copy younger than objectkeys.SealedAttemptAge (a commit in flight; an older one
+//     is what a failed commit could not remove);
 //   - clone: its scene (the folder's id, the new scene's) or its clone job exists;
 //   - rendition: its scene exists;
 //   - anything else under i/: nothing writes it, so it goes.
@@ -51,6 +52,7 @@ func (a *Activities) DeleteStrayObjects(ctx context.Context, in contract.DeleteS
 		_ = activity.GetHeartbeatDetails(ctx, &out) // a bad value restarts from in.After
 	}
 	cutoff := time.Now().Add(-in.MinAge)
+	attemptCutoff := time.Now().Add(-objectkeys.SealedAttemptAge)
 	pages := 0
 	done := true // the listing reached the end of the bucket, unless a page bound stops it
 	err := a.bucket().ListFolderAfter(ctx, "i/", out.Next, func(list []s3types.Object) error {
@@ -60,14 +62,17 @@ func (a *Activities) DeleteStrayObjects(ctx context.Context, in contract.DeleteS
 		}
 		pages++
 		keys := make([]string, len(list))
-		young := map[string]bool{}
+		young, attempt := map[string]bool{}, map[string]bool{}
 		for i, o := range list {
 			keys[i] = aws.ToString(o.Key)
 			if o.LastModified != nil && !o.LastModified.Before(cutoff) {
 				young[keys[i]] = true
 			}
+			if o.LastModified != nil && !o.LastModified.Before(attemptCutoff) {
+				attempt[keys[i]] = true
+			}
 		}
-		strays, unsealed, err := a.strays(ctx, keys, young)
+		strays, unsealed, err := a.strays(ctx, keys, young, attempt)
 		if err != nil {
 			return err
 		}
@@ -98,8 +103,10 @@ func (a *Activities) DeleteStrayObjects(ctx context.Context, in contract.DeleteS
 // key (written within the age guard) is only a stray when it lies under the folder of a
 // committed ticket whose scene is gone: such a ticket has no upload in flight, so what is there
 // was written by a PUT after the scene's delete and goes at once. (Under a live scene's ticket
-// a young object waits for the guard: it may be the one whose sealed copy is missing.)
-func (a *Activities) strays(ctx context.Context, keys []string, young map[string]bool) (out, unsealed []string, err error) {
+// a young object waits for the guard: it may be the one whose sealed copy is missing.) A sealed
+// copy under an uncommitted ticket is kept while attempt holds it (younger than
+// objectkeys.SealedAttemptAge: its commit may be running), whatever the age guard.
+func (a *Activities) strays(ctx context.Context, keys []string, young, attempt map[string]bool) (out, unsealed []string, err error) {
 	// One parse per key: its upload folder (the ticket's prefix) or its kind and id.
 	type object struct {
 		key, upload, kind, id string
@@ -155,7 +162,7 @@ func (a *Activities) strays(ctx context.Context, keys []string, young map[string
 		case o.upload != "":
 			// An upload object is needed until its ticket is committed; its sealed copy
 			// while the commit runs and then as long as the scene exists.
-			keep = open[o.upload] || o.sealed && live[committed[o.upload]]
+			keep = open[o.upload] && (!o.sealed || attempt[o.key]) || o.sealed && live[committed[o.upload]]
 			if !o.sealed && live[committed[o.upload]] {
 				if young[o.key] {
 					// Its sealed copy may be missing, and these young bytes are not what the

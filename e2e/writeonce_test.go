@@ -209,11 +209,11 @@ func TestBucketSweepSealsScenesCommittedBeforeSealing(t *testing.T) {
 	requireNoStrays(t, a)
 }
 
-// TestLODCommitSealsOnlyWhatAnEarlierAttemptDidNot: a commit of a large LOD folder that runs out
-// of its request budget answers 503 "retry" with part of the folder sealed. The retry copies
-// only the objects not sealed yet, or sealed from bytes PUT again since (their ETags differ), so
-// every retry moves the commit forward. Here an earlier attempt sealed half the folder, and one
-// of its files was PUT again with other bytes afterwards.
+// TestLODCommitSealsOnlyWhatAnEarlierAttemptDidNot: a failed commit removes its sealed copies
+// before it answers, and when it cannot, they outlive it for a few minutes (until the bucket
+// sweep takes them). A commit then copies only the objects not sealed yet, or sealed from
+// bytes PUT again since (their ETags differ). Here an earlier attempt left half the folder
+// sealed, and one of its files was PUT again with other bytes afterwards.
 func TestLODCommitSealsOnlyWhatAnEarlierAttemptDidNot(t *testing.T) {
 	ctx := context.Background()
 	a := newTenant(t)

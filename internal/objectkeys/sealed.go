@@ -1,6 +1,9 @@
 package objectkeys
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // SealedKindPrefix marks the folders of the committed copies of uploads. An upload URL names a
 // key in an upload folder (i/<integration>/u/<customer>/<upload kind>/<folder id>/<file>) and
@@ -11,6 +14,14 @@ import "strings"
 // URL can neither change what a scene serves nor recreate anything a scene reads, and the
 // bucket sweep removes what such a PUT leaves.
 const SealedKindPrefix = "sealed-"
+
+// SealedAttemptAge is how old a sealed copy under an upload ticket not yet committed may grow
+// before the bucket sweep takes it for what a failed commit left (a commit removes its copies
+// when it fails, and this is the fallback when it could not). No commit lasts that long: the
+// gateway gives up on any request after a minute (httpx.UpstreamTimeout). A commit trusts an
+// earlier attempt's copy only while it is younger than half this age, so the sweep never takes
+// a copy a commit in flight counted on.
+const SealedAttemptAge = 5 * time.Minute
 
 // Sealed returns where the committed copy of an upload key lives: the key with its upload kind
 // k replaced by sealed-k (reversible, so the sweep finds the upload's ticket). Keys the service

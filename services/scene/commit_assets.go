@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/splathost/splathost/ent"
 	"github.com/splathost/splathost/ent/schema"
@@ -175,10 +174,15 @@ func (a *asset) object() (schema.UploadObject, bool) {
 // verifyObject seals an uploaded object of a's ticket (seal.go) and checks the sealed copy has
 // its declared size and type and starts like its format.
 func (s *Service) verifyObject(ctx context.Context, field string, a *asset, o schema.UploadObject) error {
-	if err := s.seal(ctx, field, a.ticket, o); err != nil {
-		return err
+	err := s.seal(ctx, field, a.ticket, o)
+	if err == nil {
+		err = s.verifySealed(ctx, field, o)
 	}
-	return s.verifySealed(ctx, field, o)
+	if err != nil && a.ticket.MultipartUploadID == nil {
+		// A multipart upload lives at its sealed key: the upload itself, not a copy to undo.
+		return s.unseal(ctx, sealedKey(o), err)
+	}
+	return err
 }
 
 // sniffObject reads the first bytes of an object and checks they look like its format, then
@@ -211,44 +215,32 @@ func (s *Service) sniffObject(ctx context.Context, field, key string, size int64
 	return nil
 }
 
-// verifyFolder seals every object of a LOD ticket (seal.go), then checks each sealed copy has
-// its declared size, with one listing instead of 20 000 HEADs, and sniffs the manifest and one
-// cell.
+// verifyFolder seals every object of a LOD ticket, checked against its declared size
+// (sealFolder), and sniffs the manifest and one cell. A folder that fails any of it (a commit
+// out of its budget among them) loses its sealed copies before the answer (unseal).
 func (s *Service) verifyFolder(ctx context.Context, t *ent.UploadTicket) error {
-	missing, err := s.sealFolder(ctx, t)
-	if err != nil {
+	if err := s.checkFolder(ctx, t); err != nil {
+		return s.unseal(ctx, objectkeys.Sealed(t.Prefix), err)
+	}
+	return nil
+}
+
+// checkFolder is verifyFolder's sealing and sniffs.
+func (s *Service) checkFolder(ctx context.Context, t *ent.UploadTicket) error {
+	if err := s.sealFolder(ctx, t); err != nil {
 		return err
 	}
-	if missing > 0 {
-		return apperr.Invalid("upload incomplete", fmt.Sprintf("lodFolderKey: %d of %d files were not uploaded", missing, len(t.Objects)))
-	}
-	sealed := objectkeys.Sealed(t.Prefix)
-	sizes := make(map[string]int64, len(t.Objects))
-	err = s.bucket().ListFolder(ctx, sealed, func(page []s3types.Object) error {
-		for _, o := range page {
-			sizes[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
-		}
-		return nil
-	})
-	if err != nil {
-		return apperr.Internal(err)
-	}
-	var cell schema.UploadObject
+	var manifest, cell schema.UploadObject
 	for _, o := range t.Objects {
-		got, ok := sizes[sealedKey(o)]
 		switch {
-		case !ok:
-			return apperr.Invalid("upload incomplete", fmt.Sprintf("lodFolderKey: %s was not uploaded", o.RelativePath))
-		case got != o.Size:
-			return apperr.Invalid("upload does not match", fmt.Sprintf("lodFolderKey: %s has %d bytes, declared %d", o.RelativePath, got, o.Size))
-		}
+		case o.Key == t.Prefix+uploadrules.LODManifest:
+			manifest = o
 		// Extensions are case-insensitive everywhere (validateLOD lowercases them too).
-		if strings.EqualFold(path.Ext(o.Key), ".webp") && cell.Key == "" {
+		case strings.EqualFold(path.Ext(o.Key), ".webp") && cell.Key == "":
 			cell = o
 		}
 	}
-	manifest := sealed + uploadrules.LODManifest
-	if err := s.sniffObject(ctx, "splatUrl", manifest, sizes[manifest]); err != nil {
+	if err := s.sniffObject(ctx, "splatUrl", sealedKey(manifest), manifest.Size); err != nil {
 		return err
 	}
 	return s.sniffObject(ctx, "lodFolderKey", sealedKey(cell), cell.Size)

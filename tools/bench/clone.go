@@ -53,29 +53,9 @@ type cloneBench struct {
 // CopyObject of it. The sources are uploaded and committed first (not timed); every scratch copy
 // is deleted afterwards (best effort).
 func (r *runner) cloneJobs(ctx context.Context, st *testenv.Stack, mode string, t Tenant, lod, file *Row) {
-	cfg := st.State.Config()
-	store, err := objectstore.New(cfg)
-	if err != nil {
-		lod.Err, file.Err = err, err
-		return
-	}
-	c := &cloneBench{r: r, gw: st.State.GatewayURL, cfgAB: cfg.AssetBase(), store: store, conc: cfg.CloneConcurrency,
-		t: t, eu: "bench-cloner-" + mode}
-	if c.conc <= 0 {
-		c.conc = defaultCloneConcurrency
-	}
-	c.h = t.HeadersFor(c.eu)
-	// Room for the 200 MB source and its clones, no scene cap.
-	body, err := call(c.gw, http.MethodPut, "/api/v1/external-user", c.h,
-		map[string]any{"limitBytes": int64(4) << 30, "maxSplats": nil}, http.StatusOK)
+	c, err := r.storeCustomer(st, t, "bench-cloner-"+mode)
 	if err != nil {
 		lod.Err, file.Err = fmt.Errorf("clone setup: %w", err), fmt.Errorf("clone setup: %w", err)
-		return
-	}
-	eu, _ := body["externalUser"].(map[string]any)
-	if c.uid, _ = eu["id"].(string); c.uid == "" {
-		err := errors.New("clone setup: the customer has no id")
-		lod.Err, file.Err = err, err
 		return
 	}
 	defer c.cleanup()
@@ -85,6 +65,33 @@ func (r *runner) cloneJobs(ctx context.Context, st *testenv.Stack, mode string, 
 	if err := c.fileClone(ctx, file); err != nil {
 		file.Err = err
 	}
+}
+
+// storeCustomer provisions customer eu of t with room for large uploads and no scene cap, and
+// returns it with the stack's store, for measures that upload, commit and copy.
+func (r *runner) storeCustomer(st *testenv.Stack, t Tenant, eu string) (*cloneBench, error) {
+	cfg := st.State.Config()
+	store, err := objectstore.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &cloneBench{r: r, gw: st.State.GatewayURL, cfgAB: cfg.AssetBase(), store: store, conc: cfg.CloneConcurrency,
+		t: t, eu: eu}
+	if c.conc <= 0 {
+		c.conc = defaultCloneConcurrency
+	}
+	c.h = t.HeadersFor(c.eu)
+	// Room for the 200 MB source and its clones, no scene cap.
+	body, err := call(c.gw, http.MethodPut, "/api/v1/external-user", c.h,
+		map[string]any{"limitBytes": int64(4) << 30, "maxSplats": nil}, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	u, _ := body["externalUser"].(map[string]any)
+	if c.uid, _ = u["id"].(string); c.uid == "" {
+		return nil, errors.New("the customer has no id")
+	}
+	return c, nil
 }
 
 // clonePhase runs only the clone measures (-clone-only), on an all-in-one stack of their own,

@@ -60,41 +60,15 @@ func putSigned(ctx context.Context, uploadURL, contentType string, body []byte) 
 // lodSource uploads and commits the LOD folder and returns the scene id, its folder (a prefix)
 // and the folder's keys.
 func (c *cloneBench) lodSource(ctx context.Context) (id, prefix string, keys []string, err error) {
-	folder, paths := lodCloneFolder(cloneLODObjects)
-	files := make([]map[string]any, len(paths))
-	for i, p := range paths {
-		files[i] = map[string]any{"relativePath": p, "contentType": fixtures.LODContentType(p), "fileSize": len(folder[p])}
-	}
-	up, err := call(c.gw, http.MethodPost, "/api/v1/uploads/lod-folder", c.h, map[string]any{"files": files}, http.StatusOK)
+	up, err := c.uploadLOD(ctx, cloneLODObjects)
 	if err != nil {
 		return "", "", nil, err
 	}
-	folderKey, _ := up["folderKey"].(string)
-	manifestURL, _ := up["manifestUrl"].(string)
-	uploads, _ := up["uploads"].([]any)
-	if folderKey == "" || manifestURL == "" || len(uploads) != len(paths) {
-		return "", "", nil, fmt.Errorf("lod-folder: %d signed uploads for %d files, folderKey %q", len(uploads), len(paths), folderKey)
-	}
-	urls := make([]string, len(uploads))
-	for i, u := range uploads {
-		m, _ := u.(map[string]any)
-		p, _ := m["relativePath"].(string)
-		urls[i], _ = m["uploadUrl"].(string)
-		if _, ok := folder[p]; !ok || urls[i] == "" {
-			return "", "", nil, fmt.Errorf("lod-folder: bad upload %v", m)
-		}
-	}
-	if err := forEach(len(uploads), uploadWorkers, func(i int) error {
-		p := uploads[i].(map[string]any)["relativePath"].(string)
-		return putSigned(ctx, urls[i], fixtures.LODContentType(p), folder[p])
-	}); err != nil {
-		return "", "", nil, fmt.Errorf("lod uploads: %w", err)
-	}
-	id, err = callID(c.gw, http.MethodPost, "/api/v1/splats", c.h, map[string]any{"title": "Bench LOD clone source",
-		"splatType": "lod", "splatUrl": manifestURL, "lodFolderKey": folderKey}, http.StatusCreated, "splatId")
+	id, err = callID(c.gw, http.MethodPost, "/api/v1/splats", c.h, up.commitBody("Bench LOD clone source"), http.StatusCreated, "splatId")
 	if err != nil {
 		return "", "", nil, fmt.Errorf("lod commit: %w", err)
 	}
+	folderKey := up.folderKey
 	// The scene's objects are the sealed copy of its upload folder (objectkeys.Sealed): what
 	// the clone job copies, so the bare copies copy it too.
 	sealed := objectkeys.Sealed(folderKey + "/")
@@ -106,6 +80,56 @@ func (c *cloneBench) lodSource(ctx context.Context) (id, prefix string, keys []s
 		return "", "", nil, fmt.Errorf("the source folder holds %d objects, want %d", len(keys), cloneLODObjects)
 	}
 	return id, sealed, keys, nil
+}
+
+// lodUpload is a LOD folder uploaded and not committed yet.
+type lodUpload struct {
+	folderKey, manifestURL string
+	// keys are the upload keys of its files.
+	keys []string
+}
+
+// commitBody is the commit of the folder as a scene titled title.
+func (u lodUpload) commitBody(title string) map[string]any {
+	return map[string]any{"title": title, "splatType": "lod", "splatUrl": u.manifestURL, "lodFolderKey": u.folderKey}
+}
+
+// uploadLOD asks for a LOD folder of n files (lodCloneFolder) and PUTs every file.
+func (c *cloneBench) uploadLOD(ctx context.Context, n int) (lodUpload, error) {
+	folder, paths := lodCloneFolder(n)
+	files := make([]map[string]any, len(paths))
+	for i, p := range paths {
+		files[i] = map[string]any{"relativePath": p, "contentType": fixtures.LODContentType(p), "fileSize": len(folder[p])}
+	}
+	up, err := call(c.gw, http.MethodPost, "/api/v1/uploads/lod-folder", c.h, map[string]any{"files": files}, http.StatusOK)
+	if err != nil {
+		return lodUpload{}, err
+	}
+	out := lodUpload{}
+	out.folderKey, _ = up["folderKey"].(string)
+	out.manifestURL, _ = up["manifestUrl"].(string)
+	uploads, _ := up["uploads"].([]any)
+	if out.folderKey == "" || out.manifestURL == "" || len(uploads) != len(paths) {
+		return lodUpload{}, fmt.Errorf("lod-folder: %d signed uploads for %d files, folderKey %q", len(uploads), len(paths), out.folderKey)
+	}
+	urls := make([]string, len(uploads))
+	rel := make([]string, len(uploads))
+	for i, u := range uploads {
+		m, _ := u.(map[string]any)
+		rel[i], _ = m["relativePath"].(string)
+		urls[i], _ = m["uploadUrl"].(string)
+		key, _ := m["key"].(string)
+		if _, ok := folder[rel[i]]; !ok || urls[i] == "" || key == "" {
+			return lodUpload{}, fmt.Errorf("lod-folder: bad upload %v", m)
+		}
+		out.keys = append(out.keys, key)
+	}
+	if err := forEach(len(uploads), uploadWorkers, func(i int) error {
+		return putSigned(ctx, urls[i], fixtures.LODContentType(rel[i]), folder[rel[i]])
+	}); err != nil {
+		return lodUpload{}, fmt.Errorf("lod uploads: %w", err)
+	}
+	return out, nil
 }
 
 // list returns every key under prefix.

@@ -32,6 +32,9 @@ type Options struct {
 	CloneOnly, MemoryOnly bool
 	// PurgeOnly runs only the scene purge measure (clone-then-delete cycles, allinone).
 	PurgeOnly bool
+	// LODCommitOnly runs only the LOD commit measure (allinone): 2 000- and 20 000-file folders
+	// against raw copies, and another tenant's reads meanwhile.
+	LODCommitOnly bool
 	// ScaleoutOnly runs only the scale-out measure: 1 against 2 of each split binary.
 	ScaleoutOnly bool
 	// ScaleOnly runs only the tier measures on the cluster shape: 2 gateways against 1 and 2

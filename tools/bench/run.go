@@ -103,6 +103,7 @@ func Run(ctx context.Context, o Options) Report {
 	ttff := newTTFFRows()
 	lanes := newLanesRows()
 	mp := newMultipartRows()
+	lodCommit := newLODCommitRows()
 	hooks := newWebhookRows()
 	purges := newPurgeRows("allinone")
 	var renditions []Row
@@ -115,7 +116,7 @@ func Run(ctx context.Context, o Options) Report {
 	}
 	if err != nil {
 		failRows(err, append(measured, &readyCold, &readyWarm, &readyAll, &readyRooms)...)
-		for _, rows := range [][]*Row{rooms.all(), mp.all(), ttff.all(), hooks.all(), limiter.all()} {
+		for _, rows := range [][]*Row{rooms.all(), mp.all(), ttff.all(), hooks.all(), limiter.all(), lodCommit.all()} {
 			failRows(err, rows...)
 		}
 	} else {
@@ -174,6 +175,11 @@ func Run(ctx context.Context, o Options) Report {
 				failRows(readyPurge.Err, purges.all()...)
 			}
 			return only(purges.all(), readyPurge)
+		}
+		if o.LODCommitOnly {
+			readyLC := Row{Name: "stack ready (allinone, LOD commit measure)", Unit: "ms"}
+			r.lodCommitPhase(ctx, &readyLC, lodCommit)
+			return only(lodCommit.all(), readyLC)
 		}
 		if o.MemoryOnly {
 			readyMem := Row{Name: "stack ready, cold data dir (split, memory measure)", Unit: "ms"}
@@ -269,13 +275,15 @@ func Run(ctx context.Context, o Options) Report {
 				// Before the archive: its 1 000 retention workflow starts keep the worker busy for
 				// a while after the PUT, and the clone jobs run on the same worker.
 				r.cloneJobs(ctx, st, "allinone", t, &cloneLODAll, &cloneFileAll)
+				r.lodCommits(ctx, st, t, lodCommit)
 				r.archiveSuspend(ctx, st, "allinone", t, &archiveWall, &archiveRate)
 				r.purgeLatency(ctx, st, t, purges)
 				// Last: it leaves 10 M events and 10 000 scenes behind.
 				r.trendingScale(ctx, st, t, &trendP50, &trendP99, &trendCold, &trendFresh)
-			}, &tputAll, &sceneAll, &mintAll, &viewsAll, &lostAll, &trendP50, &trendP99, &trendCold, &trendFresh, &lodAll, &commitsAll,
-				&overshootAll, &idemAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll, &mp.single, &mp.parts, &purges.p50, &purges.p99)
+			}, append([]*Row{&tputAll, &sceneAll, &mintAll, &viewsAll, &lostAll, &trendP50, &trendP99, &trendCold, &trendFresh, &lodAll, &commitsAll,
+				&overshootAll, &idemAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll, &mp.single, &mp.parts, &purges.p50, &purges.p99}, lodCommit.all()...)...)
 		}) {
+			failRows(readyAll.Err, lodCommit.all()...)
 			memAll = []Row{{Name: "idle RSS (allinone)", Unit: "MiB", Goal: GoalStackRSS, Err: readyAll.Err}}
 			for _, row := range []*Row{&tputAll, &sceneAll, &mintAll, &viewsAll, &lostAll, &trendP50, &trendP99, &trendCold, &trendFresh,
 				&lodAll, &commitsAll, &overshootAll, &idemAll, &archiveWall, &archiveRate, &cloneLODAll, &cloneFileAll, &mp.single, &mp.parts,
@@ -304,6 +312,7 @@ func Run(ctx context.Context, o Options) Report {
 	rep.Rows = append(rep.Rows, tputAll, tputSplit, sceneAll, sceneSplit, mintAll, mintSplit, viewsAll, lostAll, trendP50, trendP99, trendCold,
 		trendFresh, lodAll, commitsAll, overshootAll, idemAll, archiveWall, archiveRate, cloneLODAll, cloneFileAll, mp.single, mp.parts,
 		purges.p50, purges.p99)
+	rep.Rows = append(rep.Rows, values(lodCommit.all())...)
 	rep.Rows = append(rep.Rows, values(limiter.all())...)
 	rep.Rows = append(rep.Rows, values(rooms.all())...)
 	rep.Rows = append(rep.Rows, renditions...)

@@ -98,6 +98,7 @@ func run(args []string) (broken bool, err error) {
 	fs.BoolVar(&o.RateLimitOnly, "ratelimit-only", false, "run only the rate limiter's cost: hot paths with the limiter on against off (split)")
 	fs.BoolVar(&o.CloneOnly, "clone-only", false, "run only the clone job measures (allinone)")
 	fs.BoolVar(&o.PurgeOnly, "purge-only", false, "run only the scene purge measure: p50 and p99 of 100 clone-then-delete cycles' purges (allinone)")
+	fs.BoolVar(&o.LODCommitOnly, "lodcommit-only", false, "run only the LOD commit measure: 2 000- and 20 000-file folders against raw copies, another tenant's reads meanwhile (allinone)")
 	fs.BoolVar(&o.MemoryOnly, "memory-only", false, "run only the idle memory measure (split)")
 	fs.Func("rendition-sizes", "comma-separated Gaussian counts of the rendition scenes (default 20000,1000000,3000000)", func(v string) error {
 		for _, f := range strings.Split(v, ",") {
