@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	osexec "os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -26,6 +27,7 @@ import (
 	"github.com/splathost/splathost/internal/fixtures"
 	"github.com/splathost/splathost/internal/spawn"
 	"github.com/splathost/splathost/internal/testenv"
+	"github.com/splathost/splathost/media"
 	splathost "github.com/splathost/splathost/sdk/go"
 )
 
@@ -209,8 +211,9 @@ func commitStreamedScene(t *testing.T, d *demoHost) streamedScene {
 const streamedGaussians = 1_000_000
 
 // ready waits for the scene's rendition and checks it is a Streamed SOG: a lod-meta.json with
-// levels of detail whose files all resolve relative to it on the asset route, under a third of
-// the upload.
+// levels of detail whose files all resolve relative to it on the asset route, down to a coarsest
+// level of media.LODCoarsest Gaussians in one file of at most 100 KB (what the viewer draws
+// first), under a third of the upload.
 func (s streamedScene) ready(t *testing.T, d *demoHost) string {
 	t.Helper()
 	got := waitProcessing(t, d.tenant(), d.State.Customer, s.id)
@@ -222,20 +225,30 @@ func (s streamedScene) ready(t *testing.T, d *demoHost) string {
 	require.True(t, strings.HasSuffix(metaURL, "/lod-meta.json"), metaURL)
 	status, body, _ := fetch(t, metaURL)
 	require.Equal(t, 200, status)
-	var meta struct {
-		LodLevels int      `json:"lodLevels"`
-		Counts    []int    `json:"counts"`
-		Filenames []string `json:"filenames"`
-	}
-	require.NoError(t, json.Unmarshal(body, &meta))
-	require.GreaterOrEqual(t, meta.LodLevels, 2, "levels of detail")
-	require.Equal(t, streamedGaussians, meta.Counts[0], "level 0 is the whole scene")
-	require.Less(t, meta.Counts[len(meta.Counts)-1], streamedGaussians/2)
+	meta, err := media.ParseLODMeta(body)
+	require.NoError(t, err)
+	require.Equal(t, append([]int{streamedGaussians}, media.LODLevels(streamedGaussians, media.LODCoarsest)...), meta.Counts,
+		"level 0 is the whole scene, then fewer Gaussians a level down to the coarsest")
 	base := metaURL[:strings.LastIndex(metaURL, "/")+1]
 	for _, f := range meta.Filenames {
 		status, _, _ := fetch(t, base+f)
 		require.Equal(t, 200, status, f)
 	}
+	coarsest := meta.LevelFiles(len(meta.Counts) - 1)
+	require.Len(t, coarsest, 1, "the coarsest level is one file for the whole scene")
+	status, unit, _ := fetch(t, base+coarsest[0])
+	require.Equal(t, 200, status)
+	textures, err := media.SOGTextures(unit)
+	require.NoError(t, err)
+	require.NotEmpty(t, textures)
+	size := len(unit)
+	for _, f := range textures {
+		status, b, _ := fetch(t, base+path.Join(path.Dir(coarsest[0]), f))
+		require.Equal(t, 200, status, f)
+		size += len(b)
+	}
+	t.Logf("coarsest level %s: %d Gaussians, %d bytes", coarsest[0], meta.Counts[len(meta.Counts)-1], size)
+	require.LessOrEqual(t, size, 100_000, "the coarsest level is at most 100 KB")
 	require.Less(t, p["renditionBytes"].(float64)*3, float64(s.uploaded), "under a third of a PLY without harmonics")
 	return s.id
 }

@@ -13,18 +13,36 @@ import (
 	"strconv"
 )
 
+// LODCoarsest is the Gaussian count of a Streamed SOG's coarsest level unless the pipeline is
+// told otherwise: small enough that the level, the whole scene in one file, is at most 100 KB
+// with every harmonic band (80 KB at degree 3 on the standing scene), so a viewer draws all of
+// the scene after that little; PlayCanvas's own streamed example goes down to 1 873.
+const LODCoarsest = 2000
+
+// maxLODRatio is the most Gaussians a level may hold per Gaussian of the next coarser one: a
+// viewer refines a part of the scene one level at a time, so fewer, wider steps reach full
+// detail in fewer fetches and fewer bytes (about 1.4 times level 0 in all, where halving costs
+// 2); PlayCanvas's streamed examples step about as wide.
+const maxLODRatio = 4
+
 // LODLevels returns the Gaussian counts of the levels of detail below the full scene (levels
-// 1, 2, ...) for a scene of n Gaussians: each half the one before (rounded up), for as long as
-// it stays at or above minCount (at least 1). LODLevels(1_000_000, 200_000) is [500000 250000];
-// a scene whose half is below minCount gets none. Level 0, the scene itself, is not listed.
-func LODLevels(n int, minCount int) []int {
-	minCount = max(minCount, 1)
-	var out []int
-	for c := (n + 1) / 2; c >= minCount && c < n; c = (c + 1) / 2 {
-		out = append(out, c)
-		n = c
+// 1, 2, ...) for a scene of n Gaussians: a geometric series from n down to exactly coarsest,
+// in as few steps as keep each level at most 4 times the next, so the steps are even. A scene
+// of no more than coarsest Gaussians gets none. LODLevels(1_000_000, 2_000) is [288540 83255
+// 24022 6931 2000]. Level 0, the scene itself, is not listed.
+func LODLevels(n int, coarsest int) []int {
+	coarsest = max(coarsest, 1)
+	if n <= coarsest {
+		return nil
 	}
-	return out
+	span := float64(n) / float64(coarsest)
+	steps := int(math.Ceil(math.Log(span)/math.Log(maxLODRatio) - 1e-9))
+	ratio := math.Pow(span, 1/float64(steps))
+	out := make([]int, 0, steps)
+	for i := 1; i < steps; i++ {
+		out = append(out, int(math.Round(float64(n)/math.Pow(ratio, float64(i)))))
+	}
+	return append(out, coarsest)
 }
 
 // keptPerCell is how many Gaussians each cell of the decimation grid keeps on average: small

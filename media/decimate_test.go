@@ -14,23 +14,33 @@ import (
 	"github.com/splathost/splathost/media"
 )
 
+// TestLODLevels: from the scene down to exactly the coarsest count, each level at most four
+// times the next, the steps even.
 func TestLODLevels(t *testing.T) {
 	cases := []struct {
-		n, min int
-		want   []int
+		n, coarsest int
+		want        []int
 	}{
-		{1_000_000, 200_000, []int{500_000, 250_000}},
-		{1_000_000, 250_000, []int{500_000, 250_000}},
-		{3_000_000, 300_000, []int{1_500_000, 750_000, 375_000}},
-		{1_000_001, 250_001, []int{500_001, 250_001}},
-		{399_998, 200_000, nil},
-		{399_999, 200_000, []int{200_000}},
-		{10, 0, []int{5, 3, 2, 1}},
+		{1_000_000, 2_000, []int{288_540, 83_255, 24_022, 6_931, 2_000}},
+		{3_000_000, 2_000, []int{886_692, 262_074, 77_460, 22_894, 6_767, 2_000}},
+		{40_000, 2_000, []int{14_736, 5_429, 2_000}},
+		{8_001, 2_000, []int{4_000, 2_000}},
+		{8_000, 2_000, []int{2_000}}, // exactly four times: one step
+		{2_001, 2_000, []int{2_000}},
+		{2_000, 2_000, nil},
+		{10, 0, []int{3, 1}},
 		{1, 1, nil},
 		{0, 1, nil},
 	}
 	for _, tc := range cases {
-		require.Equal(t, tc.want, media.LODLevels(tc.n, tc.min), "LODLevels(%d, %d)", tc.n, tc.min)
+		got := media.LODLevels(tc.n, tc.coarsest)
+		require.Equal(t, tc.want, got, "LODLevels(%d, %d)", tc.n, tc.coarsest)
+		prev := tc.n
+		for _, c := range got {
+			require.Less(t, c, prev)
+			require.LessOrEqual(t, prev, 4*c+1, "at most four times the next level (rounded)")
+			prev = c
+		}
 	}
 }
 

@@ -441,44 +441,11 @@ func sogUnits(out, main string) ([]*sogUnit, error) {
 	if err != nil {
 		return nil, err
 	}
-	type node struct {
-		Children []json.RawMessage             `json:"children"`
-		Lods     map[string]struct{ File int } `json:"lods"`
-	}
-	var meta struct {
-		Filenames []string        `json:"filenames"`
-		Tree      json.RawMessage `json:"tree"`
-	}
-	if err := json.Unmarshal(b, &meta); err != nil {
-		return nil, fmt.Errorf("lod-meta.json: %w", err)
-	}
-	level := make([]int, len(meta.Filenames))
-	for i := range level {
-		level[i] = -1
-	}
-	var walk func(raw json.RawMessage) error
-	walk = func(raw json.RawMessage) error {
-		var n node
-		if err := json.Unmarshal(raw, &n); err != nil {
-			return fmt.Errorf("lod-meta.json tree: %w", err)
-		}
-		for l, ref := range n.Lods {
-			var lv int
-			if _, err := fmt.Sscan(l, &lv); err != nil || ref.File < 0 || ref.File >= len(level) {
-				return fmt.Errorf("lod-meta.json tree: level %q file %d", l, ref.File)
-			}
-			level[ref.File] = lv
-		}
-		for _, c := range n.Children {
-			if err := walk(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := walk(meta.Tree); err != nil {
+	meta, err := ParseLODMeta(b)
+	if err != nil {
 		return nil, err
 	}
+	level := meta.FileLevel
 	base := path.Dir(main)
 	var units []*sogUnit
 	for i, name := range meta.Filenames {

@@ -16,9 +16,9 @@ type Pipeline struct {
 	Transform Transform
 	// LODMin is the Gaussian count from which the rendition is a Streamed SOG.
 	LODMin int
-	// LODFloor is the size below which no further level of detail is made (a level that small
-	// loads at once anyway); 0 means 200 000.
-	LODFloor int
+	// LODCoarsest is the Gaussian count of a Streamed SOG's coarsest level, the one a viewer
+	// draws first; 0 means LODCoarsest.
+	LODCoarsest int
 }
 
 // Rendition is what a pipeline run wrote under its output folder.
@@ -102,13 +102,16 @@ func (p Pipeline) Run(ctx context.Context, src, format, work string, poster *Pos
 	}
 	levels := []string{plain}
 	if head.Vertices >= int64(p.LODMin) {
-		// Streamed SOG: level 0 is the scene, each further level about half the one before.
-		floor := p.LODFloor
-		if floor <= 0 {
-			floor = 200_000
+		// Streamed SOG: level 0 is the scene, then fewer Gaussians a level down to the coarsest,
+		// a few thousand for the whole scene, which splat-transform writes as one small file
+		// (its chunks hold up to 512 Ki Gaussians of one level): a viewer draws the whole scene
+		// from it first, then refines.
+		coarsest := p.LODCoarsest
+		if coarsest <= 0 {
+			coarsest = LODCoarsest
 		}
 		args := append(append([]string{plain}, keepSH...), "-l", "0")
-		for i, keep := range LODLevels(int(head.Vertices), floor) {
+		for i, keep := range LODLevels(int(head.Vertices), coarsest) {
 			progress("decimating", fmt.Sprintf("level %d: %d Gaussians", i+1, keep))
 			lvl := filepath.Join(work, fmt.Sprintf("level%d.ply", i+1))
 			if _, err := Decimate(plain, lvl, keep); err != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"image/jpeg"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -153,10 +154,12 @@ func TestStreamedSOGKeepsEveryHarmonicBand(t *testing.T) {
 	require.NoError(t, stand.WriteTrainingPLY(&ply, 40_000, 3))
 	src := writeFile(t, "scene.ply", ply.Bytes())
 	work := t.TempDir()
-	r, err := Pipeline{Transform: tr, LODMin: 30_000, LODFloor: 8_000}.Run(context.Background(), src, ".ply", work, nil, nil)
+	r, err := Pipeline{Transform: tr, LODMin: 30_000}.Run(context.Background(), src, ".ply", work, nil, nil)
 	require.NoError(t, err)
 	require.Equal(t, "lod", r.Type)
 	require.Equal(t, 3, r.SHBands)
+	// With every band, the coarsest level still fits the budget of a first frame.
+	requireCoarsestLevel(t, r)
 	units := 0
 	for name, p := range r.Files {
 		if strings.HasSuffix(name, "/meta.json") {
@@ -244,31 +247,59 @@ func TestSHNLayoutMatchesSplatTransform(t *testing.T) {
 }
 
 // TestPipelineBuildsLevelsOfDetail: from LODMin Gaussians the rendition is a Streamed SOG whose
-// lod-meta.json has level 0 (the whole scene) and smaller decimated levels.
+// lod-meta.json has level 0 (the whole scene) and smaller decimated levels, down to a coarsest
+// of LODCoarsest Gaussians in one small file.
 func TestPipelineBuildsLevelsOfDetail(t *testing.T) {
 	tr := converter(t)
 	src := writeFile(t, "scene.ply", stand.PLY(40_000))
-	r, err := Pipeline{Transform: tr, LODMin: 30_000, LODFloor: 8_000}.Run(context.Background(), src, ".ply", t.TempDir(), nil, nil)
+	r, err := Pipeline{Transform: tr, LODMin: 30_000}.Run(context.Background(), src, ".ply", t.TempDir(), nil, nil)
 	require.NoError(t, err)
 	require.Equal(t, "lod", r.Type)
 	require.Equal(t, "lod/lod-meta.json", r.Main)
 	require.Empty(t, r.Poster)
 	b, err := os.ReadFile(r.Files[r.Main])
 	require.NoError(t, err)
-	var meta struct {
-		LodLevels int      `json:"lodLevels"`
-		Counts    []int    `json:"counts"`
-		Filenames []string `json:"filenames"`
-	}
-	require.NoError(t, json.Unmarshal(b, &meta))
-	require.GreaterOrEqual(t, meta.LodLevels, 3)
-	require.Equal(t, 40_000, meta.Counts[0])
-	for i := 1; i < len(meta.Counts); i++ {
-		require.Less(t, meta.Counts[i], meta.Counts[i-1], "each level smaller than the one before")
-	}
+	meta, err := ParseLODMeta(b)
+	require.NoError(t, err)
+	require.Equal(t, append([]int{40_000}, LODLevels(40_000, LODCoarsest)...), meta.Counts,
+		"level 0 is the scene, then each level smaller, down to the coarsest")
+	require.GreaterOrEqual(t, len(meta.Counts), 3)
 	for _, f := range meta.Filenames {
 		require.Contains(t, r.Files, "lod/"+f, "every file the manifest names was written")
 	}
+	requireCoarsestLevel(t, r)
+}
+
+// requireCoarsestLevel checks a Streamed SOG rendition's coarsest level, what a viewer fetches
+// first: LODCoarsest Gaussians of the whole scene in one unit of at most 100 KB.
+func requireCoarsestLevel(t *testing.T, r Rendition) {
+	t.Helper()
+	b, err := os.ReadFile(r.Files[r.Main])
+	require.NoError(t, err)
+	meta, err := ParseLODMeta(b)
+	require.NoError(t, err)
+	last := len(meta.Counts) - 1
+	require.Equal(t, LODCoarsest, meta.Counts[last])
+	units := meta.LevelFiles(last)
+	require.Len(t, units, 1, "the coarsest level is one file for the whole scene")
+	unit, err := os.ReadFile(r.Files["lod/"+units[0]])
+	require.NoError(t, err)
+	var count struct {
+		Count int `json:"count"`
+	}
+	require.NoError(t, json.Unmarshal(unit, &count))
+	require.Equal(t, LODCoarsest, count.Count, "the unit holds the whole level")
+	files, err := SOGTextures(unit)
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	size := int64(len(unit))
+	for _, f := range files {
+		fi, err := os.Stat(r.Files["lod/"+path.Join(path.Dir(units[0]), f)])
+		require.NoError(t, err, f)
+		size += fi.Size()
+	}
+	t.Logf("coarsest level: %d Gaussians in %s, %d bytes", count.Count, units[0], size)
+	require.LessOrEqual(t, size, int64(100_000), "the coarsest level is at most 100 KB")
 }
 
 // TestPipelineRefusesBadInput: truncated and garbage files fail as the input's fault

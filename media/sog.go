@@ -91,66 +91,15 @@ func badSOG(format string, a ...any) error {
 	return &InputError{Err: fmt.Errorf(format, a...)}
 }
 
-// LODRun is one run of a level's Gaussians in a LOD folder: rows Offset up to Offset+Count of
-// the SOG whose meta.json is File (relative to lod-meta.json).
-type LODRun struct {
-	File          string
-	Offset, Count int
-}
-
 // PosterLevel reads a LOD folder's lod-meta.json and picks the level its poster is drawn from:
 // the finest whose Gaussians are at most budget (the poster samples no more), or the coarsest
 // when none is. It returns the level, its runs in the tree's order and its Gaussian count.
 func PosterLevel(manifest []byte, budget int) (level int, runs []LODRun, gaussians int64, err error) {
-	var meta struct {
-		Filenames []string        `json:"filenames"`
-		Tree      json.RawMessage `json:"tree"`
-	}
-	if err := json.Unmarshal(manifest, &meta); err != nil {
-		return 0, nil, 0, badSOG("lod-meta.json: %w", err)
-	}
-	type entry struct{ File, Offset, Count int }
-	type node struct {
-		Children []json.RawMessage `json:"children"`
-		Lods     map[string]entry  `json:"lods"`
-	}
-	byLevel := map[int][]LODRun{}
-	sums := map[int]int64{}
-	var walk func(raw json.RawMessage, depth int) error
-	walk = func(raw json.RawMessage, depth int) error {
-		if depth > 64 {
-			return badSOG("lod-meta.json tree: deeper than 64 levels")
-		}
-		var n node
-		if err := json.Unmarshal(raw, &n); err != nil {
-			return badSOG("lod-meta.json tree: %w", err)
-		}
-		// Map order is random; the runs of a leaf are sorted by level below, and leaves keep
-		// the tree's order, so the result is the same on every call.
-		for l, e := range n.Lods {
-			lv, err := strconv.Atoi(l)
-			if err != nil || lv < 0 || e.File < 0 || e.File >= len(meta.Filenames) || e.Offset < 0 || e.Count < 0 {
-				return badSOG("lod-meta.json tree: level %q file %d rows %d+%d", l, e.File, e.Offset, e.Count)
-			}
-			if e.Count == 0 {
-				continue
-			}
-			byLevel[lv] = append(byLevel[lv], LODRun{File: meta.Filenames[e.File], Offset: e.Offset, Count: e.Count})
-			sums[lv] += int64(e.Count)
-		}
-		for _, c := range n.Children {
-			if err := walk(c, depth+1); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if len(meta.Tree) == 0 {
-		return 0, nil, 0, badSOG("lod-meta.json: no tree")
-	}
-	if err := walk(meta.Tree, 0); err != nil {
+	meta, err := ParseLODMeta(manifest)
+	if err != nil {
 		return 0, nil, 0, err
 	}
+	sums := meta.Sums
 	if len(sums) == 0 {
 		return 0, nil, 0, badSOG("lod-meta.json: the tree holds no Gaussians")
 	}
@@ -175,7 +124,7 @@ func PosterLevel(manifest []byte, budget int) (level int, runs []LODRun, gaussia
 			}
 		}
 	}
-	return pick, byLevel[pick], sums[pick], nil
+	return pick, meta.Runs[pick], sums[pick], nil
 }
 
 // sogMeta is what a poster reads of a SOG v2 meta.json.

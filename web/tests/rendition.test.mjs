@@ -73,7 +73,21 @@ test('a ready scene is loaded from its SOG rendition, upright, and its poster ag
   }
 });
 
-test('a million-Gaussian scene streams its Streamed SOG rendition, upright', async (t) => {
+// coarsestFile is the unit lod-meta.json names for its coarsest level, resolved through its tree
+// as a reader must (the folder names are only the writer's habit); the whole level is one unit.
+function coarsestFile(lodMeta) {
+  const last = lodMeta.lodLevels - 1;
+  const files = new Set();
+  const walk = (node) => {
+    if (node.lods?.[last]) files.add(node.lods[last].file);
+    for (const child of node.children ?? []) walk(child);
+  };
+  walk(lodMeta.tree);
+  assert.equal(files.size, 1, `the coarsest level is not one file: ${[...files].map((f) => lodMeta.filenames[f])}`);
+  return lodMeta.filenames[[...files][0]];
+}
+
+test('a million-Gaussian scene streams its Streamed SOG rendition coarse level first, upright', async (t) => {
   const id = env.standScenes.streamed;
   assert.ok(id, 'the harness made no Streamed SOG scene');
   const sp = await splatOf(id);
@@ -82,6 +96,9 @@ test('a million-Gaussian scene streams its Streamed SOG rendition, upright', asy
   const upload = new URL(sp.splatUrl).pathname.split('/').pop();
   const meta = new URL(sp.processing.renditionUrl).pathname;
   const folder = meta.slice(0, meta.lastIndexOf('/') + 1);
+  const res = await fetch(sp.processing.renditionUrl);
+  assert.equal(res.status, 200);
+  const coarsest = folder + coarsestFile(await res.json());
 
   // Judged once the ground is drawn about as fully as the single-file SOG's (7-8% of the frame).
   const { fetched, viewer, ms } = await viewScene(id, (v) => v.green.share > 0.05 && v.red.share > MIN_SHARE);
@@ -90,6 +107,9 @@ test('a million-Gaussian scene streams its Streamed SOG rendition, upright', asy
   const chunks = fetched.filter((p) => p.startsWith(folder) && p !== meta);
   assert.ok(chunks.length > 0, `the viewer fetched none of the rendition's level files: ${fetched.join(' ')}`);
   assert.ok(!fetched.some((p) => p.endsWith('/' + upload)), `the viewer fetched the upload ${upload} too`);
+  // Coarse level first: the whole scene's coarsest level is the first level file it asks for,
+  // before any finer level the camera wants.
+  assert.equal(chunks[0], coarsest, `the first level file fetched is not the coarsest level's: ${chunks.slice(0, 5).join(' ')}`);
   t.diagnostic(`${chunks.length} level files; viewer: ground ${fmt(viewer.green)}; column ${fmt(viewer.red)}`);
   requireUpright('the streamed viewer', viewer);
 });
