@@ -90,10 +90,11 @@ const (
 	failBackoff = time.Second
 	// idleReturn is how long held requests of a key stay unused before they go back.
 	idleReturn = time.Second
-	// maxWaits bounds how many leases one request waits for before it is refused: many
-	// requests of one key arriving at once on an empty hand share one lease, and each next
-	// lease asks for all who wait, so a second wait is rare and a third rarer.
-	maxWaits = 4
+	// maxWaits bounds how many leases one request waits for before the replica's own limiter
+	// answers it: many requests of one key arriving at once on an empty hand share one lease,
+	// and each next lease asks for all who still wait, so a second wait is rare and a third
+	// rarer.
+	maxWaits = 8
 )
 
 // NewShared returns a limiter drawing from leaser, with local as its fallback (a Limiter kept for
@@ -116,12 +117,24 @@ func (s *Shared) Take(key string, lim Limit) Decision {
 		return Decision{Allowed: true, Remaining: max(lim.Quota, 0)}
 	}
 	p := &s.parts[maphash.String(s.seed, key)&(shards-1)]
+	p.mu.Lock()
+	// A request that waits stays counted in h.waiting until it is answered, so every lease
+	// started meanwhile asks for all who still wait: a burst on an empty hand is served by the
+	// first lease or the next, never refused while the bucket has room.
+	var waitingOn *held
+	answer := func(d Decision) Decision {
+		if waitingOn != nil {
+			waitingOn.waiting--
+		}
+		p.mu.Unlock()
+		return d
+	}
 	for waits := 0; ; waits++ {
 		now := s.clock()
 		if now < s.failedUntil.Load() {
+			answer(Decision{})
 			return s.local.Take(key, lim)
 		}
-		p.mu.Lock()
 		h := p.held[key]
 		if h == nil {
 			h = &held{lim: lim}
@@ -131,29 +144,36 @@ func (s *Shared) Take(key string, lim Limit) Decision {
 		if h.tokens > 0 {
 			h.tokens--
 			if h.tokens*2 <= batch(lim) && h.fetching == nil && now >= h.emptyUntil {
-				s.lease(p, key, h, lim, batch(lim))
+				s.lease(p, key, h, lim, batch(lim)+h.waiting)
 			}
-			d := h.decision(now, lim)
-			p.mu.Unlock()
-			return d
+			return answer(h.decision(now, lim))
 		}
-		if now < h.emptyUntil || waits == maxWaits {
+		if now < h.emptyUntil {
 			retry := max(h.emptyUntil-now, lim.interval())
 			d := h.decision(now, lim)
-			p.mu.Unlock()
 			d.Allowed, d.Remaining, d.RetryAfter = false, 0, time.Duration(retry)
-			return d
+			return answer(d)
+		}
+		if waits == maxWaits {
+			// Leases kept coming back short of a burst still arriving: this request is
+			// limited by the replica's own limiter rather than refused with room left.
+			answer(Decision{})
+			return s.local.Take(key, lim)
+		}
+		if waitingOn != h {
+			if waitingOn != nil {
+				waitingOn.waiting--
+			}
+			h.waiting++
+			waitingOn = h
 		}
 		if h.fetching == nil {
 			s.lease(p, key, h, lim, batch(lim)+h.waiting)
 		}
 		done := h.fetching
-		h.waiting++
 		p.mu.Unlock()
 		<-done
 		p.mu.Lock()
-		h.waiting--
-		p.mu.Unlock()
 	}
 }
 
@@ -227,7 +247,7 @@ func (s *Shared) giveBack(idle int64) {
 		p := &s.parts[i]
 		p.mu.Lock()
 		for k, h := range p.held {
-			if h.fetching != nil || now-h.lastUsed < idle {
+			if h.fetching != nil || h.waiting > 0 || now-h.lastUsed < idle {
 				continue
 			}
 			if h.tokens > 0 {

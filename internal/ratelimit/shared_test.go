@@ -17,6 +17,8 @@ import (
 // store's clock, as Postgres' is in production). PGBuckets itself is tested against Postgres by
 // the e2e suite (TestRateLimitAcrossGateways).
 type memBuckets struct {
+	// delay is each lease's round trip (a loaded Postgres).
+	delay   time.Duration
 	mu      sync.Mutex
 	tat     map[string]int64
 	clock   *fakeClock
@@ -28,6 +30,7 @@ func newMemBuckets(c *fakeClock) *memBuckets { return &memBuckets{tat: map[strin
 
 func (m *memBuckets) Lease(_ context.Context, key string, n int, lim Limit) (Lease, error) {
 	m.leases.Add(1)
+	time.Sleep(m.delay)
 	if m.failing.Load() {
 		return Lease{}, errors.New("store down")
 	}
@@ -164,6 +167,31 @@ func TestSharedConcurrentReplicasNeverExceedTheQuota(t *testing.T) {
 	}
 	require.LessOrEqual(t, held, 2*(batch(plan)*3/2+1), "at most a batch and a half a replica")
 	require.Equal(t, int64(plan.Quota-held), allowed.Load())
+}
+
+// TestSharedServesABurstOnAnEmptyHand: 200 requests of one key arriving at once on a replica
+// that holds nothing, the store slow to answer and the bucket holding room for all of them: every
+// one is allowed (a burst once got 131 refusals, each waiter dropping out of the count the next
+// lease asked for, so leases stayed a batch long and requests ran out of waits).
+func TestSharedServesABurstOnAnEmptyHand(t *testing.T) {
+	clock := &fakeClock{}
+	clock.ns.Store(int64(time.Hour))
+	store := newMemBuckets(clock)
+	store.delay = 20 * time.Millisecond
+	s := replica(store)
+	lim := Limit{Quota: 1000, Window: time.Second}
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Go(func() {
+			if s.Take("burst", lim).Allowed {
+				allowed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	require.EqualValues(t, 200, allowed.Load())
+	require.Less(t, store.leases.Load(), int64(20), "the waiters share leases")
 }
 
 // holding is how many requests of key s holds unspent.
