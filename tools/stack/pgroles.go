@@ -315,39 +315,50 @@ func fence(dataDir string) error {
 }
 
 // serverWritable reports whether p answers and is not in recovery.
-func serverWritable(ctx context.Context, p *postgres) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, p.adminURL())
-	if err != nil {
-		return false, err
-	}
-	defer conn.Close(context.Background())
-	var recovery bool
-	if err := conn.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovery); err != nil {
-		return false, err
-	}
-	return !recovery, nil
+func serverWritable(ctx context.Context, p *postgres) (writable bool, err error) {
+	err = withAdmin(ctx, p, 5*time.Second, func(ctx context.Context, conn *pgx.Conn) error {
+		var recovery bool
+		err := conn.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovery)
+		writable = !recovery
+		return err
+	})
+	return writable, err
 }
 
 // promote ends p's recovery and waits until it takes writes (pg_promote, what pg_ctl promote
 // does, over a connection: the runner needs no shell as the postgres user).
 func promote(ctx context.Context, p *postgres) error {
-	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, p.adminURL())
-	if err != nil {
-		return fmt.Errorf("promote %s: %w", p.url(), err)
-	}
-	defer conn.Close(context.Background())
 	var ok bool
-	if err := conn.QueryRow(ctx, "SELECT pg_promote(true, 60)").Scan(&ok); err != nil {
+	err := withAdmin(ctx, p, 90*time.Second, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, "SELECT pg_promote(true, 60)").Scan(&ok)
+	})
+	if err != nil {
 		return fmt.Errorf("promote %s: %w", p.url(), err)
 	}
 	if !ok {
 		return fmt.Errorf("promote %s: not promoted within 60 s; see %s", p.url(), p.logPath)
 	}
 	return nil
+}
+
+// checkpoint runs CHECKPOINT on p.
+func checkpoint(ctx context.Context, p *postgres) error {
+	return withAdmin(ctx, p, time.Minute, func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, "CHECKPOINT")
+		return err
+	})
+}
+
+// withAdmin runs do on a connection to p's postgres database, all within timeout.
+func withAdmin(ctx context.Context, p *postgres, timeout time.Duration, do func(context.Context, *pgx.Conn) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, p.adminURL())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return do(ctx, conn)
 }
 
 // rewind turns the stopped server's data into a standby of primary with pg_rewind, which copies
@@ -399,17 +410,4 @@ func (s *Stack) rewind(ctx context.Context, p, primary *postgres, say func(strin
 	}
 	say("rewound %s with pg_rewind in %s", p.dataDir, time.Since(t0).Round(time.Millisecond))
 	return true
-}
-
-// checkpoint runs CHECKPOINT on p.
-func checkpoint(ctx context.Context, p *postgres) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, p.adminURL())
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	_, err = conn.Exec(ctx, "CHECKPOINT")
-	return err
 }
