@@ -57,8 +57,9 @@ func postgresFailover(round int) clusterNode {
 			time.Sleep(10 * time.Millisecond)
 		}
 		detected := time.Since(t0)
-		if out, err := env.RunnerCommand("pg-promote"); err != nil {
-			return nil, fmt.Errorf("%w\n%s", err, out)
+		promoteOut, err := env.RunnerCommand("pg-promote")
+		if err != nil {
+			return nil, fmt.Errorf("%w\n%s", err, promoteOut)
 		}
 		promoted := time.Since(t0)
 		if env.State.PostgresURL != standbyURL {
@@ -83,6 +84,7 @@ func postgresFailover(round int) clusterNode {
 			rep.info("primary's loss detected (ms)", float64(detected.Milliseconds()))
 			rep.info("standby promoted, bin/stack pg-promote returned (ms)", float64(promoted.Milliseconds()))
 			rep.info("old primary rebuilt as its standby, bin/stack pg-rebuild (ms)", float64(rebuilt.Milliseconds()))
+			rep.note("pg-promote: %s", strings.Join(strings.Fields(promoteOut), " "))
 			rep.note("pg-rebuild: %s", strings.Join(strings.Fields(out), " "))
 			return errors.Join(errs...)
 		}, nil

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -127,9 +128,23 @@ func (s *Stack) superviseEngine(e *engine) {
 				}
 				backoff = min(2*backoff, restartMax)
 				t0 := time.Now()
-				err := e.start(ctx, s.opts.StartTimeout)
+				held, crash, err := s.startUnlessHeld(ctx, e)
 				if ctx.Err() != nil {
 					return // Stop stops whatever start left running
+				}
+				if held {
+					if np := e.proc(); np != nil && np != p {
+						s.holdDown(e, np, crash)
+					} else {
+						post(e.held, struct{}{})
+					}
+					select {
+					case <-s.stopping:
+						return
+					case <-e.release:
+					}
+					wait = 0
+					continue
 				}
 				if err == nil {
 					s.log.Info("engine ready again", "part", e.nameNow(), "pid", e.proc().Pid(), "took", time.Since(t0).Round(time.Millisecond).String())
@@ -150,6 +165,35 @@ func (s *Stack) superviseEngine(e *engine) {
 			}
 		}
 	})
+}
+
+// startUnlessHeld runs e.start, cut short by a hold asked for meanwhile: a failover command
+// must not wait out a restart that may take a minute (a killed primary's crash recovery under
+// load) only to stop it. held reports such a hold, crash its kind; whatever the start left
+// running is then the caller's to take down.
+func (s *Stack) startUnlessHeld(ctx context.Context, e *engine) (held, crash bool, err error) {
+	startCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	got := make(chan bool, 1)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case c := <-e.hold:
+			got <- c
+			cancel()
+		case <-done:
+		}
+	})
+	err = e.start(startCtx, s.opts.StartTimeout)
+	close(done)
+	wg.Wait()
+	select {
+	case crash = <-got:
+		return true, crash, err
+	default:
+		return false, false, err
+	}
 }
 
 // holdDown takes a held engine's process down, killed as a crash would (crash) or stopped

@@ -122,13 +122,14 @@ func (s *Stack) pgPromote(ctx context.Context, out io.Writer) error {
 		say("the standby %s already takes writes (promoted by hand): adopting it as the primary", next.url())
 	}
 	say("stopping the primary %s (%s) and keeping it down", old.url(), old.dataDir)
+	t0 := time.Now()
 	if err := s.holdServer(ctx, old); err != nil {
 		return err
 	}
 	if err := fence(old.dataDir); err != nil {
 		return err
 	}
-	say("fenced: %s/standby.signal, so it can only start read-only", old.dataDir)
+	say("stopped in %s and fenced: %s/standby.signal, so it can only start read-only", time.Since(t0).Round(time.Millisecond), old.dataDir)
 	if !writable {
 		t0 := time.Now()
 		if err := promote(ctx, next); err != nil {

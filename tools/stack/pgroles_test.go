@@ -53,7 +53,7 @@ func TestPGDataDirsByRole(t *testing.T) {
 }
 
 // The failover commands on a real primary and standby under the runner's supervisors, twice:
-// the primary is killed with SIGKILL (the supervisor brings it back), `pg-promote` (over the
+// the primary is killed with SIGKILL (the supervisor brings it back writable), `pg-promote` (over the
 // control socket, as `bin/stack pg-promote` sends it) leaves a state file whose postgresUrl
 // and postgres-primary name the promoted server and no standby; `pg-rebuild` makes the old
 // primary its streaming standby with pg_rewind and lists it again. The second time the standby
@@ -160,7 +160,11 @@ func TestPostgresDoubleFailover(t *testing.T) {
 
 		var out strings.Builder
 		if round == 1 {
+			// The supervisor restarts the killed primary, unfenced and writable, as it does
+			// under make dev-cluster: pg-promote must stop it before promoting.
+			require.Eventually(t, func() bool { ok, _ := serverWritable(ctx, s.pg); return ok }, time.Minute, 20*time.Millisecond)
 			require.NoError(t, Control(dir, "pg-promote", &out), "round %d", round)
+			t.Logf("round %d pg-promote:\n%s", round, out.String())
 		} else {
 			// Promoted by hand, as the runbook has an operator do; the rebuild adopts it.
 			exec(oldStandby, "SELECT pg_promote(true, 60)")
