@@ -197,6 +197,9 @@ func (s *Stack) pgRebuild(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s did not start as a standby: %w", standby.dataDir, err)
 	}
+	if err := caughtUp(ctx, standby, primary); err != nil {
+		return err
+	}
 	if err := s.updateState(func(st *State) { st.PostgresStandbyURL = standby.url() }); err != nil {
 		return err
 	}
@@ -340,6 +343,34 @@ func promote(ctx context.Context, p *postgres) error {
 		return fmt.Errorf("promote %s: not promoted within 60 s; see %s", p.url(), p.logPath)
 	}
 	return nil
+}
+
+// caughtUp waits until the standby has replayed what the primary had written when it was asked,
+// and streams. A rewound standby first streams the old timeline up to where the histories
+// split, and its WAL receiver waits between that and the primary's timeline: only past the
+// primary's position does it follow the primary for good.
+func caughtUp(ctx context.Context, standby, primary *postgres) error {
+	var target string
+	err := withAdmin(ctx, primary, 10*time.Second, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&target)
+	})
+	if err != nil {
+		return fmt.Errorf("the primary's WAL position: %w", err)
+	}
+	var replayed bool
+	var status string
+	for deadline := time.Now().Add(pgRoleWait); ; time.Sleep(100 * time.Millisecond) {
+		err = withAdmin(ctx, standby, 10*time.Second, func(ctx context.Context, conn *pgx.Conn) error {
+			return conn.QueryRow(ctx, `SELECT coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false),
+				coalesce((SELECT status FROM pg_stat_wal_receiver), 'none')`, target).Scan(&replayed, &status)
+		})
+		if err == nil && replayed && status == "streaming" {
+			return nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("%s has not caught up with the primary's %s (replayed %v, WAL receiver %s, %v); see %s", standby.url(), target, replayed, status, err, standby.logPath)
+		}
+	}
 }
 
 // checkpoint runs CHECKPOINT on p.
