@@ -233,7 +233,7 @@ chaos: deps build bin/bench
 ## test-cluster: the whole e2e suite against the cluster shape of the stack (bin/stack --cluster:
 ## Postgres primary + standby, ClickHouse 2x2 on ZooKeeper, two versitygw), not part of `make test`
 ## (too heavy for every run). chaos-cluster: the cluster fault table (issue 28): every node kind
-## killed with SIGKILL under load, the Postgres standby promoted by hand; prints the table like
+## killed with SIGKILL under load, the Postgres primary twice (promoted and rebuilt by the runner); prints the table like
 ## `make chaos`. Scale with SPLATHOST_CHAOS_VIEWS, _CLUSTER_SECONDS, _CLUSTER_CLIENTS.
 .PHONY: test-cluster chaos-cluster cluster-deps
 CHAOS_CLUSTER_RESULTS := bin/chaos-cluster-results.jsonl

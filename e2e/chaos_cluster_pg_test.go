@@ -6,11 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	osexec "os/exec"
-	"os/user"
-	"path/filepath"
-	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,39 +15,41 @@ import (
 	"github.com/splathost/splathost/internal/testenv"
 )
 
-// pgBin holds pg_ctl (Debian's PostgreSQL 15, as the stack runs).
-const pgBin = "/usr/lib/postgresql/15/bin"
-
-// postgresFailover is the table's last row: the Postgres primary is killed with SIGKILL and the
-// standby promoted by hand (pg_ctl promote), as the runbook in deploy/README.md says. The product
+// postgresFailover is one of the table's last two rows (round 1 and 2): the Postgres primary
+// is killed with SIGKILL and the stack runner finishes the failover with its commands, as
+// deploy/README.md says: `bin/stack pg-promote` stops and fences the old primary (the runner
+// had restarted it), promotes the standby and rewrites stack.json to name it, then
+// `bin/stack pg-rebuild` makes the old primary a streaming standby of the new one. The product
 // is not told: its URL names both servers with target_session_attrs=read-write
-// (stackstate.FailoverURL), so its new connections find the promoted one. The runner restarts
-// whatever dies, which would bring the old primary back as a second writable server; the row
-// fences it first, as an operator must, with a standby.signal in its data directory, so it comes
-// back read-only (and unreplicated: rebuilding it as the new standby is the runbook's last step).
-// The stack is left failed over: this row runs last.
+// (stackstate.FailoverURL), so its new connections find the promoted one. Round 2 kills the
+// server round 1 promoted, and ends with the roles where they started: a primary, a streaming
+// standby and a stack.json that names them, after a double failover.
 //
 // The stack's standby streams asynchronously, and a primary killed then takes with it what the
 // standby had not yet received: a run saw 6 of 555 accepted views lost that way. Losing nothing
-// acknowledged takes synchronous replication (deploy/README.md), which the row turns on first.
-func postgresFailover() clusterNode {
-	return clusterNode{name: "postgres-primary (synchronous standby), standby promoted by hand", kill: func(rep *chaosReport) (func() error, error) {
+// acknowledged takes synchronous replication (deploy/README.md), which each row turns on first.
+func postgresFailover(round int) clusterNode {
+	name := "postgres-primary (synchronous standby), promoted and rebuilt by the runner"
+	if round > 1 {
+		name = fmt.Sprintf("postgres-primary again (failover %d: the server promoted before), promoted and rebuilt", round)
+	}
+	return clusterNode{name: name, kill: func(rep *chaosReport) (func() error, error) {
 		primaryURL, standbyURL := env.State.PostgresURL, env.State.PostgresStandbyURL
-		if err := synchronousStandby(primaryURL); err != nil {
-			return nil, err
+		if standbyURL == "" {
+			return nil, errors.New("stack.json names no standby to promote")
 		}
-		primaryDir, standbyDir := filepath.Join(env.Dir, "postgres"), filepath.Join(env.Dir, "postgres-standby")
-		if err := fence(primaryDir); err != nil {
+		if err := synchronousStandby(primaryURL); err != nil {
 			return nil, err
 		}
 		pid, err := env.EnginePID(testenv.EnginePostgres)
 		if err != nil {
 			return nil, err
 		}
-		restarted := make(chan error, 1)
-		go func() { _, err := env.KillEngine(testenv.EnginePostgres); restarted <- err }()
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return nil, err
+		}
 		t0 := time.Now()
-		// Detection: the primary no longer takes writes (refused, or back read-only).
+		// Detection: the primary no longer takes writes (refused; the runner restarts it).
 		for writable(primaryURL) {
 			if time.Since(t0) > 30*time.Second {
 				return nil, fmt.Errorf("the primary (pid %d) still takes writes 30 s after its kill", pid)
@@ -59,40 +57,51 @@ func postgresFailover() clusterNode {
 			time.Sleep(10 * time.Millisecond)
 		}
 		detected := time.Since(t0)
-		promote := osexec.Command(filepath.Join(pgBin, "pg_ctl"), "promote", "-w", "-t", "60", "-D", standbyDir)
-		if err := asPostgres(promote); err != nil {
-			return nil, err
-		}
-		out, err := promote.CombinedOutput()
+		promoteOut, err := env.RunnerCommand("pg-promote")
 		if err != nil {
-			return nil, fmt.Errorf("pg_ctl promote: %v: %s", err, out)
+			return nil, fmt.Errorf("%w\n%s", err, promoteOut)
 		}
 		promoted := time.Since(t0)
+		if env.State.PostgresURL != standbyURL {
+			return nil, fmt.Errorf("after pg-promote stack.json's postgresUrl is %s, not the promoted %s", env.State.PostgresURL, standbyURL)
+		}
 		return func() error {
-			err := <-restarted
-			if !writable(standbyURL) {
-				err = errors.Join(err, errors.New("the promoted standby does not take writes"))
+			t1 := time.Now()
+			out, err := env.RunnerCommand("pg-rebuild")
+			if err != nil {
+				return fmt.Errorf("%w\n%s", err, out)
 			}
+			rebuilt := time.Since(t1)
+			st := env.State
+			errs := []error{roleIs(st, "postgres-primary", standbyURL), roleIs(st, "postgres-standby", primaryURL)}
+			if st.PostgresURL != standbyURL || st.PostgresStandbyURL != primaryURL {
+				errs = append(errs, fmt.Errorf("stack.json names primary %s and standby %s; want %s and %s", st.PostgresURL, st.PostgresStandbyURL, standbyURL, primaryURL))
+			}
+			if !writable(st.PostgresURL) {
+				errs = append(errs, errors.New("the promoted server does not take writes"))
+			}
+			errs = append(errs, streams(st.PostgresStandbyURL))
 			rep.info("primary's loss detected (ms)", float64(detected.Milliseconds()))
-			rep.info("standby promoted, pg_ctl promote -w returned (ms)", float64(promoted.Milliseconds()))
-			return err
+			rep.info("standby promoted, bin/stack pg-promote returned (ms)", float64(promoted.Milliseconds()))
+			rep.info("old primary rebuilt as its standby, bin/stack pg-rebuild (ms)", float64(rebuilt.Milliseconds()))
+			rep.note("pg-promote: %s", strings.Join(strings.Fields(promoteOut), " "))
+			rep.note("pg-rebuild: %s", strings.Join(strings.Fields(out), " "))
+			return errors.Join(errs...)
 		}, nil
 	}}
 }
 
-// fence makes the Postgres data directory start as a standby the next time it starts: a dead
-// primary that comes back must not take writes beside the promoted one.
-func fence(dataDir string) error {
-	path := filepath.Join(dataDir, "standby.signal")
-	if err := os.WriteFile(path, nil, 0o600); err != nil {
-		return err
+// roleIs checks that stack.json lists the process named role at url.
+func roleIs(st testenv.State, role, url string) error {
+	for _, p := range st.Processes {
+		if p.Name == role {
+			if p.URL != url {
+				return fmt.Errorf("stack.json lists %s at %s, not %s", role, p.URL, url)
+			}
+			return nil
+		}
 	}
-	info, err := os.Stat(dataDir)
-	if err != nil {
-		return err
-	}
-	st := info.Sys().(*syscall.Stat_t)
-	return os.Chown(path, int(st.Uid), int(st.Gid))
+	return fmt.Errorf("stack.json lists no %s", role)
 }
 
 // writable reports whether the server of url accepts a connection and is not in recovery.
@@ -108,19 +117,23 @@ func writable(url string) bool {
 	return conn.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovery) == nil && !recovery
 }
 
-// asPostgres runs cmd as the postgres user when the test runs as root (pg_ctl refuses root).
-func asPostgres(cmd *osexec.Cmd) error {
-	if os.Geteuid() != 0 {
-		return nil
-	}
-	u, err := user.Lookup("postgres")
+// streams checks that the server of url is a hot standby whose WAL receiver streams.
+func streams(url string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		return err
+		return fmt.Errorf("the standby %s: %w", url, err)
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "LC_ALL=C.UTF-8"}
+	defer conn.Close(context.Background())
+	var recovery bool
+	var status string
+	if err := conn.QueryRow(ctx, "SELECT pg_is_in_recovery(), coalesce((SELECT status FROM pg_stat_wal_receiver), 'none')").Scan(&recovery, &status); err != nil {
+		return fmt.Errorf("the standby %s: %w", url, err)
+	}
+	if !recovery || status != "streaming" {
+		return fmt.Errorf("the standby %s: in recovery %v, WAL receiver %s", url, recovery, status)
+	}
 	return nil
 }
 

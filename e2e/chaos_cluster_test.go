@@ -8,7 +8,8 @@ package e2e
 // scene and asset reads, deletes, clones, view beacons), every node kind is killed with SIGKILL
 // in turn, one table row each: a ClickHouse replica, a versitygw gateway, every Temporal role
 // process the stack lists, one process of each product binary, and last the Postgres primary,
-// with the standby promoted by hand. Each row: the answers that failed while the node was down,
+// twice (the second time the server the first promoted), each time promoted and the old primary
+// rebuilt as its standby by the stack runner's commands. Each row: the answers that failed while the node was down,
 // the time until a commit and an asset read succeed again, and, audited after the run, the
 // acknowledged commits lost, the views lost or counted twice and the clones that never completed.
 
@@ -150,7 +151,8 @@ func TestChaosClusterNodeKills(t *testing.T) {
 
 // nodes is the table's rows, in the order they are killed: the engines' nodes the product
 // dials first (whose loss it must route around), every Temporal role process, one process of
-// each product binary (the first of its two), then the Postgres primary.
+// each product binary (the first of its two), then the Postgres primary, twice: a double
+// failover, each promoted and rebuilt by the stack runner.
 func (c *clusterChaos) nodes() []clusterNode {
 	nodes := []clusterNode{engineNode("clickhouse-1-1"), engineNode("versitygw-1")}
 	for _, role := range temporalRoles {
@@ -168,7 +170,7 @@ func (c *clusterChaos) nodes() []clusterNode {
 	for _, name := range []string{"gateway", "user", "scene", "session", "worker", "media-worker"} {
 		nodes = append(nodes, c.productNode(name))
 	}
-	return append(nodes, postgresFailover())
+	return append(nodes, postgresFailover(1), postgresFailover(2))
 }
 
 // engineNode kills a node the stack runner supervises; the runner starts it again on the same

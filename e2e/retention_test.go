@@ -234,7 +234,10 @@ func TestRetentionRedriveStartsMissingTimers(t *testing.T) {
 	require.NoError(t, run.Get(ctx, &res))
 	recordHistory(t, run.GetID(), run.GetRunID(), "redrive_retention.json")
 
-	require.Eventually(t, func() bool { return !sceneRowExists(t, overdue["id"].(string)) }, 30*time.Second, 50*time.Millisecond)
+	eventually(t, "the overdue scene's removal", func() bool { return !sceneRowExists(t, overdue["id"].(string)) },
+		func() string {
+			return workflowMark(workflows.RetentionWorkflowID(overdue["id"].(string), overdueAt)) + purgeMark(t, a.IntegrationID)
+		})
 	require.True(t, objectGone(t, st, keyOf(t, overdue["splatUrl"].(string))))
 	require.True(t, sceneRowExists(t, protected["id"].(string)))
 	_, err = env.Process.Temporal.DescribeWorkflowExecution(ctx, workflows.RetentionWorkflowID(protected["id"].(string), overdueAt), "")

@@ -672,7 +672,18 @@ func TestViewRetentionDropsOnlyPartitionsOlderThan400Days(t *testing.T) {
 	require.NoError(t, rows.Err())
 	require.Equal(t, []string{"edge", "new"}, visitors)
 	require.Positive(t, res.OrphanScenes)
-	require.Eventually(t, func() bool { rows, _ := chCount(t, deleted); return rows == 0 }, eventuallyWait, 200*time.Millisecond)
+	eventually(t, "the compaction of deleted scenes' views", func() bool { rows, _ := chCount(t, deleted); return rows == 0 }, mutationMark)
+}
+
+// mutationMark is the progress of ClickHouse's mutations (an ALTER … DELETE rewrites parts in
+// the background): how many are unfinished and how many parts they still have to rewrite.
+func mutationMark() string {
+	var open, parts string
+	if err := env.Process.CH.QueryRow(context.Background(), "SELECT toString(count()), toString(sum(parts_to_do)) FROM system.mutations"+
+		" WHERE database = ? AND is_done = 0", env.Config.ClickHouseDB).Scan(&open, &parts); err != nil {
+		return err.Error()
+	}
+	return "mutations open=" + open + " parts to do=" + parts
 }
 
 // startOptions starts a workflow on the product's task queue.

@@ -56,7 +56,9 @@ type State struct {
 	// the nodes the product uses (the Postgres primary, the first ClickHouse node and gateway).
 	Cluster bool `json:"cluster,omitempty"`
 	// PostgresStandbyURL is the streaming hot standby of PostgresURL (read-only, lagging by
-	// the replication delay).
+	// the replication delay). The runner's failover commands move both: after `bin/stack
+	// pg-promote` PostgresURL names the promoted server and this is empty until `pg-rebuild`
+	// has made the old primary its standby (deploy/README.md).
 	PostgresStandbyURL string `json:"postgresStandbyUrl,omitempty"`
 	// ClickHouseCluster is the remote_servers cluster the analytics schema was created on;
 	// ClickHouseAddrs are every node's native address, shard by shard (the product gets them

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -85,6 +86,17 @@ func (s *Stack) signalEngine(name string, sig syscall.Signal) error {
 	return nil
 }
 
+// RunnerCommand runs one of the runner's commands on this stack (`stack --dir DIR COMMAND`:
+// pg-promote, pg-rebuild, the cluster shape's Postgres failover) and returns what it printed
+// once it has finished. State is read again from the file the command rewrote.
+func (s *Stack) RunnerCommand(command string) (string, error) {
+	out, err := exec.Command(s.runner, "--dir", filepath.Dir(s.stateFile), command).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("stack %s: %v: %s", command, err, out)
+	}
+	return string(out), s.reloadState()
+}
+
 // reloadState reads the runner's state file again (it lists restarted processes' new pids).
 func (s *Stack) reloadState() error {
 	b, err := os.ReadFile(s.stateFile)
@@ -110,6 +122,14 @@ func (e *Env) KillEngine(name string) (time.Duration, error) {
 	d, err := e.stack.KillEngine(name)
 	e.State = e.stack.State
 	return d, err
+}
+
+// RunnerCommand runs one of the stack runner's commands (Stack.RunnerCommand); State is
+// updated.
+func (e *Env) RunnerCommand(command string) (string, error) {
+	out, err := e.stack.RunnerCommand(command)
+	e.State = e.stack.State
+	return out, err
 }
 
 // PauseEngine freezes one of the stack's engines (SIGSTOP to its process group): connections

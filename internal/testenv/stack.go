@@ -61,6 +61,8 @@ type Stack struct {
 	proc        *spawn.Proc
 	stopTimeout time.Duration
 	stateFile   string
+	// runner is the runner binary, which also sends its commands (RunnerCommand).
+	runner string
 }
 
 // StartStack runs `stack --dir DIR --random-ports --state-file DIR/stack.json [--services S]
@@ -164,7 +166,7 @@ func startStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{LogPath: logPath, proc: proc, stopTimeout: o.StopTimeout, stateFile: stateFile}
+	s := &Stack{LogPath: logPath, proc: proc, stopTimeout: o.StopTimeout, stateFile: stateFile, runner: runner}
 
 	timeout := time.NewTimer(o.ReadyTimeout)
 	defer timeout.Stop()

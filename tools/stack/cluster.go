@@ -17,7 +17,9 @@ import (
 // engine the product rests on as more than one node, on loopback:
 //
 //   - Postgres: the primary (the product's) and one streaming hot standby made with
-//     pg_basebackup -R (postgres-primary, postgres-standby);
+//     pg_basebackup -R (postgres-primary, postgres-standby; the names follow the roles, which
+//     `bin/stack pg-promote` and `pg-rebuild` move between the two data directories,
+//     pgroles.go);
 //   - ClickHouse: clusterShards shards of clusterReplicas replicas (clickhouse-<shard>-<replica>)
 //     coordinated by a ZooKeeper ensemble of zkNodes (zookeeper-1..3, so losing one keeps a
 //     quorum; every ClickHouse node lists all three), with the analytics schema's cluster variant
@@ -77,8 +79,10 @@ func (s *Stack) setupCluster() error {
 	}
 	next := func() int { p := ports[0]; ports = ports[1:]; return p }
 
-	s.pg.name, s.pg.log = "postgres-primary", s.log.With("part", "postgres-primary")
 	c := &clusterNodes{standby: newStandby(o.Dir, next(), s.pg.port, s.log)}
+	if err := s.placePostgres(c.standby); err != nil {
+		return err
+	}
 	var zkPorts []int
 	var ensemble []zkServer
 	for i := 1; i <= zkNodes; i++ {
@@ -142,8 +146,8 @@ func (c *clusterNodes) chAddrs() []string {
 func (s *Stack) clusterSteps() []startStep {
 	c, t := s.cluster, s.opts.StartTimeout
 	steps := []startStep{
-		{s.pg.name, func(ctx context.Context) error { return s.pg.start(ctx, t) }},
-		{c.standby.name, func(ctx context.Context) error { return c.standby.start(ctx, t) }},
+		{s.pg.roleName(), func(ctx context.Context) error { return s.pg.start(ctx, t) }},
+		{c.standby.roleName(), func(ctx context.Context) error { return c.standby.start(ctx, t) }},
 	}
 	for _, z := range c.zk {
 		steps = append(steps, startStep{z.name, func(ctx context.Context) error { return z.start(ctx, t) }})
@@ -162,10 +166,7 @@ func (s *Stack) clusterSteps() []startStep {
 // clusterEngines are the cluster shape's supervised engines, in start order.
 func (s *Stack) clusterEngines(mk func(name, url string, proc func() *process, start func(context.Context, time.Duration) error) *engine) []*engine {
 	c := s.cluster
-	out := []*engine{
-		mk(s.pg.name, s.pg.url(), func() *process { return s.pg.proc }, s.pg.start),
-		mk(c.standby.name, c.standby.url(), func() *process { return c.standby.proc }, c.standby.start),
-	}
+	out := s.pgEngines(mk)
 	for _, z := range c.zk {
 		out = append(out, mk(z.name, "tcp://"+z.addr(), func() *process { return z.proc }, z.start))
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -28,8 +29,11 @@ const productDatabase = "splathost"
 // postgres runs a Postgres 15 cluster owned by the postgres user under DIR/postgres, or (the
 // cluster shape) a streaming hot standby of it under DIR/postgres-standby.
 type postgres struct {
+	// mu guards the role: name, primaryPort and log, which a failover changes while the
+	// server's supervisor may be starting it (pgroles.go).
+	mu sync.Mutex
 	// name is the process's name in the state file and the runner's log ("postgres", or
-	// "postgres-primary" and "postgres-standby" in the cluster shape).
+	// "postgres-primary" and "postgres-standby" in the cluster shape, following the role).
 	name    string
 	dataDir string
 	logPath string
@@ -39,6 +43,12 @@ type postgres struct {
 	primaryPort int
 	log         *slog.Logger
 	proc        *process
+	// tcpOnly leaves out the Unix socket: the cluster shape's servers, whose data directories
+	// pg_rewind copies from one to the other, a socket in them included (which it cannot read).
+	tcpOnly bool
+	// held is set while a control command keeps the server down (pgroles.go); guarded by
+	// Stack.roleMu.
+	held bool
 }
 
 func newPostgres(dir string, port int, log *slog.Logger) *postgres {
@@ -64,7 +74,36 @@ func newStandby(dir string, port, primaryPort int, log *slog.Logger) *postgres {
 }
 
 // standby reports whether this server is a streaming replica.
-func (p *postgres) standby() bool { return p.primaryPort != 0 }
+func (p *postgres) standby() bool { return p.primaryOf() != 0 }
+
+// primaryOf is the port of the primary this server streams from; 0 for a primary.
+func (p *postgres) primaryOf() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.primaryPort
+}
+
+// roleName is the server's name now (it follows the role in the cluster shape).
+func (p *postgres) roleName() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.name
+}
+
+// logger is the server's logger now, tagged with its role's name.
+func (p *postgres) logger() *slog.Logger {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log
+}
+
+// setRole makes the server the primary (primaryPort 0) or a standby of the primary on
+// primaryPort, named name; it takes effect at its next start.
+func (p *postgres) setRole(name string, primaryPort int, log *slog.Logger) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.name, p.primaryPort, p.log = name, primaryPort, log.With("part", name)
+}
 
 // url is the connection string of the product database.
 func (p *postgres) url() string {
@@ -110,7 +149,7 @@ func (p *postgres) start(ctx context.Context, timeout time.Duration) error {
 	// The Unix socket sits beside the data for psql convenience; the kernel caps socket paths at
 	// 107 bytes, so a deep directory gets TCP only (which is all the stack itself uses).
 	socketDir := p.dataDir
-	if len(socketDir)+len("/.s.PGSQL.65535.lock") > 107 {
+	if len(socketDir)+len("/.s.PGSQL.65535.lock") > 107 || p.tcpOnly {
 		socketDir = ""
 	}
 	args := []string{
@@ -122,13 +161,20 @@ func (p *postgres) start(ctx context.Context, timeout time.Duration) error {
 		// integration suite. A hot standby needs at least the primary's.
 		"-c", "max_connections=200",
 	}
-	if p.standby() {
+	// Also in postgresql.conf (initdb), but data directories made before it was written there
+	// get them here.
+	for _, kv := range rewindSettings {
+		args = append(args, "-c", kv[0]+"="+kv[1])
+	}
+	standby := p.standby()
+	if standby {
 		// On the command line, not only in postgresql.auto.conf (pg_basebackup -R), so a
 		// primary on another port after --random-ports is still found on a warm restart.
 		args = append(args, "-c", "primary_conninfo="+p.primaryConninfo())
 	}
+	name := p.roleName()
 	p.proc, err = startProcess(procSpec{
-		name:        p.name,
+		name:        name,
 		path:        filepath.Join(postgresBinDir, "postgres"),
 		args:        args,
 		env:         []string{"PATH=/usr/bin:/bin", "LC_ALL=C.UTF-8"},
@@ -141,14 +187,14 @@ func (p *postgres) start(ctx context.Context, timeout time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
-	adminURL := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable&connect_timeout=2", hostPort(p.port))
-	err = waitHealthy(ctx, p.name, p.proc, p.logPath, timeout, func(ctx context.Context) error {
+	adminURL := p.adminURL()
+	err = waitHealthy(ctx, name, p.proc, p.logPath, timeout, func(ctx context.Context) error {
 		conn, err := pgx.Connect(ctx, adminURL)
 		if err != nil {
 			return err
 		}
 		defer conn.Close(context.Background())
-		if p.standby() {
+		if standby {
 			return checkStreaming(ctx, conn)
 		}
 		return ensureDatabase(ctx, conn, productDatabase)
@@ -157,6 +203,12 @@ func (p *postgres) start(ctx context.Context, timeout time.Duration) error {
 		return err
 	}
 	return nil
+}
+
+// adminURL is the connection string of the server's postgres database, for the runner's own
+// checks and commands.
+func (p *postgres) adminURL() string {
+	return fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable&connect_timeout=2", hostPort(p.port))
 }
 
 // ensureDatabase creates the database when missing. CREATE DATABASE has no IF NOT EXISTS, so
@@ -213,7 +265,7 @@ func (p *postgres) prepareDir(cred *syscall.Credential) error {
 			if err := os.Chmod(dir, st.Mode().Perm()|0o011); err != nil {
 				return fmt.Errorf("postgres: cannot let the postgres user traverse %s: %w", dir, err)
 			}
-			p.log.Info("made directory traversable for the postgres user", "dir", dir)
+			p.logger().Info("made directory traversable for the postgres user", "dir", dir)
 		}
 		if dir == filepath.Dir(dir) {
 			return nil
@@ -224,15 +276,9 @@ func (p *postgres) prepareDir(cred *syscall.Credential) error {
 // initdb creates the cluster. It runs into a fresh directory only, so a failed attempt is wiped
 // to let the next run start over instead of failing on a half-initialised cluster.
 func (p *postgres) initdb(ctx context.Context, cred *syscall.Credential) error {
-	p.log.Info("initialising cluster", "dir", p.dataDir)
-	entries, err := os.ReadDir(p.dataDir)
-	if err != nil {
-		return fmt.Errorf("postgres: %w", err)
-	}
-	for _, e := range entries {
-		if err := os.RemoveAll(filepath.Join(p.dataDir, e.Name())); err != nil {
-			return fmt.Errorf("postgres: clean %s: %w", p.dataDir, err)
-		}
+	p.logger().Info("initialising cluster", "dir", p.dataDir)
+	if err := p.wipe(); err != nil {
+		return err
 	}
 	logFile, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -248,8 +294,31 @@ func (p *postgres) initdb(ctx context.Context, cred *syscall.Credential) error {
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("postgres: initdb failed (%v); see %s:\n%s", err, p.logPath, logTail(p.logPath, 20))
 	}
+	// In the configuration file, not only on the command line: pg_rewind first recovers a
+	// crashed server in single-user mode, which reads the file alone (and records the
+	// wal_log_hints pg_rewind checks). Copies of this cluster (pg_basebackup, pg_rewind) take
+	// the file along.
+	conf, err := os.OpenFile(filepath.Join(p.dataDir, "postgresql.conf"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	defer conf.Close()
+	var b strings.Builder
+	b.WriteString("\n# pg_rewind needs these (the stack runner's pg-rebuild)\n")
+	for _, kv := range rewindSettings {
+		fmt.Fprintf(&b, "%s = '%s'\n", kv[0], kv[1])
+	}
+	if _, err := conf.WriteString(b.String()); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
 	return nil
 }
+
+// rewindSettings let pg_rewind turn a failed-over primary into a standby of its successor
+// without copying everything (pgroles.go): hint-bit changes WAL-logged, and the WAL back to the
+// last checkpoint before the histories split kept in pg_wal, which the old primary's own
+// checkpoints since (crash recovery, shutdown) would otherwise have recycled.
+var rewindSettings = [][2]string{{"wal_log_hints", "on"}, {"wal_keep_size", "256MB"}}
 
 // clearStalePid deals with postmaster.pid left by a crashed run. Postgres itself ignores a lock
 // file whose pid is dead, but refuses to start when the pid was reused by an unrelated process
@@ -269,13 +338,13 @@ func (p *postgres) clearStalePid() error {
 	}
 	f.Close()
 	if pidAlive(pid) && isPostgresFor(pid, p.dataDir) {
-		p.log.Warn("stopping a postmaster left over from an earlier run", "pid", pid)
+		p.logger().Warn("stopping a postmaster left over from an earlier run", "pid", pid)
 		if err := stopOrphan(pid, syscall.SIGINT, 30*time.Second); err != nil {
 			return fmt.Errorf("postgres: stop leftover postmaster %d: %w", pid, err)
 		}
 		return nil // a clean shutdown removes the file itself
 	}
-	p.log.Info("removing stale postmaster.pid", "pid", pid)
+	p.logger().Info("removing stale postmaster.pid", "pid", pid)
 	if err := os.Remove(pidFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("postgres: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -104,6 +105,10 @@ type Stack struct {
 	// no child is started after Stop has read the processes it stops.
 	stopping chan struct{}
 	supMu    sync.Mutex
+	// control is the command socket (control.go); roleMu runs its commands one at a time and
+	// guards the Postgres servers' roles (pgroles.go).
+	control net.Listener
+	roleMu  sync.Mutex
 }
 
 // New validates the options and resolves defaults; it starts nothing.

@@ -105,6 +105,10 @@ func (s *Stack) Start(ctx context.Context) error {
 	}
 	s.stateSaved = true
 	s.watch()
+	if err := s.serveControl(); err != nil {
+		// The stack runs without it; only the failover commands need it.
+		s.log.Warn("no control socket: `bin/stack COMMAND` will not reach this runner", "error", err)
+	}
 	return nil
 }
 

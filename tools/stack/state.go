@@ -37,7 +37,7 @@ func (s *Stack) buildState() State {
 	// The engines in start order (the cluster shape's every node, Temporal's included), then
 	// the runner itself.
 	for _, e := range s.engines() {
-		st.Processes = append(st.Processes, Process{Name: e.name, PID: e.proc().Pid(), URL: e.url})
+		st.Processes = append(st.Processes, Process{Name: e.nameNow(), PID: e.proc().Pid(), URL: e.url})
 	}
 	st.Processes = append(st.Processes, Process{Name: "stack", PID: os.Getpid(), URL: "file://" + s.opts.StateFile})
 	if c := s.cluster; c != nil {

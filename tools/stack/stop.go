@@ -44,13 +44,10 @@ func signalEngine(e *engine, hold bool) {
 	if e == nil {
 		return
 	}
-	ch := e.release
 	if hold {
-		ch = e.hold
-	}
-	select {
-	case ch <- struct{}{}:
-	default:
+		post(e.hold, true)
+	} else {
+		post(e.release, struct{}{})
 	}
 }
 
@@ -59,6 +56,7 @@ func signalEngine(e *engine, hold bool) {
 // state file and is safe to call more than once.
 func (s *Stack) Stop() error {
 	s.stopOnce.Do(func() {
+		s.closeControl()
 		s.supMu.Lock()
 		close(s.stopping)
 		procs := make([]*process, len(s.services))
@@ -83,6 +81,10 @@ func (s *Stack) Stop() error {
 		// The engines' supervisors return first (a restart in progress is cancelled), so the
 		// processes stopped below are the current ones and none starts after.
 		s.engineWG.Wait()
+		// A failover command in progress gives up (it waits on stopping) before the servers
+		// it changes are stopped.
+		s.roleMu.Lock()
+		defer s.roleMu.Unlock()
 		if s.temporal != nil {
 			errs = append(errs, s.temporal.stop(s.opts.StopTimeout))
 		}

@@ -132,15 +132,33 @@ func (s *Stack) shuttingDown() bool {
 // recordPID rewrites the state file with a part's new pid, so tools and tests reading it find
 // the running process. It writes nothing once Stop has begun (Stop removes the file).
 func (s *Stack) recordPID(name string, pid int) error {
+	return s.updateState(func(st *State) { setPID(st, name, pid) })
+}
+
+// recordEngine is recordPID for an engine, under the name its role has when the file is
+// written (a failover renames the Postgres servers, pgroles.go).
+func (s *Stack) recordEngine(e *engine, pid int) error {
+	return s.updateState(func(st *State) { setPID(st, e.nameNow(), pid) })
+}
+
+// setPID sets the pid of the processes listed under name.
+func setPID(st *State, name string, pid int) {
+	for i, p := range st.Processes {
+		if p.Name == name {
+			st.Processes[i].PID = pid
+		}
+	}
+}
+
+// updateState applies change to the stack's state and rewrites the state file with it, both
+// under one lock, so changes from the supervisors and the control commands never interleave.
+// The file is left alone before Start has written it and once Stop has begun (Stop removes it).
+func (s *Stack) updateState(change func(st *State)) error {
 	s.stateMu.Lock()
 	defer s.stateMu.Unlock()
+	change(&s.state)
 	if !s.stateSaved || s.shuttingDown() {
 		return nil
-	}
-	for i, p := range s.state.Processes {
-		if p.Name == name {
-			s.state.Processes[i].PID = pid
-		}
 	}
 	b, err := json.MarshalIndent(s.state, "", "  ")
 	if err != nil {

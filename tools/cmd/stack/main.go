@@ -14,6 +14,12 @@
 // ClickHouse, versitygw or a Temporal node that exits is restarted with backoff on the same
 // data and ports (the state file gets its new pid). SIGUSR1 kills
 // ClickHouse as a crash would and keeps it down, SIGUSR2 starts it again (failure tests).
+//
+// With a command after the flags it runs that command on the runner already serving --dir
+// and exits (deploy/README.md, "Failing over the cluster shape's Postgres"):
+//
+//	bin/stack --dir .dev-cluster pg-promote    # fence the primary, promote the standby
+//	bin/stack --dir .dev-cluster pg-rebuild    # rebuild the other server as its standby
 package main
 
 import (
@@ -84,8 +90,12 @@ func run() error {
 		}
 		return err
 	}
+	if fs.NArg() == 1 && stack.IsControlCommand(fs.Arg(0)) {
+		// A command for the runner already serving --dir (stack.Control).
+		return stack.Control(opts.Dir, fs.Arg(0), os.Stdout)
+	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return fmt.Errorf("unexpected arguments: %s (commands for a running runner:\n%s)", strings.Join(fs.Args(), " "), stack.ControlUsage())
 	}
 
 	var level slog.Level
