@@ -5,7 +5,7 @@
 //
 // A block imports the SDK from the gateway (https://<gateway>/sdk/splathost-embed.js); the test
 // maps that URL to the built file. A block that is a fragment (it uses values its page builds
-// elsewhere: a session token, a file, a progress bar) is marked ```js fragment, and only the
+// elsewhere: a mounted viewer, a session token, a file, a progress bar) is marked ```js fragment, and only the
 // names in FRAGMENT_NAMES are declared for it; any other unknown name fails, as would a wrong
 // method, option or event.
 import { test } from 'node:test';
@@ -21,7 +21,10 @@ const root = join(web, '..');
 const sdkDir = join(web, 'dist', 'sdk');
 
 /** What a fragment may use without defining it, with the type the page would give it. */
+const sdkTypes = `import(${JSON.stringify(join(sdkDir, 'splathost-embed.js'))})`;
 const FRAGMENT_NAMES = {
+  viewer: `${sdkTypes}.ViewerHandle`,
+  editor: `${sdkTypes}.EditorHandle`,
   sessionToken: 'string',
   newToken: 'string',
   EDITOR_SESSION: 'string',
@@ -61,6 +64,8 @@ function problemsOf(blocks, dir, js) {
     const code = b.code.replace(/(['"])https?:\/\/[^'"]*\/sdk\/(splathost-[a-z]+)\.js\1/g,
       (_, q, name) => `${q}${join(sdkDir, name)}.js${q}`);
     const prelude = !b.fragment ? '' : Object.entries(FRAGMENT_NAMES)
+      // Only the names the block uses and does not define itself.
+      .filter(([n]) => new RegExp(`\\b${n}\\b`).test(b.code) && !new RegExp(`\\b(const|let|var)\\s+${n}\\b`).test(b.code))
       .map(([n, type]) => (js ? `/** @type {${type}} */\nconst ${n} = /** @type {any} */ (null);\n` : `declare const ${n}: ${type};\n`))
       .join('');
     const f = join(dir, `block${i}.${js ? 'js' : 'ts'}`);
