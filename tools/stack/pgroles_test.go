@@ -198,7 +198,24 @@ func TestPostgresDoubleFailover(t *testing.T) {
 		// The rebuilt standby streams what the new primary commits.
 		acked++
 		exec(rebuilt.PostgresURL, "INSERT INTO acked VALUES ($1)", acked)
-		require.Eventually(t, func() bool { return count(rebuilt.PostgresStandbyURL) == acked }, 30*time.Second, 50*time.Millisecond)
+		// Waited on the standby's replay position, not on a clock: it fails only when replay
+		// stops moving.
+		replayed := func() string {
+			conn, err := pgx.Connect(ctx, rebuilt.PostgresStandbyURL)
+			if err != nil {
+				return err.Error()
+			}
+			defer conn.Close(ctx)
+			var lsn string
+			_ = conn.QueryRow(ctx, "SELECT coalesce(pg_last_wal_replay_lsn()::text, '')").Scan(&lsn)
+			return lsn
+		}
+		for mark, moved := replayed(), time.Now(); count(rebuilt.PostgresStandbyURL) != acked; time.Sleep(50 * time.Millisecond) {
+			if m := replayed(); m != mark {
+				mark, moved = m, time.Now()
+			}
+			require.Less(t, time.Since(moved), 3*time.Minute, "round %d: the standby's replay stopped at %s", round, mark)
+		}
 		conn, err := pgx.Connect(ctx, rebuilt.PostgresStandbyURL)
 		require.NoError(t, err)
 		require.NoError(t, checkStreaming(ctx, conn), "round %d", round)
