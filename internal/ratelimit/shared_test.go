@@ -26,7 +26,12 @@ type memBuckets struct {
 	failing atomic.Bool
 }
 
-func newMemBuckets(c *fakeClock) *memBuckets { return &memBuckets{tat: map[string]int64{}, clock: c} }
+// newMemBuckets is an empty store whose clock starts an hour in (every bucket full).
+func newMemBuckets() *memBuckets {
+	c := &fakeClock{}
+	c.ns.Store(int64(time.Hour))
+	return &memBuckets{tat: map[string]int64{}, clock: c}
+}
 
 func (m *memBuckets) Lease(_ context.Context, key string, n int, lim Limit) (Lease, error) {
 	m.leases.Add(1)
@@ -114,9 +119,8 @@ func sum(xs []int) int {
 var plan = Limit{Quota: 200, Window: 10 * time.Second} // the free plan: one request every 50 ms
 
 func TestSharedHoldsTheLimitAcrossReplicas(t *testing.T) {
-	clock := &fakeClock{}
-	clock.ns.Store(int64(time.Hour))
-	store := newMemBuckets(clock)
+	store := newMemBuckets()
+	clock := store.clock
 	a, b := replica(store), replica(store)
 	got := drain("int", plan, a, b)
 	require.Equal(t, plan.Quota, sum(got), "two replicas together allow one quota, not two: %v", got)
@@ -140,9 +144,7 @@ func TestSharedHoldsTheLimitAcrossReplicas(t *testing.T) {
 }
 
 func TestSharedConcurrentReplicasNeverExceedTheQuota(t *testing.T) {
-	clock := &fakeClock{}
-	clock.ns.Store(int64(time.Hour))
-	store := newMemBuckets(clock)
+	store := newMemBuckets()
 	replicas := []*Shared{replica(store), replica(store)}
 	var allowed atomic.Int64
 	var wg sync.WaitGroup
@@ -174,9 +176,7 @@ func TestSharedConcurrentReplicasNeverExceedTheQuota(t *testing.T) {
 // one is allowed (a burst once got 131 refusals, each waiter dropping out of the count the next
 // lease asked for, so leases stayed a batch long and requests ran out of waits).
 func TestSharedServesABurstOnAnEmptyHand(t *testing.T) {
-	clock := &fakeClock{}
-	clock.ns.Store(int64(time.Hour))
-	store := newMemBuckets(clock)
+	store := newMemBuckets()
 	store.delay = 20 * time.Millisecond
 	s := replica(store)
 	lim := Limit{Quota: 1000, Window: time.Second}
@@ -209,9 +209,8 @@ func (s *Shared) holding(key string) int {
 }
 
 func TestSharedGivesBackWhatItDoesNotUse(t *testing.T) {
-	clock := &fakeClock{}
-	clock.ns.Store(int64(time.Hour))
-	store := newMemBuckets(clock)
+	store := newMemBuckets()
+	clock := store.clock
 	a, b := replica(store), replica(store)
 	require.True(t, a.Take("int", plan).Allowed)
 	a.settle()
@@ -228,9 +227,8 @@ func TestSharedGivesBackWhatItDoesNotUse(t *testing.T) {
 }
 
 func TestSharedReplicaThatDiesLosesOnlyWhatItHeld(t *testing.T) {
-	clock := &fakeClock{}
-	clock.ns.Store(int64(time.Hour))
-	store := newMemBuckets(clock)
+	store := newMemBuckets()
+	clock := store.clock
 	dead, b := replica(store), replica(store)
 	require.True(t, dead.Take("int", plan).Allowed)
 	dead.settle()
@@ -243,9 +241,8 @@ func TestSharedReplicaThatDiesLosesOnlyWhatItHeld(t *testing.T) {
 }
 
 func TestSharedFallsBackToItsOwnLimitWhenTheStoreFails(t *testing.T) {
-	clock := &fakeClock{}
-	clock.ns.Store(int64(time.Hour))
-	store := newMemBuckets(clock)
+	store := newMemBuckets()
+	clock := store.clock
 	a := replica(store)
 	withClock(a.local).ns.Store(clock.ns.Load())
 	store.failing.Store(true)
