@@ -90,11 +90,6 @@ const (
 	failBackoff = time.Second
 	// idleReturn is how long held requests of a key stay unused before they go back.
 	idleReturn = time.Second
-	// maxWaits bounds how many leases one request waits for before the replica's own limiter
-	// answers it: many requests of one key arriving at once on an empty hand share one lease,
-	// and each next lease asks for all who still wait, so a second wait is rare and a third
-	// rarer.
-	maxWaits = 8
 )
 
 // NewShared returns a limiter drawing from leaser, with local as its fallback (a Limiter kept for
@@ -129,7 +124,9 @@ func (s *Shared) Take(key string, lim Limit) Decision {
 		p.mu.Unlock()
 		return d
 	}
-	for waits := 0; ; waits++ {
+	// The loop ends: each lease either grants what the waiters asked for or finds the bucket
+	// short and sets emptyUntil, which answers the rest.
+	for {
 		now := s.clock()
 		if now < s.failedUntil.Load() {
 			answer(Decision{})
@@ -153,12 +150,6 @@ func (s *Shared) Take(key string, lim Limit) Decision {
 			d := h.decision(now, lim)
 			d.Allowed, d.Remaining, d.RetryAfter = false, 0, time.Duration(retry)
 			return answer(d)
-		}
-		if waits == maxWaits {
-			// Leases kept coming back short of a burst still arriving: this request is
-			// limited by the replica's own limiter rather than refused with room left.
-			answer(Decision{})
-			return s.local.Take(key, lim)
 		}
 		if waitingOn != h {
 			if waitingOn != nil {
